@@ -1,0 +1,97 @@
+/* args: see args.h. */
+#include "args.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(const char *u, const opt *o, int n) {
+    fprintf(stderr, "usage: %s\n\noptions:\n", u);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  --%-16s %s\n", o[i].name, o[i].help);
+}
+
+opt *args_get(opt *o, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(o[i].name, name)) return &o[i];
+    return NULL;
+}
+
+static int set(opt *o, const char *v) {
+    char *e;
+    errno = 0;
+    switch (o->type) {
+    case OPT_STR:
+        if (strlen(v) >= o->len) return 0;
+        strcpy(o->ptr, v);
+        return 1;
+    case OPT_INT: {
+        long x = strtol(v, &e, 10);
+        if (*v == 0 || *e || errno || x < -2147483647L || x > 2147483647L) return 0;
+        *(int *)o->ptr = (int)x;
+        return 1;
+    }
+    case OPT_U64:
+    case OPT_SIZE: {
+        if (*v == '-') return 0;
+        unsigned long long x = strtoull(v, &e, 10);
+        if (*v == 0 || *e || errno) return 0;
+        if (o->type == OPT_U64) *(uint64_t *)o->ptr = x;
+        else *(size_t *)o->ptr = (size_t)x;
+        return 1;
+    }
+    case OPT_DBL: {
+        double x = strtod(v, &e);
+        if (*v == 0 || *e || errno || !isfinite(x)) return 0;
+        *(double *)o->ptr = x;
+        return 1;
+    }
+    case OPT_FLAG: return 0;
+    }
+    return 0;
+}
+
+int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(u, o, n);
+            return 1;
+        }
+        if (strncmp(a, "--", 2)) {
+            fprintf(stderr, "dpd: unexpected argument '%s' (options start with --; see --help)\n", a);
+            return 2;
+        }
+        char name[64];
+        const char *eq = strchr(a, '=');
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        snprintf(name, sizeof name, "%.*s", (int)nl, a + 2);
+        opt *p = args_get(o, n, name);
+        if (!p) {
+            fprintf(stderr, "dpd: unknown option '--%s' (see --help)\n", name);
+            return 2;
+        }
+        p->seen = 1;
+        if (p->type == OPT_FLAG) {
+            if (eq) {
+                fprintf(stderr, "dpd: option '--%s' takes no value\n", name);
+                return 2;
+            }
+            *(int *)p->ptr = 1;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) {
+            fprintf(stderr, "dpd: option '--%s' needs a value\n", name);
+            return 2;
+        }
+        if (!set(p, v)) {
+            fprintf(stderr, "dpd: bad value '%s' for --%s (%s)\n", v, name, p->help);
+            return 2;
+        }
+    }
+    return 0;
+}

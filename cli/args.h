@@ -1,0 +1,25 @@
+/* args: a small long-option parser for the dpd verbs ("--name value" and "--flag"), with
+ * usage text generated from the same table. Errors go to stderr. */
+#ifndef DPD_CLI_ARGS_H
+#define DPD_CLI_ARGS_H
+#include <stddef.h>
+
+typedef enum { OPT_STR, OPT_INT, OPT_DBL, OPT_U64, OPT_SIZE, OPT_FLAG } opt_type;
+
+typedef struct opt {
+    const char *name; /* without the leading dashes */
+    opt_type type;
+    void *ptr;        /* char[len] for OPT_STR; int for OPT_INT and OPT_FLAG */
+    size_t len;
+    const char *help;
+    int seen;         /* set by args_parse */
+} opt;
+
+/* Parses argv[0..argc) into the table. Returns 0 on success, 2 on a usage error (message
+ * printed), 1 when --help was asked (usage printed). */
+int args_parse(int argc, char **argv, opt *o, int n, const char *usage);
+
+/* The entry named `name` (must exist). */
+opt *args_get(opt *o, int n, const char *name);
+
+#endif

@@ -1,0 +1,89 @@
+/* bench: `dpd bench train --model M --hidden H --batch B --frame T [--steps N] [--json]` — times
+ * full training steps (forward, loss, backward, clip, AdamW) on random data. Never asserts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "cli.h"
+#include "optim.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Multiply-adds of the GRU's matrix products per sample-step, forward; backward does twice as
+ * many (weight and input gradients). Elementwise work is not counted. */
+static double gru_flops(const dpd_model_cfg *c) {
+    double H = c->hidden, f = 0;
+    for (int l = 0; l < c->layers; l++) f += 2 * 3 * H * ((l ? H : 2) + H);
+    f += 2 * 2 * H;
+    return 3 * f;
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 1 || strcmp(argv[0], "train")) {
+        fprintf(stderr, "usage: dpd bench train [--model gru --hidden 23 --batch 64 --frame 200 --steps 20 --json]\n");
+        return 2;
+    }
+    dpd_model_cfg mc = {"gru", 23, 1};
+    int B = 64, T = 200, steps = 20, json = 0, threads = 1;
+    opt o[] = {
+        {"model", OPT_STR, mc.family, sizeof mc.family, "model family (gru)", 0},
+        {"hidden", OPT_INT, &mc.hidden, 0, "hidden size (23)", 0},
+        {"layers", OPT_INT, &mc.layers, 0, "layers (1)", 0},
+        {"batch", OPT_INT, &B, 0, "batch (64)", 0},
+        {"frame", OPT_INT, &T, 0, "frame length (200)", 0},
+        {"steps", OPT_INT, &steps, 0, "timed steps (20)", 0},
+        {"threads", OPT_INT, &threads, 0, "threads (only 1 in this version)", 0},
+        {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
+    };
+    int r = args_parse(argc - 1, argv + 1, o, sizeof o / sizeof *o, "dpd bench train [options]");
+    if (r) return r == 1 ? 0 : 2;
+    if (B < 1 || T < 1 || steps < 1 || threads != 1) {
+        fprintf(stderr, "dpd: need --batch, --frame, --steps >= 1 and --threads 1\n");
+        return 2;
+    }
+    dpd_error err;
+    dpd_model *m;
+    if (dpd_model_create(&mc, &m, &err)) return cli_fail(&err);
+    dpd_rng rng;
+    dpd_rng_seed(&rng, 1);
+    dpd_model_init(m, &rng);
+    size_t n = (size_t)B * T * 2;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    size_t np = dpd_model_nparams(m);
+    dpd_adamw adam;
+    if (dpd_adamw_init(&adam, np, 5e-3, 0.01, &err)) return cli_fail(&err);
+    if (!x || !y) {
+        fprintf(stderr, "dpd: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&rng)), y[i] = (float)(0.3 * dpd_rng_normal(&rng));
+    double loss, t0 = 0;
+    for (int s = -2; s < steps; s++) { /* two warm-up steps */
+        if (s == 0) t0 = now();
+        if (dpd_model_train_step(m, x, y, B, T, &loss, NULL, &err)) return cli_fail(&err);
+        dpd_clip(dpd_model_grads(m), np, 200);
+        dpd_adamw_step(&adam, dpd_model_params(m), dpd_model_grads(m));
+    }
+    double sec = (now() - t0) / steps;
+    double flop = (mc.family[0] == 'g' ? gru_flops(&mc) : 0) * B * T;
+    if (json)
+        printf("{\"model\":\"%s\",\"hidden\":%d,\"layers\":%d,\"params\":%zu,\"batch\":%d,\"frame\":%d,"
+               "\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.4f,\"steps_per_s\":%.3f,"
+               "\"mflop_per_step\":%.2f,\"gflops\":%.3f}\n",
+               mc.family, mc.hidden, mc.layers, np, B, T, threads, steps, sec * 1e3, 1 / sec,
+               flop / 1e6, flop / sec / 1e9);
+    else
+        printf("%s-%d (%zu params) batch %d frame %d, %d thread: %.3f ms/step, %.2f steps/s, "
+               "%.1f MFLOP/step, %.3f GFLOP/s\n",
+               mc.family, mc.hidden, np, B, T, threads, sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
+    free(x), free(y);
+    dpd_adamw_free(&adam);
+    dpd_model_free(m);
+    return 0;
+}

@@ -1,0 +1,24 @@
+/* cli: the dpd command's verbs; each returns the process exit code (0 ok, 1 failure, 2 usage).
+ * Shared output helpers live in main.c. */
+#ifndef DPD_CLI_H
+#define DPD_CLI_H
+#include <stdio.h>
+
+#include "dpd/dpd.h"
+
+int cmd_synth(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_train_pa(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* "dpd: <message>" on stderr; returns 1. */
+int cli_fail(const dpd_error *err);
+
+/* {"NMSE":..,"EVM":..,"ACLR_L":..,"ACLR_R":..,"ACLR_AVG":..} */
+void cli_metrics_json(FILE *f, const dpd_metrics *m);
+
+/* One aligned table row: name then the five metrics. */
+void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
+void cli_metrics_header(FILE *f);
+
+#endif

@@ -1,0 +1,102 @@
+/* eval: `dpd eval --data DIR --split val|test [--model CKPT] [--json]` — the measured output's
+ * ACLR, the linear-gain baseline g x against the measured output, and a model's prediction. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+
+/* Model prediction for segments x (S, N, 2) in batches of up to 64 segments. */
+static dpd_status predict(dpd_model *m, const float *x, int S, int N, float *y, dpd_error *err) {
+    for (int s0 = 0; s0 < S; s0 += 64) {
+        int b = S - s0 < 64 ? S - s0 : 64;
+        size_t off = (size_t)s0 * N * 2;
+        dpd_status s = dpd_model_forward(m, x + off, b, N, y + off, err);
+        if (s) return s;
+    }
+    return DPD_OK;
+}
+
+int cmd_eval(int argc, char **argv) {
+    char data[4096] = "", split[16] = "test", model[4096] = "";
+    int json = 0, legacy = 0;
+    double evm_fs = 0;
+    opt o[] = {
+        {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
+        {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
+        {"model", OPT_STR, model, sizeof model, "a checkpoint (.safetensors) to score", 0},
+        {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
+        {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
+        {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
+    };
+    int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
+                       "dpd eval --data DIR [--split val|test] [--model CKPT] [--json]");
+    if (r) return r == 1 ? 0 : 2;
+    int k = !strcmp(split, "val") ? DPD_VAL : !strcmp(split, "test") ? DPD_TEST : -1;
+    if (!data[0] || k < 0) {
+        fprintf(stderr, "dpd: eval needs --data DIR and --split val|test\n");
+        return 2;
+    }
+    if (legacy) evm_fs = 800e6;
+    dpd_error err = {0};
+    dpd_dataset ds;
+    dpd_model *m = NULL;
+    float *x = NULL, *y = NULL, *p = NULL;
+    int S, N, rc = 1;
+    if (dpd_dataset_load(data, 1u << k, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
+    const dpd_spec *sp = &ds.spec;
+    const dpd_split *d = &ds.split[k];
+    double g = dpd_dataset_gain(&ds);
+    dpd_metrics out = {0}, lin = {0}, mod = {0};
+    N = sp->nperseg;
+    if (model[0] && dpd_ckpt_load(model, &m, &err)) goto fail;
+    if (dpd_segments(d->y, d->n, N, 1.0, &y, &S, &err) ||
+        dpd_aclr(y, S, N, sp->fs, sp->bw_main, sp->n_sub, &out.aclr_l, &out.aclr_r, &err))
+        goto fail;
+    out.aclr_avg = (out.aclr_l + out.aclr_r) / 2;
+    if (g > 0 && (dpd_segments(d->x, d->n, N, g, &x, &S, &err) ||
+                  dpd_metrics_compute(x, y, S, N, sp, evm_fs, &lin, &err)))
+        goto fail;
+    if (m) {
+        free(x);
+        p = malloc((size_t)S * N * 2 * sizeof *p);
+        if (dpd_segments(d->x, d->n, N, 1.0, &x, &S, &err) || !p ||
+            predict(m, x, S, N, p, &err) || dpd_metrics_compute(p, y, S, N, sp, evm_fs, &mod, &err))
+            goto fail;
+    }
+    if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
+    if (!g) fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
+    if (json) {
+        printf("{\"dataset\":\"%s\",\"split\":\"%s\",\"samples\":%zu,\"segments\":%d,\"gain\":%.9g,"
+               "\"output_aclr\":{\"L\":%.6f,\"R\":%.6f,\"AVG\":%.6f}",
+               ds.name, split, d->n, S, g, out.aclr_l, out.aclr_r, out.aclr_avg);
+        printf(",\"linear_gain\":");
+        if (g > 0) cli_metrics_json(stdout, &lin);
+        else printf("null");
+        if (m) {
+            printf(",\"model\":");
+            cli_metrics_json(stdout, &mod);
+        }
+        printf("}\n");
+    } else {
+        printf("%s %s: %zu samples, %d segments of %d, fs %.6g Hz, %d x %.6g Hz channel\n", ds.name,
+               split, d->n, S, N, sp->fs, sp->n_sub, sp->bw_main / sp->n_sub);
+        printf("measured output ACLR: L %.3f  R %.3f  AVG %.3f dBc\n", out.aclr_l, out.aclr_r, out.aclr_avg);
+        cli_metrics_header(stdout);
+        if (g > 0) {
+            char name[32];
+            snprintf(name, sizeof name, "linear g=%.4f", g);
+            cli_metrics_row(stdout, name, &lin);
+        }
+        if (m) cli_metrics_row(stdout, "model", &mod);
+    }
+    rc = 0;
+fail:
+    if (rc && err.msg[0]) cli_fail(&err);
+    else if (rc) fprintf(stderr, "dpd: out of memory\n");
+    free(x), free(y), free(p);
+    dpd_model_free(m);
+    dpd_dataset_free(&ds);
+    return rc;
+}

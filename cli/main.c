@@ -1,0 +1,60 @@
+/* main: the dpd command — dispatch to a verb, and the output helpers the verbs share. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_fail(const dpd_error *err) {
+    fprintf(stderr, "dpd: %s\n", err->msg);
+    return 1;
+}
+
+void cli_metrics_json(FILE *f, const dpd_metrics *m) {
+    fprintf(f, "{\"NMSE\":%.6f,\"EVM\":%.6f,\"ACLR_L\":%.6f,\"ACLR_R\":%.6f,\"ACLR_AVG\":%.6f}",
+            m->nmse, m->evm, m->aclr_l, m->aclr_r, m->aclr_avg);
+}
+
+void cli_metrics_header(FILE *f) {
+    fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", "NMSE dB", "EVM dB", "ACLR_L", "ACLR_R",
+            "ACLR_AVG");
+}
+
+void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m) {
+    fprintf(f, "%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", name, m->nmse, m->evm, m->aclr_l,
+            m->aclr_r, m->aclr_avg);
+}
+
+static const struct verb {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} verbs[] = {
+    {"synth", cmd_synth, "generate a synthetic OpenDPD-layout dataset (OFDM through a PA model)"},
+    {"eval", cmd_eval, "RF metrics of a dataset split, its linear-gain baseline and a model"},
+    {"train-pa", cmd_train_pa, "train a PA behavioral model (OpenDPD's loop, exactly)"},
+    {"bench", cmd_bench, "time training steps (bench train ...)"},
+};
+
+static void help(FILE *f) {
+    fprintf(f, "dpd %s — neural PA modeling and digital predistortion\n\nusage: dpd VERB [options]\n\n",
+            DPD_VERSION);
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
+    fprintf(f, "  %-10s %s\n\n'dpd VERB --help' lists a verb's options.\n", "version", "print the version");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        help(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+        printf("dpd %s\n", DPD_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        if (!strcmp(argv[1], verbs[i].name)) return verbs[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "dpd: unknown verb '%s'\n\n", argv[1]);
+    help(stderr);
+    return 2;
+}

@@ -1,0 +1,118 @@
+/* train: `dpd train-pa` — option parsing, presets, progress display and the summary. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+
+typedef struct display {
+    int tty;
+    double last; /* elapsed at the last redraw */
+} display;
+
+static void progress(void *user, const dpd_progress *p) {
+    display *d = user;
+    if (!p->epoch_done) {
+        if (!d->tty || (p->batch != p->batches && p->elapsed - d->last < 0.1)) return;
+        d->last = p->elapsed;
+        double rate = p->batch / (p->elapsed > 0 ? p->elapsed : 1e-9);
+        double eta = (p->batches - p->batch) / rate;
+        int w = 24, fill = (int)((double)w * p->batch / p->batches);
+        char bar[32];
+        for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+        bar[w] = 0;
+        fprintf(stderr, "\repoch %d/%d [%s] %d/%d loss %.3e %.1f batch/s ETA %02d:%02d ", p->epoch + 1,
+                p->epochs, bar, p->batch, p->batches, p->loss, rate, (int)eta / 60, (int)eta % 60);
+        return;
+    }
+    d->last = 0;
+    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %.3f EVM %.3f ACLR %.3f | test NMSE %.3f lr %.2e%s\n",
+            d->tty ? "\r\033[K" : "", p->epoch + 1, p->epochs, p->train_loss, p->val.nmse, p->val.evm,
+            p->val.aclr_avg, p->test.nmse, p->lr, p->improved ? " *" : "");
+}
+
+int cmd_train_pa(int argc, char **argv) {
+    dpd_train_cfg c;
+    dpd_train_defaults(&c);
+    char preset[16] = "";
+    int json = 0, legacy = 0;
+    opt o[] = {
+        {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
+        {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru)", 0},
+        {"hidden", OPT_INT, &c.model.hidden, 0, "hidden size (23)", 0},
+        {"layers", OPT_INT, &c.model.layers, 0, "recurrent layers (1)", 0},
+        {"preset", OPT_STR, preset, sizeof preset, "quick (10 epochs, frame 50, stride 16) or full (150, 200, 1)", 0},
+        {"epochs", OPT_INT, &c.epochs, 0, "epochs (150)", 0},
+        {"batch", OPT_INT, &c.batch, 0, "training batch size (64)", 0},
+        {"batch-eval", OPT_INT, &c.batch_eval, 0, "evaluation batch size in segments (64)", 0},
+        {"lr", OPT_DBL, &c.lr, 0, "initial learning rate (5e-3)", 0},
+        {"lr-end", OPT_DBL, &c.lr_end, 0, "minimum learning rate (5e-5)", 0},
+        {"decay", OPT_DBL, &c.decay, 0, "plateau decay factor (0.5)", 0},
+        {"patience", OPT_INT, &c.patience, 0, "plateau patience in epochs (5)", 0},
+        {"lr-schedule", OPT_INT, &c.lr_schedule, 0, "1 = ReduceLROnPlateau on val NMSE, 0 = constant (1)", 0},
+        {"weight-decay", OPT_DBL, &c.weight_decay, 0, "AdamW weight decay (0.01)", 0},
+        {"clip", OPT_DBL, &c.clip, 0, "gradient global-norm clip, 0 = off (200)", 0},
+        {"frame", OPT_INT, &c.frame, 0, "training frame length (200)", 0},
+        {"stride", OPT_INT, &c.stride, 0, "training frame stride (1)", 0},
+        {"seed", OPT_U64, &c.seed, 0, "random seed (0)", 0},
+        {"out", OPT_STR, c.out, sizeof c.out, "output root (runs)", 0},
+        {"resume", OPT_STR, c.resume, sizeof c.resume, "continue the run in this run directory", 0},
+        {"evm-fs", OPT_DBL, &c.evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
+        {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
+        {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
+    };
+    int n = sizeof o / sizeof *o;
+    int r = args_parse(argc, argv, o, n,
+                       "dpd train-pa --data DIR [--model gru --hidden H --layers N] [--preset quick|full] "
+                       "[training options] [--out DIR] [--json]\n       dpd train-pa --resume RUN_DIR [--epochs N] [--json]");
+    if (r) return r == 1 ? 0 : 2;
+    dpd_error err;
+    if (c.resume[0]) {
+        for (int i = 0; i < n; i++)
+            if (o[i].seen && strcmp(o[i].name, "resume") && strcmp(o[i].name, "epochs") &&
+                strcmp(o[i].name, "json")) {
+                fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can)\n", o[i].name);
+                return 2;
+            }
+        if (!args_get(o, n, "epochs")->seen) c.epochs = 0; /* keep the run's own */
+    } else {
+        if (!c.data[0]) {
+            fprintf(stderr, "dpd: train-pa needs --data DIR (or --resume RUN_DIR)\n");
+            return 2;
+        }
+        if (preset[0]) { /* preset first, explicit options win */
+            dpd_train_cfg keep = c;
+            if (dpd_train_preset(&c, preset, &err)) {
+                fprintf(stderr, "dpd: %s\n", err.msg);
+                return 2;
+            }
+            if (args_get(o, n, "epochs")->seen) c.epochs = keep.epochs;
+            if (args_get(o, n, "frame")->seen) c.frame = keep.frame;
+            if (args_get(o, n, "stride")->seen) c.stride = keep.stride;
+        }
+        if (legacy) c.evm_fs = 800e6;
+    }
+    display d = {.tty = isatty(2)};
+    dpd_train_result res;
+    if (dpd_train_pa(&c, progress, &d, &res, &err)) {
+        if (d.tty) fprintf(stderr, "\n");
+        if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
+        return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
+    }
+    if (json) {
+        printf("{\"run_dir\":\"%s\",\"epochs\":%d,\"best_epoch\":%d,\"val\":", res.run_dir, res.epochs,
+               res.best_epoch);
+        cli_metrics_json(stdout, &res.val);
+        printf(",\"test\":");
+        cli_metrics_json(stdout, &res.test);
+        printf("}\n");
+    } else {
+        printf("best epoch %d of %d\n", res.best_epoch + 1, res.epochs);
+        cli_metrics_header(stdout);
+        cli_metrics_row(stdout, "val", &res.val);
+        cli_metrics_row(stdout, "test", &res.test);
+        printf("run directory: %s\n", res.run_dir);
+    }
+    return 0;
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the Debian packages dpd's build and tests need. Idempotent: does nothing when they
+# are present. As root it runs apt-get; otherwise it prints the command and fails.
+set -eu
+PKGS="build-essential pkg-config libjansson-dev libkissfft-dev"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: missing packages:$missing" >&2
+    echo "deps.sh: run as root: apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq $missing >/dev/null

@@ -1,0 +1,209 @@
+/* ckpt: see ckpt.h and docs/formats.md. */
+#include "ckpt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "file.h"
+#include "status.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
+
+#define MAX_HEADER (64u << 20)
+
+static json_t *tensor_entry(const int *shape, int ndim, size_t *off, size_t numel) {
+    json_t *e = json_object(), *sh = json_array();
+    for (int d = 0; d < ndim; d++) json_array_append_new(sh, json_integer(shape[d]));
+    json_object_set_new(e, "dtype", json_string("F32"));
+    json_object_set_new(e, "shape", sh);
+    json_object_set_new(e, "data_offsets",
+                        json_pack("[II]", (json_int_t)*off, (json_int_t)(*off + numel * 4)));
+    *off += numel * 4;
+    return e;
+}
+
+dpd_status dpd_ckpt_save(const char *path, const dpd_model *m, const dpd_kv *meta, int nmeta,
+                         int nextra, const char *const *extra_names, const float *const *extra,
+                         const size_t *extra_len, dpd_error *err) {
+    const dpd_model_cfg *c = dpd_model_config(m);
+    json_t *hdr = json_object(), *md = json_object();
+    char num[32];
+    json_object_set_new(md, "format", json_string("dpd"));
+    json_object_set_new(md, "dpd_version", json_string(DPD_VERSION));
+    json_object_set_new(md, "family", json_string(c->family));
+    snprintf(num, sizeof num, "%d", c->hidden);
+    json_object_set_new(md, "hidden", json_string(num));
+    snprintf(num, sizeof num, "%d", c->layers);
+    json_object_set_new(md, "layers", json_string(num));
+    for (int i = 0; i < nmeta; i++) json_object_set_new(md, meta[i].key, json_string(meta[i].value));
+    json_object_set_new(hdr, "__metadata__", md);
+    size_t off = 0;
+    for (int i = 0; i < dpd_model_ntensors(m); i++) {
+        const dpd_tensor *t = dpd_model_tensor(m, i);
+        json_object_set_new(hdr, t->name, tensor_entry(t->shape, t->ndim, &off, t->numel));
+    }
+    for (int i = 0; i < nextra; i++) {
+        int shape = (int)extra_len[i];
+        json_object_set_new(hdr, extra_names[i], tensor_entry(&shape, 1, &off, extra_len[i]));
+    }
+    char *text = json_dumps(hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(hdr);
+    if (!text) return dpd_fail(err, DPD_E_NOMEM, "%s: cannot encode the header", path);
+    size_t hl = strlen(text), padded = (hl + 7) / 8 * 8;
+    dpd_afile a;
+    dpd_status s = dpd_afile_open(&a, path, err);
+    if (s) {
+        free(text);
+        return s;
+    }
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    int ok = fwrite(len8, 1, 8, a.f) == 8 && fwrite(text, 1, hl, a.f) == hl;
+    for (size_t i = hl; ok && i < padded; i++) ok = fputc(' ', a.f) != EOF;
+    free(text);
+    const float *p = dpd_model_params((dpd_model *)m);
+    for (int i = 0; ok && i < dpd_model_ntensors(m); i++) {
+        const dpd_tensor *t = dpd_model_tensor(m, i);
+        ok = fwrite(p + t->offset, 4, t->numel, a.f) == t->numel;
+    }
+    for (int i = 0; ok && i < nextra; i++) ok = fwrite(extra[i], 4, extra_len[i], a.f) == extra_len[i];
+    if (!ok) {
+        dpd_afile_abort(&a);
+        return dpd_fail(err, DPD_E_IO, "%s: write failed", path);
+    }
+    return dpd_afile_commit(&a, err);
+}
+
+void dpd_ckpt_close(dpd_ckpt *c) {
+    if (!c) return;
+    json_decref(c->hdr);
+    free(c->buf);
+    c->hdr = NULL;
+    c->buf = NULL;
+}
+
+static dpd_status bad(dpd_ckpt *c, dpd_error *err, const char *what, const char *name) {
+    dpd_fail(err, DPD_E_FORMAT, "%s: not a valid checkpoint: %s%s%s%s", c->path, what,
+             name ? " (tensor '" : "", name ? name : "", name ? "')" : "");
+    dpd_ckpt_close(c);
+    return DPD_E_FORMAT;
+}
+
+dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    dpd_status s = dpd_file_read(path, &c->buf, &c->len, err);
+    if (s) return s;
+    if (c->len < 8) return bad(c, err, "file shorter than the 8-byte header length", NULL);
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)(unsigned char)c->buf[i] << (8 * i);
+    if (hl == 0 || hl > MAX_HEADER || hl > c->len - 8)
+        return bad(c, err, "header length is larger than the file (truncated?)", NULL);
+    json_error_t je;
+    c->hdr = json_loadb(c->buf + 8, (size_t)hl, 0, &je);
+    if (!c->hdr || !json_is_object(c->hdr)) return bad(c, err, "header is not a JSON object", NULL);
+    c->data = c->buf + 8 + hl;
+    c->data_len = c->len - 8 - (size_t)hl;
+    const char *name;
+    json_t *e;
+    json_object_foreach(c->hdr, name, e) {
+        if (!strcmp(name, "__metadata__")) {
+            const char *k;
+            json_t *v;
+            if (!json_is_object(e)) return bad(c, err, "__metadata__ is not an object", NULL);
+            json_object_foreach(e, k, v) if (!json_is_string(v))
+                return bad(c, err, "__metadata__ value is not a string", k);
+            continue;
+        }
+        json_t *dt = json_object_get(e, "dtype"), *sh = json_object_get(e, "shape"),
+               *of = json_object_get(e, "data_offsets");
+        if (!json_is_string(dt) || strcmp(json_string_value(dt), "F32"))
+            return bad(c, err, "dtype is not F32", name);
+        if (!json_is_array(sh) || !json_is_array(of) || json_array_size(of) != 2)
+            return bad(c, err, "shape or data_offsets missing", name);
+        size_t numel = 1, i;
+        json_t *d;
+        json_array_foreach(sh, i, d) {
+            if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > (1 << 30))
+                return bad(c, err, "bad shape", name);
+            numel *= (size_t)json_integer_value(d);
+        }
+        json_t *b0 = json_array_get(of, 0), *b1 = json_array_get(of, 1);
+        if (!json_is_integer(b0) || !json_is_integer(b1) || json_integer_value(b0) < 0 ||
+            json_integer_value(b1) < json_integer_value(b0))
+            return bad(c, err, "bad data_offsets", name);
+        if ((size_t)json_integer_value(b1) > c->data_len)
+            return bad(c, err, "data runs past the end of the file (truncated?)", name);
+        if ((size_t)(json_integer_value(b1) - json_integer_value(b0)) != numel * 4)
+            return bad(c, err, "data_offsets do not match the shape", name);
+    }
+    return DPD_OK;
+}
+
+const char *dpd_ckpt_meta(const dpd_ckpt *c, const char *key) {
+    return json_string_value(json_object_get(json_object_get(c->hdr, "__metadata__"), key));
+}
+
+dpd_status dpd_ckpt_read(const dpd_ckpt *c, const char *name, float *out, size_t numel,
+                         dpd_error *err) {
+    json_t *e = json_object_get(c->hdr, name);
+    if (!e || !strcmp(name, "__metadata__"))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: tensor '%s' is missing", c->path, name);
+    json_t *of = json_object_get(e, "data_offsets");
+    size_t b0 = (size_t)json_integer_value(json_array_get(of, 0));
+    size_t b1 = (size_t)json_integer_value(json_array_get(of, 1));
+    if (b1 - b0 != numel * 4)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: tensor '%s' has %zu values, expected %zu", c->path,
+                        name, (b1 - b0) / 4, numel);
+    memcpy(out, c->data + b0, numel * 4);
+    return DPD_OK;
+}
+
+dpd_status dpd_ckpt_read_model(const dpd_ckpt *c, dpd_model *m, dpd_error *err) {
+    float *p = dpd_model_params(m);
+    for (int i = 0; i < dpd_model_ntensors(m); i++) {
+        const dpd_tensor *t = dpd_model_tensor(m, i);
+        json_t *sh = json_object_get(json_object_get(c->hdr, t->name), "shape");
+        int same = json_is_array(sh) && (int)json_array_size(sh) == t->ndim;
+        for (int d = 0; same && d < t->ndim; d++)
+            same = json_integer_value(json_array_get(sh, (size_t)d)) == t->shape[d];
+        if (sh && !same)
+            return dpd_fail(err, DPD_E_FORMAT, "%s: tensor '%s' has the wrong shape for %s-%d",
+                            c->path, t->name, dpd_model_config(m)->family,
+                            dpd_model_config(m)->hidden);
+        dpd_status s = dpd_ckpt_read(c, t->name, p + t->offset, t->numel, err);
+        if (s) return s;
+    }
+    return DPD_OK;
+}
+
+static int meta_int(const dpd_ckpt *c, const char *key, int *v) {
+    const char *s = dpd_ckpt_meta(c, key);
+    char *e;
+    if (!s) return 0;
+    long x = strtol(s, &e, 10);
+    if (*s == 0 || *e || x < 1 || x > 1 << 20) return 0;
+    *v = (int)x;
+    return 1;
+}
+
+dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
+    dpd_ckpt c;
+    *out = NULL;
+    dpd_status s = dpd_ckpt_open(path, &c, err);
+    if (s) return s;
+    dpd_model_cfg cfg = {0};
+    const char *fam = dpd_ckpt_meta(&c, "family");
+    if (!fam || !meta_int(&c, "hidden", &cfg.hidden) || !meta_int(&c, "layers", &cfg.layers))
+        return bad(&c, err, "__metadata__ lacks family, hidden or layers (not written by dpd?)", NULL);
+    snprintf(cfg.family, sizeof cfg.family, "%s", fam);
+    s = dpd_model_create(&cfg, out, err);
+    if (s) dpd_error_prefix(err, path);
+    else s = dpd_ckpt_read_model(&c, *out, err);
+    if (s) {
+        dpd_model_free(*out);
+        *out = NULL;
+    }
+    dpd_ckpt_close(&c);
+    return s;
+}

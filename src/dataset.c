@@ -1,0 +1,387 @@
+/* dataset: OpenDPD dataset directories (reference §1): spec.json, split_csv (six I,Q files) and
+ * single_csv (one I_in,Q_in,I_out,Q_out file split by ratios), plus eval segmentation.
+ * It reads and validates; it does not frame, normalise or align anything. */
+#include <errno.h>
+#include <jansson.h>
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpd/dpd.h"
+#include "file.h"
+#include "status.h"
+
+static const char *split_names[DPD_NSPLIT] = {"train", "val", "test"};
+
+static locale_t c_locale(void) {
+    static locale_t loc;
+    if (!loc) loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    return loc;
+}
+
+/* Splits line [p, end) on commas into at most max fields (start, length); returns the count,
+ * or max + 1 when there are more. */
+static int split_fields(const char *p, const char *end, const char **f, int *len, int max) {
+    int n = 0;
+    for (;;) {
+        const char *c = p;
+        while (c < end && *c != ',') c++;
+        if (n == max) return max + 1;
+        f[n] = p;
+        len[n++] = (int)(c - p);
+        if (c == end) return n;
+        p = c + 1;
+    }
+}
+
+static int parse_number(const char *f, int len, double *v) {
+    char buf[128];
+    while (len > 0 && (*f == ' ' || *f == '\t')) f++, len--;
+    while (len > 0 && (f[len - 1] == ' ' || f[len - 1] == '\t')) len--;
+    if (len <= 0 || len >= (int)sizeof buf) return 0;
+    memcpy(buf, f, (size_t)len);
+    buf[len] = 0;
+    char *e;
+    errno = 0;
+    *v = strtod_l(buf, &e, c_locale());
+    return e == buf + len;
+}
+
+#define MAXCOL 64
+
+/* Reads a CSV with a header line. cols[k] names the column to put in output column k; with
+ * names == NULL the file must have exactly ncol columns taken in order. out is (rows, ncol). */
+static dpd_status read_csv(const char *path, int ncol, const char *const *names, double **out,
+                           size_t *rows, dpd_error *err) {
+    char *buf;
+    size_t len;
+    *out = NULL;
+    *rows = 0;
+    dpd_status s = dpd_file_read(path, &buf, &len, err);
+    if (s) return s;
+    const char *f[MAXCOL + 1];
+    int fl[MAXCOL + 1], pick[MAXCOL], nhead = 0;
+    size_t cap = 0, n = 0, line = 0;
+    double *d = NULL;
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        const char *next = e ? e + 1 : end;
+        if (!e) e = end;
+        if (e > p && e[-1] == '\r') e--;
+        line++;
+        if (e == p) { /* blank lines are allowed only at the end */
+            const char *q = next;
+            while (q < end && (*q == '\n' || *q == '\r')) q++;
+            if (q != end) {
+                s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: empty line inside the data", path, line);
+                goto fail;
+            }
+            break;
+        }
+        int nf = split_fields(p, e, f, fl, MAXCOL);
+        if (line == 1) {
+            double v;
+            if (nf > MAXCOL) {
+                s = dpd_fail(err, DPD_E_FORMAT, "%s:1: more than %d columns", path, MAXCOL);
+                goto fail;
+            }
+            if (parse_number(f[0], fl[0], &v)) {
+                s = dpd_fail(err, DPD_E_FORMAT,
+                             "%s:1: expected a header line (%s), got numbers", path,
+                             names ? "I_in,Q_in,I_out,Q_out" : "I,Q");
+                goto fail;
+            }
+            nhead = nf;
+            if (!names) {
+                if (nf != ncol) {
+                    s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header has %d columns, expected %d (I,Q)",
+                                 path, nf, ncol);
+                    goto fail;
+                }
+                for (int k = 0; k < ncol; k++) pick[k] = k;
+            } else {
+                for (int k = 0; k < ncol; k++) {
+                    pick[k] = -1;
+                    for (int j = 0; j < nf; j++)
+                        if ((int)strlen(names[k]) == fl[j] && !memcmp(names[k], f[j], (size_t)fl[j]))
+                            pick[k] = j;
+                    if (pick[k] < 0) {
+                        s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'", path,
+                                     names[k]);
+                        goto fail;
+                    }
+                }
+            }
+        } else {
+            if (nf != nhead) {
+                s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: %s fields, expected %d", path, line,
+                             nf > nhead ? "extra" : "missing", nhead);
+                goto fail;
+            }
+            if (n == cap) {
+                cap = cap ? cap * 2 : 4096;
+                double *nd = realloc(d, cap * (size_t)ncol * sizeof *d);
+                if (!nd) {
+                    s = dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", path);
+                    goto fail;
+                }
+                d = nd;
+            }
+            for (int k = 0; k < ncol; k++) {
+                int j = pick[k];
+                double v;
+                if (!parse_number(f[j], fl[j], &v)) {
+                    s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is not a number",
+                                 path, line, j + 1, fl[j] > 40 ? 40 : fl[j], f[j]);
+                    goto fail;
+                }
+                if (!isfinite(v)) {
+                    s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is not finite",
+                                 path, line, j + 1, fl[j] > 40 ? 40 : fl[j], f[j]);
+                    goto fail;
+                }
+                d[n * (size_t)ncol + (size_t)k] = v;
+            }
+            n++;
+        }
+        p = next;
+    }
+    if (line == 0) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: empty file (expected a header and data rows)", path);
+        goto fail;
+    }
+    if (n == 0) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: no data rows after the header", path);
+        goto fail;
+    }
+    free(buf);
+    *out = d;
+    *rows = n;
+    return DPD_OK;
+fail:
+    free(buf);
+    free(d);
+    return s;
+}
+
+static dpd_status spec_number(json_t *root, const char *path, const char *key, const char *alias,
+                              double *v, int required, dpd_error *err, char *warn, size_t nwarn) {
+    json_t *j = json_object_get(root, key);
+    if (!j && alias && (j = json_object_get(root, alias)) && warn && !warn[0])
+        snprintf(warn, nwarn, "%s: '%s' read as '%s' (alias)", path, alias, key);
+    if (!j) {
+        if (!required) return DPD_OK;
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is missing (the RF metrics need it)",
+                        path, key);
+    }
+    if (!json_is_number(j) || !isfinite(json_number_value(j)) || json_number_value(j) <= 0)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive number", path,
+                        j == json_object_get(root, key) ? key : alias);
+    *v = json_number_value(j);
+    return DPD_OK;
+}
+
+static dpd_status spec_int(json_t *root, const char *path, const char *key, int *v,
+                           dpd_error *err) {
+    double d = 0;
+    dpd_status s = spec_number(root, path, key, NULL, &d, 1, err, NULL, 0);
+    if (s) return s;
+    if (d != floor(d) || d > 1e9)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive integer, got %g",
+                        path, key, d);
+    *v = (int)d;
+    return DPD_OK;
+}
+
+static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size_t nformat,
+                            char *csvname, size_t ncsv, dpd_error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/spec.json", dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        if (!dpd_exists(path))
+            return dpd_fail(err, DPD_E_IO, "%s: missing (every dataset directory needs one)", path);
+        return dpd_fail(err, DPD_E_FORMAT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    }
+    dpd_status s = DPD_OK;
+    dpd_spec *sp = &ds->spec;
+    if (!json_is_object(root)) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: expected a JSON object", path);
+        goto done;
+    }
+    json_t *fmt = json_object_get(root, "dataset_format");
+    snprintf(format, nformat, "split_csv");
+    if (fmt) {
+        if (!json_is_string(fmt) || (strcmp(json_string_value(fmt), "split_csv") &&
+                                     strcmp(json_string_value(fmt), "single_csv"))) {
+            s = dpd_fail(err, DPD_E_FORMAT,
+                         "%s: field 'dataset_format' is %s%s%s; expected \"split_csv\" or "
+                         "\"single_csv\"",
+                         path, json_is_string(fmt) ? "\"" : "",
+                         json_is_string(fmt) ? json_string_value(fmt) : "not a string",
+                         json_is_string(fmt) ? "\"" : "");
+            goto done;
+        }
+        snprintf(format, nformat, "%s", json_string_value(fmt));
+    }
+    json_t *csv = json_object_get(root, "csv_filename");
+    snprintf(csvname, ncsv, "data.csv");
+    if (csv) {
+        if (!json_is_string(csv) || strchr(json_string_value(csv), '/')) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: field 'csv_filename' must be a plain file name",
+                         path);
+            goto done;
+        }
+        snprintf(csvname, ncsv, "%s", json_string_value(csv));
+    }
+    sp->ratios[0] = 0.6, sp->ratios[1] = 0.2, sp->ratios[2] = 0.2;
+    json_t *r = json_object_get(root, "split_ratios");
+    if (r) {
+        for (int k = 0; k < DPD_NSPLIT; k++) {
+            json_t *v = json_is_object(r) ? json_object_get(r, split_names[k]) : NULL;
+            if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
+                s = dpd_fail(err, DPD_E_FORMAT,
+                             "%s: field 'split_ratios.%s' must be a number in [0, 1]", path,
+                             split_names[k]);
+                goto done;
+            }
+            sp->ratios[k] = json_number_value(v);
+        }
+    }
+    if ((s = spec_number(root, path, "input_signal_fs", NULL, &sp->fs, 1, err, NULL, 0)) ||
+        (s = spec_number(root, path, "bw_main_ch", "input_signal_bw", &sp->bw_main, 1, err,
+                         ds->warning, sizeof ds->warning)) ||
+        (s = spec_number(root, path, "bw_sub_ch", "input_signal_sub_ch_bw", &sp->bw_sub, 0, err,
+                         ds->warning, sizeof ds->warning)) ||
+        (s = spec_int(root, path, "n_sub_ch", &sp->n_sub, err)) ||
+        (s = spec_int(root, path, "nperseg", &sp->nperseg, err)))
+        goto done;
+    if (sp->bw_main >= sp->fs) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: bw_main_ch (%g) must be below input_signal_fs (%g)",
+                     path, sp->bw_main, sp->fs);
+        goto done;
+    }
+done:
+    json_decref(root);
+    return s;
+}
+
+static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, dpd_error *err) {
+    for (int k = 0; k < DPD_NSPLIT; k++) {
+        if (!((need | want) & (1u << k))) continue;
+        char in[4300], out[4300];
+        snprintf(in, sizeof in, "%s/%s_input.csv", ds->dir, split_names[k]);
+        snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, split_names[k]);
+        if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
+        size_t nx, ny;
+        dpd_status s = read_csv(in, 2, NULL, &ds->split[k].x, &nx, err);
+        if (!s) s = read_csv(out, 2, NULL, &ds->split[k].y, &ny, err);
+        if (s) return s;
+        if (nx != ny)
+            return dpd_fail(err, DPD_E_FORMAT,
+                            "%s has %zu rows but %s has %zu: input and output must match", in,
+                            nx, out, ny);
+        ds->split[k].n = nx;
+    }
+    return DPD_OK;
+}
+
+static dpd_status load_single_csv(dpd_dataset *ds, const char *csvname, dpd_error *err) {
+    static const char *const names[4] = {"I_in", "Q_in", "I_out", "Q_out"};
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", ds->dir, csvname);
+    double *d;
+    size_t n;
+    dpd_status s = read_csv(path, 4, names, &d, &n, err);
+    if (s) return s;
+    size_t cut[4] = {0, (size_t)floor((double)n * ds->spec.ratios[0]), 0, n};
+    cut[2] = cut[1] + (size_t)floor((double)n * ds->spec.ratios[1]);
+    if (cut[2] > n) cut[2] = n;
+    for (int k = 0; k < DPD_NSPLIT; k++) {
+        size_t m = cut[k + 1] - cut[k];
+        if (m == 0) {
+            free(d);
+            return dpd_fail(err, DPD_E_FORMAT,
+                            "%s: the %s split is empty (%zu rows with split_ratios %g/%g/%g)",
+                            path, split_names[k], n, ds->spec.ratios[0], ds->spec.ratios[1],
+                            ds->spec.ratios[2]);
+        }
+        dpd_split *sp = &ds->split[k];
+        sp->x = malloc(m * 2 * sizeof(double));
+        sp->y = malloc(m * 2 * sizeof(double));
+        if (!sp->x || !sp->y) {
+            free(d);
+            return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", path);
+        }
+        for (size_t i = 0; i < m; i++) {
+            const double *row = d + (cut[k] + i) * 4;
+            sp->x[2 * i] = row[0], sp->x[2 * i + 1] = row[1];
+            sp->y[2 * i] = row[2], sp->y[2 * i + 1] = row[3];
+        }
+        sp->n = m;
+    }
+    free(d);
+    return DPD_OK;
+}
+
+dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want, dpd_dataset *ds,
+                            dpd_error *err) {
+    memset(ds, 0, sizeof *ds);
+    snprintf(ds->dir, sizeof ds->dir, "%s", dir);
+    size_t L = strlen(ds->dir);
+    while (L > 1 && ds->dir[L - 1] == '/') ds->dir[--L] = 0;
+    const char *base = strrchr(ds->dir, '/');
+    snprintf(ds->name, sizeof ds->name, "%s", base ? base + 1 : ds->dir);
+    char format[32], csvname[256];
+    dpd_status s = load_spec(ds->dir, ds, format, sizeof format, csvname, sizeof csvname, err);
+    if (!s)
+        s = strcmp(format, "single_csv") ? load_split_csv(ds, need, want, err)
+                                         : load_single_csv(ds, csvname, err);
+    if (s) dpd_dataset_free(ds);
+    return s;
+}
+
+void dpd_dataset_free(dpd_dataset *ds) {
+    if (!ds) return;
+    for (int k = 0; k < DPD_NSPLIT; k++) {
+        free(ds->split[k].x);
+        free(ds->split[k].y);
+        ds->split[k].x = ds->split[k].y = NULL;
+        ds->split[k].n = 0;
+    }
+}
+
+static double max_abs(const double *iq, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double a = sqrt(iq[2 * i] * iq[2 * i] + iq[2 * i + 1] * iq[2 * i + 1]);
+        if (a > m) m = a;
+    }
+    return m;
+}
+
+double dpd_dataset_gain(const dpd_dataset *ds) {
+    const dpd_split *t = &ds->split[DPD_TRAIN];
+    if (!t->n) return 0;
+    double mx = max_abs(t->x, t->n);
+    return mx > 0 ? max_abs(t->y, t->n) / mx : 0;
+}
+
+size_t dpd_frame_count(size_t n, int L, int S) {
+    return L < 1 || S < 1 || n < (size_t)L ? 0 : (n - (size_t)L) / (size_t)S + 1;
+}
+
+dpd_status dpd_segments(const double *iq, size_t n, int N, double scale, float **out, int *S,
+                        dpd_error *err) {
+    if (N <= 0 || n == 0) return dpd_fail(err, DPD_E_INVAL, "segments: empty signal or N <= 0");
+    size_t ns = (n + (size_t)N - 1) / (size_t)N;
+    float *o = calloc(ns * (size_t)N * 2, sizeof *o);
+    if (!o) return dpd_fail(err, DPD_E_NOMEM, "segments: out of memory");
+    for (size_t i = 0; i < 2 * n; i++) o[i] = (float)(iq[i] * scale);
+    *out = o;
+    *S = (int)ns;
+    return DPD_OK;
+}

@@ -1,0 +1,139 @@
+/* model: a model family bound to one configuration, with one 64-byte-aligned parameter buffer,
+ * a gradient buffer of the same layout, and a workspace reserved ahead of the step loop. */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+struct dpd_model {
+    dpd_model_cfg cfg;
+    const dpd_family *fam;
+    dpd_tensor t[DPD_MAX_TENSORS];
+    int nt;
+    size_t np;
+    float *p, *g;
+    float *ws, *scratch, *io; /* workspace reserved by dpd_model_reserve; io = y then dy */
+    size_t cap_ws, cap_scratch, cap_io; /* their sizes in floats */
+};
+
+static const dpd_family *const families[] = {&dpd_family_gru};
+
+const dpd_family *dpd_family_find(const char *name) {
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (!strcmp(families[i]->name, name)) return families[i];
+    return NULL;
+}
+
+static float *alloc_floats(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+static dpd_status check_cfg(const dpd_model_cfg *c, const dpd_family **fam, dpd_error *err) {
+    *fam = dpd_family_find(c->family);
+    if (!*fam) return dpd_fail(err, DPD_E_UNSUPPORTED, "model family '%s' is not known (try: gru)", c->family);
+    if (c->hidden < 1 || c->hidden > 4096)
+        return dpd_fail(err, DPD_E_INVAL, "hidden size %d out of range [1, 4096]", c->hidden);
+    if (c->layers < 1 || c->layers > 16)
+        return dpd_fail(err, DPD_E_INVAL, "layer count %d out of range [1, 16]", c->layers);
+    return DPD_OK;
+}
+
+size_t dpd_model_count(const dpd_model_cfg *c) {
+    const dpd_family *f;
+    dpd_tensor t[DPD_MAX_TENSORS];
+    if (check_cfg(c, &f, NULL)) return 0;
+    int n = f->layout(c, t);
+    return t[n - 1].offset + t[n - 1].numel;
+}
+
+dpd_status dpd_model_create(const dpd_model_cfg *c, dpd_model **out, dpd_error *err) {
+    *out = NULL;
+    const dpd_family *f;
+    dpd_status s = check_cfg(c, &f, err);
+    if (s) return s;
+    dpd_model *m = calloc(1, sizeof *m);
+    if (!m) return dpd_fail(err, DPD_E_NOMEM, "out of memory creating a model");
+    m->cfg = *c;
+    m->fam = f;
+    m->nt = f->layout(c, m->t);
+    m->np = m->t[m->nt - 1].offset + m->t[m->nt - 1].numel;
+    m->p = alloc_floats(m->np);
+    m->g = alloc_floats(m->np);
+    if (!m->p || !m->g) {
+        dpd_model_free(m);
+        return dpd_fail(err, DPD_E_NOMEM, "out of memory for %zu parameters", m->np);
+    }
+    *out = m;
+    return DPD_OK;
+}
+
+void dpd_model_free(dpd_model *m) {
+    if (!m) return;
+    free(m->p);
+    free(m->g);
+    free(m->ws);
+    free(m->scratch);
+    free(m->io);
+    free(m);
+}
+
+const dpd_model_cfg *dpd_model_config(const dpd_model *m) { return &m->cfg; }
+size_t dpd_model_nparams(const dpd_model *m) { return m->np; }
+int dpd_model_ntensors(const dpd_model *m) { return m->nt; }
+const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i) { return &m->t[i]; }
+float *dpd_model_params(dpd_model *m) { return m->p; }
+float *dpd_model_grads(dpd_model *m) { return m->g; }
+const dpd_family *dpd_model_family(const dpd_model *m) { return m->fam; }
+
+void dpd_model_init(dpd_model *m, dpd_rng *rng) { m->fam->init(&m->cfg, m->t, m->p, rng); }
+
+/* Grows *buf to at least n floats (contents not kept). */
+static int grow(float **buf, size_t *cap, size_t n) {
+    if (n <= *cap) return 1;
+    free(*buf);
+    *buf = alloc_floats(n);
+    *cap = *buf ? n : 0;
+    return *buf != NULL;
+}
+
+dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err) {
+    if (B < 1 || T < 1) return dpd_fail(err, DPD_E_INVAL, "batch %d x length %d: both must be >= 1", B, T);
+    if (!grow(&m->ws, &m->cap_ws, m->fam->ws_size(&m->cfg, B, T)) ||
+        !grow(&m->scratch, &m->cap_scratch, m->fam->scratch_size(&m->cfg, B, T)) ||
+        !grow(&m->io, &m->cap_io, (size_t)B * T * 4))
+        return dpd_fail(err, DPD_E_NOMEM, "out of memory for a %d x %d workspace", B, T);
+    return DPD_OK;
+}
+
+dpd_status dpd_model_forward(dpd_model *m, const float *x, int B, int T, float *y, dpd_error *err) {
+    dpd_status s = dpd_model_reserve(m, B, T, err);
+    if (s) return s;
+    m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
+    return DPD_OK;
+}
+
+dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt, int B, int T,
+                                double *loss, float *dx, dpd_error *err) {
+    dpd_status s = dpd_model_reserve(m, B, T, err);
+    if (s) return s;
+    size_t n = (size_t)B * T * 2;
+    float *y = m->io, *dy = m->io + n;
+    m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
+    double acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = y[i] - tgt[i];
+        acc += (double)d * d;
+        dy[i] = 2.0f * d / (float)n;
+    }
+    *loss = acc / (double)n;
+    if (!isfinite(*loss))
+        return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");
+    m->fam->backward(&m->cfg, m->p, x, dy, B, T, m->ws, m->scratch, m->g, dx);
+    return DPD_OK;
+}

@@ -1,0 +1,16 @@
+/* model: internal parts of dpd_model shared with train and ckpt. */
+#ifndef DPD_MODEL_H
+#define DPD_MODEL_H
+#include "dpd/dpd.h"
+#include "family.h"
+
+/* Grows the workspace for batches up to (B, T); after it, forward and train_step with B' <= B
+ * and T' <= T allocate nothing. */
+dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err);
+
+const dpd_family *dpd_model_family(const dpd_model *m);
+
+/* Parameter count of a configuration without building it (0 for an unknown family). */
+size_t dpd_model_count(const dpd_model_cfg *c);
+
+#endif

@@ -1,0 +1,171 @@
+/* synth: dpd's built-in data — a multi-carrier OFDM signal through a Wiener–Hammerstein PA
+ * (input FIR, Rapp AM/AM, Saleh AM/PM, output FIR) with additive noise, written as an OpenDPD
+ * split_csv dataset. Equations and defaults: docs/synth.md. Deterministic for a configuration. */
+#include <complex.h>
+#include <jansson.h>
+#include <kiss_fft.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpd/dpd.h"
+#include "file.h"
+#include "status.h"
+
+void dpd_synth_defaults(dpd_synth_cfg *c) {
+    *c = (dpd_synth_cfg){.carriers = 10, .carrier_bw = 20e6, .qam = 64, .fs = 800e6,
+                         .length = 38400, .nperseg = 2560, .occupancy = 0.9, .snr_db = 45,
+                         .gain = 2.5, .sat = 2.6, .smooth = 1.2, .pm_alpha = 0.35,
+                         .pm_beta = 0.8, .seed = 0};
+}
+
+/* Memory filters of the PA (taps at n, n-1, n-2). */
+static const double complex *fir_in(void) {
+    static double complex h[3];
+    h[0] = 1.0, h[1] = 0.10 * cexp(-0.6 * I), h[2] = -0.04 * cexp(0.3 * I);
+    return h;
+}
+static const double complex *fir_out(void) {
+    static double complex h[3];
+    h[0] = 1.0, h[1] = -0.08 * cexp(0.4 * I), h[2] = 0.03 * cexp(-1.1 * I);
+    return h;
+}
+
+static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
+    int q = c->qam, side = (int)lround(sqrt((double)q));
+    if (q < 4 || side * side != q || (side & (side - 1)))
+        return dpd_fail(err, DPD_E_INVAL, "--qam %d: must be 4, 16, 64, 256 or 1024 (a square power of two)", q);
+    if (c->carriers < 1 || !(c->carrier_bw > 0) || !(c->fs > 0))
+        return dpd_fail(err, DPD_E_INVAL, "--carriers, --carrier-bw and --fs must be positive");
+    if (c->carriers * c->carrier_bw * 2 >= c->fs)
+        return dpd_fail(err, DPD_E_INVAL,
+                        "%d x %g Hz carriers leave no room for adjacent channels at fs %g Hz (need "
+                        "carriers x carrier-bw < fs / 2)",
+                        c->carriers, c->carrier_bw, c->fs);
+    if (c->nperseg < 16 || c->length % (size_t)c->nperseg || c->length / (size_t)c->nperseg < 5)
+        return dpd_fail(err, DPD_E_INVAL,
+                        "--length %zu must be a multiple of --nperseg %d with at least 5 frames",
+                        c->length, c->nperseg);
+    if (!(c->occupancy > 0 && c->occupancy <= 1) || !(c->gain > 0) || !(c->sat > 0) || !(c->smooth > 0))
+        return dpd_fail(err, DPD_E_INVAL, "--occupancy in (0, 1], --gain, --sat, --smooth > 0");
+    return DPD_OK;
+}
+
+/* One OFDM frame of N samples: random QAM symbols on the occupied bins of every carrier
+ * (carrier centre bin left empty), inverse FFT. Bins are indexed by signed frequency. */
+static void ofdm_frame(const dpd_synth_cfg *c, kiss_fft_cfg ifft, kiss_fft_cpx *bins,
+                       kiss_fft_cpx *out, dpd_rng *rng) {
+    int N = c->nperseg, side = (int)lround(sqrt((double)c->qam));
+    double df = c->fs / N, norm = sqrt(2.0 * (c->qam - 1) / 3.0); /* unit mean symbol power */
+    memset(bins, 0, (size_t)N * sizeof *bins);
+    for (int k = -N / 2; k < N / 2; k++) {
+        double f = k * df, total = c->carriers * c->carrier_bw;
+        int car = (int)floor((f + total / 2) / c->carrier_bw);
+        if (car < 0 || car >= c->carriers) continue;
+        double fc = -total / 2 + (car + 0.5) * c->carrier_bw;
+        if (fabs(f - fc) > c->occupancy * c->carrier_bw / 2 || fabs(f - fc) < df / 2) continue;
+        int a = (int)dpd_rng_below(rng, (uint64_t)side), b = (int)dpd_rng_below(rng, (uint64_t)side);
+        kiss_fft_cpx *v = &bins[(k + N) % N];
+        v->r = (float)((2 * a - side + 1) / norm);
+        v->i = (float)((2 * b - side + 1) / norm);
+    }
+    kiss_fft(ifft, bins, out);
+}
+
+static double complex pa(const dpd_synth_cfg *c, double complex u) {
+    double r = cabs(u);
+    if (r == 0) return 0;
+    double g = c->gain * r, p2 = 2 * c->smooth;
+    double amp = g / pow(1 + pow(g / c->sat, p2), 1 / p2);
+    double phi = c->pm_alpha * r * r / (1 + c->pm_beta * r * r);
+    return amp * cexp(I * (carg(u) + phi));
+}
+
+static dpd_status write_csv(const char *path, const double complex *v, size_t n, dpd_error *err) {
+    dpd_afile a;
+    dpd_status s = dpd_afile_open(&a, path, err);
+    if (s) return s;
+    fputs("I,Q\n", a.f);
+    for (size_t i = 0; i < n; i++) fprintf(a.f, "%.9g,%.9g\n", creal(v[i]), cimag(v[i]));
+    return dpd_afile_commit(&a, err);
+}
+
+static dpd_status write_spec(const dpd_synth_cfg *c, const char *dir, dpd_error *err) {
+    json_t *j = json_pack(
+        "{s:s, s:{s:f, s:f, s:f}, s:f, s:f, s:f, s:i, s:i, s:{s:s, s:s, s:i, s:f, s:i, s:f, "
+        "s:f, s:f, s:f, s:f, s:f, s:f, s:I}}",
+        "dataset_format", "split_csv", "split_ratios", "train", 0.6, "val", 0.2, "test", 0.2,
+        "input_signal_fs", c->fs, "bw_main_ch", c->carriers * c->carrier_bw, "bw_sub_ch",
+        c->carrier_bw, "n_sub_ch", c->carriers, "nperseg", c->nperseg, "generator", "tool",
+        "dpd synth " DPD_VERSION, "pa", "wiener-hammerstein rapp/saleh", "carriers", c->carriers,
+        "carrier_bw", c->carrier_bw, "qam", c->qam, "occupancy", c->occupancy, "snr_db",
+        c->snr_db, "gain", c->gain, "sat", c->sat, "smooth", c->smooth, "pm_alpha",
+        c->pm_alpha, "pm_beta", c->pm_beta, "seed", (json_int_t)c->seed);
+    char *text = j ? json_dumps(j, JSON_INDENT(4) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) : NULL;
+    json_decref(j);
+    if (!text) return dpd_fail(err, DPD_E_NOMEM, "spec.json: cannot encode");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/spec.json", dir);
+    size_t n = strlen(text);
+    text[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite; write n + 1 bytes */
+    dpd_status s = dpd_file_write(path, text, n + 1, err);
+    free(text);
+    return s;
+}
+
+dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir, dpd_error *err) {
+    dpd_status s = check(c, err);
+    if (s || (s = dpd_mkdirs(dir, err))) return s;
+    int N = c->nperseg;
+    size_t n = c->length, frames = n / (size_t)N;
+    double complex *x = malloc(2 * n * sizeof *x), *y = x ? x + n : NULL;
+    kiss_fft_cpx *bins = malloc(2 * (size_t)N * sizeof *bins), *out = bins ? bins + N : NULL;
+    kiss_fft_cfg ifft = kiss_fft_alloc(N, 1, NULL, NULL);
+    if (!x || !bins || !ifft) {
+        s = dpd_fail(err, DPD_E_NOMEM, "synth: out of memory for %zu samples", n);
+        goto done;
+    }
+    dpd_rng rng;
+    dpd_rng_seed(&rng, c->seed);
+    double peak = 0;
+    for (size_t f = 0; f < frames; f++) {
+        ofdm_frame(c, ifft, bins, out, &rng);
+        for (int i = 0; i < N; i++) {
+            x[f * N + i] = out[i].r + I * out[i].i;
+            peak = fmax(peak, cabs(x[f * N + i]));
+        }
+    }
+    for (size_t i = 0; i < n; i++) x[i] /= peak; /* peak |x| = 1, as OpenDPD's DPA data */
+    const double complex *hi = fir_in(), *ho = fir_out();
+    double complex v[3] = {0};
+    double power = 0;
+    for (size_t i = 0; i < n; i++) {
+        double complex u = 0;
+        for (int k = 0; k < 3 && (size_t)k <= i; k++) u += hi[k] * x[i - k];
+        v[2] = v[1], v[1] = v[0], v[0] = pa(c, u);
+        y[i] = ho[0] * v[0] + ho[1] * v[1] + ho[2] * v[2];
+        power += creal(y[i] * conj(y[i]));
+    }
+    double sigma = sqrt(power / n / pow(10, c->snr_db / 10) / 2);
+    for (size_t i = 0; i < n; i++) {
+        double a = dpd_rng_normal(&rng), b = dpd_rng_normal(&rng);
+        y[i] += sigma * (a + I * b);
+    }
+    size_t cut[4] = {0, frames * 6 / 10 * N, 0, n};
+    cut[2] = cut[1] + frames * 2 / 10 * N;
+    static const char *names[3] = {"train", "val", "test"};
+    for (int k = 0; k < 3 && !s; k++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s_input.csv", dir, names[k]);
+        s = write_csv(path, x + cut[k], cut[k + 1] - cut[k], err);
+        snprintf(path, sizeof path, "%s/%s_output.csv", dir, names[k]);
+        if (!s) s = write_csv(path, y + cut[k], cut[k + 1] - cut[k], err);
+    }
+    if (!s) s = write_spec(c, dir, err);
+done:
+    free(x);
+    free(bins);
+    kiss_fft_free(ifft);
+    return s;
+}

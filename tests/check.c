@@ -1,0 +1,81 @@
+/* check: see check.h. */
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int check_passed, check_failed;
+
+int check_done(const char *name) {
+    printf("RESULT %s %d %d\n", name, check_passed, check_failed);
+    return check_failed != 0;
+}
+
+void check_skip(const char *name, const char *why) { printf("SKIP %s: %s\n", name, why); }
+
+const char *check_shared(const char *rel) {
+    static char path[8][4096];
+    static int k;
+    const char *root = getenv("DPD_SHARED") ? getenv("DPD_SHARED") : "../shared";
+    char *p = path[k++ % 8];
+    snprintf(p, 4096, "%s/%s", root, rel);
+    return access(p, R_OK) == 0 ? p : NULL;
+}
+
+json_t *check_json(const char *path) {
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j) fprintf(stderr, "%s:%d: %s\n", path, e.line, e.text);
+    return j;
+}
+
+static json_t *data_of(json_t *t) { return json_is_array(t) ? t : json_object_get(t, "data"); }
+
+int check_floats(json_t *t, float *out, size_t n) {
+    json_t *d = data_of(t);
+    if (!d || json_array_size(d) != n) return 0;
+    for (size_t i = 0; i < n; i++) out[i] = (float)json_number_value(json_array_get(d, i));
+    return 1;
+}
+
+int check_doubles(json_t *t, double *out, size_t n) {
+    json_t *d = data_of(t);
+    if (!d || json_array_size(d) != n) return 0;
+    for (size_t i = 0; i < n; i++) out[i] = json_number_value(json_array_get(d, i));
+    return 1;
+}
+
+double check_relmax(const float *a, const double *b, size_t n) {
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < n; i++) {
+        err = fmax(err, fabs((double)a[i] - b[i]));
+        ref = fmax(ref, fabs(b[i]));
+    }
+    return ref > 0 ? err / ref : err;
+}
+
+const char *check_tmpdir(void) {
+    static char dirs[16][256];
+    static int k;
+    char *d = dirs[k++ % 16];
+    snprintf(d, 256, "%s/dpdtest.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(d)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    return d;
+}
+
+void check_write(const char *dir, const char *name, const char *text) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f) {
+        perror(p);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+}

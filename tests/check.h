@@ -1,0 +1,47 @@
+/* check: the tiny in-tree test helper. CHECK counts a pass or prints the failure with its
+ * location; check_done prints "RESULT <name> <passed> <failed>" for tests/run.sh and returns
+ * the exit code (non-zero on any failure). Also: fixture JSON access and temp directories. */
+#ifndef DPD_TESTS_CHECK_H
+#define DPD_TESTS_CHECK_H
+#include <jansson.h>
+#include <stdio.h>
+
+extern int check_passed, check_failed;
+
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (cond) {                                                              \
+            check_passed++;                                                      \
+        } else {                                                                 \
+            check_failed++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                 \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fprintf(stderr, "\n");                                               \
+        }                                                                        \
+    } while (0)
+
+int check_done(const char *name);
+
+/* Prints "SKIP <name>: <why>" and counts nothing. */
+void check_skip(const char *name, const char *why);
+
+/* ../shared (or $DPD_SHARED) joined with rel; NULL when the file does not exist. */
+const char *check_shared(const char *rel);
+
+/* Loads a JSON file or returns NULL after printing why. */
+json_t *check_json(const char *path);
+
+/* Copies a fixture tensor's "data" (length must be n) as floats / doubles; 0 on mismatch. */
+int check_floats(json_t *tensor, float *out, size_t n);
+int check_doubles(json_t *tensor, double *out, size_t n);
+
+/* max |a - b| / max |ref| over n values (ref = b). */
+double check_relmax(const float *a, const double *b, size_t n);
+
+/* A fresh directory under $TMPDIR; returns its path (static buffer per call index). */
+const char *check_tmpdir(void);
+
+/* Writes text to dir/name. */
+void check_write(const char *dir, const char *name, const char *text);
+
+#endif

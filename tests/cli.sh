@@ -1,0 +1,103 @@
+#!/bin/sh
+# Black-box tests of the dpd command: synth determinism, eval, train-pa outputs, bit-exact
+# reruns and resume, error messages and exit codes, and the quality floor on DPA_200MHz.
+# Usage: tests/cli.sh path/to/dpd. Prints "RESULT cli <passed> <failed>".
+DPD=${1:-build/dpd}
+SHARED=${DPD_SHARED:-../shared}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL cli: $*" >&2; }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+# expect CODE NEEDLE cmd...: exit status and a stderr substring
+expect() {
+    code=$1; needle=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"; rc=$?
+    if [ "$rc" -eq "$code" ] && grep -qF -- "$needle" "$T/err"; then ok
+    else bad "'$*' exited $rc (want $code), stderr: $(head -c 300 "$T/err") (want '$needle')"; fi
+}
+# field NAME FILE: the number after "NAME": in a one-line JSON file (first occurrence after an anchor)
+num() { sed -n "s/.*\"$1\":{[^}]*\"$2\":\(-*[0-9.]*\).*/\1/p" "$3"; }
+# data region of a safetensors file (weights and optimizer state, without the metadata)
+data() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1"; }
+
+# --- synth ---
+"$DPD" synth --out "$T/a" --seed 5 >/dev/null && "$DPD" synth --out "$T/b" --seed 5 >/dev/null \
+    && "$DPD" synth --out "$T/c" --seed 6 >/dev/null
+check 'for f in spec.json train_input.csv train_output.csv val_input.csv val_output.csv test_input.csv test_output.csv; do cmp -s "$T/a/$f" "$T/b/$f" || exit 1; done' \
+    "synth: same seed must give byte-identical files"
+check '! cmp -s "$T/a/train_output.csv" "$T/c/train_output.csv"' "synth: another seed must differ"
+check '[ "$(wc -l < "$T/a/train_input.csv")" -eq 23041 ] && [ "$(wc -l < "$T/a/test_output.csv")" -eq 7681 ]' \
+    "synth: default split 23040/7680/7680 rows"
+check 'grep -q "\"nperseg\": 2560" "$T/a/spec.json" && grep -q "\"n_sub_ch\": 10" "$T/a/spec.json"' "synth: spec fields"
+expect 2 "--qam 7" "$DPD" synth --out "$T/x" --qam 7
+expect 2 "multiple of --nperseg" "$DPD" synth --out "$T/x" --length 1000
+expect 2 "needs --out" "$DPD" synth
+
+# --- eval ---
+"$DPD" eval --data "$T/a" --split test --json >"$T/ev.json" 2>"$T/err"
+check 'grep -q "^{\"dataset\":\"a\",\"split\":\"test\".*\"output_aclr\":{\"L\":.*\"linear_gain\":{\"NMSE\":" "$T/ev.json" && [ "$(wc -l < "$T/ev.json")" -eq 1 ]' \
+    "eval --json: one object with output_aclr and linear_gain"
+expect 2 "--split val|test" "$DPD" eval --data "$T/a" --split train
+expect 1 "spec.json" "$DPD" eval --data "$T/nonexistent" --split val
+printf 'I,Q\n1,2\n3,x\n' >"$T/b/val_input.csv"
+expect 1 "val_input.csv:3" "$DPD" eval --data "$T/b" --split val
+expect 2 "unknown option '--nosuch'" "$DPD" eval --data "$T/a" --nosuch
+
+# --- train-pa: outputs, reruns, resume ---
+run() { "$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --batch 32 --seed 3 "$@"; }
+run --epochs 3 --out "$T/r1" --json >"$T/r1.json" 2>"$T/r1.err"
+D1=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/r1.json")
+check '[ "$D1" = "$T/r1/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194" ]' "train-pa: run dir is <out>/<dataset>/train_pa/<RUN_ID> (got '$D1')"
+check 'for f in config.json history.csv best.csv best.safetensors last.safetensors events.jsonl; do [ -s "$D1/$f" ] || exit 1; done' \
+    "train-pa: run directory holds every file"
+check '[ "$(wc -l < "$D1/history.csv")" -eq 4 ] && head -1 "$D1/history.csv" | grep -q "^EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,VAL_LOSS,VAL_NMSE,"' \
+    "train-pa: history.csv has OpenDPD's columns and one row per epoch"
+check 'grep -q "\"epochs\":3,\"best_epoch\":[0-2],\"val\":{\"NMSE\":.*\"ACLR_AVG\":.*\"test\":{\"NMSE\":" "$T/r1.json"' \
+    "train-pa --json summary keys"
+check '[ "$(grep -c "\"type\":\"metric\"" "$D1/events.jsonl")" -eq 3 ]' "events.jsonl: one metric event per epoch"
+check 'grep -q "epoch 3/3 train_loss" "$T/r1.err"' "train-pa: one plain progress line per epoch when stderr is not a terminal"
+check '! ls "$D1" | grep -q tmp' "train-pa: no temporary files left"
+run --epochs 3 --out "$T/r2" >/dev/null 2>&1
+D2="$T/r2/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
+check 'cmp -s "$D1/best.safetensors" "$D2/best.safetensors"' "same seed and config: byte-identical best.safetensors"
+run --epochs 3 --out "$T/r1" >/dev/null 2>&1
+check '[ -d "$D1-2" ] && cmp -s "$D1/best.safetensors" "$D1-2/best.safetensors"' "a rerun into the same out gets a new directory (-2), never overwriting"
+run --epochs 1 --out "$T/r3" >/dev/null 2>&1
+D3="$T/r3/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
+"$DPD" train-pa --resume "$D3" --epochs 3 --json >"$T/r3.json" 2>/dev/null
+data "$D3/last.safetensors" >"$T/r3.last"
+check 'data "$D1/last.safetensors" | cmp -s - "$T/r3.last"' \
+    "stopped after 1 epoch and resumed to 3: same weights and optimizer state as 3 straight"
+check 'cmp -s "$D1/best.safetensors" "$D3/best.safetensors" && [ "$(wc -l < "$D3/history.csv")" -eq 4 ]' \
+    "resumed run: same best checkpoint and a continuous history"
+check 'grep -q "\"epochs\":3" "$T/r3.json"' "resume --json summary"
+expect 2 "cannot change a resumed run" "$DPD" train-pa --resume "$D3" --hidden 9
+expect 2 "already trained 3 of 3" "$DPD" train-pa --resume "$D3"
+expect 1 "not known" "$DPD" train-pa --data "$T/a" --model lstm --epochs 1 --out "$T/r4"
+expect 2 "unknown preset" "$DPD" train-pa --data "$T/a" --preset medium
+expect 2 "fewer than one frame" "$DPD" train-pa --data "$T/a" --frame 99999 --epochs 1 --out "$T/r4"
+head -c 100 "$D1/best.safetensors" >"$T/trunc.safetensors"
+expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" eval --data "$T/a" --split val --model "$T/trunc.safetensors"
+"$DPD" eval --data "$T/a" --split val --model "$D1/best.safetensors" --json >"$T/evm.json" 2>/dev/null
+check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(-*[0-9.]*\).*/\1/p" "$T/r1.json")" ]' \
+    "eval --model reproduces the run's best validation NMSE"
+
+# --- OpenDPD data: metrics and the quality floor ---
+DPA="$SHARED/data/opendpd/DPA_200MHz"
+if [ -f "$DPA/train_input.csv" ]; then
+    "$DPD" eval --data "$DPA" --split val --json --legacy-evm >"$T/dpa.json"
+    check 'grep -q "\"output_aclr\":{\"L\":-33.2031[0-9]*,\"R\":-31.3819[0-9]*,\"AVG\":-32.292[45]" "$T/dpa.json"' \
+        "eval DPA_200MHz val: OpenDPD's output ACLR"
+    check 'grep -q "\"linear_gain\":{\"NMSE\":-13.0348[0-9]*,\"EVM\":-13.7241" "$T/dpa.json"' \
+        "eval DPA_200MHz val: OpenDPD's linear-gain NMSE and (800 MHz) EVM"
+    "$DPD" train-pa --data "$DPA" --model gru --hidden 23 --preset quick --out "$T/q" --json >"$T/q.json" 2>/dev/null
+    nmse=$(num test NMSE "$T/q.json")
+    echo "quality floor: DPA_200MHz GRU-23 quick preset test NMSE $nmse dB"
+    check 'awk "BEGIN { exit !($nmse <= -20) }"' "DPA_200MHz GRU-23 --preset quick: test NMSE $nmse > -20 dB"
+else
+    echo "SKIP cli DPA_200MHz checks: $DPA absent"
+fi
+echo "RESULT cli $pass $fail"
+[ "$fail" -eq 0 ]

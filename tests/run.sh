@@ -1,0 +1,22 @@
+#!/bin/sh
+# Runs every test program given as arguments, then tests/cli.sh, and sums their
+# "RESULT name passed failed" lines into one closing line "N passed, N failed".
+# Exits non-zero when any check failed or any program crashed.
+BUILD=${BUILD:-build}
+passed=0; failed=0; crashed=0
+log=$(mktemp)
+for t in "$@" tests/cli.sh; do
+    if [ "$t" = tests/cli.sh ]; then sh tests/cli.sh "$BUILD/dpd" >"$log" 2>&1; else "$t" >"$log" 2>&1; fi
+    rc=$?
+    cat "$log"
+    line=$(grep '^RESULT ' "$log" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "CRASH $t (exit $rc, no RESULT line)"; crashed=$((crashed + 1)); failed=$((failed + 1)); continue
+    fi
+    set -- $line   # the loop's word list is already expanded, so this is safe
+    passed=$((passed + $3)); failed=$((failed + $4))
+    if [ "$rc" -ne 0 ] && [ "$4" -eq 0 ]; then echo "CRASH $t exited $rc"; failed=$((failed + 1)); fi
+done
+rm -f "$log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,116 @@
+/* test_dataset: OpenDPD dataset reading — the good layouts (split_csv with exponent notation
+ * and CRLF, single_csv split by ratios, the DPA_100MHz bandwidth aliases) and every bad input
+ * the issue names, each refused with DPD_E_FORMAT/DPD_E_IO and a message naming the file and
+ * the line or field. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dpd/dpd.h"
+
+static const char *SPEC =
+    "{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
+    " \"bw_sub_ch\": 20e6, \"n_sub_ch\": 10, \"nperseg\": 4}\n";
+static const char *GOOD = "I,Q\n0.5,-0.25\n6.92e-05,1E-3\n-1,2\n3,4\n5,6\n";
+
+/* A dataset dir with every split GOOD, then `file` replaced by `text` (NULL: removed). */
+static const char *make(const char *file, const char *text) {
+    const char *d = check_tmpdir();
+    static const char *names[6] = {"train_input.csv", "train_output.csv", "val_input.csv",
+                                   "val_output.csv", "test_input.csv", "test_output.csv"};
+    check_write(d, "spec.json", SPEC);
+    for (int i = 0; i < 6; i++) check_write(d, names[i], GOOD);
+    if (file) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", d, file);
+        if (text) check_write(d, file, text);
+        else remove(p);
+    }
+    return d;
+}
+
+/* Loading must fail with status s and a message containing every one of the needles. */
+static void refuse(const char *what, const char *file, const char *text, dpd_status s,
+                   const char *n1, const char *n2) {
+    dpd_dataset ds;
+    dpd_error err = {0};
+    const char *d = make(file, text);
+    dpd_status got = dpd_dataset_load(d, 7, 0, &ds, &err);
+    CHECK(got == s, "%s: status %s, want %s (%s)", what, dpd_status_str(got), dpd_status_str(s), err.msg);
+    CHECK(strstr(err.msg, n1) && (!n2 || strstr(err.msg, n2)), "%s: message '%s' lacks '%s'/'%s'",
+          what, err.msg, n1, n2 ? n2 : "");
+    CHECK(ds.split[0].x == NULL && ds.split[1].n == 0, "%s: dataset left empty", what);
+    dpd_dataset_free(&ds);
+}
+
+static void good(void) {
+    dpd_dataset ds;
+    dpd_error err;
+    const char *d = make("val_output.csv", "I,Q\r\n1,2\r\n3,4\r\n5,6\r\n7,8\r\n9,1e1\r\n");
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_OK, "good dataset: %s", err.msg);
+    CHECK(ds.split[0].n == 5 && ds.split[0].x[2] == 6.92e-05 && ds.split[0].x[3] == 1e-3,
+          "exponent notation parsed exactly");
+    CHECK(ds.split[1].y[9] == 10, "CRLF line ends");
+    CHECK(ds.spec.fs == 800e6 && ds.spec.bw_main == 200e6 && ds.spec.n_sub == 10 && ds.spec.nperseg == 4, "spec");
+    CHECK(fabs(dpd_dataset_gain(&ds) - 1.0) < 1e-12, "gain of identical in/out is 1");
+    dpd_dataset_free(&ds);
+
+    d = check_tmpdir(); /* DPA_100MHz's field names */
+    check_write(d, "spec.json",
+                "{\"input_signal_fs\": 800e6, \"input_signal_bw\": 100e6, \"input_signal_sub_ch_bw\": 20e6,"
+                " \"n_sub_ch\": 5, \"nperseg\": 4}");
+    check_write(d, "test_input.csv", GOOD);
+    check_write(d, "test_output.csv", GOOD);
+    CHECK(dpd_dataset_load(d, 4, 1, &ds, &err) == DPD_OK, "aliases: %s", err.msg);
+    CHECK(ds.spec.bw_main == 100e6 && ds.spec.bw_sub == 20e6 && strstr(ds.warning, "input_signal_bw"),
+          "aliases read, with a warning: '%s'", ds.warning);
+    CHECK(ds.split[0].n == 0 && ds.split[2].n == 5, "absent optional train split left empty");
+    dpd_dataset_free(&ds);
+
+    d = check_tmpdir(); /* single_csv: floor(n r) rows each, in time order */
+    check_write(d, "spec.json",
+                "{\"dataset_format\": \"single_csv\", \"csv_filename\": \"cap.csv\", \"split_ratios\":"
+                " {\"train\": 0.6, \"val\": 0.2, \"test\": 0.2}, \"input_signal_fs\": 800e6,"
+                " \"bw_main_ch\": 200e6, \"n_sub_ch\": 1, \"nperseg\": 2}");
+    char text[4096] = "I_in,Q_in,extra,I_out,Q_out\n";
+    for (int i = 0; i < 11; i++) sprintf(text + strlen(text), "%d,0,9,%d,1\n", i, 2 * i);
+    check_write(d, "cap.csv", text);
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_OK, "single_csv: %s", err.msg);
+    CHECK(ds.split[0].n == 6 && ds.split[1].n == 2 && ds.split[2].n == 3, "single_csv split 6/2/3 of 11: %zu/%zu/%zu",
+          ds.split[0].n, ds.split[1].n, ds.split[2].n);
+    CHECK(ds.split[1].x[0] == 6 && ds.split[2].y[0] == 16 && ds.split[2].y[1] == 1, "single_csv columns by name");
+    dpd_dataset_free(&ds);
+}
+
+int main(void) {
+    good();
+    refuse("missing file", "val_output.csv", NULL, DPD_E_IO, "val_output.csv", "cannot open");
+    refuse("missing spec", "spec.json", NULL, DPD_E_IO, "spec.json", "missing");
+    refuse("non-numeric", "train_input.csv", "I,Q\n1,2\n3,abc\n", DPD_E_FORMAT, "train_input.csv:3", "abc");
+    refuse("extra field", "test_input.csv", "I,Q\n1,2\n3,4,5\n", DPD_E_FORMAT, "test_input.csv:3", "extra");
+    refuse("missing field", "test_input.csv", "I,Q\n1,2\n3\n", DPD_E_FORMAT, "test_input.csv:3", "missing");
+    refuse("empty field", "test_input.csv", "I,Q\n1,\n", DPD_E_FORMAT, "test_input.csv:2", "not a number");
+    refuse("NaN", "val_input.csv", "I,Q\n1,2\nnan,4\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
+    refuse("Inf", "val_input.csv", "I,Q\n1,2\n3,-inf\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
+    refuse("row mismatch", "train_output.csv", "I,Q\n1,2\n", DPD_E_FORMAT, "train_output.csv", "5 rows");
+    refuse("empty split", "test_output.csv", "I,Q\n", DPD_E_FORMAT, "test_output.csv", "no data rows");
+    refuse("empty file", "test_output.csv", "", DPD_E_FORMAT, "test_output.csv", "empty");
+    refuse("no header", "val_input.csv", "1,2\n3,4\n", DPD_E_FORMAT, "val_input.csv:1", "header");
+    refuse("blank line inside", "val_input.csv", "I,Q\n1,2\n\n3,4\n", DPD_E_FORMAT, "val_input.csv:3", "empty line");
+    refuse("spec not JSON", "spec.json", "{\"nperseg\": 4,,}", DPD_E_FORMAT, "spec.json:1", NULL);
+    refuse("spec lacks bw", "spec.json", "{\"input_signal_fs\": 8e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
+           DPD_E_FORMAT, "spec.json", "'bw_main_ch' is missing");
+    refuse("spec lacks fs", "spec.json", "{\"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
+           DPD_E_FORMAT, "spec.json", "'input_signal_fs'");
+    refuse("spec bad nperseg", "spec.json",
+           "{\"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 2.5}",
+           DPD_E_FORMAT, "spec.json", "'nperseg'");
+    refuse("spec string number", "spec.json",
+           "{\"input_signal_fs\": \"8e8\", \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
+           DPD_E_FORMAT, "spec.json", "'input_signal_fs' must be a positive number");
+    refuse("unknown format", "spec.json",
+           "{\"dataset_format\": \"parquet\", \"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
+           DPD_E_FORMAT, "'dataset_format'", "parquet");
+    return check_done("dataset");
+}

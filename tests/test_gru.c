@@ -1,0 +1,161 @@
+/* test_gru: the GRU family against PyTorch (model_gru_h5, model_gru_l2_h4: output, loss, every
+ * parameter gradient and the input gradient within the fixtures README tolerances), a
+ * finite-difference gradient check of the double-precision kernel, and the initialiser. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dpd/dpd.h"
+#include "models/gru.h"
+
+static void fixture(const char *file) {
+    const char *path = check_shared(file);
+    if (!path) return check_skip(file, "fixture not found (../shared absent)");
+    json_t *j = check_json(path);
+    json_t *hp = json_object_get(j, "hyperparameters");
+    dpd_model_cfg c = {"gru", (int)json_integer_value(json_object_get(hp, "hidden_size")),
+                       (int)json_integer_value(json_object_get(hp, "num_layers"))};
+    int B = (int)json_integer_value(json_object_get(j, "B")), T = (int)json_integer_value(json_object_get(j, "T"));
+    dpd_model *m;
+    dpd_error err;
+    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_model_nparams(m) == (size_t)json_integer_value(json_object_get(j, "n_params")),
+          "%s: %zu parameters, fixture has %lld", file, dpd_model_nparams(m),
+          json_integer_value(json_object_get(j, "n_params")));
+    json_t *params = json_object_get(j, "parameters"), *grads = json_object_get(j, "grad_parameters");
+    CHECK((int)json_array_size(params) == dpd_model_ntensors(m), "%s: tensor count", file);
+    float *p = dpd_model_params(m);
+    for (int i = 0; i < dpd_model_ntensors(m); i++) {
+        const dpd_tensor *t = dpd_model_tensor(m, i);
+        json_t *e = json_array_get(params, (size_t)i), *sh = json_object_get(e, "shape");
+        int same = !strcmp(t->name, json_string_value(json_object_get(e, "name"))) &&
+                   (int)json_array_size(sh) == t->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = json_integer_value(json_array_get(sh, (size_t)d)) == t->shape[d];
+        CHECK(same, "%s: tensor %d is %s, fixture has %s", file, i, t->name,
+              json_string_value(json_object_get(e, "name")));
+        CHECK(check_floats(e, p + t->offset, t->numel), "%s: %s size", file, t->name);
+    }
+    size_t n = (size_t)B * T * 2;
+    float *x = malloc(n * sizeof *x), *tg = malloc(n * sizeof *tg), *y = malloc(n * sizeof *y),
+          *dx = malloc(n * sizeof *dx);
+    double *ref = malloc(n * sizeof *ref);
+    check_floats(json_object_get(j, "input"), x, n);
+    check_floats(json_object_get(j, "target"), tg, n);
+    CHECK(dpd_model_forward(m, x, B, T, y, &err) == DPD_OK, "%s", err.msg);
+    check_doubles(json_object_get(j, "output"), ref, n);
+    double e = check_relmax(y, ref, n);
+    CHECK(e <= 1e-5, "%s: output max abs err %.2e x max|ref| > 1e-5", file, e);
+    double loss, want = json_number_value(json_object_get(j, "loss"));
+    CHECK(dpd_model_train_step(m, x, tg, B, T, &loss, dx, &err) == DPD_OK, "%s", err.msg);
+    CHECK(fabs(loss - want) <= 1e-5 * want, "%s: loss %.9g, want %.9g", file, loss, want);
+    check_doubles(json_object_get(j, "grad_input"), ref, n);
+    e = check_relmax(dx, ref, n);
+    CHECK(e <= 3e-5, "%s: grad_input: max abs %.2e x max|ref| > 3e-5", file, e);
+    const float *g = dpd_model_grads(m);
+    for (int i = 0; i < dpd_model_ntensors(m); i++) {
+        const dpd_tensor *t = dpd_model_tensor(m, i);
+        double *gr = malloc(t->numel * sizeof *gr);
+        check_doubles(json_array_get(grads, (size_t)i), gr, t->numel);
+        e = check_relmax(g + t->offset, gr, t->numel);
+        CHECK(e <= 3e-5, "%s: d%s: max abs %.2e x max|ref| > 3e-5", file, t->name, e);
+        free(gr);
+    }
+    free(x), free(tg), free(y), free(dx), free(ref);
+    dpd_model_free(m);
+    json_decref(j);
+}
+
+static double loss64(const dpd_model_cfg *c, const double *p, const double *x, const double *t,
+                     int B, int T, double *y, double *ws) {
+    dpd_gru_forward_f64(c, p, x, B, T, y, ws);
+    double s = 0;
+    for (int i = 0; i < B * T * 2; i++) s += (y[i] - t[i]) * (y[i] - t[i]);
+    return s / (B * T * 2);
+}
+
+/* Central differences in double on every parameter and input of a small 2-layer GRU. */
+static void gradcheck(int H, int L, int B, int T) {
+    dpd_model_cfg c = {"gru", H, L};
+    dpd_model *m;
+    dpd_error err;
+    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+    size_t np = dpd_model_nparams(m), n = (size_t)B * T * 2;
+    dpd_rng rng;
+    dpd_rng_seed(&rng, 7);
+    double *p = malloc(np * sizeof *p), *dp = malloc(np * sizeof *dp), *x = malloc(n * sizeof *x),
+           *t = malloc(n * sizeof *t), *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy),
+           *dx = malloc(n * sizeof *dx);
+    double *ws = malloc(dpd_gru_ws_size(&c, B, T) * sizeof *ws), *sc = malloc(dpd_gru_scratch_size(&c, B, T) * sizeof *sc);
+    for (size_t i = 0; i < np; i++) p[i] = 0.5 * dpd_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++) x[i] = 0.5 * dpd_rng_normal(&rng), t[i] = 0.5 * dpd_rng_normal(&rng);
+    loss64(&c, p, x, t, B, T, y, ws);
+    for (size_t i = 0; i < n; i++) dy[i] = 2 * (y[i] - t[i]) / n;
+    dpd_gru_backward_f64(&c, p, x, dy, B, T, ws, sc, dp, dx);
+    double h = 1e-6, worst = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double *v = pass ? x : p, *an = pass ? dx : dp;
+        size_t cnt = pass ? n : np;
+        for (size_t i = 0; i < cnt; i++) {
+            double keep = v[i];
+            v[i] = keep + h;
+            double lp = loss64(&c, p, x, t, B, T, y, ws);
+            v[i] = keep - h;
+            double lm = loss64(&c, p, x, t, B, T, y, ws);
+            v[i] = keep;
+            double num = (lp - lm) / (2 * h), rel = fabs(num - an[i]) / fmax(1e-3, fabs(num) + fabs(an[i]));
+            if (rel > worst) worst = rel;
+        }
+    }
+    CHECK(worst < 1e-6, "gradcheck H=%d L=%d B=%d T=%d: worst relative error %.2e", H, L, B, T, worst);
+    printf("gradcheck H=%d L=%d B=%d T=%d: worst relative error %.2e\n", H, L, B, T, worst);
+    free(p), free(dp), free(x), free(t), free(y), free(dy), free(dx), free(ws), free(sc);
+    dpd_model_free(m);
+}
+
+/* The init scheme: W_hh gate blocks orthogonal, layer-0 W_ih within the Xavier bound, biases 0. */
+static void init_scheme(void) {
+    dpd_model_cfg c = {"gru", 7, 2};
+    dpd_model *m;
+    dpd_error err;
+    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+    dpd_rng rng;
+    dpd_rng_seed(&rng, 3);
+    dpd_model_init(m, &rng);
+    const float *p = dpd_model_params(m);
+    const dpd_tensor *whh = dpd_model_tensor(m, 1), *wih0 = dpd_model_tensor(m, 0), *bih = dpd_model_tensor(m, 2);
+    double worst = 0;
+    for (int g = 0; g < 3; g++) {
+        const float *w = p + whh->offset + g * 49;
+        for (int a = 0; a < 7; a++)
+            for (int b = 0; b < 7; b++) {
+                double d = 0;
+                for (int k = 0; k < 7; k++) d += (double)w[a * 7 + k] * w[b * 7 + k];
+                worst = fmax(worst, fabs(d - (a == b)));
+            }
+    }
+    CHECK(worst < 1e-5, "W_hh gate blocks are not orthogonal (%.2e)", worst);
+    double bound = sqrt(6.0 / (2 + 7)), mx = 0, bmax = 0;
+    for (size_t i = 0; i < wih0->numel; i++) mx = fmax(mx, fabs(p[wih0->offset + i]));
+    for (size_t i = 0; i < bih->numel; i++) bmax = fmax(bmax, fabs(p[bih->offset + i]));
+    CHECK(mx <= bound && mx > 0.3 * bound, "layer-0 W_ih max %.3f outside Xavier bound %.3f", mx, bound);
+    CHECK(bmax == 0, "biases are not zero");
+    dpd_model_free(m);
+    dpd_model_cfg bad = {"nosuch", 4, 1};
+    CHECK(dpd_model_create(&bad, &m, &err) == DPD_E_UNSUPPORTED && strstr(err.msg, "nosuch"), "unknown family");
+    dpd_model_cfg zero = {"gru", 0, 1};
+    CHECK(dpd_model_create(&zero, &m, &err) == DPD_E_INVAL, "hidden 0 refused");
+    dpd_model_cfg c23 = {"gru", 23, 1};
+    CHECK(dpd_model_create(&c23, &m, &err) == DPD_OK && dpd_model_nparams(m) == 1911, "GRU-23 has 1911 params");
+    dpd_model_free(m);
+}
+
+int main(void) {
+    fixture("fixtures/model_gru_h5.json");
+    fixture("fixtures/model_gru_l2_h4.json");
+    gradcheck(3, 2, 2, 5);
+    gradcheck(1, 1, 1, 1);
+    gradcheck(4, 3, 1, 4);
+    init_scheme();
+    return check_done("gru");
+}
