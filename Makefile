@@ -26,6 +26,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wi
 F64_OBJ := $(BUILD)/src/models/gru_f64.o
 
 .PHONY: all test demo bench deps clean
+.SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
 $(BUILD)/%.o: %.c $(wildcard include/dpd/*.h src/*.h src/models/*.h cli/*.h tests/*.h)
@@ -56,7 +57,8 @@ test: deps
 	@$(MAKE) --no-print-directory all $(TESTS)
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
 
-demo: all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh $(BUILD)/dpd
 
 bench: all
