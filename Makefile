@@ -23,7 +23,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
-F64_OBJ := $(BUILD)/src/models/gru_f64.o
+F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
 .PHONY: all test demo bench deps clean
 .SECONDARY:
@@ -33,8 +33,8 @@ $(BUILD)/%.o: %.c $(wildcard include/dpd/*.h src/*.h src/models/*.h cli/*.h test
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# The GRU reference kernel again in double, for gradient checks only (not in the library).
-$(F64_OBJ): src/models/gru.c src/models/gru.h
+# The model families again in double, for gradient checks only (not in the library).
+$(BUILD)/f64/%.o: src/models/%.c $(wildcard include/dpd/*.h src/*.h src/models/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DDPD_F64 -c $< -o $@
 

@@ -32,6 +32,8 @@ static const struct verb {
     {"synth", cmd_synth, "generate a synthetic OpenDPD-layout dataset (OFDM through a PA model)"},
     {"eval", cmd_eval, "RF metrics of a dataset split, its linear-gain baseline and a model"},
     {"train-pa", cmd_train_pa, "train a PA behavioral model (OpenDPD's loop, exactly)"},
+    {"train-dpd", cmd_train_dpd, "train a DPD model through a frozen PA model toward g x"},
+    {"models", cmd_models, "list the model families, their parameter counts and defaults"},
     {"bench", cmd_bench, "time training steps (bench train ...)"},
 };
 

@@ -1,4 +1,5 @@
-/* train: `dpd train-pa` — option parsing, presets, progress display and the summary. */
+/* train: `dpd train-pa` and `dpd train-dpd` — option parsing, presets, progress display and the
+ * summary. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,15 +33,17 @@ static void progress(void *user, const dpd_progress *p) {
             p->val.aclr_avg, p->test.nmse, p->lr, p->improved ? " *" : "");
 }
 
-int cmd_train_pa(int argc, char **argv) {
+static int train(int argc, char **argv, int dpd) {
     dpd_train_cfg c;
     dpd_train_defaults(&c);
+    if (dpd) c.model.hidden = 15; /* OpenDPD's default DPD size */
     char preset[16] = "";
     int json = 0, legacy = 0;
     opt o[] = {
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
-        {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru)", 0},
-        {"hidden", OPT_INT, &c.model.hidden, 0, "hidden size (23)", 0},
+        {"pa", OPT_STR, c.pa, sizeof c.pa, "train-dpd: the frozen PA (checkpoint or train-pa run directory)", 0},
+        {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru; 'dpd models' lists all)", 0},
+        {"hidden", OPT_INT, &c.model.hidden, 0, dpd ? "hidden size (15)" : "hidden size (23)", 0},
         {"layers", OPT_INT, &c.model.layers, 0, "recurrent layers (1)", 0},
         {"preset", OPT_STR, preset, sizeof preset, "quick (10 epochs, frame 50, stride 16) or full (150, 200, 1)", 0},
         {"epochs", OPT_INT, &c.epochs, 0, "epochs (150)", 0},
@@ -50,7 +53,7 @@ int cmd_train_pa(int argc, char **argv) {
         {"lr-end", OPT_DBL, &c.lr_end, 0, "minimum learning rate (5e-5)", 0},
         {"decay", OPT_DBL, &c.decay, 0, "plateau decay factor (0.5)", 0},
         {"patience", OPT_INT, &c.patience, 0, "plateau patience in epochs (5)", 0},
-        {"lr-schedule", OPT_INT, &c.lr_schedule, 0, "1 = ReduceLROnPlateau on val NMSE, 0 = constant (1)", 0},
+        {"lr-schedule", OPT_INT, &c.lr_schedule, 0, "1 = ReduceLROnPlateau on the val selection metric, 0 = constant (1)", 0},
         {"weight-decay", OPT_DBL, &c.weight_decay, 0, "AdamW weight decay (0.01)", 0},
         {"clip", OPT_DBL, &c.clip, 0, "gradient global-norm clip, 0 = off (200)", 0},
         {"frame", OPT_INT, &c.frame, 0, "training frame length (200)", 0},
@@ -64,8 +67,12 @@ int cmd_train_pa(int argc, char **argv) {
     };
     int n = sizeof o / sizeof *o;
     int r = args_parse(argc, argv, o, n,
-                       "dpd train-pa --data DIR [--model gru --hidden H --layers N] [--preset quick|full] "
-                       "[training options] [--out DIR] [--json]\n       dpd train-pa --resume RUN_DIR [--epochs N] [--json]");
+                       dpd ? "dpd train-dpd --data DIR --pa PA_CHECKPOINT_OR_RUN_DIR [--model M --hidden H] "
+                             "[--preset quick|full] [training options] [--out DIR] [--json]\n"
+                             "       dpd train-dpd --resume RUN_DIR [--epochs N] [--json]"
+                           : "dpd train-pa --data DIR [--model M --hidden H --layers N] [--preset quick|full] "
+                             "[training options] [--out DIR] [--json]\n"
+                             "       dpd train-pa --resume RUN_DIR [--epochs N] [--json]");
     if (r) return r == 1 ? 0 : 2;
     dpd_error err;
     if (c.resume[0]) {
@@ -77,8 +84,13 @@ int cmd_train_pa(int argc, char **argv) {
             }
         if (!args_get(o, n, "epochs")->seen) c.epochs = 0; /* keep the run's own */
     } else {
-        if (!c.data[0]) {
-            fprintf(stderr, "dpd: train-pa needs --data DIR (or --resume RUN_DIR)\n");
+        if (!c.data[0] || (dpd && !c.pa[0])) {
+            fprintf(stderr, "dpd: %s needs --data DIR%s (or --resume RUN_DIR)\n", dpd ? "train-dpd" : "train-pa",
+                    dpd ? " and --pa PA" : "");
+            return 2;
+        }
+        if (!dpd && c.pa[0]) {
+            fprintf(stderr, "dpd: --pa belongs to train-dpd\n");
             return 2;
         }
         if (preset[0]) { /* preset first, explicit options win */
@@ -95,7 +107,7 @@ int cmd_train_pa(int argc, char **argv) {
     }
     display d = {.tty = isatty(2)};
     dpd_train_result res;
-    if (dpd_train_pa(&c, progress, &d, &res, &err)) {
+    if (dpd_train(&c, progress, &d, &res, &err)) {
         if (d.tty) fprintf(stderr, "\n");
         if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
         return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
@@ -106,13 +118,26 @@ int cmd_train_pa(int argc, char **argv) {
         cli_metrics_json(stdout, &res.val);
         printf(",\"test\":");
         cli_metrics_json(stdout, &res.test);
+        if (res.dpd) {
+            printf(",\"no_dpd\":");
+            cli_metrics_json(stdout, &res.no_dpd_test);
+            printf(",\"no_dpd_val\":");
+            cli_metrics_json(stdout, &res.no_dpd_val);
+        }
         printf("}\n");
     } else {
         printf("best epoch %d of %d\n", res.best_epoch + 1, res.epochs);
         cli_metrics_header(stdout);
         cli_metrics_row(stdout, "val", &res.val);
         cli_metrics_row(stdout, "test", &res.test);
+        if (res.dpd) {
+            cli_metrics_row(stdout, "no DPD val", &res.no_dpd_val);
+            cli_metrics_row(stdout, "no DPD test", &res.no_dpd_test);
+        }
         printf("run directory: %s\n", res.run_dir);
     }
     return 0;
 }
+
+int cmd_train_pa(int argc, char **argv) { return train(argc, argv, 0); }
+int cmd_train_dpd(int argc, char **argv) { return train(argc, argv, 1); }

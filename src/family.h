@@ -1,10 +1,12 @@
-/* family: the interface every model family implements (one file per family in models/).
+/* family: the interface every model family implements (src/models/), and the registry.
  *
- * A family is a parameter table (OpenDPD state-dict names and shapes, in state-dict order), an
- * initialiser, and a scalar reference forward and backward over whole batches of sequences,
- * each from zero state. Activations saved by forward live in a caller-reserved workspace so no
- * allocation happens in the step loop.
- * Legend: B batch, T time, I input features, H hidden, G = 3H gate rows. */
+ * A family is a parameter table (OpenDPD state-dict names and PyTorch shapes, in state-dict
+ * order, packed into one buffer), an initialiser with OpenDPD's scheme, and a scalar reference
+ * forward and backward over a batch of sequences, each from zero state. Forward saves what
+ * backward needs in a caller-reserved workspace; nothing is allocated per step.
+ * Every family file is compiled twice: float for the library, and with -DDPD_F64 as double
+ * (dpd_k64_<name>) for finite-difference gradient checks.
+ * Legend: B batch, T time, F input features, H hidden, G gate rows. */
 #ifndef DPD_FAMILY_H
 #define DPD_FAMILY_H
 #include "dpd/dpd.h"
@@ -12,8 +14,12 @@
 #define DPD_MAX_TENSORS 72
 
 typedef struct dpd_family {
-    const char *name; /* CLI name: "gru" */
-    const char *tag;  /* run-id tag: "GRU" */
+    const char *name;    /* CLI name: "gru" */
+    const char *tag;     /* run-id tag: "GRU" */
+    const char *params;  /* parameter count formula, for `dpd models` */
+    const char *about;   /* one line */
+    int hidden;          /* default hidden size */
+    int max_layers;      /* 1 when the family has no layer count */
     /* Fills t[0..n) in state-dict order with offsets into one buffer; returns n. */
     int (*layout)(const dpd_model_cfg *c, dpd_tensor *t);
     void (*init)(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng *rng);
@@ -27,9 +33,25 @@ typedef struct dpd_family {
                      int B, int T, const float *ws, float *scratch, float *dp, float *dx);
 } dpd_family;
 
+/* The double-precision kernels of a family (test builds only). */
+typedef struct dpd_k64 {
+    void (*forward)(const dpd_model_cfg *c, const double *p, const double *x, int B, int T,
+                    double *y, double *ws);
+    void (*backward)(const dpd_model_cfg *c, const double *p, const double *x, const double *dy,
+                     int B, int T, const double *ws, double *scratch, double *dp, double *dx);
+} dpd_k64;
+
 /* NULL when no family has that name. */
 const dpd_family *dpd_family_find(const char *name);
 
-extern const dpd_family dpd_family_gru;
+/* The registered families in listing order; *n receives the count. */
+const dpd_family *const *dpd_family_list(int *n);
+
+/* Appends tensor `name` with up to 4 dims (trailing zeros end the shape) at *off. */
+void dpd_tensor_add(dpd_tensor *t, int *n, size_t *off, const char *name, int d0, int d1, int d2,
+                    int d3);
+
+extern const dpd_family dpd_family_gru, dpd_family_lstm, dpd_family_dgru, dpd_family_deltagru,
+    dpd_family_tres_gru, dpd_family_rvtdcnn;
 
 #endif

@@ -26,7 +26,10 @@ void dpd_init_orthogonal(float *w, int rows, int cols, dpd_rng *rng) {
     free(a);
 }
 
+void dpd_init_uniform(float *w, size_t n, double b, dpd_rng *rng) {
+    for (size_t i = 0; i < n; i++) w[i] = (float)((2.0 * dpd_rng_uniform(rng) - 1.0) * b);
+}
+
 void dpd_init_xavier(float *w, int rows, int cols, int fan_in, int fan_out, dpd_rng *rng) {
-    double b = sqrt(6.0 / (fan_in + fan_out));
-    for (int i = 0; i < rows * cols; i++) w[i] = (float)((2.0 * dpd_rng_uniform(rng) - 1.0) * b);
+    dpd_init_uniform(w, (size_t)rows * cols, sqrt(6.0 / (fan_in + fan_out)), rng);
 }

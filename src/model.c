@@ -19,14 +19,6 @@ struct dpd_model {
     size_t cap_ws, cap_scratch, cap_io; /* their sizes in floats */
 };
 
-static const dpd_family *const families[] = {&dpd_family_gru};
-
-const dpd_family *dpd_family_find(const char *name) {
-    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
-        if (!strcmp(families[i]->name, name)) return families[i];
-    return NULL;
-}
-
 static float *alloc_floats(size_t n) {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
     float *p = aligned_alloc(64, bytes ? bytes : 64);
@@ -36,11 +28,14 @@ static float *alloc_floats(size_t n) {
 
 static dpd_status check_cfg(const dpd_model_cfg *c, const dpd_family **fam, dpd_error *err) {
     *fam = dpd_family_find(c->family);
-    if (!*fam) return dpd_fail(err, DPD_E_UNSUPPORTED, "model family '%s' is not known (try: gru)", c->family);
+    if (!*fam)
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "model family '%s' is not known ('dpd models' lists them)",
+                        c->family);
     if (c->hidden < 1 || c->hidden > 4096)
         return dpd_fail(err, DPD_E_INVAL, "hidden size %d out of range [1, 4096]", c->hidden);
-    if (c->layers < 1 || c->layers > 16)
-        return dpd_fail(err, DPD_E_INVAL, "layer count %d out of range [1, 16]", c->layers);
+    if (c->layers < 1 || c->layers > (*fam)->max_layers)
+        return dpd_fail(err, DPD_E_INVAL, "%s: layer count %d out of range [1, %d]", c->family,
+                        c->layers, (*fam)->max_layers);
     return DPD_OK;
 }
 
@@ -118,6 +113,24 @@ dpd_status dpd_model_forward(dpd_model *m, const float *x, int B, int T, float *
     return DPD_OK;
 }
 
+double dpd_mse(const float *y, const float *t, size_t n, float *dy) {
+    double acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = y[i] - t[i];
+        acc += (double)d * d;
+        dy[i] = 2.0f * d / (float)n;
+    }
+    return acc / (double)n;
+}
+
+dpd_status dpd_model_backward(dpd_model *m, const float *x, const float *dy, int B, int T,
+                              float *dx, dpd_error *err) {
+    if (m->cap_ws < m->fam->ws_size(&m->cfg, B, T))
+        return dpd_fail(err, DPD_E_INVAL, "backward of a %d x %d batch without its forward", B, T);
+    m->fam->backward(&m->cfg, m->p, x, dy, B, T, m->ws, m->scratch, m->g, dx);
+    return DPD_OK;
+}
+
 dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt, int B, int T,
                                 double *loss, float *dx, dpd_error *err) {
     dpd_status s = dpd_model_reserve(m, B, T, err);
@@ -125,13 +138,7 @@ dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt, 
     size_t n = (size_t)B * T * 2;
     float *y = m->io, *dy = m->io + n;
     m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
-    double acc = 0;
-    for (size_t i = 0; i < n; i++) {
-        float d = y[i] - tgt[i];
-        acc += (double)d * d;
-        dy[i] = 2.0f * d / (float)n;
-    }
-    *loss = acc / (double)n;
+    *loss = dpd_mse(y, tgt, n, dy);
     if (!isfinite(*loss))
         return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");
     m->fam->backward(&m->cfg, m->p, x, dy, B, T, m->ws, m->scratch, m->g, dx);

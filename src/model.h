@@ -10,6 +10,9 @@ dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err);
 
 const dpd_family *dpd_model_family(const dpd_model *m);
 
+/* MSE over n values (mean of squared differences, in double) and its gradient dy = 2 (y - t) / n. */
+double dpd_mse(const float *y, const float *t, size_t n, float *dy);
+
 /* Parameter count of a configuration without building it (0 for an unknown family). */
 size_t dpd_model_count(const dpd_model_cfg *c);
 

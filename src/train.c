@@ -1,8 +1,10 @@
-/* train: OpenDPD's PA training loop (reference §4) — frames, seeded shuffle, MSE, AdamW,
- * global-norm clipping, ReduceLROnPlateau on validation NMSE, per-epoch validation and test on
- * nperseg segments, best checkpoint on strict improvement — plus the run directory: config.json,
- * history.csv, best.csv, best.safetensors, last.safetensors (with optimizer, scheduler and RNG
- * state for a bit-exact --resume) and events.jsonl. Every file is replaced atomically. */
+/* train: OpenDPD's training loop (reference §4, §5) for a PA model, or for a DPD model through a
+ * frozen PA model — frames, seeded shuffle, MSE, AdamW, global-norm clipping, ReduceLROnPlateau
+ * on the validation selection metric (NMSE for PA, ACLR_AVG for DPD), per-epoch validation and
+ * test on nperseg segments, best checkpoint on strict improvement — plus the run directory:
+ * config.json, history.csv, best.csv, best.safetensors, last.safetensors (with optimizer,
+ * scheduler and RNG state for a bit-exact --resume), events.jsonl, and for DPD runs a copy of
+ * the frozen PA (pa.safetensors). Every file is replaced atomically. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -56,9 +58,10 @@ dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) 
 
 static json_t *cfg_json(const dpd_train_cfg *c, const char *dataset, const char *run_id,
                         size_t nparams) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:I}, s:i, s:i, s:i, s:i, "
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:I}, s:i, s:i, s:i, s:i, "
                      "s:i, s:f, s:f, s:f, s:i, s:b, s:f, s:f, s:I, s:f, s:s}",
-                     "dpd_version", DPD_VERSION, "step", "train_pa", "data", c->data, "dataset",
+                     "dpd_version", DPD_VERSION, "step", c->pa[0] ? "train_dpd" : "train_pa", "pa", c->pa,
+                     "data", c->data, "dataset",
                      dataset, "out", c->out, "run_id", run_id, "model", "family", c->model.family,
                      "hidden", c->model.hidden, "layers", c->model.layers, "n_params",
                      (json_int_t)nparams, "epochs", c->epochs, "batch", c->batch, "batch_eval",
@@ -76,12 +79,12 @@ static dpd_status cfg_load(const char *dir, dpd_train_cfg *c, dpd_error *err) {
     if (!j)
         return dpd_fail(err, dpd_exists(path) ? DPD_E_FORMAT : DPD_E_IO, "%s:%d: %s", path,
                         je.line, je.text);
-    const char *data, *out, *fam, *preset;
+    const char *data, *out, *fam, *preset, *pa;
     json_int_t seed;
     int r = json_unpack_ex(j, &je, 0,
-                           "{s:s, s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
+                           "{s:s, s:s, s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
                            "s:i, s:b, s:F, s:F, s:I, s:F, s:s}",
-                           "data", &data, "out", &out, "model", "family", &fam, "hidden",
+                           "pa", &pa, "data", &data, "out", &out, "model", "family", &fam, "hidden",
                            &c->model.hidden, "layers", &c->model.layers, "epochs", &c->epochs,
                            "batch", &c->batch, "batch_eval", &c->batch_eval, "frame", &c->frame,
                            "stride", &c->stride, "lr", &c->lr, "lr_end", &c->lr_end, "decay",
@@ -90,6 +93,7 @@ static dpd_status cfg_load(const char *dir, dpd_train_cfg *c, dpd_error *err) {
                            "evm_fs", &c->evm_fs, "preset", &preset);
     if (r == 0) {
         snprintf(c->data, sizeof c->data, "%s", data);
+        snprintf(c->pa, sizeof c->pa, "%s", pa);
         snprintf(c->out, sizeof c->out, "%s", out);
         snprintf(c->model.family, sizeof c->model.family, "%s", fam);
         snprintf(c->preset, sizeof c->preset, "%s", preset);
@@ -170,12 +174,17 @@ typedef struct evalset {
 typedef struct run {
     const dpd_train_cfg *c;
     dpd_dataset ds;
-    dpd_model *m;
-    float *tx, *ty;      /* train split as float (n, 2) */
+    dpd_model *m;        /* the model being trained */
+    dpd_model *pa;       /* DPD runs: the frozen PA model; NULL for PA runs */
+    double gain;         /* DPD runs: target gain g */
+    char pa_id[256];     /* DPD runs: the PA's run id */
+    float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
     uint32_t *perm;
     float *bx, *by;      /* (B, L, 2) batch */
+    float *u, *yh, *dyh, *du; /* DPD runs: cascade buffers, max(B L, eval batch N) x 2 each */
     evalset ev[2];       /* val, test */
+    dpd_metrics nodpd[2]; /* DPD runs: PA(x) against g x */
     dpd_adamw opt;
     dpd_plateau plat;
     dpd_rng rng;
@@ -186,19 +195,30 @@ typedef struct run {
 static void run_free(run *r) {
     dpd_dataset_free(&r->ds);
     dpd_model_free(r->m);
-    free(r->tx), free(r->ty), free(r->perm), free(r->bx), free(r->by);
+    dpd_model_free(r->pa);
+    free(r->tx), free(r->ty), free(r->perm), free(r->bx), free(r->by), free(r->u);
     for (int k = 0; k < 2; k++) free(r->ev[k].x), free(r->ev[k].y), free(r->ev[k].pred);
     dpd_adamw_free(&r->opt);
     free(r->hist.s), free(r->events.s);
 }
 
-static dpd_status eval_split(run *r, evalset *e, double *loss, dpd_metrics *m, dpd_error *err) {
+/* The run's prediction for x (B, T, 2): the model, or for DPD runs PA(DPD(x)). */
+static dpd_status predict(run *r, dpd_model *m, const float *x, int B, int T, float *y,
+                          dpd_error *err) {
+    if (!r->pa || m == r->pa) return dpd_model_forward(m, x, B, T, y, err);
+    dpd_status s = dpd_model_forward(m, x, B, T, r->u, err);
+    return s ? s : dpd_model_forward(r->pa, r->u, B, T, y, err);
+}
+
+/* Loss (mean of per-batch MSEs) and metrics of model m's predictions on one split. */
+static dpd_status eval_split(run *r, dpd_model *m, evalset *e, double *loss, dpd_metrics *met,
+                             dpd_error *err) {
     int be = r->c->batch_eval, nb = 0;
     double acc = 0;
     for (int s0 = 0; s0 < e->S; s0 += be, nb++) {
         int b = e->S - s0 < be ? e->S - s0 : be;
         size_t off = (size_t)s0 * e->N * 2, n = (size_t)b * e->N * 2;
-        dpd_status s = dpd_model_forward(r->m, e->x + off, b, e->N, e->pred + off, err);
+        dpd_status s = predict(r, m, e->x + off, b, e->N, e->pred + off, err);
         if (s) return s;
         double sq = 0;
         for (size_t i = 0; i < n; i++) {
@@ -208,7 +228,7 @@ static dpd_status eval_split(run *r, evalset *e, double *loss, dpd_metrics *m, d
         acc += sq / (double)n;
     }
     *loss = acc / nb;
-    return dpd_metrics_compute(e->pred, e->y, e->S, e->N, &r->ds.spec, r->c->evm_fs, m, err);
+    return dpd_metrics_compute(e->pred, e->y, e->S, e->N, &r->ds.spec, r->c->evm_fs, met, err);
 }
 
 static void metrics_meta(char (*buf)[40], dpd_kv *kv, int *n, const char *split, const dpd_metrics *m,
@@ -238,10 +258,39 @@ static int parse_metrics(const dpd_ckpt *ck, const char *split, dpd_metrics *m) 
     return 1;
 }
 
+/* The frozen PA of a DPD run: a PA checkpoint, a PA run directory (its best.safetensors) or, on
+ * resume, the run's own copy. Refused unless it is a PA model trained on this dataset. */
+static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s%s", from,
+             stat(from, &st) == 0 && S_ISDIR(st.st_mode) ? "/best.safetensors" : "");
+    dpd_ckpt ck;
+    dpd_status s = dpd_ckpt_open(path, &ck, err);
+    if (s) return s;
+    const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
+               *id = dpd_ckpt_meta(&ck, "run_id");
+    if (kind && strcmp(kind, "train_pa"))
+        s = dpd_fail(err, DPD_E_INVAL, "%s is a %s checkpoint, not a PA model (--pa needs train-pa output)",
+                     path, kind);
+    else if (ds && strcmp(ds, r->ds.name))
+        s = dpd_fail(err, DPD_E_INVAL, "%s was trained on dataset '%s', not '%s'", path, ds, r->ds.name);
+    snprintf(r->pa_id, sizeof r->pa_id, "%s", id ? id : "PA");
+    dpd_ckpt_close(&ck);
+    if (!s) s = dpd_ckpt_load(path, &r->pa, err);
+    return s;
+}
+
 static dpd_status setup(run *r, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
     if (s) return s;
+    if (c->pa[0]) {
+        char copy[4200];
+        snprintf(copy, sizeof copy, "%s/pa.safetensors", r->dir);
+        if ((s = load_pa(r, c->resume[0] ? copy : c->pa, err))) return s;
+        r->gain = dpd_dataset_gain(&r->ds);
+    }
     dpd_split *tr = &r->ds.split[DPD_TRAIN];
     r->nframes = dpd_frame_count(tr->n, c->frame, c->stride);
     if (!r->nframes)
@@ -256,33 +305,54 @@ static dpd_status setup(run *r, dpd_error *err) {
     r->by = malloc(fb * sizeof(float));
     if (!r->tx || !r->ty || !r->perm || !r->bx || !r->by)
         return dpd_fail(err, DPD_E_NOMEM, "out of memory for the training set");
-    for (size_t i = 0; i < tr->n * 2; i++) r->tx[i] = (float)tr->x[i], r->ty[i] = (float)tr->y[i];
+    for (size_t i = 0; i < tr->n * 2; i++)
+        r->tx[i] = (float)tr->x[i], r->ty[i] = (float)(r->pa ? r->gain * tr->x[i] : tr->y[i]);
     int N = r->ds.spec.nperseg;
     for (int k = 0; k < 2; k++) {
         evalset *e = &r->ev[k];
         const dpd_split *sp = &r->ds.split[k + 1];
         e->N = N;
         if ((s = dpd_segments(sp->x, sp->n, N, 1.0, &e->x, &e->S, err)) ||
-            (s = dpd_segments(sp->y, sp->n, N, 1.0, &e->y, &e->S, err)))
+            (s = r->pa ? dpd_segments(sp->x, sp->n, N, r->gain, &e->y, &e->S, err)
+                       : dpd_segments(sp->y, sp->n, N, 1.0, &e->y, &e->S, err)))
             return s;
         e->pred = malloc((size_t)e->S * N * 2 * sizeof(float));
         if (!e->pred) return dpd_fail(err, DPD_E_NOMEM, "out of memory for predictions");
         int be = e->S < c->batch_eval ? e->S : c->batch_eval;
-        if ((s = dpd_model_reserve(r->m, be, N, err))) return s;
+        if ((s = dpd_model_reserve(r->m, be, N, err)) || (r->pa && (s = dpd_model_reserve(r->pa, be, N, err))))
+            return s;
+        size_t need = (size_t)be * N * 2;
+        if (need > fb) fb = need;
     }
     if ((s = dpd_model_reserve(r->m, c->batch, c->frame, err))) return s;
+    if (r->pa) {
+        if ((s = dpd_model_reserve(r->pa, c->batch, c->frame, err))) return s;
+        r->u = malloc(4 * fb * sizeof(float));
+        if (!r->u) return dpd_fail(err, DPD_E_NOMEM, "out of memory for the cascade");
+        r->yh = r->u + fb, r->dyh = r->yh + fb, r->du = r->dyh + fb;
+        double ignore;
+        for (int k = 0; k < 2; k++)
+            if ((s = eval_split(r, r->pa, &r->ev[k], &ignore, &r->nodpd[k], err))) return s;
+    }
     if ((s = dpd_adamw_init(&r->opt, dpd_model_nparams(r->m), c->lr, c->weight_decay, err))) return s;
     dpd_plateau_init(&r->plat, c->decay, c->patience, c->lr_end);
     return DPD_OK;
 }
 
-/* A new run directory: <out>/<dataset>/train_pa/<RUN_ID>, with -2, -3, ... when taken. */
+/* A new run directory, -2, -3, ... appended when taken: <out>/<dataset>/train_pa/<RUN_ID>, or
+ * for DPD runs <out>/<dataset>/train_dpd/<PA_DIR>/<RUN_ID> with PA_DIR = the PA's id without
+ * its _P_ part (OpenDPD's scheme, reference §4.6). */
 static dpd_status make_dir(run *r, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
-    snprintf(r->id, sizeof r->id, "PA_S_%llu_M_%s_H_%d_F_%d_P_%zu", (unsigned long long)c->seed,
-             dpd_model_family(r->m)->tag, c->model.hidden, c->frame, dpd_model_nparams(r->m));
-    char base[4096];
-    snprintf(base, sizeof base, "%s/%s/train_pa", c->out, r->ds.name);
+    snprintf(r->id, sizeof r->id, "%s_S_%llu_M_%s_H_%d_F_%d_P_%zu", r->pa ? "DPD" : "PA",
+             (unsigned long long)c->seed, dpd_model_family(r->m)->tag, c->model.hidden, c->frame,
+             dpd_model_nparams(r->m));
+    char base[4096], padir[256];
+    snprintf(padir, sizeof padir, "%s", r->pa_id);
+    char *cut = strstr(padir, "_P_");
+    if (cut) *cut = 0;
+    if (r->pa) snprintf(base, sizeof base, "%s/%s/train_dpd/%s", c->out, r->ds.name, padir);
+    else snprintf(base, sizeof base, "%s/%s/train_pa", c->out, r->ds.name);
     dpd_status s = dpd_mkdirs(base, err);
     if (s) return s;
     for (int k = 1; k < 10000; k++) {
@@ -334,7 +404,13 @@ static dpd_status save_last(run *r, const state *st, dpd_error *err) {
     size_t len[2] = {r->opt.n, r->opt.n};
     char path[4200];
     snprintf(path, sizeof path, "%s/last.safetensors", r->dir);
-    return dpd_ckpt_save(path, r->m, kv, n, 2, names, ex, len, err);
+    dpd_status s = dpd_ckpt_save(path, r->m, kv, n, 2, names, ex, len, err);
+    if (s || !r->pa) return s;
+    /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and what
+     * a resume and `dpd eval --pa RUN_DIR` load. */
+    dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", r->ds.name}, {"run_id", r->pa_id}};
+    snprintf(path, sizeof path, "%s/pa.safetensors", r->dir);
+    return dpd_ckpt_save(path, r->pa, pkv, 3, 0, NULL, NULL, NULL, err);
 }
 
 static dpd_status load_last(run *r, state *st, dpd_error *err) {
@@ -380,18 +456,22 @@ static double now(void) {
 
 static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd_metrics *test,
                             dpd_error *err) {
-    char v[8][300], mv[10][40];
+    char v[10][300], mv[10][40];
     dpd_kv kv[24];
     int n = 0, nm = 0;
     const dpd_train_cfg *c = r->c;
 #define META(key, fmt, ...) (snprintf(v[n], sizeof v[n], fmt, __VA_ARGS__), kv[n] = (dpd_kv){key, v[n]}, n++)
-    META("step_kind", "%s", "train_pa");
+    META("step_kind", "%s", r->pa ? "train_dpd" : "train_pa");
     META("dataset", "%s", r->ds.name);
     META("epoch", "%d", epoch);
     META("frame", "%d", c->frame);
     META("seed", "%llu", (unsigned long long)c->seed);
     META("input_size", "%d", 2);
     META("run_id", "%s", r->id);
+    if (r->pa) {
+        META("pa_run_id", "%s", r->pa_id);
+        META("gain", "%.17g", r->gain);
+    }
 #undef META
     metrics_meta(mv, kv + n, &nm, "val", val, "%.8f");
     metrics_meta(mv, kv + n, &nm, "test", test, "%.8f");
@@ -404,8 +484,9 @@ static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd
 static void history_row(text *t, run *r, int epoch, double minutes, double lr, double tl,
                         const double *vl, const dpd_metrics *m) {
     const dpd_train_cfg *c = r->c;
-    text_add(t, "%d,%d,%.8f,%.8f,%d,%zu,%d,%s,%d,%.8f", epoch, c->epochs, minutes, lr, c->batch,
-             dpd_model_nparams(r->m), c->frame, c->model.family, c->model.hidden, tl);
+    size_t np = dpd_model_nparams(r->m) + (r->pa ? dpd_model_nparams(r->pa) : 0); /* cascade, as OpenDPD */
+    text_add(t, "%d,%d,%.8f,%.8f,%d,%zu,%d,%s,%d,%.8f", epoch, c->epochs, minutes, lr, c->batch, np,
+             c->frame, c->model.family, c->model.hidden, tl);
     for (int k = 0; k < 2; k++)
         text_add(t, ",%.8f,%.8f,%.8f,%.8f,%.8f,%.8f", vl[k], m[k].nmse, m[k].evm, m[k].aclr_l,
                  m[k].aclr_r, m[k].aclr_avg);
@@ -432,6 +513,22 @@ static void event_message(text *t, const char *type, int epoch, const char *msg)
     json_decref(j);
 }
 
+/* One DPD step through the frozen PA: u = DPD(x), y = PA(u), loss against g x, gradients back
+ * through the PA into the DPD. The PA's own gradient buffer is written and never used. */
+static dpd_status cascade_step(run *r, int B, double *loss, dpd_error *err) {
+    int T = r->c->frame;
+    size_t n = (size_t)B * T * 2;
+    dpd_status s;
+    if ((s = dpd_model_forward(r->m, r->bx, B, T, r->u, err)) ||
+        (s = dpd_model_forward(r->pa, r->u, B, T, r->yh, err)))
+        return s;
+    *loss = dpd_mse(r->yh, r->by, n, r->dyh);
+    if (!isfinite(*loss))
+        return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");
+    if ((s = dpd_model_backward(r->pa, r->u, r->dyh, B, T, r->du, err))) return s;
+    return dpd_model_backward(r->m, r->bx, r->du, B, T, NULL, err);
+}
+
 static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user, double *mean,
                               dpd_error *err) {
     const dpd_train_cfg *c = r->c;
@@ -448,7 +545,8 @@ static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user,
             memcpy(r->by + i * fl, r->ty + src, fl * sizeof(float));
         }
         double loss;
-        dpd_status s = dpd_model_train_step(r->m, r->bx, r->by, (int)B, c->frame, &loss, NULL, err);
+        dpd_status s = r->pa ? cascade_step(r, (int)B, &loss, err)
+                             : dpd_model_train_step(r->m, r->bx, r->by, (int)B, c->frame, &loss, NULL, err);
         if (s) return s;
         dpd_clip(dpd_model_grads(r->m), np, c->clip);
         dpd_adamw_step(&r->opt, dpd_model_params(r->m), dpd_model_grads(r->m));
@@ -463,7 +561,7 @@ static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user,
     return DPD_OK;
 }
 
-dpd_status dpd_train_pa(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
+dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
                         dpd_train_result *res, dpd_error *err) {
     dpd_train_cfg cfg = *in;
     run r;
@@ -514,10 +612,11 @@ dpd_status dpd_train_pa(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
         dpd_metrics m[2];
         double lr = r.opt.lr;
         if ((s = epoch_train(&r, e, fn, user, &tl, err))) break;
-        for (int k = 0; k < 2 && !s; k++) s = eval_split(&r, &r.ev[k], &vl[k], &m[k], err);
+        for (int k = 0; k < 2 && !s; k++) s = eval_split(&r, r.m, &r.ev[k], &vl[k], &m[k], err);
         if (s) break;
         double minutes = (now() - t0) / 60.0;
-        int improved = e == 0 || m[0].nmse < st.best_val.nmse;
+        double sel = r.pa ? m[0].aclr_avg : m[0].nmse; /* selection metric, reference §4.3 */
+        int improved = e == 0 || sel < (r.pa ? st.best_val.aclr_avg : st.best_val.nmse);
         history_row(&r.hist, &r, e, minutes, lr, tl, vl, m);
         event_metric(&r.events, e, tl, vl, m, lr, improved);
         if ((s = write_text(&r, "history.csv", &r.hist, err))) break;
@@ -530,7 +629,7 @@ dpd_status dpd_train_pa(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
                 break;
             text_add(&r.events, "{\"type\":\"artifact\",\"epoch\":%d,\"path\":\"best.safetensors\"}\n", e);
         }
-        if (cfg.lr_schedule) r.opt.lr = dpd_plateau_step(&r.plat, m[0].nmse, r.opt.lr);
+        if (cfg.lr_schedule) r.opt.lr = dpd_plateau_step(&r.plat, sel, r.opt.lr);
         st.epoch = e + 1, st.lr = r.opt.lr, st.elapsed = minutes;
         if ((s = save_last(&r, &st, err)) || (s = write_text(&r, "events.jsonl", &r.events, err))) break;
         if (fn) {
@@ -545,6 +644,8 @@ dpd_status dpd_train_pa(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
         snprintf(res->run_dir, sizeof res->run_dir, "%s", r.dir);
         res->epochs = st.epoch, res->best_epoch = st.best_epoch;
         res->val = st.best_val, res->test = st.best_test;
+        res->dpd = r.pa != NULL;
+        res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
     } else if (r.dir[0]) {
         event_message(&r.events, "error", st.epoch, err ? err->msg : "");
         dpd_error ignore;

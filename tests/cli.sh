@@ -75,7 +75,7 @@ check 'cmp -s "$D1/best.safetensors" "$D3/best.safetensors" && [ "$(wc -l < "$D3
 check 'grep -q "\"epochs\":3" "$T/r3.json"' "resume --json summary"
 expect 2 "cannot change a resumed run" "$DPD" train-pa --resume "$D3" --hidden 9
 expect 2 "already trained 3 of 3" "$DPD" train-pa --resume "$D3"
-expect 1 "not known" "$DPD" train-pa --data "$T/a" --model lstm --epochs 1 --out "$T/r4"
+expect 1 "not known" "$DPD" train-pa --data "$T/a" --model nosuch --epochs 1 --out "$T/r4"
 expect 2 "unknown preset" "$DPD" train-pa --data "$T/a" --preset medium
 expect 2 "fewer than one frame" "$DPD" train-pa --data "$T/a" --frame 99999 --epochs 1 --out "$T/r4"
 head -c 100 "$D1/best.safetensors" >"$T/trunc.safetensors"
@@ -83,6 +83,27 @@ expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" eval --data "$T/a" -
 "$DPD" eval --data "$T/a" --split val --model "$D1/best.safetensors" --json >"$T/evm.json" 2>/dev/null
 check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(-*[0-9.]*\).*/\1/p" "$T/r1.json")" ]' \
     "eval --model reproduces the run's best validation NMSE"
+
+# --- train-dpd through the frozen PA of r1 ---
+drun() { "$DPD" train-dpd --data "$T/a" --pa "$D1" --hidden 5 --frame 40 --stride 20 --batch 32 --seed 3 "$@"; }
+drun --epochs 2 --out "$T/d1" --json >"$T/d1.json" 2>"$T/d1.err"
+E1="$T/d1/a/train_dpd/PA_S_3_M_GRU_H_6_F_40/DPD_S_3_M_GRU_H_5_F_40_P_147"
+check '[ -s "$E1/best.safetensors" ] && [ -s "$E1/pa.safetensors" ]' "train-dpd: run dir <out>/<ds>/train_dpd/<PA_DIR>/<DPD_ID> ($(cat "$T/d1.err" | tail -n 2))"
+check 'grep -q "\"no_dpd\":{\"NMSE\":.*\"ACLR_AVG\"" "$T/d1.json" && grep -q "\"test\":{\"NMSE\":" "$T/d1.json"' "train-dpd --json has val, test and no_dpd"
+data "$D1/best.safetensors" >"$T/pa.data"
+check 'data "$E1/pa.safetensors" | cmp -s - "$T/pa.data"' "the frozen PA's weights are bitwise unchanged after DPD training"
+check 'sed -n 2p "$E1/history.csv" | grep -q "^0,2,[0-9.]*,0.00500000,32,341,40,gru,5,"' "DPD history: N_PARAM counts PA + DPD (194 + 147)"
+drun --epochs 1 --out "$T/d2" >/dev/null 2>&1
+E2="$T/d2/a/train_dpd/PA_S_3_M_GRU_H_6_F_40/DPD_S_3_M_GRU_H_5_F_40_P_147"
+"$DPD" train-dpd --resume "$E2" --epochs 2 >/dev/null 2>&1
+data "$E2/last.safetensors" >"$T/e.last"
+check 'data "$E1/last.safetensors" | cmp -s - "$T/e.last"' \
+    "train-dpd resumed after 1 epoch equals 2 straight epochs"
+expect 2 "not a PA model" "$DPD" train-dpd --data "$T/a" --pa "$E1" --epochs 1 --out "$T/d3"
+mkdir -p "$T/other" && cp "$T/a/"* "$T/other/"
+expect 2 "trained on dataset 'a', not 'other'" "$DPD" train-dpd --data "$T/other" --pa "$D1" --epochs 1 --out "$T/d3"
+expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
+expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T/a" --pa "$T/trunc.safetensors" --epochs 1 --out "$T/d3"
 
 # --- OpenDPD data: metrics and the quality floor ---
 DPA="$SHARED/data/opendpd/DPA_200MHz"

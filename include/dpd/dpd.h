@@ -180,6 +180,12 @@ DPD_API void dpd_model_init(dpd_model *m, dpd_rng *rng);
 DPD_API DPD_CHECK dpd_status dpd_model_forward(dpd_model *m, const float *x, int B, int T,
                                                float *y, dpd_error *err);
 
+/* Backward after dpd_model_forward of the same x, B, T: dy (B, T, 2) -> the gradient buffer
+ * (overwritten) and dx (B, T, 2) when non-NULL. The chain rule through a frozen model (a DPD
+ * trained through a PA) uses this. */
+DPD_API DPD_CHECK dpd_status dpd_model_backward(dpd_model *m, const float *x, const float *dy,
+                                                int B, int T, float *dx, dpd_error *err);
+
 /* Training pass: forward, MSE loss over B*T*2 against target, backward into the gradient
  * buffer (overwritten, not accumulated). dx (B, T, 2) may be NULL. */
 DPD_API DPD_CHECK dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt,
@@ -230,12 +236,13 @@ DPD_API void dpd_synth_defaults(dpd_synth_cfg *c);
 DPD_API DPD_CHECK dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir,
                                              dpd_error *err);
 
-/* ---- training (dpd train-pa) ------------------------------------------------------------- */
+/* ---- training (dpd train-pa, dpd train-dpd) ------------------------------------------------ */
 
 typedef struct dpd_train_cfg {
     char data[4096];    /* dataset directory */
     char out[4096];     /* output root; run dir = out/<dataset>/train_pa/<RUN_ID> */
     char resume[4096];  /* "" or a run directory to continue */
+    char pa[4096];      /* "" for PA training; for DPD training the frozen PA checkpoint or run dir */
     dpd_model_cfg model;
     int epochs, batch, batch_eval, frame, stride;
     double lr, lr_end, decay, weight_decay, clip;
@@ -267,12 +274,17 @@ typedef struct dpd_train_result {
     int epochs;      /* epochs completed in total */
     int best_epoch;  /* 0-based */
     dpd_metrics val, test; /* of the best epoch */
+    int dpd;                       /* 1 for a DPD run */
+    dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
 } dpd_train_result;
 
 typedef void (*dpd_progress_fn)(void *user, const dpd_progress *p);
 
-DPD_API DPD_CHECK dpd_status dpd_train_pa(const dpd_train_cfg *c, dpd_progress_fn fn, void *user,
-                                          dpd_train_result *res, dpd_error *err);
+/* Trains a PA model (c->pa empty) on (x -> y), or a DPD model through the frozen PA model
+ * c->pa toward g x with g = max|y_train| / max|x_train| (reference §5). Writes the run directory
+ * (docs/formats.md). On failure after the run directory exists, res->run_dir names it. */
+DPD_API DPD_CHECK dpd_status dpd_train(const dpd_train_cfg *c, dpd_progress_fn fn, void *user,
+                                       dpd_train_result *res, dpd_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,25 +1,39 @@
-/* test_gru: the GRU family against PyTorch (model_gru_h5, model_gru_l2_h4: output, loss, every
- * parameter gradient and the input gradient within the fixtures README tolerances), a
- * finite-difference gradient check of the double-precision kernel, and the initialiser. */
+/* test_models: every model family against PyTorch (model_*.json: output, loss, every parameter
+ * gradient and the input gradient within the fixtures README tolerances), a finite-difference
+ * gradient check of each family's double-precision kernels, parameter counts against OpenDPD's
+ * formulas, finite outputs and gradients at zero amplitude, and the GRU initialiser. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "dpd/dpd.h"
-#include "models/gru.h"
+#include "family.h"
 
-static void fixture(const char *file) {
+extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn;
+
+static const struct {
+    const char *family;
+    const dpd_k64 *k;
+} k64[] = {{"gru", &dpd_k64_recurrent},  {"lstm", &dpd_k64_recurrent}, {"dgru", &dpd_k64_recurrent},
+           {"deltagru", &dpd_k64_recurrent}, {"tres_gru", &dpd_k64_tres}, {"rvtdcnn", &dpd_k64_rvtdcnn}};
+
+static void fixture(const char *file, const char *family) {
     const char *path = check_shared(file);
     if (!path) return check_skip(file, "fixture not found (../shared absent)");
     json_t *j = check_json(path);
     json_t *hp = json_object_get(j, "hyperparameters");
-    dpd_model_cfg c = {"gru", (int)json_integer_value(json_object_get(hp, "hidden_size")),
+    dpd_model_cfg c = {"", (int)json_integer_value(json_object_get(hp, "hidden_size")),
                        (int)json_integer_value(json_object_get(hp, "num_layers"))};
+    snprintf(c.family, sizeof c.family, "%s", family);
     int B = (int)json_integer_value(json_object_get(j, "B")), T = (int)json_integer_value(json_object_get(j, "T"));
     dpd_model *m;
     dpd_error err;
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+    if (dpd_model_create(&c, &m, &err) != DPD_OK) {
+        CHECK(0, "%s: %s", file, err.msg);
+        json_decref(j);
+        return;
+    }
     CHECK(dpd_model_nparams(m) == (size_t)json_integer_value(json_object_get(j, "n_params")),
           "%s: %zu parameters, fixture has %lld", file, dpd_model_nparams(m),
           json_integer_value(json_object_get(j, "n_params")));
@@ -46,11 +60,12 @@ static void fixture(const char *file) {
     check_doubles(json_object_get(j, "output"), ref, n);
     double e = check_relmax(y, ref, n);
     CHECK(e <= 1e-5, "%s: output max abs err %.2e x max|ref| > 1e-5", file, e);
-    double loss, want = json_number_value(json_object_get(j, "loss"));
+    double loss, want = json_number_value(json_object_get(j, "loss")), worst = e;
     CHECK(dpd_model_train_step(m, x, tg, B, T, &loss, dx, &err) == DPD_OK, "%s", err.msg);
     CHECK(fabs(loss - want) <= 1e-5 * want, "%s: loss %.9g, want %.9g", file, loss, want);
     check_doubles(json_object_get(j, "grad_input"), ref, n);
     e = check_relmax(dx, ref, n);
+    worst = fmax(worst, e);
     CHECK(e <= 3e-5, "%s: grad_input: max abs %.2e x max|ref| > 3e-5", file, e);
     const float *g = dpd_model_grads(m);
     for (int i = 0; i < dpd_model_ntensors(m); i++) {
@@ -58,40 +73,43 @@ static void fixture(const char *file) {
         double *gr = malloc(t->numel * sizeof *gr);
         check_doubles(json_array_get(grads, (size_t)i), gr, t->numel);
         e = check_relmax(g + t->offset, gr, t->numel);
+        worst = fmax(worst, e);
         CHECK(e <= 3e-5, "%s: d%s: max abs %.2e x max|ref| > 3e-5", file, t->name, e);
         free(gr);
     }
+    printf("%s (%s): worst relative deviation %.1e\n", file, family, worst);
     free(x), free(tg), free(y), free(dx), free(ref);
     dpd_model_free(m);
     json_decref(j);
 }
 
-static double loss64(const dpd_model_cfg *c, const double *p, const double *x, const double *t,
-                     int B, int T, double *y, double *ws) {
-    dpd_gru_forward_f64(c, p, x, B, T, y, ws);
+static double loss64(const dpd_k64 *k, const dpd_model_cfg *c, const double *p, const double *x,
+                     const double *t, int B, int T, double *y, double *ws) {
+    k->forward(c, p, x, B, T, y, ws);
     double s = 0;
     for (int i = 0; i < B * T * 2; i++) s += (y[i] - t[i]) * (y[i] - t[i]);
     return s / (B * T * 2);
 }
 
-/* Central differences in double on every parameter and input of a small 2-layer GRU. */
-static void gradcheck(int H, int L, int B, int T) {
-    dpd_model_cfg c = {"gru", H, L};
-    dpd_model *m;
-    dpd_error err;
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
-    size_t np = dpd_model_nparams(m), n = (size_t)B * T * 2;
+/* Central differences in double on every parameter and input. */
+static void gradcheck(const char *family, const dpd_k64 *k, int H, int L, int B, int T) {
+    dpd_model_cfg c = {"", H, L};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    const dpd_family *f = dpd_family_find(family);
+    dpd_tensor tt[DPD_MAX_TENSORS];
+    int nt = f->layout(&c, tt);
+    size_t np = tt[nt - 1].offset + tt[nt - 1].numel, n = (size_t)B * T * 2;
     dpd_rng rng;
     dpd_rng_seed(&rng, 7);
     double *p = malloc(np * sizeof *p), *dp = malloc(np * sizeof *dp), *x = malloc(n * sizeof *x),
            *t = malloc(n * sizeof *t), *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy),
            *dx = malloc(n * sizeof *dx);
-    double *ws = malloc(dpd_gru_ws_size(&c, B, T) * sizeof *ws), *sc = malloc(dpd_gru_scratch_size(&c, B, T) * sizeof *sc);
+    double *ws = malloc(f->ws_size(&c, B, T) * sizeof *ws), *sc = malloc(f->scratch_size(&c, B, T) * sizeof *sc);
     for (size_t i = 0; i < np; i++) p[i] = 0.5 * dpd_rng_normal(&rng);
     for (size_t i = 0; i < n; i++) x[i] = 0.5 * dpd_rng_normal(&rng), t[i] = 0.5 * dpd_rng_normal(&rng);
-    loss64(&c, p, x, t, B, T, y, ws);
+    loss64(k, &c, p, x, t, B, T, y, ws);
     for (size_t i = 0; i < n; i++) dy[i] = 2 * (y[i] - t[i]) / n;
-    dpd_gru_backward_f64(&c, p, x, dy, B, T, ws, sc, dp, dx);
+    k->backward(&c, p, x, dy, B, T, ws, sc, dp, dx);
     double h = 1e-6, worst = 0;
     for (int pass = 0; pass < 2; pass++) {
         double *v = pass ? x : p, *an = pass ? dx : dp;
@@ -99,21 +117,65 @@ static void gradcheck(int H, int L, int B, int T) {
         for (size_t i = 0; i < cnt; i++) {
             double keep = v[i];
             v[i] = keep + h;
-            double lp = loss64(&c, p, x, t, B, T, y, ws);
+            double lp = loss64(k, &c, p, x, t, B, T, y, ws);
             v[i] = keep - h;
-            double lm = loss64(&c, p, x, t, B, T, y, ws);
+            double lm = loss64(k, &c, p, x, t, B, T, y, ws);
             v[i] = keep;
             double num = (lp - lm) / (2 * h), rel = fabs(num - an[i]) / fmax(1e-3, fabs(num) + fabs(an[i]));
             if (rel > worst) worst = rel;
         }
     }
-    CHECK(worst < 1e-6, "gradcheck H=%d L=%d B=%d T=%d: worst relative error %.2e", H, L, B, T, worst);
-    printf("gradcheck H=%d L=%d B=%d T=%d: worst relative error %.2e\n", H, L, B, T, worst);
+    CHECK(worst < 1e-6, "gradcheck %s H=%d L=%d B=%d T=%d: worst relative error %.2e", family, H, L, B, T, worst);
+    printf("gradcheck %s H=%d L=%d B=%d T=%d: worst relative error %.2e\n", family, H, L, B, T, worst);
     free(p), free(dp), free(x), free(t), free(y), free(dy), free(dx), free(ws), free(sc);
-    dpd_model_free(m);
 }
 
-/* The init scheme: W_hh gate blocks orthogonal, layer-0 W_ih within the Xavier bound, biases 0. */
+/* OpenDPD's parameter-count formulas (reference §3) and the published sizes. */
+static void counts(void) {
+    static const struct {
+        const char *f;
+        int H, L;
+        size_t n;
+    } known[] = {{"gru", 23, 1, 1911}, {"gru", 15, 1, 887}, {"dgru", 23, 1, 2751}, {"dgru", 13, 1, 1041},
+                 {"lstm", 23, 1, 2532}, {"lstm", 9, 1, 488}, {"tres_gru", 15, 1, 999}, {"tres_gru", 9, 1, 447},
+                 {"rvtdcnn", 12, 1, 500}, {"rvtdcnn", 23, 1, 929}, {"deltagru", 5, 1, 207}, {"gru", 4, 2, 226}};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        dpd_model_cfg c = {"", known[i].H, known[i].L};
+        snprintf(c.family, sizeof c.family, "%s", known[i].f);
+        dpd_model *m;
+        dpd_error err;
+        CHECK(dpd_model_create(&c, &m, &err) == DPD_OK && dpd_model_nparams(m) == known[i].n,
+              "%s-%d has %zu parameters (want %zu)", known[i].f, known[i].H, m ? dpd_model_nparams(m) : 0, known[i].n);
+        dpd_model_free(m);
+    }
+}
+
+/* Zero-amplitude samples (silence, padding) give finite outputs and gradients (reference §13). */
+static void zeros(void) {
+    int nf;
+    const dpd_family *const *fl = dpd_family_list(&nf);
+    for (int k = 0; k < nf; k++) {
+        dpd_model_cfg c = {"", 4, 1};
+        snprintf(c.family, sizeof c.family, "%s", fl[k]->name);
+        dpd_model *m;
+        dpd_error err;
+        dpd_rng rng;
+        dpd_rng_seed(&rng, 1);
+        CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+        dpd_model_init(m, &rng);
+        float x[2 * 40] = {0}, t[2 * 40], dx[2 * 40];
+        for (int i = 0; i < 80; i++) t[i] = 0.1f, x[i] = i % 3 ? 0.2f * (float)dpd_rng_normal(&rng) : 0;
+        double loss;
+        CHECK(dpd_model_train_step(m, x, t, 1, 40, &loss, dx, &err) == DPD_OK && isfinite(loss), "%s: %s", c.family, err.msg);
+        int fin = 1;
+        for (int i = 0; i < 80; i++) fin &= isfinite(dx[i]);
+        for (size_t i = 0; i < dpd_model_nparams(m); i++) fin &= isfinite(dpd_model_grads(m)[i]) && isfinite(dpd_model_params(m)[i]);
+        CHECK(fin, "%s: non-finite gradient with zero-amplitude samples", c.family);
+        dpd_model_free(m);
+    }
+}
+
+/* GRU init: W_hh gate blocks orthogonal, layer-0 W_ih within the Xavier bound, biases 0. */
 static void init_scheme(void) {
     dpd_model_cfg c = {"gru", 7, 2};
     dpd_model *m;
@@ -145,17 +207,26 @@ static void init_scheme(void) {
     CHECK(dpd_model_create(&bad, &m, &err) == DPD_E_UNSUPPORTED && strstr(err.msg, "nosuch"), "unknown family");
     dpd_model_cfg zero = {"gru", 0, 1};
     CHECK(dpd_model_create(&zero, &m, &err) == DPD_E_INVAL, "hidden 0 refused");
-    dpd_model_cfg c23 = {"gru", 23, 1};
-    CHECK(dpd_model_create(&c23, &m, &err) == DPD_OK && dpd_model_nparams(m) == 1911, "GRU-23 has 1911 params");
-    dpd_model_free(m);
+    dpd_model_cfg two = {"tres_gru", 4, 2};
+    CHECK(dpd_model_create(&two, &m, &err) == DPD_E_INVAL && strstr(err.msg, "layer"), "tres_gru has one layer");
 }
 
 int main(void) {
-    fixture("fixtures/model_gru_h5.json");
-    fixture("fixtures/model_gru_l2_h4.json");
-    gradcheck(3, 2, 2, 5);
-    gradcheck(1, 1, 1, 1);
-    gradcheck(4, 3, 1, 4);
+    fixture("fixtures/model_gru_h5.json", "gru");
+    fixture("fixtures/model_gru_l2_h4.json", "gru");
+    fixture("fixtures/model_dgru_h5.json", "dgru");
+    fixture("fixtures/model_lstm_h5.json", "lstm");
+    fixture("fixtures/model_tres_gru_h5.json", "tres_gru");
+    fixture("fixtures/model_rvtdcnn_h6.json", "rvtdcnn");
+    fixture("fixtures/model_deltagru_h5.json", "deltagru");
+    for (size_t i = 0; i < sizeof k64 / sizeof *k64; i++) {
+        const dpd_family *f = dpd_family_find(k64[i].family);
+        int L = f->max_layers > 1 ? 2 : 1;
+        gradcheck(k64[i].family, k64[i].k, 3, L, 2, 20);
+        gradcheck(k64[i].family, k64[i].k, 1, 1, 1, 1);
+    }
+    counts();
+    zeros();
     init_scheme();
-    return check_done("gru");
+    return check_done("models");
 }

@@ -1,0 +1,218 @@
+/* recurrent: the stacked-RNN families — OpenDPD's `gru` and `lstm` (raw I, Q in, linear head
+ * H -> 2), `dgru` (6 features (I, Q, A, A^3, Q/A, I/A) in, head W_out [ReLU(W_hid h + b_hid); f])
+ * and `deltagru` at zero thresholds (6 features, GRU, linear head). Reference §3.1-§3.3, §3.7.
+ * Compiled twice (see family.h). Legend: B batch, T time, F features, H hidden, G gate rows,
+ * L layers, P saved planes per layer. */
+#include <stdio.h>
+
+#include "../family.h"
+#include "../init.h"
+#include "rnn.h"
+
+typedef enum { CELL_GRU, CELL_LSTM } cell_kind;
+
+typedef struct variant {
+    cell_kind cell;
+    int feats;     /* 2: raw I, Q; 6: feat_dgru */
+    int dgru_head; /* 1: u = ReLU(W_hid h + b_hid), y = W_out [u; f] + b_out */
+} variant;
+
+static const variant V_GRU = {CELL_GRU, 2, 0}, V_LSTM = {CELL_LSTM, 2, 0},
+                     V_DGRU = {CELL_GRU, 6, 1}, V_DELTA = {CELL_GRU, 6, 0};
+
+static const variant *variant_of(const dpd_model_cfg *c) {
+    return !strcmp(c->family, "lstm") ? &V_LSTM
+         : !strcmp(c->family, "dgru") ? &V_DGRU
+         : !strcmp(c->family, "deltagru") ? &V_DELTA : &V_GRU;
+}
+
+static int gates(const variant *v) { return v->cell == CELL_LSTM ? 4 : 3; }
+static int planes(const variant *v) { return v->cell == CELL_LSTM ? RNN_LSTM_PLANES : RNN_GRU_PLANES; }
+
+static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
+    const variant *v = variant_of(c);
+    int H = c->hidden, G = gates(v) * H, n = 0;
+    size_t off = 0;
+    char name[64];
+    static const char *const kinds[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    for (int l = 0; l < c->layers; l++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "backbone.rnn.%s_l%d", kinds[k], l);
+            dpd_tensor_add(t, &n, &off, name, G, k == 0 ? (l ? H : v->feats) : k == 1 ? H : 0, 0, 0);
+        }
+    dpd_tensor_add(t, &n, &off, "backbone.fc_out.weight", 2, H + (v->dgru_head ? v->feats : 0), 0, 0);
+    dpd_tensor_add(t, &n, &off, "backbone.fc_out.bias", 2, 0, 0, 0);
+    if (v->dgru_head) {
+        dpd_tensor_add(t, &n, &off, "backbone.fc_hid.weight", H, H, 0, 0);
+        dpd_tensor_add(t, &n, &off, "backbone.fc_hid.bias", H, 0, 0, 0);
+    }
+    return n;
+}
+
+/* Parameter pointers: cells, head output, and (dgru) hidden head. */
+typedef struct net {
+    FN(rnn_w) w[16];
+    const real *wo, *bo, *wh, *bh;
+} net;
+
+static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, real *gp) {
+    dpd_tensor t[DPD_MAX_TENSORS];
+    int nt = layout(c, t), H = c->hidden;
+    for (int l = 0; l < c->layers; l++) {
+        const dpd_tensor *e = &t[4 * l];
+        n->w[l] = (FN(rnn_w)){e[0].shape[1], H, p + e[0].offset, p + e[1].offset, p + e[2].offset, p + e[3].offset};
+        if (g) g[l] = (FN(rnn_g)){gp + e[0].offset, gp + e[1].offset, gp + e[2].offset, gp + e[3].offset};
+    }
+    int h = 4 * c->layers;
+    n->wo = p + t[h].offset, n->bo = p + t[h + 1].offset;
+    n->wh = nt > h + 2 ? p + t[h + 2].offset : NULL;
+    n->bh = nt > h + 2 ? p + t[h + 3].offset : NULL;
+}
+
+/* Workspace: features (B, T, F) when F != 2, L x P planes, head u (B, T, H), cell tmp. */
+static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+    const variant *v = variant_of(c);
+    size_t bt = (size_t)B * T, H = (size_t)c->hidden, in = H > (size_t)v->feats ? H : (size_t)v->feats;
+    return bt * (v->feats + (size_t)c->layers * planes(v) * H + H) + rnn_tmp_size((int)in, (int)H, gates(v));
+}
+
+/* Scratch: two (B, T, max(H, F)) gradient buffers, head input (H + F) and its gradient. */
+static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
+    const variant *v = variant_of(c);
+    size_t bt = (size_t)B * T, H = (size_t)c->hidden, w = H > (size_t)v->feats ? H : (size_t)v->feats;
+    return 2 * bt * w + bt * v->feats + 2 * (H + v->feats) + rnn_tmp_size((int)w, (int)H, gates(v));
+}
+
+typedef struct parts { /* workspace carving */
+    real *feat, *sv, *u, *tmp;
+} parts;
+
+static parts carve(const dpd_model_cfg *c, const variant *v, real *ws, int B, int T) {
+    size_t bt = (size_t)B * T, H = (size_t)c->hidden;
+    parts s;
+    s.feat = ws;
+    s.sv = s.feat + bt * v->feats;
+    s.u = s.sv + bt * c->layers * planes(v) * H;
+    s.tmp = s.u + bt * H;
+    return s;
+}
+
+static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+                    real *ws) {
+    const variant *v = variant_of(c);
+    net n;
+    bind(c, p, &n, NULL, NULL);
+    parts s = carve(c, v, ws, B, T);
+    size_t bt = (size_t)B * T, H = (size_t)c->hidden, plane = bt * H;
+    const real *in = x;
+    if (v->feats == 6) {
+        for (size_t i = 0; i < bt; i++) feat_dgru(s.feat + 6 * i, x[2 * i], x[2 * i + 1]);
+        in = s.feat;
+    }
+    for (int l = 0; l < c->layers; l++) {
+        real *sv = s.sv + (size_t)l * planes(v) * plane;
+        if (v->cell == CELL_GRU) FN(rnn_gru_fwd)(&n.w[l], B, T, in, sv, s.tmp);
+        else FN(rnn_lstm_fwd)(&n.w[l], B, T, in, sv, s.tmp);
+        in = sv; /* h is the first plane */
+    }
+    for (size_t i = 0; i < bt; i++) {
+        const real *h = in + i * H;
+        if (!v->dgru_head) {
+            linear(y + 2 * i, n.wo, n.bo, h, 2, (int)H);
+            continue;
+        }
+        real *u = s.u + i * H, cat[4096 + 6];
+        linear(u, n.wh, n.bh, h, (int)H, (int)H);
+        for (size_t j = 0; j < H; j++) u[j] = u[j] > 0 ? u[j] : 0, cat[j] = u[j];
+        memcpy(cat + H, s.feat + 6 * i, 6 * sizeof *cat);
+        linear(y + 2 * i, n.wo, n.bo, cat, 2, (int)H + 6);
+    }
+}
+
+static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
+                    int T, const real *ws, real *scratch, real *dp, real *dx) {
+    const variant *v = variant_of(c);
+    net n;
+    FN(rnn_g) g[16];
+    dpd_tensor t[DPD_MAX_TENSORS];
+    int nt = layout(c, t);
+    memset(dp, 0, (t[nt - 1].offset + t[nt - 1].numel) * sizeof *dp);
+    bind(c, p, &n, g, dp);
+    int h = 4 * c->layers;
+    real *gwo = dp + t[h].offset, *gbo = dp + t[h + 1].offset;
+    real *gwh = v->dgru_head ? dp + t[h + 2].offset : NULL, *gbh = v->dgru_head ? dp + t[h + 3].offset : NULL;
+    parts s = carve(c, v, (real *)ws, B, T);
+    size_t bt = (size_t)B * T, H = (size_t)c->hidden, plane = bt * H, F = (size_t)v->feats;
+    size_t w = H > F ? H : F;
+    real *d0 = scratch, *d1 = d0 + bt * w, *dfh = d1 + bt * w, *cat = dfh + bt * F, *dcat = cat + H + F;
+    real *tmp = dcat + H + F;
+    const real *top = s.sv + (size_t)(c->layers - 1) * planes(v) * plane;
+    memset(d0, 0, plane * sizeof *d0);
+    memset(dfh, 0, bt * F * sizeof *dfh);
+    for (size_t i = 0; i < bt; i++) {
+        if (!v->dgru_head) {
+            linear_back(d0 + i * H, gwo, gbo, n.wo, top + i * H, dy + 2 * i, 2, (int)H);
+            continue;
+        }
+        const real *u = s.u + i * H;
+        memcpy(cat, u, H * sizeof *cat);
+        memcpy(cat + H, s.feat + 6 * i, 6 * sizeof *cat);
+        memset(dcat, 0, (H + 6) * sizeof *dcat);
+        linear_back(dcat, gwo, gbo, n.wo, cat, dy + 2 * i, 2, (int)H + 6);
+        for (size_t j = 0; j < H; j++) dcat[j] = u[j] > 0 ? dcat[j] : 0;
+        linear_back(d0 + i * H, gwh, gbh, n.wh, top + i * H, dcat, (int)H, (int)H);
+        memcpy(dfh + 6 * i, dcat + H, 6 * sizeof *dfh);
+    }
+    for (int l = c->layers - 1; l >= 0; l--) {
+        const real *sv = s.sv + (size_t)l * planes(v) * plane;
+        const real *in = l ? sv - planes(v) * plane : F == 6 ? s.feat : x;
+        real *dout = l ? d1 : F == 6 ? d1 : dx;
+        if (v->cell == CELL_GRU) FN(rnn_gru_bwd)(&n.w[l], &g[l], B, T, in, sv, d0, dout, tmp);
+        else FN(rnn_lstm_bwd)(&n.w[l], &g[l], B, T, in, sv, d0, dout, tmp);
+        real *sw = d0;
+        d0 = d1, d1 = sw; /* the gradient at this layer's input feeds the layer below */
+    }
+    if (F == 6 && dx)
+        for (size_t i = 0; i < bt; i++) {
+            real df[6];
+            for (int k = 0; k < 6; k++) df[k] = d0[6 * i + k] + dfh[6 * i + k];
+            dx[2 * i] = dx[2 * i + 1] = 0;
+            feat_dgru_back(&dx[2 * i], &dx[2 * i + 1], x[2 * i], x[2 * i + 1], df);
+        }
+}
+
+#ifdef DPD_F64
+const dpd_k64 dpd_k64_recurrent = {fwd_f64, bwd_f64};
+#else
+/* Reference §3.1: biases 0; every weight matrix orthogonal per H-row gate block; then layer 0's
+ * W_ih Xavier-uniform per gate block; head Xavier (DGRU's W_hid Kaiming-uniform, bound
+ * sqrt(6/H)). */
+static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng *rng) {
+    const variant *v = variant_of(c);
+    int H = c->hidden, nG = gates(v), n = layout(c, (dpd_tensor *)t);
+    for (int i = 0; i < n; i++) memset(p + t[i].offset, 0, t[i].numel * sizeof *p);
+    for (int l = 0; l < c->layers; l++)
+        for (int k = 0; k < 2; k++) {
+            const dpd_tensor *e = &t[4 * l + k];
+            int I = e->shape[1];
+            for (int q = 0; q < nG; q++) dpd_init_orthogonal(p + e->offset + (size_t)q * H * I, H, I, rng);
+        }
+    for (int q = 0; q < nG; q++)
+        dpd_init_xavier(p + t[0].offset + (size_t)q * H * v->feats, H, v->feats, v->feats, H, rng);
+    const dpd_tensor *wo = &t[4 * c->layers];
+    dpd_init_xavier(p + wo->offset, 2, wo->shape[1], wo->shape[1], 2, rng);
+    if (v->dgru_head) dpd_init_uniform(p + t[4 * c->layers + 2].offset, (size_t)H * H, sqrt(6.0 / H), rng);
+}
+
+#define RECURRENT(id, tg, formula, text, maxl)                                                 \
+    const dpd_family dpd_family_##id = {.name = #id, .tag = tg, .params = formula, .about = text, \
+                                        .hidden = 23, .max_layers = maxl, .layout = layout,     \
+                                        .init = init, .ws_size = ws_size,                       \
+                                        .scratch_size = scratch_size, .forward = fwd_f32,       \
+                                        .backward = bwd_f32}
+RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16);
+RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/Q, linear head", 16);
+RECURRENT(dgru, "DGRU", "4H^2+27H+14 (+6H^2+6H per extra layer)",
+          "GRU on (I,Q,A,A^3,sin,cos), head on [ReLU(W h); features]", 16);
+RECURRENT(deltagru, "DELTAGRU", "3H^2+26H+2", "DeltaGRU at zero thresholds (= GRU on 6 features)", 1);
+#endif

@@ -1,0 +1,125 @@
+/* rnn: see rnn.h. Backward derivations: docs/derivations/gru.md and docs/derivations/lstm.md. */
+#include "rnn.h"
+
+#ifndef DPD_F64 /* precision-independent: defined once */
+size_t rnn_tmp_size(int I, int H, int gates) {
+    size_t G = (size_t)gates * H;
+    return G * ((size_t)I + H) + 4 * G + 2 * (size_t)H;
+}
+#endif
+
+/* Transposed weights and two gate vectors at tmp. */
+static real *prep(const FN(rnn_w) *w, int G, real *tmp, real **wti, real **wth) {
+    *wti = tmp, transpose(tmp, w->wih, G, w->I), tmp += (size_t)G * w->I;
+    *wth = tmp, transpose(tmp, w->whh, G, w->H), tmp += (size_t)G * w->H;
+    return tmp;
+}
+
+static void bias_init(real *a, const real *b1, const real *b2, int G) {
+    for (int q = 0; q < G; q++) a[q] = (b1 ? b1[q] : 0) + (b2 ? b2[q] : 0);
+}
+
+void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
+    int I = w->I, H = w->H, G = 3 * H;
+    size_t plane = (size_t)B * T * H;
+    real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
+    real *wti, *wth, *ai = prep(w, G, tmp, &wti, &wth), *ah = ai + G;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            size_t o = ((size_t)b * T + t) * H;
+            const real *hp = t ? hs + o - H : NULL;
+            bias_init(ai, w->bih, NULL, G);
+            bias_init(ah, w->bhh, NULL, G);
+            gemv_t(ai, wti, x + ((size_t)b * T + t) * I, I, G);
+            if (hp) gemv_t(ah, wth, hp, H, G);
+            for (int j = 0; j < H; j++) {
+                real r = sigm(ai[j] + ah[j]), z = sigm(ai[H + j] + ah[H + j]);
+                real g = ah[2 * H + j], n = TANH(ai[2 * H + j] + r * g);
+                rs[o + j] = r, zs[o + j] = z, ns[o + j] = n, gs[o + j] = g;
+                hs[o + j] = (1 - z) * n + z * (hp ? hp[j] : 0);
+            }
+        }
+}
+
+void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
+                     const real *sv, const real *dh, real *dx, real *tmp) {
+    int I = w->I, H = w->H, G = 3 * H;
+    size_t plane = (size_t)B * T * H;
+    const real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
+    real *dhn = tmp, *da = dhn + H, *dah = da + G; /* da: input side; dah: hidden side */
+    for (int b = 0; b < B; b++) {
+        memset(dhn, 0, (size_t)H * sizeof *dhn);
+        for (int t = T - 1; t >= 0; t--) {
+            size_t o = ((size_t)b * T + t) * H;
+            const real *xt = x + ((size_t)b * T + t) * I, *hp = t ? hs + o - H : NULL;
+            for (int j = 0; j < H; j++) {
+                real d = dh[o + j] + dhn[j];
+                real r = rs[o + j], z = zs[o + j], n = ns[o + j], gg = gs[o + j];
+                real dan = d * (1 - z) * (1 - n * n);
+                real daz = d * ((hp ? hp[j] : 0) - n) * z * (1 - z);
+                real dar = dan * gg * r * (1 - r);
+                da[j] = dar, da[H + j] = daz, da[2 * H + j] = dan;
+                dah[j] = dar, dah[H + j] = daz, dah[2 * H + j] = dan * r;
+                dhn[j] = d * z; /* direct path; matrix path added below */
+            }
+            if (hp) linear_back(dhn, g->whh, g->bhh, w->whh, hp, dah, G, H);
+            else if (g->bhh)
+                for (int q = 0; q < G; q++) g->bhh[q] += dah[q];
+            if (dx) memset(dx + ((size_t)b * T + t) * I, 0, (size_t)I * sizeof *dx);
+            linear_back(dx ? dx + ((size_t)b * T + t) * I : NULL, g->wih, g->bih, w->wih, xt, da, G, I);
+        }
+    }
+}
+
+void FN(rnn_lstm_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
+    int I = w->I, H = w->H, G = 4 * H;
+    size_t plane = (size_t)B * T * H;
+    real *hs = sv, *cs = hs + plane, *is = cs + plane, *fs = is + plane, *gs = fs + plane, *os = gs + plane;
+    real *wti, *wth, *a = prep(w, G, tmp, &wti, &wth);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            size_t o = ((size_t)b * T + t) * H;
+            const real *hp = t ? hs + o - H : NULL, *cp = t ? cs + o - H : NULL;
+            bias_init(a, w->bih, w->bhh, G);
+            gemv_t(a, wti, x + ((size_t)b * T + t) * I, I, G);
+            if (hp) gemv_t(a, wth, hp, H, G);
+            for (int j = 0; j < H; j++) {
+                real ig = sigm(a[j]), fg = sigm(a[H + j]), gg = TANH(a[2 * H + j]), og = sigm(a[3 * H + j]);
+                real c = fg * (cp ? cp[j] : 0) + ig * gg;
+                is[o + j] = ig, fs[o + j] = fg, gs[o + j] = gg, os[o + j] = og;
+                cs[o + j] = c, hs[o + j] = og * TANH(c);
+            }
+        }
+}
+
+void FN(rnn_lstm_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
+                      const real *sv, const real *dh, real *dx, real *tmp) {
+    int I = w->I, H = w->H, G = 4 * H;
+    size_t plane = (size_t)B * T * H;
+    const real *hs = sv, *cs = hs + plane, *is = cs + plane, *fs = is + plane, *gs = fs + plane,
+               *os = gs + plane;
+    real *dhn = tmp, *dcn = dhn + H, *da = dcn + H;
+    for (int b = 0; b < B; b++) {
+        memset(dhn, 0, 2 * (size_t)H * sizeof *dhn);
+        for (int t = T - 1; t >= 0; t--) {
+            size_t o = ((size_t)b * T + t) * H;
+            const real *xt = x + ((size_t)b * T + t) * I, *hp = t ? hs + o - H : NULL, *cp = t ? cs + o - H : NULL;
+            for (int j = 0; j < H; j++) {
+                real d = dh[o + j] + dhn[j], ig = is[o + j], fg = fs[o + j], gg = gs[o + j], og = os[o + j];
+                real tc = TANH(cs[o + j]);
+                real dc = dcn[j] + d * og * (1 - tc * tc);
+                da[j] = dc * gg * ig * (1 - ig);
+                da[H + j] = dc * (cp ? cp[j] : 0) * fg * (1 - fg);
+                da[2 * H + j] = dc * ig * (1 - gg * gg);
+                da[3 * H + j] = d * tc * og * (1 - og);
+                dcn[j] = dc * fg;
+                dhn[j] = 0;
+            }
+            if (hp) linear_back(dhn, g->whh, g->bhh, w->whh, hp, da, G, H);
+            else if (g->bhh)
+                for (int q = 0; q < G; q++) g->bhh[q] += da[q];
+            if (dx) memset(dx + ((size_t)b * T + t) * I, 0, (size_t)I * sizeof *dx);
+            linear_back(dx ? dx + ((size_t)b * T + t) * I : NULL, g->wih, g->bih, w->wih, xt, da, G, I);
+        }
+    }
+}
