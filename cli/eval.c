@@ -1,11 +1,25 @@
 /* eval: `dpd eval --data DIR --split val|test [--model CKPT] [--json]` — the measured output's
- * ACLR, the linear-gain baseline g x against the measured output, and a model's prediction. */
+ * ACLR, the linear-gain baseline g x against the measured output, and a model's prediction.
+ * With --pa PA --model DPD: the cascade PA(DPD(x)) against g x next to the PA driven by x. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "cli.h"
+#include "status.h"
+
+/* A checkpoint path, or a run directory's pa.safetensors (when want_pa and present) or
+ * best.safetensors. */
+static void resolve(char *path, size_t n, int want_pa) {
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode)) return;
+    char p[4200];
+    snprintf(p, sizeof p, "%s/pa.safetensors", path);
+    if (!want_pa || stat(p, &st)) snprintf(p, sizeof p, "%s/best.safetensors", path);
+    snprintf(path, n, "%s", p);
+}
 
 /* Model prediction for segments x (S, N, 2) in batches of up to 64 segments. */
 static dpd_status predict(dpd_model *m, const float *x, int S, int N, float *y, dpd_error *err) {
@@ -19,13 +33,14 @@ static dpd_status predict(dpd_model *m, const float *x, int S, int N, float *y, 
 }
 
 int cmd_eval(int argc, char **argv) {
-    char data[4096] = "", split[16] = "test", model[4096] = "";
+    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "";
     int json = 0, legacy = 0;
     double evm_fs = 0;
     opt o[] = {
         {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
         {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
-        {"model", OPT_STR, model, sizeof model, "a checkpoint (.safetensors) to score", 0},
+        {"model", OPT_STR, model, sizeof model, "a checkpoint (or run directory) to score", 0},
+        {"pa", OPT_STR, pa, sizeof pa, "a PA checkpoint or run directory: score PA(model(x)) against g x", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
         {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
@@ -34,36 +49,68 @@ int cmd_eval(int argc, char **argv) {
                        "dpd eval --data DIR [--split val|test] [--model CKPT] [--json]");
     if (r) return r == 1 ? 0 : 2;
     int k = !strcmp(split, "val") ? DPD_VAL : !strcmp(split, "test") ? DPD_TEST : -1;
-    if (!data[0] || k < 0) {
-        fprintf(stderr, "dpd: eval needs --data DIR and --split val|test\n");
+    if (!data[0] || k < 0 || (pa[0] && !model[0])) {
+        fprintf(stderr, "dpd: eval needs --data DIR and --split val|test (and --model DPD with --pa)\n");
         return 2;
     }
+    resolve(model, sizeof model, 0);
+    resolve(pa, sizeof pa, 1);
     if (legacy) evm_fs = 800e6;
     dpd_error err = {0};
     dpd_dataset ds;
-    dpd_model *m = NULL;
-    float *x = NULL, *y = NULL, *p = NULL;
+    dpd_model *m = NULL, *pm = NULL;
+    float *x = NULL, *y = NULL, *p = NULL, *u = NULL;
     int S, N, rc = 1;
     if (dpd_dataset_load(data, 1u << k, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
     const dpd_spec *sp = &ds.spec;
     const dpd_split *d = &ds.split[k];
     double g = dpd_dataset_gain(&ds);
-    dpd_metrics out = {0}, lin = {0}, mod = {0};
+    dpd_metrics out = {0}, lin = {0}, mod = {0}, nod = {0};
     N = sp->nperseg;
-    if (model[0] && dpd_ckpt_load(model, &m, &err)) goto fail;
+    if (model[0] && dpd_ckpt_load(model, &m, &err)) goto done;
+    if (pa[0]) { /* DPD view: targets g x, reference §5 */
+        if (!g) {
+            dpd_fail(&err, DPD_E_INVAL, "%s: the train split is needed for the target gain g", data);
+            goto done;
+        }
+        if (dpd_ckpt_load(pa, &pm, &err) || dpd_segments(d->x, d->n, N, g, &y, &S, &err) ||
+            dpd_segments(d->x, d->n, N, 1.0, &x, &S, &err))
+            goto done;
+        p = malloc((size_t)S * N * 2 * sizeof *p);
+        u = malloc((size_t)S * N * 2 * sizeof *u);
+        if (!p || !u || predict(pm, x, S, N, p, &err) || dpd_metrics_compute(p, y, S, N, sp, evm_fs, &nod, &err) ||
+            predict(m, x, S, N, u, &err) || predict(pm, u, S, N, p, &err) ||
+            dpd_metrics_compute(p, y, S, N, sp, evm_fs, &mod, &err))
+            goto done;
+        if (json) {
+            printf("{\"dataset\":\"%s\",\"split\":\"%s\",\"gain\":%.9g,\"no_dpd\":", ds.name, split, g);
+            cli_metrics_json(stdout, &nod);
+            printf(",\"dpd\":");
+            cli_metrics_json(stdout, &mod);
+            printf("}\n");
+        } else {
+            printf("%s %s: PA(DPD(x)) against g x, g = %.6f\n", ds.name, split, g);
+            cli_metrics_header(stdout);
+            cli_metrics_row(stdout, "no DPD", &nod);
+            cli_metrics_row(stdout, "DPD", &mod);
+            printf("ACLR_AVG improvement: %.2f dB\n", nod.aclr_avg - mod.aclr_avg);
+        }
+        rc = 0;
+        goto done;
+    }
     if (dpd_segments(d->y, d->n, N, 1.0, &y, &S, &err) ||
         dpd_aclr(y, S, N, sp->fs, sp->bw_main, sp->n_sub, &out.aclr_l, &out.aclr_r, &err))
-        goto fail;
+        goto done;
     out.aclr_avg = (out.aclr_l + out.aclr_r) / 2;
     if (g > 0 && (dpd_segments(d->x, d->n, N, g, &x, &S, &err) ||
                   dpd_metrics_compute(x, y, S, N, sp, evm_fs, &lin, &err)))
-        goto fail;
+        goto done;
     if (m) {
         free(x);
         p = malloc((size_t)S * N * 2 * sizeof *p);
         if (dpd_segments(d->x, d->n, N, 1.0, &x, &S, &err) || !p ||
             predict(m, x, S, N, p, &err) || dpd_metrics_compute(p, y, S, N, sp, evm_fs, &mod, &err))
-            goto fail;
+            goto done;
     }
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
     if (!g) fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
@@ -92,11 +139,12 @@ int cmd_eval(int argc, char **argv) {
         if (m) cli_metrics_row(stdout, "model", &mod);
     }
     rc = 0;
-fail:
+done:
     if (rc && err.msg[0]) cli_fail(&err);
     else if (rc) fprintf(stderr, "dpd: out of memory\n");
-    free(x), free(y), free(p);
+    free(x), free(y), free(p), free(u);
     dpd_model_free(m);
+    dpd_model_free(pm);
     dpd_dataset_free(&ds);
     return rc;
 }

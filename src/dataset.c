@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dpd/dpd.h"
+#include "dataset.h"
 #include "file.h"
 #include "status.h"
 
@@ -50,9 +51,7 @@ static int parse_number(const char *f, int len, double *v) {
 
 #define MAXCOL 64
 
-/* Reads a CSV with a header line. cols[k] names the column to put in output column k; with
- * names == NULL the file must have exactly ncol columns taken in order. out is (rows, ncol). */
-static dpd_status read_csv(const char *path, int ncol, const char *const *names, double **out,
+dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out,
                            size_t *rows, dpd_error *err) {
     char *buf;
     size_t len;
@@ -88,9 +87,11 @@ static dpd_status read_csv(const char *path, int ncol, const char *const *names,
                 goto fail;
             }
             if (parse_number(f[0], fl[0], &v)) {
-                s = dpd_fail(err, DPD_E_FORMAT,
-                             "%s:1: expected a header line (%s), got numbers", path,
-                             names ? "I_in,Q_in,I_out,Q_out" : "I,Q");
+                char want[256] = "";
+                for (int k = 0; k < ncol; k++)
+                    snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", k ? "," : "",
+                             names ? names[k] : k ? "Q" : "I");
+                s = dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s), got numbers", path, want);
                 goto fail;
             }
             nhead = nf;
@@ -277,8 +278,8 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
         snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, split_names[k]);
         if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
         size_t nx, ny;
-        dpd_status s = read_csv(in, 2, NULL, &ds->split[k].x, &nx, err);
-        if (!s) s = read_csv(out, 2, NULL, &ds->split[k].y, &ny, err);
+        dpd_status s = dpd_csv_read(in, 2, NULL, &ds->split[k].x, &nx, err);
+        if (!s) s = dpd_csv_read(out, 2, NULL, &ds->split[k].y, &ny, err);
         if (s) return s;
         if (nx != ny)
             return dpd_fail(err, DPD_E_FORMAT,
@@ -295,7 +296,7 @@ static dpd_status load_single_csv(dpd_dataset *ds, const char *csvname, dpd_erro
     snprintf(path, sizeof path, "%s/%s", ds->dir, csvname);
     double *d;
     size_t n;
-    dpd_status s = read_csv(path, 4, names, &d, &n, err);
+    dpd_status s = dpd_csv_read(path, 4, names, &d, &n, err);
     if (s) return s;
     size_t cut[4] = {0, (size_t)floor((double)n * ds->spec.ratios[0]), 0, n};
     cut[2] = cut[1] + (size_t)floor((double)n * ds->spec.ratios[1]);

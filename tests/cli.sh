@@ -105,6 +105,33 @@ expect 2 "trained on dataset 'a', not 'other'" "$DPD" train-dpd --data "$T/other
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
 expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T/a" --pa "$T/trunc.safetensors" --epochs 1 --out "$T/d3"
 
+# --- eval of the cascade, and dpd run ---
+"$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" --json >"$T/ce.json" 2>/dev/null
+check '[ "$(num dpd ACLR_AVG "$T/ce.json")" = "$(num test ACLR_AVG "$T/d1.json")" ] && [ "$(num no_dpd ACLR_AVG "$T/ce.json")" = "$(num no_dpd ACLR_AVG "$T/d1.json")" ]' \
+    "eval --pa RUN --model RUN reproduces train-dpd's test and no-DPD ACLR"
+# maxdev A B: largest |I_dpd - I_dpd'| and |Q_dpd - Q_dpd'| over max |output|, from two run CSVs
+maxdev() { paste -d, "$1" "$2" | tail -n +2 | awk -F, '{for(k=3;k<=4;k++){d=$k-$(k+4); if(d<0)d=-d; if(d>m)m=d; a=$k<0?-$k:$k; if(a>r)r=a}} END {printf "%.3g", m/r}'; }
+"$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/ex.csv" --exact 2>/dev/null
+"$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/se.csv" --section 1000 2>/dev/null
+check '[ "$(wc -l < "$T/ex.csv")" -eq 7681 ] && head -1 "$T/ex.csv" | grep -qx "I,Q,I_dpd,Q_dpd" && [ "$(sed -n 2p "$T/ex.csv" | cut -d, -f1,2)" = "$(sed -n 2p "$T/a/test_input.csv")" ]' \
+    "run: CSV output keeps OpenDPD's columns and the input values"
+dev=$(maxdev "$T/ex.csv" "$T/se.csv")
+check 'awk "BEGIN { exit !($dev <= 1e-5) }"' "run: sectioned vs exact deviation $dev > 1e-5"
+perl -e 'open(F, "<", $ARGV[0]); <F>; while (<F>) { chomp; my @v = split /,/; print pack("f<f<", $v[0], $v[1]); }' "$T/a/test_input.csv" >"$T/in.cf32"
+"$DPD" run --model "$E1/best.safetensors" --input "$T/in.cf32" --output "$T/out.cf32" --exact 2>/dev/null
+check '[ "$(wc -c < "$T/out.cf32")" -eq 61440 ] && [ "$(perl -e "open(F,q(<),q($T/out.cf32)); read(F,\$b,8); printf(q(%.9g,%.9g), unpack(q(f<f<),\$b))")" = "$(sed -n 2p "$T/ex.csv" | cut -d, -f3,4)" ]' \
+    "run: .cf32 in and out, same values as the CSV path"
+head -c 13 "$T/in.cf32" >"$T/odd.cf32"
+expect 1 "13 bytes is not a whole number" "$DPD" run --model "$E1/best.safetensors" --input "$T/odd.cf32" --output "$T/bad.cf32"
+check '[ ! -e "$T/bad.cf32" ] && ! ls "$T" | grep -q "bad.cf32.tmp"' "run: no partial output after an error"
+: >"$T/empty.csv"
+expect 1 "empty.csv: empty file" "$DPD" run --model "$E1/best.safetensors" --input "$T/empty.csv" --output "$T/bad.csv"
+printf 'a,b\n1,2\n' >"$T/cols.csv"
+expect 1 "lacks column 'I'" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
+expect 1 "not a valid checkpoint" "$DPD" run --model "$T/a/spec.json" --input "$T/a/test_input.csv" --output "$T/bad.csv"
+expect 2 "input's format" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/x.cf32"
+check '[ ! -e "$T/bad.csv" ]' "run: no output file after errors"
+
 # --- OpenDPD data: metrics and the quality floor ---
 DPA="$SHARED/data/opendpd/DPA_200MHz"
 if [ -f "$DPA/train_input.csv" ]; then
@@ -117,6 +144,12 @@ if [ -f "$DPA/train_input.csv" ]; then
     nmse=$(num test NMSE "$T/q.json")
     echo "quality floor: DPA_200MHz GRU-23 quick preset test NMSE $nmse dB"
     check 'awk "BEGIN { exit !($nmse <= -20) }"' "DPA_200MHz GRU-23 --preset quick: test NMSE $nmse > -20 dB"
+    Q=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/q.json")
+    "$DPD" run --model "$Q/best.safetensors" --input "$DPA/test_input.csv" --output "$T/dx.csv" --exact 2>/dev/null
+    "$DPD" run --model "$Q/best.safetensors" --input "$DPA/test_input.csv" --output "$T/ds.csv" --section 1024 2>/dev/null
+    dev=$(maxdev "$T/dx.csv" "$T/ds.csv")
+    echo "dpd run on DPA_200MHz test: sectioned (1024 + warm-up 1024) vs exact, max deviation $dev of max |output|"
+    check 'awk "BEGIN { exit !($dev <= 1e-5) }"' "DPA_200MHz run: sectioned vs exact deviation $dev > 1e-5"
 else
     echo "SKIP cli DPA_200MHz checks: $DPA absent"
 fi

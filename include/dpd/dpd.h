@@ -192,6 +192,25 @@ DPD_API DPD_CHECK dpd_status dpd_model_train_step(dpd_model *m, const float *x, 
                                                   int B, int T, double *loss, float *dx,
                                                   dpd_error *err);
 
+/* ---- applying a model to a long recording (dpd run) --------------------------------------- */
+
+typedef struct dpd_apply_cfg {
+    int exact;     /* 1: the whole recording as one sequence from zero state (OpenDPD's run_dpd) */
+    int section;   /* sectioned mode: output samples per section */
+    int warmup;    /* samples run before each section and discarded (state settles) */
+    int lookahead; /* samples run after each section and discarded (non-causal models) */
+    int batch;     /* sections per forward call */
+} dpd_apply_cfg;
+
+/* section 4096, warmup 1024, lookahead 32, batch 64. */
+DPD_API void dpd_apply_defaults(dpd_apply_cfg *c);
+
+/* y (n, 2) = the model applied to x (n, 2). Sectioned mode cuts the recording into windows of
+ * warmup + section + lookahead samples (shifted inward at the ends), each from zero state, and
+ * keeps each window's middle; memory is O(batch x window). Exact mode needs memory O(n). */
+DPD_API DPD_CHECK dpd_status dpd_apply(dpd_model *m, const float *x, size_t n, float *y,
+                                       const dpd_apply_cfg *c, dpd_error *err);
+
 /* ---- checkpoints (safetensors, OpenDPD state-dict names) --------------------------------- */
 
 /* String pairs for the __metadata__ block. */
