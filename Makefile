@@ -5,9 +5,9 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := jansson kissfft-float
+PKGS    := jansson kissfft-float lapacke
 CFLAGS  ?= -O3 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers \
            -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifeq ($(CI),true)

@@ -12,6 +12,7 @@ int cmd_train_pa(int argc, char **argv);
 int cmd_train_dpd(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_fit_ls(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 /* "dpd: <message>" on stderr; returns 1. */

@@ -33,6 +33,7 @@ static const struct verb {
     {"eval", cmd_eval, "RF metrics of a dataset split, its linear-gain baseline and a model"},
     {"train-pa", cmd_train_pa, "train a PA behavioral model (OpenDPD's loop, exactly)"},
     {"train-dpd", cmd_train_dpd, "train a DPD model through a frozen PA model toward g x"},
+    {"fit-ls", cmd_fit_ls, "least-squares MP/GMP baselines: PA models, or DPDs by indirect learning"},
     {"run", cmd_run, "apply a trained DPD (or PA) model to a recording (CSV or .cf32)"},
     {"models", cmd_models, "list the model families, their parameter counts and defaults"},
     {"bench", cmd_bench, "time training steps (bench train ...)"},

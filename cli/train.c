@@ -33,9 +33,38 @@ static void progress(void *user, const dpd_progress *p) {
             p->val.aclr_avg, p->test.nmse, p->lr, p->improved ? " *" : "");
 }
 
+/* Summary of a finished run: a table, or one JSON object. */
+static void summary(const dpd_train_result *res, int json) {
+    if (json) {
+        printf("{\"run_dir\":\"%s\",\"epochs\":%d,\"best_epoch\":%d,\"val\":", res->run_dir, res->epochs,
+               res->best_epoch);
+        cli_metrics_json(stdout, &res->val);
+        printf(",\"test\":");
+        cli_metrics_json(stdout, &res->test);
+        if (res->dpd) {
+            printf(",\"no_dpd\":");
+            cli_metrics_json(stdout, &res->no_dpd_test);
+            printf(",\"no_dpd_val\":");
+            cli_metrics_json(stdout, &res->no_dpd_val);
+        }
+        printf("}\n");
+    } else {
+        printf("best epoch %d of %d\n", res->best_epoch + 1, res->epochs);
+        cli_metrics_header(stdout);
+        cli_metrics_row(stdout, "val", &res->val);
+        cli_metrics_row(stdout, "test", &res->test);
+        if (res->dpd) {
+            cli_metrics_row(stdout, "no DPD val", &res->no_dpd_val);
+            cli_metrics_row(stdout, "no DPD test", &res->no_dpd_test);
+        }
+        printf("run directory: %s\n", res->run_dir);
+    }
+}
+
 static int train(int argc, char **argv, int dpd) {
     dpd_train_cfg c;
     dpd_train_defaults(&c);
+    c.model.order = 5, c.model.memory = 20, c.model.cross = 2;
     if (dpd) c.model.hidden = 15; /* OpenDPD's default DPD size */
     char preset[16] = "";
     int json = 0, legacy = 0;
@@ -45,6 +74,9 @@ static int train(int argc, char **argv, int dpd) {
         {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru; 'dpd models' lists all)", 0},
         {"hidden", OPT_INT, &c.model.hidden, 0, dpd ? "hidden size (15)" : "hidden size (23)", 0},
         {"layers", OPT_INT, &c.model.layers, 0, "recurrent layers (1)", 0},
+        {"K", OPT_INT, &c.model.order, 0, "mp/gmp_ls: nonlinearity orders (5)", 0},
+        {"Q", OPT_INT, &c.model.memory, 0, "mp/gmp_ls: memory depth (20)", 0},
+        {"M", OPT_INT, &c.model.cross, 0, "gmp_ls: envelope lags and leads (2)", 0},
         {"preset", OPT_STR, preset, sizeof preset, "quick (10 epochs, frame 50, stride 16) or full (150, 200, 1)", 0},
         {"epochs", OPT_INT, &c.epochs, 0, "epochs (150)", 0},
         {"batch", OPT_INT, &c.batch, 0, "training batch size (64)", 0},
@@ -112,30 +144,51 @@ static int train(int argc, char **argv, int dpd) {
         if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
         return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
     }
-    if (json) {
-        printf("{\"run_dir\":\"%s\",\"epochs\":%d,\"best_epoch\":%d,\"val\":", res.run_dir, res.epochs,
-               res.best_epoch);
-        cli_metrics_json(stdout, &res.val);
-        printf(",\"test\":");
-        cli_metrics_json(stdout, &res.test);
-        if (res.dpd) {
-            printf(",\"no_dpd\":");
-            cli_metrics_json(stdout, &res.no_dpd_test);
-            printf(",\"no_dpd_val\":");
-            cli_metrics_json(stdout, &res.no_dpd_val);
-        }
-        printf("}\n");
-    } else {
-        printf("best epoch %d of %d\n", res.best_epoch + 1, res.epochs);
-        cli_metrics_header(stdout);
-        cli_metrics_row(stdout, "val", &res.val);
-        cli_metrics_row(stdout, "test", &res.test);
-        if (res.dpd) {
-            cli_metrics_row(stdout, "no DPD val", &res.no_dpd_val);
-            cli_metrics_row(stdout, "no DPD test", &res.no_dpd_test);
-        }
-        printf("run directory: %s\n", res.run_dir);
+    summary(&res, json);
+    return 0;
+}
+
+/* `dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--K --Q --M --reg --iterations] [--pa PA]` */
+int cmd_fit_ls(int argc, char **argv) {
+    dpd_train_cfg c;
+    dpd_train_defaults(&c);
+    c.ls = 1, c.epochs = 1;
+    c.model = (dpd_model_cfg){"mp", 1, 1, 5, 20, 2};
+    char kind[16] = "mp", target[16] = "pa";
+    int json = 0, legacy = 0;
+    opt o[] = {
+        {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required)", 0},
+        {"kind", OPT_STR, kind, sizeof kind, "mp or gmp (mp)", 0},
+        {"target", OPT_STR, target, sizeof target, "pa (model x -> y) or dpd (indirect learning) (pa)", 0},
+        {"pa", OPT_STR, c.pa, sizeof c.pa, "target dpd: the PA model the DPD is evaluated through (required)", 0},
+        {"K", OPT_INT, &c.model.order, 0, "nonlinearity orders |x|^0..|x|^(K-1) (5)", 0},
+        {"Q", OPT_INT, &c.model.memory, 0, "memory depth (20)", 0},
+        {"M", OPT_INT, &c.model.cross, 0, "gmp: envelope lags and leads (2)", 0},
+        {"reg", OPT_DBL, &c.ls_reg, 0, "ridge on the column-normalised basis (1e-9)", 0},
+        {"iterations", OPT_INT, &c.ls_iter, 0, "dpd: ILA iterations, the later ones through the PA (1)", 0},
+        {"batch-eval", OPT_INT, &c.batch_eval, 0, "evaluation batch size in segments (64)", 0},
+        {"out", OPT_STR, c.out, sizeof c.out, "output root (runs)", 0},
+        {"evm-fs", OPT_DBL, &c.evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
+        {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
+        {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
+    };
+    int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
+                       "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]");
+    if (r) return r == 1 ? 0 : 2;
+    int dpd = !strcmp(target, "dpd");
+    if (!c.data[0] || (strcmp(kind, "mp") && strcmp(kind, "gmp")) || (!dpd && strcmp(target, "pa")) ||
+        dpd != (c.pa[0] != 0)) {
+        fprintf(stderr, "dpd: fit-ls needs --data DIR, --kind mp|gmp, --target pa|dpd, and --pa PA exactly when the target is dpd\n");
+        return 2;
     }
+    snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
+    if (!strcmp(kind, "mp")) c.model.cross = 0;
+    if (legacy) c.evm_fs = 800e6;
+    dpd_error err;
+    dpd_train_result res;
+    if (dpd_train(&c, NULL, NULL, &res, &err))
+        return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
+    summary(&res, json);
     return 0;
 }
 

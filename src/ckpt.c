@@ -35,6 +35,14 @@ dpd_status dpd_ckpt_save(const char *path, const dpd_model *m, const dpd_kv *met
     json_object_set_new(md, "hidden", json_string(num));
     snprintf(num, sizeof num, "%d", c->layers);
     json_object_set_new(md, "layers", json_string(num));
+    if (c->order || c->memory || c->cross) {
+        const int v[3] = {c->order, c->memory, c->cross};
+        static const char *const k[3] = {"order", "memory", "cross"};
+        for (int i = 0; i < 3; i++) {
+            snprintf(num, sizeof num, "%d", v[i]);
+            json_object_set_new(md, k[i], json_string(num));
+        }
+    }
     for (int i = 0; i < nmeta; i++) json_object_set_new(md, meta[i].key, json_string(meta[i].value));
     json_object_set_new(hdr, "__metadata__", md);
     size_t off = 0;
@@ -182,7 +190,7 @@ static int meta_int(const dpd_ckpt *c, const char *key, int *v) {
     char *e;
     if (!s) return 0;
     long x = strtol(s, &e, 10);
-    if (*s == 0 || *e || x < 1 || x > 1 << 20) return 0;
+    if (*s == 0 || *e || x < 0 || x > 1 << 20) return 0;
     *v = (int)x;
     return 1;
 }
@@ -197,6 +205,9 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
     if (!fam || !meta_int(&c, "hidden", &cfg.hidden) || !meta_int(&c, "layers", &cfg.layers))
         return bad(&c, err, "__metadata__ lacks family, hidden or layers (not written by dpd?)", NULL);
     snprintf(cfg.family, sizeof cfg.family, "%s", fam);
+    if (dpd_ckpt_meta(&c, "order") && (!meta_int(&c, "order", &cfg.order) || !meta_int(&c, "memory", &cfg.memory) ||
+                                       !meta_int(&c, "cross", &cfg.cross)))
+        return bad(&c, err, "__metadata__ order, memory or cross is not an integer", NULL);
     s = dpd_model_create(&cfg, out, err);
     if (s) dpd_error_prefix(err, path);
     else s = dpd_ckpt_read_model(&c, *out, err);

@@ -20,6 +20,7 @@ typedef struct dpd_family {
     const char *about;   /* one line */
     int hidden;          /* default hidden size */
     int max_layers;      /* 1 when the family has no layer count */
+    int poly;            /* 1: sized by order/memory/cross instead of hidden/layers */
     /* Fills t[0..n) in state-dict order with offsets into one buffer; returns n. */
     int (*layout)(const dpd_model_cfg *c, dpd_tensor *t);
     void (*init)(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng *rng);
@@ -52,6 +53,6 @@ void dpd_tensor_add(dpd_tensor *t, int *n, size_t *off, const char *name, int d0
                     int d3);
 
 extern const dpd_family dpd_family_gru, dpd_family_lstm, dpd_family_dgru, dpd_family_deltagru,
-    dpd_family_tres_gru, dpd_family_rvtdcnn;
+    dpd_family_tres_gru, dpd_family_rvtdcnn, dpd_family_mp, dpd_family_gmp_ls;
 
 #endif

@@ -31,6 +31,10 @@ static dpd_status check_cfg(const dpd_model_cfg *c, const dpd_family **fam, dpd_
     if (!*fam)
         return dpd_fail(err, DPD_E_UNSUPPORTED, "model family '%s' is not known ('dpd models' lists them)",
                         c->family);
+    if ((*fam)->poly && (c->order < 1 || c->order > 16 || c->memory < 1 || c->memory > 4096 ||
+                         c->cross < 0 || c->cross > 64))
+        return dpd_fail(err, DPD_E_INVAL, "%s: need 1 <= --K <= 16, 1 <= --Q <= 4096, 0 <= --M <= 64 (got %d, %d, %d)",
+                        c->family, c->order, c->memory, c->cross);
     if (c->hidden < 1 || c->hidden > 4096)
         return dpd_fail(err, DPD_E_INVAL, "hidden size %d out of range [1, 4096]", c->hidden);
     if (c->layers < 1 || c->layers > (*fam)->max_layers)

@@ -17,6 +17,7 @@
 #include "ckpt.h"
 #include "dpd/dpd.h"
 #include "file.h"
+#include "ls.h"
 #include "model.h"
 #include "optim.h"
 #include "sched.h"
@@ -41,6 +42,8 @@ void dpd_train_defaults(dpd_train_cfg *c) {
     c->weight_decay = 0.01;
     c->clip = 200;
     c->seed = 0;
+    c->ls_reg = 1e-9;
+    c->ls_iter = 1;
 }
 
 dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) {
@@ -58,17 +61,19 @@ dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) 
 
 static json_t *cfg_json(const dpd_train_cfg *c, const char *dataset, const char *run_id,
                         size_t nparams) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:I}, s:i, s:i, s:i, s:i, "
-                     "s:i, s:f, s:f, s:f, s:i, s:b, s:f, s:f, s:I, s:f, s:s}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:I}, s:i, s:i, "
+                     "s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b, s:f, s:f, s:I, s:f, s:s, s:b, s:f, s:i}",
                      "dpd_version", DPD_VERSION, "step", c->pa[0] ? "train_dpd" : "train_pa", "pa", c->pa,
                      "data", c->data, "dataset",
                      dataset, "out", c->out, "run_id", run_id, "model", "family", c->model.family,
-                     "hidden", c->model.hidden, "layers", c->model.layers, "n_params",
+                     "hidden", c->model.hidden, "layers", c->model.layers, "order", c->model.order,
+                     "memory", c->model.memory, "cross", c->model.cross, "n_params",
                      (json_int_t)nparams, "epochs", c->epochs, "batch", c->batch, "batch_eval",
                      c->batch_eval, "frame", c->frame, "stride", c->stride, "lr", c->lr, "lr_end",
                      c->lr_end, "decay", c->decay, "patience", c->patience, "lr_schedule",
                      c->lr_schedule, "weight_decay", c->weight_decay, "clip", c->clip, "seed",
-                     (json_int_t)c->seed, "evm_fs", c->evm_fs, "preset", c->preset);
+                     (json_int_t)c->seed, "evm_fs", c->evm_fs, "preset", c->preset, "least_squares",
+                     c->ls, "ls_reg", c->ls_reg, "ls_iterations", c->ls_iter);
 }
 
 static dpd_status cfg_load(const char *dir, dpd_train_cfg *c, dpd_error *err) {
@@ -82,10 +87,11 @@ static dpd_status cfg_load(const char *dir, dpd_train_cfg *c, dpd_error *err) {
     const char *data, *out, *fam, *preset, *pa;
     json_int_t seed;
     int r = json_unpack_ex(j, &je, 0,
-                           "{s:s, s:s, s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
+                           "{s:s, s:s, s:s, s:{s:s, s:i, s:i, s?i, s?i, s?i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
                            "s:i, s:b, s:F, s:F, s:I, s:F, s:s}",
                            "pa", &pa, "data", &data, "out", &out, "model", "family", &fam, "hidden",
-                           &c->model.hidden, "layers", &c->model.layers, "epochs", &c->epochs,
+                           &c->model.hidden, "layers", &c->model.layers, "order", &c->model.order,
+                           "memory", &c->model.memory, "cross", &c->model.cross, "epochs", &c->epochs,
                            "batch", &c->batch, "batch_eval", &c->batch_eval, "frame", &c->frame,
                            "stride", &c->stride, "lr", &c->lr, "lr_end", &c->lr_end, "decay",
                            &c->decay, "patience", &c->patience, "lr_schedule", &c->lr_schedule,
@@ -115,6 +121,8 @@ static dpd_status check_cfg(const dpd_train_cfg *c, dpd_error *err) {
                         "need --lr > 0, --lr-end >= 0, 0 < --decay < 1, --patience >= 0");
     if (c->weight_decay < 0 || c->clip < 0)
         return dpd_fail(err, DPD_E_INVAL, "--weight-decay and --clip must be >= 0");
+    if (c->ls && (c->ls_reg < 0 || c->ls_iter < 1))
+        return dpd_fail(err, DPD_E_INVAL, "--reg must be >= 0 and --iterations >= 1");
     return DPD_OK;
 }
 
@@ -293,7 +301,7 @@ static dpd_status setup(run *r, dpd_error *err) {
     }
     dpd_split *tr = &r->ds.split[DPD_TRAIN];
     r->nframes = dpd_frame_count(tr->n, c->frame, c->stride);
-    if (!r->nframes)
+    if (!r->nframes && !c->ls)
         return dpd_fail(err, DPD_E_INVAL, "%s: the train split has %zu samples, fewer than one frame (%d)",
                         c->data, tr->n, c->frame);
     if ((s = dpd_model_create(&c->model, &r->m, err))) return s;
@@ -344,9 +352,19 @@ static dpd_status setup(run *r, dpd_error *err) {
  * its _P_ part (OpenDPD's scheme, reference §4.6). */
 static dpd_status make_dir(run *r, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
-    snprintf(r->id, sizeof r->id, "%s_S_%llu_M_%s_H_%d_F_%d_P_%zu", r->pa ? "DPD" : "PA",
-             (unsigned long long)c->seed, dpd_model_family(r->m)->tag, c->model.hidden, c->frame,
-             dpd_model_nparams(r->m));
+    char size[64];
+    if (dpd_model_family(r->m)->poly)
+        snprintf(size, sizeof size, "K_%d_Q_%d%s%.0d", c->model.order, c->model.memory,
+                 c->model.cross ? "_M_" : "", c->model.cross);
+    else
+        snprintf(size, sizeof size, "H_%d", c->model.hidden);
+    if (c->ls)
+        snprintf(r->id, sizeof r->id, "%s_LS_M_%s_%s_P_%zu", r->pa ? "DPD" : "PA",
+                 dpd_model_family(r->m)->tag, size, dpd_model_nparams(r->m));
+    else
+        snprintf(r->id, sizeof r->id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", r->pa ? "DPD" : "PA",
+                 (unsigned long long)c->seed, dpd_model_family(r->m)->tag, size, c->frame,
+                 dpd_model_nparams(r->m));
     char base[4096], padir[256];
     snprintf(padir, sizeof padir, "%s", r->pa_id);
     char *cut = strstr(padir, "_P_");
@@ -529,6 +547,39 @@ static dpd_status cascade_step(run *r, int B, double *loss, dpd_error *err) {
     return dpd_model_backward(r->m, r->bx, r->du, B, T, NULL, err);
 }
 
+/* The least-squares "epoch": a PA model fitted x -> y on the whole train split; a DPD by
+ * indirect learning — a post-inverse fitted y/g -> x on the measured data, then (iterations > 1)
+ * refitted PA(u)/g -> u through the frozen PA with u = DPD(x). mean = the train-split MSE of the
+ * result (through the PA for DPD runs). */
+static dpd_status ls_epoch(run *r, double *mean, dpd_error *err) {
+    const dpd_train_cfg *c = r->c;
+    const dpd_split *tr = &r->ds.split[DPD_TRAIN];
+    size_t n = tr->n, n2 = 2 * n;
+    float *a = malloc(3 * n2 * sizeof *a), *b = a ? a + n2 : NULL, *t = b ? b + n2 : NULL;
+    if (!a) return dpd_fail(err, DPD_E_NOMEM, "out of memory for the least-squares fit");
+    dpd_apply_cfg ex;
+    dpd_apply_defaults(&ex);
+    ex.exact = 1;
+    dpd_status s;
+    if (!r->pa) {
+        s = dpd_ls_fit(r->m, r->tx, r->ty, n, c->ls_reg, err);
+        if (!s) s = dpd_apply(r->m, r->tx, n, a, &ex, err);
+    } else {
+        for (size_t i = 0; i < n2; i++) a[i] = (float)(tr->y[i] / r->gain);
+        s = dpd_ls_fit(r->m, a, r->tx, n, c->ls_reg, err);
+        for (int it = 1; it < c->ls_iter && !s; it++) {
+            if ((s = dpd_apply(r->m, r->tx, n, b, &ex, err)) || (s = dpd_apply(r->pa, b, n, a, &ex, err))) break;
+            for (size_t i = 0; i < n2; i++) a[i] = (float)(a[i] / r->gain);
+            s = dpd_ls_fit(r->m, a, b, n, c->ls_reg, err);
+        }
+        if (!s) s = dpd_apply(r->m, r->tx, n, b, &ex, err);
+        if (!s) s = dpd_apply(r->pa, b, n, a, &ex, err);
+    }
+    if (!s) *mean = dpd_mse(a, r->ty, n2, t);
+    free(a);
+    return s;
+}
+
 static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user, double *mean,
                               dpd_error *err) {
     const dpd_train_cfg *c = r->c;
@@ -608,10 +659,10 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
     double t0 = now() - st.elapsed * 60.0;
     text best = {0};
     for (int e = st.epoch; e < cfg.epochs; e++) {
-        double tl, vl[2];
+        double tl = 0, vl[2];
         dpd_metrics m[2];
         double lr = r.opt.lr;
-        if ((s = epoch_train(&r, e, fn, user, &tl, err))) break;
+        if ((s = cfg.ls ? ls_epoch(&r, &tl, err) : epoch_train(&r, e, fn, user, &tl, err))) break;
         for (int k = 0; k < 2 && !s; k++) s = eval_split(&r, r.m, &r.ev[k], &vl[k], &m[k], err);
         if (s) break;
         double minutes = (now() - t0) / 60.0;

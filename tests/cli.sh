@@ -105,6 +105,22 @@ expect 2 "trained on dataset 'a', not 'other'" "$DPD" train-dpd --data "$T/other
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
 expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T/a" --pa "$T/trunc.safetensors" --epochs 1 --out "$T/d3"
 
+# --- least-squares baselines ---
+"$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --out "$T/ls" --json >"$T/lp.json" 2>"$T/err"
+L1="$T/ls/a/train_pa/PA_LS_M_MP_K_4_Q_6_P_48"
+check '[ "$(sed -n "s/.*\"run_dir\":\"\([^\"]*\)\".*/\1/p" "$T/lp.json")" = "$L1" ] && [ -s "$L1/best.safetensors" ] && [ "$(wc -l < "$L1/history.csv")" -eq 2 ]' \
+    "fit-ls pa: run directory, checkpoint and one history row ($(cat "$T/err"))"
+nm=$(num test NMSE "$T/lp.json")
+check 'awk "BEGIN { exit !($nm < -20) }"' "fit-ls mp PA on synthetic data: test NMSE $nm"
+"$DPD" fit-ls --data "$T/a" --kind gmp --target dpd --pa "$L1" --K 4 --Q 4 --M 1 --iterations 2 --out "$T/ls" --json >"$T/ld.json" 2>"$T/err"
+check 'grep -q "\"no_dpd\":{" "$T/ld.json" && awk "BEGIN { exit !($(num test ACLR_AVG "$T/ld.json") < $(num no_dpd ACLR_AVG "$T/ld.json")) }"' \
+    "fit-ls gmp DPD by ILA through an MP PA improves ACLR ($(cat "$T/err"))"
+"$DPD" eval --data "$T/a" --split test --model "$L1" --json >"$T/le.json"
+check '[ "$(num model NMSE "$T/le.json")" = "$nm" ]' "eval --model on a least-squares checkpoint reproduces its test NMSE"
+expect 2 "--pa PA exactly when the target is dpd" "$DPD" fit-ls --data "$T/a" --kind mp --target dpd
+expect 2 "--kind mp|gmp" "$DPD" fit-ls --data "$T/a" --kind volterra
+expect 2 "need 1 <= --K <= 16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"
+
 # --- eval of the cascade, and dpd run ---
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" --json >"$T/ce.json" 2>/dev/null
 check '[ "$(num dpd ACLR_AVG "$T/ce.json")" = "$(num test ACLR_AVG "$T/d1.json")" ] && [ "$(num no_dpd ACLR_AVG "$T/ce.json")" = "$(num no_dpd ACLR_AVG "$T/d1.json")" ]' \
@@ -144,6 +160,10 @@ if [ -f "$DPA/train_input.csv" ]; then
     nmse=$(num test NMSE "$T/q.json")
     echo "quality floor: DPA_200MHz GRU-23 quick preset test NMSE $nmse dB"
     check 'awk "BEGIN { exit !($nmse <= -20) }"' "DPA_200MHz GRU-23 --preset quick: test NMSE $nmse > -20 dB"
+    "$DPD" fit-ls --data "$DPA" --kind mp --target pa --K 5 --Q 20 --out "$T/q" --json >"$T/qls.json"
+    nm=$(num test NMSE "$T/qls.json")
+    echo "DPA_200MHz MP K5 Q20 least squares: test NMSE $nm dB (OpenDPD's reference: -34.91)"
+    check 'awk "BEGIN { exit !($nm > -34.96 && $nm < -34.86) }"' "DPA_200MHz MP K5 Q20 test NMSE $nm is not OpenDPD's -34.91"
     Q=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/q.json")
     "$DPD" run --model "$Q/best.safetensors" --input "$DPA/test_input.csv" --output "$T/dx.csv" --exact 2>/dev/null
     "$DPD" run --model "$Q/best.safetensors" --input "$DPA/test_input.csv" --output "$T/ds.csv" --section 1024 2>/dev/null

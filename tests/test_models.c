@@ -10,13 +10,14 @@
 #include "dpd/dpd.h"
 #include "family.h"
 
-extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn;
+extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn, dpd_k64_poly;
 
 static const struct {
     const char *family;
     const dpd_k64 *k;
 } k64[] = {{"gru", &dpd_k64_recurrent},  {"lstm", &dpd_k64_recurrent}, {"dgru", &dpd_k64_recurrent},
-           {"deltagru", &dpd_k64_recurrent}, {"tres_gru", &dpd_k64_tres}, {"rvtdcnn", &dpd_k64_rvtdcnn}};
+           {"deltagru", &dpd_k64_recurrent}, {"tres_gru", &dpd_k64_tres}, {"rvtdcnn", &dpd_k64_rvtdcnn},
+           {"mp", &dpd_k64_poly}, {"gmp_ls", &dpd_k64_poly}};
 
 static void fixture(const char *file, const char *family) {
     const char *path = check_shared(file);
@@ -93,7 +94,7 @@ static double loss64(const dpd_k64 *k, const dpd_model_cfg *c, const double *p, 
 
 /* Central differences in double on every parameter and input. */
 static void gradcheck(const char *family, const dpd_k64 *k, int H, int L, int B, int T) {
-    dpd_model_cfg c = {"", H, L};
+    dpd_model_cfg c = {"", H, L, 4, 3, 2}; /* order, memory and cross for the polynomials */
     snprintf(c.family, sizeof c.family, "%s", family);
     const dpd_family *f = dpd_family_find(family);
     dpd_tensor tt[DPD_MAX_TENSORS];
@@ -138,9 +139,10 @@ static void counts(void) {
         size_t n;
     } known[] = {{"gru", 23, 1, 1911}, {"gru", 15, 1, 887}, {"dgru", 23, 1, 2751}, {"dgru", 13, 1, 1041},
                  {"lstm", 23, 1, 2532}, {"lstm", 9, 1, 488}, {"tres_gru", 15, 1, 999}, {"tres_gru", 9, 1, 447},
-                 {"rvtdcnn", 12, 1, 500}, {"rvtdcnn", 23, 1, 929}, {"deltagru", 5, 1, 207}, {"gru", 4, 2, 226}};
+                 {"rvtdcnn", 12, 1, 500}, {"rvtdcnn", 23, 1, 929}, {"deltagru", 5, 1, 207}, {"gru", 4, 2, 226},
+                 {"mp", 1, 1, 1000}, {"gmp_ls", 1, 1, 2 * (5 * 100 + 2 * 4 * 100 * 2)}};
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
-        dpd_model_cfg c = {"", known[i].H, known[i].L};
+        dpd_model_cfg c = {"", known[i].H, known[i].L, 5, 100, 2}; /* MP K5 Q100: 1000 parameters */
         snprintf(c.family, sizeof c.family, "%s", known[i].f);
         dpd_model *m;
         dpd_error err;
@@ -155,7 +157,7 @@ static void zeros(void) {
     int nf;
     const dpd_family *const *fl = dpd_family_list(&nf);
     for (int k = 0; k < nf; k++) {
-        dpd_model_cfg c = {"", 4, 1};
+        dpd_model_cfg c = {"", 4, 1, 3, 4, 2};
         snprintf(c.family, sizeof c.family, "%s", fl[k]->name);
         dpd_model *m;
         dpd_error err;

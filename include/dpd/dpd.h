@@ -147,8 +147,11 @@ typedef struct dpd_model dpd_model;
 
 typedef struct dpd_model_cfg {
     char family[32]; /* "gru" */
-    int hidden;      /* H >= 1 */
+    int hidden;      /* H >= 1 (unused by the polynomial families: 1) */
     int layers;      /* >= 1 */
+    int order;       /* polynomial families: nonlinearity orders K (|x|^0 .. |x|^(K-1)) */
+    int memory;      /* polynomial families: memory depth Q */
+    int cross;       /* gmp_ls: envelope lags and leads M */
 } dpd_model_cfg;
 
 /* One tensor of the parameter table: OpenDPD state-dict name and PyTorch shape. */
@@ -269,6 +272,10 @@ typedef struct dpd_train_cfg {
     uint64_t seed;
     double evm_fs;      /* 0 = dataset fs (dpd default); 800e6 = OpenDPD v2.0.0 */
     char preset[16];    /* "" | quick | full (informational; the fields above are resolved) */
+    int ls;             /* 1: fit a polynomial model by least squares instead of gradient descent
+                         * (one "epoch"); DPD runs use indirect learning (ILA) */
+    double ls_reg;      /* ridge on the column-normalised basis */
+    int ls_iter;        /* ILA iterations: the first on the measured data, the rest through the PA */
 } dpd_train_cfg;
 
 /* The research recipe (reference §13) with GRU-23. */
