@@ -43,6 +43,16 @@ dpd_status dpd_ckpt_save(const char *path, const dpd_model *m, const dpd_kv *met
             json_object_set_new(md, k[i], json_string(num));
         }
     }
+    if (c->thx || c->thh) {
+        snprintf(num, sizeof num, "%.9g", c->thx);
+        json_object_set_new(md, "thx", json_string(num));
+        snprintf(num, sizeof num, "%.9g", c->thh);
+        json_object_set_new(md, "thh", json_string(num));
+    }
+    if (c->units) {
+        snprintf(num, sizeof num, "%d", c->units);
+        json_object_set_new(md, "units", json_string(num));
+    }
     for (int i = 0; i < nmeta; i++) json_object_set_new(md, meta[i].key, json_string(meta[i].value));
     json_object_set_new(hdr, "__metadata__", md);
     size_t off = 0;
@@ -208,6 +218,11 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
     if (dpd_ckpt_meta(&c, "order") && (!meta_int(&c, "order", &cfg.order) || !meta_int(&c, "memory", &cfg.memory) ||
                                        !meta_int(&c, "cross", &cfg.cross)))
         return bad(&c, err, "__metadata__ order, memory or cross is not an integer", NULL);
+    const char *tx = dpd_ckpt_meta(&c, "thx"), *th = dpd_ckpt_meta(&c, "thh");
+    if (tx) cfg.thx = strtod(tx, NULL);
+    if (th) cfg.thh = strtod(th, NULL);
+    if (dpd_ckpt_meta(&c, "units") && !meta_int(&c, "units", &cfg.units))
+        return bad(&c, err, "__metadata__ units is not an integer", NULL);
     s = dpd_model_create(&cfg, out, err);
     if (s) dpd_error_prefix(err, path);
     else s = dpd_ckpt_read_model(&c, *out, err);

@@ -32,6 +32,10 @@ typedef struct dpd_family {
     /* dy (B, T, 2) -> dp (overwritten), dx (B, T, 2) when non-NULL. ws from forward. */
     void (*backward)(const dpd_model_cfg *c, const float *p, const float *x, const float *dy,
                      int B, int T, const float *ws, float *scratch, float *dp, float *dx);
+    /* Optional (NULL: no delta statistics). After forward: adds the zeros and element counts of
+     * the thresholded input and hidden deltas to z[0..3] = zeros_dx, numel_dx, zeros_dh,
+     * numel_dh; returns the number of recurrent weights (for HW_PARAM). */
+    size_t (*delta_zeros)(const dpd_model_cfg *c, const float *ws, int B, int T, long long *z);
 } dpd_family;
 
 /* The double-precision kernels of a family (test builds only). */
@@ -53,6 +57,7 @@ void dpd_tensor_add(dpd_tensor *t, int *n, size_t *off, const char *name, int d0
                     int d3);
 
 extern const dpd_family dpd_family_gru, dpd_family_lstm, dpd_family_dgru, dpd_family_deltagru,
-    dpd_family_tres_gru, dpd_family_rvtdcnn, dpd_family_mp, dpd_family_gmp_ls;
+    dpd_family_tres_gru, dpd_family_rvtdcnn, dpd_family_mp, dpd_family_gmp_ls,
+    dpd_family_tres_deltagru;
 
 #endif

@@ -16,6 +16,8 @@ struct dpd_model {
     size_t np;
     float *p, *g;
     float *ws, *scratch, *io; /* workspace reserved by dpd_model_reserve; io = y then dy */
+    long long dz[4];          /* delta statistics since the last reset (family.h) */
+    size_t rnn_weights;
     size_t cap_ws, cap_scratch, cap_io; /* their sizes in floats */
 };
 
@@ -35,6 +37,10 @@ static dpd_status check_cfg(const dpd_model_cfg *c, const dpd_family **fam, dpd_
                          c->cross < 0 || c->cross > 64))
         return dpd_fail(err, DPD_E_INVAL, "%s: need 1 <= --K <= 16, 1 <= --Q <= 4096, 0 <= --M <= 64 (got %d, %d, %d)",
                         c->family, c->order, c->memory, c->cross);
+    if (!(c->thx >= 0 && c->thh >= 0 && c->thx < 1e6 && c->thh < 1e6))
+        return dpd_fail(err, DPD_E_INVAL, "delta thresholds must be >= 0 (got --thx %g --thh %g)", c->thx, c->thh);
+    if (c->units < 0 || c->units > 64)
+        return dpd_fail(err, DPD_E_INVAL, "--units %d out of range [1, 64]", c->units);
     if (c->hidden < 1 || c->hidden > 4096)
         return dpd_fail(err, DPD_E_INVAL, "hidden size %d out of range [1, 4096]", c->hidden);
     if (c->layers < 1 || c->layers > (*fam)->max_layers)
@@ -110,10 +116,28 @@ dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err) {
     return DPD_OK;
 }
 
+/* Forward with the delta statistics counted. */
+static void forward(dpd_model *m, const float *x, int B, int T, float *y) {
+    m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
+    if (m->fam->delta_zeros) m->rnn_weights = m->fam->delta_zeros(&m->cfg, m->ws, B, T, m->dz);
+}
+
+int dpd_model_sparsity(dpd_model *m, dpd_sparsity *s, int reset) {
+    if (!m->fam->delta_zeros) return 0;
+    const long long *z = m->dz;
+    *s = (dpd_sparsity){z[0], z[1], z[2], z[3]};
+    s->sp_dx = z[1] ? (double)z[0] / (double)z[1] : 0;
+    s->sp_dh = z[3] ? (double)z[2] / (double)z[3] : 0;
+    s->sp_dv = z[1] + z[3] ? (double)(z[0] + z[2]) / (double)(z[1] + z[3]) : 0;
+    s->hw_param = (double)(m->np - m->rnn_weights) + (double)m->rnn_weights * (1 - s->sp_dv);
+    if (reset) memset(m->dz, 0, sizeof m->dz);
+    return 1;
+}
+
 dpd_status dpd_model_forward(dpd_model *m, const float *x, int B, int T, float *y, dpd_error *err) {
     dpd_status s = dpd_model_reserve(m, B, T, err);
     if (s) return s;
-    m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
+    forward(m, x, B, T, y);
     return DPD_OK;
 }
 
@@ -141,7 +165,7 @@ dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt, 
     if (s) return s;
     size_t n = (size_t)B * T * 2;
     float *y = m->io, *dy = m->io + n;
-    m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
+    forward(m, x, B, T, y);
     *loss = dpd_mse(y, tgt, n, dy);
     if (!isfinite(*loss))
         return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");

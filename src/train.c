@@ -61,13 +61,14 @@ dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) 
 
 static json_t *cfg_json(const dpd_train_cfg *c, const char *dataset, const char *run_id,
                         size_t nparams) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:I}, s:i, s:i, "
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:I}, s:i, s:i, "
                      "s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b, s:f, s:f, s:I, s:f, s:s, s:b, s:f, s:i}",
                      "dpd_version", DPD_VERSION, "step", c->pa[0] ? "train_dpd" : "train_pa", "pa", c->pa,
                      "data", c->data, "dataset",
                      dataset, "out", c->out, "run_id", run_id, "model", "family", c->model.family,
                      "hidden", c->model.hidden, "layers", c->model.layers, "order", c->model.order,
-                     "memory", c->model.memory, "cross", c->model.cross, "n_params",
+                     "memory", c->model.memory, "cross", c->model.cross, "thx", c->model.thx, "thh",
+                     c->model.thh, "units", c->model.units, "n_params",
                      (json_int_t)nparams, "epochs", c->epochs, "batch", c->batch, "batch_eval",
                      c->batch_eval, "frame", c->frame, "stride", c->stride, "lr", c->lr, "lr_end",
                      c->lr_end, "decay", c->decay, "patience", c->patience, "lr_schedule",
@@ -87,11 +88,12 @@ static dpd_status cfg_load(const char *dir, dpd_train_cfg *c, dpd_error *err) {
     const char *data, *out, *fam, *preset, *pa;
     json_int_t seed;
     int r = json_unpack_ex(j, &je, 0,
-                           "{s:s, s:s, s:s, s:{s:s, s:i, s:i, s?i, s?i, s?i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
+                           "{s:s, s:s, s:s, s:{s:s, s:i, s:i, s?i, s?i, s?i, s?F, s?F, s?i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
                            "s:i, s:b, s:F, s:F, s:I, s:F, s:s}",
                            "pa", &pa, "data", &data, "out", &out, "model", "family", &fam, "hidden",
                            &c->model.hidden, "layers", &c->model.layers, "order", &c->model.order,
-                           "memory", &c->model.memory, "cross", &c->model.cross, "epochs", &c->epochs,
+                           "memory", &c->model.memory, "cross", &c->model.cross, "thx", &c->model.thx,
+                           "thh", &c->model.thh, "units", &c->model.units, "epochs", &c->epochs,
                            "batch", &c->batch, "batch_eval", &c->batch_eval, "frame", &c->frame,
                            "stride", &c->stride, "lr", &c->lr, "lr_end", &c->lr_end, "decay",
                            &c->decay, "patience", &c->patience, "lr_schedule", &c->lr_schedule,
@@ -128,10 +130,13 @@ static dpd_status check_cfg(const dpd_train_cfg *c, dpd_error *err) {
 
 /* ---- logs ----------------------------------------------------------------------------------- */
 
-static const char *HISTORY_HEADER =
-    "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,"
-    "VAL_LOSS,VAL_NMSE,VAL_EVM,VAL_ACLR_L,VAL_ACLR_R,VAL_ACLR_AVG,TEST_LOSS,TEST_NMSE,TEST_EVM,"
-    "TEST_ACLR_L,TEST_ACLR_R,TEST_ACLR_AVG\n";
+/* OpenDPD's log columns; DPD runs of a delta family add the sparsity columns after HIDDEN_SIZE
+ * (reference §4.5). */
+static const char *HEADER_A = "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,";
+static const char *HEADER_DELTA = "THX,THH,SP_T_DX,SP_T_DH,SP_T_DV,HW_PARAM,";
+static const char *HEADER_B =
+    "TRAIN_LOSS,VAL_LOSS,VAL_NMSE,VAL_EVM,VAL_ACLR_L,VAL_ACLR_R,VAL_ACLR_AVG,TEST_LOSS,TEST_NMSE,"
+    "TEST_EVM,TEST_ACLR_L,TEST_ACLR_R,TEST_ACLR_AVG\n";
 
 /* A growing text buffer (log files are rewritten whole each epoch). */
 typedef struct text {
@@ -199,6 +204,9 @@ typedef struct run {
     char dir[4096], id[256];
     text hist, events;
 } run;
+
+/* 1 when the log carries the delta columns: a DPD run of a family with delta statistics. */
+static int delta_cols(const run *r) { return r->pa && dpd_model_family(r->m)->delta_zeros; }
 
 static void run_free(run *r) {
     dpd_dataset_free(&r->ds);
@@ -365,6 +373,9 @@ static dpd_status make_dir(run *r, dpd_error *err) {
         snprintf(r->id, sizeof r->id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", r->pa ? "DPD" : "PA",
                  (unsigned long long)c->seed, dpd_model_family(r->m)->tag, size, c->frame,
                  dpd_model_nparams(r->m));
+    if (delta_cols(r))
+        snprintf(r->id + strlen(r->id), sizeof r->id - strlen(r->id), "_THX_%.3f_THH_%.3f", c->model.thx,
+                 c->model.thh);
     char base[4096], padir[256];
     snprintf(padir, sizeof padir, "%s", r->pa_id);
     char *cut = strstr(padir, "_P_");
@@ -499,12 +510,20 @@ static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd
     return dpd_ckpt_save(path, r->m, kv, n, 0, NULL, NULL, NULL, err);
 }
 
+static void header(text *t, const run *r) {
+    text_add(t, "%s%s%s", HEADER_A, delta_cols(r) ? HEADER_DELTA : "", HEADER_B);
+}
+
 static void history_row(text *t, run *r, int epoch, double minutes, double lr, double tl,
-                        const double *vl, const dpd_metrics *m) {
+                        const double *vl, const dpd_metrics *m, const dpd_sparsity *sp) {
     const dpd_train_cfg *c = r->c;
     size_t np = dpd_model_nparams(r->m) + (r->pa ? dpd_model_nparams(r->pa) : 0); /* cascade, as OpenDPD */
-    text_add(t, "%d,%d,%.8f,%.8f,%d,%zu,%d,%s,%d,%.8f", epoch, c->epochs, minutes, lr, c->batch, np,
-             c->frame, c->model.family, c->model.hidden, tl);
+    text_add(t, "%d,%d,%.8f,%.8f,%d,%zu,%d,%s,%d,", epoch, c->epochs, minutes, lr, c->batch, np,
+             c->frame, c->model.family, c->model.hidden);
+    if (delta_cols(r))
+        text_add(t, "%.8f,%.8f,%.8f,%.8f,%.8f,%.8f,", c->model.thx, c->model.thh, sp->sp_dx, sp->sp_dh,
+                 sp->sp_dv, sp->hw_param);
+    text_add(t, "%.8f", tl);
     for (int k = 0; k < 2; k++)
         text_add(t, ",%.8f,%.8f,%.8f,%.8f,%.8f,%.8f", vl[k], m[k].nmse, m[k].evm, m[k].aclr_l,
                  m[k].aclr_r, m[k].aclr_avg);
@@ -636,7 +655,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
         }
         char path[4200];
         snprintf(path, sizeof path, "%s/history.csv", r.dir);
-        text_add(&r.hist, "%s", HISTORY_HEADER);
+        header(&r.hist, &r);
         text_inherit(&r.hist, path, st.epoch, 1);
         snprintf(path, sizeof path, "%s/events.jsonl", r.dir);
         text_inherit(&r.events, path, st.epoch, 0);
@@ -645,7 +664,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
         dpd_rng_seed(&r.rng, cfg.seed);
         dpd_model_init(r.m, &r.rng);
         if ((s = make_dir(&r, err))) goto done;
-        text_add(&r.hist, "%s", HISTORY_HEADER);
+        header(&r.hist, &r);
     }
     json_t *cj = cfg_json(&cfg, r.ds.name, r.id, dpd_model_nparams(r.m));
     char *ctext = json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -666,16 +685,18 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
         for (int k = 0; k < 2 && !s; k++) s = eval_split(&r, r.m, &r.ev[k], &vl[k], &m[k], err);
         if (s) break;
         double minutes = (now() - t0) / 60.0;
+        dpd_sparsity sp = {0};
+        dpd_model_sparsity(r.m, &sp, 1); /* over this epoch's train, val and test passes */
         double sel = r.pa ? m[0].aclr_avg : m[0].nmse; /* selection metric, reference §4.3 */
         int improved = e == 0 || sel < (r.pa ? st.best_val.aclr_avg : st.best_val.nmse);
-        history_row(&r.hist, &r, e, minutes, lr, tl, vl, m);
+        history_row(&r.hist, &r, e, minutes, lr, tl, vl, m, &sp);
         event_metric(&r.events, e, tl, vl, m, lr, improved);
         if ((s = write_text(&r, "history.csv", &r.hist, err))) break;
         if (improved) {
             st.best_epoch = e, st.best_val = m[0], st.best_test = m[1];
             best.n = 0;
-            text_add(&best, "%s", HISTORY_HEADER);
-            history_row(&best, &r, e, minutes, lr, tl, vl, m);
+            header(&best, &r);
+            history_row(&best, &r, e, minutes, lr, tl, vl, m, &sp);
             if ((s = write_text(&r, "best.csv", &best, err)) || (s = save_best(&r, e, &m[0], &m[1], err)))
                 break;
             text_add(&r.events, "{\"type\":\"artifact\",\"epoch\":%d,\"path\":\"best.safetensors\"}\n", e);

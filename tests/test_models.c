@@ -12,12 +12,16 @@
 
 extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn, dpd_k64_poly;
 
+/* Delta thresholds for the gradient checks of the delta families: large enough to skip some
+ * updates, and the random data keep every |delta| away from them (decisions do not flip). */
+static double grad_thx(const char *f) { return strstr(f, "delta") ? 0.05 : 0; }
+
 static const struct {
     const char *family;
     const dpd_k64 *k;
 } k64[] = {{"gru", &dpd_k64_recurrent},  {"lstm", &dpd_k64_recurrent}, {"dgru", &dpd_k64_recurrent},
            {"deltagru", &dpd_k64_recurrent}, {"tres_gru", &dpd_k64_tres}, {"rvtdcnn", &dpd_k64_rvtdcnn},
-           {"mp", &dpd_k64_poly}, {"gmp_ls", &dpd_k64_poly}};
+           {"mp", &dpd_k64_poly}, {"gmp_ls", &dpd_k64_poly}, {"tres_deltagru", &dpd_k64_tres}};
 
 static void fixture(const char *file, const char *family) {
     const char *path = check_shared(file);
@@ -27,6 +31,10 @@ static void fixture(const char *file, const char *family) {
     dpd_model_cfg c = {"", (int)json_integer_value(json_object_get(hp, "hidden_size")),
                        (int)json_integer_value(json_object_get(hp, "num_layers"))};
     snprintf(c.family, sizeof c.family, "%s", family);
+    c.thx = json_number_value(json_object_get(hp, "thx"));
+    c.thh = json_number_value(json_object_get(hp, "thh"));
+    c.units = (int)json_integer_value(json_object_get(hp, "num_dvr_units"));
+    int fwd_only = !strcmp(json_string_value(json_object_get(j, "kind")), "model_forward_only");
     int B = (int)json_integer_value(json_object_get(j, "B")), T = (int)json_integer_value(json_object_get(j, "T"));
     dpd_model *m;
     dpd_error err;
@@ -61,7 +69,27 @@ static void fixture(const char *file, const char *family) {
     check_doubles(json_object_get(j, "output"), ref, n);
     double e = check_relmax(y, ref, n);
     CHECK(e <= 1e-5, "%s: output max abs err %.2e x max|ref| > 1e-5", file, e);
+    dpd_sparsity sp;
+    json_t *ds = json_object_get(j, "delta_statistics"), *ts = json_object_get(j, "temporal_sparsity");
+    if (ds && dpd_model_sparsity(m, &sp, 1)) {
+        CHECK(sp.zeros_dx == json_integer_value(json_object_get(ds, "num_dx_zeros")) &&
+                  sp.numel_dx == json_integer_value(json_object_get(ds, "num_dx_numel")) &&
+                  sp.zeros_dh == json_integer_value(json_object_get(ds, "num_dh_zeros")) &&
+                  sp.numel_dh == json_integer_value(json_object_get(ds, "num_dh_numel")),
+              "%s: delta zeros %lld/%lld, %lld/%lld differ from OpenDPD's", file, sp.zeros_dx, sp.numel_dx,
+              sp.zeros_dh, sp.numel_dh);
+        CHECK(fabs(sp.sp_dv - json_number_value(json_object_get(ts, "SP_T_DV"))) < 1e-8 &&
+                  fabs(sp.hw_param - json_number_value(json_object_get(ts, "HW_PARAM"))) < 1e-5,
+              "%s: SP_T_DV %.9g HW_PARAM %.9g", file, sp.sp_dv, sp.hw_param);
+    }
     double loss, want = json_number_value(json_object_get(j, "loss")), worst = e;
+    if (fwd_only) {
+        double s2 = 0;
+        for (size_t i = 0; i < n; i++) s2 += ((double)y[i] - tg[i]) * ((double)y[i] - tg[i]);
+        CHECK(fabs(s2 / n - want) <= 1e-5 * want, "%s: loss %.9g, want %.9g", file, s2 / n, want);
+        printf("%s (%s): forward %.1e, delta statistics exact\n", file, family, worst);
+        goto done;
+    }
     CHECK(dpd_model_train_step(m, x, tg, B, T, &loss, dx, &err) == DPD_OK, "%s", err.msg);
     CHECK(fabs(loss - want) <= 1e-5 * want, "%s: loss %.9g, want %.9g", file, loss, want);
     check_doubles(json_object_get(j, "grad_input"), ref, n);
@@ -79,6 +107,7 @@ static void fixture(const char *file, const char *family) {
         free(gr);
     }
     printf("%s (%s): worst relative deviation %.1e\n", file, family, worst);
+done:
     free(x), free(tg), free(y), free(dx), free(ref);
     dpd_model_free(m);
     json_decref(j);
@@ -96,6 +125,7 @@ static double loss64(const dpd_k64 *k, const dpd_model_cfg *c, const double *p, 
 static void gradcheck(const char *family, const dpd_k64 *k, int H, int L, int B, int T) {
     dpd_model_cfg c = {"", H, L, 4, 3, 2}; /* order, memory and cross for the polynomials */
     snprintf(c.family, sizeof c.family, "%s", family);
+    c.thx = grad_thx(family), c.thh = 2 * grad_thx(family);
     const dpd_family *f = dpd_family_find(family);
     dpd_tensor tt[DPD_MAX_TENSORS];
     int nt = f->layout(&c, tt);
@@ -221,6 +251,9 @@ int main(void) {
     fixture("fixtures/model_tres_gru_h5.json", "tres_gru");
     fixture("fixtures/model_rvtdcnn_h6.json", "rvtdcnn");
     fixture("fixtures/model_deltagru_h5.json", "deltagru");
+    fixture("fixtures/model_tres_gru_h5.json", "tres_deltagru"); /* zero thresholds: statistics */
+    fixture("fixtures/model_deltagru_h5_thx0.01_thh0.05.json", "deltagru");
+    fixture("fixtures/model_tres_deltagru_h5_thx0.01_thh0.05.json", "tres_deltagru");
     for (size_t i = 0; i < sizeof k64 / sizeof *k64; i++) {
         const dpd_family *f = dpd_family_find(k64[i].family);
         int L = f->max_layers > 1 ? 2 : 1;

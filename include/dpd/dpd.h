@@ -152,6 +152,8 @@ typedef struct dpd_model_cfg {
     int order;       /* polynomial families: nonlinearity orders K (|x|^0 .. |x|^(K-1)) */
     int memory;      /* polynomial families: memory depth Q */
     int cross;       /* gmp_ls: envelope lags and leads M */
+    double thx, thh; /* delta families: input and hidden delta thresholds (0 = dense) */
+    int units;       /* dvrjanet: DVR units K (0 = 3) */
 } dpd_model_cfg;
 
 /* One tensor of the parameter table: OpenDPD state-dict name and PyTorch shape. */
@@ -177,6 +179,18 @@ DPD_API float *dpd_model_grads(dpd_model *m);  /* same layout */
 
 /* OpenDPD's initialisation scheme (reference §3.1) drawn from dpd's RNG. */
 DPD_API void dpd_model_init(dpd_model *m, dpd_rng *rng);
+
+/* Temporal sparsity of the delta families (reference §3.7), accumulated over every forward pass
+ * since the last reset: zeros of the thresholded input and hidden deltas. */
+typedef struct dpd_sparsity {
+    long long zeros_dx, numel_dx, zeros_dh, numel_dh;
+    double sp_dx, sp_dh, sp_dv; /* SP_T_DX, SP_T_DH, SP_T_DV */
+    double hw_param;            /* HW_PARAM: other params + RNN weights x (1 - SP_T_DV) */
+} dpd_sparsity;
+
+/* 0 for a family without delta statistics; otherwise fills s and, when reset, zeroes the
+ * counters. */
+DPD_API int dpd_model_sparsity(dpd_model *m, dpd_sparsity *s, int reset);
 
 /* Inference: x (B, T, 2) -> y (B, T, 2), every sequence from zero state. Reserves its own
  * workspace (grown on demand). */

@@ -15,12 +15,14 @@ typedef double real;
 #define EXP exp
 #define TANH tanh
 #define SQRT sqrt
+#define FABS fabs
 #else
 typedef float real;
 #define FN(n) n##_f32
 #define EXP expf
 #define TANH tanhf
 #define SQRT sqrtf
+#define FABS fabsf
 #endif
 
 static inline real sigm(real a) { return (real)1 / ((real)1 + EXP(-a)); }

@@ -15,10 +15,11 @@ typedef struct variant {
     cell_kind cell;
     int feats;     /* 2: raw I, Q; 6: feat_dgru */
     int dgru_head; /* 1: u = ReLU(W_hid h + b_hid), y = W_out [u; f] + b_out */
+    int delta;     /* DeltaGRU cell with the configuration's thresholds */
 } variant;
 
-static const variant V_GRU = {CELL_GRU, 2, 0}, V_LSTM = {CELL_LSTM, 2, 0},
-                     V_DGRU = {CELL_GRU, 6, 1}, V_DELTA = {CELL_GRU, 6, 0};
+static const variant V_GRU = {CELL_GRU, 2, 0, 0}, V_LSTM = {CELL_LSTM, 2, 0, 0},
+                     V_DGRU = {CELL_GRU, 6, 1, 0}, V_DELTA = {CELL_GRU, 6, 0, 1};
 
 static const variant *variant_of(const dpd_model_cfg *c) {
     return !strcmp(c->family, "lstm") ? &V_LSTM
@@ -27,7 +28,13 @@ static const variant *variant_of(const dpd_model_cfg *c) {
 }
 
 static int gates(const variant *v) { return v->cell == CELL_LSTM ? 4 : 3; }
-static int planes(const variant *v) { return v->cell == CELL_LSTM ? RNN_LSTM_PLANES : RNN_GRU_PLANES; }
+
+/* Reals one layer saves; h is first, so the layer above reads it at the layer's start. */
+static size_t saved(const dpd_model_cfg *c, const variant *v, int l, int B, int T) {
+    int I = l ? c->hidden : v->feats;
+    return v->cell == CELL_LSTM ? (size_t)RNN_LSTM_PLANES * B * T * c->hidden
+                                : rnn_gru_saved(I, c->hidden, v->delta, B, T);
+}
 
 static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     const variant *v = variant_of(c);
@@ -60,7 +67,8 @@ static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, re
     int nt = layout(c, t), H = c->hidden;
     for (int l = 0; l < c->layers; l++) {
         const dpd_tensor *e = &t[4 * l];
-        n->w[l] = (FN(rnn_w)){e[0].shape[1], H, p + e[0].offset, p + e[1].offset, p + e[2].offset, p + e[3].offset};
+        n->w[l] = (FN(rnn_w)){e[0].shape[1], H, p + e[0].offset, p + e[1].offset, p + e[2].offset, p + e[3].offset,
+                              variant_of(c)->delta, (real)c->thx, (real)c->thh};
         if (g) g[l] = (FN(rnn_g)){gp + e[0].offset, gp + e[1].offset, gp + e[2].offset, gp + e[3].offset};
     }
     int h = 4 * c->layers;
@@ -73,7 +81,9 @@ static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, re
 static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, in = H > (size_t)v->feats ? H : (size_t)v->feats;
-    return bt * (v->feats + (size_t)c->layers * planes(v) * H + H) + rnn_tmp_size((int)in, (int)H, gates(v));
+    size_t sv = 0;
+    for (int l = 0; l < c->layers; l++) sv += saved(c, v, l, B, T);
+    return bt * (v->feats + H) + sv + rnn_tmp_size((int)in, (int)H, gates(v));
 }
 
 /* Scratch: two (B, T, max(H, F)) gradient buffers, head input (H + F) and its gradient. */
@@ -88,13 +98,21 @@ typedef struct parts { /* workspace carving */
 } parts;
 
 static parts carve(const dpd_model_cfg *c, const variant *v, real *ws, int B, int T) {
-    size_t bt = (size_t)B * T, H = (size_t)c->hidden;
+    size_t bt = (size_t)B * T, sv = 0;
+    for (int l = 0; l < c->layers; l++) sv += saved(c, v, l, B, T);
     parts s;
     s.feat = ws;
     s.sv = s.feat + bt * v->feats;
-    s.u = s.sv + bt * c->layers * planes(v) * H;
-    s.tmp = s.u + bt * H;
+    s.u = s.sv + sv;
+    s.tmp = s.u + bt * c->hidden;
     return s;
+}
+
+/* Layer l's saved planes. */
+static real *layer_sv(const dpd_model_cfg *c, const variant *v, const parts *s, int l, int B, int T) {
+    real *p = s->sv;
+    for (int k = 0; k < l; k++) p += saved(c, v, k, B, T);
+    return p;
 }
 
 static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
@@ -103,14 +121,14 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
     net n;
     bind(c, p, &n, NULL, NULL);
     parts s = carve(c, v, ws, B, T);
-    size_t bt = (size_t)B * T, H = (size_t)c->hidden, plane = bt * H;
+    size_t bt = (size_t)B * T, H = (size_t)c->hidden;
     const real *in = x;
     if (v->feats == 6) {
         for (size_t i = 0; i < bt; i++) feat_dgru(s.feat + 6 * i, x[2 * i], x[2 * i + 1]);
         in = s.feat;
     }
     for (int l = 0; l < c->layers; l++) {
-        real *sv = s.sv + (size_t)l * planes(v) * plane;
+        real *sv = layer_sv(c, v, &s, l, B, T);
         if (v->cell == CELL_GRU) FN(rnn_gru_fwd)(&n.w[l], B, T, in, sv, s.tmp);
         else FN(rnn_lstm_fwd)(&n.w[l], B, T, in, sv, s.tmp);
         in = sv; /* h is the first plane */
@@ -146,7 +164,7 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     size_t w = H > F ? H : F;
     real *d0 = scratch, *d1 = d0 + bt * w, *dfh = d1 + bt * w, *cat = dfh + bt * F, *dcat = cat + H + F;
     real *tmp = dcat + H + F;
-    const real *top = s.sv + (size_t)(c->layers - 1) * planes(v) * plane;
+    const real *top = layer_sv(c, v, &s, c->layers - 1, B, T);
     memset(d0, 0, plane * sizeof *d0);
     memset(dfh, 0, bt * F * sizeof *dfh);
     for (size_t i = 0; i < bt; i++) {
@@ -164,8 +182,8 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
         memcpy(dfh + 6 * i, dcat + H, 6 * sizeof *dfh);
     }
     for (int l = c->layers - 1; l >= 0; l--) {
-        const real *sv = s.sv + (size_t)l * planes(v) * plane;
-        const real *in = l ? sv - planes(v) * plane : F == 6 ? s.feat : x;
+        const real *sv = layer_sv(c, v, &s, l, B, T);
+        const real *in = l ? layer_sv(c, v, &s, l - 1, B, T) : F == 6 ? s.feat : x;
         real *dout = l ? d1 : F == 6 ? d1 : dx;
         if (v->cell == CELL_GRU) FN(rnn_gru_bwd)(&n.w[l], &g[l], B, T, in, sv, d0, dout, tmp);
         else FN(rnn_lstm_bwd)(&n.w[l], &g[l], B, T, in, sv, d0, dout, tmp);
@@ -204,15 +222,28 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     if (v->dgru_head) dpd_init_uniform(p + t[4 * c->layers + 2].offset, (size_t)H * H, sqrt(6.0 / H), rng);
 }
 
-#define RECURRENT(id, tg, formula, text, maxl)                                                 \
+/* DeltaGRU statistics of the last forward: see family.h. */
+static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T, long long *z) {
+    const variant *v = variant_of(c);
+    int H = c->hidden;
+    FN(rnn_w) w = {v->feats, H, NULL, NULL, NULL, NULL, 1, (real)c->thx, (real)c->thh};
+    parts s = carve(c, v, (real *)ws, B, T);
+    long long zz[2] = {0, 0};
+    FN(rnn_delta_zeros)(&w, B, T, s.sv, zz);
+    z[0] += zz[0], z[1] += (long long)B * T * v->feats, z[2] += zz[1], z[3] += (long long)B * T * H;
+    return (size_t)3 * H * (v->feats + H);
+}
+
+#define RECURRENT(id, tg, formula, text, maxl, dz)                                             \
     const dpd_family dpd_family_##id = {.name = #id, .tag = tg, .params = formula, .about = text, \
                                         .hidden = 23, .max_layers = maxl, .layout = layout,     \
                                         .init = init, .ws_size = ws_size,                       \
                                         .scratch_size = scratch_size, .forward = fwd_f32,       \
-                                        .backward = bwd_f32}
-RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16);
-RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/Q, linear head", 16);
+                                        .backward = bwd_f32, .delta_zeros = dz}
+RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16, NULL);
+RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/Q, linear head", 16, NULL);
 RECURRENT(dgru, "DGRU", "4H^2+27H+14 (+6H^2+6H per extra layer)",
-          "GRU on (I,Q,A,A^3,sin,cos), head on [ReLU(W h); features]", 16);
-RECURRENT(deltagru, "DELTAGRU", "3H^2+26H+2", "DeltaGRU at zero thresholds (= GRU on 6 features)", 1);
+          "GRU on (I,Q,A,A^3,sin,cos), head on [ReLU(W h); features]", 16, NULL);
+RECURRENT(deltagru, "DELTAGRU", "3H^2+26H+2",
+          "DeltaGRU on 6 features, delta thresholds --thx/--thh (DeltaDPD)", 1, delta_zeros);
 #endif

@@ -4,9 +4,35 @@
 #ifndef DPD_F64 /* precision-independent: defined once */
 size_t rnn_tmp_size(int I, int H, int gates) {
     size_t G = (size_t)gates * H;
-    return G * ((size_t)I + H) + 4 * G + 2 * (size_t)H;
+    return G * ((size_t)I + H) + 4 * G + 2 * (size_t)H + 2 * (size_t)(I > H ? I : H);
+}
+
+size_t rnn_gru_saved(int I, int H, int delta, int B, int T) {
+    return (size_t)B * T * (5 * (size_t)H + (delta ? 2 * ((size_t)I + H) : 0));
 }
 #endif
+
+/* The DeltaGRU planes after the five GRU planes. */
+typedef struct FN(dplanes) {
+    real *xp, *mx, *hp, *mh; /* (B, T, I), (B, T, I), (B, T, H), (B, T, H) */
+} FN(dplanes);
+
+static FN(dplanes) dplanes(const FN(rnn_w) *w, int B, int T, const real *sv) {
+    size_t bt = (size_t)B * T;
+    real *p = (real *)sv + 5 * bt * w->H;
+    FN(dplanes) d = {p, p + bt * w->I, p + 2 * bt * w->I, p + 2 * bt * w->I + bt * w->H};
+    return d;
+}
+
+void FN(rnn_delta_zeros)(const FN(rnn_w) *w, int B, int T, const real *sv, long long *z) {
+    FN(dplanes) d = dplanes(w, B, T, sv);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            size_t o = (size_t)b * T + t;
+            for (int i = 0; i < w->I; i++) z[0] += d.xp[o * w->I + i] == (t ? d.xp[(o - 1) * w->I + i] : 0);
+            for (int j = 0; j < w->H; j++) z[1] += d.hp[o * w->H + j] == (t ? d.hp[(o - 1) * w->H + j] : 0);
+        }
+}
 
 /* Transposed weights and two gate vectors at tmp. */
 static real *prep(const FN(rnn_w) *w, int G, real *tmp, real **wti, real **wth) {
@@ -24,14 +50,27 @@ void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, 
     size_t plane = (size_t)B * T * H;
     real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
     real *wti, *wth, *ai = prep(w, G, tmp, &wti, &wth), *ah = ai + G;
+    FN(dplanes) pl = w->delta ? dplanes(w, B, T, sv) : (FN(dplanes)){0};
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             size_t o = ((size_t)b * T + t) * H;
-            const real *hp = t ? hs + o - H : NULL;
+            const real *hp = t ? hs + o - H : NULL, *xin = x + ((size_t)b * T + t) * I, *hin = hp;
+            if (w->delta) { /* commit the inputs and states that moved by at least the threshold */
+                size_t ox = ((size_t)b * T + t) * I;
+                for (int i = 0; i < I; i++) {
+                    real prev = t ? pl.xp[ox - I + i] : 0, m = FABS(xin[i] - prev) >= w->thx;
+                    pl.mx[ox + i] = m, pl.xp[ox + i] = m ? xin[i] : prev;
+                }
+                for (int j = 0; j < H; j++) {
+                    real prev = t ? pl.hp[o - H + j] : 0, cur = hp ? hp[j] : 0, m = FABS(cur - prev) >= w->thh;
+                    pl.mh[o + j] = m, pl.hp[o + j] = m ? cur : prev;
+                }
+                xin = pl.xp + ox, hin = t ? pl.hp + o : NULL; /* h_p is 0 at t = 0 */
+            }
             bias_init(ai, w->bih, NULL, G);
             bias_init(ah, w->bhh, NULL, G);
-            gemv_t(ai, wti, x + ((size_t)b * T + t) * I, I, G);
-            if (hp) gemv_t(ah, wth, hp, H, G);
+            gemv_t(ai, wti, xin, I, G);
+            if (hin) gemv_t(ah, wth, hin, H, G);
             for (int j = 0; j < H; j++) {
                 real r = sigm(ai[j] + ah[j]), z = sigm(ai[H + j] + ah[H + j]);
                 real g = ah[2 * H + j], n = TANH(ai[2 * H + j] + r * g);
@@ -41,17 +80,60 @@ void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, 
         }
 }
 
+/* One backward step of a DeltaGRU layer: the GRU's gate gradients, evaluated at the committed
+ * x_p and h_p, then routed through the commit masks — x_p(t) = m x(t) + (1 - m) x_p(t-1), likewise
+ * h_p from h(t-1) — with (1 - m) carried to the previous step in cx, ch. */
+static void delta_step(const FN(rnn_w) *w, const FN(rnn_g) *g, FN(dplanes) d, int b, int T, int t,
+                       const real *hp, const real *dhin, real *dhn, real *da, real *dah, real *cx,
+                       real *ch, real *dxp, real *dhp, const real *rs, const real *zs, const real *ns,
+                       const real *gs, real *dx) {
+    int I = w->I, H = w->H, G = 3 * H;
+    size_t ox = ((size_t)b * T + t) * I, o = ((size_t)b * T + t) * H;
+    for (int j = 0; j < H; j++) {
+        real dd = dhin[j] + dhn[j], r = rs[j], z = zs[j], n = ns[j], gg = gs[j];
+        real dan = dd * (1 - z) * (1 - n * n), daz = dd * ((hp ? hp[j] : 0) - n) * z * (1 - z);
+        real dar = dan * gg * r * (1 - r);
+        da[j] = dar, da[H + j] = daz, da[2 * H + j] = dan;
+        dah[j] = dar, dah[H + j] = daz, dah[2 * H + j] = dan * r;
+        dhn[j] = dd * z;
+    }
+    memcpy(dxp, cx, (size_t)I * sizeof *dxp);
+    memcpy(dhp, ch, (size_t)H * sizeof *dhp);
+    linear_back(dxp, g->wih, g->bih, w->wih, d.xp + ox, da, G, I);
+    if (t) linear_back(dhp, g->whh, g->bhh, w->whh, d.hp + o, dah, G, H);
+    else if (g->bhh)
+        for (int q = 0; q < G; q++) g->bhh[q] += dah[q];
+    for (int i = 0; i < I; i++) {
+        real m = d.mx[ox + i];
+        if (dx) dx[i] = m * dxp[i];
+        cx[i] = (1 - m) * dxp[i];
+    }
+    for (int j = 0; j < H; j++) {
+        real m = t ? d.mh[o + j] : 0; /* at t = 0, h_p is the constant 0 */
+        dhn[j] += m * dhp[j];
+        ch[j] = t ? (1 - m) * dhp[j] : 0;
+    }
+}
+
 void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
                      const real *sv, const real *dh, real *dx, real *tmp) {
     int I = w->I, H = w->H, G = 3 * H;
     size_t plane = (size_t)B * T * H;
     const real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
     real *dhn = tmp, *da = dhn + H, *dah = da + G; /* da: input side; dah: hidden side */
+    real *cx = dah + G, *ch = cx + I, *dxp = ch + H, *dhp = dxp + (I > H ? I : H);
+    FN(dplanes) pl = w->delta ? dplanes(w, B, T, sv) : (FN(dplanes)){0};
     for (int b = 0; b < B; b++) {
         memset(dhn, 0, (size_t)H * sizeof *dhn);
+        if (w->delta) memset(cx, 0, (size_t)(I + H) * sizeof *cx); /* carries through x_p, h_p */
         for (int t = T - 1; t >= 0; t--) {
             size_t o = ((size_t)b * T + t) * H;
             const real *xt = x + ((size_t)b * T + t) * I, *hp = t ? hs + o - H : NULL;
+            if (w->delta) {
+                delta_step(w, g, pl, b, T, t, hp, dh + o, dhn, da, dah, cx, ch, dxp, dhp, rs + o, zs + o, ns + o,
+                           gs + o, dx ? dx + ((size_t)b * T + t) * I : NULL);
+                continue;
+            }
             for (int j = 0; j < H; j++) {
                 real d = dh[o + j] + dhn[j];
                 real r = rs[o + j], z = zs[o + j], n = ns[o + j], gg = gs[o + j];

@@ -11,6 +11,8 @@
 typedef struct FN(rnn_w) {
     int I, H;
     const real *wih, *whh, *bih, *bhh; /* (G, I), (G, H), (G) or NULL, (G) or NULL */
+    int delta;                         /* GRU only: DeltaGRU cell (reference §3.7) */
+    real thx, thh;                     /* its thresholds; 0 gives the dense GRU exactly */
 } FN(rnn_w);
 
 /* Grad pointers in the same layout (not const). */
@@ -19,10 +21,17 @@ typedef struct FN(rnn_g) {
 } FN(rnn_g);
 
 /* Saved activations per layer, in reals: GRU 5 planes (h, r, z, n, g), LSTM 6 (h, c, i, f, g, o),
- * each (B, T, H). Scratch per layer call: rnn_tmp_size. */
-#define RNN_GRU_PLANES 5
+ * each (B, T, H); a DeltaGRU adds the committed input x_p and its mask (B, T, I) and the
+ * committed state h_p and its mask (B, T, H). h is always the first plane. Scratch per layer
+ * call: rnn_tmp_size. */
 #define RNN_LSTM_PLANES 6
+size_t rnn_gru_saved(int I, int H, int delta, int B, int T);
 size_t rnn_tmp_size(int I, int H, int gates);
+
+/* Delta statistics of a DeltaGRU layer from its saved planes: zeros of the thresholded deltas
+ * (x_p or h_p unchanged from the previous step; both start at 0) added to z[0] (input) and z[1]
+ * (hidden). */
+void FN(rnn_delta_zeros)(const FN(rnn_w) *w, int B, int T, const real *sv, long long *z);
 
 /* x (B, T, I) -> saved planes at sv (h first). */
 void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp);

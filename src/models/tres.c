@@ -1,4 +1,5 @@
-/* tres: TRes-GRU — OpenDPDv2's TRes-DeltaGRU at zero thresholds (reference §3.8). A bias-free GRU
+/* tres: TRes-DeltaGRU (OpenDPDv2, reference §3.8) and TRes-GRU (the same at zero thresholds,
+ * a dense cell). A bias-free (Delta)GRU
  * on (I[t], Q[t], A[t], A[t]^3, I[t+1], Q[t+1]) with the next sample taken circularly (the last
  * step reads sample 0), a bias-free head y = W_out h, plus a TCN residual on raw I, Q:
  * s = Hardswish(W2 * Hardswish(W0 *_16 x)), W0 a kernel-3 conv with dilation 16 and zero padding
@@ -9,6 +10,8 @@
 #include "rnn.h"
 
 #define DIL 16
+
+static int is_delta(const dpd_model_cfg *c) { return !strcmp(c->family, "tres_deltagru"); }
 
 static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     int H = c->hidden, n = 0;
@@ -25,7 +28,7 @@ static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
  * cell tmp. */
 static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T, H = (size_t)c->hidden;
-    return bt * (6 + RNN_GRU_PLANES * H + 5) + rnn_tmp_size(6, (int)H, 3);
+    return bt * (6 + 5) + rnn_gru_saved(6, (int)H, is_delta(c), B, T) + rnn_tmp_size(6, (int)H, 3);
 }
 
 /* Scratch: gradient at h (B, T, H), at the features (B, T, 6), cell tmp. */
@@ -46,7 +49,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
     int H = c->hidden;
     size_t bt = (size_t)B * T;
     const real *wo = p + t[2].offset, *w0 = p + t[3].offset, *w2 = p + t[4].offset;
-    real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + RNN_GRU_PLANES * bt * H, *c2 = c1 + 3 * bt,
+    real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + rnn_gru_saved(6, H, is_delta(c), B, T), *c2 = c1 + 3 * bt,
          *tmp = c2 + 2 * bt;
     for (int b = 0; b < B; b++)
         for (int s = 0; s < T; s++) {
@@ -54,7 +57,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
             real *f = feat + ((size_t)b * T + s) * 6, a = amp(xs[0], xs[1]);
             f[0] = xs[0], f[1] = xs[1], f[2] = a, f[3] = a * a * a, f[4] = xn[0], f[5] = xn[1];
         }
-    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL};
+    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL, is_delta(c), (real)c->thx, (real)c->thh};
     FN(rnn_gru_fwd)(&w, B, T, feat, sv, tmp);
     for (int b = 0; b < B; b++) {
         const real *xb = x + (size_t)b * T * 2;
@@ -84,7 +87,7 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     size_t bt = (size_t)B * T;
     const real *wo = p + t[2].offset, *w0 = p + t[3].offset, *w2 = p + t[4].offset;
     real *gwo = dp + t[2].offset, *gw0 = dp + t[3].offset, *gw2 = dp + t[4].offset;
-    const real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + RNN_GRU_PLANES * bt * H, *c2 = c1 + 3 * bt;
+    const real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + rnn_gru_saved(6, H, is_delta(c), B, T), *c2 = c1 + 3 * bt;
     real *dh = scratch, *df = dh + bt * H, *tmp = df + 6 * bt;
     if (dx) memset(dx, 0, 2 * bt * sizeof *dx);
     memset(dh, 0, bt * H * sizeof *dh);
@@ -109,7 +112,7 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
             }
         }
     }
-    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL};
+    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL, is_delta(c), (real)c->thx, (real)c->thh};
     FN(rnn_g) g = {dp + t[0].offset, dp + t[1].offset, NULL, NULL};
     FN(rnn_gru_bwd)(&w, &g, B, T, feat, sv, dh, dx ? df : NULL, tmp);
     if (!dx) return;
@@ -140,9 +143,24 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     dpd_init_xavier(p + t[4].offset, 2, 3, 3, 2, rng);
 }
 
+/* Delta statistics of the last forward: see family.h. */
+static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T, long long *z) {
+    size_t bt = (size_t)B * T;
+    FN(rnn_w) w = {6, c->hidden, NULL, NULL, NULL, NULL, 1, (real)c->thx, (real)c->thh};
+    long long zz[2] = {0, 0};
+    FN(rnn_delta_zeros)(&w, B, T, ws + 6 * bt, zz);
+    z[0] += zz[0], z[1] += (long long)bt * 6, z[2] += zz[1], z[3] += (long long)bt * c->hidden;
+    return (size_t)3 * c->hidden * (6 + c->hidden);
+}
+
 const dpd_family dpd_family_tres_gru = {
     .name = "tres_gru", .tag = "TRES_GRU", .params = "3H^2+20H+24",
     .about = "TRes-GRU: bias-free GRU on (I,Q,A,A^3,I+1,Q+1) + dilated TCN skip (OpenDPDv2)",
     .hidden = 15, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
     .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
+const dpd_family dpd_family_tres_deltagru = {
+    .name = "tres_deltagru", .tag = "TRES_DELTAGRU", .params = "3H^2+20H+24",
+    .about = "TRes-DeltaGRU: TRes-GRU with delta thresholds --thx/--thh (OpenDPDv2)",
+    .hidden = 15, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .delta_zeros = delta_zeros};
 #endif
