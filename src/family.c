@@ -7,7 +7,8 @@
 static const dpd_family *const families[] = {
     &dpd_family_gru,     &dpd_family_dgru,    &dpd_family_lstm,
     &dpd_family_tres_gru, &dpd_family_rvtdcnn, &dpd_family_tres_deltagru, &dpd_family_deltagru,
-    &dpd_family_mp,       &dpd_family_gmp_ls,
+    &dpd_family_vdlstm,   &dpd_family_pgjanet, &dpd_family_dvrjanet,     &dpd_family_tcn,
+    &dpd_family_gmp,      &dpd_family_mp,      &dpd_family_gmp_ls,
 };
 
 const dpd_family *const *dpd_family_list(int *n) {

@@ -58,6 +58,7 @@ void dpd_tensor_add(dpd_tensor *t, int *n, size_t *off, const char *name, int d0
 
 extern const dpd_family dpd_family_gru, dpd_family_lstm, dpd_family_dgru, dpd_family_deltagru,
     dpd_family_tres_gru, dpd_family_rvtdcnn, dpd_family_mp, dpd_family_gmp_ls,
-    dpd_family_tres_deltagru;
+    dpd_family_tres_deltagru, dpd_family_vdlstm, dpd_family_pgjanet, dpd_family_dvrjanet, dpd_family_tcn,
+    dpd_family_gmp;
 
 #endif

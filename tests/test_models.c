@@ -10,7 +10,8 @@
 #include "dpd/dpd.h"
 #include "family.h"
 
-extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn, dpd_k64_poly;
+extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn, dpd_k64_poly, dpd_k64_vdlstm,
+    dpd_k64_janet, dpd_k64_tcn, dpd_k64_gmp;
 
 /* Delta thresholds for the gradient checks of the delta families: large enough to skip some
  * updates, and the random data keep every |delta| away from them (decisions do not flip). */
@@ -21,7 +22,9 @@ static const struct {
     const dpd_k64 *k;
 } k64[] = {{"gru", &dpd_k64_recurrent},  {"lstm", &dpd_k64_recurrent}, {"dgru", &dpd_k64_recurrent},
            {"deltagru", &dpd_k64_recurrent}, {"tres_gru", &dpd_k64_tres}, {"rvtdcnn", &dpd_k64_rvtdcnn},
-           {"mp", &dpd_k64_poly}, {"gmp_ls", &dpd_k64_poly}, {"tres_deltagru", &dpd_k64_tres}};
+           {"mp", &dpd_k64_poly}, {"gmp_ls", &dpd_k64_poly}, {"tres_deltagru", &dpd_k64_tres},
+           {"vdlstm", &dpd_k64_vdlstm}, {"pgjanet", &dpd_k64_janet}, {"dvrjanet", &dpd_k64_janet},
+           {"tcn", &dpd_k64_tcn}, {"gmp", &dpd_k64_gmp}};
 
 static void fixture(const char *file, const char *family) {
     const char *path = check_shared(file);
@@ -136,7 +139,8 @@ static void gradcheck(const char *family, const dpd_k64 *k, int H, int L, int B,
            *t = malloc(n * sizeof *t), *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy),
            *dx = malloc(n * sizeof *dx);
     double *ws = malloc(f->ws_size(&c, B, T) * sizeof *ws), *sc = malloc(f->scratch_size(&c, B, T) * sizeof *sc);
-    for (size_t i = 0; i < np; i++) p[i] = 0.5 * dpd_rng_normal(&rng);
+    double scale = 0.5 / sqrt(1 + np / 100.0); /* keeps wide models' outputs O(1) */
+    for (size_t i = 0; i < np; i++) p[i] = scale * dpd_rng_normal(&rng);
     for (size_t i = 0; i < n; i++) x[i] = 0.5 * dpd_rng_normal(&rng), t[i] = 0.5 * dpd_rng_normal(&rng);
     loss64(k, &c, p, x, t, B, T, y, ws);
     for (size_t i = 0; i < n; i++) dy[i] = 2 * (y[i] - t[i]) / n;
@@ -254,6 +258,11 @@ int main(void) {
     fixture("fixtures/model_tres_gru_h5.json", "tres_deltagru"); /* zero thresholds: statistics */
     fixture("fixtures/model_deltagru_h5_thx0.01_thh0.05.json", "deltagru");
     fixture("fixtures/model_tres_deltagru_h5_thx0.01_thh0.05.json", "tres_deltagru");
+    fixture("fixtures/model_vdlstm_h4.json", "vdlstm");
+    fixture("fixtures/model_pgjanet_h4.json", "pgjanet");
+    fixture("fixtures/model_dvrjanet_h4_k3.json", "dvrjanet");
+    fixture("fixtures/model_tcnn_h4.json", "tcn");
+    fixture("fixtures/model_gmp.json", "gmp");
     for (size_t i = 0; i < sizeof k64 / sizeof *k64; i++) {
         const dpd_family *f = dpd_family_find(k64[i].family);
         int L = f->max_layers > 1 ? 2 : 1;
