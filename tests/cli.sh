@@ -84,6 +84,16 @@ expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" eval --data "$T/a" -
 check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(-*[0-9.]*\).*/\1/p" "$T/r1.json")" ]' \
     "eval --model reproduces the run's best validation NMSE"
 
+# --- every family trains through train-pa ---
+for fam in gru dgru lstm tres_gru tres_deltagru deltagru rvtdcnn vdlstm pgjanet dvrjanet tcn gmp mp gmp_ls; do
+    "$DPD" train-pa --data "$T/a" --model $fam --hidden 4 --K 3 --Q 4 --M 1 --epochs 1 --frame 40 --stride 200 \
+        --out "$T/fam" --json >"$T/fam.json" 2>"$T/err"
+    nm=$(num val NMSE "$T/fam.json")
+    check '[ -n "$nm" ]' "train-pa --model $fam: one epoch, finite NMSE ($(tail -n 1 "$T/err"))"
+done
+"$DPD" models >"$T/models.txt"
+check '[ "$(grep -c "" "$T/models.txt")" -eq 15 ] && grep -q "^tres_deltagru  *15  *1  *999 " "$T/models.txt"' "dpd models lists the 14 families with sizes"
+
 # --- train-dpd through the frozen PA of r1 ---
 drun() { "$DPD" train-dpd --data "$T/a" --pa "$D1" --hidden 5 --frame 40 --stride 20 --batch 32 --seed 3 "$@"; }
 drun --epochs 2 --out "$T/d1" --json >"$T/d1.json" 2>"$T/d1.err"
@@ -103,6 +113,10 @@ expect 2 "not a PA model" "$DPD" train-dpd --data "$T/a" --pa "$E1" --epochs 1 -
 mkdir -p "$T/other" && cp "$T/a/"* "$T/other/"
 expect 2 "trained on dataset 'a', not 'other'" "$DPD" train-dpd --data "$T/other" --pa "$D1" --epochs 1 --out "$T/d3"
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
+drun --model tres_deltagru --hidden 4 --thx 0.01 --thh 0.05 --epochs 1 --out "$T/d4" >/dev/null 2>&1
+E4=$(ls -d "$T"/d4/a/train_dpd/*/DPD_S_3_M_TRES_DELTAGRU_H_4_F_40_P_*_THX_0.010_THH_0.050 2>/dev/null)
+check '[ -n "$E4" ] && head -1 "$E4/history.csv" | grep -q "HIDDEN_SIZE,THX,THH,SP_T_DX,SP_T_DH,SP_T_DV,HW_PARAM,TRAIN_LOSS" && sed -n 2p "$E4/history.csv" | grep -q ",4,0.01000000,0.05000000,0.[0-9]*,0.[0-9]*,0.[0-9]*,[0-9.]*,"' \
+    "train-dpd with a delta family: _THX_/_THH_ id and the sparsity columns"
 expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T/a" --pa "$T/trunc.safetensors" --epochs 1 --out "$T/d3"
 
 # --- least-squares baselines ---
