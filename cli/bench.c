@@ -38,18 +38,20 @@ int cmd_bench(int argc, char **argv) {
         {"batch", OPT_INT, &B, 0, "batch (64)", 0},
         {"frame", OPT_INT, &T, 0, "frame length (200)", 0},
         {"steps", OPT_INT, &steps, 0, "timed steps (20)", 0},
-        {"threads", OPT_INT, &threads, 0, "threads (only 1 in this version)", 0},
+        {"threads", OPT_INT, &threads, 0, "worker threads (1)", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
     };
     int r = args_parse(argc - 1, argv + 1, o, sizeof o / sizeof *o, "dpd bench train [options]");
     if (r) return r == 1 ? 0 : 2;
-    if (B < 1 || T < 1 || steps < 1 || threads != 1) {
-        fprintf(stderr, "dpd: need --batch, --frame, --steps >= 1 and --threads 1\n");
+    if (B < 1 || T < 1 || steps < 1 || threads < 1) {
+        fprintf(stderr, "dpd: need --batch, --frame, --steps and --threads >= 1\n");
         return 2;
     }
     dpd_error err;
     dpd_model *m;
-    if (dpd_model_create(&mc, &m, &err)) return cli_fail(&err);
+    dpd_pool *pool;
+    if (dpd_pool_create(threads, &pool, &err) || dpd_model_create(&mc, &m, &err)) return cli_fail(&err);
+    dpd_model_set_pool(m, pool);
     dpd_rng rng;
     dpd_rng_seed(&rng, 1);
     dpd_model_init(m, &rng);
@@ -79,11 +81,12 @@ int cmd_bench(int argc, char **argv) {
                mc.family, mc.hidden, mc.layers, np, B, T, threads, steps, sec * 1e3, 1 / sec,
                flop / 1e6, flop / sec / 1e9);
     else
-        printf("%s-%d (%zu params) batch %d frame %d, %d thread: %.3f ms/step, %.2f steps/s, "
+        printf("%s-%d (%zu params) batch %d frame %d, %d threads: %.3f ms/step, %.2f steps/s, "
                "%.1f MFLOP/step, %.3f GFLOP/s\n",
                mc.family, mc.hidden, np, B, T, threads, sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
     free(x), free(y);
     dpd_adamw_free(&adam);
     dpd_model_free(m);
+    dpd_pool_free(pool);
     return 0;
 }

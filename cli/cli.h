@@ -15,6 +15,10 @@ int cmd_run(int argc, char **argv);
 int cmd_fit_ls(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
+/* The thread count from --threads N (> 0) or --cpu-level NAME (wins when set); the default is
+ * every logical processor. 0 after printing a usage error. */
+int cli_threads(int threads, const char *level);
+
 /* "dpd: <message>" on stderr; returns 1. */
 int cli_fail(const dpd_error *err);
 

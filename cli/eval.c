@@ -34,9 +34,12 @@ static dpd_status predict(dpd_model *m, const float *x, int S, int N, float *y, 
 
 int cmd_eval(int argc, char **argv) {
     char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "";
-    int json = 0, legacy = 0;
+    int json = 0, legacy = 0, threads = 0;
     double evm_fs = 0;
+    char level[16] = "";
     opt o[] = {
+        {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor)", 0},
+        {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max", 0},
         {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
         {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
         {"model", OPT_STR, model, sizeof model, "a checkpoint (or run directory) to score", 0},
@@ -53,12 +56,14 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "dpd: eval needs --data DIR and --split val|test (and --model DPD with --pa)\n");
         return 2;
     }
+    if (!(threads = cli_threads(threads, level))) return 2;
     resolve(model, sizeof model, 0);
     resolve(pa, sizeof pa, 1);
     if (legacy) evm_fs = 800e6;
     dpd_error err = {0};
     dpd_dataset ds;
     dpd_model *m = NULL, *pm = NULL;
+    dpd_pool *pool = NULL;
     float *x = NULL, *y = NULL, *p = NULL, *u = NULL;
     int S, N, rc = 1;
     if (dpd_dataset_load(data, 1u << k, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
@@ -67,13 +72,16 @@ int cmd_eval(int argc, char **argv) {
     double g = dpd_dataset_gain(&ds);
     dpd_metrics out = {0}, lin = {0}, mod = {0}, nod = {0};
     N = sp->nperseg;
-    if (model[0] && dpd_ckpt_load(model, &m, &err)) goto done;
+    if (dpd_pool_create(threads, &pool, &err) || (model[0] && dpd_ckpt_load(model, &m, &err))) goto done;
+    if (m) dpd_model_set_pool(m, pool);
     if (pa[0]) { /* DPD view: targets g x, reference §5 */
         if (!g) {
             dpd_fail(&err, DPD_E_INVAL, "%s: the train split is needed for the target gain g", data);
             goto done;
         }
-        if (dpd_ckpt_load(pa, &pm, &err) || dpd_segments(d->x, d->n, N, g, &y, &S, &err) ||
+        if (dpd_ckpt_load(pa, &pm, &err)) goto done;
+        dpd_model_set_pool(pm, pool);
+        if (dpd_segments(d->x, d->n, N, g, &y, &S, &err) ||
             dpd_segments(d->x, d->n, N, 1.0, &x, &S, &err))
             goto done;
         p = malloc((size_t)S * N * 2 * sizeof *p);
@@ -145,6 +153,7 @@ done:
     free(x), free(y), free(p), free(u);
     dpd_model_free(m);
     dpd_model_free(pm);
+    dpd_pool_free(pool);
     dpd_dataset_free(&ds);
     return rc;
 }

@@ -4,6 +4,19 @@
 
 #include "cli.h"
 
+int cli_threads(int threads, const char *level) {
+    if (level[0]) {
+        int n = dpd_cpu_level_threads(level);
+        if (!n) fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", level);
+        return n;
+    }
+    if (threads < 0 || threads > 1024) {
+        fprintf(stderr, "dpd: --threads must be in [1, 1024] (got %d)\n", threads);
+        return 0;
+    }
+    return threads ? threads : dpd_cpu_level_threads("max");
+}
+
 int cli_fail(const dpd_error *err) {
     fprintf(stderr, "dpd: %s\n", err->msg);
     return 1;

@@ -82,7 +82,8 @@ static dpd_status write_output(const char *path, const double *iq, const float *
 
 int cmd_run(int argc, char **argv) {
     char model[4096] = "", in[4096] = "", out[4096] = "";
-    int exact = 0;
+    int exact = 0, threads = 0;
+    char level[16] = "";
     dpd_apply_cfg ac;
     dpd_apply_defaults(&ac);
     opt o[] = {
@@ -94,6 +95,8 @@ int cmd_run(int argc, char **argv) {
         {"warmup", OPT_INT, &ac.warmup, 0, "samples run before each section and discarded (1024)", 0},
         {"lookahead", OPT_INT, &ac.lookahead, 0, "samples run after each section and discarded (32)", 0},
         {"batch", OPT_INT, &ac.batch, 0, "sections per forward call (64)", 0},
+        {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor)", 0},
+        {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
                        "dpd run --model CKPT --input FILE --output FILE [--exact | --section N --warmup N]");
@@ -107,13 +110,17 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     ac.exact = exact;
+    if (!(threads = cli_threads(threads, level))) return 2;
     dpd_error err = {0};
     dpd_model *m = NULL;
+    dpd_pool *pool = NULL;
     double *iq = NULL;
     float *x = NULL, *y = NULL;
     size_t n = 0;
     int rc = 1;
-    if (dpd_ckpt_load(model, &m, &err) || read_input(in, &iq, &n, &err)) goto fail;
+    if (dpd_pool_create(threads, &pool, &err) || dpd_ckpt_load(model, &m, &err) || read_input(in, &iq, &n, &err))
+        goto fail;
+    dpd_model_set_pool(m, pool);
     x = malloc(n * 2 * sizeof *x);
     y = malloc(n * 2 * sizeof *y);
     if (!x || !y) {
@@ -127,13 +134,15 @@ int cmd_run(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (write_output(out, iq, y, n, &err)) goto fail;
-    fprintf(stderr, "dpd: %zu samples, %s, %.3f s (%.3g samples/s) -> %s\n", n,
-            exact || n <= (size_t)ac.warmup + ac.section + ac.lookahead ? "exact" : "sectioned", sec,
+    fprintf(stderr, "dpd: %zu samples, %s, %d thread%s, %.3f s (%.3g samples/s) -> %s\n", n,
+            exact || n <= (size_t)ac.warmup + ac.section + ac.lookahead ? "exact" : "sectioned", threads,
+            threads > 1 ? "s" : "", sec,
             n / (sec > 0 ? sec : 1e-9), out);
     rc = 0;
 fail:
     if (rc) cli_fail(&err);
     dpd_model_free(m);
+    dpd_pool_free(pool);
     free(iq), free(x), free(y);
     return rc;
 }

@@ -1,11 +1,17 @@
 /* model: a model family bound to one configuration, with one 64-byte-aligned parameter buffer,
- * a gradient buffer of the same layout, and a workspace reserved ahead of the step loop. */
+ * a gradient buffer of the same layout, and a workspace reserved ahead of the step loop.
+ *
+ * Batches run in fixed chunks of DPD_CHUNK sequences, one family call each, spread over the
+ * model's thread pool. Each chunk has its own workspace and gradient buffer; chunk gradients
+ * are summed in chunk order. The partition and the reduction order do not depend on the number
+ * of threads, so results are bit-identical for any thread count. */
 #include "model.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"
 #include "status.h"
 
 struct dpd_model {
@@ -15,11 +21,14 @@ struct dpd_model {
     int nt;
     size_t np;
     float *p, *g;
-    float *ws, *scratch, *io; /* workspace reserved by dpd_model_reserve; io = y then dy */
+    float *ws, *scratch, *gc, *io; /* per chunk, per thread, per chunk, batch (y then dy) */
+    size_t cap_ws, cap_scratch, cap_gc, cap_io; /* their sizes in floats */
     long long dz[4];          /* delta statistics since the last reset (family.h) */
     size_t rnn_weights;
-    size_t cap_ws, cap_scratch, cap_io; /* their sizes in floats */
+    dpd_pool *pool;           /* not owned; NULL = the calling thread only */
 };
+
+void dpd_model_set_pool(dpd_model *m, dpd_pool *pool) { m->pool = pool; }
 
 static float *alloc_floats(size_t n) {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
@@ -84,6 +93,7 @@ void dpd_model_free(dpd_model *m) {
     free(m->g);
     free(m->ws);
     free(m->scratch);
+    free(m->gc);
     free(m->io);
     free(m);
 }
@@ -107,19 +117,72 @@ static int grow(float **buf, size_t *cap, size_t n) {
     return *buf != NULL;
 }
 
+static int nchunks(int B) { return (B + DPD_CHUNK - 1) / DPD_CHUNK; }
+static int chunk_b(int B) { return B < DPD_CHUNK ? B : DPD_CHUNK; }
+static int chunk_len(int B, int c) { return B - c * DPD_CHUNK < DPD_CHUNK ? B - c * DPD_CHUNK : DPD_CHUNK; }
+
 dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err) {
     if (B < 1 || T < 1) return dpd_fail(err, DPD_E_INVAL, "batch %d x length %d: both must be >= 1", B, T);
-    if (!grow(&m->ws, &m->cap_ws, m->fam->ws_size(&m->cfg, B, T)) ||
-        !grow(&m->scratch, &m->cap_scratch, m->fam->scratch_size(&m->cfg, B, T)) ||
-        !grow(&m->io, &m->cap_io, (size_t)B * T * 4))
+    int th = dpd_pool_threads(m->pool), C = chunk_b(B);
+    if (!grow(&m->ws, &m->cap_ws, (size_t)nchunks(B) * m->fam->ws_size(&m->cfg, C, T)) ||
+        !grow(&m->scratch, &m->cap_scratch, (size_t)th * m->fam->scratch_size(&m->cfg, C, T)) ||
+        !grow(&m->gc, &m->cap_gc, (size_t)nchunks(B) * m->np) || !grow(&m->io, &m->cap_io, (size_t)B * T * 4))
         return dpd_fail(err, DPD_E_NOMEM, "out of memory for a %d x %d workspace", B, T);
     return DPD_OK;
 }
 
-/* Forward with the delta statistics counted. */
+/* One batch call cut into chunks: what a chunk task needs. */
+typedef struct job {
+    dpd_model *m;
+    const float *x, *dy;
+    float *y, *dx;
+    int B, T;
+    size_t wsc, scc; /* workspace per chunk, scratch per thread (floats) */
+} job;
+
+static void fwd_task(void *arg, int c, int thread) {
+    job *j = arg;
+    dpd_model *m = j->m;
+    size_t off = (size_t)c * DPD_CHUNK * j->T * 2;
+    (void)thread;
+    m->fam->forward(&m->cfg, m->p, j->x + off, chunk_len(j->B, c), j->T, j->y + off, m->ws + (size_t)c * j->wsc);
+}
+
+static void bwd_task(void *arg, int c, int thread) {
+    job *j = arg;
+    dpd_model *m = j->m;
+    size_t off = (size_t)c * DPD_CHUNK * j->T * 2;
+    m->fam->backward(&m->cfg, m->p, j->x + off, j->dy + off, chunk_len(j->B, c), j->T,
+                     m->ws + (size_t)c * j->wsc, m->scratch + (size_t)thread * j->scc,
+                     m->gc + (size_t)c * m->np, j->dx ? j->dx + off : NULL);
+}
+
+static job make_job(dpd_model *m, const float *x, int B, int T) {
+    job j = {m, x, NULL, NULL, NULL, B, T, m->fam->ws_size(&m->cfg, chunk_b(B), T),
+             m->fam->scratch_size(&m->cfg, chunk_b(B), T)};
+    return j;
+}
+
+/* Forward over the chunks, then the delta statistics (in chunk order). */
 static void forward(dpd_model *m, const float *x, int B, int T, float *y) {
-    m->fam->forward(&m->cfg, m->p, x, B, T, y, m->ws);
-    if (m->fam->delta_zeros) m->rnn_weights = m->fam->delta_zeros(&m->cfg, m->ws, B, T, m->dz);
+    job j = make_job(m, x, B, T);
+    j.y = y;
+    dpd_pool_run(m->pool, nchunks(B), fwd_task, &j);
+    if (m->fam->delta_zeros)
+        for (int c = 0; c < nchunks(B); c++)
+            m->rnn_weights = m->fam->delta_zeros(&m->cfg, m->ws + (size_t)c * j.wsc, chunk_len(B, c), T, m->dz);
+}
+
+/* Backward over the chunks, then g = the chunk gradients summed in chunk order. */
+static void backward(dpd_model *m, const float *x, const float *dy, int B, int T, float *dx) {
+    job j = make_job(m, x, B, T);
+    j.dy = dy, j.dx = dx;
+    dpd_pool_run(m->pool, nchunks(B), bwd_task, &j);
+    memcpy(m->g, m->gc, m->np * sizeof *m->g);
+    for (int c = 1; c < nchunks(B); c++) {
+        const float *gc = m->gc + (size_t)c * m->np;
+        for (size_t i = 0; i < m->np; i++) m->g[i] += gc[i];
+    }
 }
 
 int dpd_model_sparsity(dpd_model *m, dpd_sparsity *s, int reset) {
@@ -153,9 +216,10 @@ double dpd_mse(const float *y, const float *t, size_t n, float *dy) {
 
 dpd_status dpd_model_backward(dpd_model *m, const float *x, const float *dy, int B, int T,
                               float *dx, dpd_error *err) {
-    if (m->cap_ws < m->fam->ws_size(&m->cfg, B, T))
+    if (m->cap_ws < (size_t)nchunks(B) * m->fam->ws_size(&m->cfg, chunk_b(B), T) ||
+        m->cap_scratch < (size_t)dpd_pool_threads(m->pool) * m->fam->scratch_size(&m->cfg, chunk_b(B), T))
         return dpd_fail(err, DPD_E_INVAL, "backward of a %d x %d batch without its forward", B, T);
-    m->fam->backward(&m->cfg, m->p, x, dy, B, T, m->ws, m->scratch, m->g, dx);
+    backward(m, x, dy, B, T, dx);
     return DPD_OK;
 }
 
@@ -169,6 +233,6 @@ dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt, 
     *loss = dpd_mse(y, tgt, n, dy);
     if (!isfinite(*loss))
         return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");
-    m->fam->backward(&m->cfg, m->p, x, dy, B, T, m->ws, m->scratch, m->g, dx);
+    backward(m, x, dy, B, T, dx);
     return DPD_OK;
 }

@@ -20,7 +20,7 @@
 #include "ls.h"
 #include "model.h"
 #include "optim.h"
-#include "sched.h"
+#include "plateau.h"
 #include "status.h"
 
 void dpd_train_defaults(dpd_train_cfg *c) {
@@ -44,6 +44,7 @@ void dpd_train_defaults(dpd_train_cfg *c) {
     c->seed = 0;
     c->ls_reg = 1e-9;
     c->ls_iter = 1;
+    c->threads = 1;
 }
 
 dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) {
@@ -201,6 +202,7 @@ typedef struct run {
     dpd_adamw opt;
     dpd_plateau plat;
     dpd_rng rng;
+    dpd_pool *pool;      /* cfg->threads workers, shared by the model and the PA */
     char dir[4096], id[256];
     text hist, events;
 } run;
@@ -215,6 +217,7 @@ static void run_free(run *r) {
     free(r->tx), free(r->ty), free(r->perm), free(r->bx), free(r->by), free(r->u);
     for (int k = 0; k < 2; k++) free(r->ev[k].x), free(r->ev[k].y), free(r->ev[k].pred);
     dpd_adamw_free(&r->opt);
+    dpd_pool_free(r->pool);
     free(r->hist.s), free(r->events.s);
 }
 
@@ -300,11 +303,12 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
 static dpd_status setup(run *r, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
-    if (s) return s;
+    if (s || (s = dpd_pool_create(c->threads, &r->pool, err))) return s;
     if (c->pa[0]) {
         char copy[4200];
         snprintf(copy, sizeof copy, "%s/pa.safetensors", r->dir);
         if ((s = load_pa(r, c->resume[0] ? copy : c->pa, err))) return s;
+        dpd_model_set_pool(r->pa, r->pool);
         r->gain = dpd_dataset_gain(&r->ds);
     }
     dpd_split *tr = &r->ds.split[DPD_TRAIN];
@@ -313,6 +317,7 @@ static dpd_status setup(run *r, dpd_error *err) {
         return dpd_fail(err, DPD_E_INVAL, "%s: the train split has %zu samples, fewer than one frame (%d)",
                         c->data, tr->n, c->frame);
     if ((s = dpd_model_create(&c->model, &r->m, err))) return s;
+    dpd_model_set_pool(r->m, r->pool);
     size_t fb = (size_t)c->batch * c->frame * 2;
     r->tx = malloc(tr->n * 2 * sizeof(float));
     r->ty = malloc(tr->n * 2 * sizeof(float));

@@ -62,6 +62,11 @@ check '! ls "$D1" | grep -q tmp' "train-pa: no temporary files left"
 run --epochs 3 --out "$T/r2" >/dev/null 2>&1
 D2="$T/r2/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
 check 'cmp -s "$D1/best.safetensors" "$D2/best.safetensors"' "same seed and config: byte-identical best.safetensors"
+for th in 1 2 3 4; do run --epochs 2 --threads $th --out "$T/th$th" >/dev/null 2>&1; done
+TH=a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/last.safetensors
+data "$T/th1/$TH" >"$T/th.data"
+check 'for th in 2 3 4; do data "$T/th$th/$TH" | cmp -s - "$T/th.data" || exit 1; done' \
+    "training with 1, 2, 3 and 4 threads gives bit-identical weights and optimizer state"
 run --epochs 3 --out "$T/r1" >/dev/null 2>&1
 check '[ -d "$D1-2" ] && cmp -s "$D1/best.safetensors" "$D1-2/best.safetensors"' "a rerun into the same out gets a new directory (-2), never overwriting"
 run --epochs 1 --out "$T/r3" >/dev/null 2>&1

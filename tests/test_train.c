@@ -9,7 +9,7 @@
 #include "check.h"
 #include "dpd/dpd.h"
 #include "optim.h"
-#include "sched.h"
+#include "plateau.h"
 
 static json_t *get(json_t *o, const char *k) { return json_object_get(o, k); }
 

@@ -177,6 +177,22 @@ DPD_API const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i);
 DPD_API float *dpd_model_params(dpd_model *m); /* the one parameter buffer (nparams floats) */
 DPD_API float *dpd_model_grads(dpd_model *m);  /* same layout */
 
+/* ---- threads ----------------------------------------------------------------------------- */
+
+/* A thread pool, created once and shared by models (the caller's thread counts as one). */
+typedef struct dpd_pool dpd_pool;
+DPD_API DPD_CHECK dpd_status dpd_pool_create(int threads, dpd_pool **out, dpd_error *err);
+DPD_API void dpd_pool_free(dpd_pool *p);
+
+/* Thread count of a --cpu-level name (low, balanced, high, max = 25/50/75/100 % of the logical
+ * processors, rounded up, at least 1); 0 for an unknown name. */
+DPD_API int dpd_cpu_level_threads(const char *level);
+
+/* Runs m's batches on pool (NULL: the calling thread). Results are bit-identical for every
+ * thread count: batches are cut into fixed chunks whose gradients are summed in order. Call
+ * dpd_model_reserve again after changing the pool. */
+DPD_API void dpd_model_set_pool(dpd_model *m, dpd_pool *pool);
+
 /* OpenDPD's initialisation scheme (reference §3.1) drawn from dpd's RNG. */
 DPD_API void dpd_model_init(dpd_model *m, dpd_rng *rng);
 
@@ -290,6 +306,7 @@ typedef struct dpd_train_cfg {
                          * (one "epoch"); DPD runs use indirect learning (ILA) */
     double ls_reg;      /* ridge on the column-normalised basis */
     int ls_iter;        /* ILA iterations: the first on the measured data, the rest through the PA */
+    int threads;        /* worker threads, >= 1; results do not depend on it */
 } dpd_train_cfg;
 
 /* The research recipe (reference §13) with GRU-23. */

@@ -1,5 +1,5 @@
-/* sched: see sched.h. */
-#include "sched.h"
+/* plateau: see plateau.h. */
+#include "plateau.h"
 
 #include <math.h>
 

@@ -1,6 +1,6 @@
-/* sched: ReduceLROnPlateau (mode min, relative threshold, cooldown 0), in double as PyTorch. */
-#ifndef DPD_SCHED_H
-#define DPD_SCHED_H
+/* plateau: ReduceLROnPlateau (mode min, relative threshold, cooldown 0), in double as PyTorch. */
+#ifndef DPD_PLATEAU_H
+#define DPD_PLATEAU_H
 
 typedef struct dpd_plateau {
     double factor, min_lr, threshold, eps;
