@@ -18,8 +18,9 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/cpu/dispatch.c
+KERNELS := $(BUILD)/src/cpu/kern_avx512.o $(BUILD)/src/cpu/kern_avx2.o $(BUILD)/src/cpu/kern_sse.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
@@ -29,7 +30,7 @@ F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c)
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
-$(BUILD)/%.o: %.c $(wildcard include/dpd/*.h src/*.h src/models/*.h cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/dpd/*.h src/*.h src/models/*.h src/cpu/*.h cli/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -37,6 +38,18 @@ $(BUILD)/%.o: %.c $(wildcard include/dpd/*.h src/*.h src/models/*.h cli/*.h test
 $(BUILD)/f64/%.o: src/models/%.c $(wildcard include/dpd/*.h src/*.h src/models/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DDPD_F64 -c $< -o $@
+
+# The fast kernels once per ISA; dispatch.c picks one at run time (cpuid).
+KFLAGS := -ffp-contract=fast -Wno-psabi
+$(BUILD)/src/cpu/kern_avx512.o: src/cpu/kern.c src/cpu/kern.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KFLAGS) -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DKERN_NAME=avx512 -DVW=16 -c $< -o $@
+$(BUILD)/src/cpu/kern_avx2.o: src/cpu/kern.c src/cpu/kern.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KFLAGS) -mavx2 -mfma -DKERN_NAME=avx2 -DVW=8 -c $< -o $@
+$(BUILD)/src/cpu/kern_sse.o: src/cpu/kern.c src/cpu/kern.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(KFLAGS) -DKERN_NAME=sse -DVW=4 -c $< -o $@
 
 $(BUILD)/libdpd.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

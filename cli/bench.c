@@ -31,6 +31,7 @@ int cmd_bench(int argc, char **argv) {
     }
     dpd_model_cfg mc = {"gru", 23, 1};
     int B = 64, T = 200, steps = 20, json = 0, threads = 1;
+    char kernels[16] = "";
     opt o[] = {
         {"model", OPT_STR, mc.family, sizeof mc.family, "model family (gru)", 0},
         {"hidden", OPT_INT, &mc.hidden, 0, "hidden size (23)", 0},
@@ -39,6 +40,7 @@ int cmd_bench(int argc, char **argv) {
         {"frame", OPT_INT, &T, 0, "frame length (200)", 0},
         {"steps", OPT_INT, &steps, 0, "timed steps (20)", 0},
         {"threads", OPT_INT, &threads, 0, "worker threads (1)", 0},
+        {"kernels", OPT_STR, kernels, sizeof kernels, "auto, avx512, avx2, sse or ref", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
     };
     int r = args_parse(argc - 1, argv + 1, o, sizeof o / sizeof *o, "dpd bench train [options]");
@@ -47,6 +49,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "dpd: need --batch, --frame, --steps and --threads >= 1\n");
         return 2;
     }
+    if (!cli_compute(threads, "", kernels)) return 2;
     dpd_error err;
     dpd_model *m;
     dpd_pool *pool;
@@ -76,14 +79,14 @@ int cmd_bench(int argc, char **argv) {
     double flop = (mc.family[0] == 'g' ? gru_flops(&mc) : 0) * B * T;
     if (json)
         printf("{\"model\":\"%s\",\"hidden\":%d,\"layers\":%d,\"params\":%zu,\"batch\":%d,\"frame\":%d,"
-               "\"threads\":%d,\"steps\":%d,\"ms_per_step\":%.4f,\"steps_per_s\":%.3f,"
+               "\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"ms_per_step\":%.4f,\"steps_per_s\":%.3f,"
                "\"mflop_per_step\":%.2f,\"gflops\":%.3f}\n",
-               mc.family, mc.hidden, mc.layers, np, B, T, threads, steps, sec * 1e3, 1 / sec,
+               mc.family, mc.hidden, mc.layers, np, B, T, threads, dpd_kernels_name(), steps, sec * 1e3, 1 / sec,
                flop / 1e6, flop / sec / 1e9);
     else
-        printf("%s-%d (%zu params) batch %d frame %d, %d threads: %.3f ms/step, %.2f steps/s, "
+        printf("%s-%d (%zu params) batch %d frame %d, %d threads, %s kernels: %.3f ms/step, %.2f steps/s, "
                "%.1f MFLOP/step, %.3f GFLOP/s\n",
-               mc.family, mc.hidden, np, B, T, threads, sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
+               mc.family, mc.hidden, np, B, T, threads, dpd_kernels_name(), sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
     free(x), free(y);
     dpd_adamw_free(&adam);
     dpd_model_free(m);

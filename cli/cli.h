@@ -15,9 +15,15 @@ int cmd_run(int argc, char **argv);
 int cmd_fit_ls(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
-/* The thread count from --threads N (> 0) or --cpu-level NAME (wins when set); the default is
- * every logical processor. 0 after printing a usage error. */
-int cli_threads(int threads, const char *level);
+/* The options every compute verb takes, bound to int threads, char level[16], char kernels[16]. */
+#define CLI_COMPUTE_OPTS(threads, level, kernels)                                                       \
+    {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor); results do not depend on it", 0}, \
+    {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max: 25/50/75/100 % of the logical processors", 0}, \
+    {"kernels", OPT_STR, kernels, sizeof kernels, "auto (fastest ISA), avx512, avx2, sse or ref (scalar reference)", 0}
+
+/* Applies --kernels and returns the thread count from --threads N (> 0) or --cpu-level NAME (wins
+ * when set); the default is every logical processor. 0 after printing the error. */
+int cli_compute(int threads, const char *level, const char *kernels);
 
 /* "dpd: <message>" on stderr; returns 1. */
 int cli_fail(const dpd_error *err);

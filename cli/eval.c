@@ -36,10 +36,9 @@ int cmd_eval(int argc, char **argv) {
     char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "";
     int json = 0, legacy = 0, threads = 0;
     double evm_fs = 0;
-    char level[16] = "";
+    char level[16] = "", kernels[16] = "";
     opt o[] = {
-        {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor)", 0},
-        {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max", 0},
+        CLI_COMPUTE_OPTS(threads, level, kernels),
         {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
         {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
         {"model", OPT_STR, model, sizeof model, "a checkpoint (or run directory) to score", 0},
@@ -56,7 +55,7 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "dpd: eval needs --data DIR and --split val|test (and --model DPD with --pa)\n");
         return 2;
     }
-    if (!(threads = cli_threads(threads, level))) return 2;
+    if (!(threads = cli_compute(threads, level, kernels))) return 2;
     resolve(model, sizeof model, 0);
     resolve(pa, sizeof pa, 1);
     if (legacy) evm_fs = 800e6;

@@ -4,7 +4,12 @@
 
 #include "cli.h"
 
-int cli_threads(int threads, const char *level) {
+int cli_compute(int threads, const char *level, const char *kernels) {
+    dpd_error err;
+    if (kernels[0] && dpd_kernels_select(kernels, &err)) {
+        fprintf(stderr, "dpd: %s\n", err.msg);
+        return 0;
+    }
     if (level[0]) {
         int n = dpd_cpu_level_threads(level);
         if (!n) fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", level);

@@ -83,7 +83,7 @@ static dpd_status write_output(const char *path, const double *iq, const float *
 int cmd_run(int argc, char **argv) {
     char model[4096] = "", in[4096] = "", out[4096] = "";
     int exact = 0, threads = 0;
-    char level[16] = "";
+    char level[16] = "", kernels[16] = "";
     dpd_apply_cfg ac;
     dpd_apply_defaults(&ac);
     opt o[] = {
@@ -95,8 +95,7 @@ int cmd_run(int argc, char **argv) {
         {"warmup", OPT_INT, &ac.warmup, 0, "samples run before each section and discarded (1024)", 0},
         {"lookahead", OPT_INT, &ac.lookahead, 0, "samples run after each section and discarded (32)", 0},
         {"batch", OPT_INT, &ac.batch, 0, "sections per forward call (64)", 0},
-        {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor)", 0},
-        {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max", 0},
+        CLI_COMPUTE_OPTS(threads, level, kernels),
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
                        "dpd run --model CKPT --input FILE --output FILE [--exact | --section N --warmup N]");
@@ -110,7 +109,7 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     ac.exact = exact;
-    if (!(threads = cli_threads(threads, level))) return 2;
+    if (!(threads = cli_compute(threads, level, kernels))) return 2;
     dpd_error err = {0};
     dpd_model *m = NULL;
     dpd_pool *pool = NULL;

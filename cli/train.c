@@ -66,11 +66,10 @@ static int train(int argc, char **argv, int dpd) {
     dpd_train_defaults(&c);
     c.model.order = 5, c.model.memory = 20, c.model.cross = 2;
     if (dpd) c.model.hidden = 15; /* OpenDPD's default DPD size */
-    char preset[16] = "", level[16] = "";
+    char preset[16] = "", level[16] = "", kernels[16] = "";
     int json = 0, legacy = 0, threads = 0;
     opt o[] = {
-        {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor); results do not depend on it", 0},
-        {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max: 25/50/75/100 % of the logical processors", 0},
+        CLI_COMPUTE_OPTS(threads, level, kernels),
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
         {"pa", OPT_STR, c.pa, sizeof c.pa, "train-dpd: the frozen PA (checkpoint or train-pa run directory)", 0},
         {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru; 'dpd models' lists all)", 0},
@@ -115,7 +114,7 @@ static int train(int argc, char **argv, int dpd) {
     if (c.resume[0]) {
         for (int i = 0; i < n; i++)
             if (o[i].seen && strcmp(o[i].name, "resume") && strcmp(o[i].name, "epochs") &&
-                strcmp(o[i].name, "json") && strcmp(o[i].name, "threads") && strcmp(o[i].name, "cpu-level")) {
+                strcmp(o[i].name, "json") && strcmp(o[i].name, "threads") && strcmp(o[i].name, "cpu-level") && strcmp(o[i].name, "kernels")) {
                 fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can)\n", o[i].name);
                 return 2;
             }
@@ -142,7 +141,7 @@ static int train(int argc, char **argv, int dpd) {
         }
         if (legacy) c.evm_fs = 800e6;
     }
-    if (!(c.threads = cli_threads(threads, level))) return 2;
+    if (!(c.threads = cli_compute(threads, level, kernels))) return 2;
     display d = {.tty = isatty(2)};
     dpd_train_result res;
     if (dpd_train(&c, progress, &d, &res, &err)) {
@@ -160,11 +159,10 @@ int cmd_fit_ls(int argc, char **argv) {
     dpd_train_defaults(&c);
     c.ls = 1, c.epochs = 1;
     c.model = (dpd_model_cfg){"mp", 1, 1, 5, 20, 2};
-    char kind[16] = "mp", target[16] = "pa", level[16] = "";
+    char kind[16] = "mp", target[16] = "pa", level[16] = "", kernels[16] = "";
     int json = 0, legacy = 0, threads = 0;
     opt o[] = {
-        {"threads", OPT_INT, &threads, 0, "worker threads for the evaluation (default: every logical processor)", 0},
-        {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max", 0},
+        CLI_COMPUTE_OPTS(threads, level, kernels),
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required)", 0},
         {"kind", OPT_STR, kind, sizeof kind, "mp or gmp (mp)", 0},
         {"target", OPT_STR, target, sizeof target, "pa (model x -> y) or dpd (indirect learning) (pa)", 0},
@@ -192,7 +190,7 @@ int cmd_fit_ls(int argc, char **argv) {
     snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
     if (!strcmp(kind, "mp")) c.model.cross = 0;
     if (legacy) c.evm_fs = 800e6;
-    if (!(c.threads = cli_threads(threads, level))) return 2;
+    if (!(c.threads = cli_compute(threads, level, kernels))) return 2;
     dpd_error err;
     dpd_train_result res;
     if (dpd_train(&c, NULL, NULL, &res, &err))

@@ -11,7 +11,7 @@ dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err);
 const dpd_family *dpd_model_family(const dpd_model *m);
 
 /* Sequences per chunk: the unit of parallel work and of the fixed gradient reduction order. */
-#define DPD_CHUNK 8
+#define DPD_CHUNK 16
 
 /* MSE over n values (mean of squared differences, in double) and its gradient dy = 2 (y - t) / n. */
 double dpd_mse(const float *y, const float *t, size_t n, float *dy);

@@ -177,6 +177,14 @@ DPD_API const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i);
 DPD_API float *dpd_model_params(dpd_model *m); /* the one parameter buffer (nparams floats) */
 DPD_API float *dpd_model_grads(dpd_model *m);  /* same layout */
 
+/* ---- kernels ----------------------------------------------------------------------------- */
+
+/* Selects the CPU kernels for the whole process, before any model runs: "auto"/"fast" (the
+ * best ISA this CPU has: avx512, avx2 or sse), one of those by name, or "ref" (the scalar
+ * reference kernels). DPD_E_UNSUPPORTED when the CPU lacks the ISA. */
+DPD_API DPD_CHECK dpd_status dpd_kernels_select(const char *name, dpd_error *err);
+DPD_API const char *dpd_kernels_name(void);
+
 /* ---- threads ----------------------------------------------------------------------------- */
 
 /* A thread pool, created once and shared by models (the caller's thread counts as one). */

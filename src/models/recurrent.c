@@ -83,14 +83,14 @@ static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, in = H > (size_t)v->feats ? H : (size_t)v->feats;
     size_t sv = 0;
     for (int l = 0; l < c->layers; l++) sv += saved(c, v, l, B, T);
-    return bt * (v->feats + H) + sv + rnn_tmp_size((int)in, (int)H, gates(v));
+    return bt * (v->feats + H) + sv + rnn_tmp_size((int)in, (int)H, gates(v), T);
 }
 
 /* Scratch: two (B, T, max(H, F)) gradient buffers, head input (H + F) and its gradient. */
 static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, w = H > (size_t)v->feats ? H : (size_t)v->feats;
-    return 2 * bt * w + bt * v->feats + 2 * (H + v->feats) + rnn_tmp_size((int)w, (int)H, gates(v));
+    return 2 * bt * w + bt * v->feats + 2 * (H + v->feats) + rnn_tmp_size((int)w, (int)H, gates(v), T);
 }
 
 typedef struct parts { /* workspace carving */

@@ -1,13 +1,27 @@
 /* rnn: see rnn.h. Backward derivations: docs/derivations/gru.md and docs/derivations/lstm.md. */
 #include "rnn.h"
 
+#include "../cpu/kern.h"
+
+/* The fast kernels take dense GRU layers of 5..KL sequences (fewer lanes would waste them). */
+static inline int fast_gru(int delta, int B) {
+#ifdef DPD_F64
+    (void)delta, (void)B;
+    return 0;
+#else
+    return !delta && B > 4 && B <= KL && kern_active();
+#endif
+}
+
 #ifndef DPD_F64 /* precision-independent: defined once */
-size_t rnn_tmp_size(int I, int H, int gates) {
-    size_t G = (size_t)gates * H;
-    return G * ((size_t)I + H) + 4 * G + 2 * (size_t)H + 2 * (size_t)(I > H ? I : H);
+size_t rnn_tmp_size(int I, int H, int gates, int T) {
+    size_t G = (size_t)gates * H, ref = G * ((size_t)I + H) + 4 * G + 2 * (size_t)H + 2 * (size_t)(I > H ? I : H);
+    size_t fast = gates == 3 ? kern_gru_tmp(I, H, T) : 0;
+    return ref > fast ? ref : fast;
 }
 
 size_t rnn_gru_saved(int I, int H, int delta, int B, int T) {
+    if (fast_gru(delta, B)) return (size_t)B * T * H + kern_gru_saved(I, H, T);
     return (size_t)B * T * (5 * (size_t)H + (delta ? 2 * ((size_t)I + H) : 0));
 }
 #endif
@@ -46,6 +60,13 @@ static void bias_init(real *a, const real *b1, const real *b2, int G) {
 }
 
 void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
+#ifndef DPD_F64
+    if (fast_gru(w->delta, B)) {
+        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL};
+        kern_active()->gru_fwd(&k, B, T, x, sv, tmp);
+        return;
+    }
+#endif
     int I = w->I, H = w->H, G = 3 * H;
     size_t plane = (size_t)B * T * H;
     real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
@@ -117,6 +138,13 @@ static void delta_step(const FN(rnn_w) *w, const FN(rnn_g) *g, FN(dplanes) d, in
 
 void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
                      const real *sv, const real *dh, real *dx, real *tmp) {
+#ifndef DPD_F64
+    if (fast_gru(w->delta, B)) {
+        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh};
+        kern_active()->gru_bwd(&k, B, T, x, sv, dh, dx, tmp);
+        return;
+    }
+#endif
     int I = w->I, H = w->H, G = 3 * H;
     size_t plane = (size_t)B * T * H;
     const real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;

@@ -26,7 +26,7 @@ typedef struct FN(rnn_g) {
  * call: rnn_tmp_size. */
 #define RNN_LSTM_PLANES 6
 size_t rnn_gru_saved(int I, int H, int delta, int B, int T);
-size_t rnn_tmp_size(int I, int H, int gates);
+size_t rnn_tmp_size(int I, int H, int gates, int T);
 
 /* Delta statistics of a DeltaGRU layer from its saved planes: zeros of the thresholded deltas
  * (x_p or h_p unchanged from the previous step; both start at 0) added to z[0] (input) and z[1]

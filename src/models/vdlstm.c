@@ -28,11 +28,11 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 /* Workspace: amplitude windows (B, T, 4), LSTM planes, cell tmp. */
 static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T;
-    return bt * (W + (size_t)RNN_LSTM_PLANES * c->hidden) + rnn_tmp_size(W, c->hidden, 4);
+    return bt * (W + (size_t)RNN_LSTM_PLANES * c->hidden) + rnn_tmp_size(W, c->hidden, 4, T);
 }
 /* Scratch: dh (B, T, H), d windows (B, T, 4), cell tmp. */
 static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
-    return (size_t)B * T * (c->hidden + W) + rnn_tmp_size(W, c->hidden, 4);
+    return (size_t)B * T * (c->hidden + W) + rnn_tmp_size(W, c->hidden, 4, T);
 }
 
 static int row(int t, int r, int T) { return ((t - (W - 1) + r) % T + T) % T; }

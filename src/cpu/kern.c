@@ -1,0 +1,208 @@
+/* kern: see kern.h. Compiled with -DKERN_NAME=avx512|avx2|sse, -DVW=16|8|4 (floats per native
+ * register) and the matching -m flags. GCC's vector extensions give the native vector type vf;
+ * the KL lanes of a chunk are NV = KL / VW such vectors, so the same source is the kernel for
+ * every ISA.
+ * Per GRU step (forward): gate accumulators a_i, a_h (G, KL) start from the biases and receive
+ * W_ih x_t and W_hh h_{t-1} as broadcast-FMAs; the nonlinearities and the state update run over
+ * (H, KL). Backward mirrors it; weight gradients accumulate per lane in (G, I + H, KL) and are
+ * summed over the lanes once, in lane order, at the end. */
+#include <stdint.h>
+#include <string.h>
+
+#include "kern.h"
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define K(name) CAT(name##_, KERN_NAME)
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+typedef float vf __attribute__((vector_size(VW * 4)));
+typedef int32_t vi __attribute__((vector_size(VW * 4)));
+#define NV (KL / VW)
+
+static inline __attribute__((always_inline)) vf ld(const float *p) {
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline __attribute__((always_inline)) void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
+static inline __attribute__((always_inline)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
+
+/* exp with Cody-Waite range reduction and a degree-6 polynomial (relative error ~2e-7). */
+static inline __attribute__((always_inline)) vf vexp(vf x) {
+    x = sel(x < -87.0f, (vf){} - 87.0f, x);
+    x = sel(x > 88.0f, (vf){} + 88.0f, x);
+    vf u = x * 1.44269504088896341f + 0.5f;
+    vi t = __builtin_convertvector(u, vi); /* truncation; floor for u < 0 below */
+    vf k = __builtin_convertvector(t, vf);
+    vi fix = k > u;
+    k = k - sel(fix, (vf){} + 1.0f, (vf){});
+    t = t + fix; /* fix is -1 where k was lowered */
+    vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    vf p = (vf){} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    return p * (vf)((t + 127) << 23);
+}
+static inline __attribute__((always_inline)) vf vsig(vf a) { return 1.0f / (1.0f + vexp(-a)); }
+static inline __attribute__((always_inline)) vf vtanh(vf a) { return 2.0f / (1.0f + vexp(-2.0f * a)) - 1.0f; }
+
+/* out (rows, KL) = bias + W v, W (rows, n) with row stride ldw, v (n, KL). Rows go in blocks of
+ * RB so that RB accumulator chains run side by side (the FMA latency is hidden). */
+#define RB 8
+static void gemv(const float *W, int ldw, int rows, int n, const float *v, const float *bias, float *out) {
+    for (int q0 = 0; q0 < rows; q0 += RB) {
+        int nb = rows - q0 < RB ? rows - q0 : RB;
+        for (int o = 0; o < KL; o += VW) {
+            vf a[RB];
+            for (int k = 0; k < RB; k++) a[k] = (vf){} + (bias && k < nb ? bias[q0 + k] : 0.0f);
+            if (nb == RB)
+                for (int i = 0; i < n; i++) {
+                    vf x = ld(v + i * KL + o);
+                    for (int k = 0; k < RB; k++) a[k] += W[(size_t)(q0 + k) * ldw + i] * x;
+                }
+            else
+                for (int i = 0; i < n; i++) {
+                    vf x = ld(v + i * KL + o);
+                    for (int k = 0; k < nb; k++) a[k] += W[(size_t)(q0 + k) * ldw + i] * x;
+                }
+            for (int k = 0; k < nb; k++) st(out + (q0 + k) * KL + o, a[k]);
+        }
+    }
+}
+
+/* out (n, KL) += W^T d, W (rows, n) with row stride ldw, d (rows, KL); columns in blocks of RB. */
+static void gemv_t(const float *W, int ldw, int rows, int n, const float *d, float *out) {
+    for (int i0 = 0; i0 < n; i0 += RB) {
+        int nb = n - i0 < RB ? n - i0 : RB;
+        for (int o = 0; o < KL; o += VW) {
+            vf a[RB];
+            for (int k = 0; k < nb; k++) a[k] = ld(out + (i0 + k) * KL + o);
+            for (int q = 0; q < rows; q++) {
+                vf x = ld(d + q * KL + o);
+                const float *w = W + (size_t)q * ldw + i0;
+                for (int k = 0; k < nb; k++) a[k] += w[k] * x;
+            }
+            for (int k = 0; k < nb; k++) st(out + (i0 + k) * KL + o, a[k]);
+        }
+    }
+}
+
+/* g (rows, n) += sum over t < T and the lanes of d_t (rows, KL) v_t (n, KL)^T, with d_t at
+ * d + t * sd and v_t at v + t * sv. Blocks of 4 x 4 products keep 16 accumulators in
+ * registers; the lanes are summed once at the end, in lane order. */
+static void outer(float *g, int ldg, int rows, int n, int T, const float *d, size_t sd, const float *v,
+                  size_t sv) {
+    for (int q0 = 0; q0 < rows; q0 += 4)
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
+            vf a[4][4] = {{{0}}};
+            for (int t = 0; t < T; t++)
+                for (int o = 0; o < KL; o += VW) {
+                    vf dv[4], vv[4];
+                    for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+                    for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+                    for (int k = 0; k < nq; k++)
+                        for (int l = 0; l < ni; l++) a[k][l] += dv[k] * vv[l];
+                }
+            for (int k = 0; k < nq; k++)
+                for (int l = 0; l < ni; l++) {
+                    float s = 0.0f;
+                    for (int b = 0; b < VW; b++) s += a[k][l][b];
+                    g[(size_t)(q0 + k) * ldg + i0 + l] += s;
+                }
+        }
+}
+
+/* Per step saved (SoA, (H, KL) each): r, z, n, g, and h itself. */
+#define NSAV 5
+
+/* Lanes of (width, KL) from an (B, T, width) array at step t; lanes >= B are 0. */
+static void gather(float *dst, const float *src, int B, int T, int t, int width) {
+    memset(dst, 0, sizeof(float) * (size_t)width * KL);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < width; i++) dst[i * KL + b] = src[((size_t)b * T + t) * width + i];
+}
+
+static void scatter(float *dst, const float *src, int B, int T, int t, int width) {
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < width; i++) dst[((size_t)b * T + t) * width + i] = src[i * KL + b];
+}
+
+static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
+    const int I = w->I, H = w->H, G = 3 * H;
+    float *soa = sv + (size_t)B * T * H; /* (T, NSAV, H, KL); sv itself holds h as (B, T, H) */
+    float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL;
+    const vf zero = {};
+    for (int t = 0; t < T; t++) {
+        float *s0 = soa + (size_t)t * NSAV * H * KL;
+        float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL, *hn = gs + H * KL;
+        const float *hp = t ? hn - (size_t)NSAV * H * KL : NULL;
+        gather(xt, x, B, T, t, I);
+        gemv(w->wih, I, G, I, xt, w->bih, ai);
+        if (hp) gemv(w->whh, H, G, H, hp, w->bhh, ah);
+        else gemv(w->whh, H, G, 0, NULL, w->bhh, ah);
+        for (int j = 0; j < H * NV; j++) {
+            int e = j * VW;
+            vf r = vsig(ld(ai + e) + ld(ah + e)), z = vsig(ld(ai + H * KL + e) + ld(ah + H * KL + e));
+            vf g = ld(ah + 2 * H * KL + e), n = vtanh(ld(ai + 2 * H * KL + e) + r * g);
+            vf h = hp ? ld(hp + e) : zero;
+            st(rs + e, r), st(zs + e, z), st(ns + e, n), st(gs + e, g);
+            st(hn + e, (1.0f - z) * n + z * h);
+        }
+        scatter(sv, hn, B, T, t, H);
+    }
+}
+
+static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, const float *dhin,
+                float *dx, float *tmp) {
+    const int I = w->I, H = w->H, G = 3 * H;
+    const size_t sg = (size_t)G * KL, sx = (size_t)I * KL, ss = (size_t)NSAV * H * KL;
+    const float *soa = sv + (size_t)B * T * H;
+    float *dA = tmp, *dAh = dA + T * sg, *X = dAh + T * sg; /* (T, G, KL), (T, G, KL), (T, I, KL) */
+    float *dhn = X + T * sx, *dxt = dhn + (size_t)H * KL, *dd = dxt + sx;
+    const vf zero = {};
+    memset(dhn, 0, sizeof(float) * (size_t)H * KL);
+    for (int t = T - 1; t >= 0; t--) {
+        const float *s0 = soa + (size_t)t * ss;
+        const float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL;
+        const float *hp = t ? s0 - ss + 4 * H * KL : NULL;
+        float *da = dA + t * sg, *dah = dAh + t * sg;
+        gather(X + t * sx, x, B, T, t, I);
+        gather(dd, dhin, B, T, t, H);
+        for (int j = 0; j < H * NV; j++) {
+            int e = j * VW;
+            vf d = ld(dd + e) + ld(dhn + e), r = ld(rs + e), z = ld(zs + e), n = ld(ns + e), g = ld(gs + e);
+            vf h = hp ? ld(hp + e) : zero;
+            vf dan = d * (1.0f - z) * (1.0f - n * n), daz = d * (h - n) * z * (1.0f - z);
+            vf dar = dan * g * r * (1.0f - r);
+            st(da + e, dar), st(da + H * KL + e, daz), st(da + 2 * H * KL + e, dan);
+            st(dah + e, dar), st(dah + H * KL + e, daz), st(dah + 2 * H * KL + e, dan * r);
+            st(dhn + e, d * z);
+        }
+        if (hp) gemv_t(w->whh, H, G, H, dah, dhn);
+        if (dx) {
+            memset(dxt, 0, sizeof(float) * sx);
+            gemv_t(w->wih, I, G, I, da, dxt);
+            scatter(dx, dxt, B, T, t, I);
+        }
+    }
+    outer(w->gwih, I, G, I, T, dA, sg, X, sx);
+    if (T > 1) outer(w->gwhh, H, G, H, T - 1, dAh + sg, sg, soa + 4 * H * KL, ss);
+    for (int q = 0; q < G; q++) { /* biases: sums over time, then lanes */
+        vf a = zero, c = zero;
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < KL; o += VW) a += ld(dA + t * sg + q * KL + o), c += ld(dAh + t * sg + q * KL + o);
+        float si = 0.0f, sh = 0.0f;
+        for (int b = 0; b < VW; b++) si += a[b], sh += c[b];
+        if (w->gbih) w->gbih[q] += si;
+        if (w->gbhh) w->gbhh[q] += sh;
+    }
+}
+
+const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd};

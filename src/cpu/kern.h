@@ -1,0 +1,36 @@
+/* kern: the fast CPU kernels. A chunk of up to KL sequences runs in lockstep, sequence-minor
+ * ("SoA": every state and gate vector is (width, KL) with the KL lanes contiguous), so the matrix
+ * products are broadcast-FMAs over the lanes with no horizontal sums in the step loop. kern.c is
+ * compiled once per ISA (AVX-512, AVX2+FMA, baseline SSE2); dispatch.c picks one by cpuid. The
+ * scalar reference kernels (src/models/rnn.c) stay the oracle (tests/test_kernels.c).
+ * Legend: B <= KL lanes in use, T time, I inputs, H hidden, G = 3H gate rows. */
+#ifndef DPD_CPU_KERN_H
+#define DPD_CPU_KERN_H
+#include <stddef.h>
+
+#define KL 16 /* lanes: sequences per chunk */
+
+/* A GRU layer's weights (PyTorch layout; biases may be NULL) and its gradient buffers. */
+typedef struct kgru {
+    int I, H;
+    const float *wih, *whh, *bih, *bhh;
+    float *gwih, *gwhh, *gbih, *gbhh; /* backward only */
+} kgru;
+
+/* Floats a GRU layer saves (the first B*T*H are h in (B, T, H) order, as the reference) and the
+ * scratch it needs. */
+size_t kern_gru_saved(int I, int H, int T);
+size_t kern_gru_tmp(int I, int H, int T);
+
+typedef struct kern_ops {
+    const char *name;
+    void (*gru_fwd)(const kgru *w, int B, int T, const float *x, float *sv, float *tmp);
+    void (*gru_bwd)(const kgru *w, int B, int T, const float *x, const float *sv, const float *dh,
+                    float *dx, float *tmp);
+} kern_ops;
+
+extern const kern_ops kern_avx512, kern_avx2, kern_sse;
+
+/* The kernels in use: NULL selects the scalar reference kernels. */
+const kern_ops *kern_active(void);
+#endif
