@@ -375,6 +375,16 @@ size_t dpd_frame_count(size_t n, int L, int S) {
     return L < 1 || S < 1 || n < (size_t)L ? 0 : (n - (size_t)L) / (size_t)S + 1;
 }
 
+void dpd_frames_gather(const float *x, const float *y, const uint32_t *frames, int B, int L, int S,
+                       float *bx, float *by) {
+    size_t fl = (size_t)L * 2;
+    for (int i = 0; i < B; i++) {
+        size_t src = (size_t)frames[i] * S * 2;
+        memcpy(bx + i * fl, x + src, fl * sizeof *bx);
+        memcpy(by + i * fl, y + src, fl * sizeof *by);
+    }
+}
+
 dpd_status dpd_segments(const double *iq, size_t n, int N, double scale, float **out, int *S,
                         dpd_error *err) {
     if (N <= 0 || n == 0) return dpd_fail(err, DPD_E_INVAL, "segments: empty signal or N <= 0");

@@ -610,15 +610,11 @@ static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user,
     for (size_t i = 0; i < r->nframes; i++) r->perm[i] = (uint32_t)i;
     dpd_rng_shuffle(&r->rng, r->perm, r->nframes);
     int nb = (int)((r->nframes + (size_t)c->batch - 1) / (size_t)c->batch);
-    size_t np = dpd_model_nparams(r->m), fl = (size_t)c->frame * 2;
+    size_t np = dpd_model_nparams(r->m);
     double acc = 0, t0 = now();
     for (int b = 0; b < nb; b++) {
         size_t f0 = (size_t)b * c->batch, B = r->nframes - f0 < (size_t)c->batch ? r->nframes - f0 : (size_t)c->batch;
-        for (size_t i = 0; i < B; i++) {
-            size_t src = (size_t)r->perm[f0 + i] * c->stride * 2;
-            memcpy(r->bx + i * fl, r->tx + src, fl * sizeof(float));
-            memcpy(r->by + i * fl, r->ty + src, fl * sizeof(float));
-        }
+        dpd_frames_gather(r->tx, r->ty, r->perm + f0, (int)B, c->frame, c->stride, r->bx, r->by);
         double loss;
         dpd_status s = r->pa ? cascade_step(r, (int)B, &loss, err)
                              : dpd_model_train_step(r->m, r->bx, r->by, (int)B, c->frame, &loss, NULL, err);

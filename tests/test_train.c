@@ -142,7 +142,30 @@ static void shuffle(void) {
     CHECK(fabs(s / 1e5) < 0.02 && fabs(s2 / 1e5 - 1) < 0.02, "normal draws: mean %.3f var %.3f", s / 1e5, s2 / 1e5);
 }
 
+/* Batch assembly equals the frame definition sample by sample, in the sampler's order. */
+static void gather(void) {
+    enum { N = 1000, L = 50, S = 7, B = 9 };
+    float x[2 * N], y[2 * N], bx[B * L * 2], by[B * L * 2];
+    for (int i = 0; i < 2 * N; i++) x[i] = (float)i, y[i] = (float)-i;
+    uint32_t perm[128];
+    size_t nf = dpd_frame_count(N, L, S);
+    for (size_t i = 0; i < nf; i++) perm[i] = (uint32_t)i;
+    dpd_rng r;
+    dpd_rng_seed(&r, 9);
+    dpd_rng_shuffle(&r, perm, nf);
+    dpd_frames_gather(x, y, perm + 20, B, L, S, bx, by);
+    int same = 1;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < L; t++)
+            for (int c = 0; c < 2; c++) {
+                size_t n = (size_t)perm[20 + b] * S + t;
+                same &= bx[(b * L + t) * 2 + c] == x[2 * n + c] && by[(b * L + t) * 2 + c] == y[2 * n + c];
+            }
+    CHECK(same, "batch gather differs from the frame definition");
+}
+
 int main(void) {
+    gather();
     trajectory("fixtures/train_gru_h5_clip200_float32.json", 1e-5);
     trajectory("fixtures/train_gru_h5_clip0.05_float32.json", 1e-5);
     trajectory("fixtures/train_gru_h5_clip200_float64.json", 1e-5);

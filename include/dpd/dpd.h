@@ -89,6 +89,11 @@ DPD_API double dpd_dataset_gain(const dpd_dataset *ds);
  * frame i = samples [i S, i S + L); 0 when n < L. */
 DPD_API size_t dpd_frame_count(size_t n, int L, int S);
 
+/* Gathers the B training frames frames[0..B) (frame i = samples [i S, i S + L) of x and y, each
+ * (n, 2)) into the batches bx, by (B, L, 2): one pass, contiguous row copies. */
+DPD_API void dpd_frames_gather(const float *x, const float *y, const uint32_t *frames, int B, int L,
+                               int S, float *bx, float *by);
+
 /* Cuts n samples of (n, 2) float64 IQ into S = ceil(n / N) segments of N samples (zero-padded
  * tail) as float32 (S, N, 2), scaled by `scale`. *out is malloc'd; caller frees. */
 DPD_API DPD_CHECK dpd_status dpd_segments(const double *iq, size_t n, int N, double scale,

@@ -48,6 +48,7 @@ size_t kern_gru_saved(int I, int H, int T) {
 }
 
 size_t kern_gru_tmp(int I, int H, int T) {
-    size_t G = 3 * (size_t)H, fwd = (2 * G + I) * KL, bwd = ((size_t)T * (2 * G + I) + 2 * H + I) * KL;
+    size_t G = 3 * (size_t)H, fwd = (2 * G + I) * KL;
+    size_t bwd = ((size_t)T * (G + H + I) + 3 * G + 2 * (size_t)H + 2 * (size_t)I) * KL;
     return fwd > bwd ? fwd : bwd;
 }

@@ -83,11 +83,18 @@ static void gemv_t(const float *W, int ldw, int rows, int n, const float *d, flo
         for (int o = 0; o < KL; o += VW) {
             vf a[RB];
             for (int k = 0; k < nb; k++) a[k] = ld(out + (i0 + k) * KL + o);
-            for (int q = 0; q < rows; q++) {
-                vf x = ld(d + q * KL + o);
-                const float *w = W + (size_t)q * ldw + i0;
-                for (int k = 0; k < nb; k++) a[k] += w[k] * x;
-            }
+            if (nb == RB) /* constant bounds: the accumulators stay in registers */
+                for (int q = 0; q < rows; q++) {
+                    vf x = ld(d + q * KL + o);
+                    const float *w = W + (size_t)q * ldw + i0;
+                    for (int k = 0; k < RB; k++) a[k] += w[k] * x;
+                }
+            else
+                for (int q = 0; q < rows; q++) {
+                    vf x = ld(d + q * KL + o);
+                    const float *w = W + (size_t)q * ldw + i0;
+                    for (int k = 0; k < nb; k++) a[k] += w[k] * x;
+                }
             for (int k = 0; k < nb; k++) st(out + (i0 + k) * KL + o, a[k]);
         }
     }
@@ -102,14 +109,24 @@ static void outer(float *g, int ldg, int rows, int n, int T, const float *d, siz
         for (int i0 = 0; i0 < n; i0 += 4) {
             int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
             vf a[4][4] = {{{0}}};
-            for (int t = 0; t < T; t++)
-                for (int o = 0; o < KL; o += VW) {
-                    vf dv[4], vv[4];
-                    for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
-                    for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
-                    for (int k = 0; k < nq; k++)
-                        for (int l = 0; l < ni; l++) a[k][l] += dv[k] * vv[l];
-                }
+            if (nq == 4 && ni == 4) /* constant bounds: 16 accumulators in registers */
+                for (int t = 0; t < T; t++)
+                    for (int o = 0; o < KL; o += VW) {
+                        vf dv[4], vv[4];
+                        for (int k = 0; k < 4; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+                        for (int l = 0; l < 4; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+                        for (int k = 0; k < 4; k++)
+                            for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
+                    }
+            else
+                for (int t = 0; t < T; t++)
+                    for (int o = 0; o < KL; o += VW) {
+                        vf dv[4] = {{0}}, vv[4] = {{0}};
+                        for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+                        for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+                        for (int k = 0; k < 4; k++)
+                            for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
+                    }
             for (int k = 0; k < nq; k++)
                 for (int l = 0; l < ni; l++) {
                     float s = 0.0f;
@@ -162,17 +179,20 @@ static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *t
 static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, const float *dhin,
                 float *dx, float *tmp) {
     const int I = w->I, H = w->H, G = 3 * H;
-    const size_t sg = (size_t)G * KL, sx = (size_t)I * KL, ss = (size_t)NSAV * H * KL;
+    const size_t sg = (size_t)G * KL, sh = (size_t)H * KL, sx = (size_t)I * KL, ss = (size_t)NSAV * sh;
     const float *soa = sv + (size_t)B * T * H;
-    float *dA = tmp, *dAh = dA + T * sg, *X = dAh + T * sg; /* (T, G, KL), (T, G, KL), (T, I, KL) */
-    float *dhn = X + T * sx, *dxt = dhn + (size_t)H * KL, *dd = dxt + sx;
+    /* histories for the weight gradients: da (T, G, KL), dg = da_n r (T, H, KL), x (T, I, KL) */
+    float *dA = tmp, *DG = dA + T * sg, *X = DG + T * sh;
+    float *dah = X + T * sx, *bi = dah + sg, *bh = bi + sg; /* (G, KL) each */
+    float *dhn = bh + sg, *dxt = dhn + sh, *dd = dxt + sx;
     const vf zero = {};
-    memset(dhn, 0, sizeof(float) * (size_t)H * KL);
+    memset(bi, 0, sizeof(float) * 2 * sg);
+    memset(dhn, 0, sizeof(float) * sh);
     for (int t = T - 1; t >= 0; t--) {
         const float *s0 = soa + (size_t)t * ss;
-        const float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL;
-        const float *hp = t ? s0 - ss + 4 * H * KL : NULL;
-        float *da = dA + t * sg, *dah = dAh + t * sg;
+        const float *rs = s0, *zs = rs + sh, *ns = zs + sh, *gs = ns + sh;
+        const float *hp = t ? s0 - ss + 4 * sh : NULL;
+        float *da = dA + t * sg, *dg = DG + t * sh;
         gather(X + t * sx, x, B, T, t, I);
         gather(dd, dhin, B, T, t, H);
         for (int j = 0; j < H * NV; j++) {
@@ -180,9 +200,11 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
             vf d = ld(dd + e) + ld(dhn + e), r = ld(rs + e), z = ld(zs + e), n = ld(ns + e), g = ld(gs + e);
             vf h = hp ? ld(hp + e) : zero;
             vf dan = d * (1.0f - z) * (1.0f - n * n), daz = d * (h - n) * z * (1.0f - z);
-            vf dar = dan * g * r * (1.0f - r);
-            st(da + e, dar), st(da + H * KL + e, daz), st(da + 2 * H * KL + e, dan);
-            st(dah + e, dar), st(dah + H * KL + e, daz), st(dah + 2 * H * KL + e, dan * r);
+            vf dar = dan * g * r * (1.0f - r), dgn = dan * r;
+            st(da + e, dar), st(da + sh + e, daz), st(da + 2 * sh + e, dan), st(dg + e, dgn);
+            st(dah + e, dar), st(dah + sh + e, daz), st(dah + 2 * sh + e, dgn);
+            st(bi + e, ld(bi + e) + dar), st(bi + sh + e, ld(bi + sh + e) + daz), st(bi + 2 * sh + e, ld(bi + 2 * sh + e) + dan);
+            st(bh + e, ld(bh + e) + dar), st(bh + sh + e, ld(bh + sh + e) + daz), st(bh + 2 * sh + e, ld(bh + 2 * sh + e) + dgn);
             st(dhn + e, d * z);
         }
         if (hp) gemv_t(w->whh, H, G, H, dah, dhn);
@@ -193,15 +215,15 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
         }
     }
     outer(w->gwih, I, G, I, T, dA, sg, X, sx);
-    if (T > 1) outer(w->gwhh, H, G, H, T - 1, dAh + sg, sg, soa + 4 * H * KL, ss);
-    for (int q = 0; q < G; q++) { /* biases: sums over time, then lanes */
-        vf a = zero, c = zero;
-        for (int t = 0; t < T; t++)
-            for (int o = 0; o < KL; o += VW) a += ld(dA + t * sg + q * KL + o), c += ld(dAh + t * sg + q * KL + o);
-        float si = 0.0f, sh = 0.0f;
-        for (int b = 0; b < VW; b++) si += a[b], sh += c[b];
+    if (T > 1) { /* W_hh: rows r, z from da; rows n from dg; against h(t-1) */
+        outer(w->gwhh, H, 2 * H, H, T - 1, dA + sg, sg, soa + 4 * sh, ss);
+        outer(w->gwhh + (size_t)2 * H * H, H, H, H, T - 1, DG + sh, sh, soa + 4 * sh, ss);
+    }
+    for (int q = 0; q < G; q++) { /* biases: lanes summed in lane order */
+        float si = 0.0f, s2 = 0.0f;
+        for (int b = 0; b < KL; b++) si += bi[q * KL + b], s2 += bh[q * KL + b];
         if (w->gbih) w->gbih[q] += si;
-        if (w->gbhh) w->gbhh[q] += sh;
+        if (w->gbhh) w->gbhh[q] += s2;
     }
 }
 
