@@ -1,4 +1,5 @@
-/* test_kernels: every fast kernel (each ISA this CPU has) against the scalar reference kernels
+/* test_kernels: every fast kernel (GRU and LSTM, each ISA this CPU has) against the scalar
+ * reference kernels
  * on random and edge shapes — lanes partly used (B = 5, 7), full (16), T = 1, H = 1, H not a
  * multiple of the vector width, 2 and 6 inputs, with and without biases: the layer's h, the
  * input gradient and every weight gradient within 2e-5 of the reference's largest value. */
@@ -23,14 +24,15 @@ static float *rnd(dpd_rng *r, size_t n, double s) {
     return p;
 }
 
-static void gru_case(const kern_ops *k, int B, int T, int I, int H, int bias) {
+static void rnn_case(const kern_ops *k, int lstm, int B, int T, int I, int H, int bias) {
     dpd_rng r;
     dpd_rng_seed(&r, (uint64_t)(B * 1000 + T * 10 + H));
-    int G = 3 * H;
+    int G = (lstm ? 4 : 3) * H, P = lstm ? 6 : 5;
     float *wih = rnd(&r, (size_t)G * I, 0.4), *whh = rnd(&r, (size_t)G * H, 0.4), *bih = rnd(&r, G, 0.1),
           *bhh = rnd(&r, G, 0.1), *x = rnd(&r, (size_t)B * T * I, 0.5), *dh = rnd(&r, (size_t)B * T * H, 0.1);
-    size_t sref = (size_t)B * T * 5 * H, sfast = (size_t)B * T * H + kern_gru_saved(I, H, T);
-    size_t tmp = rnn_tmp_size(I, H, 3, T);
+    size_t sref = (size_t)B * T * P * H;
+    size_t sfast = (size_t)B * T * H + (lstm ? kern_lstm_saved(I, H, T) : kern_gru_saved(I, H, T));
+    size_t tmp = rnn_tmp_size(I, H, lstm ? 4 : 3, T);
     float *sv1 = calloc(sref, 4), *sv2 = calloc(sfast, 4), *t1 = calloc(tmp, 4), *t2 = calloc(tmp, 4);
     float *g1 = calloc((size_t)G * (I + H + 2), 4), *g2 = calloc((size_t)G * (I + H + 2), 4);
     float *dx1 = calloc((size_t)B * T * I, 4), *dx2 = calloc((size_t)B * T * I, 4);
@@ -38,21 +40,24 @@ static void gru_case(const kern_ops *k, int B, int T, int I, int H, int bias) {
     rnn_g_f32 g = {g1, g1 + (size_t)G * I, bias ? g1 + (size_t)G * (I + H) : NULL, bias ? g1 + (size_t)G * (I + H + 1) : NULL};
     /* the reference: B <= 4 lanes never take the fast path, so run it one sequence at a time */
     for (int b = 0; b < B; b++) {
-        float *svb = calloc((size_t)T * 5 * H, 4), *dxb = calloc((size_t)T * I, 4);
-        rnn_gru_fwd_f32(&w, 1, T, x + (size_t)b * T * I, svb, t1);
+        float *svb = calloc((size_t)T * P * H, 4), *dxb = calloc((size_t)T * I, 4);
+        const float *xb = x + (size_t)b * T * I, *dhb = dh + (size_t)b * T * H;
+        if (lstm) rnn_lstm_fwd_f32(&w, 1, T, xb, svb, t1);
+        else rnn_gru_fwd_f32(&w, 1, T, xb, svb, t1);
         memcpy(sv1 + (size_t)b * T * H, svb, (size_t)T * H * 4); /* h plane, (B, T, H) */
-        rnn_gru_bwd_f32(&w, &g, 1, T, x + (size_t)b * T * I, svb, dh + (size_t)b * T * H, dxb, t1);
+        if (lstm) rnn_lstm_bwd_f32(&w, &g, 1, T, xb, svb, dhb, dxb, t1);
+        else rnn_gru_bwd_f32(&w, &g, 1, T, xb, svb, dhb, dxb, t1);
         memcpy(dx1 + (size_t)b * T * I, dxb, (size_t)T * I * 4);
         free(svb), free(dxb);
     }
     kgru kw = {I, H, wih, whh, bias ? bih : NULL, bias ? bhh : NULL, g2, g2 + (size_t)G * I,
                bias ? g2 + (size_t)G * (I + H) : NULL, bias ? g2 + (size_t)G * (I + H + 1) : NULL};
-    k->gru_fwd(&kw, B, T, x, sv2, t2);
-    k->gru_bwd(&kw, B, T, x, sv2, dh, dx2, t2);
+    (lstm ? k->lstm_fwd : k->gru_fwd)(&kw, B, T, x, sv2, t2);
+    (lstm ? k->lstm_bwd : k->gru_bwd)(&kw, B, T, x, sv2, dh, dx2, t2);
     double eh = rel(sv2, sv1, (size_t)B * T * H), ex = rel(dx2, dx1, (size_t)B * T * I);
     double ew = rel(g2, g1, (size_t)G * (I + H + (bias ? 2 : 0)));
-    CHECK(eh < 2e-5 && ex < 2e-5 && ew < 2e-5, "%s GRU B=%d T=%d I=%d H=%d bias=%d: h %.1e dx %.1e dW %.1e", k->name,
-          B, T, I, H, bias, eh, ex, ew);
+    CHECK(eh < 2e-5 && ex < 2e-5 && ew < 2e-5, "%s %s B=%d T=%d I=%d H=%d bias=%d: h %.1e dx %.1e dW %.1e", k->name,
+          lstm ? "LSTM" : "GRU", B, T, I, H, bias, eh, ex, ew);
     free(wih), free(whh), free(bih), free(bhh), free(x), free(dh), free(sv1), free(sv2), free(t1), free(t2);
     free(g1), free(g2), free(dx1), free(dx2);
 }
@@ -73,7 +78,8 @@ int main(void) {
                                         {9, 40, 23, 23}, {16, 2, 2, 32}};
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
             for (int bias = 0; bias < 2; bias++)
-                gru_case(all[i], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bias);
+                for (int lstm = 0; lstm < 2; lstm++)
+                    rnn_case(all[i], lstm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bias);
     }
     dpd_error err;
     CHECK(dpd_kernels_select("ref", &err) == DPD_OK && !strcmp(dpd_kernels_name(), "ref"), "ref selectable");

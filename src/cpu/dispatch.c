@@ -52,3 +52,14 @@ size_t kern_gru_tmp(int I, int H, int T) {
     size_t bwd = ((size_t)T * (G + H + I) + 3 * G + 2 * (size_t)H + 2 * (size_t)I) * KL;
     return fwd > bwd ? fwd : bwd;
 }
+
+size_t kern_lstm_saved(int I, int H, int T) {
+    (void)I;
+    return (size_t)T * 6 * H * KL;
+}
+
+size_t kern_lstm_tmp(int I, int H, int T) {
+    size_t G = 4 * (size_t)H, fwd = (2 * G + I) * KL;
+    size_t bwd = ((size_t)T * (G + I) + G + 3 * (size_t)H + 2 * (size_t)I) * KL;
+    return fwd > bwd ? fwd : bwd;
+}

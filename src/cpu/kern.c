@@ -227,4 +227,77 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
     }
 }
 
-const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd};
+/* ---- LSTM: per step saved (SoA, (H, KL) each) i, f, g, o, c, h ---- */
+#define NSAVL 6
+
+static void lstm_fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
+    const int I = w->I, H = w->H, G = 4 * H;
+    const size_t sh = (size_t)H * KL, ss = (size_t)NSAVL * sh;
+    float *soa = sv + (size_t)B * T * H; /* (T, NSAVL, H, KL); sv itself holds h as (B, T, H) */
+    float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL;
+    const vf zero = {};
+    for (int t = 0; t < T; t++) {
+        float *s0 = soa + (size_t)t * ss, *is = s0, *fs = is + sh, *gs = fs + sh, *os = gs + sh, *cs = os + sh,
+              *hn = cs + sh;
+        const float *hp = t ? hn - ss : NULL, *cp = t ? cs - ss : NULL;
+        gather(xt, x, B, T, t, I);
+        gemv(w->wih, I, G, I, xt, w->bih, ai);
+        if (hp) gemv(w->whh, H, G, H, hp, w->bhh, ah);
+        else gemv(w->whh, H, G, 0, NULL, w->bhh, ah);
+        for (int j = 0; j < H * NV; j++) {
+            int e = j * VW;
+            vf ig = vsig(ld(ai + e) + ld(ah + e)), fg = vsig(ld(ai + sh + e) + ld(ah + sh + e));
+            vf gg = vtanh(ld(ai + 2 * sh + e) + ld(ah + 2 * sh + e)), og = vsig(ld(ai + 3 * sh + e) + ld(ah + 3 * sh + e));
+            vf c = fg * (cp ? ld(cp + e) : zero) + ig * gg;
+            st(is + e, ig), st(fs + e, fg), st(gs + e, gg), st(os + e, og), st(cs + e, c);
+            st(hn + e, og * vtanh(c));
+        }
+        scatter(sv, hn, B, T, t, H);
+    }
+}
+
+static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *sv, const float *dhin,
+                     float *dx, float *tmp) {
+    const int I = w->I, H = w->H, G = 4 * H;
+    const size_t sg = (size_t)G * KL, sh = (size_t)H * KL, sx = (size_t)I * KL, ss = (size_t)NSAVL * sh;
+    const float *soa = sv + (size_t)B * T * H;
+    float *dA = tmp, *X = dA + T * sg, *bs = X + T * sx; /* (T, G, KL), (T, I, KL), (G, KL) */
+    float *dhn = bs + sg, *dcn = dhn + sh, *dxt = dcn + sh, *dd = dxt + sx;
+    const vf zero = {};
+    memset(bs, 0, sizeof(float) * sg);
+    memset(dhn, 0, sizeof(float) * 2 * sh);
+    for (int t = T - 1; t >= 0; t--) {
+        const float *s0 = soa + (size_t)t * ss, *is = s0, *fs = is + sh, *gs = fs + sh, *os = gs + sh, *cs = os + sh;
+        const float *hp = t ? s0 - ss + 5 * sh : NULL, *cp = t ? cs - ss : NULL;
+        float *da = dA + t * sg;
+        gather(X + t * sx, x, B, T, t, I);
+        gather(dd, dhin, B, T, t, H);
+        for (int j = 0; j < H * NV; j++) {
+            int e = j * VW;
+            vf d = ld(dd + e) + ld(dhn + e), ig = ld(is + e), fg = ld(fs + e), gg = ld(gs + e), og = ld(os + e);
+            vf tc = vtanh(ld(cs + e)), dc = ld(dcn + e) + d * og * (1.0f - tc * tc);
+            vf di = dc * gg * ig * (1.0f - ig), df = dc * (cp ? ld(cp + e) : zero) * fg * (1.0f - fg);
+            vf dg = dc * ig * (1.0f - gg * gg), dov = d * tc * og * (1.0f - og);
+            st(da + e, di), st(da + sh + e, df), st(da + 2 * sh + e, dg), st(da + 3 * sh + e, dov);
+            st(bs + e, ld(bs + e) + di), st(bs + sh + e, ld(bs + sh + e) + df);
+            st(bs + 2 * sh + e, ld(bs + 2 * sh + e) + dg), st(bs + 3 * sh + e, ld(bs + 3 * sh + e) + dov);
+            st(dcn + e, dc * fg), st(dhn + e, zero);
+        }
+        if (hp) gemv_t(w->whh, H, G, H, da, dhn);
+        if (dx) {
+            memset(dxt, 0, sizeof(float) * sx);
+            gemv_t(w->wih, I, G, I, da, dxt);
+            scatter(dx, dxt, B, T, t, I);
+        }
+    }
+    outer(w->gwih, I, G, I, T, dA, sg, X, sx);
+    if (T > 1) outer(w->gwhh, H, G, H, T - 1, dA + sg, sg, soa + 5 * sh, ss);
+    for (int q = 0; q < G; q++) { /* both biases get the gate gradient; lanes in lane order */
+        float s1 = 0.0f;
+        for (int b = 0; b < KL; b++) s1 += bs[q * KL + b];
+        if (w->gbih) w->gbih[q] += s1;
+        if (w->gbhh) w->gbhh[q] += s1;
+    }
+}
+
+const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd, lstm_fwd, lstm_bwd};

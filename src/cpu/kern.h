@@ -17,16 +17,21 @@ typedef struct kgru {
     float *gwih, *gwhh, *gbih, *gbhh; /* backward only */
 } kgru;
 
-/* Floats a GRU layer saves (the first B*T*H are h in (B, T, H) order, as the reference) and the
- * scratch it needs. */
+/* Floats a GRU or LSTM layer saves beyond h, which comes first in (B, T, H) order as in the
+ * reference, and the scratch it needs. The LSTM uses the same weight struct (G = 4H). */
 size_t kern_gru_saved(int I, int H, int T);
 size_t kern_gru_tmp(int I, int H, int T);
+size_t kern_lstm_saved(int I, int H, int T);
+size_t kern_lstm_tmp(int I, int H, int T);
 
 typedef struct kern_ops {
     const char *name;
     void (*gru_fwd)(const kgru *w, int B, int T, const float *x, float *sv, float *tmp);
     void (*gru_bwd)(const kgru *w, int B, int T, const float *x, const float *sv, const float *dh,
                     float *dx, float *tmp);
+    void (*lstm_fwd)(const kgru *w, int B, int T, const float *x, float *sv, float *tmp);
+    void (*lstm_bwd)(const kgru *w, int B, int T, const float *x, const float *sv, const float *dh,
+                     float *dx, float *tmp);
 } kern_ops;
 
 extern const kern_ops kern_avx512, kern_avx2, kern_sse;

@@ -32,8 +32,7 @@ static int gates(const variant *v) { return v->cell == CELL_LSTM ? 4 : 3; }
 /* Reals one layer saves; h is first, so the layer above reads it at the layer's start. */
 static size_t saved(const dpd_model_cfg *c, const variant *v, int l, int B, int T) {
     int I = l ? c->hidden : v->feats;
-    return v->cell == CELL_LSTM ? (size_t)RNN_LSTM_PLANES * B * T * c->hidden
-                                : rnn_gru_saved(I, c->hidden, v->delta, B, T);
+    return v->cell == CELL_LSTM ? rnn_lstm_saved(I, c->hidden, B, T) : rnn_gru_saved(I, c->hidden, v->delta, B, T);
 }
 
 static int layout(const dpd_model_cfg *c, dpd_tensor *t) {

@@ -16,8 +16,13 @@ static inline int fast_gru(int delta, int B) {
 #ifndef DPD_F64 /* precision-independent: defined once */
 size_t rnn_tmp_size(int I, int H, int gates, int T) {
     size_t G = (size_t)gates * H, ref = G * ((size_t)I + H) + 4 * G + 2 * (size_t)H + 2 * (size_t)(I > H ? I : H);
-    size_t fast = gates == 3 ? kern_gru_tmp(I, H, T) : 0;
+    size_t fast = gates == 3 ? kern_gru_tmp(I, H, T) : kern_lstm_tmp(I, H, T);
     return ref > fast ? ref : fast;
+}
+
+size_t rnn_lstm_saved(int I, int H, int B, int T) {
+    if (fast_gru(0, B)) return (size_t)B * T * H + kern_lstm_saved(I, H, T);
+    return (size_t)RNN_LSTM_PLANES * B * T * H;
 }
 
 size_t rnn_gru_saved(int I, int H, int delta, int B, int T) {
@@ -182,6 +187,13 @@ void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const
 }
 
 void FN(rnn_lstm_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
+#ifndef DPD_F64
+    if (fast_gru(0, B)) {
+        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL};
+        kern_active()->lstm_fwd(&k, B, T, x, sv, tmp);
+        return;
+    }
+#endif
     int I = w->I, H = w->H, G = 4 * H;
     size_t plane = (size_t)B * T * H;
     real *hs = sv, *cs = hs + plane, *is = cs + plane, *fs = is + plane, *gs = fs + plane, *os = gs + plane;
@@ -204,6 +216,13 @@ void FN(rnn_lstm_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv,
 
 void FN(rnn_lstm_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
                       const real *sv, const real *dh, real *dx, real *tmp) {
+#ifndef DPD_F64
+    if (fast_gru(0, B)) {
+        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh};
+        kern_active()->lstm_bwd(&k, B, T, x, sv, dh, dx, tmp);
+        return;
+    }
+#endif
     int I = w->I, H = w->H, G = 4 * H;
     size_t plane = (size_t)B * T * H;
     const real *hs = sv, *cs = hs + plane, *is = cs + plane, *fs = is + plane, *gs = fs + plane,

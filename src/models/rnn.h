@@ -26,6 +26,7 @@ typedef struct FN(rnn_g) {
  * call: rnn_tmp_size. */
 #define RNN_LSTM_PLANES 6
 size_t rnn_gru_saved(int I, int H, int delta, int B, int T);
+size_t rnn_lstm_saved(int I, int H, int B, int T);
 size_t rnn_tmp_size(int I, int H, int gates, int T);
 
 /* Delta statistics of a DeltaGRU layer from its saved planes: zeros of the thresholded deltas

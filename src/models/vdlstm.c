@@ -28,7 +28,7 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 /* Workspace: amplitude windows (B, T, 4), LSTM planes, cell tmp. */
 static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T;
-    return bt * (W + (size_t)RNN_LSTM_PLANES * c->hidden) + rnn_tmp_size(W, c->hidden, 4, T);
+    return bt * W + rnn_lstm_saved(W, c->hidden, B, T) + rnn_tmp_size(W, c->hidden, 4, T);
 }
 /* Scratch: dh (B, T, H), d windows (B, T, 4), cell tmp. */
 static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
@@ -72,7 +72,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
     int H = c->hidden;
     size_t bt = (size_t)B * T;
     parts q = bind(c, p);
-    real *aw = ws, *sv = aw + bt * W, *tmp = sv + bt * RNN_LSTM_PLANES * H;
+    real *aw = ws, *sv = aw + bt * W, *tmp = sv + rnn_lstm_saved(W, H, B, T);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int r = 0; r < W; r++) {
