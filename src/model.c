@@ -23,6 +23,8 @@ struct dpd_model {
     float *p, *g;
     float *ws, *scratch, *gc, *io; /* per chunk, per thread, per chunk, batch (y then dy) */
     size_t cap_ws, cap_scratch, cap_gc, cap_io; /* their sizes in floats */
+    double *part;             /* per-chunk squared-error sums */
+    int cap_part;
     long long dz[4];          /* delta statistics since the last reset (family.h) */
     size_t rnn_weights;
     dpd_pool *pool;           /* not owned; NULL = the calling thread only */
@@ -95,6 +97,7 @@ void dpd_model_free(dpd_model *m) {
     free(m->scratch);
     free(m->gc);
     free(m->io);
+    free(m->part);
     free(m);
 }
 
@@ -128,14 +131,19 @@ dpd_status dpd_model_reserve(dpd_model *m, int B, int T, dpd_error *err) {
         !grow(&m->scratch, &m->cap_scratch, (size_t)th * m->fam->scratch_size(&m->cfg, C, T)) ||
         !grow(&m->gc, &m->cap_gc, (size_t)nchunks(B) * m->np) || !grow(&m->io, &m->cap_io, (size_t)B * T * 4))
         return dpd_fail(err, DPD_E_NOMEM, "out of memory for a %d x %d workspace", B, T);
+    if (nchunks(B) > m->cap_part) {
+        double *p = realloc(m->part, (size_t)nchunks(B) * sizeof *p);
+        if (!p) return dpd_fail(err, DPD_E_NOMEM, "out of memory");
+        m->part = p, m->cap_part = nchunks(B);
+    }
     return DPD_OK;
 }
 
 /* One batch call cut into chunks: what a chunk task needs. */
 typedef struct job {
     dpd_model *m;
-    const float *x, *dy;
-    float *y, *dx;
+    const float *x, *tgt;
+    float *y, *dy, *dx;
     int B, T;
     size_t wsc, scc; /* workspace per chunk, scratch per thread (floats) */
 } job;
@@ -158,9 +166,41 @@ static void bwd_task(void *arg, int c, int thread) {
 }
 
 static job make_job(dpd_model *m, const float *x, int B, int T) {
-    job j = {m, x, NULL, NULL, NULL, B, T, m->fam->ws_size(&m->cfg, chunk_b(B), T),
+    job j = {m, x, NULL, NULL, NULL, NULL, B, T, m->fam->ws_size(&m->cfg, chunk_b(B), T),
              m->fam->scratch_size(&m->cfg, chunk_b(B), T)};
     return j;
+}
+
+/* A whole training step on one chunk while its activations are still in cache: forward, the
+ * chunk's share of the MSE (dy = 2 (y - t) / n over the whole batch), backward. */
+static void step_task(void *arg, int c, int thread) {
+    job *j = arg;
+    fwd_task(arg, c, thread);
+    size_t off = (size_t)c * DPD_CHUNK * j->T * 2, len = (size_t)chunk_len(j->B, c) * j->T * 2;
+    float n = (float)((size_t)j->B * j->T * 2);
+    double acc = 0;
+    for (size_t i = off; i < off + len; i++) {
+        float d = j->y[i] - j->tgt[i];
+        acc += (double)d * d;
+        j->dy[i] = 2.0f * d / n;
+    }
+    j->m->part[c] = acc;
+    bwd_task(arg, c, thread);
+}
+
+/* g = the chunk gradients summed in chunk order. */
+static void reduce(dpd_model *m, int B) {
+    memcpy(m->g, m->gc, m->np * sizeof *m->g);
+    for (int c = 1; c < nchunks(B); c++) {
+        const float *gc = m->gc + (size_t)c * m->np;
+        for (size_t i = 0; i < m->np; i++) m->g[i] += gc[i];
+    }
+}
+
+static void delta_stats(dpd_model *m, const job *j) {
+    if (m->fam->delta_zeros)
+        for (int c = 0; c < nchunks(j->B); c++)
+            m->rnn_weights = m->fam->delta_zeros(&m->cfg, m->ws + (size_t)c * j->wsc, chunk_len(j->B, c), j->T, m->dz);
 }
 
 /* Forward over the chunks, then the delta statistics (in chunk order). */
@@ -168,21 +208,15 @@ static void forward(dpd_model *m, const float *x, int B, int T, float *y) {
     job j = make_job(m, x, B, T);
     j.y = y;
     dpd_pool_run(m->pool, nchunks(B), fwd_task, &j);
-    if (m->fam->delta_zeros)
-        for (int c = 0; c < nchunks(B); c++)
-            m->rnn_weights = m->fam->delta_zeros(&m->cfg, m->ws + (size_t)c * j.wsc, chunk_len(B, c), T, m->dz);
+    delta_stats(m, &j);
 }
 
 /* Backward over the chunks, then g = the chunk gradients summed in chunk order. */
 static void backward(dpd_model *m, const float *x, const float *dy, int B, int T, float *dx) {
     job j = make_job(m, x, B, T);
-    j.dy = dy, j.dx = dx;
+    j.dy = (float *)dy, j.dx = dx;
     dpd_pool_run(m->pool, nchunks(B), bwd_task, &j);
-    memcpy(m->g, m->gc, m->np * sizeof *m->g);
-    for (int c = 1; c < nchunks(B); c++) {
-        const float *gc = m->gc + (size_t)c * m->np;
-        for (size_t i = 0; i < m->np; i++) m->g[i] += gc[i];
-    }
+    reduce(m, B);
 }
 
 int dpd_model_sparsity(dpd_model *m, dpd_sparsity *s, int reset) {
@@ -228,11 +262,15 @@ dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt, 
     dpd_status s = dpd_model_reserve(m, B, T, err);
     if (s) return s;
     size_t n = (size_t)B * T * 2;
-    float *y = m->io, *dy = m->io + n;
-    forward(m, x, B, T, y);
-    *loss = dpd_mse(y, tgt, n, dy);
+    job j = make_job(m, x, B, T);
+    j.tgt = tgt, j.y = m->io, j.dy = m->io + n, j.dx = dx;
+    dpd_pool_run(m->pool, nchunks(B), step_task, &j);
+    delta_stats(m, &j);
+    double acc = 0;
+    for (int c = 0; c < nchunks(B); c++) acc += m->part[c];
+    *loss = acc / (double)n;
     if (!isfinite(*loss))
         return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");
-    backward(m, x, dy, B, T, dx);
+    reduce(m, B);
     return DPD_OK;
 }

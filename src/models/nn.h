@@ -31,10 +31,13 @@ static inline real sigm(real a) { return (real)1 / ((real)1 + EXP(-a)); }
 static inline real hswish(real v) { return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6; }
 static inline real hswish_d(real v) { return v < -3 ? 0 : v <= 3 ? v / 3 + (real)0.5 : 1; }
 
+/* Four partial sums (fixed order) so the adds overlap instead of waiting on each other. */
 static inline real dot(const real *a, const real *b, int n) {
-    real s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    real s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 /* y (out) = W x + b for W (out, in) row-major; b may be NULL. */
