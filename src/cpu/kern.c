@@ -6,6 +6,7 @@
  * W_ih x_t and W_hh h_{t-1} as broadcast-FMAs; the nonlinearities and the state update run over
  * (H, KL). Backward mirrors it; weight gradients accumulate per lane in (G, I + H, KL) and are
  * summed over the lanes once, in lane order, at the end. */
+#include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -29,7 +30,24 @@ static inline __attribute__((always_inline)) vf ld(const float *p) {
 static inline __attribute__((always_inline)) void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline __attribute__((always_inline)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
 
-/* exp with Cody-Waite range reduction and a degree-6 polynomial (relative error ~2e-7). */
+/* exp with Cody-Waite range reduction and a degree-6 polynomial (relative error ~2e-7). With
+ * AVX-512 the power of two is applied by vscalefps (no integer round trip). */
+#if VW == 16 && defined(__AVX512F__)
+static inline __attribute__((always_inline)) vf vexp(vf x) {
+    x = (vf)_mm512_max_ps((__m512)x, _mm512_set1_ps(-87.0f));
+    x = (vf)_mm512_min_ps((__m512)x, _mm512_set1_ps(88.0f));
+    vf k = (vf)_mm512_roundscale_ps((__m512)(x * 1.44269504088896341f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    vf p = (vf){} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    return (vf)_mm512_scalef_ps((__m512)p, (__m512)k);
+}
+#else
 static inline __attribute__((always_inline)) vf vexp(vf x) {
     x = sel(x < -87.0f, (vf){} - 87.0f, x);
     x = sel(x > 88.0f, (vf){} + 88.0f, x);
@@ -49,12 +67,20 @@ static inline __attribute__((always_inline)) vf vexp(vf x) {
     p = p * r * r + r + 1.0f;
     return p * (vf)((t + 127) << 23);
 }
+#endif
 /* 1/x for x >= 1 without a division: a bit-trick first guess and three Newton steps (relative
  * error ~1e-7), cheaper than vdivps on every ISA here. */
 static inline __attribute__((always_inline)) vf vrcp(vf x) {
+#if VW == 16 && defined(__AVX512F__)
+    vf y = (vf)_mm512_rcp14_ps((__m512)x); /* 14 bits; one Newton step gives ~28 */
+#elif VW == 8 && defined(__AVX2__)
+    vf y = (vf)_mm256_rcp_ps((__m256)x); /* 12 bits; two steps */
+    y = y * (2.0f - x * y);
+#else
     vf y = (vf)(0x7EF311C7 - (vi)x);
     y = y * (2.0f - x * y);
     y = y * (2.0f - x * y);
+#endif
     return y * (2.0f - x * y);
 }
 static inline __attribute__((always_inline)) vf vsig(vf a) { return vrcp(1.0f + vexp(-a)); }
@@ -194,7 +220,6 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
     float *bi = X + T * sx, *bh = bi + sg; /* (G, KL) each */
     float *dhn = bh + sg, *dxt = dhn + sh, *dd = dxt + sx;
     const vf zero = {};
-    memset(bi, 0, sizeof(float) * 2 * sg);
     memset(dhn, 0, sizeof(float) * sh);
     for (int t = T - 1; t >= 0; t--) {
         const float *s0 = soa + (size_t)t * ss;
@@ -210,8 +235,6 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
             vf dan = d * (1.0f - z) * (1.0f - n * n), daz = d * (h - n) * z * (1.0f - z);
             vf dar = dan * g * r * (1.0f - r), dgn = dan * r;
             st(da + e, dar), st(da + sh + e, daz), st(da + 2 * sh + e, dan), st(dg + e, dgn);
-            st(bi + e, ld(bi + e) + dar), st(bi + sh + e, ld(bi + sh + e) + daz), st(bi + 2 * sh + e, ld(bi + 2 * sh + e) + dan);
-            st(bh + e, ld(bh + e) + dar), st(bh + sh + e, ld(bh + sh + e) + daz), st(bh + 2 * sh + e, ld(bh + 2 * sh + e) + dgn);
             st(dhn + e, d * z);
         }
         if (hp) { /* dh(t-1) += W_hh^T (da_r, da_z, dg): rows r, z from da, rows n from dg */
@@ -229,9 +252,16 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
         outer(w->gwhh, H, 2 * H, H, T - 1, dA + sg, sg, soa + 4 * sh, ss);
         outer(w->gwhh + (size_t)2 * H * H, H, H, H, T - 1, DG + sh, sh, soa + 4 * sh, ss);
     }
-    for (int q = 0; q < G; q++) { /* biases: lanes summed in lane order */
+    /* biases: sums over time (in time order), then over the lanes (in lane order); the hidden
+     * side equals the input side for r and z and is dg for n */
+    memset(bi, 0, sizeof(float) * 2 * sg);
+    for (int t = 0; t < T; t++) {
+        for (int e = 0; e < G * KL; e += VW) st(bi + e, ld(bi + e) + ld(dA + t * sg + e));
+        for (int e = 0; e < H * KL; e += VW) st(bh + e, ld(bh + e) + ld(DG + t * sh + e));
+    }
+    for (int q = 0; q < G; q++) {
         float si = 0.0f, s2 = 0.0f;
-        for (int b = 0; b < KL; b++) si += bi[q * KL + b], s2 += bh[q * KL + b];
+        for (int b = 0; b < KL; b++) si += bi[q * KL + b], s2 += q < 2 * H ? bi[q * KL + b] : bh[(q - 2 * H) * KL + b];
         if (w->gbih) w->gbih[q] += si;
         if (w->gbhh) w->gbhh[q] += s2;
     }
@@ -274,7 +304,6 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
     float *dA = tmp, *X = dA + T * sg, *bs = X + T * sx; /* (T, G, KL), (T, I, KL), (G, KL) */
     float *dhn = bs + sg, *dcn = dhn + sh, *dxt = dcn + sh, *dd = dxt + sx;
     const vf zero = {};
-    memset(bs, 0, sizeof(float) * sg);
     memset(dhn, 0, sizeof(float) * 2 * sh);
     for (int t = T - 1; t >= 0; t--) {
         const float *s0 = soa + (size_t)t * ss, *is = s0, *fs = is + sh, *gs = fs + sh, *os = gs + sh, *cs = os + sh;
@@ -289,8 +318,6 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
             vf di = dc * gg * ig * (1.0f - ig), df = dc * (cp ? ld(cp + e) : zero) * fg * (1.0f - fg);
             vf dg = dc * ig * (1.0f - gg * gg), dov = d * tc * og * (1.0f - og);
             st(da + e, di), st(da + sh + e, df), st(da + 2 * sh + e, dg), st(da + 3 * sh + e, dov);
-            st(bs + e, ld(bs + e) + di), st(bs + sh + e, ld(bs + sh + e) + df);
-            st(bs + 2 * sh + e, ld(bs + 2 * sh + e) + dg), st(bs + 3 * sh + e, ld(bs + 3 * sh + e) + dov);
             st(dcn + e, dc * fg), st(dhn + e, zero);
         }
         if (hp) gemv_t(w->whh, H, G, H, da, dhn);
@@ -302,6 +329,9 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
     }
     outer(w->gwih, I, G, I, T, dA, sg, X, sx);
     if (T > 1) outer(w->gwhh, H, G, H, T - 1, dA + sg, sg, soa + 5 * sh, ss);
+    memset(bs, 0, sizeof(float) * sg); /* biases: sums over time, then lanes */
+    for (int t = 0; t < T; t++)
+        for (int e = 0; e < G * KL; e += VW) st(bs + e, ld(bs + e) + ld(dA + t * sg + e));
     for (int q = 0; q < G; q++) { /* both biases get the gate gradient; lanes in lane order */
         float s1 = 0.0f;
         for (int b = 0; b < KL; b++) s1 += bs[q * KL + b];
