@@ -8,7 +8,7 @@ set -eu
 DPD=${DPD:-build/dpd}
 DATA=$1; PA=$2; OUT=$3; EP=${4:-60}; FR=${5:-50}; ST=${6:-4}
 mkdir -p "$OUT"
-common="--epochs $EP --frame $FR --stride $ST --out $OUT --json"
+common="--epochs $EP --frame $FR --stride $ST --out $OUT --json --threads ${THREADS:-1}"
 row() { # kind family size json
     sed -n 's/.*"val":{"NMSE":\([-0-9.]*\),"EVM":\([-0-9.]*\).*"test":{"NMSE":\([-0-9.]*\),"EVM":\([-0-9.]*\),"ACLR_L":\([-0-9.]*\),"ACLR_R":\([-0-9.]*\),"ACLR_AVG":\([-0-9.]*\)}.*/\1 \2 \3 \4 \5 \6 \7/p' "$4" |
         { read vn ve tn te al ar aa; printf '| %s | %s | %s | %s | %s / %s | %s / %s | %s / %s / %s |\n' "$1" "$2" "$3" "$(params "$4")" "$vn" "$tn" "$ve" "$te" "$al" "$ar" "$aa"; }

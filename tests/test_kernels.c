@@ -4,6 +4,7 @@
  * multiple of the vector width, 2 and 6 inputs, with and without biases: the layer's h, the
  * input gradient and every weight gradient within 2e-5 of the reference's largest value. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,39 @@ static void rnn_case(const kern_ops *k, int lstm, int B, int T, int I, int H, in
     free(g1), free(g2), free(dx1), free(dx2);
 }
 
+/* Whole models, fast kernels against --kernels ref: one training step on a batch of 16 (one
+ * full chunk) gives the same outputs (loss) and gradients within tolerance. */
+static void model_case(const char *family, int H) {
+    dpd_model_cfg c = {"", H, 1};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    dpd_model *m;
+    dpd_error err;
+    dpd_rng r;
+    dpd_rng_seed(&r, 4);
+    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+    dpd_model_init(m, &r);
+    int B = 16, T = 37;
+    size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
+    float *x = rnd(&r, n, 0.4), *t = rnd(&r, n, 0.4), *g0 = malloc(np * 4), *dx0 = malloc(n * 4), *dx1 = malloc(n * 4);
+    double l0, l1;
+    CHECK(dpd_kernels_select("ref", &err) == DPD_OK, "ref");
+    CHECK(dpd_model_train_step(m, x, t, B, T, &l0, dx0, &err) == DPD_OK, "%s", err.msg);
+    memcpy(g0, dpd_model_grads(m), np * 4);
+    CHECK(dpd_kernels_select("auto", &err) == DPD_OK, "auto");
+    dpd_model_free(m); /* workspace sizes depend on the kernels: rebuild */
+    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
+    dpd_rng_seed(&r, 4);
+    dpd_model_init(m, &r);
+    CHECK(dpd_model_train_step(m, x, t, B, T, &l1, dx1, &err) == DPD_OK, "%s", err.msg);
+    double eg = rel(dpd_model_grads(m), g0, np), ex = rel(dx1, dx0, n);
+    CHECK(fabs(l1 - l0) <= 1e-5 * l0 && eg < 5e-5 && ex < 5e-5, "%s: fast vs ref loss %.9g/%.9g, grads %.1e, dx %.1e",
+          family, l1, l0, eg, ex);
+    printf("%s: %s kernels vs ref: loss %.1e, gradients %.1e, dx %.1e\n", family, dpd_kernels_name(),
+           fabs(l1 - l0) / l0, eg, ex);
+    free(x), free(t), free(g0), free(dx0), free(dx1);
+    dpd_model_free(m);
+}
+
 int main(void) {
     const kern_ops *all[3] = {&kern_sse, &kern_avx2, &kern_avx512};
     const char *isa[3] = {"sse2", "avx2", "avx512f"};
@@ -81,6 +115,8 @@ int main(void) {
                 for (int lstm = 0; lstm < 2; lstm++)
                     rnn_case(all[i], lstm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bias);
     }
+    static const char *fams[] = {"gru", "dgru", "lstm", "tres_gru", "rvtdcnn", "vdlstm", "deltagru"};
+    for (size_t f = 0; f < sizeof fams / sizeof *fams; f++) model_case(fams[f], 7);
     dpd_error err;
     CHECK(dpd_kernels_select("ref", &err) == DPD_OK && !strcmp(dpd_kernels_name(), "ref"), "ref selectable");
     CHECK(dpd_kernels_select("bogus", &err) == DPD_E_INVAL && strstr(err.msg, "bogus"), "unknown kernels refused");

@@ -63,3 +63,9 @@ size_t kern_lstm_tmp(int I, int H, int T) {
     size_t bwd = ((size_t)T * (G + I) + G + 3 * (size_t)H + 2 * (size_t)I) * KL;
     return fwd > bwd ? fwd : bwd;
 }
+
+size_t kern_rvt_saved(int H, int T) { return (size_t)T * (36 + H) * KL; }
+
+size_t kern_rvt_tmp(int H, int T) {
+    return ((size_t)T * (2 + H) + 30 + 20 + 8 + (size_t)H + 36 + 20 + 2) * KL;
+}

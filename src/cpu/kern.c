@@ -340,4 +340,126 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
     }
 }
 
-const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd, lstm_fwd, lstm_bwd};
+/* ---- RVTDCNN: per step saved (SoA) the conv activations (36, KL) and hidden (H, KL) ---- */
+
+/* The 4 x 5 feature image of step t, (20, KL): rows t-3..t (wrapping to the sequence end). */
+static void rvt_image(const float *x, int B, int T, int t, float *img, float *raw) {
+    memset(raw, 0, sizeof(float) * 8 * KL);
+    for (int r = 0; r < 4; r++) {
+        int u = ((t - 3 + r) % T + T) % T;
+        for (int b = 0; b < B; b++) raw[(2 * r) * KL + b] = x[((size_t)b * T + u) * 2], raw[(2 * r + 1) * KL + b] = x[((size_t)b * T + u) * 2 + 1];
+    }
+    for (int r = 0; r < 4; r++)
+        for (int o = 0; o < KL; o += VW) {
+            vf i = ld(raw + 2 * r * KL + o), q = ld(raw + (2 * r + 1) * KL + o);
+            vf a2 = i * i + q * q, av;
+            float *f = img + (size_t)r * 5 * KL + o, tv[VW];
+            memcpy(tv, &a2, sizeof tv);
+            for (int k = 0; k < VW; k++) tv[k] = __builtin_sqrtf(tv[k]); /* vectorised by the compiler */
+            memcpy(&av, tv, sizeof av);
+            st(f, i), st(f + KL, q), st(f + 2 * KL, av), st(f + 3 * KL, a2), st(f + 4 * KL, a2 * av);
+        }
+}
+
+static void rvt_fwd(const krvt *w, int B, int T, const float *x, float *sv, float *y, float *tmp) {
+    const int H = w->H;
+    float *img = tmp, *raw = img + 20 * KL, *hid = raw + 8 * KL, *out = hid + (size_t)H * KL;
+    for (int t = 0; t < T; t++) {
+        float *a = sv + (size_t)t * (36 + H) * KL, *h = a + 36 * KL;
+        rvt_image(x, B, T, t, img, raw);
+        for (int ch = 0; ch < 3; ch++)
+            for (int r = 0; r < 4; r++)
+                for (int j = 0; j < 3; j++)
+                    for (int o = 0; o < KL; o += VW) {
+                        vf v = (vf){} + w->bc[ch];
+                        for (int kr = 0; kr < 3; kr++) {
+                            int rr = r + kr - 1;
+                            if (rr < 0 || rr > 3) continue;
+                            for (int kc = 0; kc < 3; kc++) v += w->wc[ch * 9 + kr * 3 + kc] * ld(img + (rr * 5 + j + kc) * KL + o);
+                        }
+                        st(a + (ch * 12 + r * 3 + j) * KL + o, vtanh(v));
+                    }
+        gemv(w->wh, 36, H, 36, a, w->bh, hid);
+        for (int e = 0; e < H * KL; e += VW) st(h + e, vtanh(ld(hid + e)));
+        gemv(w->wo, H, 2, H, h, w->bo, out);
+        for (int b = 0; b < B; b++) y[((size_t)b * T + t) * 2] = out[b], y[((size_t)b * T + t) * 2 + 1] = out[KL + b];
+    }
+}
+
+static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv, const float *dy, float *dx,
+                    float *tmp) {
+    const int H = w->H;
+    const size_t sa = (size_t)(36 + H) * KL;
+    float *DY = tmp, *DZ = DY + (size_t)T * 2 * KL;      /* histories (T, 2, KL), (T, H, KL) */
+    float *gc = DZ + (size_t)T * H * KL, *img = gc + 30 * KL, *raw = img + 20 * KL; /* conv grads per lane */
+    float *dh = raw + 8 * KL, *da = dh + (size_t)H * KL, *dimg = da + 36 * KL;
+    memset(gc, 0, sizeof(float) * 30 * KL);
+    if (dx) memset(dx, 0, sizeof(float) * (size_t)B * T * 2);
+    for (int t = 0; t < T; t++) {
+        const float *a = sv + (size_t)t * sa, *h = a + 36 * KL;
+        float *dyt = DY + (size_t)t * 2 * KL, *dz = DZ + (size_t)t * H * KL;
+        memset(dyt, 0, sizeof(float) * 2 * KL);
+        for (int b = 0; b < B; b++) dyt[b] = dy[((size_t)b * T + t) * 2], dyt[KL + b] = dy[((size_t)b * T + t) * 2 + 1];
+        memset(dh, 0, sizeof(float) * (size_t)H * KL);
+        gemv_t(w->wo, H, 2, H, dyt, dh);
+        for (int e = 0; e < H * KL; e += VW) {
+            vf hv = ld(h + e);
+            st(dz + e, ld(dh + e) * (1.0f - hv * hv));
+        }
+        memset(da, 0, sizeof(float) * 36 * KL);
+        gemv_t(w->wh, 36, H, 36, dz, da);
+        rvt_image(x, B, T, t, img, raw);
+        memset(dimg, 0, sizeof(float) * 20 * KL);
+        for (int ch = 0; ch < 3; ch++)
+            for (int r = 0; r < 4; r++)
+                for (int j = 0; j < 3; j++)
+                    for (int o = 0; o < KL; o += VW) {
+                        int e = (ch * 12 + r * 3 + j) * KL + o;
+                        vf av = ld(a + e), d = ld(da + e) * (1.0f - av * av);
+                        st(gc + (27 + ch) * KL + o, ld(gc + (27 + ch) * KL + o) + d);
+                        for (int kr = 0; kr < 3; kr++) {
+                            int rr = r + kr - 1;
+                            if (rr < 0 || rr > 3) continue;
+                            for (int kc = 0; kc < 3; kc++) {
+                                int wi = ch * 9 + kr * 3 + kc, ii = (rr * 5 + j + kc) * KL + o;
+                                st(gc + wi * KL + o, ld(gc + wi * KL + o) + d * ld(img + ii));
+                                st(dimg + ii, ld(dimg + ii) + w->wc[wi] * d);
+                            }
+                        }
+                    }
+        if (!dx) continue;
+        for (int r = 0; r < 4; r++) { /* features back to I, Q of sample t - 3 + r */
+            int u = ((t - 3 + r) % T + T) % T;
+            const float *f = img + (size_t)r * 5 * KL, *g = dimg + (size_t)r * 5 * KL;
+            for (int b = 0; b < B; b++) {
+                float i = f[b], q = f[KL + b], A = f[2 * KL + b];
+                float dI = g[b], dQ = g[KL + b];
+                if (A > 0) {
+                    float dA = g[2 * KL + b] + 2.0f * A * g[3 * KL + b] + 3.0f * A * A * g[4 * KL + b];
+                    dI += dA * i / A, dQ += dA * q / A;
+                }
+                dx[((size_t)b * T + u) * 2] += dI, dx[((size_t)b * T + u) * 2 + 1] += dQ;
+            }
+        }
+    }
+    outer(w->gwo, H, 2, H, T, DY, 2 * KL, sv + 36 * KL, sa);
+    outer(w->gwh, 36, H, 36, T, DZ, (size_t)H * KL, sv, sa);
+    for (int k = 0; k < 30; k++) { /* conv weights and biases: lanes in lane order */
+        float s = 0.0f;
+        for (int b = 0; b < KL; b++) s += gc[k * KL + b];
+        if (k < 27) w->gwc[k] += s;
+        else w->gbc[k - 27] += s;
+    }
+    for (int q = 0; q < H + 2; q++) { /* fc biases: sums over time, then lanes */
+        float s = 0.0f;
+        for (int b = 0; b < KL; b++) {
+            float lane = 0.0f;
+            for (int t = 0; t < T; t++) lane += q < H ? DZ[(size_t)t * H * KL + q * KL + b] : DY[(size_t)t * 2 * KL + (q - H) * KL + b];
+            s += lane;
+        }
+        if (q < H) w->gbh[q] += s;
+        else w->gbo[q - H] += s;
+    }
+}
+
+const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd, lstm_fwd, lstm_bwd, rvt_fwd, rvt_bwd};

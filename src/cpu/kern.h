@@ -24,6 +24,17 @@ size_t kern_gru_tmp(int I, int H, int T);
 size_t kern_lstm_saved(int I, int H, int T);
 size_t kern_lstm_tmp(int I, int H, int T);
 
+/* RVTDCNN weights (PyTorch layout) and gradient buffers. */
+typedef struct krvt {
+    int H;
+    const float *wc, *bc, *wh, *bh, *wo, *bo; /* (3,1,3,3), (3), (H, 36), (H), (2, H), (2) */
+    float *gwc, *gbc, *gwh, *gbh, *gwo, *gbo;
+} krvt;
+
+/* RVTDCNN: floats saved per chunk (T (36 + H) KL; y is written directly) and scratch. */
+size_t kern_rvt_saved(int H, int T);
+size_t kern_rvt_tmp(int H, int T);
+
 typedef struct kern_ops {
     const char *name;
     void (*gru_fwd)(const kgru *w, int B, int T, const float *x, float *sv, float *tmp);
@@ -32,6 +43,9 @@ typedef struct kern_ops {
     void (*lstm_fwd)(const kgru *w, int B, int T, const float *x, float *sv, float *tmp);
     void (*lstm_bwd)(const kgru *w, int B, int T, const float *x, const float *sv, const float *dh,
                      float *dx, float *tmp);
+    void (*rvt_fwd)(const krvt *w, int B, int T, const float *x, float *sv, float *y, float *tmp);
+    void (*rvt_bwd)(const krvt *w, int B, int T, const float *x, const float *sv, const float *dy,
+                    float *dx, float *tmp);
 } kern_ops;
 
 extern const kern_ops kern_avx512, kern_avx2, kern_sse;

@@ -3,9 +3,20 @@
  * wrap to its end), a 3x3 Conv2d 1 -> 3 with one zero row of padding above and below, tanh,
  * flatten (channel, row, col) to 36, tanh(fc_hid 36 -> H), fc_out H -> 2.
  * Compiled twice (see family.h). Legend: B batch, T time, H fc_hid width. */
+#include "../cpu/kern.h"
 #include "../family.h"
 #include "../init.h"
 #include "nn.h"
+
+/* The fast kernel takes chunks of 5..KL sequences (float builds only). */
+static inline int fast(int B) {
+#ifdef DPD_F64
+    (void)B;
+    return 0;
+#else
+    return B > 4 && B <= KL && kern_active();
+#endif
+}
 
 #define ROWS 4
 #define COLS 5
@@ -23,9 +34,27 @@ static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     return n;
 }
 
-/* Workspace: conv activations (B, T, 36) and hidden activations (B, T, H). */
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) { return (size_t)B * T * (NC + c->hidden); }
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) { return (size_t)c->hidden + NC + ROWS * COLS; }
+/* Workspace: conv activations (B, T, 36) and hidden activations (B, T, H); the fast kernel's
+ * own layout and scratch when it runs. */
+static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+    return fast(B) ? kern_rvt_saved(c->hidden, T) + kern_rvt_tmp(c->hidden, T) : (size_t)B * T * (NC + c->hidden);
+}
+static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
+    return fast(B) ? kern_rvt_tmp(c->hidden, T) : (size_t)c->hidden + NC + ROWS * COLS;
+}
+
+#ifndef DPD_F64
+static krvt bind_fast(const dpd_model_cfg *c, const float *p, float *dp) {
+    dpd_tensor t[DPD_MAX_TENSORS];
+    layout(c, t);
+    krvt k = {c->hidden, p + t[0].offset, p + t[1].offset, p + t[2].offset, p + t[3].offset, p + t[4].offset,
+              p + t[5].offset};
+    if (dp)
+        k.gwc = dp + t[0].offset, k.gbc = dp + t[1].offset, k.gwh = dp + t[2].offset, k.gbh = dp + t[3].offset,
+        k.gwo = dp + t[4].offset, k.gbo = dp + t[5].offset;
+    return k;
+}
+#endif
 
 static void image(const real *xb, int T, int t, real *img) {
     for (int r = 0; r < ROWS; r++) {
@@ -37,6 +66,13 @@ static void image(const real *xb, int T, int t, real *img) {
 
 static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
                     real *ws) {
+#ifndef DPD_F64
+    if (fast(B)) {
+        krvt k = bind_fast(c, p, NULL);
+        kern_active()->rvt_fwd(&k, B, T, x, ws, y, ws + kern_rvt_saved(c->hidden, T));
+        return;
+    }
+#endif
     dpd_tensor t[DPD_MAX_TENSORS];
     layout(c, t);
     int H = c->hidden;
@@ -69,6 +105,13 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t), H = c->hidden;
     memset(dp, 0, (t[nt - 1].offset + t[nt - 1].numel) * sizeof *dp);
+#ifndef DPD_F64
+    if (fast(B)) {
+        krvt k = bind_fast(c, p, dp);
+        kern_active()->rvt_bwd(&k, B, T, x, ws, dy, dx, scratch);
+        return;
+    }
+#endif
     const real *wc = p + t[0].offset, *wh = p + t[2].offset, *wo = p + t[4].offset;
     real *gwc = dp + t[0].offset, *gbc = dp + t[1].offset, *gwh = dp + t[2].offset,
          *gbh = dp + t[3].offset, *gwo = dp + t[4].offset, *gbo = dp + t[5].offset;
