@@ -69,3 +69,9 @@ size_t kern_rvt_saved(int H, int T) { return (size_t)T * (36 + H) * KL; }
 size_t kern_rvt_tmp(int H, int T) {
     return ((size_t)T * (2 + H) + 30 + 20 + 8 + (size_t)H + 36 + 20 + 2) * KL;
 }
+
+size_t kern_lin_tmp(int out, int in, int N) {
+    size_t nblk = ((size_t)N + KL - 1) / KL, fwd = (size_t)(in + out) * KL;
+    size_t bwd = (nblk * (size_t)(in + out) + (size_t)in) * KL;
+    return fwd > bwd ? fwd : bwd;
+}

@@ -462,4 +462,53 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
     }
 }
 
-const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd, lstm_fwd, lstm_bwd, rvt_fwd, rvt_bwd};
+/* ---- dense layers over many samples: y (N, out) = x (N, in) W^T + b, in blocks of KL samples
+ * transposed to SoA so that the products are the same broadcast-FMAs ---- */
+
+static void lin_fwd(const float *W, const float *b, int out, int in, int N, const float *x, float *y, float *tmp) {
+    float *xs = tmp, *ys = xs + (size_t)in * KL;
+    for (int n0 = 0; n0 < N; n0 += KL) {
+        int nb = N - n0 < KL ? N - n0 : KL;
+        memset(xs, 0, sizeof(float) * (size_t)in * KL);
+        for (int s = 0; s < nb; s++)
+            for (int i = 0; i < in; i++) xs[i * KL + s] = x[(size_t)(n0 + s) * in + i];
+        gemv(W, in, out, in, xs, b, ys);
+        for (int s = 0; s < nb; s++)
+            for (int o = 0; o < out; o++) y[(size_t)(n0 + s) * out + o] = ys[o * KL + s];
+    }
+}
+
+/* dx (N, in) += dy W (when dx is not NULL); gW (out, in) += dy^T x; gb (out) += column sums.
+ * All blocks are transposed first so that one blocked outer product (one lane reduction at the
+ * end) covers every sample. */
+static void lin_bwd(const float *W, int out, int in, int N, const float *x, const float *dy, float *dx,
+                    float *gW, float *gb, float *tmp) {
+    int nblk = (N + KL - 1) / KL;
+    const size_t sx = (size_t)in * KL, sd = (size_t)out * KL;
+    float *XS = tmp, *DS = XS + nblk * sx, *dxs = DS + nblk * sd;
+    memset(XS, 0, sizeof(float) * nblk * (sx + sd));
+    for (int n = 0; n < N; n++) {
+        float *xs = XS + (size_t)(n / KL) * sx, *ds = DS + (size_t)(n / KL) * sd;
+        for (int i = 0; i < in; i++) xs[i * KL + n % KL] = x[(size_t)n * in + i];
+        for (int o = 0; o < out; o++) ds[o * KL + n % KL] = dy[(size_t)n * out + o];
+    }
+    outer(gW, in, out, in, nblk, DS, sd, XS, sx);
+    if (gb)
+        for (int o = 0; o < out; o++) {
+            vf a = (vf){};
+            for (int k = 0; k < nblk; k++)
+                for (int l = 0; l < KL; l += VW) a += ld(DS + k * sd + o * KL + l);
+            float sum = 0.0f;
+            for (int l = 0; l < VW; l++) sum += a[l];
+            gb[o] += sum;
+        }
+    if (!dx) return;
+    for (int k = 0; k < nblk; k++) {
+        memset(dxs, 0, sizeof(float) * sx);
+        gemv_t(W, in, out, in, DS + k * sd, dxs);
+        for (int s2 = 0; s2 < KL && k * KL + s2 < N; s2++)
+            for (int i = 0; i < in; i++) dx[(size_t)(k * KL + s2) * in + i] += dxs[i * KL + s2];
+    }
+}
+
+const kern_ops K(kern) = {STR(KERN_NAME), fwd, bwd, lstm_fwd, lstm_bwd, rvt_fwd, rvt_bwd, lin_fwd, lin_bwd};

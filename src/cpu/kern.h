@@ -46,10 +46,20 @@ typedef struct kern_ops {
     void (*rvt_fwd)(const krvt *w, int B, int T, const float *x, float *sv, float *y, float *tmp);
     void (*rvt_bwd)(const krvt *w, int B, int T, const float *x, const float *sv, const float *dy,
                     float *dx, float *tmp);
+    /* Dense layer over N samples: y (N, out) = x (N, in) W^T + b (b may be NULL); backward adds
+     * dy W to dx (may be NULL), dy^T x to gW and column sums to gb (may be NULL). tmp: kern_lin_tmp(out, in, N). */
+    void (*lin_fwd)(const float *W, const float *b, int out, int in, int N, const float *x, float *y, float *tmp);
+    void (*lin_bwd)(const float *W, int out, int in, int N, const float *x, const float *dy, float *dx,
+                    float *gW, float *gb, float *tmp);
 } kern_ops;
+
+size_t kern_lin_tmp(int out, int in, int N);
 
 extern const kern_ops kern_avx512, kern_avx2, kern_sse;
 
 /* The kernels in use: NULL selects the scalar reference kernels. */
 const kern_ops *kern_active(void);
+
+/* The fast kernels take chunks of 5..KL sequences (fewer lanes would waste them). */
+static inline int kern_fast(int B) { return B > 4 && B <= KL && kern_active(); }
 #endif

@@ -5,9 +5,20 @@
  * L layers, P saved planes per layer. */
 #include <stdio.h>
 
+#include "../cpu/kern.h"
 #include "../family.h"
 #include "../init.h"
 #include "rnn.h"
+
+/* The heads run through the fast dense kernel for chunks the fast kernels take (float only). */
+static inline int fast_head(int B) {
+#ifdef DPD_F64
+    (void)B;
+    return 0;
+#else
+    return kern_fast(B);
+#endif
+}
 
 typedef enum { CELL_GRU, CELL_LSTM } cell_kind;
 
@@ -76,24 +87,33 @@ static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, re
     n->bh = nt > h + 2 ? p + t[h + 3].offset : NULL;
 }
 
-/* Workspace: features (B, T, F) when F != 2, L x P planes, head u (B, T, H), cell tmp. */
+/* Dense-kernel scratch for the head (0 when the reference path runs). */
+static size_t head_tmp(const dpd_model_cfg *c, const variant *v, int B, int T) {
+    int H = c->hidden;
+    return fast_head(B) ? kern_lin_tmp(H + 6, H + 6, B * T) : 0;
+}
+
+/* Workspace: features (B, T, F) when F != 2, L x P planes, head u (B, T, H) and [u; f]
+ * (B, T, H + 6), then cell and head tmp. */
 static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, in = H > (size_t)v->feats ? H : (size_t)v->feats;
-    size_t sv = 0;
+    size_t sv = 0, t1 = rnn_tmp_size((int)in, (int)H, gates(v), T), t2 = head_tmp(c, v, B, T);
     for (int l = 0; l < c->layers; l++) sv += saved(c, v, l, B, T);
-    return bt * (v->feats + H) + sv + rnn_tmp_size((int)in, (int)H, gates(v), T);
+    return bt * (v->feats + 2 * H + 6) + sv + (t1 > t2 ? t1 : t2);
 }
 
-/* Scratch: two (B, T, max(H, F)) gradient buffers, head input (H + F) and its gradient. */
+/* Scratch: two (B, T, max(H, F)) gradient buffers, head gradients (B, T, H + 6) and (B, T, H),
+ * head input (H + F) and its gradient, then cell and head tmp. */
 static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, w = H > (size_t)v->feats ? H : (size_t)v->feats;
-    return 2 * bt * w + bt * v->feats + 2 * (H + v->feats) + rnn_tmp_size((int)w, (int)H, gates(v), T);
+    size_t t1 = rnn_tmp_size((int)w, (int)H, gates(v), T), t2 = head_tmp(c, v, B, T);
+    return 2 * bt * w + bt * v->feats + bt * (2 * H + 6) + 2 * (H + v->feats) + (t1 > t2 ? t1 : t2);
 }
 
 typedef struct parts { /* workspace carving */
-    real *feat, *sv, *u, *tmp;
+    real *feat, *sv, *u, *cat, *tmp;
 } parts;
 
 static parts carve(const dpd_model_cfg *c, const variant *v, real *ws, int B, int T) {
@@ -103,7 +123,8 @@ static parts carve(const dpd_model_cfg *c, const variant *v, real *ws, int B, in
     s.feat = ws;
     s.sv = s.feat + bt * v->feats;
     s.u = s.sv + sv;
-    s.tmp = s.u + bt * c->hidden;
+    s.cat = s.u + bt * c->hidden;
+    s.tmp = s.cat + bt * (c->hidden + 6);
     return s;
 }
 
@@ -132,6 +153,23 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         else FN(rnn_lstm_fwd)(&n.w[l], B, T, in, sv, s.tmp);
         in = sv; /* h is the first plane */
     }
+#ifndef DPD_F64
+    if (fast_head(B)) { /* the same head as below, as dense layers over all B T samples */
+        const kern_ops *k = kern_active();
+        if (!v->dgru_head) {
+            k->lin_fwd(n.wo, n.bo, 2, (int)H, (int)bt, in, y, s.tmp);
+            return;
+        }
+        k->lin_fwd(n.wh, n.bh, (int)H, (int)H, (int)bt, in, s.u, s.tmp);
+        for (size_t i = 0; i < bt; i++) {
+            real *u = s.u + i * H, *cv = s.cat + i * (H + 6);
+            for (size_t j = 0; j < H; j++) u[j] = u[j] > 0 ? u[j] : 0, cv[j] = u[j];
+            memcpy(cv + H, s.feat + 6 * i, 6 * sizeof *cv);
+        }
+        k->lin_fwd(n.wo, n.bo, 2, (int)H + 6, (int)bt, s.cat, y, s.tmp);
+        return;
+    }
+#endif
     for (size_t i = 0; i < bt; i++) {
         const real *h = in + i * H;
         if (!v->dgru_head) {
@@ -161,11 +199,27 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     parts s = carve(c, v, (real *)ws, B, T);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, plane = bt * H, F = (size_t)v->feats;
     size_t w = H > F ? H : F;
-    real *d0 = scratch, *d1 = d0 + bt * w, *dfh = d1 + bt * w, *cat = dfh + bt * F, *dcat = cat + H + F;
-    real *tmp = dcat + H + F;
+    real *d0 = scratch, *d1 = d0 + bt * w, *dfh = d1 + bt * w, *dca = dfh + bt * F, *du = dca + bt * (H + 6);
+    real *cat = du + bt * H, *dcat = cat + H + F, *tmp = dcat + H + F;
     const real *top = layer_sv(c, v, &s, c->layers - 1, B, T);
     memset(d0, 0, plane * sizeof *d0);
     memset(dfh, 0, bt * F * sizeof *dfh);
+#ifndef DPD_F64
+    if (fast_head(B)) { /* the head below as dense layers over all B T samples */
+        const kern_ops *k = kern_active();
+        if (!v->dgru_head) {
+            k->lin_bwd(n.wo, 2, (int)H, (int)bt, top, dy, d0, gwo, gbo, tmp);
+        } else {
+            memset(dca, 0, bt * (H + 6) * sizeof *dca);
+            k->lin_bwd(n.wo, 2, (int)H + 6, (int)bt, s.cat, dy, dca, gwo, gbo, tmp);
+            for (size_t i = 0; i < bt; i++) {
+                for (size_t j = 0; j < H; j++) du[i * H + j] = s.u[i * H + j] > 0 ? dca[i * (H + 6) + j] : 0;
+                memcpy(dfh + 6 * i, dca + i * (H + 6) + H, 6 * sizeof *dfh);
+            }
+            k->lin_bwd(n.wh, (int)H, (int)H, (int)bt, top, du, d0, gwh, gbh, tmp);
+        }
+    } else
+#endif
     for (size_t i = 0; i < bt; i++) {
         if (!v->dgru_head) {
             linear_back(d0 + i * H, gwo, gbo, n.wo, top + i * H, dy + 2 * i, 2, (int)H);

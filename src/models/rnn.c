@@ -9,7 +9,7 @@ static inline int fast_gru(int delta, int B) {
     (void)delta, (void)B;
     return 0;
 #else
-    return !delta && B > 4 && B <= KL && kern_active();
+    return !delta && kern_fast(B);
 #endif
 }
 

@@ -14,7 +14,7 @@ static inline int fast(int B) {
     (void)B;
     return 0;
 #else
-    return B > 4 && B <= KL && kern_active();
+    return kern_fast(B);
 #endif
 }
 
