@@ -86,52 +86,51 @@ static inline __attribute__((always_inline)) vf vrcp(vf x) {
 static inline __attribute__((always_inline)) vf vsig(vf a) { return vrcp(1.0f + vexp(-a)); }
 static inline __attribute__((always_inline)) vf vtanh(vf a) { return 2.0f * vrcp(1.0f + vexp(-2.0f * a)) - 1.0f; }
 
-/* out (rows, KL) = bias + W v, W (rows, n) with row stride ldw, v (n, KL). Rows go in blocks of
- * RB so that RB accumulator chains run side by side (the FMA latency is hidden). */
-#define RB 8
-static void gemv(const float *W, int ldw, int rows, int n, const float *v, const float *bias, float *out) {
-    for (int q0 = 0; q0 < rows; q0 += RB) {
-        int nb = rows - q0 < RB ? rows - q0 : RB;
-        for (int o = 0; o < KL; o += VW) {
-            vf a[RB];
-            for (int k = 0; k < RB; k++) a[k] = (vf){} + (bias && k < nb ? bias[q0 + k] : 0.0f);
-            if (nb == RB)
-                for (int i = 0; i < n; i++) {
-                    vf x = ld(v + i * KL + o);
-                    for (int k = 0; k < RB; k++) a[k] += W[(size_t)(q0 + k) * ldw + i] * x;
-                }
-            else
-                for (int i = 0; i < n; i++) {
-                    vf x = ld(v + i * KL + o);
-                    for (int k = 0; k < nb; k++) a[k] += W[(size_t)(q0 + k) * ldw + i] * x;
-                }
-            for (int k = 0; k < nb; k++) st(out + (q0 + k) * KL + o, a[k]);
+/* Blocks of nb rows (gemv) or columns (gemv_t) with nb a compile-time constant at every call
+ * site (8, 4, 2, 1), so the nb accumulator chains stay in registers and run side by side. */
+static inline __attribute__((always_inline)) void gemv_block(const float *W, int ldw, int q0, int n, const float *v,
+                                                            const float *bias, float *out, const int nb) {
+    for (int o = 0; o < KL; o += VW) {
+        vf a[8];
+        for (int k = 0; k < nb; k++) a[k] = (vf){} + (bias ? bias[q0 + k] : 0.0f);
+        for (int i = 0; i < n; i++) {
+            vf x = ld(v + i * KL + o);
+            for (int k = 0; k < nb; k++) a[k] += W[(size_t)(q0 + k) * ldw + i] * x;
         }
+        for (int k = 0; k < nb; k++) st(out + (q0 + k) * KL + o, a[k]);
     }
 }
 
-/* out (n, KL) += W^T d, W (rows, n) with row stride ldw, d (rows, KL); columns in blocks of RB. */
-static void gemv_t(const float *W, int ldw, int rows, int n, const float *d, float *out) {
-    for (int i0 = 0; i0 < n; i0 += RB) {
-        int nb = n - i0 < RB ? n - i0 : RB;
-        for (int o = 0; o < KL; o += VW) {
-            vf a[RB];
-            for (int k = 0; k < nb; k++) a[k] = ld(out + (i0 + k) * KL + o);
-            if (nb == RB) /* constant bounds: the accumulators stay in registers */
-                for (int q = 0; q < rows; q++) {
-                    vf x = ld(d + q * KL + o);
-                    const float *w = W + (size_t)q * ldw + i0;
-                    for (int k = 0; k < RB; k++) a[k] += w[k] * x;
-                }
-            else
-                for (int q = 0; q < rows; q++) {
-                    vf x = ld(d + q * KL + o);
-                    const float *w = W + (size_t)q * ldw + i0;
-                    for (int k = 0; k < nb; k++) a[k] += w[k] * x;
-                }
-            for (int k = 0; k < nb; k++) st(out + (i0 + k) * KL + o, a[k]);
+static inline __attribute__((always_inline)) void gemv_t_block(const float *W, int ldw, int rows, int i0,
+                                                              const float *d, float *out, const int nb) {
+    for (int o = 0; o < KL; o += VW) {
+        vf a[8];
+        for (int k = 0; k < nb; k++) a[k] = ld(out + (i0 + k) * KL + o);
+        for (int q = 0; q < rows; q++) {
+            vf x = ld(d + q * KL + o);
+            const float *w = W + (size_t)q * ldw + i0;
+            for (int k = 0; k < nb; k++) a[k] += w[k] * x;
         }
+        for (int k = 0; k < nb; k++) st(out + (i0 + k) * KL + o, a[k]);
     }
+}
+
+/* out (rows, KL) = bias + W v, W (rows, n) with row stride ldw, v (n, KL); bias may be NULL. */
+static void gemv(const float *W, int ldw, int rows, int n, const float *v, const float *bias, float *out) {
+    int q = 0;
+    for (; q + 8 <= rows; q += 8) gemv_block(W, ldw, q, n, v, bias, out, 8);
+    if (q + 4 <= rows) gemv_block(W, ldw, q, n, v, bias, out, 4), q += 4;
+    if (q + 2 <= rows) gemv_block(W, ldw, q, n, v, bias, out, 2), q += 2;
+    if (q < rows) gemv_block(W, ldw, q, n, v, bias, out, 1);
+}
+
+/* out (n, KL) += W^T d, W (rows, n) with row stride ldw, d (rows, KL). */
+static void gemv_t(const float *W, int ldw, int rows, int n, const float *d, float *out) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) gemv_t_block(W, ldw, rows, i, d, out, 8);
+    if (i + 4 <= n) gemv_t_block(W, ldw, rows, i, d, out, 4), i += 4;
+    if (i + 2 <= n) gemv_t_block(W, ldw, rows, i, d, out, 2), i += 2;
+    if (i < n) gemv_t_block(W, ldw, rows, i, d, out, 1);
 }
 
 /* g (rows, n) += sum over t < T and the lanes of d_t (rows, KL) v_t (n, KL)^T, with d_t at
