@@ -48,8 +48,9 @@ size_t kern_gru_saved(int I, int H, int T) {
 }
 
 size_t kern_gru_tmp(int I, int H, int T) {
-    size_t G = 3 * (size_t)H, fwd = (2 * G + I) * KL;
-    size_t bwd = ((size_t)T * (G + H + I) + 3 * G + 2 * (size_t)H + 2 * (size_t)I) * KL;
+    size_t G = 3 * (size_t)H, fwd = (2 * G + I + 2) * KL;
+    size_t bwd = (G * ((size_t)I + H) + 2 * G + KTW * (G + H + I + 2) + 4 * (size_t)H + 2 * (size_t)I + 2) * KL;
+    (void)T;
     return fwd > bwd ? fwd : bwd;
 }
 

@@ -169,6 +169,56 @@ static void outer(float *g, int ldg, int rows, int n, int T, const float *d, siz
         }
 }
 
+/* Per-lane accumulation acc (rows, n, KL) += d_t (rows, KL) (x) v_t (n, KL) over T steps, d_t at
+ * d + t * sd and v_t at v + t * sv (strides may be negative). Blocks of 4 x 4 stay in registers
+ * for the whole time range; the lanes are reduced later, once (lane_reduce). Used on a short
+ * window of recent steps so that d_t and v_t are still in cache. */
+static void outer_acc(float *acc, int rows, int n, int T, const float *d, ptrdiff_t sd, const float *v,
+                      ptrdiff_t sv) {
+    for (int q0 = 0; q0 < rows; q0 += 4)
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
+            for (int o = 0; o < KL; o += VW) {
+                vf a[4][4] = {{{0}}};
+                if (nq == 4 && ni == 4) {
+                    for (int k = 0; k < 4; k++)
+                        for (int l = 0; l < 4; l++) a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
+                    for (int t = 0; t < T; t++) {
+                        vf dv[4], vv[4];
+                        for (int k = 0; k < 4; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+                        for (int l = 0; l < 4; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+                        for (int k = 0; k < 4; k++)
+                            for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
+                    }
+                    for (int k = 0; k < 4; k++)
+                        for (int l = 0; l < 4; l++) st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
+                    continue;
+                }
+                for (int k = 0; k < nq; k++)
+                    for (int l = 0; l < ni; l++) a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
+                for (int t = 0; t < T; t++) {
+                    vf dv[4] = {{0}}, vv[4] = {{0}};
+                    for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+                    for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+                    for (int k = 0; k < 4; k++)
+                        for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
+                }
+                for (int k = 0; k < nq; k++)
+                    for (int l = 0; l < ni; l++) st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
+            }
+        }
+}
+
+/* g[q * ldg + i] += the lanes of acc (rows, n, KL) summed in lane order. */
+static void lane_reduce(float *g, int ldg, int rows, int n, const float *acc) {
+    for (int q = 0; q < rows; q++)
+        for (int i = 0; i < n; i++) {
+            float s = 0.0f;
+            for (int b = 0; b < KL; b++) s += acc[((size_t)q * n + i) * KL + b];
+            g[(size_t)q * ldg + i] += s;
+        }
+}
+
 /* Per step saved (SoA, (H, KL) each): r, z, n, g, and h itself. */
 #define NSAV 5
 
@@ -187,7 +237,7 @@ static void scatter(float *dst, const float *src, int B, int T, int t, int width
 static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
     const int I = w->I, H = w->H, G = 3 * H;
     float *soa = sv + (size_t)B * T * H; /* (T, NSAV, H, KL); sv itself holds h as (B, T, H) */
-    float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL;
+    float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL, *yo = xt + (size_t)I * KL;
     const vf zero = {};
     for (int t = 0; t < T; t++) {
         float *s0 = soa + (size_t)t * NSAV * H * KL;
@@ -205,28 +255,46 @@ static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *t
             st(rs + e, r), st(zs + e, z), st(ns + e, n), st(gs + e, g);
             st(hn + e, (1.0f - z) * n + z * h);
         }
-        scatter(sv, hn, B, T, t, H);
+        if (w->wo) { /* fused head: y = W_out h + b_out, written directly */
+            gemv(w->wo, H, 2, H, hn, w->bo, yo);
+            scatter(w->y, yo, B, T, t, 2);
+        } else {
+            scatter(sv, hn, B, T, t, H);
+        }
     }
 }
+
+#define TW KTW /* backward time window: gate gradients kept for TW steps, then folded into the
+                     * per-lane weight-gradient accumulators while still in cache */
 
 static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, const float *dhin,
                 float *dx, float *tmp) {
     const int I = w->I, H = w->H, G = 3 * H;
     const size_t sg = (size_t)G * KL, sh = (size_t)H * KL, sx = (size_t)I * KL, ss = (size_t)NSAV * sh;
     const float *soa = sv + (size_t)B * T * H;
-    /* histories for the weight gradients: da (T, G, KL), dg = da_n r (T, H, KL), x (T, I, KL) */
-    float *dA = tmp, *DG = dA + T * sg, *X = DG + T * sh;
-    float *bi = X + T * sx, *bh = bi + sg; /* (G, KL) each */
-    float *dhn = bh + sg, *dxt = dhn + sh, *dd = dxt + sx;
+    float *accI = tmp, *accH = accI + (size_t)G * I * KL;      /* (G, I, KL), (G, H, KL) per lane */
+    float *bi = accH + (size_t)G * H * KL, *bh = bi + sg;      /* (G, KL) bias lanes */
+    float *dA = bh + sg, *DG = dA + TW * sg, *X = DG + TW * sh; /* windows (TW, G|H|I, KL) */
+    float *dhn = X + TW * sx, *dxt = dhn + sh, *dd = dxt + sx;
+    float *DY = dd + sh, *accO = DY + TW * 2 * KL, *bo = accO + (size_t)2 * H * KL; /* fused head */
     const vf zero = {};
+    memset(accI, 0, sizeof(float) * ((size_t)G * (I + H) * KL + 2 * sg));
+    memset(accO, 0, sizeof(float) * (size_t)(2 * H + 2) * KL);
     memset(dhn, 0, sizeof(float) * sh);
-    for (int t = T - 1; t >= 0; t--) {
+    for (int t = T - 1, k = 0; t >= 0; t--, k++) {
         const float *s0 = soa + (size_t)t * ss;
         const float *rs = s0, *zs = rs + sh, *ns = zs + sh, *gs = ns + sh;
         const float *hp = t ? s0 - ss + 4 * sh : NULL;
-        float *da = dA + t * sg, *dg = DG + t * sh;
-        gather(X + t * sx, x, B, T, t, I);
-        gather(dd, dhin, B, T, t, H);
+        int slot = k % TW;
+        float *da = dA + slot * sg, *dg = DG + slot * sh;
+        gather(X + slot * sx, x, B, T, t, I);
+        if (w->wo) { /* fused head: dh = W_out^T dy; its own gradients folded with the window */
+            gather(DY + slot * 2 * KL, dhin, B, T, t, 2);
+            memset(dd, 0, sizeof(float) * sh);
+            gemv_t(w->wo, H, 2, H, DY + slot * 2 * KL, dd);
+        } else {
+            gather(dd, dhin, B, T, t, H);
+        }
         for (int j = 0; j < H * NV; j++) {
             int e = j * VW;
             vf d = ld(dd + e) + ld(dhn + e), r = ld(rs + e), z = ld(zs + e), n = ld(ns + e), g = ld(gs + e);
@@ -245,20 +313,33 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
             gemv_t(w->wih, I, G, I, da, dxt);
             scatter(dx, dxt, B, T, t, I);
         }
+        if (slot == TW - 1 || t == 0) { /* fold the window: steps t .. t + slot, newest first */
+            int nw = slot + 1, t_new = t + slot;
+            outer_acc(accI, G, I, nw, dA, (ptrdiff_t)sg, X, (ptrdiff_t)sx);
+            /* W_hh pairs (dah(t'), h(t' - 1)) for t' >= 1: h(t' - 1) is soa step t' - 1 */
+            int nh = t ? nw : nw - 1; /* the oldest step in the window is t; it has no h(t-1) if t == 0 */
+            if (nh > 0) {
+                const float *hv = soa + (size_t)(t_new - 1) * ss + 4 * sh;
+                outer_acc(accH, 2 * H, H, nh, dA, (ptrdiff_t)sg, hv, -(ptrdiff_t)ss);
+                outer_acc(accH + (size_t)2 * H * H * KL, H, H, nh, DG, (ptrdiff_t)sh, hv, -(ptrdiff_t)ss);
+            }
+            for (int u = 0; u < nw; u++) {
+                for (int e = 0; e < G * KL; e += VW) st(bi + e, ld(bi + e) + ld(dA + u * sg + e));
+                for (int e = 0; e < H * KL; e += VW) st(bh + e, ld(bh + e) + ld(DG + u * sh + e));
+                if (w->wo)
+                    for (int e = 0; e < 2 * KL; e += VW) st(bo + e, ld(bo + e) + ld(DY + u * 2 * KL + e));
+            }
+            if (w->wo) /* W_out pairs (dy(t'), h(t')) */
+                outer_acc(accO, 2, H, nw, DY, 2 * KL, soa + (size_t)t_new * ss + 4 * sh, -(ptrdiff_t)ss);
+        }
     }
-    outer(w->gwih, I, G, I, T, dA, sg, X, sx);
-    if (T > 1) { /* W_hh: rows r, z from da; rows n from dg; against h(t-1) */
-        outer(w->gwhh, H, 2 * H, H, T - 1, dA + sg, sg, soa + 4 * sh, ss);
-        outer(w->gwhh + (size_t)2 * H * H, H, H, H, T - 1, DG + sh, sh, soa + 4 * sh, ss);
+    lane_reduce(w->gwih, I, G, I, accI);
+    lane_reduce(w->gwhh, H, G, H, accH);
+    if (w->wo) {
+        lane_reduce(w->gwo, H, 2, H, accO);
+        lane_reduce(w->gbo, 1, 2, 1, bo);
     }
-    /* biases: sums over time (in time order), then over the lanes (in lane order); the hidden
-     * side equals the input side for r and z and is dg for n */
-    memset(bi, 0, sizeof(float) * 2 * sg);
-    for (int t = 0; t < T; t++) {
-        for (int e = 0; e < G * KL; e += VW) st(bi + e, ld(bi + e) + ld(dA + t * sg + e));
-        for (int e = 0; e < H * KL; e += VW) st(bh + e, ld(bh + e) + ld(DG + t * sh + e));
-    }
-    for (int q = 0; q < G; q++) {
+    for (int q = 0; q < G; q++) { /* biases: the hidden side is da for r and z, dg for n */
         float si = 0.0f, s2 = 0.0f;
         for (int b = 0; b < KL; b++) si += bi[q * KL + b], s2 += q < 2 * H ? bi[q * KL + b] : bh[(q - 2 * H) * KL + b];
         if (w->gbih) w->gbih[q] += si;

@@ -8,13 +8,20 @@
 #define DPD_CPU_KERN_H
 #include <stddef.h>
 
-#define KL 16 /* lanes: sequences per chunk */
+#define KL 16  /* lanes: sequences per chunk */
+#define KTW 16 /* GRU backward: steps of gate gradients kept before folding them into the weight gradients */
 
 /* A GRU layer's weights (PyTorch layout; biases may be NULL) and its gradient buffers. */
 typedef struct kgru {
     int I, H;
     const float *wih, *whh, *bih, *bhh;
     float *gwih, *gwhh, *gbih, *gbhh; /* backward only */
+    /* Optional fused linear head y = W_out h + b_out (GRU only; wo NULL: none). With it, forward
+     * writes y (B, T, 2) in place of h into the first B*T*2 floats of its output y, and
+     * backward takes dy (B, T, 2) in place of dh and adds the head's gradients. */
+    const float *wo, *bo;
+    float *gwo, *gbo;
+    float *y;
 } kgru;
 
 /* Floats a GRU or LSTM layer saves beyond h, which comes first in (B, T, H) order as in the

@@ -87,6 +87,11 @@ static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, re
     n->bh = nt > h + 2 ? p + t[h + 3].offset : NULL;
 }
 
+/* The single-layer GRU on raw I/Q with its linear head runs as one fused fast kernel. */
+static inline int fused(const dpd_model_cfg *c, const variant *v, int B) {
+    return fast_head(B) && v->cell == CELL_GRU && v->feats == 2 && !v->dgru_head && !v->delta && c->layers == 1;
+}
+
 /* Dense-kernel scratch for the head (0 when the reference path runs). */
 static size_t head_tmp(const dpd_model_cfg *c, const variant *v, int B, int T) {
     int H = c->hidden;
@@ -147,6 +152,14 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         for (size_t i = 0; i < bt; i++) feat_dgru(s.feat + 6 * i, x[2 * i], x[2 * i + 1]);
         in = s.feat;
     }
+#ifndef DPD_F64
+    if (fused(c, v, B)) {
+        kgru k = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, NULL, NULL, NULL, NULL,
+                  n.wo, n.bo, NULL, NULL, y};
+        kern_active()->gru_fwd(&k, B, T, x, s.sv, s.tmp);
+        return;
+    }
+#endif
     for (int l = 0; l < c->layers; l++) {
         real *sv = layer_sv(c, v, &s, l, B, T);
         if (v->cell == CELL_GRU) FN(rnn_gru_fwd)(&n.w[l], B, T, in, sv, s.tmp);
@@ -202,6 +215,14 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     real *d0 = scratch, *d1 = d0 + bt * w, *dfh = d1 + bt * w, *dca = dfh + bt * F, *du = dca + bt * (H + 6);
     real *cat = du + bt * H, *dcat = cat + H + F, *tmp = dcat + H + F;
     const real *top = layer_sv(c, v, &s, c->layers - 1, B, T);
+#ifndef DPD_F64
+    if (fused(c, v, B)) {
+        kgru k = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, g[0].wih, g[0].whh, g[0].bih, g[0].bhh,
+                  n.wo, n.bo, gwo, gbo, NULL};
+        kern_active()->gru_bwd(&k, B, T, x, s.sv, dy, dx, tmp);
+        return;
+    }
+#endif
     memset(d0, 0, plane * sizeof *d0);
     memset(dfh, 0, bt * F * sizeof *dfh);
 #ifndef DPD_F64

@@ -67,7 +67,7 @@ static void bias_init(real *a, const real *b1, const real *b2, int G) {
 void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
 #ifndef DPD_F64
     if (fast_gru(w->delta, B)) {
-        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL};
+        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         kern_active()->gru_fwd(&k, B, T, x, sv, tmp);
         return;
     }
@@ -145,7 +145,7 @@ void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const
                      const real *sv, const real *dh, real *dx, real *tmp) {
 #ifndef DPD_F64
     if (fast_gru(w->delta, B)) {
-        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh};
+        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh, NULL, NULL, NULL, NULL, NULL};
         kern_active()->gru_bwd(&k, B, T, x, sv, dh, dx, tmp);
         return;
     }
