@@ -65,8 +65,8 @@ static void rnn_case(const kern_ops *k, int lstm, int B, int T, int I, int H, in
 
 /* Whole models, fast kernels against --kernels ref: one training step on a batch of 16 (one
  * full chunk) gives the same outputs (loss) and gradients within tolerance. */
-static void model_case(const char *family, int H) {
-    dpd_model_cfg c = {"", H, 1};
+static void model_case(const char *family, int H, int L) {
+    dpd_model_cfg c = {"", H, L};
     snprintf(c.family, sizeof c.family, "%s", family);
     dpd_model *m;
     dpd_error err;
@@ -88,9 +88,9 @@ static void model_case(const char *family, int H) {
     dpd_model_init(m, &r);
     CHECK(dpd_model_train_step(m, x, t, B, T, &l1, dx1, &err) == DPD_OK, "%s", err.msg);
     double eg = rel(dpd_model_grads(m), g0, np), ex = rel(dx1, dx0, n);
-    CHECK(fabs(l1 - l0) <= 1e-5 * l0 && eg < 5e-5 && ex < 5e-5, "%s: fast vs ref loss %.9g/%.9g, grads %.1e, dx %.1e",
-          family, l1, l0, eg, ex);
-    printf("%s: %s kernels vs ref: loss %.1e, gradients %.1e, dx %.1e\n", family, dpd_kernels_name(),
+    CHECK(fabs(l1 - l0) <= 1e-5 * l0 && eg < 5e-5 && ex < 5e-5, "%s L=%d: fast vs ref loss %.9g/%.9g, grads %.1e, dx %.1e",
+          family, L, l1, l0, eg, ex);
+    printf("%s H=%d L=%d: %s kernels vs ref: loss %.1e, gradients %.1e, dx %.1e\n", family, H, L, dpd_kernels_name(),
            fabs(l1 - l0) / l0, eg, ex);
     free(x), free(t), free(g0), free(dx0), free(dx1);
     dpd_model_free(m);
@@ -116,7 +116,11 @@ int main(void) {
                     rnn_case(all[i], lstm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bias);
     }
     static const char *fams[] = {"gru", "dgru", "lstm", "tres_gru", "rvtdcnn", "vdlstm", "deltagru"};
-    for (size_t f = 0; f < sizeof fams / sizeof *fams; f++) model_case(fams[f], 7);
+    for (size_t f = 0; f < sizeof fams / sizeof *fams; f++) model_case(fams[f], 7, 1);
+    model_case("gru", 23, 1);
+    model_case("gru", 5, 3);
+    model_case("dgru", 9, 2);
+    model_case("lstm", 6, 2);
     dpd_error err;
     CHECK(dpd_kernels_select("ref", &err) == DPD_OK && !strcmp(dpd_kernels_name(), "ref"), "ref selectable");
     CHECK(dpd_kernels_select("bogus", &err) == DPD_E_INVAL && strstr(err.msg, "bogus"), "unknown kernels refused");
