@@ -30,6 +30,17 @@ static inline __attribute__((always_inline)) vf ld(const float *p) {
 static inline __attribute__((always_inline)) void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline __attribute__((always_inline)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
 
+/* e^r for |r| <= ln(2)/2: a degree-6 polynomial. */
+static inline __attribute__((always_inline)) vf expm(vf r) {
+    vf p = (vf){} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    return p * r * r + r + 1.0f;
+}
+
 /* exp with Cody-Waite range reduction and a degree-6 polynomial (relative error ~2e-7). With
  * AVX-512 the power of two is applied by vscalefps (no integer round trip). */
 #if VW == 16 && defined(__AVX512F__)
@@ -38,13 +49,7 @@ static inline __attribute__((always_inline)) vf vexp(vf x) {
     x = (vf)_mm512_min_ps((__m512)x, _mm512_set1_ps(88.0f));
     vf k = (vf)_mm512_roundscale_ps((__m512)(x * 1.44269504088896341f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    vf p = (vf){} + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    vf p = expm(r);
     return (vf)_mm512_scalef_ps((__m512)p, (__m512)k);
 }
 #else
@@ -58,13 +63,7 @@ static inline __attribute__((always_inline)) vf vexp(vf x) {
     k = k - sel(fix, (vf){} + 1.0f, (vf){});
     t = t + fix; /* fix is -1 where k was lowered */
     vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    vf p = (vf){} + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    vf p = expm(r);
     return p * (vf)((t + 127) << 23);
 }
 #endif

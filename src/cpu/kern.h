@@ -67,6 +67,14 @@ extern const kern_ops kern_avx512, kern_avx2, kern_sse;
 /* The kernels in use: NULL selects the scalar reference kernels. */
 const kern_ops *kern_active(void);
 
-/* The fast kernels take chunks of 5..KL sequences (fewer lanes would waste them). */
-static inline int kern_fast(int B) { return B > 4 && B <= KL && kern_active(); }
+/* The fast kernels take chunks of 5..KL sequences (fewer lanes would waste them); never in the
+ * double-precision (DPD_F64) builds of the families, which are reference-only. */
+static inline int kern_fast(int B) {
+#ifdef DPD_F64
+    (void)B;
+    return 0;
+#else
+    return B > 4 && B <= KL && kern_active();
+#endif
+}
 #endif

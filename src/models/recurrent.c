@@ -10,15 +10,8 @@
 #include "../init.h"
 #include "rnn.h"
 
-/* The heads run through the fast dense kernel for chunks the fast kernels take (float only). */
-static inline int fast_head(int B) {
-#ifdef DPD_F64
-    (void)B;
-    return 0;
-#else
-    return kern_fast(B);
-#endif
-}
+/* The heads run through the fast dense kernel for chunks the fast kernels take. */
+static inline int fast_head(int B) { return kern_fast(B); }
 
 typedef enum { CELL_GRU, CELL_LSTM } cell_kind;
 

@@ -4,14 +4,7 @@
 #include "../cpu/kern.h"
 
 /* The fast kernels take dense GRU layers of 5..KL sequences (fewer lanes would waste them). */
-static inline int fast_gru(int delta, int B) {
-#ifdef DPD_F64
-    (void)delta, (void)B;
-    return 0;
-#else
-    return !delta && kern_fast(B);
-#endif
-}
+static inline int fast_gru(int delta, int B) { return !delta && kern_fast(B); }
 
 #ifndef DPD_F64 /* precision-independent: defined once */
 size_t rnn_tmp_size(int I, int H, int gates, int T) {

@@ -8,15 +8,7 @@
 #include "../init.h"
 #include "nn.h"
 
-/* The fast kernel takes chunks of 5..KL sequences (float builds only). */
-static inline int fast(int B) {
-#ifdef DPD_F64
-    (void)B;
-    return 0;
-#else
-    return kern_fast(B);
-#endif
-}
+static inline int fast(int B) { return kern_fast(B); }
 
 #define ROWS 4
 #define COLS 5
