@@ -26,7 +26,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
-.PHONY: all test demo bench deps clean
+.PHONY: all test demo bench deps clean cuda
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
@@ -63,12 +63,24 @@ $(BUILD)/dpd: $(CLI_OBJ) $(BUILD)/libdpd.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(F64_OBJ) $(BUILD)/libdpd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The CUDA GRU and its parity/speed check (providers/cuda/), where nvcc exists: sm_90 code plus
+# PTX, CUDA runtime linked statically. Without a GPU the check prints SKIP.
+NVCC    ?= nvcc
+NVFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+$(BUILD)/cuda/check: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/check.cu $(BUILD)/libdpd.a
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a -lpthread -lm -o $@
+
+cuda:
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check; \
+	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
+
 deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TESTS)
-	@BUILD=$(BUILD) tests/run.sh $(TESTS)
+	@$(MAKE) --no-print-directory all $(TESTS) cuda
+	@BUILD=$(BUILD) tests/run.sh $(TESTS) $(wildcard $(BUILD)/cuda/check)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
