@@ -5,7 +5,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := jansson kissfft-float lapacke
+PKGS    := jansson kissfft-float lapacke libarchive libcrypto
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers \
            -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -18,7 +18,7 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/cpu/dispatch.c
+LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/cpu/dispatch.c src/cpu/provider.c
 KERNELS := $(BUILD)/src/cpu/kern_avx512.o $(BUILD)/src/cpu/kern_avx2.o $(BUILD)/src/cpu/kern_sse.o
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
@@ -26,7 +26,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
-.PHONY: all test demo bench deps clean cuda
+.PHONY: all test demo bench deps clean cuda pack-cuda
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
@@ -71,9 +71,18 @@ $(BUILD)/cuda/check: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a -lpthread -lm -o $@
 
+$(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/provider.cu include/dpd/provider.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -shared -Iinclude -Iproviders/cuda providers/cuda/gru.cu providers/cuda/provider.cu -o $@
+
 cuda:
-	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check; \
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check $(BUILD)/cuda/libdpd-cuda.so; \
 	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
+
+# The CUDA runtime pack (dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.
+pack-cuda:
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/libdpd-cuda.so && scripts/pack.sh; \
+	else echo "make pack-cuda: nvcc not found, skipping the CUDA pack"; fi
 
 deps:
 	@scripts/deps.sh

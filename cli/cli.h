@@ -13,6 +13,10 @@ int cmd_train_dpd(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_fit_ls(int argc, char **argv);
+int cmd_providers(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 /* The options every compute verb takes, bound to int threads, char level[16], char kernels[16]. */

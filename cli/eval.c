@@ -1,6 +1,7 @@
 /* eval: `dpd eval --data DIR --split val|test [--model CKPT] [--json]` — the measured output's
  * ACLR, the linear-gain baseline g x against the measured output, and a model's prediction.
  * With --pa PA --model DPD: the cascade PA(DPD(x)) against g x next to the PA driven by x. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "exec.h"
 #include "status.h"
 
 /* A checkpoint path, or a run directory's pa.safetensors (when want_pa and present) or
@@ -21,24 +23,29 @@ static void resolve(char *path, size_t n, int want_pa) {
     snprintf(path, n, "%s", p);
 }
 
-/* Model prediction for segments x (S, N, 2) in batches of up to 64 segments. */
+static const char *provider = "";  /* --provider */
+static char chosen[600];           /* the provider that ran, and why */
+
+/* Model prediction for segments x (S, N, 2) on the chosen provider, in batches of up to 64. */
 static dpd_status predict(dpd_model *m, const float *x, int S, int N, float *y, dpd_error *err) {
-    for (int s0 = 0; s0 < S; s0 += 64) {
-        int b = S - s0 < 64 ? S - s0 : 64;
-        size_t off = (size_t)s0 * N * 2;
-        dpd_status s = dpd_model_forward(m, x + off, b, N, y + off, err);
-        if (s) return s;
-    }
-    return DPD_OK;
+    dpd_exec *e;
+    char reason[512];
+    dpd_status s = dpd_exec_open(provider, m, S < 64 ? S : 64, N, &e, reason, sizeof reason, err);
+    if (s) return s;
+    snprintf(chosen, sizeof chosen, "%s (%s)", dpd_exec_provider(e), reason);
+    s = dpd_exec_forward(e, x, S, N, y, err);
+    dpd_exec_close(e);
+    return s;
 }
 
 int cmd_eval(int argc, char **argv) {
-    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "";
+    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "", prov[16] = "";
     int json = 0, legacy = 0, threads = 0;
     double evm_fs = 0;
     char level[16] = "", kernels[16] = "";
     opt o[] = {
         CLI_COMPUTE_OPTS(threads, level, kernels),
+        {"provider", OPT_STR, prov, sizeof prov, "auto, cpu or cuda (default: the settings)", 0},
         {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
         {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
         {"model", OPT_STR, model, sizeof model, "a checkpoint (or run directory) to score", 0},
@@ -56,6 +63,7 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (!(threads = cli_compute(threads, level, kernels))) return 2;
+    provider = prov;
     resolve(model, sizeof model, 0);
     resolve(pa, sizeof pa, 1);
     if (legacy) evm_fs = 800e6;
@@ -131,6 +139,7 @@ int cmd_eval(int argc, char **argv) {
         if (m) {
             printf(",\"model\":");
             cli_metrics_json(stdout, &mod);
+            printf(",\"provider\":\"%s\"", chosen);
         }
         printf("}\n");
     } else {
@@ -153,6 +162,75 @@ done:
     dpd_model_free(m);
     dpd_model_free(pm);
     dpd_pool_free(pool);
+    dpd_dataset_free(&ds);
+    return rc;
+}
+
+/* `dpd parity --model CKPT --data DIR [--providers cpu,cuda] [--split val|test] [--json]`: the same
+ * evaluation on each provider, and how far each is from the first. */
+int cmd_parity(int argc, char **argv) {
+    char data[4096] = "", model[4096] = "", list[64] = "cpu,cuda", split[16] = "test";
+    int json = 0;
+    opt o[] = {
+        {"model", OPT_STR, model, sizeof model, "a checkpoint or run directory (required)", 0},
+        {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
+        {"providers", OPT_STR, list, sizeof list, "comma-separated providers, the first is the reference (cpu,cuda)", 0},
+        {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
+        {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
+    };
+    int r = args_parse(argc, argv, o, sizeof o / sizeof *o, "dpd parity --model CKPT --data DIR [--providers cpu,cuda]");
+    if (r) return r == 1 ? 0 : 2;
+    int k = !strcmp(split, "val") ? DPD_VAL : !strcmp(split, "test") ? DPD_TEST : -1;
+    if (!model[0] || !data[0] || k < 0) {
+        fprintf(stderr, "dpd: parity needs --model, --data and --split val|test\n");
+        return 2;
+    }
+    resolve(model, sizeof model, 0);
+    dpd_error err = {0};
+    dpd_dataset ds;
+    dpd_model *m = NULL;
+    float *x = NULL, *y = NULL, *ref = NULL, *out = NULL;
+    int S, N, rc = 1, np = 0;
+    if (dpd_dataset_load(data, 1u << k, 0, &ds, &err)) return cli_fail(&err);
+    N = ds.spec.nperseg;
+    dpd_metrics mref = {0}, mm;
+    if (dpd_ckpt_load(model, &m, &err) || dpd_segments(ds.split[k].x, ds.split[k].n, N, 1.0, &x, &S, &err) ||
+        dpd_segments(ds.split[k].y, ds.split[k].n, N, 1.0, &y, &S, &err))
+        goto done;
+    ref = malloc((size_t)S * N * 2 * sizeof *ref), out = malloc((size_t)S * N * 2 * sizeof *out);
+    if (json) printf("{\"model\":\"%s\",\"dataset\":\"%s\",\"split\":\"%s\",\"providers\":[", model, ds.name, split);
+    for (char *save, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), np++) {
+        provider = p;
+        float *dst = np ? out : ref;
+        if (predict(m, x, S, N, dst, &err) || dpd_metrics_compute(dst, y, S, N, &ds.spec, 0, np ? &mm : &mref, &err)) {
+            if (json) printf("%s{\"provider\":\"%s\",\"error\":\"%s\"}", np ? "," : "", p, err.msg);
+            else printf("%-6s unavailable: %s\n", p, err.msg);
+            if (!np) goto done;
+            continue;
+        }
+        double e = 0, mx = 0;
+        for (size_t i = 0; np && i < (size_t)S * N * 2; i++)
+            e = fmax(e, fabs((double)out[i] - ref[i])), mx = fmax(mx, fabs((double)ref[i]));
+        const dpd_metrics *q = np ? &mm : &mref;
+        if (json) {
+            printf("%s{\"provider\":\"%s\",\"chosen\":\"%s\",\"max_abs\":%.3g,\"max_rel\":%.3g,\"metrics\":", np ? "," : "", p,
+                   chosen, e, mx > 0 ? e / mx : e);
+            cli_metrics_json(stdout, q);
+            printf(",\"metric_diff\":{\"NMSE\":%.3g,\"EVM\":%.3g,\"ACLR_AVG\":%.3g}}", q->nmse - mref.nmse, q->evm - mref.evm,
+                   q->aclr_avg - mref.aclr_avg);
+        } else {
+            printf("%-6s %s\n       NMSE %.4f EVM %.4f ACLR %.4f", p, chosen, q->nmse, q->evm, q->aclr_avg);
+            if (np) printf("  max |dy| %.3g (%.3g of max), dNMSE %.2e dB, dACLR %.2e dB", e, mx > 0 ? e / mx : e,
+                           q->nmse - mref.nmse, q->aclr_avg - mref.aclr_avg);
+            printf("\n");
+        }
+    }
+    if (json) printf("]}\n");
+    rc = 0;
+done:
+    if (rc) cli_fail(&err);
+    free(x), free(y), free(ref), free(out);
+    dpd_model_free(m);
     dpd_dataset_free(&ds);
     return rc;
 }

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "provider.h"
+#include "settings.h"
 
 int cli_compute(int threads, const char *level, const char *kernels) {
     dpd_error err;
@@ -10,16 +12,25 @@ int cli_compute(int threads, const char *level, const char *kernels) {
         fprintf(stderr, "dpd: %s\n", err.msg);
         return 0;
     }
+    int n;
     if (level[0]) {
-        int n = dpd_cpu_level_threads(level);
-        if (!n) fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", level);
-        return n;
-    }
-    if (threads < 0 || threads > 1024) {
+        if (!(n = dpd_cpu_level_threads(level)))
+            fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", level);
+    } else if (threads < 0 || threads > 1024) {
         fprintf(stderr, "dpd: --threads must be in [1, 1024] (got %d)\n", threads);
-        return 0;
+        n = 0;
+    } else if (threads) {
+        n = threads;
+    } else { /* the settings' cpu_level */
+        dpd_settings st;
+        if (dpd_settings_load(&st, &err)) {
+            fprintf(stderr, "dpd: %s\n", err.msg);
+            return 0;
+        }
+        n = dpd_cpu_level_threads(st.cpu_level);
     }
-    return threads ? threads : dpd_cpu_level_threads("max");
+    dpd_provider_cpu_threads(n);
+    return n;
 }
 
 int cli_fail(const dpd_error *err) {
@@ -53,6 +64,10 @@ static const struct verb {
     {"train-dpd", cmd_train_dpd, "train a DPD model through a frozen PA model toward g x"},
     {"fit-ls", cmd_fit_ls, "least-squares MP/GMP baselines: PA models, or DPDs by indirect learning"},
     {"run", cmd_run, "apply a trained DPD (or PA) model to a recording (CSV or .cf32)"},
+    {"providers", cmd_providers, "execution providers, devices, packs and the active choice"},
+    {"parity", cmd_parity, "the same evaluation on each provider, and the deviations"},
+    {"pack", cmd_pack, "install, list, verify, activate or remove runtime packs"},
+    {"config", cmd_config, "show or set settings (provider, cpu_level, gpu_memory)"},
     {"models", cmd_models, "list the model families, their parameter counts and defaults"},
     {"bench", cmd_bench, "time training steps (bench train ...)"},
 };

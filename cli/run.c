@@ -10,6 +10,7 @@
 #include "args.h"
 #include "cli.h"
 #include "dataset.h"
+#include "exec.h"
 #include "file.h"
 #include "status.h"
 
@@ -80,10 +81,14 @@ static dpd_status write_output(const char *path, const double *iq, const float *
     return dpd_afile_commit(&a, err);
 }
 
+static dpd_status exec_fwd(void *ctx, const float *x, int B, int T, float *y, dpd_error *err) {
+    return dpd_exec_forward(ctx, x, B, T, y, err);
+}
+
 int cmd_run(int argc, char **argv) {
     char model[4096] = "", in[4096] = "", out[4096] = "";
     int exact = 0, threads = 0;
-    char level[16] = "", kernels[16] = "";
+    char level[16] = "", kernels[16] = "", prov[16] = "";
     dpd_apply_cfg ac;
     dpd_apply_defaults(&ac);
     opt o[] = {
@@ -96,6 +101,7 @@ int cmd_run(int argc, char **argv) {
         {"lookahead", OPT_INT, &ac.lookahead, 0, "samples run after each section and discarded (32)", 0},
         {"batch", OPT_INT, &ac.batch, 0, "sections per forward call (64)", 0},
         CLI_COMPUTE_OPTS(threads, level, kernels),
+        {"provider", OPT_STR, prov, sizeof prov, "auto, cpu or cuda (default: the settings)", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
                        "dpd run --model CKPT --input FILE --output FILE [--exact | --section N --warmup N]");
@@ -112,6 +118,7 @@ int cmd_run(int argc, char **argv) {
     if (!(threads = cli_compute(threads, level, kernels))) return 2;
     dpd_error err = {0};
     dpd_model *m = NULL;
+    dpd_exec *ex = NULL;
     dpd_pool *pool = NULL;
     double *iq = NULL;
     float *x = NULL, *y = NULL;
@@ -129,17 +136,25 @@ int cmd_run(int argc, char **argv) {
     for (size_t i = 0; i < 2 * n; i++) x[i] = (float)iq[i];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (dpd_apply(m, x, n, y, &ac, &err)) goto fail;
+    size_t L = exact || n <= (size_t)ac.warmup + ac.section + ac.lookahead ? n : (size_t)ac.warmup + ac.section + ac.lookahead;
+    char reason[512];
+    if (L > 0x7fffffff) {
+        dpd_fail(&err, DPD_E_INVAL, "recording too long for --exact (%zu samples)", n);
+        goto fail;
+    }
+    if (dpd_exec_open(prov, m, L == n ? 1 : ac.batch, (int)L, &ex, reason, sizeof reason, &err) ||
+        dpd_apply_with(exec_fwd, ex, x, n, y, &ac, &err))
+        goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (write_output(out, iq, y, n, &err)) goto fail;
-    fprintf(stderr, "dpd: %zu samples, %s, %d thread%s, %.3f s (%.3g samples/s) -> %s\n", n,
-            exact || n <= (size_t)ac.warmup + ac.section + ac.lookahead ? "exact" : "sectioned", threads,
-            threads > 1 ? "s" : "", sec,
+    fprintf(stderr, "dpd: %zu samples, %s, %s, %d thread%s, %.3f s (%.3g samples/s) -> %s\n", n,
+            L == n ? "exact" : "sectioned", reason, threads, threads > 1 ? "s" : "", sec,
             n / (sec > 0 ? sec : 1e-9), out);
     rc = 0;
 fail:
     if (rc) cli_fail(&err);
+    dpd_exec_close(ex);
     dpd_model_free(m);
     dpd_pool_free(pool);
     free(iq), free(x), free(y);

@@ -2,7 +2,7 @@
 # Installs the Debian packages dpd's build and tests need. Idempotent: does nothing when they
 # are present. As root it runs apt-get; otherwise it prints the command and fails.
 set -eu
-PKGS="build-essential pkg-config libjansson-dev libkissfft-dev liblapacke-dev"
+PKGS="build-essential pkg-config libjansson-dev libkissfft-dev liblapacke-dev libarchive-dev libssl-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -10,15 +10,24 @@ void dpd_apply_defaults(dpd_apply_cfg *c) {
     *c = (dpd_apply_cfg){.exact = 0, .section = 4096, .warmup = 1024, .lookahead = 32, .batch = 64};
 }
 
+static dpd_status model_fwd(void *ctx, const float *x, int B, int T, float *y, dpd_error *err) {
+    return dpd_model_forward(ctx, x, B, T, y, err);
+}
+
 dpd_status dpd_apply(dpd_model *m, const float *x, size_t n, float *y, const dpd_apply_cfg *c,
                      dpd_error *err) {
+    return dpd_apply_with(model_fwd, m, x, n, y, c, err);
+}
+
+dpd_status dpd_apply_with(dpd_forward_fn fwd, void *ctx, const float *x, size_t n, float *y,
+                          const dpd_apply_cfg *c, dpd_error *err) {
     if (n == 0) return dpd_fail(err, DPD_E_INVAL, "the recording is empty");
     if (c->section < 1 || c->warmup < 0 || c->lookahead < 0 || c->batch < 1)
         return dpd_fail(err, DPD_E_INVAL, "need --section >= 1, --warmup >= 0, --lookahead >= 0, --batch >= 1");
     size_t L = (size_t)c->warmup + c->section + c->lookahead;
     if (c->exact || n <= L) {
         if (n > 0x7fffffff) return dpd_fail(err, DPD_E_INVAL, "recording too long for --exact (%zu samples)", n);
-        return dpd_model_forward(m, x, 1, (int)n, y, err);
+        return fwd(ctx, x, 1, (int)n, y, err);
     }
     size_t S = (size_t)c->section, ns = (n + S - 1) / S, B = (size_t)c->batch;
     float *wx = malloc(2 * B * L * 2 * sizeof *wx), *wy = wx ? wx + B * L * 2 : NULL;
@@ -37,7 +46,7 @@ dpd_status dpd_apply(dpd_model *m, const float *x, size_t n, float *y, const dpd
             st[b] = w0;
             memcpy(wx + b * L * 2, x + w0 * 2, L * 2 * sizeof *wx);
         }
-        s = dpd_model_forward(m, wx, (int)nb, (int)L, wy, err);
+        s = fwd(ctx, wx, (int)nb, (int)L, wy, err);
         for (size_t b = 0; b < nb && !s; b++) {
             size_t k = k0 + b, o0 = k * S, o1 = o0 + S < n ? o0 + S : n;
             memcpy(y + o0 * 2, wy + (b * L + (o0 - st[b])) * 2, (o1 - o0) * 2 * sizeof *y);

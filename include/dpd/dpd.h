@@ -257,6 +257,11 @@ DPD_API void dpd_apply_defaults(dpd_apply_cfg *c);
 DPD_API DPD_CHECK dpd_status dpd_apply(dpd_model *m, const float *x, size_t n, float *y,
                                        const dpd_apply_cfg *c, dpd_error *err);
 
+/* The same with any forward function (a provider session): fwd(ctx, x, B, T, y, err). */
+typedef dpd_status (*dpd_forward_fn)(void *ctx, const float *x, int B, int T, float *y, dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_apply_with(dpd_forward_fn fwd, void *ctx, const float *x, size_t n,
+                                            float *y, const dpd_apply_cfg *c, dpd_error *err);
+
 /* ---- checkpoints (safetensors, OpenDPD state-dict names) --------------------------------- */
 
 /* String pairs for the __metadata__ block. */

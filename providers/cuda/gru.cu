@@ -192,10 +192,14 @@ void cgru_grad(cgru *c, float max_norm, cudaStream_t s) {
     k_clip<<<1, 1024, 0, s>>>(c->np, c->g, max_norm, c->scal);
 }
 
-void cgru_step(cgru *c, float max_norm, float wd, cudaStream_t s) {
-    cgru_grad(c, max_norm, s);
+void cgru_adamw(cgru *c, float wd, cudaStream_t s) {
     k_adamw<<<(unsigned)((c->np + 255) / 256), 256, 0, s>>>(c->np, c->p, c->g, c->m, c->v, c->scal, wd);
     k_count<<<1, 1, 0, s>>>(c->scal);
+}
+
+void cgru_step(cgru *c, float max_norm, float wd, cudaStream_t s) {
+    cgru_grad(c, max_norm, s);
+    cgru_adamw(c, wd, s);
 }
 
 cudaError_t cgru_alloc(cgru *c, int B, int T, int H) {

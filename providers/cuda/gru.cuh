@@ -32,7 +32,9 @@ void cgru_free(cgru *c);
  * the device), with weight decay wd. No host synchronisation: capturable as a CUDA graph. */
 void cgru_step(cgru *c, float max_norm, float wd, cudaStream_t s);
 
-/* Forward only (y), and forward + loss + backward (g, dx) without the optimizer. */
+/* Forward only (y), forward + loss + backward + clip (g, dx), and the AdamW update alone. c->B
+ * and c->T may be lowered below the allocation for a smaller batch. */
 void cgru_forward(cgru *c, cudaStream_t s);
 void cgru_grad(cgru *c, float max_norm, cudaStream_t s);
+void cgru_adamw(cgru *c, float wd, cudaStream_t s);
 #endif

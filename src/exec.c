@@ -1,0 +1,123 @@
+/* exec: see exec.h. */
+#include "exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "provider.h"
+#include "settings.h"
+#include "status.h"
+
+struct dpd_exec {
+    const dpd_provider *p;
+    void *s;
+    dpd_model_cfg cfg;
+    int batch, T;
+};
+
+/* The working batch per (model, provider, device) for the rest of the process. */
+static struct {
+    char key[160];
+    int batch;
+} cache[16];
+
+static int *cached(const dpd_exec *e) {
+    char key[160];
+    snprintf(key, sizeof key, "%s/%d/%d/%s/0", e->cfg.family, e->cfg.hidden, e->cfg.layers, e->p->i->name);
+    for (int i = 0; i < 16; i++) {
+        if (!cache[i].key[0]) snprintf(cache[i].key, sizeof cache[i].key, "%s", key), cache[i].batch = 0;
+        if (!strcmp(cache[i].key, key)) return &cache[i].batch;
+    }
+    return &cache[15].batch;
+}
+
+static dpd_status start(dpd_exec *e, const float *params, dpd_error *err) {
+    char msg[512] = "";
+    if (e->s) e->p->i->session_free(e->s), e->s = NULL;
+    dpd_status s = e->p->i->session_create(e->p->ctx, 0, &e->cfg, e->batch, e->T, &e->s, msg, sizeof msg);
+    if (!s) s = e->p->i->upload(e->s, params, msg, sizeof msg);
+    return s ? dpd_fail(err, s, "%s: %s", e->p->i->name, msg) : DPD_OK;
+}
+
+dpd_status dpd_exec_open(const char *request, dpd_model *m, int max_batch, int T, dpd_exec **out, char *reason,
+                         size_t nreason, dpd_error *err) {
+    *out = NULL;
+    dpd_exec *e = calloc(1, sizeof *e);
+    if (!e) return dpd_fail(err, DPD_E_NOMEM, "out of memory");
+    e->cfg = *dpd_model_config(m), e->T = T, e->batch = max_batch;
+    dpd_status s = dpd_provider_select(request, &e->p, reason, nreason, err);
+    if (s) {
+        free(e);
+        return s;
+    }
+    if (!e->p->i->supports(e->p->ctx, &e->cfg)) {
+        int strict = request && !strcmp(request, "cuda");
+        if (strict) {
+            dpd_fail(err, DPD_E_UNSUPPORTED, "%s does not support %s-%d with %d layers (use --provider cpu)",
+                     e->p->i->name, e->cfg.family, e->cfg.hidden, e->cfg.layers);
+            free(e);
+            return DPD_E_UNSUPPORTED;
+        }
+        snprintf(reason, nreason, "cpu: %s does not support %s", e->p->i->name, e->cfg.family);
+        e->p = dpd_provider_cpu();
+    }
+    dpd_device_info d;
+    dpd_settings st;
+    if (strcmp(e->p->i->name, "cpu") && !e->p->i->device_info(e->p->ctx, 0, &d) && !dpd_settings_load(&st, err)) {
+        size_t per_seq = (size_t)T * ((size_t)e->cfg.hidden * 5 + 16) * sizeof(float) + dpd_model_nparams(m) * 4;
+        int bound = dpd_settings_batch_bound(st.gpu_memory, d.memory, per_seq);
+        if (bound > 0 && bound < e->batch) e->batch = bound;
+    }
+    int *c = cached(e);
+    if (*c && *c < e->batch) e->batch = *c;
+    /* a session that does not fit is retried at half the batch */
+    while ((s = start(e, dpd_model_params(m), err)) == DPD_E_NOMEM && e->batch > 1) e->batch /= 2;
+    if (s) {
+        dpd_exec_close(e);
+        return s;
+    }
+    *out = e;
+    return DPD_OK;
+}
+
+void dpd_exec_close(dpd_exec *e) {
+    if (!e) return;
+    if (e->s) e->p->i->session_free(e->s);
+    free(e);
+}
+
+const char *dpd_exec_provider(const dpd_exec *e) { return e->p->i->name; }
+int dpd_exec_batch(const dpd_exec *e) { return e->batch; }
+
+/* A recognized device failure: later work goes to cpu; this run fails (it is not rerun). */
+static dpd_status device_failed(dpd_exec *e, const char *msg, dpd_error *err) {
+    dpd_settings st;
+    dpd_error e2;
+    if (!dpd_settings_load(&st, &e2)) {
+        dpd_settings_set(&st, "provider", "cpu", &e2);
+        snprintf(st.reason, sizeof st.reason, "%s failed during a run: %s", e->p->i->name, msg);
+        dpd_settings_save(&st, &e2);
+    }
+    return dpd_fail(err, DPD_E_DEVICE, "%s failed during the run: %s. The provider preference is now cpu for later "
+                    "work; this run was not repeated", e->p->i->name, msg);
+}
+
+dpd_status dpd_exec_forward(dpd_exec *e, const float *x, int B, int T, float *y, dpd_error *err) {
+    char msg[512] = "";
+    for (int b0 = 0; b0 < B;) {
+        int b = B - b0 < e->batch ? B - b0 : e->batch;
+        size_t off = (size_t)b0 * T * 2;
+        dpd_status s = e->p->i->forward(e->s, x + off, b, T, y + off, msg, sizeof msg);
+        if (s == DPD_E_NOMEM && e->batch > 1) { /* halve, remember, retry this batch */
+            e->batch = b / 2 > 0 ? b / 2 : 1;
+            *cached(e) = e->batch;
+            continue;
+        }
+        if (s == DPD_E_DEVICE) return device_failed(e, msg, err);
+        if (s) return dpd_fail(err, s, "%s: %s", e->p->i->name, msg);
+        b0 += b;
+    }
+    return DPD_OK;
+}

@@ -1,0 +1,436 @@
+/* pack: see pack.h and docs/providers.md. */
+#include "pack.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <math.h>
+
+#include "file.h"
+#include "provider.h"
+#include "settings.h"
+#include "status.h"
+
+#define MAX_BYTES (512ull << 20) /* archive and extracted content */
+#define MAX_FILES 256
+
+/* SHA-256 of a file as lowercase hex (65 bytes). */
+static dpd_status sha256_file(const char *path, char *hex, unsigned long long *size, dpd_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return dpd_fail(err, DPD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    unsigned char buf[1 << 16], md[32];
+    size_t n;
+    unsigned long long total = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(c, buf, n), total += n;
+    unsigned len = 0;
+    EVP_DigestFinal_ex(c, md, &len);
+    EVP_MD_CTX_free(c);
+    fclose(f);
+    for (int i = 0; i < 32; i++) sprintf(hex + 2 * i, "%02x", md[i]);
+    if (size) *size = total;
+    return DPD_OK;
+}
+
+static void rm_rf(const char *path) {
+    struct stat st;
+    if (lstat(path, &st)) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char p[4300];
+            snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+            rm_rf(p);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* A safe relative path: no absolute part, no "..", no empty or "." components. */
+static int safe_path(const char *p) {
+    if (!p[0] || p[0] == '/') return 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", p);
+    for (char *save, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save))
+        if (!strcmp(c, "..") || !strcmp(c, ".")) return 0;
+    return strlen(p) < 512;
+}
+
+/* Extracts regular files and directories only, within the size and count caps. */
+static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
+    struct archive *a = archive_read_new();
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_tar(a);
+    dpd_status s = DPD_OK;
+    if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: not a tar.gz archive: %s", file, archive_error_string(a));
+        goto done;
+    }
+    struct archive_entry *e;
+    unsigned long long total = 0;
+    int count = 0, r;
+    char seen[MAX_FILES][512];
+    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+        char rel[1024];
+        snprintf(rel, sizeof rel, "%s", name);
+        size_t L = strlen(rel);
+        while (L > 1 && rel[L - 1] == '/') rel[--L] = 0;
+        if (!safe_path(rel)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is absolute or leaves the pack (..): refused", file, name);
+            goto done;
+        }
+        mode_t type = archive_entry_filetype(e);
+        if (type != AE_IFREG && type != AE_IFDIR) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is a %s, not a file or directory: refused", file, name,
+                         type == AE_IFLNK ? "symbolic link" : archive_entry_hardlink(e) ? "hard link" : "special file");
+            goto done;
+        }
+        if (archive_entry_hardlink(e)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is a hard link: refused", file, name);
+            goto done;
+        }
+        if (++count > MAX_FILES) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: more than %d entries: refused", file, MAX_FILES);
+            goto done;
+        }
+        for (int i = 0; i < count - 1; i++)
+            if (!strcmp(seen[i], rel)) {
+                s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' appears twice: refused", file, rel);
+                goto done;
+            }
+        snprintf(seen[count - 1], sizeof seen[0], "%s", rel);
+        char out[4700];
+        snprintf(out, sizeof out, "%s/%s", stage, rel);
+        if (type == AE_IFDIR) {
+            if ((s = dpd_mkdirs(out, err))) goto done;
+            continue;
+        }
+        total += (unsigned long long)archive_entry_size(e);
+        if (total > MAX_BYTES) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: content larger than %llu MiB: refused", file, MAX_BYTES >> 20);
+            goto done;
+        }
+        char dir[4700];
+        snprintf(dir, sizeof dir, "%s", out);
+        *strrchr(dir, '/') = 0;
+        if ((s = dpd_mkdirs(dir, err))) goto done;
+        int fd = open(out, O_WRONLY | O_CREAT | O_EXCL, (archive_entry_perm(e) & 0111) ? 0755 : 0644);
+        if (fd < 0) {
+            s = dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", out, strerror(errno));
+            goto done;
+        }
+        int rr = archive_read_data_into_fd(a, fd);
+        close(fd);
+        if (rr != ARCHIVE_OK) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is corrupt: %s", file, name, archive_error_string(a));
+            goto done;
+        }
+    }
+    if (r != ARCHIVE_EOF) s = dpd_fail(err, DPD_E_FORMAT, "%s: corrupt archive: %s", file, archive_error_string(a));
+done:
+    archive_read_free(a);
+    return s;
+}
+
+/* Every file under dir (relative paths) into list; returns the count or -1. */
+static int list_files(const char *root, const char *rel, char (*list)[512], int n, int max) {
+    char path[4700];
+    snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char r[1024], full[4800];
+        snprintf(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+        snprintf(full, sizeof full, "%s/%s", root, r);
+        struct stat st;
+        if (lstat(full, &st)) continue;
+        if (S_ISDIR(st.st_mode)) n = list_files(root, r, list, n, max);
+        else if (n < max) snprintf(list[n++], 512, "%s", r);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* pack.json against the files of dir: ABI version, every listed file present with its size and
+ * hash, nothing extra. Fills provider and version. */
+static dpd_status check_manifest(const char *dir, char *provider, char *version, dpd_error *err) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/pack.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) return dpd_fail(err, DPD_E_FORMAT, "pack.json: %s (line %d)", je.text, je.line);
+    dpd_status s = DPD_OK;
+    json_t *files = json_object_get(j, "files");
+    const char *prov = json_string_value(json_object_get(j, "provider")), *ver = json_string_value(json_object_get(j, "pack_version"));
+    const char *lib = json_string_value(json_object_get(j, "library"));
+    json_t *abi = json_object_get(j, "abi_version");
+    if (!prov || !ver || !lib || !json_is_integer(abi) || !json_is_array(files)) {
+        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: needs provider, pack_version, library, abi_version and files");
+        goto done;
+    }
+    if (json_integer_value(abi) != DPD_PROVIDER_API) {
+        s = dpd_fail(err, DPD_E_UNSUPPORTED,
+                     "pack.json: provider ABI version %lld, this dpd speaks %d: install a pack built for dpd %s",
+                     json_integer_value(abi), DPD_PROVIDER_API, DPD_VERSION);
+        goto done;
+    }
+    snprintf(provider, 32, "%s", prov), snprintf(version, 64, "%s", ver);
+    static char have[MAX_FILES][512];
+    int nh = list_files(dir, "", have, 0, MAX_FILES), lib_listed = 0;
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+        const char *p = json_string_value(json_object_get(f, "path")), *sum = json_string_value(json_object_get(f, "sha256"));
+        json_t *sz = json_object_get(f, "size");
+        if (!p || !sum || !json_is_integer(sz) || !safe_path(p)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack.json: files[%zu] needs a safe path, size and sha256", i);
+            goto done;
+        }
+        char full[4800], hex[65];
+        unsigned long long size;
+        snprintf(full, sizeof full, "%s/%s", dir, p);
+        if (!dpd_exists(full)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' is listed in pack.json but missing", p);
+            goto done;
+        }
+        if ((s = sha256_file(full, hex, &size, err))) goto done;
+        if (size != (unsigned long long)json_integer_value(sz) || strcmp(hex, sum)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' does not match pack.json (size %llu vs %lld, or sha256)", p, size,
+                         json_integer_value(sz));
+            goto done;
+        }
+        lib_listed |= !strcmp(p, lib);
+        for (int k = 0; k < nh; k++)
+            if (!strcmp(have[k], p)) have[k][0] = 0;
+    }
+    for (int k = 0; k < nh; k++)
+        if (have[k][0] && strcmp(have[k], "pack.json")) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' is not listed in pack.json: refused", have[k]);
+            goto done;
+        }
+    if (!lib_listed) s = dpd_fail(err, DPD_E_FORMAT, "pack.json: library '%s' is not among the files", lib);
+done:
+    json_decref(j);
+    return s;
+}
+
+/* Runs `helper pack probe DIR` and collects its output; status 0, or DPD_E_DEVICE (exit 3, cannot
+ * activate here) or DPD_E_FORMAT (anything else, including a crash). */
+static dpd_status helper_probe(const char *helper, const char *dir, char *msg, size_t nmsg) {
+    int fd[2];
+    if (pipe(fd)) return snprintf(msg, nmsg, "pipe: %s", strerror(errno)), DPD_E_IO;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1), dup2(fd[1], 2);
+        close(fd[0]), close(fd[1]);
+        execl(helper, helper, "pack", "probe", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < nmsg && (k = read(fd[0], msg + n, nmsg - 1 - n)) > 0) n += (size_t)k;
+    msg[n] = 0;
+    while (n && (msg[n - 1] == '\n')) msg[--n] = 0;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFSIGNALED(st)) {
+        size_t L = strlen(msg);
+        snprintf(msg + L, nmsg - L, "%sthe validation helper crashed (signal %d)", L ? "; " : "", WTERMSIG(st));
+        return DPD_E_FORMAT;
+    }
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    return code == 0 ? DPD_OK : code == 3 ? DPD_E_DEVICE : DPD_E_FORMAT;
+}
+
+/* Validates a pack directory in the helper under the exclusive validation lock. A pack that
+ * cannot activate here moves the preference to cpu with the reason (fallback case 4). */
+static dpd_status validate(const char *dir, const char *helper, const char *label, dpd_error *err) {
+    char lock[4300], msg[2048];
+    snprintf(lock, sizeof lock, "%s/.validate.lock", dpd_packs_dir());
+    int fd = open(lock, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+        if (fd >= 0) close(fd);
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "validation in progress (another process), try again");
+    }
+    dpd_status s = helper_probe(helper, dir, msg, sizeof msg);
+    close(fd);
+    if (s == DPD_E_DEVICE) {
+        dpd_settings st;
+        dpd_error e2;
+        if (!dpd_settings_load(&st, &e2)) {
+            dpd_settings_set(&st, "provider", "cpu", &e2);
+            snprintf(st.reason, sizeof st.reason, "%s could not activate: %s", label, msg);
+            dpd_settings_save(&st, &e2);
+        }
+        return dpd_fail(err, DPD_E_DEVICE, "%s refused: it cannot activate on this machine (%s); the provider preference "
+                        "is now cpu (dpd providers shows why)", label, msg);
+    }
+    if (s) return dpd_fail(err, s, "%s refused by validation: %s", label, msg);
+    return DPD_OK;
+}
+
+/* Points active-<provider> at name, atomically (a new symlink renamed over the old one). */
+static dpd_status switch_active(const char *provider, const char *name, dpd_error *err) {
+    char link[4300], tmp[4400];
+    snprintf(link, sizeof link, "%s/active-%s", dpd_packs_dir(), provider);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", link, (long)getpid());
+    unlink(tmp);
+    if (symlink(name, tmp) || rename(tmp, link)) {
+        unlink(tmp);
+        return dpd_fail(err, DPD_E_IO, "%s: cannot activate: %s", link, strerror(errno));
+    }
+    return DPD_OK;
+}
+
+dpd_status dpd_pack_install(const char *file, const char *sha256, const char *helper, char *installed,
+                            size_t ninstalled, dpd_error *err) {
+    char want[128] = "", hex[65];
+    unsigned long long size;
+    struct stat st;
+    if (stat(file, &st)) return dpd_fail(err, DPD_E_IO, "%s: %s", file, strerror(errno));
+    if ((unsigned long long)st.st_size > MAX_BYTES)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: larger than %llu MiB: refused", file, MAX_BYTES >> 20);
+    if (sha256 && sha256[0]) snprintf(want, sizeof want, "%s", sha256);
+    else {
+        char side[4300], *text;
+        snprintf(side, sizeof side, "%s.sha256", file);
+        if (dpd_file_read(side, &text, NULL, NULL))
+            return dpd_fail(err, DPD_E_INVAL, "%s: no checksum: pass --sha256 HEX or put %s beside it", file, side);
+        sscanf(text, "%127s", want);
+        free(text);
+    }
+    dpd_status s = sha256_file(file, hex, &size, err);
+    if (s) return s;
+    if (strcasecmp(want, hex))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: sha256 mismatch (archive %s, expected %s): the download is corrupt or "
+                        "not the pack you meant", file, hex, want);
+    char stage[4300], provider[32], version[64];
+    if ((s = dpd_mkdirs(dpd_packs_dir(), err))) return s;
+    snprintf(stage, sizeof stage, "%s/.staging-%ld", dpd_packs_dir(), (long)getpid());
+    rm_rf(stage);
+    if ((s = dpd_mkdirs(stage, err)) || (s = extract(file, stage, err)) ||
+        (s = check_manifest(stage, provider, version, err))) {
+        rm_rf(stage);
+        return s;
+    }
+    char label[128], final[4400];
+    snprintf(label, sizeof label, "%s pack %s", provider, version);
+    if ((s = validate(stage, helper, label, err))) {
+        rm_rf(stage);
+        return s;
+    }
+    snprintf(final, sizeof final, "%s/%s-%s", dpd_packs_dir(), provider, version);
+    char old[4500];
+    snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
+    rename(final, old); /* an earlier install of the same version is replaced whole */
+    if (rename(stage, final)) {
+        rename(old, final);
+        rm_rf(stage);
+        return dpd_fail(err, DPD_E_IO, "%s: cannot install: %s", final, strerror(errno));
+    }
+    rm_rf(old);
+    snprintf(installed, ninstalled, "%s-%s", provider, version);
+    return switch_active(provider, installed, err);
+}
+
+dpd_status dpd_pack_verify(const char *name, dpd_error *err) {
+    char dir[4300], provider[32], version[64];
+    if (!safe_path(name) || strchr(name, '/')) return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s'", name);
+    snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
+    if (!dpd_exists(dir)) return dpd_fail(err, DPD_E_INVAL, "no installed pack '%s' (dpd pack list)", name);
+    return check_manifest(dir, provider, version, err);
+}
+
+dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_error *err) {
+    char dir[4300], provider[32], version[64];
+    dpd_status s = dpd_pack_verify(name, err);
+    if (s) return s;
+    snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
+    check_manifest(dir, provider, version, err);
+    if ((s = validate(dir, helper, name, err))) return s;
+    return switch_active(provider, name, err);
+}
+
+dpd_status dpd_pack_remove(const char *name, dpd_error *err) {
+    char dir[4300], active[4300];
+    if (!safe_path(name) || strchr(name, '/') || name[0] == '.') return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s'", name);
+    snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
+    if (!dpd_exists(dir)) return dpd_fail(err, DPD_E_INVAL, "no installed pack '%s' (dpd pack list)", name);
+    char provider[32];
+    snprintf(provider, sizeof provider, "%s", name);
+    char *dash = strchr(provider, '-');
+    if (dash) *dash = 0;
+    dpd_pack_active(provider, active, sizeof active);
+    if (!strcmp(active, dir)) {
+        char link[4400];
+        snprintf(link, sizeof link, "%s/active-%s", dpd_packs_dir(), provider);
+        unlink(link);
+    }
+    rm_rf(dir);
+    return DPD_OK;
+}
+
+dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *err) {
+    char provider[32], version[64], why[512] = "", msg[512] = "";
+    dpd_status s = check_manifest(dir, provider, version, err);
+    if (s) return s;
+    const dpd_provider *p;
+    if ((s = dpd_provider_load(dir, &p, why, sizeof why, err))) return s; /* DPD_E_DEVICE: not usable here */
+    if (strcmp(p->i->name, provider))
+        return dpd_fail(err, DPD_E_FORMAT, "the library says it is provider '%s', pack.json says '%s'", p->i->name, provider);
+    if (p->i->device_count(p->ctx) < 1) return dpd_fail(err, DPD_E_DEVICE, "no %s device listed", provider);
+    dpd_device_info d;
+    if ((s = p->i->device_info(p->ctx, 0, &d))) return dpd_fail(err, DPD_E_DEVICE, "device 0 cannot be queried");
+    /* the probe: a GRU-8 on a random batch, against the CPU provider */
+    dpd_model_cfg cfg = {"gru", 8, 1};
+    int B = 4, T = 64;
+    size_t n = (size_t)B * T * 2;
+    dpd_model *m;
+    if ((s = dpd_model_create(&cfg, &m, err))) return s;
+    dpd_rng r;
+    dpd_rng_seed(&r, 99);
+    dpd_model_init(m, &r);
+    float *x = malloc(n * sizeof *x), *y0 = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r));
+    void *sess = NULL;
+    if (!p->i->supports(p->ctx, &cfg)) s = dpd_fail(err, DPD_E_FORMAT, "the provider does not support the GRU probe");
+    else if ((s = p->i->session_create(p->ctx, 0, &cfg, B, T, &sess, msg, sizeof msg)) ||
+             (s = p->i->upload(sess, dpd_model_params(m), msg, sizeof msg)) ||
+             (s = p->i->forward(sess, x, B, T, y1, msg, sizeof msg)))
+        dpd_fail(err, s == DPD_E_DEVICE ? DPD_E_DEVICE : s, "probe: %s", msg);
+    else if ((s = dpd_model_forward(m, x, B, T, y0, err)) == DPD_OK) {
+        double e = 0, mx = 0;
+        for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)y1[i] - y0[i])), mx = fmax(mx, fabs((double)y0[i]));
+        if (!(e <= 1e-4 * mx))
+            s = dpd_fail(err, DPD_E_FORMAT, "probe mismatch: the %s output differs from the CPU by %.2e (max %.2e)",
+                         provider, e, mx);
+        else
+            snprintf(info, ninfo, "%s on %s (%s, %.0f MiB): probe matches the CPU within %.1e", provider, d.name, d.arch,
+                     d.memory / 1048576.0, mx > 0 ? e / mx : e);
+    }
+    if (sess) p->i->session_free(sess);
+    free(x), free(y0), free(y1);
+    dpd_model_free(m);
+    return s;
+}
