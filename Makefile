@@ -24,6 +24,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
+FAKE    := $(BUILD)/tests/libfake.so
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
 .PHONY: all test demo bench deps clean cuda pack-cuda
@@ -63,6 +64,11 @@ $(BUILD)/dpd: $(CLI_OBJ) $(BUILD)/libdpd.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(F64_OBJ) $(BUILD)/libdpd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The fault-injecting test provider (tests only; never installed by default).
+$(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $< $(BUILD)/libdpd.a $(LDFLAGS) $(LDLIBS)
+
 # The CUDA GRU and its parity/speed check (providers/cuda/), where nvcc exists: sm_90 code plus
 # PTX, CUDA runtime linked statically. Without a GPU the check prints SKIP.
 NVCC    ?= nvcc
@@ -88,7 +94,7 @@ deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TESTS) cuda
+	@$(MAKE) --no-print-directory all $(TESTS) $(FAKE) cuda
 	@BUILD=$(BUILD) tests/run.sh $(TESTS) $(wildcard $(BUILD)/cuda/check)
 
 demo: deps

@@ -167,6 +167,86 @@ expect 1 "not a valid checkpoint" "$DPD" run --model "$T/a/spec.json" --input "$
 expect 2 "input's format" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/x.cf32"
 check '[ ! -e "$T/bad.csv" ]' "run: no output file after errors"
 
+# --- settings, providers, runtime packs and the fallback cases (with the fault-injecting provider) ---
+FAKE=$(dirname "$DPD")/tests/libfake.so
+export XDG_CONFIG_HOME="$T/xdg/config" XDG_DATA_HOME="$T/xdg/data"
+PACKS="$XDG_DATA_HOME/dpd/packs"
+"$DPD" providers --json >"$T/prov.json"
+check 'grep -q "\"active\":\"cpu\"" "$T/prov.json" && grep -q "\"workers\":[1-9]" "$T/prov.json"' "dpd providers --json: active cpu and the worker count"
+"$DPD" config set cpu_level low && "$DPD" config set gpu_memory high
+check '"$DPD" config show | grep -qx "cpu_level low" && "$DPD" config show | grep -qx "gpu_memory high"' "dpd config set/show"
+expect 2 "unknown setting 'colour'" "$DPD" config set colour blue
+expect 2 "must be auto, cpu or cuda" "$DPD" config set provider tpu
+printf '{"provider": 3' >"$XDG_CONFIG_HOME/dpd/config.json"
+expect 1 "config.json" "$DPD" providers
+rm "$XDG_CONFIG_HOME/dpd/config.json"
+# case 1: no matching pack
+expect 1 "no cuda pack is installed" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
+# mkpack DIR OUT [pack.json abi] : a pack of the fake provider
+mkpack() {
+    rm -rf "$1" && mkdir -p "$1/lib" && cp "$FAKE" "$1/lib/libfake.so"
+    sz=$(wc -c <"$1/lib/libfake.so"); sum=$(sha256sum "$1/lib/libfake.so" | cut -d' ' -f1)
+    printf '{"provider":"cuda","pack_version":"9.9","abi_version":%s,"library":"lib/libfake.so","files":[{"path":"lib/libfake.so","size":%s,"sha256":"%s"}]}\n' \
+        "${3:-1}" "$sz" "$sum" >"$1/pack.json"
+    tar -C "$1" -czf "$2" pack.json lib && sha256sum "$2" | cut -d' ' -f1 >"$2.sha256"
+}
+if [ -f "$FAKE" ]; then
+    mkpack "$T/p" "$T/fake.tar.gz"
+    expect 1 "sha256 mismatch" "$DPD" pack install "$T/fake.tar.gz" --sha256 00ff
+    cp "$T/fake.tar.gz" "$T/nosum.tar.gz"
+    "$DPD" pack install "$T/nosum.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "no checksum" "$T/err"' "a pack without a checksum is refused"
+    mkdir -p "$T/evil/sub" && cp "$T/p/pack.json" "$T/evil/" && echo x >"$T/evil/sub/x"
+    (cd "$T/evil/sub" && tar -czPf "$T/dotdot.tar.gz" ../pack.json) && sha256sum "$T/dotdot.tar.gz" | cut -d' ' -f1 >"$T/dotdot.tar.gz.sha256"
+    "$DPD" pack install "$T/dotdot.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "leaves the pack" "$T/err"' "an archive entry with .. is refused ($(cat "$T/err"))"
+    tar -czPf "$T/abs.tar.gz" "$T/p/pack.json" 2>/dev/null && sha256sum "$T/abs.tar.gz" | cut -d' ' -f1 >"$T/abs.tar.gz.sha256"
+    "$DPD" pack install "$T/abs.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "is absolute" "$T/err"' "an absolute archive entry is refused"
+    cp -r "$T/p" "$T/lnk" && ln -s /etc/passwd "$T/lnk/lib/evil" && tar -C "$T/lnk" -czf "$T/lnk.tar.gz" pack.json lib && sha256sum "$T/lnk.tar.gz" | cut -d' ' -f1 >"$T/lnk.tar.gz.sha256"
+    "$DPD" pack install "$T/lnk.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "symbolic link" "$T/err"' "a symbolic link in a pack is refused"
+    cp -r "$T/p" "$T/extra" && echo hi >"$T/extra/lib/extra.txt" && tar -C "$T/extra" -czf "$T/extra.tar.gz" pack.json lib && sha256sum "$T/extra.tar.gz" | cut -d' ' -f1 >"$T/extra.tar.gz.sha256"
+    "$DPD" pack install "$T/extra.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "not listed in pack.json" "$T/err"' "a file not in pack.json is refused"
+    mkpack "$T/p2" "$T/abi.tar.gz" 2
+    "$DPD" pack install "$T/abi.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "provider ABI version 2, this dpd speaks 1" "$T/err"' "a pack.json ABI mismatch is refused with both versions"
+    DPD_FAKE=abi "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "provider ABI version 999, dpd needs 1" "$T/err"' "a library ABI mismatch is refused ($(head -c 200 "$T/err"))"
+    DPD_FAKE=crash "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "helper crashed (signal 11)" "$T/err"' "a crashing probe is refused, dpd itself survives"
+    DPD_FAKE=wrong "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "probe mismatch" "$T/err"' "a wrong probe result is refused"
+    check '! ls "$PACKS" | grep -qv "^\.validate.lock$"' "refused packs leave nothing installed"
+    # case 4: cannot activate -> the preference goes to cpu with the reason shown
+    DPD_FAKE=nodevice "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"
+    check 'grep -q "cannot activate on this machine" "$T/err" && "$DPD" config show | grep -qx "provider cpu" && "$DPD" providers | grep -q "fake: no device"' \
+        "fallback case 4: a pack that cannot activate sets the preference to cpu, and dpd providers says why"
+    "$DPD" config set provider auto
+    DPD_FAKE=ok "$DPD" pack install "$T/fake.tar.gz" >"$T/out" 2>"$T/err"
+    check 'grep -q "installed and active: cuda-9.9" "$T/out" && [ "$(readlink "$PACKS/active-cuda")" = cuda-9.9 ] && "$DPD" pack verify cuda-9.9 >/dev/null' \
+        "a valid pack installs, activates atomically and verifies ($(cat "$T/err"))"
+    DPD_FAKE=ok "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda --json >"$T/ec.json" 2>/dev/null
+    "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cpu --json >"$T/ep.json" 2>/dev/null
+    check '[ "$(num model NMSE "$T/ec.json")" = "$(num model NMSE "$T/ep.json")" ] && grep -q "\"provider\":\"cuda" "$T/ec.json"' "eval through the active pack's provider"
+    DPD_FAKE=ok "$DPD" parity --model "$D1" --data "$T/a" --json >"$T/par.json" 2>/dev/null
+    check 'grep -q "\"provider\":\"cuda\".*\"max_abs\":0," "$T/par.json"' "dpd parity reports the deviation of each provider"
+    # batch back-off: batches above 2 fail for memory; the run halves, remembers and finishes
+    : >"$T/fake.log"
+    DPD_FAKE=nomem:2 DPD_FAKE_LOG="$T/fake.log" "$DPD" run --model "$D1/best.safetensors" --input "$T/a/test_input.csv" \
+        --output "$T/bo.csv" --section 500 --batch 8 --provider cuda 2>/dev/null
+    "$DPD" run --model "$D1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/bo0.csv" --section 500 --batch 8 --provider cpu 2>/dev/null
+    bod=$(maxdev "$T/bo.csv" "$T/bo0.csv")
+    check 'awk "BEGIN { exit !($bod <= 1e-5) }" && [ "$(sort -n "$T/fake.log" | tail -n 1)" = 8 ] && [ "$(tail -n 1 "$T/fake.log")" -le 2 ] && [ "$(sort -u "$T/fake.log" | wc -l)" -ge 3 ]' \
+        "batch back-off: a batch that fails for memory is halved and the working size kept"
+    # case 3: validation in progress
+    (flock "$PACKS/.validate.lock" sleep 3) &
+    sleep 0.5
+    expect 1 "validation in progress, try again" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
+    wait
+    # case 5: a device failure during a run: the run fails, the preference moves to cpu
+    DPD_FAKE=devfail "$DPD" eval --data "$T/a" --split val --model "$D1" --provider auto >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -eq 1 ] && grep -q "not repeated" "$T/err" && "$DPD" config show | grep -qx "provider cpu"' \
+        "fallback case 5: a device failure ends the run with an error and moves the preference to cpu"
+    "$DPD" pack remove cuda-9.9
+    check '[ ! -e "$PACKS/cuda-9.9" ] && [ ! -L "$PACKS/active-cuda" ]' "dpd pack remove"
+else
+    echo "SKIP cli packs: $FAKE not built"
+fi
+unset XDG_CONFIG_HOME XDG_DATA_HOME
+
 # --- OpenDPD data: metrics and the quality floor ---
 DPA="$SHARED/data/opendpd/DPA_200MHz"
 if [ -f "$DPA/train_input.csv" ]; then

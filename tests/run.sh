@@ -3,6 +3,7 @@
 # "RESULT name passed failed" lines into one closing line "N passed, N failed".
 # Exits non-zero when any check failed or any program crashed.
 BUILD=${BUILD:-build}
+export DPD_FAKE_LIB="$BUILD/tests/libfake.so" # the fault-injecting provider (tests/fake_provider.c)
 passed=0; failed=0; crashed=0
 log=$(mktemp)
 for t in "$@" tests/cli.sh; do
