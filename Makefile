@@ -94,7 +94,7 @@ deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TESTS) $(FAKE) cuda
+	@$(MAKE) --no-print-directory all $(TESTS) $(FAKE) cuda pack-cuda
 	@BUILD=$(BUILD) tests/run.sh $(TESTS) $(wildcard $(BUILD)/cuda/check)
 
 demo: deps

@@ -47,9 +47,9 @@ static void summary(const dpd_train_result *res, int json) {
             printf(",\"no_dpd_val\":");
             cli_metrics_json(stdout, &res->no_dpd_val);
         }
-        printf("}\n");
+        printf(",\"provider\":\"%s\"}\n", res->provider);
     } else {
-        printf("best epoch %d of %d\n", res->best_epoch + 1, res->epochs);
+        printf("best epoch %d of %d (trained on %s)\n", res->best_epoch + 1, res->epochs, res->provider);
         cli_metrics_header(stdout);
         cli_metrics_row(stdout, "val", &res->val);
         cli_metrics_row(stdout, "test", &res->test);
@@ -70,6 +70,7 @@ static int train(int argc, char **argv, int dpd) {
     int json = 0, legacy = 0, threads = 0;
     opt o[] = {
         CLI_COMPUTE_OPTS(threads, level, kernels),
+        {"provider", OPT_STR, c.provider, sizeof c.provider, "auto, cpu or cuda: where PA training steps run (default: the settings)", 0},
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
         {"pa", OPT_STR, c.pa, sizeof c.pa, "train-dpd: the frozen PA (checkpoint or train-pa run directory)", 0},
         {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru; 'dpd models' lists all)", 0},
@@ -114,7 +115,8 @@ static int train(int argc, char **argv, int dpd) {
     if (c.resume[0]) {
         for (int i = 0; i < n; i++)
             if (o[i].seen && strcmp(o[i].name, "resume") && strcmp(o[i].name, "epochs") &&
-                strcmp(o[i].name, "json") && strcmp(o[i].name, "threads") && strcmp(o[i].name, "cpu-level") && strcmp(o[i].name, "kernels")) {
+                strcmp(o[i].name, "json") && strcmp(o[i].name, "threads") && strcmp(o[i].name, "cpu-level") && strcmp(o[i].name, "kernels") &&
+                strcmp(o[i].name, "provider")) {
                 fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can)\n", o[i].name);
                 return 2;
             }

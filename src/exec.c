@@ -91,17 +91,16 @@ void dpd_exec_close(dpd_exec *e) {
 const char *dpd_exec_provider(const dpd_exec *e) { return e->p->i->name; }
 int dpd_exec_batch(const dpd_exec *e) { return e->batch; }
 
-/* A recognized device failure: later work goes to cpu; this run fails (it is not rerun). */
-static dpd_status device_failed(dpd_exec *e, const char *msg, dpd_error *err) {
+dpd_status dpd_exec_device_failed(const char *name, const char *msg, dpd_error *err) {
     dpd_settings st;
     dpd_error e2;
     if (!dpd_settings_load(&st, &e2)) {
         dpd_settings_set(&st, "provider", "cpu", &e2);
-        snprintf(st.reason, sizeof st.reason, "%s failed during a run: %s", e->p->i->name, msg);
+        snprintf(st.reason, sizeof st.reason, "%s failed during a run: %s", name, msg);
         dpd_settings_save(&st, &e2);
     }
     return dpd_fail(err, DPD_E_DEVICE, "%s failed during the run: %s. The provider preference is now cpu for later "
-                    "work; this run was not repeated", e->p->i->name, msg);
+                    "work; this run was not repeated", name, msg);
 }
 
 dpd_status dpd_exec_forward(dpd_exec *e, const float *x, int B, int T, float *y, dpd_error *err) {
@@ -115,7 +114,7 @@ dpd_status dpd_exec_forward(dpd_exec *e, const float *x, int B, int T, float *y,
             *cached(e) = e->batch;
             continue;
         }
-        if (s == DPD_E_DEVICE) return device_failed(e, msg, err);
+        if (s == DPD_E_DEVICE) return dpd_exec_device_failed(e->p->i->name, msg, err);
         if (s) return dpd_fail(err, s, "%s: %s", e->p->i->name, msg);
         b0 += b;
     }

@@ -16,6 +16,11 @@ void dpd_exec_close(dpd_exec *e);
 const char *dpd_exec_provider(const dpd_exec *e);
 int dpd_exec_batch(const dpd_exec *e); /* the working batch size now */
 
+/* A recognized device failure of provider `name` during a run: the preference moves to cpu for
+ * later work (recorded with msg); returns DPD_E_DEVICE with a message saying the run was not
+ * repeated. */
+dpd_status dpd_exec_device_failed(const char *name, const char *msg, dpd_error *err);
+
 /* y = the model on x (B, T, 2), B of any size (cut into working batches). */
 dpd_status dpd_exec_forward(dpd_exec *e, const float *x, int B, int T, float *y, dpd_error *err);
 #endif

@@ -16,11 +16,14 @@
 
 #include "ckpt.h"
 #include "dpd/dpd.h"
+#include "dpd/provider.h"
+#include "exec.h"
 #include "file.h"
 #include "ls.h"
 #include "model.h"
 #include "optim.h"
 #include "plateau.h"
+#include "provider.h"
 #include "status.h"
 
 void dpd_train_defaults(dpd_train_cfg *c) {
@@ -203,6 +206,9 @@ typedef struct run {
     dpd_plateau plat;
     dpd_rng rng;
     dpd_pool *pool;      /* cfg->threads workers, shared by the model and the PA */
+    const dpd_provider *prov; /* PA training on another provider: its session holds weights and moments */
+    void *sess;
+    char prov_used[600];
     char dir[4096], id[256];
     text hist, events;
 } run;
@@ -218,6 +224,7 @@ static void run_free(run *r) {
     for (int k = 0; k < 2; k++) free(r->ev[k].x), free(r->ev[k].y), free(r->ev[k].pred);
     dpd_adamw_free(&r->opt);
     dpd_pool_free(r->pool);
+    if (r->sess) r->prov->i->session_free(r->sess);
     free(r->hist.s), free(r->events.s);
 }
 
@@ -616,6 +623,20 @@ static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user,
         size_t f0 = (size_t)b * c->batch, B = r->nframes - f0 < (size_t)c->batch ? r->nframes - f0 : (size_t)c->batch;
         dpd_frames_gather(r->tx, r->ty, r->perm + f0, (int)B, c->frame, c->stride, r->bx, r->by);
         double loss;
+        if (r->sess) { /* the step runs on the provider; weights come back after the epoch */
+            char msg[512] = "";
+            dpd_status s = r->prov->i->train_step(r->sess, r->bx, r->by, (int)B, c->frame, c->clip, &loss, msg, sizeof msg);
+            if (!s) s = r->prov->i->optimizer_step(r->sess, r->opt.lr, c->weight_decay, msg, sizeof msg);
+            if (s == DPD_E_DEVICE) return dpd_exec_device_failed(r->prov->i->name, msg, err);
+            if (s) return dpd_fail(err, s, "%s: %s", r->prov->i->name, msg);
+            acc += loss;
+            if (fn) {
+                dpd_progress p = {.epoch = epoch, .epochs = c->epochs, .batch = b + 1, .batches = nb,
+                                  .loss = loss, .elapsed = now() - t0};
+                fn(user, &p);
+            }
+            continue;
+        }
         dpd_status s = r->pa ? cascade_step(r, (int)B, &loss, err)
                              : dpd_model_train_step(r->m, r->bx, r->by, (int)B, c->frame, &loss, NULL, err);
         if (s) return s;
@@ -629,7 +650,40 @@ static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user,
         }
     }
     *mean = acc / nb;
+    if (r->sess) { /* the host copy serves evaluation and checkpoints */
+        char msg[512] = "";
+        dpd_status s = r->prov->i->download(r->sess, dpd_model_params(r->m), msg, sizeof msg);
+        if (s) return s == DPD_E_DEVICE ? dpd_exec_device_failed(r->prov->i->name, msg, err) : dpd_fail(err, s, "%s", msg);
+    }
     return DPD_OK;
+}
+
+/* PA training on a non-cpu provider when asked for and able (train_step, the model supported);
+ * DPD and least-squares runs, and providers without training, stay on the CPU. */
+static dpd_status pick_provider(run *r, dpd_error *err) {
+    const dpd_train_cfg *c = r->c;
+    char reason[512];
+    dpd_status s = dpd_provider_select(c->provider, &r->prov, reason, sizeof reason, err);
+    if (s) return s;
+    int strict = !strcmp(c->provider, "cuda");
+    const char *why = NULL;
+    if (!strcmp(r->prov->i->name, "cpu")) why = NULL;
+    else if (r->pa || c->ls) why = "DPD and least-squares runs are CPU-only so far";
+    else if (!r->prov->i->train_step || !r->prov->i->supports(r->prov->ctx, &c->model)) why = "the model is not supported";
+    if (why) {
+        if (strict) return dpd_fail(err, DPD_E_UNSUPPORTED, "cuda: %s (use --provider cpu)", why);
+        snprintf(reason, sizeof reason, "cpu: %s on %s", why, r->prov->i->name);
+        r->prov = dpd_provider_cpu();
+    }
+    snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", r->prov->i->name, reason);
+    if (!strcmp(r->prov->i->name, "cpu")) {
+        r->prov = NULL;
+        return DPD_OK;
+    }
+    char msg[512] = "";
+    s = r->prov->i->session_create(r->prov->ctx, 0, &c->model, c->batch, c->frame, &r->sess, msg, sizeof msg);
+    if (!s) s = r->prov->i->upload(r->sess, dpd_model_params(r->m), msg, sizeof msg);
+    return s ? dpd_fail(err, s, "%s: %s", r->prov->i->name, msg) : DPD_OK;
 }
 
 dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
@@ -676,6 +730,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
     if (s) goto done;
     if (r.ds.warning[0])
         event_message(&r.events, "warning", st.epoch, r.ds.warning);
+    if ((s = pick_provider(&r, err))) goto done;
     double t0 = now() - st.elapsed * 60.0;
     text best = {0};
     for (int e = st.epoch; e < cfg.epochs; e++) {
@@ -718,6 +773,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
         res->epochs = st.epoch, res->best_epoch = st.best_epoch;
         res->val = st.best_val, res->test = st.best_test;
         res->dpd = r.pa != NULL;
+        snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
     } else if (r.dir[0]) {
         event_message(&r.events, "error", st.epoch, err ? err->msg : "");

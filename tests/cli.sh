@@ -182,6 +182,7 @@ expect 1 "config.json" "$DPD" providers
 rm "$XDG_CONFIG_HOME/dpd/config.json"
 # case 1: no matching pack
 expect 1 "no cuda pack is installed" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
+expect 1 "no cuda pack is installed" "$DPD" train-pa --data "$T/a" --epochs 1 --out "$T/nopack" --provider cuda
 # mkpack DIR OUT [pack.json abi] : a pack of the fake provider
 mkpack() {
     rm -rf "$1" && mkdir -p "$1/lib" && cp "$FAKE" "$1/lib/libfake.so"
@@ -221,6 +222,11 @@ if [ -f "$FAKE" ]; then
     DPD_FAKE=ok "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda --json >"$T/ec.json" 2>/dev/null
     "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cpu --json >"$T/ep.json" 2>/dev/null
     check '[ "$(num model NMSE "$T/ec.json")" = "$(num model NMSE "$T/ep.json")" ] && grep -q "\"provider\":\"cuda" "$T/ec.json"' "eval through the active pack's provider"
+    DPD_FAKE=ok run --epochs 2 --out "$T/pv1" --provider cuda --json >"$T/pv1.json" 2>/dev/null
+    run --epochs 2 --out "$T/pv2" --provider cpu >/dev/null 2>&1
+    PV=a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors
+    check 'grep -q "\"provider\":\"cuda (cuda from" "$T/pv1.json" && data "$T/pv1/$PV" | cmp -s - "$T/pv2.data" 2>/dev/null || { data "$T/pv2/$PV" >"$T/pv2.data"; grep -q "\"provider\":\"cuda (cuda from" "$T/pv1.json" && data "$T/pv1/$PV" | cmp -s - "$T/pv2.data"; }' \
+        "PA training through the provider ABI (train_step, optimizer_step) equals direct CPU training bit for bit"
     DPD_FAKE=ok "$DPD" parity --model "$D1" --data "$T/a" --json >"$T/par.json" 2>/dev/null
     check 'grep -q "\"provider\":\"cuda\".*\"max_abs\":0," "$T/par.json"' "dpd parity reports the deviation of each provider"
     # batch back-off: batches above 2 fail for memory; the run halves, remembers and finishes
@@ -244,6 +250,18 @@ if [ -f "$FAKE" ]; then
     check '[ ! -e "$PACKS/cuda-9.9" ] && [ ! -L "$PACKS/active-cuda" ]' "dpd pack remove"
 else
     echo "SKIP cli packs: $FAKE not built"
+fi
+# the real CUDA pack: on a machine without a usable GPU its install ends in fallback case 4
+REAL=$(ls dist/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
+if [ -z "$REAL" ]; then
+    echo "SKIP cli real cuda pack: not built (make pack-cuda needs nvcc)"
+elif nvidia-smi >/dev/null 2>&1; then
+    echo "SKIP cli real cuda pack refusal: this machine has a GPU (scripts/gpu-check.sh covers the install)"
+else
+    "$DPD" config set provider auto
+    "$DPD" pack install "$REAL" >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -eq 1 ] && grep -q "cannot activate on this machine" "$T/err" && "$DPD" config show | grep -qx "provider cpu"' \
+        "the real cuda pack without a GPU: a clean fallback-case-4 refusal ($(head -c 300 "$T/err"))"
 fi
 unset XDG_CONFIG_HOME XDG_DATA_HOME
 

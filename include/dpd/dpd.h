@@ -325,6 +325,7 @@ typedef struct dpd_train_cfg {
     double ls_reg;      /* ridge on the column-normalised basis */
     int ls_iter;        /* ILA iterations: the first on the measured data, the rest through the PA */
     int threads;        /* worker threads, >= 1; results do not depend on it */
+    char provider[16];  /* "" (the settings) | auto | cpu | cuda: where PA training steps run */
 } dpd_train_cfg;
 
 /* The research recipe (reference §13) with GRU-23. */
@@ -351,6 +352,7 @@ typedef struct dpd_train_result {
     dpd_metrics val, test; /* of the best epoch */
     int dpd;                       /* 1 for a DPD run */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
+    char provider[600];            /* where the training steps ran, and why */
 } dpd_train_result;
 
 typedef void (*dpd_progress_fn)(void *user, const dpd_progress *p);
