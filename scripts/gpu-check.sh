@@ -28,4 +28,14 @@ timeout 120 build/dpd eval --data build/data/DPA_200MHz --split val --model buil
 echo "== dpd run through cuda, sectioned"
 timeout 120 build/dpd run --model build/ckpt/pa_gru23.safetensors --input build/data/DPA_200MHz/test_input.csv \
     --output "$W/out.csv" --provider cuda
+echo "== PA training through the cuda provider (DPA_200MHz, GRU-23, --preset quick), and cpu for comparison"
+for p in cuda cpu; do
+    /usr/bin/time -f "$p: %e s wall" timeout 200 build/dpd train-pa --data build/data/DPA_200MHz --model gru --hidden 23 \
+        --preset quick --provider $p --out "$W/runs-$p" --json 2>&1 | grep -E '"run_dir"|wall'
+done
+echo "== a full DPA_160MHz-shaped epoch of PA GRU-23 on cuda (294 912 samples, 4 605 steps)"
+build/dpd synth --out "$W/s160" --carriers 4 --carrier-bw 40e6 --qam 1024 --fs 640e6 --nperseg 16384 --length 491520 >/dev/null
+timeout 200 build/dpd train-pa --data "$W/s160" --model gru --hidden 23 --epochs 1 --frame 200 --stride 1 --batch 64 \
+    --provider cuda --out "$W/e160" --json 2>/dev/null
+echo "epoch minutes (TIME:): $(tail -n 1 "$W"/e160/s160/train_pa/*/history.csv | cut -d, -f3)"
 rm -rf "$W"
