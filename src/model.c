@@ -219,6 +219,10 @@ static void backward(dpd_model *m, const float *x, const float *dy, int B, int T
     reduce(m, B);
 }
 
+void dpd_model_add_zeros(dpd_model *m, const long long z[4]) {
+    for (int i = 0; i < 4; i++) m->dz[i] += z[i];
+}
+
 int dpd_model_sparsity(dpd_model *m, dpd_sparsity *s, int reset) {
     if (!m->fam->delta_zeros) return 0;
     const long long *z = m->dz;

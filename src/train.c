@@ -206,8 +206,8 @@ typedef struct run {
     dpd_plateau plat;
     dpd_rng rng;
     dpd_pool *pool;      /* cfg->threads workers, shared by the model and the PA */
-    const dpd_provider *prov; /* PA training on another provider: its session holds weights and moments */
-    void *sess;
+    const dpd_provider *prov; /* gradient training: its sessions hold the weights and moments */
+    void *sess, *pa_sess;     /* the model's; DPD runs: the frozen PA's */
     char prov_used[600];
     char dir[4096], id[256];
     text hist, events;
@@ -224,7 +224,7 @@ static void run_free(run *r) {
     for (int k = 0; k < 2; k++) free(r->ev[k].x), free(r->ev[k].y), free(r->ev[k].pred);
     dpd_adamw_free(&r->opt);
     dpd_pool_free(r->pool);
-    if (r->sess) r->prov->i->session_free(r->sess);
+    if (r->prov) r->prov->i->session_free(r->sess), r->prov->i->session_free(r->pa_sess);
     free(r->hist.s), free(r->events.s);
 }
 
@@ -562,22 +562,6 @@ static void event_message(text *t, const char *type, int epoch, const char *msg)
     json_decref(j);
 }
 
-/* One DPD step through the frozen PA: u = DPD(x), y = PA(u), loss against g x, gradients back
- * through the PA into the DPD. The PA's own gradient buffer is written and never used. */
-static dpd_status cascade_step(run *r, int B, double *loss, dpd_error *err) {
-    int T = r->c->frame;
-    size_t n = (size_t)B * T * 2;
-    dpd_status s;
-    if ((s = dpd_model_forward(r->m, r->bx, B, T, r->u, err)) ||
-        (s = dpd_model_forward(r->pa, r->u, B, T, r->yh, err)))
-        return s;
-    *loss = dpd_mse(r->yh, r->by, n, r->dyh);
-    if (!isfinite(*loss))
-        return dpd_fail(err, DPD_E_ABORTED, "training diverged: the loss is not finite (lower --lr)");
-    if ((s = dpd_model_backward(r->pa, r->u, r->dyh, B, T, r->du, err))) return s;
-    return dpd_model_backward(r->m, r->bx, r->du, B, T, NULL, err);
-}
-
 /* The least-squares "epoch": a PA model fitted x -> y on the whole train split; a DPD by
  * indirect learning — a post-inverse fitted y/g -> x on the measured data, then (iterations > 1)
  * refitted PA(u)/g -> u through the frozen PA with u = DPD(x). mean = the train-split MSE of the
@@ -611,37 +595,57 @@ static dpd_status ls_epoch(run *r, double *mean, dpd_error *err) {
     return s;
 }
 
+/* One step on the provider: a PA step (train_step), or a DPD step through the frozen PA's
+ * session: u = DPD(x), y = PA(u), the MSE against g x, gradients back through the PA (its own
+ * gradient is computed and never used) into the DPD, clipped; then AdamW. */
+static dpd_status step(run *r, int B, double *loss, char *msg, size_t n) {
+    const dpd_provider_i *p = r->prov->i;
+    const dpd_train_cfg *c = r->c;
+    dpd_status s;
+    if (!r->pa_sess)
+        s = p->train_step(r->sess, r->bx, r->by, B, c->frame, c->clip, loss, msg, n);
+    else if (!(s = p->forward_keep(r->sess, r->bx, B, c->frame, r->u, msg, n)) &&
+             !(s = p->forward_keep(r->pa_sess, r->u, B, c->frame, r->yh, msg, n))) {
+        *loss = dpd_mse(r->yh, r->by, (size_t)B * c->frame * 2, r->dyh);
+        if (!isfinite(*loss))
+            return snprintf(msg, n, "training diverged: the loss is not finite (lower --lr)"), DPD_E_ABORTED;
+        if (!(s = p->backward(r->pa_sess, r->dyh, r->du, msg, n)) && !(s = p->backward(r->sess, r->du, NULL, msg, n)))
+            s = p->clip(r->sess, c->clip, msg, n);
+    }
+    return s ? s : p->optimizer_step(r->sess, r->opt.lr, c->weight_decay, msg, n);
+}
+
+static dpd_status prov_fail(const run *r, dpd_status s, const char *msg, dpd_error *err) {
+    return s == DPD_E_DEVICE ? dpd_exec_device_failed(r->prov->i->name, msg, err)
+                             : dpd_fail(err, s, "%s: %s", r->prov->i->name, msg);
+}
+
+/* After an epoch: the weights, the optimizer state and the delta counters come back to the host
+ * copies, which serve evaluation and checkpoints. */
+static dpd_status sync(run *r, dpd_error *err) {
+    const dpd_provider_i *p = r->prov->i;
+    char msg[512] = "";
+    long long z[4];
+    dpd_status s = p->download(r->sess, dpd_model_params(r->m), msg, sizeof msg);
+    if (!s && p->get_state) s = p->get_state(r->sess, r->opt.m, r->opt.v, &r->opt.step, msg, sizeof msg);
+    if (!s && p->zeros && !(s = p->zeros(r->sess, z, msg, sizeof msg))) dpd_model_add_zeros(r->m, z);
+    return s ? prov_fail(r, s, msg, err) : DPD_OK;
+}
+
 static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user, double *mean,
                               dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     for (size_t i = 0; i < r->nframes; i++) r->perm[i] = (uint32_t)i;
     dpd_rng_shuffle(&r->rng, r->perm, r->nframes);
     int nb = (int)((r->nframes + (size_t)c->batch - 1) / (size_t)c->batch);
-    size_t np = dpd_model_nparams(r->m);
     double acc = 0, t0 = now();
     for (int b = 0; b < nb; b++) {
         size_t f0 = (size_t)b * c->batch, B = r->nframes - f0 < (size_t)c->batch ? r->nframes - f0 : (size_t)c->batch;
         dpd_frames_gather(r->tx, r->ty, r->perm + f0, (int)B, c->frame, c->stride, r->bx, r->by);
         double loss;
-        if (r->sess) { /* the step runs on the provider; weights come back after the epoch */
-            char msg[512] = "";
-            dpd_status s = r->prov->i->train_step(r->sess, r->bx, r->by, (int)B, c->frame, c->clip, &loss, msg, sizeof msg);
-            if (!s) s = r->prov->i->optimizer_step(r->sess, r->opt.lr, c->weight_decay, msg, sizeof msg);
-            if (s == DPD_E_DEVICE) return dpd_exec_device_failed(r->prov->i->name, msg, err);
-            if (s) return dpd_fail(err, s, "%s: %s", r->prov->i->name, msg);
-            acc += loss;
-            if (fn) {
-                dpd_progress p = {.epoch = epoch, .epochs = c->epochs, .batch = b + 1, .batches = nb,
-                                  .loss = loss, .elapsed = now() - t0};
-                fn(user, &p);
-            }
-            continue;
-        }
-        dpd_status s = r->pa ? cascade_step(r, (int)B, &loss, err)
-                             : dpd_model_train_step(r->m, r->bx, r->by, (int)B, c->frame, &loss, NULL, err);
-        if (s) return s;
-        dpd_clip(dpd_model_grads(r->m), np, c->clip);
-        dpd_adamw_step(&r->opt, dpd_model_params(r->m), dpd_model_grads(r->m));
+        char msg[512] = "";
+        dpd_status s = step(r, (int)B, &loss, msg, sizeof msg);
+        if (s) return prov_fail(r, s, msg, err);
         acc += loss;
         if (fn) {
             dpd_progress p = {.epoch = epoch, .epochs = c->epochs, .batch = b + 1, .batches = nb,
@@ -650,40 +654,57 @@ static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user,
         }
     }
     *mean = acc / nb;
-    if (r->sess) { /* the host copy serves evaluation and checkpoints */
-        char msg[512] = "";
-        dpd_status s = r->prov->i->download(r->sess, dpd_model_params(r->m), msg, sizeof msg);
-        if (s) return s == DPD_E_DEVICE ? dpd_exec_device_failed(r->prov->i->name, msg, err) : dpd_fail(err, s, "%s", msg);
-    }
-    return DPD_OK;
+    return sync(r, err);
 }
 
-/* PA training on a non-cpu provider when asked for and able (train_step, the model supported);
- * DPD and least-squares runs, and providers without training, stay on the CPU. */
-static dpd_status pick_provider(run *r, dpd_error *err) {
+/* Whether provider p can train this run: a PA run needs train_step, a DPD run the chained
+ * calls, both the model (and the PA) supported. NULL when it can, else why not. */
+static const char *cannot_train(const run *r, const dpd_provider *p) {
+    const dpd_provider_i *i = p->i;
+    if (!i->train_step || !i->optimizer_step || !i->supports(p->ctx, &r->c->model)) return "the model is not supported";
+    if (r->pa && (!i->forward_keep || !i->backward || !i->clip || !i->supports(p->ctx, dpd_model_config(r->pa))))
+        return "training through a PA model is not supported";
+    return NULL;
+}
+
+static dpd_status open_session(run *r, const dpd_model_cfg *cfg, dpd_model *m, void **sess, dpd_error *err) {
+    char msg[512] = "";
+    const dpd_provider_i *p = r->prov->i;
+    dpd_status s = p->session_create(r->prov->ctx, 0, cfg, r->c->batch, r->c->frame, sess, msg, sizeof msg);
+    if (!s) s = p->upload(*sess, dpd_model_params(m), msg, sizeof msg);
+    return s ? prov_fail(r, s, msg, err) : DPD_OK;
+}
+
+/* Gradient training runs on a provider's sessions (the model's, and for DPD runs the frozen
+ * PA's): the one selected when it can train this run, else the built-in cpu provider (an
+ * explicit --provider cuda that cannot is an error). Least-squares fits run on the host. */
+static dpd_status pick_provider(run *r, const state *st, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
+    if (c->ls) {
+        snprintf(r->prov_used, sizeof r->prov_used, "cpu (least squares on the host)");
+        return DPD_OK;
+    }
     char reason[512];
     dpd_status s = dpd_provider_select(c->provider, &r->prov, reason, sizeof reason, err);
     if (s) return s;
-    int strict = !strcmp(c->provider, "cuda");
-    const char *why = NULL;
-    if (!strcmp(r->prov->i->name, "cpu")) why = NULL;
-    else if (r->pa || c->ls) why = "DPD and least-squares runs are CPU-only so far";
-    else if (!r->prov->i->train_step || !r->prov->i->supports(r->prov->ctx, &c->model)) why = "the model is not supported";
+    const char *why = cannot_train(r, r->prov);
     if (why) {
-        if (strict) return dpd_fail(err, DPD_E_UNSUPPORTED, "cuda: %s (use --provider cpu)", why);
-        snprintf(reason, sizeof reason, "cpu: %s on %s", why, r->prov->i->name);
+        if (!strcmp(c->provider, r->prov->i->name))
+            return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: %s (use --provider cpu)", r->prov->i->name, why);
+        snprintf(reason, sizeof reason, "%s on %s", why, r->prov->i->name);
         r->prov = dpd_provider_cpu();
     }
     snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", r->prov->i->name, reason);
-    if (!strcmp(r->prov->i->name, "cpu")) {
-        r->prov = NULL;
-        return DPD_OK;
+    if (!strcmp(r->prov->i->name, "cpu")) dpd_provider_cpu_threads(c->threads);
+    if ((s = open_session(r, &c->model, r->m, &r->sess, err)) ||
+        (r->pa && (s = open_session(r, dpd_model_config(r->pa), r->pa, &r->pa_sess, err))))
+        return s;
+    if (st->epoch && r->prov->i->set_state) {
+        char msg[512] = "";
+        if ((s = r->prov->i->set_state(r->sess, r->opt.m, r->opt.v, r->opt.step, msg, sizeof msg)))
+            return prov_fail(r, s, msg, err);
     }
-    char msg[512] = "";
-    s = r->prov->i->session_create(r->prov->ctx, 0, &c->model, c->batch, c->frame, &r->sess, msg, sizeof msg);
-    if (!s) s = r->prov->i->upload(r->sess, dpd_model_params(r->m), msg, sizeof msg);
-    return s ? dpd_fail(err, s, "%s: %s", r->prov->i->name, msg) : DPD_OK;
+    return DPD_OK;
 }
 
 dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
@@ -730,7 +751,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
     if (s) goto done;
     if (r.ds.warning[0])
         event_message(&r.events, "warning", st.epoch, r.ds.warning);
-    if ((s = pick_provider(&r, err))) goto done;
+    if ((s = pick_provider(&r, &st, err))) goto done;
     double t0 = now() - st.elapsed * 60.0;
     text best = {0};
     for (int e = st.epoch; e < cfg.epochs; e++) {

@@ -226,7 +226,22 @@ if [ -f "$FAKE" ]; then
     run --epochs 2 --out "$T/pv2" --provider cpu >/dev/null 2>&1
     PV=a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors
     check 'grep -q "\"provider\":\"cuda (cuda from" "$T/pv1.json" && data "$T/pv1/$PV" | cmp -s - "$T/pv2.data" 2>/dev/null || { data "$T/pv2/$PV" >"$T/pv2.data"; grep -q "\"provider\":\"cuda (cuda from" "$T/pv1.json" && data "$T/pv1/$PV" | cmp -s - "$T/pv2.data"; }' \
-        "PA training through the provider ABI (train_step, optimizer_step) equals direct CPU training bit for bit"
+        "PA training on the pack's provider (train_step, optimizer_step) equals the cpu provider's bit for bit"
+    EREL=a/train_dpd/PA_S_3_M_GRU_H_6_F_40/DPD_S_3_M_GRU_H_5_F_40_P_147
+    data "$E1/last.safetensors" >"$T/e1.last"
+    DPD_FAKE=ok drun --epochs 2 --out "$T/pd1" --provider cuda --json >"$T/pd1.json" 2>/dev/null
+    check 'grep -q "\"provider\":\"cuda (cuda from" "$T/pd1.json" && data "$T/pd1/$EREL/last.safetensors" | cmp -s - "$T/e1.last" && cmp -s "$T/pd1/$EREL/pa.safetensors" "$E1/pa.safetensors"' \
+        "DPD training through the frozen PA on the pack's provider (forward_keep, backward, clip) equals cpu bit for bit"
+    DPD_FAKE=ok drun --epochs 1 --out "$T/pd2" --provider cuda >/dev/null 2>&1
+    DPD_FAKE=ok "$DPD" train-dpd --resume "$T/pd2/$EREL" --epochs 2 --provider cuda >/dev/null 2>"$T/err"
+    check 'data "$T/pd2/$EREL/last.safetensors" | cmp -s - "$T/e1.last"' \
+        "a resume on the pack's provider restores the optimizer state (set_state): equal to 2 straight epochs ($(head -c 200 "$T/err"))"
+    DPD_FAKE=nochain drun --epochs 1 --out "$T/pd3" --provider cuda >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -ne 0 ] && grep -q "cuda: training through a PA model is not supported (use --provider cpu)" "$T/err"' \
+        "an explicit --provider that cannot train through a PA refuses the DPD run"
+    DPD_FAKE=nochain drun --epochs 1 --out "$T/pd4" --provider auto --json >"$T/pd4.json" 2>/dev/null
+    check 'grep -q "\"provider\":\"cpu (training through a PA model is not supported on cuda)" "$T/pd4.json"' \
+        "auto falls back to cpu for a DPD run the provider cannot train, and says why"
     DPD_FAKE=ok "$DPD" parity --model "$D1" --data "$T/a" --json >"$T/par.json" 2>/dev/null
     check 'grep -q "\"provider\":\"cuda\".*\"max_abs\":0," "$T/par.json"' "dpd parity reports the deviation of each provider"
     # batch back-off: batches above 2 fail for memory; the run halves, remembers and finishes

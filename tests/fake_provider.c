@@ -3,7 +3,7 @@
  * (read at every call, so the helper process sees the same mode):
  *   DPD_FAKE=ok | abi (wrong ABI version) | nodevice (score 0) | crash (SIGSEGV in forward) |
  *            wrong (forward output off by 0.01) | nomem:N (batches above N fail for memory) |
- *            devfail (a device failure in forward)
+ *            devfail (a device failure in forward) | nochain (no training through a PA model)
  *   DPD_FAKE_LOG=FILE appends the batch size of every forward call. */
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +57,7 @@ __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api
     fake_i.api_version = !strcmp(mode(), "abi") ? 999 : DPD_PROVIDER_API;
     fake_i.device_count = device_count, fake_i.device_info = device_info, fake_i.supports = supports;
     fake_i.session_create = session_create, fake_i.forward = forward;
+    if (!strcmp(mode(), "nochain")) fake_i.forward_keep = NULL, fake_i.backward = NULL, fake_i.clip = NULL;
     out->i = &fake_i, out->ctx = NULL;
     return DPD_OK;
 }

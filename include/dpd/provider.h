@@ -42,6 +42,20 @@ typedef struct dpd_provider_i {
                              double *loss, char *err, size_t nerr);
     /* AdamW at lr with weight decay wd. Optional with train_step. */
     dpd_status (*optimizer_step)(void *session, double lr, double wd, char *err, size_t nerr);
+    /* Training through another model (a DPD through a frozen PA), all optional (NULL: not
+     * supported): forward keeping what backward needs; backward of that forward with dy given,
+     * the gradient kept in the session (overwritten) and dx (B, T, 2) written when non-NULL;
+     * global-norm clipping of the kept gradient. */
+    dpd_status (*forward_keep)(void *session, const float *x, int B, int T, float *y, char *err, size_t nerr);
+    dpd_status (*backward)(void *session, const float *dy, float *dx, char *err, size_t nerr);
+    dpd_status (*clip)(void *session, double max_norm, char *err, size_t nerr);
+    /* The optimizer state (AdamW moments, nparams each, and the step count) for checkpoints and
+     * bit-exact resume. Optional (NULL: a resume restarts the moments). */
+    dpd_status (*get_state)(void *session, float *m, float *v, long *step, char *err, size_t nerr);
+    dpd_status (*set_state)(void *session, const float *m, const float *v, long step, char *err, size_t nerr);
+    /* Delta families: the skipped-update counters of the session's passes since the last call
+     * (zeros dx, numel dx, zeros dh, numel dh), then zeroed. Optional (NULL: not counted). */
+    dpd_status (*zeros)(void *session, long long z[4], char *err, size_t nerr);
 } dpd_provider_i;
 
 typedef struct dpd_provider {

@@ -181,15 +181,20 @@ void cgru_forward(cgru *c, cudaStream_t s) {
     k_forward<<<c->B, threads_for(H), (size_t)7 * H * sizeof(float), s>>>(c->T, H, c->p, c->x, c->y, c->saved);
 }
 
-void cgru_grad(cgru *c, float max_norm, cudaStream_t s) {
+void cgru_backward(cgru *c, cudaStream_t s) {
     int H = c->H;
-    size_t n = (size_t)c->B * c->T * 2;
-    cgru_forward(c, s);
-    k_loss<<<1, 1024, 0, s>>>(n, c->y, c->tgt, c->dy, c->scal);
     k_backward<<<c->B, threads_for(H), ((size_t)8 * H + 2) * sizeof(float), s>>>(c->T, H, c->np, c->p, c->x, c->dy,
                                                                                    c->saved, c->slab, c->dx);
     k_reduce<<<(unsigned)((c->np + 255) / 256), 256, 0, s>>>(c->B, c->np, c->slab, c->g);
-    k_clip<<<1, 1024, 0, s>>>(c->np, c->g, max_norm, c->scal);
+}
+
+void cgru_clip(cgru *c, float max_norm, cudaStream_t s) { k_clip<<<1, 1024, 0, s>>>(c->np, c->g, max_norm, c->scal); }
+
+void cgru_grad(cgru *c, float max_norm, cudaStream_t s) {
+    cgru_forward(c, s);
+    k_loss<<<1, 1024, 0, s>>>((size_t)c->B * c->T * 2, c->y, c->tgt, c->dy, c->scal);
+    cgru_backward(c, s);
+    cgru_clip(c, max_norm, s);
 }
 
 void cgru_adamw(cgru *c, float wd, cudaStream_t s) {

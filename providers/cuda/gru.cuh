@@ -32,9 +32,12 @@ void cgru_free(cgru *c);
  * the device), with weight decay wd. No host synchronisation: capturable as a CUDA graph. */
 void cgru_step(cgru *c, float max_norm, float wd, cudaStream_t s);
 
-/* Forward only (y), forward + loss + backward + clip (g, dx), and the AdamW update alone. c->B
- * and c->T may be lowered below the allocation for a smaller batch. */
+/* Forward only (y, keeping what backward needs), backward of that forward from c->dy (g, dx),
+ * clipping g, forward + loss + backward + clip, and the AdamW update alone. c->B and c->T may
+ * be lowered below the allocation for a smaller batch. */
 void cgru_forward(cgru *c, cudaStream_t s);
+void cgru_backward(cgru *c, cudaStream_t s);
+void cgru_clip(cgru *c, float max_norm, cudaStream_t s);
 void cgru_grad(cgru *c, float max_norm, cudaStream_t s);
 void cgru_adamw(cgru *c, float wd, cudaStream_t s);
 #endif

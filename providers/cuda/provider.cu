@@ -127,8 +127,46 @@ static dpd_status optimizer_step(void *sv, double lr, double wd, char *err, size
     return sync(s, "optimizer step", err, nerr);
 }
 
+/* forward_keep: forward leaves x and the saved activations on the device. */
+static dpd_status backward(void *sv, const float *dy, float *dx, char *err, size_t nerr) {
+    session *s = (session *)sv;
+    size_t n = (size_t)s->c.B * s->c.T * 2 * sizeof *dy;
+    cudaMemcpyAsync(s->c.dy, dy, n, cudaMemcpyHostToDevice, s->stream);
+    cgru_backward(&s->c, s->stream);
+    if (dx) cudaMemcpyAsync(dx, s->c.dx, n, cudaMemcpyDeviceToHost, s->stream);
+    return sync(s, "backward", err, nerr);
+}
+
+static dpd_status clip(void *sv, double max_norm, char *err, size_t nerr) {
+    session *s = (session *)sv;
+    cgru_clip(&s->c, (float)max_norm, s->stream);
+    return sync(s, "clip", err, nerr);
+}
+
+/* The step count lives in device memory as a float (exact below 2^24 steps). */
+static dpd_status get_state(void *sv, float *m, float *v, long *step, char *err, size_t nerr) {
+    session *s = (session *)sv;
+    float f;
+    cudaMemcpyAsync(m, s->c.m, s->c.np * sizeof *m, cudaMemcpyDeviceToHost, s->stream);
+    cudaMemcpyAsync(v, s->c.v, s->c.np * sizeof *v, cudaMemcpyDeviceToHost, s->stream);
+    cudaMemcpyAsync(&f, s->c.scal + 3, sizeof f, cudaMemcpyDeviceToHost, s->stream);
+    dpd_status st = sync(s, "optimizer state", err, nerr);
+    *step = (long)f;
+    return st;
+}
+
+static dpd_status set_state(void *sv, const float *m, const float *v, long step, char *err, size_t nerr) {
+    session *s = (session *)sv;
+    float f = (float)step;
+    cudaMemcpyAsync(s->c.m, m, s->c.np * sizeof *m, cudaMemcpyHostToDevice, s->stream);
+    cudaMemcpyAsync(s->c.v, v, s->c.np * sizeof *v, cudaMemcpyHostToDevice, s->stream);
+    cudaMemcpyAsync(s->c.scal + 3, &f, sizeof f, cudaMemcpyHostToDevice, s->stream);
+    return sync(s, "optimizer state", err, nerr);
+}
+
 static const dpd_provider_i cuda_i = {DPD_PROVIDER_API, "cuda", device_count, device_info, supports, session_create,
-                                      session_free, upload, download, forward, train_step, optimizer_step};
+                                      session_free, upload, download, forward, train_step, optimizer_step,
+                                      forward, backward, clip, get_state, set_state, NULL};
 
 extern "C" __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api_version, dpd_provider *out,
                                                                                char *err, size_t nerr) {

@@ -7,6 +7,7 @@
 #include "../model.h"
 #include "../optim.h"
 #include "../pool.h"
+#include "../status.h"
 #include "dpd/provider.h"
 
 typedef struct session {
@@ -14,6 +15,8 @@ typedef struct session {
     dpd_pool *pool;
     dpd_adamw opt;
     int max_batch, T;
+    float *x;  /* the input of the last forward_keep (max_batch, T, 2) */
+    int B, Tl; /* its shape */
 } session;
 
 static int threads = 1;
@@ -42,6 +45,7 @@ static void session_free(void *s) {
     dpd_model_free(ss->m);
     dpd_pool_free(ss->pool);
     dpd_adamw_free(&ss->opt);
+    free(ss->x);
     free(ss);
 }
 
@@ -57,7 +61,9 @@ static dpd_status session_create(void *ctx, int device, const dpd_model_cfg *mod
         return fail(err, nerr, &e);
     }
     dpd_model_set_pool(s->m, s->pool);
-    if (dpd_model_reserve(s->m, max_batch, T, &e) || dpd_adamw_init(&s->opt, dpd_model_nparams(s->m), 0, 0, &e)) {
+    s->x = malloc((size_t)max_batch * T * 2 * sizeof *s->x);
+    if (!s->x) dpd_fail(&e, DPD_E_NOMEM, "out of memory for a %d x %d session", max_batch, T);
+    if (!s->x || dpd_model_reserve(s->m, max_batch, T, &e) || dpd_adamw_init(&s->opt, dpd_model_nparams(s->m), 0, 0, &e)) {
         session_free(s);
         return fail(err, nerr, &e);
     }
@@ -101,10 +107,53 @@ static dpd_status optimizer_step(void *s, double lr, double wd, char *err, size_
     return DPD_OK;
 }
 
+static dpd_status forward_keep(void *s, const float *x, int B, int T, float *y, char *err, size_t nerr) {
+    session *ss = s;
+    dpd_status st = forward(s, x, B, T, y, err, nerr);
+    if (!st) memcpy(ss->x, x, (size_t)B * T * 2 * sizeof *x), ss->B = B, ss->Tl = T;
+    return st;
+}
+
+static dpd_status backward(void *s, const float *dy, float *dx, char *err, size_t nerr) {
+    session *ss = s;
+    dpd_error e = {0};
+    return dpd_model_backward(ss->m, ss->x, dy, ss->B, ss->Tl, dx, &e) ? fail(err, nerr, &e) : DPD_OK;
+}
+
+static dpd_status clip(void *s, double max_norm, char *err, size_t nerr) {
+    session *ss = s;
+    dpd_clip(dpd_model_grads(ss->m), dpd_model_nparams(ss->m), max_norm);
+    return DPD_OK;
+}
+
+static dpd_status get_state(void *s, float *m, float *v, long *step, char *err, size_t nerr) {
+    session *ss = s;
+    memcpy(m, ss->opt.m, ss->opt.n * sizeof *m), memcpy(v, ss->opt.v, ss->opt.n * sizeof *v);
+    *step = ss->opt.step;
+    return DPD_OK;
+}
+
+static dpd_status set_state(void *s, const float *m, const float *v, long step, char *err, size_t nerr) {
+    session *ss = s;
+    memcpy(ss->opt.m, m, ss->opt.n * sizeof *m), memcpy(ss->opt.v, v, ss->opt.n * sizeof *v);
+    ss->opt.step = step;
+    return DPD_OK;
+}
+
+static dpd_status zeros(void *s, long long z[4], char *err, size_t nerr) {
+    session *ss = s;
+    dpd_sparsity sp = {0};
+    dpd_model_sparsity(ss->m, &sp, 1);
+    z[0] = sp.zeros_dx, z[1] = sp.numel_dx, z[2] = sp.zeros_dh, z[3] = sp.numel_dh;
+    return DPD_OK;
+}
+
 static const dpd_provider_i cpu_i = {
     .api_version = DPD_PROVIDER_API, .name = "cpu", .device_count = device_count, .device_info = device_info,
     .supports = supports, .session_create = session_create, .session_free = session_free, .upload = upload,
-    .download = download, .forward = forward, .train_step = train_step, .optimizer_step = optimizer_step};
+    .download = download, .forward = forward, .train_step = train_step, .optimizer_step = optimizer_step,
+    .forward_keep = forward_keep, .backward = backward, .clip = clip, .get_state = get_state, .set_state = set_state,
+    .zeros = zeros};
 static const dpd_provider cpu = {&cpu_i, NULL};
 
 const dpd_provider *dpd_provider_cpu(void) { return &cpu; }
