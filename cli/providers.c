@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "exec.h"
 #include "provider.h"
 #include "settings.h"
 
@@ -15,8 +16,11 @@ static void devices(const dpd_provider *p, int json) {
         if (json)
             printf("%s{\"name\":\"%s\",\"memory\":%llu,\"arch\":\"%s\",\"driver\":%d,\"runtime\":%d}", d ? "," : "",
                    info.name, (unsigned long long)info.memory, info.arch, info.driver, info.runtime);
+        else if (!info.memory)
+            printf("    device %d: %s, %s, system memory\n", d, info.name, info.arch);
         else
-            printf("    device %d: %s, %s%s\n", d, info.name, info.arch, info.memory ? "" : ", system memory");
+            printf("    device %d: %s, %s, %.1f GiB, driver %d, runtime %d\n", d, info.name, info.arch,
+                   (double)info.memory / (1 << 30), info.driver, info.runtime);
     }
 }
 
@@ -34,21 +38,36 @@ int cmd_providers(int argc, char **argv) {
     if (dpd_provider_select(NULL, &active, reason, sizeof reason, &err)) snprintf(reason, sizeof reason, "%s", err.msg);
     dpd_pack_active("cuda", pack, sizeof pack);
     int workers = dpd_cpu_level_threads(st.cpu_level);
+    dpd_provider_cpu_threads(workers);
+    /* The batch bound of the active device provider, for the reference model (GRU-23, frame 200). */
+    const dpd_provider *gpu = strcmp(active->i->name, "cpu") ? active : NULL;
+    dpd_model_cfg ref = {.family = "gru", .hidden = 23, .layers = 1};
+    dpd_device_info d;
+    int bound = gpu && !gpu->i->device_info(gpu->ctx, 0, &d)
+                    ? dpd_settings_batch_bound(st.gpu_memory, d.memory, dpd_exec_seq_bytes(&ref, 200))
+                    : 0;
     if (json) {
         printf("{\"settings\":{\"provider\":\"%s\",\"cpu_level\":\"%s\",\"gpu_memory\":\"%s\"},\"providers\":[", st.provider,
                st.cpu_level, st.gpu_memory);
         printf("{\"name\":\"cpu\",\"devices\":[");
         devices(dpd_provider_cpu(), 1);
-        printf("]},{\"name\":\"cuda\",\"pack\":\"%s\"}],\"active\":\"%s\",\"reason\":\"%s\",\"workers\":%d,"
-               "\"packs_dir\":\"%s\",\"batch_bounds\":{\"cpu\":null}}\n",
-               pack, active->i->name, reason, workers, dpd_packs_dir());
+        printf("]},{\"name\":\"cuda\",\"pack\":\"%s\",\"devices\":[", pack);
+        if (gpu) devices(gpu, 1);
+        printf("]}],\"active\":\"%s\",\"reason\":\"%s\",\"workers\":%d,\"packs_dir\":\"%s\",\"batch_bounds\":{\"cpu\":null",
+               active->i->name, reason, workers, dpd_packs_dir());
+        if (gpu) printf(",\"%s\":{\"model\":\"gru-23\",\"frame\":200,\"batch\":%d}", gpu->i->name, bound);
+        printf("}}\n");
         return 0;
     }
     printf("settings (%s): provider %s, cpu_level %s, gpu_memory %s\n", dpd_settings_path(), st.provider, st.cpu_level,
            st.gpu_memory);
-    printf("  cpu: built in, %d workers\n", workers);
+    printf("  cpu: built in, %d workers, batches unbounded\n", workers);
     devices(dpd_provider_cpu(), 0);
     printf("  cuda: %s\n", pack[0] ? pack : "no pack installed (make pack-cuda; dpd pack install FILE)");
+    if (gpu) {
+        devices(gpu, 0);
+        printf("    batch bound at gpu_memory %s: %d sequences of GRU-23 x 200\n", st.gpu_memory, bound);
+    }
     printf("active: %s (%s)\n", active->i->name, reason);
     printf("packs: %s\n", dpd_packs_dir());
     return 0;

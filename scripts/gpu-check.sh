@@ -33,6 +33,22 @@ for p in cuda cpu; do
     /usr/bin/time -f "$p: %e s wall" timeout 200 build/dpd train-pa --data build/data/DPA_200MHz --model gru --hidden 23 \
         --preset quick --provider $p --out "$W/runs-$p" --json 2>&1 | grep -E '"run_dir"|wall'
 done
+echo "== DPD training through the frozen PA (GRU-10 DPD, GRU-23 PA, DPA_200MHz, --preset quick): cuda, then cpu"
+for p in cuda cpu; do
+    /usr/bin/time -f "$p: %e s wall" timeout 200 build/dpd train-dpd --data build/data/DPA_200MHz \
+        --pa build/ckpt/pa_gru23.safetensors --model gru --hidden 10 --preset quick --provider $p --out "$W/dpd-$p" \
+        --json 2>&1 | grep -oE '"test":\{[^}]*\}|"provider":"[^"]*"|.*wall'
+done
+echo "== resume on cuda: 1 epoch, resumed to 2, against 2 straight (PA GRU-23, quick)"
+tensors() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1"; }
+for n in 1 2; do
+    timeout 100 build/dpd train-pa --data build/data/DPA_200MHz --model gru --hidden 23 --preset quick --epochs $n \
+        --provider cuda --out "$W/rs$n" >/dev/null 2>&1
+done
+R1=$(ls -d "$W"/rs1/*/train_pa/*) R2=$(ls -d "$W"/rs2/*/train_pa/*)
+timeout 100 build/dpd train-pa --resume "$R1" --epochs 2 --provider cuda >/dev/null 2>&1
+tensors "$R2/last.safetensors" >"$W/t2"
+if tensors "$R1/last.safetensors" | cmp -s - "$W/t2"; then echo "resume: weights and moments bitwise equal"; else echo "resume: DIFFERENT"; fi
 echo "== a full DPA_160MHz-shaped epoch of PA GRU-23 on cuda (294 912 samples, 4 605 steps)"
 build/dpd synth --out "$W/s160" --carriers 4 --carrier-bw 40e6 --qam 1024 --fs 640e6 --nperseg 16384 --length 491520 >/dev/null
 timeout 200 build/dpd train-pa --data "$W/s160" --model gru --hidden 23 --epochs 1 --frame 200 --stride 1 --batch 64 \

@@ -41,6 +41,10 @@ static dpd_status start(dpd_exec *e, const float *params, dpd_error *err) {
     return s ? dpd_fail(err, s, "%s: %s", e->p->i->name, msg) : DPD_OK;
 }
 
+size_t dpd_exec_seq_bytes(const dpd_model_cfg *cfg, int T) {
+    return (size_t)T * ((size_t)cfg->hidden * 5 + 16) * sizeof(float) + dpd_model_count(cfg) * 4;
+}
+
 dpd_status dpd_exec_open(const char *request, dpd_model *m, int max_batch, int T, dpd_exec **out, char *reason,
                          size_t nreason, dpd_error *err) {
     *out = NULL;
@@ -66,8 +70,7 @@ dpd_status dpd_exec_open(const char *request, dpd_model *m, int max_batch, int T
     dpd_device_info d;
     dpd_settings st;
     if (strcmp(e->p->i->name, "cpu") && !e->p->i->device_info(e->p->ctx, 0, &d) && !dpd_settings_load(&st, err)) {
-        size_t per_seq = (size_t)T * ((size_t)e->cfg.hidden * 5 + 16) * sizeof(float) + dpd_model_nparams(m) * 4;
-        int bound = dpd_settings_batch_bound(st.gpu_memory, d.memory, per_seq);
+        int bound = dpd_settings_batch_bound(st.gpu_memory, d.memory, dpd_exec_seq_bytes(&e->cfg, T));
         if (bound > 0 && bound < e->batch) e->batch = bound;
     }
     int *c = cached(e);

@@ -16,6 +16,10 @@ void dpd_exec_close(dpd_exec *e);
 const char *dpd_exec_provider(const dpd_exec *e);
 int dpd_exec_batch(const dpd_exec *e); /* the working batch size now */
 
+/* Device bytes one sequence of T samples needs for model cfg (activations kept for backward,
+ * input and output, plus its share of parameters): what the gpu_memory bound divides by. */
+size_t dpd_exec_seq_bytes(const dpd_model_cfg *cfg, int T);
+
 /* A recognized device failure of provider `name` during a run: the preference moves to cpu for
  * later work (recorded with msg); returns DPD_E_DEVICE with a message saying the run was not
  * repeated. */

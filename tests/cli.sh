@@ -219,6 +219,11 @@ if [ -f "$FAKE" ]; then
     DPD_FAKE=ok "$DPD" pack install "$T/fake.tar.gz" >"$T/out" 2>"$T/err"
     check 'grep -q "installed and active: cuda-9.9" "$T/out" && [ "$(readlink "$PACKS/active-cuda")" = cuda-9.9 ] && "$DPD" pack verify cuda-9.9 >/dev/null' \
         "a valid pack installs, activates atomically and verifies ($(cat "$T/err"))"
+    DPD_FAKE=ok "$DPD" providers --json >"$T/pj1.json"
+    "$DPD" config set gpu_memory low && DPD_FAKE=ok "$DPD" providers >"$T/pt.txt" && "$DPD" config set gpu_memory medium
+    # the fake device has 1 GiB; GRU-23 x 200 needs 200 (5 x 23 + 16) 4 + 1911 x 4 = 112444 bytes a sequence
+    check 'grep -q "\"name\":\"cuda\",\"pack\":\"[^\"]*cuda-9.9\",\"devices\":\[{\"name\":\"fake GPU (ok)\",\"memory\":1073741824" "$T/pj1.json" && grep -q "\"cuda\":{\"model\":\"gru-23\",\"frame\":200,\"batch\":4774}" "$T/pj1.json" && grep -q "batch bound at gpu_memory low: 2387 sequences" "$T/pt.txt"' \
+        "dpd providers lists the pack's devices and the gpu_memory batch bound (half, then a quarter of 1 GiB)"
     DPD_FAKE=ok "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda --json >"$T/ec.json" 2>/dev/null
     "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cpu --json >"$T/ep.json" 2>/dev/null
     check '[ "$(num model NMSE "$T/ec.json")" = "$(num model NMSE "$T/ep.json")" ] && grep -q "\"provider\":\"cuda" "$T/ec.json"' "eval through the active pack's provider"
