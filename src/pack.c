@@ -8,12 +8,15 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <math.h>
 
@@ -233,8 +236,15 @@ done:
     return s;
 }
 
+/* Seconds the helper may take (DPD_PACK_TIMEOUT overrides, for the tests). */
+static int probe_timeout(void) {
+    const char *t = getenv("DPD_PACK_TIMEOUT");
+    return t && atoi(t) > 0 ? atoi(t) : 120;
+}
+
 /* Runs `helper pack probe DIR` and collects its output; status 0, or DPD_E_DEVICE (exit 3, cannot
- * activate here) or DPD_E_FORMAT (anything else, including a crash). */
+ * activate here) or DPD_E_FORMAT (anything else: a crash, or no answer within the timeout, when
+ * the helper is killed). */
 static dpd_status helper_probe(const char *helper, const char *dir, char *msg, size_t nmsg) {
     int fd[2];
     if (pipe(fd)) return snprintf(msg, nmsg, "pipe: %s", strerror(errno)), DPD_E_IO;
@@ -247,15 +257,34 @@ static dpd_status helper_probe(const char *helper, const char *dir, char *msg, s
     }
     close(fd[1]);
     size_t n = 0;
-    ssize_t k;
-    while (n + 1 < nmsg && (k = read(fd[0], msg + n, nmsg - 1 - n)) > 0) n += (size_t)k;
+    int limit = probe_timeout(), hung = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct pollfd pf = {fd[0], POLLIN, 0};
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long left = (long)limit * 1000 - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
+            hung = 1;
+            kill(pid, SIGKILL);
+            break;
+        }
+        char sink[256];
+        ssize_t k = n + 1 < nmsg ? read(fd[0], msg + n, nmsg - 1 - n) : read(fd[0], sink, sizeof sink);
+        if (k <= 0 && !(k < 0 && errno == EINTR)) break;
+        if (k > 0 && n + 1 < nmsg) n += (size_t)k;
+    }
     msg[n] = 0;
     while (n && (msg[n - 1] == '\n')) msg[--n] = 0;
     close(fd[0]);
     int st = 0;
     waitpid(pid, &st, 0);
+    size_t L = strlen(msg);
+    if (hung) {
+        snprintf(msg + L, nmsg - L, "%sthe validation helper gave no answer within %d s and was stopped", L ? "; " : "", limit);
+        return DPD_E_FORMAT;
+    }
     if (WIFSIGNALED(st)) {
-        size_t L = strlen(msg);
         snprintf(msg + L, nmsg - L, "%sthe validation helper crashed (signal %d)", L ? "; " : "", WTERMSIG(st));
         return DPD_E_FORMAT;
     }

@@ -3,12 +3,14 @@
  * (read at every call, so the helper process sees the same mode):
  *   DPD_FAKE=ok | abi (wrong ABI version) | nodevice (score 0) | crash (SIGSEGV in forward) |
  *            wrong (forward output off by 0.01) | nomem:N (batches above N fail for memory) |
- *            devfail (a device failure in forward) | nochain (no training through a PA model)
+ *            devfail (a device failure in forward) | nochain (no training through a PA model) |
+ *            hang (forward never returns)
  *   DPD_FAKE_LOG=FILE appends the batch size of every forward call. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dpd/provider.h"
 
@@ -40,6 +42,7 @@ static dpd_status forward(void *s, const float *x, int B, int T, float *y, char 
         if (f) fprintf(f, "%d\n", B), fclose(f);
     }
     if (!strcmp(m, "crash")) raise(SIGSEGV);
+    while (!strcmp(m, "hang")) pause();
     if (!strcmp(m, "devfail")) return snprintf(err, nerr, "fake: device lost"), DPD_E_DEVICE;
     if (!strncmp(m, "nomem:", 6) && B > atoi(m + 6)) return snprintf(err, nerr, "fake: out of memory at batch %d", B), DPD_E_NOMEM;
     dpd_status st = cpu()->forward(s, x, B, T, y, err, nerr);
