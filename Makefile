@@ -25,6 +25,7 @@ CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
 FAKE    := $(BUILD)/tests/libfake.so
+BLAS    := $(BUILD)/tests/libblasprobe.so
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
 .PHONY: all test demo bench deps clean cuda pack-cuda
@@ -69,6 +70,11 @@ $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared -o $@ $< $(BUILD)/libdpd.a $(LDFLAGS) $(LDLIBS)
 
+# A stand-in for OpenBLAS (LD_PRELOAD in tests/cli.sh): logs the thread counts dpd sets.
+$(BLAS): tests/blas_probe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $<
+
 # The CUDA GRU and its parity/speed check (providers/cuda/), where nvcc exists: sm_90 code plus
 # PTX, CUDA runtime linked statically. Without a GPU the check prints SKIP.
 NVCC    ?= nvcc
@@ -94,7 +100,7 @@ deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TESTS) $(FAKE) cuda pack-cuda
+	@$(MAKE) --no-print-directory all $(TESTS) $(FAKE) $(BLAS) cuda pack-cuda
 	@BUILD=$(BUILD) tests/run.sh $(TESTS) $(wildcard $(BUILD)/cuda/check)
 
 demo: deps

@@ -27,6 +27,7 @@ dpd_status dpd_provider_select(const char *want, const dpd_provider **out, char 
  * must restart before it uses the new backend (why says so). */
 int dpd_provider_restart_needed(char *why, size_t nwhy);
 
-/* Sets the CPU provider's thread count. */
+/* Sets the CPU provider's thread count, and that of numeric libraries with threads of their own
+ * (OpenBLAS, BLIS, OpenMP) when they are loaded. */
 void dpd_provider_cpu_threads(int n);
 #endif

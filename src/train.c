@@ -680,6 +680,7 @@ static dpd_status open_session(run *r, const dpd_model_cfg *cfg, dpd_model *m, v
  * explicit --provider cuda that cannot is an error). Least-squares fits run on the host. */
 static dpd_status pick_provider(run *r, const state *st, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
+    dpd_provider_cpu_threads(c->threads);
     if (c->ls) {
         snprintf(r->prov_used, sizeof r->prov_used, "cpu (least squares on the host)");
         return DPD_OK;
@@ -695,7 +696,6 @@ static dpd_status pick_provider(run *r, const state *st, dpd_error *err) {
         r->prov = dpd_provider_cpu();
     }
     snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", r->prov->i->name, reason);
-    if (!strcmp(r->prov->i->name, "cpu")) dpd_provider_cpu_threads(c->threads);
     if ((s = open_session(r, &c->model, r->m, &r->sess, err)) ||
         (r->pa && (s = open_session(r, dpd_model_config(r->pa), r->pa, &r->pa_sess, err))))
         return s;

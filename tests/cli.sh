@@ -131,6 +131,15 @@ check '[ "$(sed -n "s/.*\"run_dir\":\"\([^\"]*\)\".*/\1/p" "$T/lp.json")" = "$L1
     "fit-ls pa: run directory, checkpoint and one history row ($(cat "$T/err"))"
 nm=$(num test NMSE "$T/lp.json")
 check 'awk "BEGIN { exit !($nm < -20) }"' "fit-ls mp PA on synthetic data: test NMSE $nm"
+BLASLIB="${BUILD:-build}/tests/libblasprobe.so"
+if [ -f "$BLASLIB" ]; then
+    : >"$T/blas.log"
+    DPD_BLAS_LOG="$T/blas.log" LD_PRELOAD="$PWD/$BLASLIB" ASAN_OPTIONS=verify_asan_link_order=0 \
+        "$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --threads 3 --out "$T/lsb" >/dev/null 2>&1
+    check '[ "$(tail -n 1 "$T/blas.log")" = 3 ]' "the worker count reaches a threaded BLAS under LAPACK (OpenBLAS stand-in: $(tr '\n' ' ' <"$T/blas.log"))"
+else
+    echo "SKIP cli blas threads: $BLASLIB not built"
+fi
 "$DPD" fit-ls --data "$T/a" --kind gmp --target dpd --pa "$L1" --K 4 --Q 4 --M 1 --iterations 2 --out "$T/ls" --json >"$T/ld.json" 2>"$T/err"
 check 'grep -q "\"no_dpd\":{" "$T/ld.json" && awk "BEGIN { exit !($(num test ACLR_AVG "$T/ld.json") < $(num no_dpd ACLR_AVG "$T/ld.json")) }"' \
     "fit-ls gmp DPD by ILA through an MP PA improves ACLR ($(cat "$T/err"))"

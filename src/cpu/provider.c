@@ -1,5 +1,7 @@
 /* provider (cpu): the built-in CPU provider — dpd_model sessions on dpd's thread pool and
  * kernels, behind the same table a loadable provider fills (include/dpd/provider.h). */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,17 @@ typedef struct session {
 
 static int threads = 1;
 
-void dpd_provider_cpu_threads(int n) { threads = n > 0 ? n : 1; }
+/* Numeric libraries with threads of their own (OpenBLAS or BLIS under LAPACK, OpenMP), when
+ * loaded, get the same count. */
+void dpd_provider_cpu_threads(int n) {
+    threads = n > 0 ? n : 1;
+    void (*openblas)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+    void (*omp)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void (*blis)(int64_t) = (void (*)(int64_t))dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads");
+    if (openblas) openblas(threads);
+    if (omp) omp(threads);
+    if (blis) blis(threads);
+}
 
 static int device_count(void *ctx) { return 1; }
 
