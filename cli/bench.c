@@ -1,5 +1,6 @@
-/* bench: `dpd bench train --model M --hidden H --batch B --frame T [--steps N] [--json]` — times
- * full training steps (forward, loss, backward, clip, AdamW) on random data. Never asserts. */
+/* bench: `dpd bench train --model M --hidden H --batch B --frame T [--steps N] [--provider P]
+ * [--json]` — times full training steps (forward, loss, backward, clip, AdamW) through a
+ * provider's session on random data, batch upload and loss readback included. Never asserts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +8,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "optim.h"
+#include "provider.h"
 
 static double now(void) {
     struct timespec ts;
@@ -28,7 +29,7 @@ int cmd_bench(int argc, char **argv) {
     }
     dpd_model_cfg mc = {"gru", 23, 1};
     int B = 64, T = 200, steps = 20, json = 0, threads = 1;
-    char kernels[16] = "";
+    char kernels[16] = "", want[16] = "cpu";
     opt o[] = {
         {"model", OPT_STR, mc.family, sizeof mc.family, "model family (gru)", 0},
         {"hidden", OPT_INT, &mc.hidden, 0, "hidden size (23)", 0},
@@ -38,6 +39,7 @@ int cmd_bench(int argc, char **argv) {
         {"steps", OPT_INT, &steps, 0, "timed steps (20)", 0},
         {"threads", OPT_INT, &threads, 0, "worker threads (1)", 0},
         {"kernels", OPT_STR, kernels, sizeof kernels, "auto, avx512, avx2, sse or ref", 0},
+        {"provider", OPT_STR, want, sizeof want, "cpu, cuda or auto (cpu)", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
     };
     int r = args_parse(argc - 1, argv + 1, o, sizeof o / sizeof *o, "dpd bench train [options]");
@@ -49,44 +51,51 @@ int cmd_bench(int argc, char **argv) {
     if (!cli_compute(threads, "", kernels)) return 2;
     dpd_error err;
     dpd_model *m;
-    dpd_pool *pool;
-    if (dpd_pool_create(threads, &pool, &err) || dpd_model_create(&mc, &m, &err)) return cli_fail(&err);
-    dpd_model_set_pool(m, pool);
+    const dpd_provider *p;
+    char reason[512], msg[512] = "";
+    if (dpd_provider_select(want, &p, reason, sizeof reason, &err) || dpd_model_create(&mc, &m, &err))
+        return cli_fail(&err);
+    if (!p->i->train_step || !p->i->supports(p->ctx, &mc)) {
+        fprintf(stderr, "dpd: %s cannot train %s models\n", p->i->name, mc.family);
+        return 1;
+    }
     dpd_rng rng;
     dpd_rng_seed(&rng, 1);
     dpd_model_init(m, &rng);
-    size_t n = (size_t)B * T * 2;
+    size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    size_t np = dpd_model_nparams(m);
-    dpd_adamw adam;
-    if (dpd_adamw_init(&adam, np, 5e-3, 0.01, &err)) return cli_fail(&err);
+    void *sess = NULL;
     if (!x || !y) {
         fprintf(stderr, "dpd: out of memory\n");
         return 1;
     }
     for (size_t i = 0; i < n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&rng)), y[i] = (float)(0.3 * dpd_rng_normal(&rng));
+    dpd_status st = p->i->session_create(p->ctx, 0, &mc, B, T, &sess, msg, sizeof msg);
+    if (!st) st = p->i->upload(sess, dpd_model_params(m), msg, sizeof msg);
     double loss, t0 = 0;
-    for (int s = -2; s < steps; s++) { /* two warm-up steps */
+    for (int s = -2; s < steps && !st; s++) { /* two warm-up steps */
         if (s == 0) t0 = now();
-        if (dpd_model_train_step(m, x, y, B, T, &loss, NULL, &err)) return cli_fail(&err);
-        dpd_clip(dpd_model_grads(m), np, 200);
-        dpd_adamw_step(&adam, dpd_model_params(m), dpd_model_grads(m));
+        st = p->i->train_step(sess, x, y, B, T, 200, &loss, msg, sizeof msg);
+        if (!st) st = p->i->optimizer_step(sess, 5e-3, 0.01, msg, sizeof msg);
+    }
+    if (st) {
+        fprintf(stderr, "dpd: %s: %s\n", p->i->name, msg);
+        return 1;
     }
     double sec = (now() - t0) / steps;
     double flop = step_flops(np, B, T);
     if (json)
         printf("{\"model\":\"%s\",\"hidden\":%d,\"layers\":%d,\"params\":%zu,\"batch\":%d,\"frame\":%d,"
-               "\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"ms_per_step\":%.4f,\"steps_per_s\":%.3f,"
+               "\"provider\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"ms_per_step\":%.4f,\"steps_per_s\":%.3f,"
                "\"mflop_per_step\":%.2f,\"gflops\":%.3f}\n",
-               mc.family, mc.hidden, mc.layers, np, B, T, threads, dpd_kernels_name(), steps, sec * 1e3, 1 / sec,
+               mc.family, mc.hidden, mc.layers, np, B, T, p->i->name, threads, dpd_kernels_name(), steps, sec * 1e3, 1 / sec,
                flop / 1e6, flop / sec / 1e9);
     else
-        printf("%s-%d (%zu params) batch %d frame %d, %d threads, %s kernels: %.3f ms/step, %.2f steps/s, "
+        printf("%s-%d (%zu params) batch %d frame %d on %s (%s), %d threads, %s kernels: %.3f ms/step, %.2f steps/s, "
                "%.1f MFLOP/step, %.3f GFLOP/s\n",
-               mc.family, mc.hidden, np, B, T, threads, dpd_kernels_name(), sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
+               mc.family, mc.hidden, np, B, T, p->i->name, reason, threads, dpd_kernels_name(), sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
+    p->i->session_free(sess);
     free(x), free(y);
-    dpd_adamw_free(&adam);
     dpd_model_free(m);
-    dpd_pool_free(pool);
     return 0;
 }

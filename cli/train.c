@@ -70,7 +70,7 @@ static int train(int argc, char **argv, int dpd) {
     int json = 0, legacy = 0, threads = 0;
     opt o[] = {
         CLI_COMPUTE_OPTS(threads, level, kernels),
-        {"provider", OPT_STR, c.provider, sizeof c.provider, "auto, cpu or cuda: where PA training steps run (default: the settings)", 0},
+        {"provider", OPT_STR, c.provider, sizeof c.provider, "auto, cpu or cuda: where the training steps run (default: the settings)", 0},
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
         {"pa", OPT_STR, c.pa, sizeof c.pa, "train-dpd: the frozen PA (checkpoint or train-pa run directory)", 0},
         {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru; 'dpd models' lists all)", 0},

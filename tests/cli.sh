@@ -192,6 +192,7 @@ rm "$XDG_CONFIG_HOME/dpd/config.json"
 # case 1: no matching pack
 expect 1 "no cuda pack is installed" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
 expect 1 "no cuda pack is installed" "$DPD" train-pa --data "$T/a" --epochs 1 --out "$T/nopack" --provider cuda
+expect 1 "no cuda pack is installed" "$DPD" bench train --hidden 4 --batch 2 --frame 10 --steps 1 --provider cuda
 # mkpack DIR OUT [pack.json abi] : a pack of the fake provider
 mkpack() {
     rm -rf "$1" && mkdir -p "$1/lib" && cp "$FAKE" "$1/lib/libfake.so"
@@ -257,6 +258,8 @@ if [ -f "$FAKE" ]; then
     DPD_FAKE=nochain drun --epochs 1 --out "$T/pd4" --provider auto --json >"$T/pd4.json" 2>/dev/null
     check 'grep -q "\"provider\":\"cpu (training through a PA model is not supported on cuda)" "$T/pd4.json"' \
         "auto falls back to cpu for a DPD run the provider cannot train, and says why"
+    DPD_FAKE=ok "$DPD" bench train --hidden 4 --batch 2 --frame 10 --steps 1 --provider cuda --json >"$T/bench.json" 2>&1
+    check 'grep -q "\"provider\":\"cuda\".*\"ms_per_step\":[0-9]" "$T/bench.json"' "dpd bench train times steps through the chosen provider"
     DPD_FAKE=ok "$DPD" parity --model "$D1" --data "$T/a" --json >"$T/par.json" 2>/dev/null
     check 'grep -q "\"provider\":\"cuda\".*\"max_abs\":0," "$T/par.json"' "dpd parity reports the deviation of each provider"
     # batch back-off: batches above 2 fail for memory; the run halves, remembers and finishes
