@@ -325,7 +325,7 @@ typedef struct dpd_train_cfg {
     double ls_reg;      /* ridge on the column-normalised basis */
     int ls_iter;        /* ILA iterations: the first on the measured data, the rest through the PA */
     int threads;        /* worker threads, >= 1; results do not depend on it */
-    char provider[16];  /* "" (the settings) | auto | cpu | cuda: where PA training steps run */
+    char provider[16];  /* "" (the settings) | auto | cpu | cuda: where the training steps run (docs/providers.md) */
 } dpd_train_cfg;
 
 /* The research recipe (reference §13) with GRU-23. */
