@@ -79,9 +79,11 @@ $(BLAS): tests/blas_probe.c
 # PTX, CUDA runtime linked statically. Without a GPU the check prints SKIP.
 NVCC    ?= nvcc
 NVFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# libdpd.a built with SANITIZE needs the sanitizer runtimes on nvcc's link line
+NVSAN   := $(if $(findstring address,$(SANITIZE)),-lasan) $(if $(findstring undefined,$(SANITIZE)),-lubsan)
 $(BUILD)/cuda/check: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/check.cu $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a -lpthread -lm -o $@
+	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a $(NVSAN) -lpthread -lm -o $@
 
 $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/provider.cu include/dpd/provider.h
 	@mkdir -p $(dir $@)
