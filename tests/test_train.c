@@ -147,8 +147,9 @@ static void gather(void) {
     enum { N = 1000, L = 50, S = 7, B = 9 };
     float x[2 * N], y[2 * N], bx[B * L * 2], by[B * L * 2];
     for (int i = 0; i < 2 * N; i++) x[i] = (float)i, y[i] = (float)-i;
-    uint32_t perm[128];
+    uint32_t perm[256]; /* nf = 136 frames */
     size_t nf = dpd_frame_count(N, L, S);
+    CHECK(nf == 136, "frame count %zu", nf);
     for (size_t i = 0; i < nf; i++) perm[i] = (uint32_t)i;
     dpd_rng r;
     dpd_rng_seed(&r, 9);
