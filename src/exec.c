@@ -95,13 +95,7 @@ const char *dpd_exec_provider(const dpd_exec *e) { return e->p->i->name; }
 int dpd_exec_batch(const dpd_exec *e) { return e->batch; }
 
 dpd_status dpd_exec_device_failed(const char *name, const char *msg, dpd_error *err) {
-    dpd_settings st;
-    dpd_error e2;
-    if (!dpd_settings_load(&st, &e2)) {
-        dpd_settings_set(&st, "provider", "cpu", &e2);
-        snprintf(st.reason, sizeof st.reason, "%s failed during a run: %s", name, msg);
-        dpd_settings_save(&st, &e2);
-    }
+    dpd_settings_fall_back("%s failed during a run: %s", name, msg);
     return dpd_fail(err, DPD_E_DEVICE, "%s failed during the run: %s. The provider preference is now cpu for later "
                     "work; this run was not repeated", name, msg);
 }

@@ -111,3 +111,9 @@ int dpd_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
 }
+
+void dpd_xdg_path(const char *var, const char *home_rel, const char *rel, char *out, size_t n) {
+    const char *x = getenv(var), *h = getenv("HOME");
+    if (x && x[0]) snprintf(out, n, "%s/%s", x, rel);
+    else snprintf(out, n, "%s/%s/%s", h ? h : ".", home_rel, rel);
+}

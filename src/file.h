@@ -26,6 +26,10 @@ dpd_status dpd_file_write(const char *path, const void *data, size_t len, dpd_er
 /* mkdir -p. */
 dpd_status dpd_mkdirs(const char *path, dpd_error *err);
 
+/* The XDG base directory path: $VAR/rel when VAR is set and non-empty, else $HOME/home_rel/rel
+ * (./home_rel/rel without HOME). For $XDG_CONFIG_HOME ".config", $XDG_DATA_HOME ".local/share". */
+void dpd_xdg_path(const char *var, const char *home_rel, const char *rel, char *out, size_t n);
+
 /* 1 when path exists. */
 int dpd_exists(const char *path);
 

@@ -305,13 +305,7 @@ static dpd_status validate(const char *dir, const char *helper, const char *labe
     dpd_status s = helper_probe(helper, dir, msg, sizeof msg);
     close(fd);
     if (s == DPD_E_DEVICE) {
-        dpd_settings st;
-        dpd_error e2;
-        if (!dpd_settings_load(&st, &e2)) {
-            dpd_settings_set(&st, "provider", "cpu", &e2);
-            snprintf(st.reason, sizeof st.reason, "%s could not activate: %s", label, msg);
-            dpd_settings_save(&st, &e2);
-        }
+        dpd_settings_fall_back("%s could not activate: %s", label, msg);
         return dpd_fail(err, DPD_E_DEVICE, "%s refused: it cannot activate on this machine (%s); the provider preference "
                         "is now cpu (dpd providers shows why)", label, msg);
     }

@@ -17,9 +17,7 @@
 
 const char *dpd_packs_dir(void) {
     static char path[4096];
-    const char *x = getenv("XDG_DATA_HOME"), *h = getenv("HOME");
-    if (x && x[0]) snprintf(path, sizeof path, "%s/dpd/packs", x);
-    else snprintf(path, sizeof path, "%s/.local/share/dpd/packs", h ? h : ".");
+    dpd_xdg_path("XDG_DATA_HOME", ".local/share", "dpd/packs", path, sizeof path);
     return path;
 }
 

@@ -2,6 +2,7 @@
 #include "settings.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,7 @@ static const char *const MEMORY[] = {"low", "medium", "high", "max", NULL};
 
 const char *dpd_settings_path(void) {
     static char path[4096];
-    const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
-    if (x && x[0]) snprintf(path, sizeof path, "%s/dpd/config.json", x);
-    else snprintf(path, sizeof path, "%s/.config/dpd/config.json", h ? h : ".");
+    dpd_xdg_path("XDG_CONFIG_HOME", ".config", "dpd/config.json", path, sizeof path);
     return path;
 }
 
@@ -99,6 +98,18 @@ dpd_status dpd_settings_save(const dpd_settings *s, dpd_error *err) {
     st = dpd_file_write(dpd_settings_path(), text, strlen(text), err);
     free(text);
     return st;
+}
+
+void dpd_settings_fall_back(const char *fmt, ...) {
+    dpd_settings st;
+    dpd_error e;
+    if (dpd_settings_load(&st, &e)) return;
+    strcpy(st.provider, "cpu");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st.reason, sizeof st.reason, fmt, ap);
+    va_end(ap);
+    (void)dpd_settings_save(&st, &e);
 }
 
 int dpd_settings_batch_bound(const char *level, unsigned long long memory, size_t per_seq) {
