@@ -132,44 +132,60 @@ static void gemv_t(const float *W, int ldw, int rows, int n, const float *d, flo
     if (i < n) gemv_t_block(W, ldw, rows, i, d, out, 1);
 }
 
+/* a[k][l] += d_t[q0 + k] v_t[i0 + l] (per lane) over t < T and lane offsets o0 <= o < o1, for
+ * the nq x ni used of a 4 x 4 tile, d_t at d + t * sd and v_t at v + t * sv. Always inlined:
+ * called with constant 4 x 4, the 16 accumulators stay in registers. */
+static inline __attribute__((always_inline)) void tile(vf a[4][4], int nq, int ni, int T, const float *d, ptrdiff_t sd,
+                                                       const float *v, ptrdiff_t sv, int q0, int i0, int o0, int o1) {
+    for (int t = 0; t < T; t++)
+        for (int o = o0; o < o1; o += VW) {
+            vf dv[4] = {{0}}, vv[4] = {{0}};
+            for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+            for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+            for (int k = 0; k < 4; k++)
+                for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
+        }
+}
+
+/* One tile of outer: the products over every t and lane, the lanes summed in lane order. */
+static inline __attribute__((always_inline)) void outer_tile(float *g, int ldg, int nq, int ni, int T, const float *d,
+                                                             ptrdiff_t sd, const float *v, ptrdiff_t sv, int q0, int i0) {
+    vf a[4][4] = {{{0}}};
+    tile(a, nq, ni, T, d, sd, v, sv, q0, i0, 0, KL);
+    for (int k = 0; k < nq; k++)
+        for (int l = 0; l < ni; l++) {
+            float s = 0.0f;
+            for (int b = 0; b < VW; b++) s += a[k][l][b];
+            g[(size_t)(q0 + k) * ldg + i0 + l] += s;
+        }
+}
+
 /* g (rows, n) += sum over t < T and the lanes of d_t (rows, KL) v_t (n, KL)^T, with d_t at
- * d + t * sd and v_t at v + t * sv. Blocks of 4 x 4 products keep 16 accumulators in
- * registers; the lanes are summed once at the end, in lane order. */
+ * d + t * sd and v_t at v + t * sv, in 4 x 4 tiles. */
 static void outer(float *g, int ldg, int rows, int n, int T, const float *d, size_t sd, const float *v,
                   size_t sv) {
     for (int q0 = 0; q0 < rows; q0 += 4)
         for (int i0 = 0; i0 < n; i0 += 4) {
             int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
-            vf a[4][4] = {{{0}}};
-            if (nq == 4 && ni == 4) /* constant bounds: 16 accumulators in registers */
-                for (int t = 0; t < T; t++)
-                    for (int o = 0; o < KL; o += VW) {
-                        vf dv[4], vv[4];
-                        for (int k = 0; k < 4; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
-                        for (int l = 0; l < 4; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
-                        for (int k = 0; k < 4; k++)
-                            for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
-                    }
-            else
-                for (int t = 0; t < T; t++)
-                    for (int o = 0; o < KL; o += VW) {
-                        vf dv[4] = {{0}}, vv[4] = {{0}};
-                        for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
-                        for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
-                        for (int k = 0; k < 4; k++)
-                            for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
-                    }
-            for (int k = 0; k < nq; k++)
-                for (int l = 0; l < ni; l++) {
-                    float s = 0.0f;
-                    for (int b = 0; b < VW; b++) s += a[k][l][b];
-                    g[(size_t)(q0 + k) * ldg + i0 + l] += s;
-                }
+            if (nq == 4 && ni == 4) outer_tile(g, ldg, 4, 4, T, d, (ptrdiff_t)sd, v, (ptrdiff_t)sv, q0, i0);
+            else outer_tile(g, ldg, nq, ni, T, d, (ptrdiff_t)sd, v, (ptrdiff_t)sv, q0, i0);
         }
 }
 
+/* One tile of outer_acc at lane offset o: load, accumulate over t, store. */
+static inline __attribute__((always_inline)) void acc_tile(float *acc, int n, int nq, int ni, int T, const float *d,
+                                                           ptrdiff_t sd, const float *v, ptrdiff_t sv, int q0, int i0,
+                                                           int o) {
+    vf a[4][4] = {{{0}}};
+    for (int k = 0; k < nq; k++)
+        for (int l = 0; l < ni; l++) a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
+    tile(a, nq, ni, T, d, sd, v, sv, q0, i0, o, o + VW);
+    for (int k = 0; k < nq; k++)
+        for (int l = 0; l < ni; l++) st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
+}
+
 /* Per-lane accumulation acc (rows, n, KL) += d_t (rows, KL) (x) v_t (n, KL) over T steps, d_t at
- * d + t * sd and v_t at v + t * sv (strides may be negative). Blocks of 4 x 4 stay in registers
+ * d + t * sd and v_t at v + t * sv (strides may be negative). 4 x 4 tiles stay in registers
  * for the whole time range; the lanes are reduced later, once (lane_reduce). Used on a short
  * window of recent steps so that d_t and v_t are still in cache. */
 static void outer_acc(float *acc, int rows, int n, int T, const float *d, ptrdiff_t sd, const float *v,
@@ -177,34 +193,9 @@ static void outer_acc(float *acc, int rows, int n, int T, const float *d, ptrdif
     for (int q0 = 0; q0 < rows; q0 += 4)
         for (int i0 = 0; i0 < n; i0 += 4) {
             int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
-            for (int o = 0; o < KL; o += VW) {
-                vf a[4][4] = {{{0}}};
-                if (nq == 4 && ni == 4) {
-                    for (int k = 0; k < 4; k++)
-                        for (int l = 0; l < 4; l++) a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
-                    for (int t = 0; t < T; t++) {
-                        vf dv[4], vv[4];
-                        for (int k = 0; k < 4; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
-                        for (int l = 0; l < 4; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
-                        for (int k = 0; k < 4; k++)
-                            for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
-                    }
-                    for (int k = 0; k < 4; k++)
-                        for (int l = 0; l < 4; l++) st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
-                    continue;
-                }
-                for (int k = 0; k < nq; k++)
-                    for (int l = 0; l < ni; l++) a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
-                for (int t = 0; t < T; t++) {
-                    vf dv[4] = {{0}}, vv[4] = {{0}};
-                    for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
-                    for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
-                    for (int k = 0; k < 4; k++)
-                        for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
-                }
-                for (int k = 0; k < nq; k++)
-                    for (int l = 0; l < ni; l++) st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
-            }
+            for (int o = 0; o < KL; o += VW)
+                if (nq == 4 && ni == 4) acc_tile(acc, n, 4, 4, T, d, sd, v, sv, q0, i0, o);
+                else acc_tile(acc, n, nq, ni, T, d, sd, v, sv, q0, i0, o);
         }
 }
 
