@@ -79,3 +79,15 @@ void check_write(const char *dir, const char *name, const char *text) {
     fputs(text, f);
     fclose(f);
 }
+
+dpd_model *check_model(const dpd_model_cfg *c, dpd_rng *r) {
+    dpd_model *m;
+    dpd_error err;
+    if (dpd_model_create(c, &m, &err)) {
+        fprintf(stderr, "FAIL %s-%d: %s\n", c->family, c->hidden, err.msg);
+        exit(1);
+    }
+    if (r) dpd_model_init(m, r);
+    check_passed++;
+    return m;
+}

@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "dpd/dpd.h"
+
 extern int check_passed, check_failed;
 
 #define CHECK(cond, ...)                                                         \
@@ -40,6 +42,10 @@ double check_relmax(const float *a, const double *b, size_t n);
 
 /* A fresh directory under $TMPDIR; returns its path (static buffer per call index). */
 const char *check_tmpdir(void);
+
+/* A model of configuration c, initialised from r (left zero when r is NULL). A configuration
+ * that cannot be built ends the test program with the failure (tests/run.sh reports it). */
+dpd_model *check_model(const dpd_model_cfg *c, dpd_rng *r);
 
 /* Writes text to dir/name. */
 void check_write(const char *dir, const char *name, const char *text);

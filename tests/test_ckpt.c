@@ -41,12 +41,11 @@ int main(void) {
     snprintf(path, sizeof path, "%s/m.safetensors", d);
     snprintf(bad, sizeof bad, "%s/bad.safetensors", d);
     dpd_model_cfg c = {"gru", 6, 2};
-    dpd_model *m, *back;
+    dpd_model *back;
     dpd_error err;
     dpd_rng rng;
     dpd_rng_seed(&rng, 11);
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
-    dpd_model_init(m, &rng);
+    dpd_model *m = check_model(&c, &rng);
     dpd_kv meta[1] = {{"dataset", "unit"}};
     CHECK(dpd_ckpt_save(path, m, meta, 1, 0, NULL, NULL, NULL, &err) == DPD_OK, "save: %s", err.msg);
     CHECK(dpd_ckpt_load(path, &back, &err) == DPD_OK, "load: %s", err.msg);

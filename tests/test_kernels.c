@@ -68,12 +68,10 @@ static void rnn_case(const kern_ops *k, int lstm, int B, int T, int I, int H, in
 static void model_case(const char *family, int H, int L) {
     dpd_model_cfg c = {"", H, L};
     snprintf(c.family, sizeof c.family, "%s", family);
-    dpd_model *m;
     dpd_error err;
     dpd_rng r;
     dpd_rng_seed(&r, 4);
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
-    dpd_model_init(m, &r);
+    dpd_model *m = check_model(&c, &r);
     int B = 16, T = 37;
     size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
     float *x = rnd(&r, n, 0.4), *t = rnd(&r, n, 0.4), *g0 = malloc(np * 4), *dx0 = malloc(n * 4), *dx1 = malloc(n * 4);
@@ -83,9 +81,8 @@ static void model_case(const char *family, int H, int L) {
     memcpy(g0, dpd_model_grads(m), np * 4);
     CHECK(dpd_kernels_select("auto", &err) == DPD_OK, "auto");
     dpd_model_free(m); /* workspace sizes depend on the kernels: rebuild */
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
     dpd_rng_seed(&r, 4);
-    dpd_model_init(m, &r);
+    m = check_model(&c, &r);
     CHECK(dpd_model_train_step(m, x, t, B, T, &l1, dx1, &err) == DPD_OK, "%s", err.msg);
     double eg = rel(dpd_model_grads(m), g0, np), ex = rel(dx1, dx0, n);
     CHECK(fabs(l1 - l0) <= 1e-5 * l0 && eg < 5e-5 && ex < 5e-5, "%s L=%d: fast vs ref loss %.9g/%.9g, grads %.1e, dx %.1e",

@@ -193,12 +193,10 @@ static void zeros(void) {
     for (int k = 0; k < nf; k++) {
         dpd_model_cfg c = {"", 4, 1, 3, 4, 2};
         snprintf(c.family, sizeof c.family, "%s", fl[k]->name);
-        dpd_model *m;
         dpd_error err;
         dpd_rng rng;
         dpd_rng_seed(&rng, 1);
-        CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
-        dpd_model_init(m, &rng);
+        dpd_model *m = check_model(&c, &rng);
         float x[2 * 40] = {0}, t[2 * 40], dx[2 * 40];
         for (int i = 0; i < 80; i++) t[i] = 0.1f, x[i] = i % 3 ? 0.2f * (float)dpd_rng_normal(&rng) : 0;
         double loss;
@@ -214,12 +212,9 @@ static void zeros(void) {
 /* GRU init: W_hh gate blocks orthogonal, layer-0 W_ih within the Xavier bound, biases 0. */
 static void init_scheme(void) {
     dpd_model_cfg c = {"gru", 7, 2};
-    dpd_model *m;
-    dpd_error err;
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
     dpd_rng rng;
     dpd_rng_seed(&rng, 3);
-    dpd_model_init(m, &rng);
+    dpd_model *m = check_model(&c, &rng);
     const float *p = dpd_model_params(m);
     const dpd_tensor *whh = dpd_model_tensor(m, 1), *wih0 = dpd_model_tensor(m, 0), *bih = dpd_model_tensor(m, 2);
     double worst = 0;
@@ -239,6 +234,7 @@ static void init_scheme(void) {
     CHECK(mx <= bound && mx > 0.3 * bound, "layer-0 W_ih max %.3f outside Xavier bound %.3f", mx, bound);
     CHECK(bmax == 0, "biases are not zero");
     dpd_model_free(m);
+    dpd_error err;
     dpd_model_cfg bad = {"nosuch", 4, 1};
     CHECK(dpd_model_create(&bad, &m, &err) == DPD_E_UNSUPPORTED && strstr(err.msg, "nosuch"), "unknown family");
     dpd_model_cfg zero = {"gru", 0, 1};

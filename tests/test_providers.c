@@ -23,12 +23,10 @@ static void cpu_table(void) {
     CHECK(p->i->api_version == DPD_PROVIDER_API && !strcmp(p->i->name, "cpu") && p->i->device_count(p->ctx) == 1,
           "cpu provider table");
     dpd_model_cfg c = {"gru", 6, 1};
-    dpd_model *m;
     dpd_error err;
     dpd_rng r;
     dpd_rng_seed(&r, 2);
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
-    dpd_model_init(m, &r);
+    dpd_model *m = check_model(&c, &r);
     int B = 5, T = 30;
     size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
     float *x = malloc(n * 4), *t = malloc(n * 4), *y0 = malloc(n * 4), *y1 = malloc(n * 4), *p1 = malloc(np * 4);
@@ -88,9 +86,24 @@ static void cpu_table(void) {
     CHECK(p->i->download(s, p1, msg, sizeof msg) == DPD_OK && p->i->download(s2, p2, msg, sizeof msg) == DPD_OK &&
               !memcmp(p1, p2, np * 4),
           "set_state: the resumed session steps exactly as the original");
-    long long z[4] = {1, 1, 1, 1};
-    CHECK(p->i->zeros(s, z, msg, sizeof msg) == DPD_OK && !z[0] && !z[1] && !z[2] && !z[3],
-          "zeros: a GRU counts no delta updates");
+    /* zeros: a DeltaGRU session's counters equal the model's own over the same pass, then reset */
+    dpd_model_cfg dc = {"deltagru", 5, 1, .thx = 0.05, .thh = 0.05};
+    dpd_model *dm = check_model(&dc, &r);
+    void *ds;
+    dpd_sparsity sp;
+    long long z[4], z2[4];
+    CHECK(p->i->session_create(p->ctx, 0, &dc, B, T, &ds, msg, sizeof msg) == DPD_OK &&
+              p->i->upload(ds, dpd_model_params(dm), msg, sizeof msg) == DPD_OK &&
+              p->i->forward(ds, x, B, T, y1, msg, sizeof msg) == DPD_OK && p->i->zeros(ds, z, msg, sizeof msg) == DPD_OK &&
+              p->i->zeros(ds, z2, msg, sizeof msg) == DPD_OK,
+          "deltagru session: %s", msg);
+    CHECK(dpd_model_forward(dm, x, B, T, y0, &err) == DPD_OK && dpd_model_sparsity(dm, &sp, 1), "%s", err.msg);
+    CHECK(z[0] == sp.zeros_dx && z[1] == sp.numel_dx && z[2] == sp.zeros_dh && z[3] == sp.numel_dh && z[0] > 0 &&
+              z[2] > 0 && z[0] < z[1] && !z2[0] && !z2[1] && !z2[2] && !z2[3],
+          "zeros: the session's delta counters (%lld/%lld, %lld/%lld) equal the model's and reset", z[0], z[1], z[2],
+          z[3]);
+    p->i->session_free(ds);
+    dpd_model_free(dm);
     p->i->session_free(s2);
     free(m1), free(v1), free(dx0), free(dx1), free(p2);
     p->i->session_free(s);

@@ -18,9 +18,8 @@ static void trajectory(const char *file, double tol_param) {
     if (!path) return check_skip(file, "fixture not found (../shared absent)");
     json_t *j = check_json(path);
     dpd_model_cfg c = {"gru", 5, 1};
-    dpd_model *m;
+    dpd_model *m = check_model(&c, NULL);
     dpd_error err;
-    CHECK(dpd_model_create(&c, &m, &err) == DPD_OK, "%s", err.msg);
     float *p = dpd_model_params(m);
     json_t *init = get(j, "initial_parameters"), *fin = get(j, "final_parameters");
     for (int i = 0; i < dpd_model_ntensors(m); i++) {
