@@ -224,6 +224,15 @@ static void scatter(float *dst, const float *src, int B, int T, int t, int width
         for (int i = 0; i < width; i++) dst[((size_t)b * T + t) * width + i] = src[i * KL + b];
 }
 
+/* The gate pre-activations of step t for G gate rows: ai = W_ih x_t + b_ih (x_t gathered into
+ * xt), ah = W_hh h_{t-1} + b_hh, with h_{-1} = 0 when hp is NULL. */
+static inline __attribute__((always_inline)) void project(const kgru *w, int B, int T, int t, const float *x,
+                                                          const float *hp, int G, float *xt, float *ai, float *ah) {
+    gather(xt, x, B, T, t, w->I);
+    gemv(w->wih, w->I, G, w->I, xt, w->bih, ai);
+    gemv(w->whh, w->H, G, hp ? w->H : 0, hp, w->bhh, ah);
+}
+
 static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
     const int I = w->I, H = w->H, G = 3 * H;
     float *soa = sv + (size_t)B * T * H; /* (T, NSAV, H, KL); sv itself holds h as (B, T, H) */
@@ -233,10 +242,7 @@ static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *t
         float *s0 = soa + (size_t)t * NSAV * H * KL;
         float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL, *hn = gs + H * KL;
         const float *hp = t ? hn - (size_t)NSAV * H * KL : NULL;
-        gather(xt, x, B, T, t, I);
-        gemv(w->wih, I, G, I, xt, w->bih, ai);
-        if (hp) gemv(w->whh, H, G, H, hp, w->bhh, ah);
-        else gemv(w->whh, H, G, 0, NULL, w->bhh, ah);
+        project(w, B, T, t, x, hp, G, xt, ai, ah);
         for (int j = 0; j < H * NV; j++) {
             int e = j * VW;
             vf r = vsig(ld(ai + e) + ld(ah + e)), z = vsig(ld(ai + H * KL + e) + ld(ah + H * KL + e));
@@ -341,7 +347,7 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
 #define NSAVL 6
 
 static void lstm_fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
-    const int I = w->I, H = w->H, G = 4 * H;
+    const int H = w->H, G = 4 * H;
     const size_t sh = (size_t)H * KL, ss = (size_t)NSAVL * sh;
     float *soa = sv + (size_t)B * T * H; /* (T, NSAVL, H, KL); sv itself holds h as (B, T, H) */
     float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL;
@@ -350,10 +356,7 @@ static void lstm_fwd(const kgru *w, int B, int T, const float *x, float *sv, flo
         float *s0 = soa + (size_t)t * ss, *is = s0, *fs = is + sh, *gs = fs + sh, *os = gs + sh, *cs = os + sh,
               *hn = cs + sh;
         const float *hp = t ? hn - ss : NULL, *cp = t ? cs - ss : NULL;
-        gather(xt, x, B, T, t, I);
-        gemv(w->wih, I, G, I, xt, w->bih, ai);
-        if (hp) gemv(w->whh, H, G, H, hp, w->bhh, ah);
-        else gemv(w->whh, H, G, 0, NULL, w->bhh, ah);
+        project(w, B, T, t, x, hp, G, xt, ai, ah);
         for (int j = 0; j < H * NV; j++) {
             int e = j * VW;
             vf ig = vsig(ld(ai + e) + ld(ah + e)), fg = vsig(ld(ai + sh + e) + ld(ah + sh + e));
