@@ -57,15 +57,13 @@ dpd_status dpd_exec_open(const char *request, dpd_model *m, int max_batch, int T
         return s;
     }
     if (!e->p->i->supports(e->p->ctx, &e->cfg)) {
-        int strict = request && !strcmp(request, "cuda");
-        if (strict) {
-            dpd_fail(err, DPD_E_UNSUPPORTED, "%s does not support %s-%d with %d layers (use --provider cpu)",
-                     e->p->i->name, e->cfg.family, e->cfg.hidden, e->cfg.layers);
+        char why[160];
+        snprintf(why, sizeof why, "%s-%d (%d layer%s) is not supported", e->cfg.family, e->cfg.hidden, e->cfg.layers,
+                 e->cfg.layers == 1 ? "" : "s");
+        if ((s = dpd_provider_demote(request, &e->p, why, reason, nreason, err))) {
             free(e);
-            return DPD_E_UNSUPPORTED;
+            return s;
         }
-        snprintf(reason, nreason, "cpu: %s does not support %s", e->p->i->name, e->cfg.family);
-        e->p = dpd_provider_cpu();
     }
     dpd_device_info d;
     dpd_settings st;

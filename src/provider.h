@@ -23,6 +23,12 @@ dpd_status dpd_provider_load(const char *pack_dir, const dpd_provider **out, cha
 dpd_status dpd_provider_select(const char *want, const dpd_provider **out, char *reason, size_t nreason,
                                dpd_error *err);
 
+/* *p, as selected for request want, cannot do what is asked (why, e.g. "the model is not
+ * supported"): when want names it explicitly the run is refused with why; otherwise *p becomes
+ * the cpu provider and reason says why. One rule for evaluation, dpd run and training. */
+dpd_status dpd_provider_demote(const char *want, const dpd_provider **p, const char *why, char *reason,
+                               size_t nreason, dpd_error *err);
+
 /* 1 when the active pack changed since this process loaded a provider: a long-running process
  * must restart before it uses the new backend (why says so). */
 int dpd_provider_restart_needed(char *why, size_t nwhy);

@@ -689,12 +689,7 @@ static dpd_status pick_provider(run *r, const state *st, dpd_error *err) {
     dpd_status s = dpd_provider_select(c->provider, &r->prov, reason, sizeof reason, err);
     if (s) return s;
     const char *why = cannot_train(r, r->prov);
-    if (why) {
-        if (!strcmp(c->provider, r->prov->i->name))
-            return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: %s (use --provider cpu)", r->prov->i->name, why);
-        snprintf(reason, sizeof reason, "%s on %s", why, r->prov->i->name);
-        r->prov = dpd_provider_cpu();
-    }
+    if (why && (s = dpd_provider_demote(c->provider, &r->prov, why, reason, sizeof reason, err))) return s;
     snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", r->prov->i->name, reason);
     if ((s = open_session(r, &c->model, r->m, &r->sess, err)) ||
         (r->pa && (s = open_session(r, dpd_model_config(r->pa), r->pa, &r->pa_sess, err))))

@@ -256,8 +256,15 @@ if [ -f "$FAKE" ]; then
     check '[ $rc -ne 0 ] && grep -q "cuda: training through a PA model is not supported (use --provider cpu)" "$T/err"' \
         "an explicit --provider that cannot train through a PA refuses the DPD run"
     DPD_FAKE=nochain drun --epochs 1 --out "$T/pd4" --provider auto --json >"$T/pd4.json" 2>/dev/null
-    check 'grep -q "\"provider\":\"cpu (training through a PA model is not supported on cuda)" "$T/pd4.json"' \
+    check 'grep -q "\"provider\":\"cpu (cpu: training through a PA model is not supported on cuda)" "$T/pd4.json"' \
         "auto falls back to cpu for a DPD run the provider cannot train, and says why"
+    LM=$(ls -d "$T"/fam/a/train_pa/PA_S_0_M_LSTM_*)/best.safetensors
+    DPD_FAKE=gruonly "$DPD" eval --data "$T/a" --split val --model "$LM" --provider cuda >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -ne 0 ] && grep -q "cuda: lstm-4 (1 layer) is not supported (use --provider cpu)" "$T/err"' \
+        "eval of a model the provider does not support: refused under --provider cuda ($(cat "$T/err"))"
+    DPD_FAKE=gruonly "$DPD" eval --data "$T/a" --split val --model "$LM" --provider auto --json >"$T/eg.json" 2>/dev/null
+    check 'grep -q "\"provider\":\"cpu (cpu: lstm-4 (1 layer) is not supported on cuda)" "$T/eg.json"' \
+        "eval of a model the provider does not support: auto falls back to cpu and says why"
     DPD_FAKE=ok "$DPD" bench train --hidden 4 --batch 2 --frame 10 --steps 1 --provider cuda --json >"$T/bench.json" 2>&1
     check 'grep -q "\"provider\":\"cuda\".*\"ms_per_step\":[0-9]" "$T/bench.json"' "dpd bench train times steps through the chosen provider"
     DPD_FAKE=ok "$DPD" parity --model "$D1" --data "$T/a" --json >"$T/par.json" 2>/dev/null

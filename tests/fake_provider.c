@@ -4,7 +4,7 @@
  *   DPD_FAKE=ok | abi (wrong ABI version) | nodevice (score 0) | crash (SIGSEGV in forward) |
  *            wrong (forward output off by 0.01) | nomem:N (batches above N fail for memory) |
  *            devfail (a device failure in forward) | nochain (no training through a PA model) |
- *            hang (forward never returns)
+ *            hang (forward never returns) | gruonly (supports GRU models only)
  *   DPD_FAKE_LOG=FILE appends the batch size of every forward call. */
 #include <signal.h>
 #include <stdio.h>
@@ -28,7 +28,9 @@ static dpd_status device_info(void *ctx, int d, dpd_device_info *out) {
     return DPD_OK;
 }
 
-static int supports(void *ctx, const dpd_model_cfg *m) { return cpu()->supports(NULL, m); }
+static int supports(void *ctx, const dpd_model_cfg *m) {
+    return (strcmp(mode(), "gruonly") || !strcmp(m->family, "gru")) && cpu()->supports(NULL, m);
+}
 
 static dpd_status session_create(void *ctx, int device, const dpd_model_cfg *m, int max_batch, int T, void **s,
                                  char *err, size_t nerr) {
