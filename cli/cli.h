@@ -32,6 +32,10 @@ int cli_compute(int threads, const char *level, const char *kernels);
 /* "dpd: <message>" on stderr; returns 1. */
 int cli_fail(const dpd_error *err);
 
+/* s as a quoted, escaped JSON string, for free text (paths, reasons, messages) in --json output.
+ * The result lives in one of 8 rotating buffers: valid until 8 more calls. */
+const char *cli_q(const char *s);
+
 /* {"NMSE":..,"EVM":..,"ACLR_L":..,"ACLR_R":..,"ACLR_AVG":..} */
 void cli_metrics_json(FILE *f, const dpd_metrics *m);
 

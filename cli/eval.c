@@ -98,7 +98,7 @@ int cmd_eval(int argc, char **argv) {
             dpd_metrics_compute(p, y, S, N, sp, evm_fs, &mod, &err))
             goto done;
         if (json) {
-            printf("{\"dataset\":\"%s\",\"split\":\"%s\",\"gain\":%.9g,\"no_dpd\":", ds.name, split, g);
+            printf("{\"dataset\":%s,\"split\":\"%s\",\"gain\":%.9g,\"no_dpd\":", cli_q(ds.name), split, g);
             cli_metrics_json(stdout, &nod);
             printf(",\"dpd\":");
             cli_metrics_json(stdout, &mod);
@@ -130,16 +130,16 @@ int cmd_eval(int argc, char **argv) {
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
     if (!g) fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
     if (json) {
-        printf("{\"dataset\":\"%s\",\"split\":\"%s\",\"samples\":%zu,\"segments\":%d,\"gain\":%.9g,"
+        printf("{\"dataset\":%s,\"split\":\"%s\",\"samples\":%zu,\"segments\":%d,\"gain\":%.9g,"
                "\"output_aclr\":{\"L\":%.6f,\"R\":%.6f,\"AVG\":%.6f}",
-               ds.name, split, d->n, S, g, out.aclr_l, out.aclr_r, out.aclr_avg);
+               cli_q(ds.name), split, d->n, S, g, out.aclr_l, out.aclr_r, out.aclr_avg);
         printf(",\"linear_gain\":");
         if (g > 0) cli_metrics_json(stdout, &lin);
         else printf("null");
         if (m) {
             printf(",\"model\":");
             cli_metrics_json(stdout, &mod);
-            printf(",\"provider\":\"%s\"", chosen);
+            printf(",\"provider\":%s", cli_q(chosen));
         }
         printf("}\n");
     } else {
@@ -198,12 +198,12 @@ int cmd_parity(int argc, char **argv) {
         dpd_segments(ds.split[k].y, ds.split[k].n, N, 1.0, &y, &S, &err))
         goto done;
     ref = malloc((size_t)S * N * 2 * sizeof *ref), out = malloc((size_t)S * N * 2 * sizeof *out);
-    if (json) printf("{\"model\":\"%s\",\"dataset\":\"%s\",\"split\":\"%s\",\"providers\":[", model, ds.name, split);
+    if (json) printf("{\"model\":%s,\"dataset\":%s,\"split\":\"%s\",\"providers\":[", cli_q(model), cli_q(ds.name), split);
     for (char *save, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), np++) {
         provider = p;
         float *dst = np ? out : ref;
         if (predict(m, x, S, N, dst, &err) || dpd_metrics_compute(dst, y, S, N, &ds.spec, 0, np ? &mm : &mref, &err)) {
-            if (json) printf("%s{\"provider\":\"%s\",\"error\":\"%s\"}", np ? "," : "", p, err.msg);
+            if (json) printf("%s{\"provider\":%s,\"error\":%s}", np ? "," : "", cli_q(p), cli_q(err.msg));
             else printf("%-6s unavailable: %s\n", p, err.msg);
             if (!np) goto done;
             continue;
@@ -213,8 +213,8 @@ int cmd_parity(int argc, char **argv) {
             e = fmax(e, fabs((double)out[i] - ref[i])), mx = fmax(mx, fabs((double)ref[i]));
         const dpd_metrics *q = np ? &mm : &mref;
         if (json) {
-            printf("%s{\"provider\":\"%s\",\"chosen\":\"%s\",\"max_abs\":%.3g,\"max_rel\":%.3g,\"metrics\":", np ? "," : "", p,
-                   chosen, e, mx > 0 ? e / mx : e);
+            printf("%s{\"provider\":%s,\"chosen\":%s,\"max_abs\":%.3g,\"max_rel\":%.3g,\"metrics\":", np ? "," : "",
+                   cli_q(p), cli_q(chosen), e, mx > 0 ? e / mx : e);
             cli_metrics_json(stdout, q);
             printf(",\"metric_diff\":{\"NMSE\":%.3g,\"EVM\":%.3g,\"ACLR_AVG\":%.3g}}", q->nmse - mref.nmse, q->evm - mref.evm,
                    q->aclr_avg - mref.aclr_avg);

@@ -1,5 +1,7 @@
 /* main: the dpd command — dispatch to a verb, and the output helpers the verbs share. */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -36,6 +38,18 @@ int cli_compute(int threads, const char *level, const char *kernels) {
 int cli_fail(const dpd_error *err) {
     fprintf(stderr, "dpd: %s\n", err->msg);
     return 1;
+}
+
+const char *cli_q(const char *s) {
+    static char ring[8][4400];
+    static int k;
+    char *out = ring[k++ % 8];
+    json_t *j = json_string_nocheck(s);
+    char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    snprintf(out, sizeof ring[0], "%s", t ? t : "\"\"");
+    free(t);
+    json_decref(j);
+    return out;
 }
 
 void cli_metrics_json(FILE *f, const dpd_metrics *m) {

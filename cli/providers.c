@@ -14,8 +14,8 @@ static void devices(const dpd_provider *p, int json) {
         dpd_device_info info;
         if (p->i->device_info(p->ctx, d, &info)) continue;
         if (json)
-            printf("%s{\"name\":\"%s\",\"memory\":%llu,\"arch\":\"%s\",\"driver\":%d,\"runtime\":%d}", d ? "," : "",
-                   info.name, (unsigned long long)info.memory, info.arch, info.driver, info.runtime);
+            printf("%s{\"name\":%s,\"memory\":%llu,\"arch\":%s,\"driver\":%d,\"runtime\":%d}", d ? "," : "",
+                   cli_q(info.name), (unsigned long long)info.memory, cli_q(info.arch), info.driver, info.runtime);
         else if (!info.memory)
             printf("    device %d: %s, %s, system memory\n", d, info.name, info.arch);
         else
@@ -51,10 +51,10 @@ int cmd_providers(int argc, char **argv) {
                st.cpu_level, st.gpu_memory);
         printf("{\"name\":\"cpu\",\"devices\":[");
         devices(dpd_provider_cpu(), 1);
-        printf("]},{\"name\":\"cuda\",\"pack\":\"%s\",\"devices\":[", pack);
+        printf("]},{\"name\":\"cuda\",\"pack\":%s,\"devices\":[", cli_q(pack));
         if (gpu) devices(gpu, 1);
-        printf("]}],\"active\":\"%s\",\"reason\":\"%s\",\"workers\":%d,\"packs_dir\":\"%s\",\"batch_bounds\":{\"cpu\":null",
-               active->i->name, reason, workers, dpd_packs_dir());
+        printf("]}],\"active\":\"%s\",\"reason\":%s,\"workers\":%d,\"packs_dir\":%s,\"batch_bounds\":{\"cpu\":null",
+               active->i->name, cli_q(reason), workers, cli_q(dpd_packs_dir()));
         if (gpu) printf(",\"%s\":{\"model\":\"gru-23\",\"frame\":200,\"batch\":%d}", gpu->i->name, bound);
         printf("}}\n");
         return 0;

@@ -36,7 +36,7 @@ static void progress(void *user, const dpd_progress *p) {
 /* Summary of a finished run: a table, or one JSON object. */
 static void summary(const dpd_train_result *res, int json) {
     if (json) {
-        printf("{\"run_dir\":\"%s\",\"epochs\":%d,\"best_epoch\":%d,\"val\":", res->run_dir, res->epochs,
+        printf("{\"run_dir\":%s,\"epochs\":%d,\"best_epoch\":%d,\"val\":", cli_q(res->run_dir), res->epochs,
                res->best_epoch);
         cli_metrics_json(stdout, &res->val);
         printf(",\"test\":");
@@ -47,7 +47,7 @@ static void summary(const dpd_train_result *res, int json) {
             printf(",\"no_dpd_val\":");
             cli_metrics_json(stdout, &res->no_dpd_val);
         }
-        printf(",\"provider\":\"%s\"}\n", res->provider);
+        printf(",\"provider\":%s}\n", cli_q(res->provider));
     } else {
         printf("best epoch %d of %d (trained on %s)\n", res->best_epoch + 1, res->epochs, res->provider);
         cli_metrics_header(stdout);

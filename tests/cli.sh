@@ -116,6 +116,9 @@ check 'data "$E1/last.safetensors" | cmp -s - "$T/e.last"' \
     "train-dpd resumed after 1 epoch equals 2 straight epochs"
 expect 2 "not a PA model" "$DPD" train-dpd --data "$T/a" --pa "$E1" --epochs 1 --out "$T/d3"
 mkdir -p "$T/other" && cp "$T/a/"* "$T/other/"
+mkdir -p "$T/q\"x\\y" && cp "$T/a/"* "$T/q\"x\\y/"
+"$DPD" eval --data "$T/q\"x\\y" --split val --json >"$T/q.json" 2>/dev/null
+check 'grep -q "^{\"dataset\":\"q\\\\\"x\\\\\\\\y\",\"split\":\"val\"" "$T/q.json"' "--json escapes free text: a dataset named q\"x\\y ($(head -c 80 "$T/q.json"))"
 expect 2 "trained on dataset 'a', not 'other'" "$DPD" train-dpd --data "$T/other" --pa "$D1" --epochs 1 --out "$T/d3"
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
 drun --model tres_deltagru --hidden 4 --thx 0.01 --thh 0.05 --epochs 1 --out "$T/d4" >/dev/null 2>&1
