@@ -8,7 +8,9 @@ BUILD   ?= build
 PKGS    := jansson kissfft-float lapacke libarchive libcrypto
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers \
-           -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# The library and the tests see the internals; front ends (cli/, examples/) only include/.
+INTERNAL := -Isrc
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifeq ($(CI),true)
 CFLAGS  += -Werror
@@ -18,8 +20,8 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/cpu/dispatch.c src/cpu/provider.c
-KERNELS := $(BUILD)/src/cpu/kern_avx512.o $(BUILD)/src/cpu/kern_avx2.o $(BUILD)/src/cpu/kern_sse.o
+LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/kern/dispatch.c $(wildcard src/cpu/*.c)
+KERNELS := $(BUILD)/src/kern/kern_avx512.o $(BUILD)/src/kern/kern_avx2.o $(BUILD)/src/kern/kern_sse.o
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -32,26 +34,36 @@ F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c)
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
-$(BUILD)/%.o: %.c $(wildcard include/dpd/*.h src/*.h src/models/*.h src/cpu/*.h cli/*.h tests/*.h)
+HDRS    := $(wildcard include/dpd/*.h src/*.h src/models/*.h src/kern/*.h src/cpu/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INTERNAL) -c $< -o $@
+
+# Front ends compile against the public headers only: a file under cli/ or examples/ that
+# includes a library internal fails to build here.
+$(BUILD)/cli/%.o: cli/%.c $(wildcard include/dpd/*.h cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/examples/%.o: examples/%.c $(wildcard include/dpd/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The model families again in double, for gradient checks only (not in the library).
-$(BUILD)/f64/%.o: src/models/%.c $(wildcard include/dpd/*.h src/*.h src/models/*.h)
+$(BUILD)/f64/%.o: src/models/%.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DDPD_F64 -c $< -o $@
+	$(CC) $(CFLAGS) $(INTERNAL) -DDPD_F64 -c $< -o $@
 
 # The fast kernels once per ISA; dispatch.c picks one at run time (cpuid).
 KFLAGS := -ffp-contract=fast -Wno-psabi
-$(BUILD)/src/cpu/kern_avx512.o: src/cpu/kern.c src/cpu/kern.h
+$(BUILD)/src/kern/kern_avx512.o: src/kern/kern.c src/kern/kern.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DKERN_NAME=avx512 -DVW=16 -c $< -o $@
-$(BUILD)/src/cpu/kern_avx2.o: src/cpu/kern.c src/cpu/kern.h
+	$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DKERN_NAME=avx512 -DVW=16 -c $< -o $@
+$(BUILD)/src/kern/kern_avx2.o: src/kern/kern.c src/kern/kern.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -mavx2 -mfma -DKERN_NAME=avx2 -DVW=8 -c $< -o $@
-$(BUILD)/src/cpu/kern_sse.o: src/cpu/kern.c src/cpu/kern.h
+	$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) -mavx2 -mfma -DKERN_NAME=avx2 -DVW=8 -c $< -o $@
+$(BUILD)/src/kern/kern_sse.o: src/kern/kern.c src/kern/kern.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(KFLAGS) -DKERN_NAME=sse -DVW=4 -c $< -o $@
+	$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) -DKERN_NAME=sse -DVW=4 -c $< -o $@
 
 $(BUILD)/libdpd.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -62,13 +74,22 @@ $(BUILD)/libdpd.so: $(LIB_OBJ)
 $(BUILD)/dpd: $(CLI_OBJ) $(BUILD)/libdpd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The same command linked against libdpd.so: a hidden symbol the CLI needs breaks this build.
+$(BUILD)/dpd-shared: $(CLI_OBJ) $(BUILD)/libdpd.so
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+
+# Example programs: the public API and libdpd.so only.
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+$(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libdpd.so
+	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN/..' -lm
+
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(F64_OBJ) $(BUILD)/libdpd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The fault-injecting test provider (tests only; never installed by default).
 $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -o $@ $< $(BUILD)/libdpd.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(INTERNAL) -shared -o $@ $< $(BUILD)/libdpd.a $(LDFLAGS) $(LDLIBS)
 
 # A stand-in for OpenBLAS (LD_PRELOAD in tests/cli.sh): logs the thread counts dpd sets.
 $(BLAS): tests/blas_probe.c
@@ -102,7 +123,7 @@ deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(TESTS) $(FAKE) $(BLAS) cuda pack-cuda
+	@$(MAKE) --no-print-directory all $(BUILD)/dpd-shared $(EXAMPLES) $(TESTS) $(FAKE) $(BLAS) cuda pack-cuda
 	@BUILD=$(BUILD) tests/run.sh $(TESTS) $$(ls $(BUILD)/cuda/check 2>/dev/null)
 
 demo: deps

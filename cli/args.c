@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --help output goes to stdout (it was asked for); errors go to stderr. */
 static void usage(const char *u, const opt *o, int n) {
-    fprintf(stderr, "usage: %s\n\noptions:\n", u);
+    printf("usage: %s\n\noptions:\n", u);
     for (int i = 0; i < n; i++)
-        fprintf(stderr, "  --%-16s %s\n", o[i].name, o[i].help);
+        printf("  --%-16s %s\n", o[i].name, o[i].help);
 }
 
 opt *args_get(opt *o, int n, const char *name) {

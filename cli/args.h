@@ -1,5 +1,5 @@
-/* args: a small long-option parser for the dpd verbs ("--name value" and "--flag"), with
- * usage text generated from the same table. Errors go to stderr. */
+/* args: a small long-option parser for the dpd verbs ("--name value", "--name=value" and
+ * "--flag"), with usage text generated from the same table. Errors go to stderr, --help to stdout. */
 #ifndef DPD_CLI_ARGS_H
 #define DPD_CLI_ARGS_H
 #include <stddef.h>
@@ -16,7 +16,7 @@ typedef struct opt {
 } opt;
 
 /* Parses argv[0..argc) into the table. Returns 0 on success, 2 on a usage error (message
- * printed), 1 when --help was asked (usage printed). */
+ * printed on stderr), 1 when --help or -h was asked (usage printed on stdout). */
 int args_parse(int argc, char **argv, opt *o, int n, const char *usage);
 
 /* The entry named `name` (must exist). */

@@ -1,6 +1,7 @@
 /* bench: `dpd bench train --model M --hidden H --batch B --frame T [--steps N] [--provider P]
- * [--json]` — times full training steps (forward, loss, backward, clip, AdamW) through a
- * provider's session on random data, batch upload and loss readback included. Never asserts. */
+ * [--json]` — times whole training steps (gather, forward, loss, backward, clip, AdamW) through a
+ * session on random data resident in it, loss readback included: one dpd_session_train_steps
+ * call per step, B frames of length T at stride T. Never asserts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,6 @@
 
 #include "args.h"
 #include "cli.h"
-#include "provider.h"
 
 static double now(void) {
     struct timespec ts;
@@ -22,14 +22,24 @@ static double now(void) {
  * batch 64, frame 200); elementwise work is not counted. */
 static double step_flops(size_t params, int B, int T) { return 6.0 * (double)params * B * T; }
 
+static const char *const usage =
+    "dpd bench train [--model gru --hidden 23 --layers 1 --batch 64 --frame 200 --steps 20] [--json]\n\n"
+    "Times training steps through a session (two warm-up steps first) on random data, and reports\n"
+    "the session's provider, threads and kernels.";
+
 int cmd_bench(int argc, char **argv) {
+    if (argc >= 1 && cli_is_help(argv[0])) {
+        printf("usage: %s\n", usage);
+        return 0;
+    }
     if (argc < 1 || strcmp(argv[0], "train")) {
-        fprintf(stderr, "usage: dpd bench train [--model gru --hidden 23 --batch 64 --frame 200 --steps 20 --json]\n");
+        fprintf(stderr, "usage: %s\n", usage);
         return 2;
     }
-    dpd_model_cfg mc = {"gru", 23, 1};
-    int B = 64, T = 200, steps = 20, json = 0, threads = 1;
-    char kernels[16] = "", want[16] = "cpu";
+    dpd_model_cfg mc = {.family = "gru", .hidden = 23, .layers = 1};
+    int B = 64, T = 200, steps = 20, json = 0;
+    cli_exec x = {.threads = 1};
+    snprintf(x.provider, sizeof x.provider, "cpu");
     opt o[] = {
         {"model", OPT_STR, mc.family, sizeof mc.family, "model family (gru)", 0},
         {"hidden", OPT_INT, &mc.hidden, 0, "hidden size (23)", 0},
@@ -37,65 +47,65 @@ int cmd_bench(int argc, char **argv) {
         {"batch", OPT_INT, &B, 0, "batch (64)", 0},
         {"frame", OPT_INT, &T, 0, "frame length (200)", 0},
         {"steps", OPT_INT, &steps, 0, "timed steps (20)", 0},
-        {"threads", OPT_INT, &threads, 0, "worker threads (1)", 0},
-        {"kernels", OPT_STR, kernels, sizeof kernels, "auto, avx512, avx2, sse or ref", 0},
-        {"provider", OPT_STR, want, sizeof want, "cpu, cuda or auto (cpu)", 0},
+        {"threads", OPT_INT, &x.threads, 0, "worker threads (1)", 0},
+        {"kernels", OPT_STR, x.kernels, sizeof x.kernels, "auto, avx512, avx2, sse or ref", 0},
+        {"provider", OPT_STR, x.provider, sizeof x.provider, "cpu, cuda or auto (cpu)", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
     };
-    int r = args_parse(argc - 1, argv + 1, o, sizeof o / sizeof *o, "dpd bench train [options]");
+    int r = args_parse(argc - 1, argv + 1, o, sizeof o / sizeof *o, usage);
     if (r) return r == 1 ? 0 : 2;
-    if (B < 1 || T < 1 || steps < 1 || threads < 1) {
+    if (B < 1 || T < 1 || steps < 1 || x.threads < 1) {
         fprintf(stderr, "dpd: need --batch, --frame, --steps and --threads >= 1\n");
         return 2;
     }
-    if (!cli_compute(threads, "", kernels)) return 2;
-    dpd_error err;
-    dpd_model *m;
-    const dpd_provider *p;
-    char reason[512], msg[512] = "";
-    if (dpd_provider_select(want, &p, reason, sizeof reason, &err) || dpd_model_create(&mc, &m, &err))
-        return cli_fail(&err);
-    if (!p->i->train_step || !p->i->supports(p->ctx, &mc)) {
-        fprintf(stderr, "dpd: %s cannot train %s models\n", p->i->name, mc.family);
-        return 1;
-    }
+    if ((r = cli_exec_resolve(&x))) return r;
+    cli_exec_set(&x, "max_batch", B);
+    cli_exec_set(&x, "max_frame", T);
+    dpd_error err = {0};
+    dpd_model *m = NULL;
+    dpd_session *s = NULL;
+    float *xs = NULL, *ys = NULL;
+    uint32_t *frames = NULL;
+    int rc = 1;
+    if (dpd_model_create(&mc, &m, &err)) goto done;
     dpd_rng rng;
     dpd_rng_seed(&rng, 1);
     dpd_model_init(m, &rng);
-    size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    void *sess = NULL;
-    if (!x || !y) {
-        fprintf(stderr, "dpd: out of memory\n");
-        return 1;
+    size_t n = (size_t)B * T, np = dpd_model_nparams(m);
+    xs = malloc(n * 2 * sizeof *xs), ys = malloc(n * 2 * sizeof *ys), frames = malloc((size_t)B * sizeof *frames);
+    if (!xs || !ys || !frames) {
+        cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", n);
+        goto done;
     }
-    for (size_t i = 0; i < n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&rng)), y[i] = (float)(0.3 * dpd_rng_normal(&rng));
-    dpd_status st = p->i->session_create(p->ctx, 0, &mc, B, T, &sess, msg, sizeof msg);
-    if (!st) st = p->i->upload(sess, dpd_model_params(m), msg, sizeof msg);
+    for (size_t i = 0; i < 2 * n; i++) xs[i] = (float)(0.3 * dpd_rng_normal(&rng)), ys[i] = (float)(0.3 * dpd_rng_normal(&rng));
+    for (int b = 0; b < B; b++) frames[b] = (uint32_t)b; /* frame b = samples [b T, (b + 1) T) */
+    if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_session_attach(s, DPD_TRAIN, xs, ys, n, &err)) goto done;
     double loss, t0 = 0;
-    for (int s = -2; s < steps && !st; s++) { /* two warm-up steps */
-        if (s == 0) t0 = now();
-        st = p->i->train_step(sess, x, y, B, T, 200, &loss, msg, sizeof msg);
-        if (!st) st = p->i->optimizer_step(sess, 5e-3, 0.01, msg, sizeof msg);
+    for (int k = -2; k < steps; k++) { /* two warm-up steps */
+        if (k == 0) t0 = now();
+        if (dpd_session_train_steps(s, frames, (size_t)B, B, T, T, 5e-3, 0.01, 200, &loss, &err)) goto done;
     }
-    if (st) {
-        fprintf(stderr, "dpd: %s: %s\n", p->i->name, msg);
-        return 1;
-    }
-    double sec = (now() - t0) / steps;
-    double flop = step_flops(np, B, T);
-    if (json)
-        printf("{\"model\":\"%s\",\"hidden\":%d,\"layers\":%d,\"params\":%zu,\"batch\":%d,\"frame\":%d,"
-               "\"provider\":\"%s\",\"threads\":%d,\"kernels\":\"%s\",\"steps\":%d,\"ms_per_step\":%.4f,\"steps_per_s\":%.3f,"
-               "\"mflop_per_step\":%.2f,\"gflops\":%.3f}\n",
-               mc.family, mc.hidden, mc.layers, np, B, T, p->i->name, threads, dpd_kernels_name(), steps, sec * 1e3, 1 / sec,
-               flop / 1e6, flop / sec / 1e9);
-    else
+    double sec = (now() - t0) / steps, flop = step_flops(np, B, T);
+    const dpd_model_cfg *c = dpd_model_config(m);
+    if (json) {
+        json_t *j = json_pack("{s:s, s:i, s:i, s:I, s:i, s:i, s:s, s:s, s:i, s:s, s:i, s:o, s:o, s:o, s:o, s:o}", "model",
+                              c->family, "hidden", c->hidden, "layers", c->layers, "params", (json_int_t)np, "batch", B,
+                              "frame", T, "provider", dpd_session_provider(s), "reason", dpd_session_reason(s), "threads",
+                              dpd_session_threads(s), "kernels", dpd_session_kernels(s), "steps", steps, "ms_per_step",
+                              cli_jnum(sec * 1e3), "steps_per_s", cli_jnum(1 / sec), "mflop_per_step", cli_jnum(flop / 1e6),
+                              "gflops", cli_jnum(flop / sec / 1e9), "loss", cli_jnum(loss));
+        rc = cli_json_print(j);
+    } else {
         printf("%s-%d (%zu params) batch %d frame %d on %s (%s), %d threads, %s kernels: %.3f ms/step, %.2f steps/s, "
                "%.1f MFLOP/step, %.3f GFLOP/s\n",
-               mc.family, mc.hidden, np, B, T, p->i->name, reason, threads, dpd_kernels_name(), sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
-    p->i->session_free(sess);
-    free(x), free(y);
+               c->family, c->hidden, np, B, T, dpd_session_provider(s), dpd_session_reason(s), dpd_session_threads(s),
+               dpd_session_kernels(s)[0] ? dpd_session_kernels(s) : "-", sec * 1e3, 1 / sec, flop / 1e6, flop / sec / 1e9);
+        rc = 0;
+    }
+done:
+    if (rc && err.status) rc = cli_fail(&err);
+    dpd_session_free(s);
     dpd_model_free(m);
-    return 0;
+    free(xs), free(ys), free(frames);
+    return rc;
 }

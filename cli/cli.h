@@ -1,7 +1,10 @@
-/* cli: the dpd command's verbs; each returns the process exit code (0 ok, 1 failure, 2 usage).
- * Shared output helpers live in main.c. */
+/* cli: the dpd command's verbs and the helpers they share (main.c): errors with CLI flag names,
+ * the compute options every compute verb takes (as session options), and output through jansson.
+ * Each verb returns the process exit code: 0 ok, 1 failure, 2 usage error, 130 cancelled.
+ * The command uses the public API only (include/dpd/dpd.h). */
 #ifndef DPD_CLI_H
 #define DPD_CLI_H
+#include <jansson.h>
 #include <stdio.h>
 
 #include "dpd/dpd.h"
@@ -19,28 +22,74 @@ int cmd_pack(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
-/* The options every compute verb takes, bound to int threads, char level[16], char kernels[16]. */
-#define CLI_COMPUTE_OPTS(threads, level, kernels)                                                       \
-    {"threads", OPT_INT, &threads, 0, "worker threads (default: every logical processor); results do not depend on it", 0}, \
-    {"cpu-level", OPT_STR, level, sizeof level, "low, balanced, high or max: 25/50/75/100 % of the logical processors", 0}, \
-    {"kernels", OPT_STR, kernels, sizeof kernels, "auto (fastest ISA), avx512, avx2, sse or ref (scalar reference)", 0}
+/* 1 when a is --help or -h. */
+int cli_is_help(const char *a);
 
-/* Applies --kernels and returns the thread count from --threads N (> 0) or --cpu-level NAME (wins
- * when set); the default is every logical processor. 0 after printing the error. */
-int cli_compute(int threads, const char *level, const char *kernels);
+/* ---- errors -------------------------------------------------------------------------------- */
 
-/* "dpd: <message>" on stderr; returns 1. */
+/* Fills err (status s, the formatted message, no field) and returns s. */
+dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The dpd flag of a library configuration field: hidden -> --hidden, order -> --K,
+ * batch_eval -> --batch-eval, family -> --model, ... (buf receives it). */
+const char *cli_flag(const char *field, char *buf, size_t n);
+
+/* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
+ * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:
+ * 2 for DPD_E_INVAL (a bad request), 1 otherwise. */
 int cli_fail(const dpd_error *err);
 
-/* s as a quoted, escaped JSON string, for free text (paths, reasons, messages) in --json output.
- * The result lives in one of 8 rotating buffers: valid until 8 more calls. */
-const char *cli_q(const char *s);
+/* ---- compute options ------------------------------------------------------------------------- */
 
-/* {"NMSE":..,"EVM":..,"ACLR_L":..,"ACLR_R":..,"ACLR_AVG":..} */
-void cli_metrics_json(FILE *f, const dpd_metrics *m);
+/* --threads, --cpu-level, --kernels and --provider, turned into session options (threads,
+ * kernels, provider) plus any the verb adds (max_batch, ...). */
+typedef struct cli_exec {
+    int threads;       /* --threads N; 0: the settings' cpu_level */
+    char level[16];    /* --cpu-level NAME (wins over --threads) */
+    char kernels[16];  /* --kernels NAME ("" = auto) */
+    char provider[32]; /* --provider NAME ("" = the settings) */
+    dpd_kv kv[8];
+    char val[8][32];
+    int nkv;
+} cli_exec;
 
-/* One aligned table row: name then the five metrics. */
-void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
+#define CLI_EXEC_OPTS(x)                                                                                        \
+    {"threads", OPT_INT, &(x).threads, 0, "worker threads (default: the settings' cpu_level); results do not depend on it", 0}, \
+    {"cpu-level", OPT_STR, (x).level, sizeof (x).level, "low, balanced, high or max: 25/50/75/100 % of the logical processors", 0}, \
+    {"kernels", OPT_STR, (x).kernels, sizeof (x).kernels, "auto (fastest ISA), avx512, avx2, sse or ref (scalar reference)", 0}, \
+    {"provider", OPT_STR, (x).provider, sizeof (x).provider, "auto, cpu or an installed pack's provider (cuda) (default: the settings)", 0}
+
+/* Checks the options, resolves --cpu-level into x->threads and fills x->kv. 0, or 2 after
+ * printing the usage error. */
+int cli_exec_resolve(cli_exec *x);
+/* Adds the session option key = value (an integer) to x->kv. */
+void cli_exec_set(cli_exec *x, const char *key, long value);
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+/* A double as JSON: a real, or null when it is not finite (JSON has no NaN). */
+json_t *cli_jnum(double v);
+
+/* The one JSON shape of a metrics record (docs in the usage text of eval):
+ *   {"NMSE": -30.1, "EVM": null, "ACLR_L": ..., "ACLR_R": ..., "ACLR_AVG": ...,
+ *    "status": {"EVM": {"status": "not_applicable", "reason": "..."}}}
+ * A metric whose status is not ok is null, and "status" (present only then) gives each such
+ * metric's status and reason. aclr_only: only the ACLR entries, named L, R and AVG. */
+json_t *cli_metrics_json(const dpd_metrics *m, int aclr_only);
+
+/* Prints j on one line of stdout (compact, keys in insertion order) and releases it. 0, or 1
+ * after saying why (j NULL: out of memory or a bad value). */
+int cli_json_print(json_t *j);
+
+/* Metric k of m as text: "%.3f", or "n/a (reason)". */
+const char *cli_metric_text(const dpd_metrics *m, int k, char *buf, size_t n);
+
+/* One table row: name then the five metrics (n/a with the reason where a metric has none). */
 void cli_metrics_header(FILE *f);
+void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
+
+/* s quoted for a POSIX shell ('...' with ' written '\''); buf receives it. */
+const char *cli_shell_quote(const char *s, char *buf, size_t n);
 
 #endif

@@ -1,236 +1,352 @@
 /* eval: `dpd eval --data DIR --split val|test [--model CKPT] [--json]` — the measured output's
- * ACLR, the linear-gain baseline g x against the measured output, and a model's prediction.
- * With --pa PA --model DPD: the cascade PA(DPD(x)) against g x next to the PA driven by x. */
+ * ACLR, the linear-gain baseline g x against the measured output, and a PA model's prediction.
+ * With --pa PA --model DPD: the cascade PA(DPD(x)) against g x next to the PA driven by x.
+ * `dpd parity` runs the same evaluation on several providers and compares them.
+ * Checkpoints are checked against their metadata before use (what kind of model, trained on
+ * which dataset); the evaluation itself is the library's (dpd_eval_prepare / dpd_eval_run). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "args.h"
 #include "cli.h"
-#include "exec.h"
-#include "status.h"
 
-/* A checkpoint path, or a run directory's pa.safetensors (when want_pa and present) or
- * best.safetensors. */
-static void resolve(char *path, size_t n, int want_pa) {
-    struct stat st;
-    if (stat(path, &st) || !S_ISDIR(st.st_mode)) return;
-    char p[4200];
-    snprintf(p, sizeof p, "%s/pa.safetensors", path);
-    if (!want_pa || stat(p, &st)) snprintf(p, sizeof p, "%s/best.safetensors", path);
-    snprintf(path, n, "%s", p);
-}
+#define EVAL_BATCH 64 /* segments per evaluation call */
 
-static const char *provider = "";  /* --provider */
-static char chosen[600];           /* the provider that ran, and why */
+/* A checkpoint named on the command line: the path resolved (a run directory's checkpoint) and
+ * what its metadata says. */
+typedef struct ckpt {
+    const char *flag; /* "--model", "--pa" */
+    char path[4096];
+    dpd_ckpt_info info;
+} ckpt;
 
-/* Model prediction for segments x (S, N, 2) on the chosen provider, in batches of up to 64. */
-static dpd_status predict(dpd_model *m, const float *x, int S, int N, float *y, dpd_error *err) {
-    dpd_exec *e;
-    char reason[512];
-    dpd_status s = dpd_exec_open(provider, m, S < 64 ? S : 64, N, &e, reason, sizeof reason, err);
-    if (s) return s;
-    snprintf(chosen, sizeof chosen, "%s (%s)", dpd_exec_provider(e), reason);
-    s = dpd_exec_forward(e, x, S, N, y, err);
-    dpd_exec_close(e);
+static dpd_status ckpt_open(ckpt *c, const char *flag, const char *arg, int want_pa, dpd_error *err) {
+    c->flag = flag;
+    dpd_status s = dpd_ckpt_resolve(arg, want_pa, c->path, sizeof c->path, err);
+    if (!s) s = dpd_ckpt_info_read(c->path, &c->info, err);
     return s;
 }
 
+static int is_dpd(const ckpt *c) { return !strcmp(c->info.kind, "train_dpd"); }
+
+/* A checkpoint trained on another dataset: said on stderr, not refused (a user may mean it). */
+static void warn_dataset(const ckpt *c, const dpd_dataset *ds) {
+    if (c->info.dataset[0] && strcmp(c->info.dataset, ds->name))
+        fprintf(stderr, "dpd: warning: %s %s was trained on dataset '%s', not '%s'\n", c->flag, c->path,
+                c->info.dataset, ds->name);
+}
+
+/* 1 when a and b name the same file. */
+static int same_file(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (!realpath(a, ra) || !realpath(b, rb)) return !strcmp(a, b);
+    return !strcmp(ra, rb);
+}
+
+/* A session for checkpoint path on the options of x. */
+static dpd_status session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err) {
+    dpd_model *m = NULL;
+    *s = NULL;
+    dpd_status st = dpd_ckpt_load(path, &m, err);
+    if (!st) st = dpd_session_create(m, x->kv, x->nkv, s, err);
+    dpd_model_free(m);
+    return st;
+}
+
+/* "provider (why)" of a session. */
+static const char *chosen(const dpd_session *s, char *buf, size_t n) {
+    snprintf(buf, n, "%s (%s)", dpd_session_provider(s), dpd_session_reason(s));
+    return buf;
+}
+
+static int split_of(const char *name) { return !strcmp(name, "val") ? DPD_VAL : !strcmp(name, "test") ? DPD_TEST : -1; }
+
+static const char *const eval_usage =
+    "dpd eval --data DIR [--split val|test] [--model CKPT] [--json]\n"
+    "       dpd eval --data DIR [--split val|test] --pa PA --model DPD [--json]\n\n"
+    "CKPT, PA and DPD are checkpoints or run directories (a DPD run directory gives its\n"
+    "pa.safetensors as --pa and best.safetensors as --model). A DPD checkpoint is refused as\n"
+    "--pa or as a lone --model, and one checkpoint as both; a checkpoint trained on another\n"
+    "dataset is warned about. --json prints one object; each metrics object is\n"
+    "{\"NMSE\":..,\"EVM\":..,\"ACLR_L\":..,\"ACLR_R\":..,\"ACLR_AVG\":..} (output_aclr: L, R, AVG), a\n"
+    "metric that cannot be computed is null and \"status\":{\"NAME\":{\"status\":..,\"reason\":..}}\n"
+    "says why (present only then). Text output prints n/a (reason) in its place.";
+
 int cmd_eval(int argc, char **argv) {
-    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "", prov[16] = "";
-    int json = 0, legacy = 0, threads = 0;
+    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "";
+    int json = 0, legacy = 0;
     double evm_fs = 0;
-    char level[16] = "", kernels[16] = "";
+    cli_exec x = {0};
     opt o[] = {
-        CLI_COMPUTE_OPTS(threads, level, kernels),
-        {"provider", OPT_STR, prov, sizeof prov, "auto, cpu or cuda (default: the settings)", 0},
+        CLI_EXEC_OPTS(x),
         {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
         {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
-        {"model", OPT_STR, model, sizeof model, "a checkpoint (or run directory) to score", 0},
+        {"model", OPT_STR, model, sizeof model, "a PA checkpoint (or run directory) to score; with --pa, the DPD", 0},
         {"pa", OPT_STR, pa, sizeof pa, "a PA checkpoint or run directory: score PA(model(x)) against g x", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
         {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
     };
-    int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd eval --data DIR [--split val|test] [--model CKPT] [--json]");
+    int r = args_parse(argc, argv, o, sizeof o / sizeof *o, eval_usage);
     if (r) return r == 1 ? 0 : 2;
-    int k = !strcmp(split, "val") ? DPD_VAL : !strcmp(split, "test") ? DPD_TEST : -1;
+    int k = split_of(split);
     if (!data[0] || k < 0 || (pa[0] && !model[0])) {
         fprintf(stderr, "dpd: eval needs --data DIR and --split val|test (and --model DPD with --pa)\n");
         return 2;
     }
-    if (!(threads = cli_compute(threads, level, kernels))) return 2;
-    provider = prov;
-    resolve(model, sizeof model, 0);
-    resolve(pa, sizeof pa, 1);
+    if ((r = cli_exec_resolve(&x))) return r;
     if (legacy) evm_fs = 800e6;
+
     dpd_error err = {0};
+    ckpt cm = {0}, cp = {0};
+    if (model[0] && ckpt_open(&cm, "--model", model, 0, &err)) return cli_fail(&err);
+    if (pa[0] && ckpt_open(&cp, "--pa", pa, 1, &err)) return cli_fail(&err);
+    if (pa[0] && same_file(cm.path, cp.path)) {
+        fprintf(stderr, "dpd: %s is given as both --pa and --model: --pa is the PA model and --model the DPD "
+                        "trained through it (a DPD run directory gives both)\n", cm.path);
+        return 2;
+    }
+    if (pa[0] && is_dpd(&cp)) {
+        fprintf(stderr, "dpd: --pa %s is a DPD checkpoint (run %s), not a PA model: give the PA's checkpoint, or the "
+                        "DPD run directory (its pa.safetensors)\n", cp.path, cp.info.run_id[0] ? cp.info.run_id : "?");
+        return 2;
+    }
+    if (!pa[0] && model[0] && is_dpd(&cm)) {
+        fprintf(stderr, "dpd: --model %s is a DPD checkpoint (run %s); a lone --model is scored as a PA model: "
+                        "score a DPD through its PA with --pa PA --model DPD\n", cm.path, cm.info.run_id[0] ? cm.info.run_id : "?");
+        return 2;
+    }
+    if (pa[0] && !strcmp(cm.info.kind, "train_pa"))
+        fprintf(stderr, "dpd: warning: --model %s is a PA model (run %s), used here as the DPD\n", cm.path, cm.info.run_id);
+    if (pa[0] && cm.info.pa_run_id[0] && cp.info.run_id[0] && strcmp(cm.info.pa_run_id, cp.info.run_id))
+        fprintf(stderr, "dpd: warning: the DPD %s was trained through PA %s, not %s\n", cm.path, cm.info.pa_run_id,
+                cp.info.run_id);
+
     dpd_dataset ds;
-    dpd_model *m = NULL, *pm = NULL;
-    dpd_pool *pool = NULL;
-    float *x = NULL, *y = NULL, *p = NULL, *u = NULL;
-    int S, N, rc = 1;
-    if (dpd_dataset_load(data, 1u << k, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
+    unsigned need = 1u << k | (pa[0] ? 1u << DPD_TRAIN : 0);
+    if (dpd_dataset_load(data, need, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
+    if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
+    if (model[0]) warn_dataset(&cm, &ds);
+    if (pa[0]) warn_dataset(&cp, &ds);
     const dpd_spec *sp = &ds.spec;
-    const dpd_split *d = &ds.split[k];
     double g = dpd_dataset_gain(&ds);
+    int has_train = ds.split[DPD_TRAIN].n > 0;
+    dpd_eval e = {0}, e2 = {0};
+    dpd_session *sm = NULL, *sa = NULL;
     dpd_metrics out = {0}, lin = {0}, mod = {0}, nod = {0};
-    N = sp->nperseg;
-    if (dpd_pool_create(threads, &pool, &err) || (model[0] && dpd_ckpt_load(model, &m, &err))) goto done;
-    if (m) dpd_model_set_pool(m, pool);
+    float *buf = NULL;
+    char prov[1200] = "";
+    json_t *j = NULL;
+    int rc = 1;
+
     if (pa[0]) { /* DPD view: targets g x, reference §5 */
-        if (!g) {
-            dpd_fail(&err, DPD_E_INVAL, "%s: the train split is needed for the target gain g", data);
+        if (!(g > 0)) {
+            cli_err(&err, DPD_E_INVAL, "%s: the target gain g = max|y_train| / max|x_train| is 0 (a silent train "
+                                       "output): --pa needs a train split with a non-zero output", data);
             goto done;
         }
-        if (dpd_ckpt_load(pa, &pm, &err)) goto done;
-        dpd_model_set_pool(pm, pool);
-        if (dpd_segments(d->x, d->n, N, g, &y, &S, &err) ||
-            dpd_segments(d->x, d->n, N, 1.0, &x, &S, &err))
+        if (dpd_eval_prepare(&e, &ds, k, g, &err) || dpd_eval_prepare(&e2, &ds, k, g, &err) ||
+            session_open(cp.path, &x, &sa, &err) || dpd_eval_run(&e, sa, EVAL_BATCH, sp, evm_fs, &err))
             goto done;
-        p = malloc((size_t)S * N * 2 * sizeof *p);
-        u = malloc((size_t)S * N * 2 * sizeof *u);
-        if (!p || !u || predict(pm, x, S, N, p, &err) || dpd_metrics_compute(p, y, S, N, sp, evm_fs, &nod, &err) ||
-            predict(m, x, S, N, u, &err) || predict(pm, u, S, N, p, &err) ||
-            dpd_metrics_compute(p, y, S, N, sp, evm_fs, &mod, &err))
+        nod = e.m;
+        if (session_open(cm.path, &x, &sm, &err) || dpd_session_chain(sm, sa, &err) ||
+            dpd_eval_run(&e2, sm, EVAL_BATCH, sp, evm_fs, &err))
             goto done;
+        mod = e2.m;
+        chosen(sm, prov, sizeof prov);
         if (json) {
-            printf("{\"dataset\":%s,\"split\":\"%s\",\"gain\":%.9g,\"no_dpd\":", cli_q(ds.name), split, g);
-            cli_metrics_json(stdout, &nod);
-            printf(",\"dpd\":");
-            cli_metrics_json(stdout, &mod);
-            printf("}\n");
-        } else {
-            printf("%s %s: PA(DPD(x)) against g x, g = %.6f\n", ds.name, split, g);
-            cli_metrics_header(stdout);
-            cli_metrics_row(stdout, "no DPD", &nod);
-            cli_metrics_row(stdout, "DPD", &mod);
-            printf("ACLR_AVG improvement: %.2f dB\n", nod.aclr_avg - mod.aclr_avg);
+            j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o?, s:o?, s:s}", "dataset", ds.name, "split", split,
+                          "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "no_dpd",
+                          cli_metrics_json(&nod, 0), "dpd", cli_metrics_json(&mod, 0), "provider", prov);
+            rc = cli_json_print(j);
+            goto done;
         }
+        char b1[128], b2[128];
+        printf("%s %s: PA(DPD(x)) against g x, g = %.6f, on %s\n", ds.name, split, g, prov);
+        cli_metrics_header(stdout);
+        cli_metrics_row(stdout, "no DPD", &nod);
+        cli_metrics_row(stdout, "DPD", &mod);
+        if (nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK)
+            printf("ACLR_AVG improvement: %.2f dB\n", nod.aclr_avg - mod.aclr_avg);
+        else
+            printf("ACLR_AVG improvement: n/a (no DPD %s, DPD %s)\n", cli_metric_text(&nod, DPD_ACLR_AVG, b1, sizeof b1),
+                   cli_metric_text(&mod, DPD_ACLR_AVG, b2, sizeof b2));
         rc = 0;
         goto done;
     }
-    if (dpd_segments(d->y, d->n, N, 1.0, &y, &S, &err) ||
-        dpd_aclr(y, S, N, sp->fs, sp->bw_main, sp->n_sub, &out.aclr_l, &out.aclr_r, &err))
-        goto done;
-    out.aclr_avg = (out.aclr_l + out.aclr_r) / 2;
-    if (g > 0 && (dpd_segments(d->x, d->n, N, g, &x, &S, &err) ||
-                  dpd_metrics_compute(x, y, S, N, sp, evm_fs, &lin, &err)))
-        goto done;
-    if (m) {
-        free(x);
-        p = malloc((size_t)S * N * 2 * sizeof *p);
-        if (dpd_segments(d->x, d->n, N, 1.0, &x, &S, &err) || !p ||
-            predict(m, x, S, N, p, &err) || dpd_metrics_compute(p, y, S, N, sp, evm_fs, &mod, &err))
+
+    /* PA view: e.x the input, e.ref the measured output y */
+    if (dpd_eval_prepare(&e, &ds, k, 0, &err) || dpd_metrics_aclr(e.ref, e.S, e.N, e.n, sp, &out, &err)) goto done;
+    size_t len = (size_t)e.S * e.N * 2;
+    if (has_train) { /* the linear-gain baseline g x (g = 0 for a silent train output: every metric says why) */
+        if (!(buf = malloc(len * sizeof *buf))) {
+            cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", len / 2);
             goto done;
-    }
-    if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
-    if (!g) fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
-    if (json) {
-        printf("{\"dataset\":%s,\"split\":\"%s\",\"samples\":%zu,\"segments\":%d,\"gain\":%.9g,"
-               "\"output_aclr\":{\"L\":%.6f,\"R\":%.6f,\"AVG\":%.6f}",
-               cli_q(ds.name), split, d->n, S, g, out.aclr_l, out.aclr_r, out.aclr_avg);
-        printf(",\"linear_gain\":");
-        if (g > 0) cli_metrics_json(stdout, &lin);
-        else printf("null");
-        if (m) {
-            printf(",\"model\":");
-            cli_metrics_json(stdout, &mod);
-            printf(",\"provider\":%s", cli_q(chosen));
         }
-        printf("}\n");
+        for (size_t i = 0; i < len; i++) buf[i] = (float)(g * e.x[i]);
+        if (dpd_metrics_compute(buf, e.ref, e.S, e.N, e.n, sp, evm_fs, &lin, &err)) goto done;
     } else {
-        printf("%s %s: %zu samples, %d segments of %d, fs %.6g Hz, %d x %.6g Hz channel\n", ds.name,
-               split, d->n, S, N, sp->fs, sp->n_sub, sp->bw_main / sp->n_sub);
-        printf("measured output ACLR: L %.3f  R %.3f  AVG %.3f dBc\n", out.aclr_l, out.aclr_r, out.aclr_avg);
-        cli_metrics_header(stdout);
-        if (g > 0) {
-            char name[32];
-            snprintf(name, sizeof name, "linear g=%.4f", g);
-            cli_metrics_row(stdout, name, &lin);
+        fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
+    }
+    if (model[0]) {
+        if (session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, evm_fs, &err)) goto done;
+        mod = e.m;
+        chosen(sm, prov, sizeof prov);
+    }
+    if (json) {
+        j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o?, s:o?}", "dataset", ds.name, "split", split, "samples",
+                      (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "output_aclr", cli_metrics_json(&out, 1),
+                      "linear_gain", has_train ? cli_metrics_json(&lin, 0) : json_null());
+        if (j && model[0] &&
+            (json_object_set_new(j, "model", cli_metrics_json(&mod, 0)) || json_object_set_new(j, "provider", json_string(prov)))) {
+            json_decref(j);
+            j = NULL;
         }
-        if (m) cli_metrics_row(stdout, "model", &mod);
+        rc = cli_json_print(j);
+        goto done;
+    }
+    char b[3][128];
+    printf("%s %s: %zu samples, %d segments of %d, fs %.6g Hz, %d x %.6g Hz channel\n", ds.name, split, e.n, e.S, e.N,
+           sp->fs, sp->n_sub, sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main);
+    printf("measured output ACLR: L %s  R %s  AVG %s dBc\n", cli_metric_text(&out, DPD_ACLR_L, b[0], sizeof b[0]),
+           cli_metric_text(&out, DPD_ACLR_R, b[1], sizeof b[1]), cli_metric_text(&out, DPD_ACLR_AVG, b[2], sizeof b[2]));
+    cli_metrics_header(stdout);
+    if (has_train) {
+        char name[32];
+        snprintf(name, sizeof name, "linear g=%.4f", g);
+        cli_metrics_row(stdout, name, &lin);
+    }
+    if (model[0]) {
+        cli_metrics_row(stdout, "model", &mod);
+        printf("model on %s\n", prov);
     }
     rc = 0;
 done:
-    if (rc && err.msg[0]) cli_fail(&err);
-    else if (rc) fprintf(stderr, "dpd: out of memory\n");
-    free(x), free(y), free(p), free(u);
-    dpd_model_free(m);
-    dpd_model_free(pm);
-    dpd_pool_free(pool);
+    if (rc && err.status) rc = cli_fail(&err);
+    free(buf);
+    dpd_session_free(sm); /* chained to sa: freed first */
+    dpd_session_free(sa);
+    dpd_eval_free(&e);
+    dpd_eval_free(&e2);
     dpd_dataset_free(&ds);
     return rc;
 }
 
 /* `dpd parity --model CKPT --data DIR [--providers cpu,cuda] [--split val|test] [--json]`: the same
- * evaluation on each provider, and how far each is from the first. */
+ * evaluation on each provider, and how far each is from the first that produced a result. Exits
+ * 1 when fewer than two providers produced one: nothing was compared. */
 int cmd_parity(int argc, char **argv) {
-    char data[4096] = "", model[4096] = "", list[64] = "cpu,cuda", split[16] = "test";
+    char data[4096] = "", model[4096] = "", list[256] = "cpu,cuda", split[16] = "test";
     int json = 0;
+    cli_exec x = {0};
     opt o[] = {
         {"model", OPT_STR, model, sizeof model, "a checkpoint or run directory (required)", 0},
         {"data", OPT_STR, data, sizeof data, "dataset directory (required)", 0},
-        {"providers", OPT_STR, list, sizeof list, "comma-separated providers, the first is the reference (cpu,cuda)", 0},
+        {"providers", OPT_STR, list, sizeof list, "comma-separated providers, the first that runs is the reference (cpu,cuda)", 0},
         {"split", OPT_STR, split, sizeof split, "val or test (test)", 0},
+        {"threads", OPT_INT, &x.threads, 0, "cpu worker threads (default: the settings' cpu_level)", 0},
+        {"kernels", OPT_STR, x.kernels, sizeof x.kernels, "cpu kernels: auto, avx512, avx2, sse or ref", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
     };
-    int r = args_parse(argc, argv, o, sizeof o / sizeof *o, "dpd parity --model CKPT --data DIR [--providers cpu,cuda]");
+    int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
+                       "dpd parity --model CKPT --data DIR [--providers cpu,cuda] [--split val|test] [--json]\n\n"
+                       "Exit status 1 when fewer than two providers produced a result (nothing was compared).");
     if (r) return r == 1 ? 0 : 2;
-    int k = !strcmp(split, "val") ? DPD_VAL : !strcmp(split, "test") ? DPD_TEST : -1;
+    int k = split_of(split);
     if (!model[0] || !data[0] || k < 0) {
         fprintf(stderr, "dpd: parity needs --model, --data and --split val|test\n");
         return 2;
     }
-    resolve(model, sizeof model, 0);
     dpd_error err = {0};
+    ckpt cm;
     dpd_dataset ds;
-    dpd_model *m = NULL;
-    float *x = NULL, *y = NULL, *ref = NULL, *out = NULL;
-    int S, N, rc = 1, np = 0;
+    if (ckpt_open(&cm, "--model", model, 0, &err)) return cli_fail(&err);
     if (dpd_dataset_load(data, 1u << k, 0, &ds, &err)) return cli_fail(&err);
-    N = ds.spec.nperseg;
-    dpd_metrics mref = {0}, mm;
-    if (dpd_ckpt_load(model, &m, &err) || dpd_segments(ds.split[k].x, ds.split[k].n, N, 1.0, &x, &S, &err) ||
-        dpd_segments(ds.split[k].y, ds.split[k].n, N, 1.0, &y, &S, &err))
-        goto done;
-    ref = malloc((size_t)S * N * 2 * sizeof *ref), out = malloc((size_t)S * N * 2 * sizeof *out);
-    if (json) printf("{\"model\":%s,\"dataset\":%s,\"split\":\"%s\",\"providers\":[", cli_q(model), cli_q(ds.name), split);
-    for (char *save, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), np++) {
-        provider = p;
-        float *dst = np ? out : ref;
-        if (predict(m, x, S, N, dst, &err) || dpd_metrics_compute(dst, y, S, N, &ds.spec, 0, np ? &mm : &mref, &err)) {
-            if (json) printf("%s{\"provider\":%s,\"error\":%s}", np ? "," : "", cli_q(p), cli_q(err.msg));
-            else printf("%-6s unavailable: %s\n", p, err.msg);
-            if (!np) goto done;
+    warn_dataset(&cm, &ds);
+    dpd_eval e = {0};
+    float *ref = NULL;
+    dpd_metrics mref = {0};
+    char refname[32] = "";
+    int done = 0, rc = 1;
+    char given[256];
+    snprintf(given, sizeof given, "%s", list); /* strtok_r cuts list */
+    json_t *arr = json_array(), *j = NULL;
+    if (dpd_eval_prepare(&e, &ds, k, 0, &err)) goto out;
+    size_t len = (size_t)e.S * e.N * 2;
+    if (!arr || !(ref = malloc(len * sizeof *ref))) {
+        cli_err(&err, DPD_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (char *save, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        cli_exec px = x;
+        snprintf(px.provider, sizeof px.provider, "%s", p);
+        if ((r = cli_exec_resolve(&px))) {
+            rc = r;
+            goto out;
+        }
+        dpd_session *s = NULL;
+        dpd_error pe = {0};
+        char prov[1200];
+        dpd_eval ep = {0};
+        if (dpd_eval_prepare(&ep, &ds, k, 0, &pe) || session_open(cm.path, &px, &s, &pe) ||
+            dpd_eval_run(&ep, s, EVAL_BATCH, &ds.spec, 0, &pe)) {
+            if (json) json_array_append_new(arr, json_pack("{s:s, s:s}", "provider", p, "error", pe.msg));
+            else printf("%-6s unavailable: %s\n", p, pe.msg);
+            dpd_session_free(s);
+            dpd_eval_free(&ep);
             continue;
         }
-        double e = 0, mx = 0;
-        for (size_t i = 0; np && i < (size_t)S * N * 2; i++)
-            e = fmax(e, fabs((double)out[i] - ref[i])), mx = fmax(mx, fabs((double)ref[i]));
-        const dpd_metrics *q = np ? &mm : &mref;
+        chosen(s, prov, sizeof prov);
+        dpd_session_free(s);
+        double dev = 0, mx = 0;
+        if (!done) {
+            memcpy(ref, ep.pred, len * sizeof *ref);
+            mref = ep.m;
+            snprintf(refname, sizeof refname, "%s", p);
+        }
+        for (size_t i = 0; i < len; i++)
+            dev = fmax(dev, fabs((double)ep.pred[i] - ref[i])), mx = fmax(mx, fabs((double)ref[i]));
+        double rel = mx > 0 ? dev / mx : dev;
+        const dpd_metrics *q = &ep.m;
         if (json) {
-            printf("%s{\"provider\":%s,\"chosen\":%s,\"max_abs\":%.3g,\"max_rel\":%.3g,\"metrics\":", np ? "," : "",
-                   cli_q(p), cli_q(chosen), e, mx > 0 ? e / mx : e);
-            cli_metrics_json(stdout, q);
-            printf(",\"metric_diff\":{\"NMSE\":%.3g,\"EVM\":%.3g,\"ACLR_AVG\":%.3g}}", q->nmse - mref.nmse, q->evm - mref.evm,
-                   q->aclr_avg - mref.aclr_avg);
+            json_t *diff = json_object();
+            for (int m = 0; diff && m < DPD_NMETRICS; m++)
+                json_object_set_new(diff, dpd_metric_name(m),
+                                    cli_jnum(dpd_metric_value(q, m) - dpd_metric_value(&mref, m)));
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o, s:o?, s:o?}", "provider", p, "chosen", prov,
+                                                 "max_abs", cli_jnum(dev), "max_rel", cli_jnum(rel), "metrics",
+                                                 cli_metrics_json(q, 0), "metric_diff", diff));
         } else {
-            printf("%-6s %s\n       NMSE %.4f EVM %.4f ACLR %.4f", p, chosen, q->nmse, q->evm, q->aclr_avg);
-            if (np) printf("  max |dy| %.3g (%.3g of max), dNMSE %.2e dB, dACLR %.2e dB", e, mx > 0 ? e / mx : e,
-                           q->nmse - mref.nmse, q->aclr_avg - mref.aclr_avg);
+            char b[3][128];
+            printf("%-6s %s\n       NMSE %s EVM %s ACLR %s", p, prov, cli_metric_text(q, DPD_NMSE, b[0], sizeof b[0]),
+                   cli_metric_text(q, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(q, DPD_ACLR_AVG, b[2], sizeof b[2]));
+            if (done)
+                printf("  max |dy| %.3g (%.3g of max), dNMSE %.2e dB, dACLR %.2e dB", dev, rel, q->nmse - mref.nmse,
+                       q->aclr_avg - mref.aclr_avg);
             printf("\n");
         }
+        dpd_eval_free(&ep);
+        done++;
     }
-    if (json) printf("]}\n");
+    if (json) {
+        j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:O}", "model", cm.path, "dataset", ds.name, "split", split, "reference",
+                      refname, "compared", done > 1 ? done - 1 : 0, "providers", arr);
+        if (cli_json_print(j)) goto out;
+    }
+    if (done < 2) {
+        fprintf(stderr, "dpd: parity compared nothing: %s of the providers %s produced a result (two are needed)\n",
+                done ? "only one" : "none", given);
+        goto out;
+    }
     rc = 0;
-done:
-    if (rc) cli_fail(&err);
-    free(x), free(y), free(ref), free(out);
-    dpd_model_free(m);
+out:
+    if (rc == 1 && err.status) rc = cli_fail(&err);
+    json_decref(arr);
+    free(ref);
+    dpd_eval_free(&e);
     dpd_dataset_free(&ds);
     return rc;
 }

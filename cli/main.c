@@ -1,70 +1,158 @@
-/* main: the dpd command — dispatch to a verb, and the output helpers the verbs share. */
-#include <jansson.h>
+/* main: the dpd command — dispatch to a verb, and the helpers the verbs share (cli.h): errors
+ * named by CLI flag, compute options as session options, JSON and table output of metrics. */
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
-#include "provider.h"
-#include "settings.h"
 
-int cli_compute(int threads, const char *level, const char *kernels) {
-    dpd_error err;
-    if (kernels[0] && dpd_kernels_select(kernels, &err)) {
-        fprintf(stderr, "dpd: %s\n", err.msg);
-        return 0;
-    }
-    int n;
-    if (level[0]) {
-        if (!(n = dpd_cpu_level_threads(level)))
-            fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", level);
-    } else if (threads < 0 || threads > 1024) {
-        fprintf(stderr, "dpd: --threads must be in [1, 1024] (got %d)\n", threads);
-        n = 0;
-    } else if (threads) {
-        n = threads;
-    } else { /* the settings' cpu_level */
-        dpd_settings st;
-        if (dpd_settings_load(&st, &err)) {
-            fprintf(stderr, "dpd: %s\n", err.msg);
-            return 0;
+int cli_is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->status = s;
+    err->field[0] = 0;
+    return s;
+}
+
+/* Library configuration fields whose flag is not "--" + the field with '_' -> '-'. */
+static const char *const flags[][2] = {
+    {"order", "--K"},          {"memory", "--Q"},         {"cross", "--M"},
+    {"ls_iterations", "--iterations"}, {"ls_iter", "--iterations"}, {"ls_reg", "--reg"},
+    {"family", "--model"},     {"model", "--model"},
+};
+
+const char *cli_flag(const char *field, char *buf, size_t n) {
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+        if (!strcmp(field, flags[i][0])) {
+            snprintf(buf, n, "%s", flags[i][1]);
+            return buf;
         }
-        n = dpd_cpu_level_threads(st.cpu_level);
-    }
-    dpd_provider_cpu_threads(n);
-    return n;
+    snprintf(buf, n, "--%s", field);
+    for (char *p = buf + 2; *p; p++)
+        if (*p == '_') *p = '-';
+    return buf;
 }
 
 int cli_fail(const dpd_error *err) {
-    fprintf(stderr, "dpd: %s\n", err->msg);
-    return 1;
+    const char *msg = err->msg[0] ? err->msg : dpd_status_str(err->status);
+    size_t fl = strlen(err->field);
+    if (fl) {
+        char flag[48];
+        cli_flag(err->field, flag, sizeof flag);
+        if (!strncmp(msg, err->field, fl) && msg[fl] == ':') /* "hidden: ..." -> "--hidden: ..." */
+            fprintf(stderr, "dpd: %s%s\n", flag, msg + fl);
+        else
+            fprintf(stderr, "dpd: %s: %s\n", flag, msg);
+    } else {
+        fprintf(stderr, "dpd: %s\n", msg);
+    }
+    return err->status == DPD_E_INVAL ? 2 : 1;
 }
 
-const char *cli_q(const char *s) {
-    static char ring[8][4400];
-    static int k;
-    char *out = ring[k++ % 8];
-    json_t *j = json_string_nocheck(s);
-    char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-    snprintf(out, sizeof ring[0], "%s", t ? t : "\"\"");
-    free(t);
+void cli_exec_set(cli_exec *x, const char *key, long value) {
+    if (x->nkv >= (int)(sizeof x->kv / sizeof *x->kv)) return;
+    snprintf(x->val[x->nkv], sizeof x->val[0], "%ld", value);
+    x->kv[x->nkv] = (dpd_kv){key, x->val[x->nkv]};
+    x->nkv++;
+}
+
+int cli_exec_resolve(cli_exec *x) {
+    if (x->level[0]) {
+        if (!(x->threads = dpd_cpu_level_threads(x->level))) {
+            fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", x->level);
+            return 2;
+        }
+    } else if (x->threads < 0 || x->threads > 1024) {
+        fprintf(stderr, "dpd: --threads must be in 1..1024 (got %d)\n", x->threads);
+        return 2;
+    }
+    x->nkv = 0;
+    if (x->provider[0]) x->kv[x->nkv++] = (dpd_kv){"provider", x->provider};
+    if (x->kernels[0]) x->kv[x->nkv++] = (dpd_kv){"kernels", x->kernels};
+    if (x->threads) cli_exec_set(x, "threads", x->threads);
+    return 0;
+}
+
+json_t *cli_jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *cli_metrics_json(const dpd_metrics *m, int aclr_only) {
+    static const char *const aclr[] = {"L", "R", "AVG"};
+    json_t *o = json_object(), *st = NULL;
+    if (!o) return NULL;
+    for (int k = aclr_only ? DPD_ACLR_L : 0; k < DPD_NMETRICS; k++) {
+        const char *name = aclr_only ? aclr[k - DPD_ACLR_L] : dpd_metric_name(k);
+        int ok = m->status[k] == DPD_METRIC_OK;
+        if (json_object_set_new(o, name, ok ? cli_jnum(dpd_metric_value(m, k)) : json_null())) goto fail;
+        if (ok) continue;
+        if (!st && (!(st = json_object()))) goto fail;
+        if (json_object_set_new(st, name, json_pack("{s:s, s:s}", "status", dpd_metric_status_str(m->status[k]),
+                                                    "reason", m->reason[k])))
+            goto fail;
+    }
+    if (st && json_object_set_new(o, "status", st)) {
+        st = NULL;
+        goto fail;
+    }
+    return o;
+fail:
+    json_decref(st);
+    json_decref(o);
+    return NULL;
+}
+
+int cli_json_print(json_t *j) {
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
-    return out;
+    if (!s) {
+        fprintf(stderr, "dpd: the JSON output could not be built (out of memory)\n");
+        return 1;
+    }
+    puts(s);
+    free(s);
+    return fflush(stdout) ? 1 : 0;
 }
 
-void cli_metrics_json(FILE *f, const dpd_metrics *m) {
-    fprintf(f, "{\"NMSE\":%.6f,\"EVM\":%.6f,\"ACLR_L\":%.6f,\"ACLR_R\":%.6f,\"ACLR_AVG\":%.6f}",
-            m->nmse, m->evm, m->aclr_l, m->aclr_r, m->aclr_avg);
+const char *cli_metric_text(const dpd_metrics *m, int k, char *buf, size_t n) {
+    if (m->status[k] == DPD_METRIC_OK) snprintf(buf, n, "%.3f", dpd_metric_value(m, k));
+    else snprintf(buf, n, "n/a (%s)", m->reason[k][0] ? m->reason[k] : dpd_metric_status_str(m->status[k]));
+    return buf;
 }
 
 void cli_metrics_header(FILE *f) {
-    fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", "NMSE dB", "EVM dB", "ACLR_L", "ACLR_R",
-            "ACLR_AVG");
+    fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", "NMSE dB", "EVM dB", "ACLR_L", "ACLR_R", "ACLR_AVG");
 }
 
 void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m) {
-    fprintf(f, "%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", name, m->nmse, m->evm, m->aclr_l,
-            m->aclr_r, m->aclr_avg);
+    fprintf(f, "%-14s", name);
+    for (int k = 0; k < DPD_NMETRICS; k++) {
+        char b[128];
+        fprintf(f, " %10s", cli_metric_text(m, k, b, sizeof b));
+    }
+    fputc('\n', f);
+}
+
+const char *cli_shell_quote(const char *s, char *buf, size_t n) {
+    size_t j = 0;
+    if (n < 3) return "";
+    buf[j++] = '\'';
+    for (; *s && j + 5 < n; s++) {
+        if (*s == '\'') {
+            memcpy(buf + j, "'\\''", 4);
+            j += 4;
+        } else {
+            buf[j++] = *s;
+        }
+    }
+    buf[j++] = '\'';
+    buf[j] = 0;
+    return buf;
 }
 
 static const struct verb {
@@ -91,11 +179,13 @@ static void help(FILE *f) {
             DPD_VERSION);
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
-    fprintf(f, "  %-10s %s\n\n'dpd VERB --help' lists a verb's options.\n", "version", "print the version");
+    fprintf(f, "  %-10s %s\n\n'dpd VERB --help' lists a verb's options. Exit codes: 0 success, 1 failure,\n"
+               "2 usage error, 130 cancelled (SIGINT or SIGTERM).\n",
+            "version", "print the version");
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (argc < 2 || cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
         help(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }

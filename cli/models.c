@@ -1,30 +1,46 @@
-/* models: `dpd models` — the model families with their parameter-count formulas and defaults. */
+/* models: `dpd models [--json]` — the model families with their parameter-count formulas and
+ * defaults, from the library's family table. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "family.h"
-#include "model.h"
 
 int cmd_models(int argc, char **argv) {
+    static const char *const usage = "usage: dpd models [--json]\n\nThe model families (names match in any case), "
+                                     "their default hidden size, layer counts and\nparameter counts (polynomials at K 5, Q 20, M 2).\n";
+    if (argc == 1 && cli_is_help(argv[0])) {
+        fputs(usage, stdout);
+        return 0;
+    }
     int json = argc == 1 && !strcmp(argv[0], "--json");
     if (argc > 0 && !json) {
-        fprintf(stderr, "usage: dpd models [--json]\n");
+        fputs(usage, stderr);
         return 2;
     }
-    int n;
-    const dpd_family *const *f = dpd_family_list(&n);
+    int n = dpd_family_count();
+    json_t *arr = json ? json_array() : NULL;
     if (!json) printf("%-14s %-7s %-6s %-7s %-40s %s\n", "family", "hidden", "layers", "params", "formula", "about");
     for (int i = 0; i < n; i++) {
-        dpd_model_cfg c = {"", f[i]->hidden, 1, 5, 20, 2}; /* K, Q, M for the polynomials */
-        snprintf(c.family, sizeof c.family, "%s", f[i]->name);
+        dpd_family_info f;
+        if (!dpd_family_at(i, &f)) continue;
+        dpd_model_cfg c = {.hidden = f.hidden, .layers = 1, .order = 5, .memory = 20, .cross = 2};
+        snprintf(c.family, sizeof c.family, "%s", f.name);
         size_t np = dpd_model_count(&c);
-        if (json)
-            printf("%s{\"family\":\"%s\",\"hidden\":%d,\"max_layers\":%d,\"params\":%zu,\"formula\":\"%s\"}%s",
-                   i ? "," : "[", f[i]->name, f[i]->hidden, f[i]->max_layers, np, f[i]->params, i == n - 1 ? "]\n" : "");
-        else
-            printf("%-14s %-7d %-6s %-7zu %-40s %s\n", f[i]->name, f[i]->hidden, f[i]->max_layers > 1 ? "1-16" : "1", np,
-                   f[i]->params, f[i]->about);
+        char layers[16];
+        if (f.max_layers > 1) snprintf(layers, sizeof layers, "1-%d", f.max_layers);
+        else snprintf(layers, sizeof layers, "1");
+        if (json) {
+            if (json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:i, s:I, s:s, s:s, s:b, s:b, s:b}", "family", f.name,
+                                                     "tag", f.tag, "hidden", f.hidden, "max_layers", f.max_layers,
+                                                     "params", (json_int_t)np, "formula", f.params, "about", f.about,
+                                                     "poly", f.poly, "least_squares", f.least_squares, "delta", f.delta))) {
+                json_decref(arr);
+                arr = NULL;
+                break;
+            }
+        } else {
+            printf("%-14s %-7d %-6s %-7zu %-40s %s\n", f.name, f.hidden, layers, np, f.params, f.about);
+        }
     }
-    return 0;
+    return json ? cli_json_print(arr) : 0;
 }

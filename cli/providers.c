@@ -4,92 +4,132 @@
 #include <string.h>
 
 #include "cli.h"
-#include "exec.h"
-#include "provider.h"
-#include "settings.h"
 
-static void devices(const dpd_provider *p, int json) {
-    int n = p->i->device_count(p->ctx);
-    for (int d = 0; d < n; d++) {
-        dpd_device_info info;
-        if (p->i->device_info(p->ctx, d, &info)) continue;
-        if (json)
-            printf("%s{\"name\":%s,\"memory\":%llu,\"arch\":%s,\"driver\":%d,\"runtime\":%d}", d ? "," : "",
-                   cli_q(info.name), (unsigned long long)info.memory, cli_q(info.arch), info.driver, info.runtime);
-        else if (!info.memory)
-            printf("    device %d: %s, %s, system memory\n", d, info.name, info.arch);
+#define MAXPROV 16
+
+static json_t *devices_json(const dpd_provider_info *p) {
+    json_t *a = json_array();
+    for (int d = 0; a && d < p->ndevices && d < 8; d++) {
+        const dpd_device_info *i = &p->device[d];
+        if (json_array_append_new(a, json_pack("{s:s, s:I, s:s, s:i, s:i}", "name", i->name, "memory",
+                                               (json_int_t)i->memory, "arch", i->arch, "driver", i->driver, "runtime",
+                                               i->runtime))) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static void devices_text(const dpd_provider_info *p) {
+    for (int d = 0; d < p->ndevices && d < 8; d++) {
+        const dpd_device_info *i = &p->device[d];
+        if (!i->memory)
+            printf("    device %d: %s, %s, system memory\n", d, i->name, i->arch);
         else
-            printf("    device %d: %s, %s, %.1f GiB, driver %d, runtime %d\n", d, info.name, info.arch,
-                   (double)info.memory / (1 << 30), info.driver, info.runtime);
+            printf("    device %d: %s, %s, %.1f GiB, driver %d, runtime %d\n", d, i->name, i->arch,
+                   (double)i->memory / (1 << 30), i->driver, i->runtime);
     }
 }
 
 int cmd_providers(int argc, char **argv) {
+    static const char *const usage =
+        "usage: dpd providers [--json]\n\nThe execution providers (cpu, and each installed pack's), their devices, the\n"
+        "settings, the provider a session would get now and why, and the batch bound of a device\n"
+        "provider at the gpu_memory setting for the reference model (GRU-23, frame 200).\n";
+    if (argc == 1 && cli_is_help(argv[0])) {
+        fputs(usage, stdout);
+        return 0;
+    }
     int json = argc == 1 && !strcmp(argv[0], "--json");
     if (argc && !json) {
-        fprintf(stderr, "usage: dpd providers [--json]\n");
+        fputs(usage, stderr);
         return 2;
     }
     dpd_settings st;
-    dpd_error err;
+    dpd_error err = {0};
     if (dpd_settings_load(&st, &err)) return cli_fail(&err);
-    const dpd_provider *active;
-    char reason[1024], pack[4096];
-    if (dpd_provider_select(NULL, &active, reason, sizeof reason, &err)) snprintf(reason, sizeof reason, "%s", err.msg);
-    dpd_pack_active("cuda", pack, sizeof pack);
+    static dpd_provider_info p[MAXPROV];
+    int np = dpd_provider_list(p, MAXPROV);
+    if (np > MAXPROV) np = MAXPROV;
+    char active[64] = "cpu", reason[1024];
+    if (dpd_provider_choose(NULL, active, sizeof active, reason, sizeof reason, &err))
+        snprintf(reason, sizeof reason, "%s", err.msg);
     int workers = dpd_cpu_level_threads(st.cpu_level);
-    dpd_provider_cpu_threads(workers);
-    /* The batch bound of the active device provider, for the reference model (GRU-23, frame 200). */
-    const dpd_provider *gpu = strcmp(active->i->name, "cpu") ? active : NULL;
+    /* the batch bound of each device provider's first device, for the reference model */
     dpd_model_cfg ref = {.family = "gru", .hidden = 23, .layers = 1};
-    dpd_device_info d;
-    int bound = gpu && !gpu->i->device_info(gpu->ctx, 0, &d)
-                    ? dpd_settings_batch_bound(st.gpu_memory, d.memory, dpd_exec_seq_bytes(&ref, 200))
-                    : 0;
+    int bound[MAXPROV] = {0}, has_cuda = 0;
+    for (int i = 0; i < np; i++) {
+        if (strcmp(p[i].name, "cpu") && p[i].ndevices > 0)
+            bound[i] = dpd_batch_bound(st.gpu_memory, p[i].device[0].memory, &ref, 200);
+        has_cuda |= !strcmp(p[i].name, "cuda");
+    }
     if (json) {
-        printf("{\"settings\":{\"provider\":\"%s\",\"cpu_level\":\"%s\",\"gpu_memory\":\"%s\"},\"providers\":[", st.provider,
-               st.cpu_level, st.gpu_memory);
-        printf("{\"name\":\"cpu\",\"devices\":[");
-        devices(dpd_provider_cpu(), 1);
-        printf("]},{\"name\":\"cuda\",\"pack\":%s,\"devices\":[", cli_q(pack));
-        if (gpu) devices(gpu, 1);
-        printf("]}],\"active\":\"%s\",\"reason\":%s,\"workers\":%d,\"packs_dir\":%s,\"batch_bounds\":{\"cpu\":null",
-               active->i->name, cli_q(reason), workers, cli_q(dpd_packs_dir()));
-        if (gpu) printf(",\"%s\":{\"model\":\"gru-23\",\"frame\":200,\"batch\":%d}", gpu->i->name, bound);
-        printf("}}\n");
-        return 0;
+        json_t *list = json_array(), *bounds = json_object();
+        for (int i = 0; list && i < np; i++) {
+            json_t *e = json_pack("{s:s, s:s, s:o?, s:b, s:i, s:s}", "name", p[i].name, "pack", p[i].pack, "devices",
+                                  devices_json(&p[i]), "usable", p[i].usable, "score", p[i].score, "why", p[i].why);
+            if (json_array_append_new(list, e)) {
+                json_decref(list);
+                list = NULL;
+            }
+        }
+        for (int i = 0; bounds && i < np; i++)
+            json_object_set_new(bounds, p[i].name,
+                                strcmp(p[i].name, "cpu") && p[i].ndevices > 0
+                                    ? json_pack("{s:s, s:i, s:i}", "model", "gru-23", "frame", 200, "batch", bound[i])
+                                    : json_null());
+        json_t *j = json_pack("{s:{s:s, s:s, s:s, s:s}, s:o?, s:s, s:s, s:i, s:s, s:s, s:o?}", "settings", "provider",
+                              st.provider, "cpu_level", st.cpu_level, "gpu_memory", st.gpu_memory, "reason", st.reason,
+                              "providers", list, "active", active, "reason", reason, "workers", workers, "packs_dir",
+                              dpd_packs_dir(), "settings_path", dpd_settings_path(), "batch_bounds", bounds);
+        return cli_json_print(j);
     }
     printf("settings (%s): provider %s, cpu_level %s, gpu_memory %s\n", dpd_settings_path(), st.provider, st.cpu_level,
            st.gpu_memory);
-    printf("  cpu: built in, %d workers, batches unbounded\n", workers);
-    devices(dpd_provider_cpu(), 0);
-    printf("  cuda: %s\n", pack[0] ? pack : "no pack installed (make pack-cuda; dpd pack install FILE)");
-    if (gpu) {
-        devices(gpu, 0);
-        printf("    batch bound at gpu_memory %s: %d sequences of GRU-23 x 200\n", st.gpu_memory, bound);
+    if (st.reason[0]) printf("  the provider preference fell back to cpu: %s\n", st.reason);
+    for (int i = 0; i < np; i++) {
+        if (!strcmp(p[i].name, "cpu"))
+            printf("  cpu: built in, %d workers at cpu_level %s, batches unbounded\n", workers, st.cpu_level);
+        else
+            printf("  %s: %s%s%s\n", p[i].name, p[i].pack, p[i].usable ? "" : ", not usable: ", p[i].usable ? "" : p[i].why);
+        devices_text(&p[i]);
+        if (bound[i])
+            printf("    batch bound at gpu_memory %s: %d sequences of GRU-23 x 200\n", st.gpu_memory, bound[i]);
     }
-    printf("active: %s (%s)\n", active->i->name, reason);
+    if (!has_cuda) printf("  cuda: no pack installed (make pack-cuda; dpd pack install FILE)\n");
+    printf("active: %s (%s)\n", active, reason);
     printf("packs: %s\n", dpd_packs_dir());
     return 0;
 }
 
 int cmd_config(int argc, char **argv) {
+    static const char *const usage =
+        "usage: dpd config show | dpd config set KEY VALUE\n\nSettings ($XDG_CONFIG_HOME/dpd/config.json):\n"
+        "  provider    auto, cpu or an installed pack's provider (cuda)\n"
+        "  cpu_level   low, balanced, high or max: 25/50/75/100 % of the logical processors\n"
+        "  gpu_memory  low, medium, high or max: 25/50/75/90 % of a device's memory for batches\n";
+    if (argc >= 1 && (cli_is_help(argv[0]) || cli_is_help(argv[argc - 1]))) {
+        fputs(usage, stdout);
+        return 0;
+    }
     dpd_settings st;
-    dpd_error err;
-    if (dpd_settings_load(&st, &err)) return cli_fail(&err);
+    dpd_error err = {0};
     if (argc == 1 && !strcmp(argv[0], "show")) {
+        if (dpd_settings_load(&st, &err)) return cli_fail(&err);
         printf("provider %s\ncpu_level %s\ngpu_memory %s\n", st.provider, st.cpu_level, st.gpu_memory);
         if (st.reason[0]) printf("reason %s\n", st.reason);
         printf("# %s\n", dpd_settings_path());
         return 0;
     }
     if (argc == 3 && !strcmp(argv[0], "set")) {
+        if (dpd_settings_load(&st, &err)) return cli_fail(&err);
         if (dpd_settings_set(&st, argv[1], argv[2], &err)) {
             fprintf(stderr, "dpd: %s\n", err.msg);
             return 2;
         }
         return dpd_settings_save(&st, &err) ? cli_fail(&err) : 0;
     }
-    fprintf(stderr, "usage: dpd config show | dpd config set KEY VALUE (provider, cpu_level, gpu_memory)\n");
+    fputs(usage, stderr);
     return 2;
 }

@@ -1,6 +1,8 @@
 /* run: `dpd run --model CKPT --input FILE --output FILE` — a trained model applied to a recording
- * in OpenDPD CSV (I,Q; output I,Q,I_dpd,Q_dpd as OpenDPD's run_dpd) or raw little-endian
- * interleaved float32 (.cf32, output .cf32). The output appears whole or not at all. */
+ * in CSV (columns I,Q found by name) or raw little-endian interleaved float32 (.cf32). The output
+ * has the input's format and holds the model's output where the input had its signal: CSV
+ * I,Q (the output) then I_in,Q_in (the input), .cf32 the output alone; so `dpd run` and
+ * `dpd eval` read it back either way. It appears whole or not at all (file.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,46 +11,50 @@
 
 #include "args.h"
 #include "cli.h"
-#include "dataset.h"
-#include "exec.h"
 #include "file.h"
-#include "status.h"
 
 static int is_cf32(const char *path) {
     size_t n = strlen(path);
     return n > 5 && !strcmp(path + n - 5, ".cf32");
 }
 
-/* Reads the recording as doubles (n, 2); for .cf32 the float values widened. */
-static dpd_status read_input(const char *path, double **iq, size_t *n, dpd_error *err) {
-    static const char *const names[2] = {"I", "Q"};
-    if (!is_cf32(path)) return dpd_csv_read(path, 2, names, iq, n, err);
+/* Reads a .cf32 recording as doubles (n, 2). On failure *iq stays NULL. */
+static dpd_status read_cf32(const char *path, double **iq, size_t *n, dpd_error *err) {
     char *buf;
     size_t len;
-    dpd_status s = dpd_file_read(path, &buf, &len, err);
+    *iq = NULL, *n = 0;
+    dpd_status s = cli_file_read(path, &buf, &len, err);
     if (s) return s;
     if (len == 0 || len % 8) {
         free(buf);
-        return dpd_fail(err, DPD_E_FORMAT, "%s: %zu bytes is %s I/Q float32 pairs (8 bytes each)", path, len,
-                        len ? "not a whole number of" : "empty: no");
+        return cli_err(err, DPD_E_FORMAT, "%s: %zu bytes is %s I/Q float32 pairs (8 bytes each)", path, len,
+                       len ? "not a whole number of" : "empty: no");
     }
-    *n = len / 8;
-    *iq = malloc(*n * 2 * sizeof **iq);
-    if (!*iq) {
+    size_t m = len / 8;
+    double *v = malloc(m * 2 * sizeof *v);
+    if (!v) {
         free(buf);
-        return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", path);
+        return cli_err(err, DPD_E_NOMEM, "%s: out of memory for %zu samples", path, m);
     }
-    for (size_t i = 0; i < 2 * *n; i++) {
-        float v;
-        memcpy(&v, buf + 4 * i, 4);
-        if (!isfinite(v)) {
-            free(buf), free(*iq);
-            return dpd_fail(err, DPD_E_FORMAT, "%s: sample %zu is not finite", path, i / 2);
+    for (size_t i = 0; i < 2 * m; i++) {
+        float f;
+        memcpy(&f, buf + 4 * i, 4);
+        if (!isfinite(f)) {
+            free(buf), free(v);
+            return cli_err(err, DPD_E_FORMAT, "%s: sample %zu (byte %zu) has a non-finite %s value", path, i / 2, 4 * i,
+                           i % 2 ? "Q" : "I");
         }
-        (*iq)[i] = v;
+        v[i] = f;
     }
     free(buf);
+    *iq = v, *n = m;
     return DPD_OK;
+}
+
+static dpd_status read_input(const char *path, double **iq, size_t *n, dpd_error *err) {
+    static const char *const names[2] = {"I", "Q"};
+    *iq = NULL, *n = 0;
+    return is_cf32(path) ? read_cf32(path, iq, n, err) : dpd_csv_read(path, 2, names, iq, n, err);
 }
 
 /* Shortest of %.15g / %.17g that reads back to v. */
@@ -59,40 +65,36 @@ static void put_double(FILE *f, double v) {
     fputs(b, f);
 }
 
-static dpd_status write_output(const char *path, const double *iq, const float *y, size_t n,
-                               dpd_error *err) {
-    dpd_afile a;
-    dpd_status s = dpd_afile_open(&a, path, err);
+static dpd_status write_output(const char *path, const double *iq, const float *y, size_t n, dpd_error *err) {
+    cli_out o;
+    dpd_status s = cli_out_open(&o, path, err);
     if (s) return s;
     if (is_cf32(path)) {
-        if (fwrite(y, sizeof *y, 2 * n, a.f) != 2 * n) {
-            dpd_afile_abort(&a);
-            return dpd_fail(err, DPD_E_IO, "%s: write failed", path);
+        if (fwrite(y, sizeof *y, 2 * n, o.f) != 2 * n) {
+            cli_out_abort(&o);
+            return cli_err(err, DPD_E_IO, "%s: write failed", path);
         }
     } else {
-        fputs("I,Q,I_dpd,Q_dpd\n", a.f);
+        fputs("I,Q,I_in,Q_in\n", o.f);
         for (size_t i = 0; i < n; i++) {
-            put_double(a.f, iq[2 * i]);
-            fputc(',', a.f);
-            put_double(a.f, iq[2 * i + 1]);
-            fprintf(a.f, ",%.9g,%.9g\n", y[2 * i], y[2 * i + 1]);
+            fprintf(o.f, "%.9g,%.9g,", y[2 * i], y[2 * i + 1]);
+            put_double(o.f, iq[2 * i]);
+            fputc(',', o.f);
+            put_double(o.f, iq[2 * i + 1]);
+            fputc('\n', o.f);
         }
     }
-    return dpd_afile_commit(&a, err);
-}
-
-static dpd_status exec_fwd(void *ctx, const float *x, int B, int T, float *y, dpd_error *err) {
-    return dpd_exec_forward(ctx, x, B, T, y, err);
+    return cli_out_commit(&o, err);
 }
 
 int cmd_run(int argc, char **argv) {
     char model[4096] = "", in[4096] = "", out[4096] = "";
-    int exact = 0, threads = 0;
-    char level[16] = "", kernels[16] = "", prov[16] = "";
+    int exact = 0;
+    cli_exec x = {0};
     dpd_apply_cfg ac;
     dpd_apply_defaults(&ac);
     opt o[] = {
-        {"model", OPT_STR, model, sizeof model, "checkpoint (.safetensors) of a DPD or PA model (required)", 0},
+        {"model", OPT_STR, model, sizeof model, "checkpoint (.safetensors) or run directory of a DPD or PA model (required)", 0},
         {"input", OPT_STR, in, sizeof in, "recording: CSV with I,Q columns, or raw float32 IQ (.cf32) (required)", 0},
         {"output", OPT_STR, out, sizeof out, "result, in the input's format (required)", 0},
         {"exact", OPT_FLAG, &exact, 0, "the whole recording as one sequence from zero state (OpenDPD's run_dpd)", 0},
@@ -100,11 +102,14 @@ int cmd_run(int argc, char **argv) {
         {"warmup", OPT_INT, &ac.warmup, 0, "samples run before each section and discarded (1024)", 0},
         {"lookahead", OPT_INT, &ac.lookahead, 0, "samples run after each section and discarded (32)", 0},
         {"batch", OPT_INT, &ac.batch, 0, "sections per forward call (64)", 0},
-        CLI_COMPUTE_OPTS(threads, level, kernels),
-        {"provider", OPT_STR, prov, sizeof prov, "auto, cpu or cuda (default: the settings)", 0},
+        CLI_EXEC_OPTS(x),
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd run --model CKPT --input FILE --output FILE [--exact | --section N --warmup N]");
+                       "dpd run --model CKPT|RUN_DIR --input FILE --output FILE [--exact | --section N --warmup N]\n\n"
+                       "A CSV output has the columns I,Q (the model's output, e.g. the predistorted signal)\n"
+                       "then I_in,Q_in (the input); a .cf32 output holds the model's output alone. Both\n"
+                       "read back as the I,Q signal, so run -> run and run -> eval chain in either format.\n"
+                       "A run directory gives its best.safetensors.");
     if (r) return r == 1 ? 0 : 2;
     if (!model[0] || !in[0] || !out[0]) {
         fprintf(stderr, "dpd: run needs --model, --input and --output\n");
@@ -114,49 +119,57 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --output must have the input's format (%s)\n", is_cf32(in) ? ".cf32" : "CSV");
         return 2;
     }
+    if (!exact && (ac.section < 1 || ac.warmup < 0 || ac.lookahead < 0 || ac.batch < 1)) {
+        fprintf(stderr, "dpd: need --section >= 1, --warmup >= 0, --lookahead >= 0 and --batch >= 1\n");
+        return 2;
+    }
     ac.exact = exact;
-    if (!(threads = cli_compute(threads, level, kernels))) return 2;
+    if ((r = cli_exec_resolve(&x))) return r;
     dpd_error err = {0};
+    char path[4096];
     dpd_model *m = NULL;
-    dpd_exec *ex = NULL;
-    dpd_pool *pool = NULL;
+    dpd_session *s = NULL;
     double *iq = NULL;
-    float *x = NULL, *y = NULL;
+    float *xs = NULL, *y = NULL;
     size_t n = 0;
     int rc = 1;
-    if (dpd_pool_create(threads, &pool, &err) || dpd_ckpt_load(model, &m, &err) || read_input(in, &iq, &n, &err))
+    if (dpd_ckpt_resolve(model, 0, path, sizeof path, &err) || dpd_ckpt_load(path, &m, &err) ||
+        read_input(in, &iq, &n, &err))
         goto fail;
-    dpd_model_set_pool(m, pool);
-    x = malloc(n * 2 * sizeof *x);
-    y = malloc(n * 2 * sizeof *y);
-    if (!x || !y) {
-        dpd_fail(&err, DPD_E_NOMEM, "out of memory for %zu samples", n);
+    size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
+    size_t L = exact || n <= win ? n : win;
+    if (L > 0x7fffffff) {
+        cli_err(&err, DPD_E_INVAL, "recording too long for --exact (%zu samples)", n);
         goto fail;
     }
-    for (size_t i = 0; i < 2 * n; i++) x[i] = (float)iq[i];
+    /* reserve what apply will ask for: one whole sequence, or batches of windows */
+    cli_exec_set(&x, "max_batch", L == n ? 1 : ac.batch);
+    cli_exec_set(&x, "max_frame", (long)L);
+    xs = malloc(n * 2 * sizeof *xs);
+    y = malloc(n * 2 * sizeof *y);
+    if (!xs || !y) {
+        cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", n);
+        goto fail;
+    }
+    for (size_t i = 0; i < 2 * n; i++) xs[i] = (float)iq[i];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    size_t L = exact || n <= (size_t)ac.warmup + ac.section + ac.lookahead ? n : (size_t)ac.warmup + ac.section + ac.lookahead;
-    char reason[512];
-    if (L > 0x7fffffff) {
-        dpd_fail(&err, DPD_E_INVAL, "recording too long for --exact (%zu samples)", n);
-        goto fail;
-    }
-    if (dpd_exec_open(prov, m, L == n ? 1 : ac.batch, (int)L, &ex, reason, sizeof reason, &err) ||
-        dpd_apply_with(exec_fwd, ex, x, n, y, &ac, &err))
-        goto fail;
+    if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (write_output(out, iq, y, n, &err)) goto fail;
-    fprintf(stderr, "dpd: %zu samples, %s, %s, %d thread%s, %.3f s (%.3g samples/s) -> %s\n", n,
-            L == n ? "exact" : "sectioned", reason, threads, threads > 1 ? "s" : "", sec,
-            n / (sec > 0 ? sec : 1e-9), out);
+    int th = dpd_session_threads(s);
+    const char *kern = dpd_session_kernels(s);
+    fprintf(stderr, "dpd: %zu samples, %s, %s (%s)", n, L == n ? "exact" : "sectioned", dpd_session_provider(s),
+            dpd_session_reason(s));
+    if (th) fprintf(stderr, ", %d thread%s", th, th > 1 ? "s" : "");
+    if (kern[0]) fprintf(stderr, ", %s kernels", kern);
+    fprintf(stderr, ", %.3f s (%.3g samples/s) -> %s\n", sec, n / (sec > 0 ? sec : 1e-9), out);
     rc = 0;
 fail:
-    if (rc) cli_fail(&err);
-    dpd_exec_close(ex);
+    if (rc) rc = cli_fail(&err);
+    dpd_session_free(s);
     dpd_model_free(m);
-    dpd_pool_free(pool);
-    free(iq), free(x), free(y);
+    free(iq), free(xs), free(y);
     return rc;
 }

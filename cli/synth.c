@@ -32,8 +32,8 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "dpd: synth needs --out DIR\n");
         return 2;
     }
-    dpd_error err;
-    if (dpd_synth_write(&c, out, &err)) return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
+    dpd_error err = {0};
+    if (dpd_synth_write(&c, out, &err)) return cli_fail(&err); /* 2 for a bad option value */
     printf("%s\n", out);
     return 0;
 }

@@ -1,5 +1,7 @@
-/* train: `dpd train-pa` and `dpd train-dpd` — option parsing, presets, progress display and the
- * summary. */
+/* train: `dpd train-pa`, `dpd train-dpd` and `dpd fit-ls` — option parsing, presets, the
+ * progress display (from the run's events), cancellation by SIGINT/SIGTERM, and the summary.
+ * The training itself is dpd_train's. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,58 +9,131 @@
 #include "args.h"
 #include "cli.h"
 
+/* Set by SIGINT/SIGTERM; the event callback asks dpd_train to stop when it is. */
+static volatile sig_atomic_t cancel_sig;
+
+static void on_signal(int sig) { cancel_sig = sig; }
+
+/* SIGINT and SIGTERM request a clean stop; a second one gets the default action (SA_RESETHAND),
+ * so a user can still kill a run that does not stop. SA_RESTART: a signal during a system call
+ * (reading the dataset) does not turn into an I/O error. */
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 typedef struct display {
-    int tty;
-    double last; /* elapsed at the last redraw */
+    int tty;      /* stderr is a terminal: redraw a progress bar */
+    int drawn;    /* a bar is on the line now */
+    double last;  /* elapsed at the last redraw */
 } display;
 
-static void progress(void *user, const dpd_progress *p) {
-    display *d = user;
-    if (!p->epoch_done) {
-        if (!d->tty || (p->batch != p->batches && p->elapsed - d->last < 0.1)) return;
-        d->last = p->elapsed;
-        double rate = p->batch / (p->elapsed > 0 ? p->elapsed : 1e-9);
-        double eta = (p->batches - p->batch) / rate;
-        int w = 24, fill = (int)((double)w * p->batch / p->batches);
-        char bar[32];
-        for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
-        bar[w] = 0;
-        fprintf(stderr, "\repoch %d/%d [%s] %d/%d loss %.3e %.1f batch/s ETA %02d:%02d ", p->epoch + 1,
-                p->epochs, bar, p->batch, p->batches, p->loss, rate, (int)eta / 60, (int)eta % 60);
-        return;
-    }
+static void epoch_line(display *d, const dpd_event *e) {
+    char b[3][128], t[128];
+    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s lr %.2e%s\n",
+            d->drawn ? "\r\033[K" : "", e->epoch, e->epochs, e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
+            cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
+            cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), e->lr, e->improved ? " *" : "");
+    d->drawn = 0;
     d->last = 0;
-    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %.3f EVM %.3f ACLR %.3f | test NMSE %.3f lr %.2e%s\n",
-            d->tty ? "\r\033[K" : "", p->epoch + 1, p->epochs, p->train_loss, p->val.nmse, p->val.evm,
-            p->val.aclr_avg, p->test.nmse, p->lr, p->improved ? " *" : "");
+}
+
+static void progress_bar(display *d, const dpd_event *e) {
+    if (!d->tty || e->steps <= 0 || (e->steps_done != e->steps && e->elapsed - d->last < 0.1)) return;
+    d->last = e->elapsed;
+    double per_step = e->steps_done > 0 ? e->elapsed / (double)e->steps_done : 0;
+    double eta = per_step * (double)(e->steps - e->steps_done);
+    int w = 24, fill = (int)((double)w * (double)e->steps_done / (double)e->steps);
+    char bar[32];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %ld/%ld loss %.3e %.3g samples/s ETA %02d:%02d", e->epoch, e->epochs, bar,
+            e->steps_done, e->steps, e->loss, e->samples_per_s, (int)eta / 60, (int)eta % 60);
+    d->drawn = 1;
+}
+
+static int on_event(void *user, const dpd_event *e) {
+    display *d = user;
+    switch (e->type) {
+    case DPD_EV_RUN_STARTED:
+        fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : "training", e->run_id ? e->run_id : "",
+                e->provider ? e->provider : "?");
+        break;
+    case DPD_EV_PROGRESS: progress_bar(d, e); break;
+    case DPD_EV_EPOCH: epoch_line(d, e); break;
+    case DPD_EV_WARNING:
+        fprintf(stderr, "%sdpd: warning: %s\n", d->drawn ? "\r\033[K" : "", e->message ? e->message : "");
+        d->drawn = 0;
+        break;
+    case DPD_EV_CHECKPOINT:
+    case DPD_EV_RUN_ENDED: break;
+    }
+    return cancel_sig != 0;
 }
 
 /* Summary of a finished run: a table, or one JSON object. */
-static void summary(const dpd_train_result *res, int json) {
+static int summary(const dpd_train_result *res, int json) {
     if (json) {
-        printf("{\"run_dir\":%s,\"epochs\":%d,\"best_epoch\":%d,\"val\":", cli_q(res->run_dir), res->epochs,
-               res->best_epoch);
-        cli_metrics_json(stdout, &res->val);
-        printf(",\"test\":");
-        cli_metrics_json(stdout, &res->test);
-        if (res->dpd) {
-            printf(",\"no_dpd\":");
-            cli_metrics_json(stdout, &res->no_dpd_test);
-            printf(",\"no_dpd_val\":");
-            cli_metrics_json(stdout, &res->no_dpd_val);
+        json_t *j = json_pack("{s:s, s:i, s:i, s:o?, s:o?}", "run_dir", res->run_dir, "epochs", res->epochs,
+                              "best_epoch", res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test",
+                              cli_metrics_json(&res->test, 0));
+        if (j && res->dpd &&
+            (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
+             json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) {
+            json_decref(j);
+            j = NULL;
         }
-        printf(",\"provider\":%s}\n", cli_q(res->provider));
-    } else {
-        printf("best epoch %d of %d (trained on %s)\n", res->best_epoch + 1, res->epochs, res->provider);
-        cli_metrics_header(stdout);
-        cli_metrics_row(stdout, "val", &res->val);
-        cli_metrics_row(stdout, "test", &res->test);
-        if (res->dpd) {
-            cli_metrics_row(stdout, "no DPD val", &res->no_dpd_val);
-            cli_metrics_row(stdout, "no DPD test", &res->no_dpd_test);
+        if (j && json_object_set_new(j, "provider", json_string(res->provider))) {
+            json_decref(j);
+            j = NULL;
         }
-        printf("run directory: %s\n", res->run_dir);
+        return cli_json_print(j);
     }
+    printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
+    cli_metrics_header(stdout);
+    cli_metrics_row(stdout, "val", &res->val);
+    cli_metrics_row(stdout, "test", &res->test);
+    if (res->dpd) {
+        cli_metrics_row(stdout, "no DPD val", &res->no_dpd_val);
+        cli_metrics_row(stdout, "no DPD test", &res->no_dpd_test);
+    }
+    printf("run directory: %s\n", res->run_dir);
+    return 0;
+}
+
+/* Runs dpd_train with the display and cancellation, then the summary. verb names the command
+ * for the resume hint ("train-pa"); NULL when the verb cannot resume (fit-ls). */
+static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *)) {
+    display d = {.tty = isatty(2)};
+    dpd_train_result res;
+    dpd_error err = {0};
+    memset(&res, 0, sizeof res);
+    catch_signals();
+    dpd_status s = dpd_train(c, on_event, &d, &res, &err);
+    if (d.drawn) fprintf(stderr, "\n");
+    if (s == DPD_E_ABORTED) {
+        char q[8300];
+        if (!res.run_dir[0])
+            fprintf(stderr, "dpd: cancelled before the first epoch completed; nothing was written\n");
+        else if (verb)
+            fprintf(stderr, "dpd: cancelled; resume with: dpd %s --resume %s\n", verb,
+                    cli_shell_quote(res.run_dir, q, sizeof q));
+        else
+            fprintf(stderr, "dpd: cancelled; the run directory %s is incomplete\n", cli_shell_quote(res.run_dir, q, sizeof q));
+        return 130;
+    }
+    if (s) {
+        if (fix) fix(&err);
+        int rc = cli_fail(&err);
+        if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
+        return s == DPD_E_DIVERGED ? 1 : rc;
+    }
+    return summary(&res, json);
 }
 
 static int train(int argc, char **argv, int dpd) {
@@ -66,14 +141,14 @@ static int train(int argc, char **argv, int dpd) {
     dpd_train_defaults(&c);
     c.model.order = 5, c.model.memory = 20, c.model.cross = 2;
     if (dpd) c.model.hidden = 15; /* OpenDPD's default DPD size */
-    char preset[16] = "", level[16] = "", kernels[16] = "";
-    int json = 0, legacy = 0, threads = 0;
+    char preset[16] = "";
+    int json = 0, legacy = 0;
+    cli_exec x = {0};
     opt o[] = {
-        CLI_COMPUTE_OPTS(threads, level, kernels),
-        {"provider", OPT_STR, c.provider, sizeof c.provider, "auto, cpu or cuda: where the training steps run (default: the settings)", 0},
+        CLI_EXEC_OPTS(x),
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
         {"pa", OPT_STR, c.pa, sizeof c.pa, "train-dpd: the frozen PA (checkpoint or train-pa run directory)", 0},
-        {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family (gru; 'dpd models' lists all)", 0},
+        {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family, any case (gru; 'dpd models' lists all)", 0},
         {"hidden", OPT_INT, &c.model.hidden, 0, dpd ? "hidden size (15)" : "hidden size (23)", 0},
         {"layers", OPT_INT, &c.model.layers, 0, "recurrent layers (1)", 0},
         {"K", OPT_INT, &c.model.order, 0, "mp/gmp_ls: nonlinearity orders (5)", 0},
@@ -106,20 +181,26 @@ static int train(int argc, char **argv, int dpd) {
     int r = args_parse(argc, argv, o, n,
                        dpd ? "dpd train-dpd --data DIR --pa PA_CHECKPOINT_OR_RUN_DIR [--model M --hidden H] "
                              "[--preset quick|full] [training options] [--out DIR] [--json]\n"
-                             "       dpd train-dpd --resume RUN_DIR [--epochs N] [--json]"
+                             "       dpd train-dpd --resume RUN_DIR [--epochs N] [--json]\n\n"
+                             "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130) and\n"
+                             "prints the command that resumes it, to the same end as an uninterrupted run."
                            : "dpd train-pa --data DIR [--model M --hidden H --layers N] [--preset quick|full] "
                              "[training options] [--out DIR] [--json]\n"
-                             "       dpd train-pa --resume RUN_DIR [--epochs N] [--json]");
+                             "       dpd train-pa --resume RUN_DIR [--epochs N] [--json]\n\n"
+                             "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130) and\n"
+                             "prints the command that resumes it, to the same end as an uninterrupted run.");
     if (r) return r == 1 ? 0 : 2;
-    dpd_error err;
+    dpd_error err = {0};
     if (c.resume[0]) {
-        for (int i = 0; i < n; i++)
-            if (o[i].seen && strcmp(o[i].name, "resume") && strcmp(o[i].name, "epochs") &&
-                strcmp(o[i].name, "json") && strcmp(o[i].name, "threads") && strcmp(o[i].name, "cpu-level") && strcmp(o[i].name, "kernels") &&
-                strcmp(o[i].name, "provider")) {
+        static const char *const keep[] = {"resume", "epochs", "json", "threads", "cpu-level", "kernels", "provider"};
+        for (int i = 0; i < n; i++) {
+            int ok = 0;
+            for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) ok |= !strcmp(o[i].name, keep[k]);
+            if (o[i].seen && !ok) {
                 fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can)\n", o[i].name);
                 return 2;
             }
+        }
         if (!args_get(o, n, "epochs")->seen) c.epochs = 0; /* keep the run's own */
     } else {
         if (!c.data[0] || (dpd && !c.pa[0])) {
@@ -132,26 +213,27 @@ static int train(int argc, char **argv, int dpd) {
             return 2;
         }
         if (preset[0]) { /* preset first, explicit options win */
-            dpd_train_cfg keep = c;
+            dpd_train_cfg given = c;
             if (dpd_train_preset(&c, preset, &err)) {
-                fprintf(stderr, "dpd: %s\n", err.msg);
-                return 2;
+                snprintf(err.field, sizeof err.field, "preset");
+                return cli_fail(&err);
             }
-            if (args_get(o, n, "epochs")->seen) c.epochs = keep.epochs;
-            if (args_get(o, n, "frame")->seen) c.frame = keep.frame;
-            if (args_get(o, n, "stride")->seen) c.stride = keep.stride;
+            if (args_get(o, n, "epochs")->seen) c.epochs = given.epochs;
+            if (args_get(o, n, "frame")->seen) c.frame = given.frame;
+            if (args_get(o, n, "stride")->seen) c.stride = given.stride;
         }
         if (legacy) c.evm_fs = 800e6;
     }
-    if (!(c.threads = cli_compute(threads, level, kernels))) return 2;
-    display d = {.tty = isatty(2)};
-    dpd_train_result res;
-    if (dpd_train(&c, progress, &d, &res, &err)) {
-        if (d.tty) fprintf(stderr, "\n");
-        if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
-        return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
-    }
-    summary(&res, json);
+    if ((r = cli_exec_resolve(&x))) return r;
+    c.threads = x.threads;
+    snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
+    snprintf(c.provider, sizeof c.provider, "%s", x.provider);
+    return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL);
+}
+
+/* fit-ls names the family --kind. */
+static int fix_ls(dpd_error *err) {
+    if (!strcmp(err->field, "family")) snprintf(err->field, sizeof err->field, "kind");
     return 0;
 }
 
@@ -160,11 +242,12 @@ int cmd_fit_ls(int argc, char **argv) {
     dpd_train_cfg c;
     dpd_train_defaults(&c);
     c.ls = 1, c.epochs = 1;
-    c.model = (dpd_model_cfg){"mp", 1, 1, 5, 20, 2};
-    char kind[16] = "mp", target[16] = "pa", level[16] = "", kernels[16] = "";
-    int json = 0, legacy = 0, threads = 0;
+    c.model = (dpd_model_cfg){.family = "mp", .hidden = 1, .layers = 1, .order = 5, .memory = 20, .cross = 2};
+    char kind[16] = "mp", target[16] = "pa";
+    int json = 0, legacy = 0;
+    cli_exec x = {0};
     opt o[] = {
-        CLI_COMPUTE_OPTS(threads, level, kernels),
+        CLI_EXEC_OPTS(x),
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required)", 0},
         {"kind", OPT_STR, kind, sizeof kind, "mp or gmp (mp)", 0},
         {"target", OPT_STR, target, sizeof target, "pa (model x -> y) or dpd (indirect learning) (pa)", 0},
@@ -181,7 +264,8 @@ int cmd_fit_ls(int argc, char **argv) {
         {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]");
+                       "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]\n\n"
+                       "SIGINT or SIGTERM stops the fit (exit 130); it leaves no run directory.");
     if (r) return r == 1 ? 0 : 2;
     int dpd = !strcmp(target, "dpd");
     if (!c.data[0] || (strcmp(kind, "mp") && strcmp(kind, "gmp")) || (!dpd && strcmp(target, "pa")) ||
@@ -192,13 +276,11 @@ int cmd_fit_ls(int argc, char **argv) {
     snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
     if (!strcmp(kind, "mp")) c.model.cross = 0;
     if (legacy) c.evm_fs = 800e6;
-    if (!(c.threads = cli_compute(threads, level, kernels))) return 2;
-    dpd_error err;
-    dpd_train_result res;
-    if (dpd_train(&c, NULL, NULL, &res, &err))
-        return err.status == DPD_E_INVAL ? (fprintf(stderr, "dpd: %s\n", err.msg), 2) : cli_fail(&err);
-    summary(&res, json);
-    return 0;
+    if ((r = cli_exec_resolve(&x))) return r;
+    c.threads = x.threads;
+    snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
+    snprintf(c.provider, sizeof c.provider, "%s", x.provider);
+    return train_run(&c, NULL, json, fix_ls);
 }
 
 int cmd_train_pa(int argc, char **argv) { return train(argc, argv, 0); }

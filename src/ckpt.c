@@ -3,8 +3,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "file.h"
+#include "config.h"
 #include "status.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
@@ -27,32 +29,9 @@ dpd_status dpd_ckpt_save(const char *path, const dpd_model *m, const dpd_kv *met
                          const size_t *extra_len, dpd_error *err) {
     const dpd_model_cfg *c = dpd_model_config(m);
     json_t *hdr = json_object(), *md = json_object();
-    char num[32];
     json_object_set_new(md, "format", json_string("dpd"));
     json_object_set_new(md, "dpd_version", json_string(DPD_VERSION));
-    json_object_set_new(md, "family", json_string(c->family));
-    snprintf(num, sizeof num, "%d", c->hidden);
-    json_object_set_new(md, "hidden", json_string(num));
-    snprintf(num, sizeof num, "%d", c->layers);
-    json_object_set_new(md, "layers", json_string(num));
-    if (c->order || c->memory || c->cross) {
-        const int v[3] = {c->order, c->memory, c->cross};
-        static const char *const k[3] = {"order", "memory", "cross"};
-        for (int i = 0; i < 3; i++) {
-            snprintf(num, sizeof num, "%d", v[i]);
-            json_object_set_new(md, k[i], json_string(num));
-        }
-    }
-    if (c->thx || c->thh) {
-        snprintf(num, sizeof num, "%.9g", c->thx);
-        json_object_set_new(md, "thx", json_string(num));
-        snprintf(num, sizeof num, "%.9g", c->thh);
-        json_object_set_new(md, "thh", json_string(num));
-    }
-    if (c->units) {
-        snprintf(num, sizeof num, "%d", c->units);
-        json_object_set_new(md, "units", json_string(num));
-    }
+    dpd_config_model_meta(c, md);
     for (int i = 0; i < nmeta; i++) json_object_set_new(md, meta[i].key, json_string(meta[i].value));
     json_object_set_new(hdr, "__metadata__", md);
     size_t off = 0;
@@ -195,34 +174,16 @@ dpd_status dpd_ckpt_read_model(const dpd_ckpt *c, dpd_model *m, dpd_error *err) 
     return DPD_OK;
 }
 
-static int meta_int(const dpd_ckpt *c, const char *key, int *v) {
-    const char *s = dpd_ckpt_meta(c, key);
-    char *e;
-    if (!s) return 0;
-    long x = strtol(s, &e, 10);
-    if (*s == 0 || *e || x < 0 || x > 1 << 20) return 0;
-    *v = (int)x;
-    return 1;
-}
-
 dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
     dpd_ckpt c;
     *out = NULL;
     dpd_status s = dpd_ckpt_open(path, &c, err);
     if (s) return s;
-    dpd_model_cfg cfg = {0};
-    const char *fam = dpd_ckpt_meta(&c, "family");
-    if (!fam || !meta_int(&c, "hidden", &cfg.hidden) || !meta_int(&c, "layers", &cfg.layers))
-        return bad(&c, err, "__metadata__ lacks family, hidden or layers (not written by dpd?)", NULL);
-    snprintf(cfg.family, sizeof cfg.family, "%s", fam);
-    if (dpd_ckpt_meta(&c, "order") && (!meta_int(&c, "order", &cfg.order) || !meta_int(&c, "memory", &cfg.memory) ||
-                                       !meta_int(&c, "cross", &cfg.cross)))
-        return bad(&c, err, "__metadata__ order, memory or cross is not an integer", NULL);
-    const char *tx = dpd_ckpt_meta(&c, "thx"), *th = dpd_ckpt_meta(&c, "thh");
-    if (tx) cfg.thx = strtod(tx, NULL);
-    if (th) cfg.thh = strtod(th, NULL);
-    if (dpd_ckpt_meta(&c, "units") && !meta_int(&c, "units", &cfg.units))
-        return bad(&c, err, "__metadata__ units is not an integer", NULL);
+    dpd_model_cfg cfg;
+    if ((s = dpd_config_model_from_meta(json_object_get(c.hdr, "__metadata__"), &cfg, path, err))) {
+        dpd_ckpt_close(&c);
+        return s;
+    }
     s = dpd_model_create(&cfg, out, err);
     if (s) dpd_error_prefix(err, path);
     else s = dpd_ckpt_read_model(&c, *out, err);
@@ -232,4 +193,33 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
     }
     dpd_ckpt_close(&c);
     return s;
+}
+
+dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *err) {
+    dpd_ckpt c;
+    memset(out, 0, sizeof *out);
+    dpd_status s = dpd_ckpt_open(path, &c, err);
+    if (s) return s;
+    s = dpd_config_model_from_meta(json_object_get(c.hdr, "__metadata__"), &out->model, path, err);
+    const char *v;
+    if ((v = dpd_ckpt_meta(&c, "step_kind"))) snprintf(out->kind, sizeof out->kind, "%s", v);
+    if ((v = dpd_ckpt_meta(&c, "dataset"))) snprintf(out->dataset, sizeof out->dataset, "%s", v);
+    if ((v = dpd_ckpt_meta(&c, "run_id"))) snprintf(out->run_id, sizeof out->run_id, "%s", v);
+    if ((v = dpd_ckpt_meta(&c, "pa_run_id"))) snprintf(out->pa_run_id, sizeof out->pa_run_id, "%s", v);
+    if ((v = dpd_ckpt_meta(&c, "epoch"))) out->epoch = atoi(v);
+    out->least_squares = dpd_ckpt_meta(&c, "least_squares") != NULL || strstr(out->run_id, "_LS_") != NULL;
+    dpd_ckpt_close(&c);
+    return s;
+}
+
+dpd_status dpd_ckpt_resolve(const char *path, int want_pa, char *out, size_t n, dpd_error *err) {
+    struct stat st;
+    if (stat(path, &st)) return dpd_fail(err, DPD_E_IO, "%s does not exist", path);
+    if (!S_ISDIR(st.st_mode)) return snprintf(out, n, "%s", path), DPD_OK;
+    char p[4200];
+    snprintf(p, sizeof p, "%s/pa.safetensors", path);
+    if (!want_pa || stat(p, &st)) snprintf(p, sizeof p, "%s/best.safetensors", path);
+    if (stat(p, &st)) return dpd_fail(err, DPD_E_IO, "%s: a directory without best.safetensors (not a run directory)", path);
+    snprintf(out, n, "%s", p);
+    return DPD_OK;
 }

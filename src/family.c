@@ -1,8 +1,10 @@
-/* family: the registry of model families and the parameter-table helper. */
+/* family: the registry of model families (names matched case-insensitively) and the
+ * parameter-table helper. */
 #include "family.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static const dpd_family *const families[] = {
     &dpd_family_gru,     &dpd_family_dgru,    &dpd_family_lstm,
@@ -18,9 +20,24 @@ const dpd_family *const *dpd_family_list(int *n) {
 
 const dpd_family *dpd_family_find(const char *name) {
     for (size_t i = 0; i < sizeof families / sizeof *families; i++)
-        if (!strcmp(families[i]->name, name)) return families[i];
+        if (!strcasecmp(families[i]->name, name)) return families[i];
     return NULL;
 }
+
+static int info(const dpd_family *f, dpd_family_info *out) {
+    if (!f) return 0;
+    *out = (dpd_family_info){f->name, f->tag, f->params, f->about, f->hidden, f->max_layers, f->poly, f->poly,
+                             f->delta_zeros != NULL};
+    return 1;
+}
+
+int dpd_family_count(void) { return (int)(sizeof families / sizeof *families); }
+
+int dpd_family_at(int i, dpd_family_info *out) {
+    return i >= 0 && i < dpd_family_count() ? info(families[i], out) : 0;
+}
+
+int dpd_family_lookup(const char *name, dpd_family_info *out) { return info(dpd_family_find(name), out); }
 
 void dpd_tensor_add(dpd_tensor *t, int *n, size_t *off, const char *name, int d0, int d1, int d2,
                     int d3) {

@@ -11,6 +11,8 @@
 #define DPD_FAMILY_H
 #include "dpd/dpd.h"
 
+typedef struct kern_ops kern_ops; /* src/kern/kern.h: the fast kernels a session chose (NULL: reference) */
+
 #define DPD_MAX_TENSORS 72
 
 typedef struct dpd_family {
@@ -24,13 +26,15 @@ typedef struct dpd_family {
     /* Fills t[0..n) in state-dict order with offsets into one buffer; returns n. */
     int (*layout)(const dpd_model_cfg *c, dpd_tensor *t);
     void (*init)(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng *rng);
-    size_t (*ws_size)(const dpd_model_cfg *c, int B, int T);      /* floats */
-    size_t (*scratch_size)(const dpd_model_cfg *c, int B, int T); /* floats */
+    /* Every call below takes the kernel table k of the session that runs it; the sizes depend on
+     * it (the fast kernels keep other activations than the reference). */
+    size_t (*ws_size)(const kern_ops *k, const dpd_model_cfg *c, int B, int T);      /* floats */
+    size_t (*scratch_size)(const kern_ops *k, const dpd_model_cfg *c, int B, int T); /* floats */
     /* x (B, T, 2) -> y (B, T, 2); saves activations in ws. */
-    void (*forward)(const dpd_model_cfg *c, const float *p, const float *x, int B, int T,
+    void (*forward)(const kern_ops *k, const dpd_model_cfg *c, const float *p, const float *x, int B, int T,
                     float *y, float *ws);
     /* dy (B, T, 2) -> dp (overwritten), dx (B, T, 2) when non-NULL. ws from forward. */
-    void (*backward)(const dpd_model_cfg *c, const float *p, const float *x, const float *dy,
+    void (*backward)(const kern_ops *k, const dpd_model_cfg *c, const float *p, const float *x, const float *dy,
                      int B, int T, const float *ws, float *scratch, float *dp, float *dx);
     /* Optional (NULL: no delta statistics). After forward: adds the zeros and element counts of
      * the thresholded input and hidden deltas to z[0..3] = zeros_dx, numel_dx, zeros_dh,
@@ -40,9 +44,9 @@ typedef struct dpd_family {
 
 /* The double-precision kernels of a family (test builds only). */
 typedef struct dpd_k64 {
-    void (*forward)(const dpd_model_cfg *c, const double *p, const double *x, int B, int T,
+    void (*forward)(const kern_ops *k, const dpd_model_cfg *c, const double *p, const double *x, int B, int T,
                     double *y, double *ws);
-    void (*backward)(const dpd_model_cfg *c, const double *p, const double *x, const double *dy,
+    void (*backward)(const kern_ops *k, const dpd_model_cfg *c, const double *p, const double *x, const double *dy,
                      int B, int T, const double *ws, double *scratch, double *dp, double *dx);
 } dpd_k64;
 

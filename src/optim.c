@@ -43,3 +43,13 @@ double dpd_clip(float *g, size_t n, double max_norm) {
     }
     return norm;
 }
+
+double dpd_mse(const float *y, const float *t, size_t n, float *dy) {
+    double acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = y[i] - t[i];
+        acc += (double)d * d;
+        dy[i] = 2.0f * d / (float)n;
+    }
+    return acc / (double)n;
+}

@@ -22,4 +22,7 @@ void dpd_adamw_step(dpd_adamw *o, float *p, const float *g);
  * max_norm <= 0 disables clipping (the norm is still returned). */
 double dpd_clip(float *g, size_t n, double max_norm);
 
+/* MSE over n values (mean of squared differences, in double) and its gradient dy = 2 (y - t) / n. */
+double dpd_mse(const float *y, const float *t, size_t n, float *dy);
+
 #endif

@@ -3,10 +3,12 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,7 +20,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <math.h>
 
 #include "file.h"
 #include "provider.h"
@@ -173,6 +174,14 @@ static int list_files(const char *root, const char *rel, char (*list)[512], int 
     return n;
 }
 
+/* A pack version is part of a directory name: [A-Za-z0-9._+]{1,63}, not starting with '.'. */
+static int version_ok(const char *v) {
+    size_t n = 0;
+    for (; v[n]; n++)
+        if (!(isalnum((unsigned char)v[n]) || strchr("._+", v[n]))) return 0;
+    return n >= 1 && n <= 63 && v[0] != '.';
+}
+
 /* pack.json against the files of dir: ABI version, every listed file present with its size and
  * hash, nothing extra. Fills provider and version. */
 static dpd_status check_manifest(const char *dir, char *provider, char *version, dpd_error *err) {
@@ -190,10 +199,20 @@ static dpd_status check_manifest(const char *dir, char *provider, char *version,
         s = dpd_fail(err, DPD_E_FORMAT, "pack.json: needs provider, pack_version, library, abi_version and files");
         goto done;
     }
-    if (json_integer_value(abi) != DPD_PROVIDER_API) {
+    if (json_integer_value(abi) < 1 || json_integer_value(abi) > DPD_PROVIDER_API) {
         s = dpd_fail(err, DPD_E_UNSUPPORTED,
-                     "pack.json: provider ABI version %lld, this dpd speaks %d: install a pack built for dpd %s",
+                     "pack.json: provider ABI version %lld, this dpd speaks %d (or 1): install a pack built for dpd %s",
                      json_integer_value(abi), DPD_PROVIDER_API, DPD_VERSION);
+        goto done;
+    }
+    if (!dpd_provider_name_ok(prov)) {
+        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: provider '%s' is not a provider name ([a-z0-9_], at most 31 "
+                     "characters)", prov);
+        goto done;
+    }
+    if (!version_ok(ver)) {
+        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: pack_version '%s' is not a version ([A-Za-z0-9._+], at most 63 "
+                     "characters, not starting with '.')", ver);
         goto done;
     }
     snprintf(provider, 32, "%s", prov), snprintf(version, 64, "%s", ver);
@@ -326,7 +345,7 @@ static dpd_status switch_active(const char *provider, const char *name, dpd_erro
     return DPD_OK;
 }
 
-dpd_status dpd_pack_install(const char *file, const char *sha256, const char *helper, char *installed,
+DPD_API dpd_status dpd_pack_install(const char *file, const char *sha256, const char *helper, char *installed,
                             size_t ninstalled, dpd_error *err) {
     char want[128] = "", hex[65];
     unsigned long long size;
@@ -377,7 +396,7 @@ dpd_status dpd_pack_install(const char *file, const char *sha256, const char *he
     return switch_active(provider, installed, err);
 }
 
-dpd_status dpd_pack_verify(const char *name, dpd_error *err) {
+DPD_API dpd_status dpd_pack_verify(const char *name, dpd_error *err) {
     char dir[4300], provider[32], version[64];
     if (!safe_path(name) || strchr(name, '/')) return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s'", name);
     snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
@@ -385,7 +404,7 @@ dpd_status dpd_pack_verify(const char *name, dpd_error *err) {
     return check_manifest(dir, provider, version, err);
 }
 
-dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_error *err) {
+DPD_API dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_error *err) {
     char dir[4300], provider[32], version[64];
     dpd_status s = dpd_pack_verify(name, err);
     if (s) return s;
@@ -395,7 +414,7 @@ dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_error *er
     return switch_active(provider, name, err);
 }
 
-dpd_status dpd_pack_remove(const char *name, dpd_error *err) {
+DPD_API dpd_status dpd_pack_remove(const char *name, dpd_error *err) {
     char dir[4300], active[4300];
     if (!safe_path(name) || strchr(name, '/') || name[0] == '.') return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s'", name);
     snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
@@ -414,12 +433,32 @@ dpd_status dpd_pack_remove(const char *name, dpd_error *err) {
     return DPD_OK;
 }
 
-dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *err) {
+/* A session of provider p for model m holding B x T, with m's weights uploaded: session_open
+ * (v2, with m's tensor table) when the provider has it, else session_create. */
+static dpd_status probe_session(const dpd_provider *p, dpd_model *m, int B, int T, void **sess, char *msg,
+                                size_t nmsg) {
+    dpd_status s;
+    *sess = NULL;
+    if (p->i->api_version >= 2 && p->i->session_open) {
+        int nt = dpd_model_ntensors(m);
+        dpd_tensor *t = calloc(nt > 0 ? (size_t)nt : 1, sizeof *t);
+        if (!t) return snprintf(msg, nmsg, "out of memory"), DPD_E_NOMEM;
+        for (int k = 0; k < nt; k++) t[k] = *dpd_model_tensor(m, k);
+        s = p->i->session_open(p->ctx, 0, dpd_model_config(m), t, nt, B, T, NULL, 0, sess, msg, nmsg);
+        free(t);
+    } else {
+        s = p->i->session_create(p->ctx, 0, dpd_model_config(m), B, T, sess, msg, nmsg);
+    }
+    if (!s) s = p->i->upload(*sess, dpd_model_params(m), msg, nmsg);
+    return s;
+}
+
+DPD_API dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *err) {
     char provider[32], version[64], why[512] = "", msg[512] = "";
     dpd_status s = check_manifest(dir, provider, version, err);
     if (s) return s;
-    const dpd_provider *p;
-    if ((s = dpd_provider_load(dir, &p, why, sizeof why, err))) return s; /* DPD_E_DEVICE: not usable here */
+    const dpd_provider *p, *cpu = dpd_provider_cpu();
+    if ((s = dpd_provider_load(dir, NULL, &p, NULL, why, sizeof why, err))) return s; /* E_DEVICE: not usable here */
     if (strcmp(p->i->name, provider))
         return dpd_fail(err, DPD_E_FORMAT, "the library says it is provider '%s', pack.json says '%s'", p->i->name, provider);
     if (p->i->device_count(p->ctx) < 1) return dpd_fail(err, DPD_E_DEVICE, "no %s device listed", provider);
@@ -435,24 +474,35 @@ dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *
     dpd_rng_seed(&r, 99);
     dpd_model_init(m, &r);
     float *x = malloc(n * sizeof *x), *y0 = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r));
-    void *sess = NULL;
-    if (!p->i->supports(p->ctx, &cfg)) s = dpd_fail(err, DPD_E_FORMAT, "the provider does not support the GRU probe");
-    else if ((s = p->i->session_create(p->ctx, 0, &cfg, B, T, &sess, msg, sizeof msg)) ||
-             (s = p->i->upload(sess, dpd_model_params(m), msg, sizeof msg)) ||
-             (s = p->i->forward(sess, x, B, T, y1, msg, sizeof msg)))
-        dpd_fail(err, s == DPD_E_DEVICE ? DPD_E_DEVICE : s, "probe: %s", msg);
-    else if ((s = dpd_model_forward(m, x, B, T, y0, err)) == DPD_OK) {
-        double e = 0, mx = 0;
-        for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)y1[i] - y0[i])), mx = fmax(mx, fabs((double)y0[i]));
-        if (!(e <= 1e-4 * mx))
-            s = dpd_fail(err, DPD_E_FORMAT, "probe mismatch: the %s output differs from the CPU by %.2e (max %.2e)",
-                         provider, e, mx);
-        else
-            snprintf(info, ninfo, "%s on %s (%s, %.0f MiB): probe matches the CPU within %.1e", provider, d.name, d.arch,
-                     d.memory / 1048576.0, mx > 0 ? e / mx : e);
+    void *sess = NULL, *ref = NULL;
+    if (!x || !y0 || !y1) {
+        s = dpd_fail(err, DPD_E_NOMEM, "probe: out of memory");
+        goto done;
     }
+    for (size_t i = 0; i < n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r));
+    if (!p->i->supports(p->ctx, &cfg)) {
+        s = dpd_fail(err, DPD_E_FORMAT, "the provider does not support the GRU probe");
+        goto done;
+    }
+    if ((s = probe_session(p, m, B, T, &sess, msg, sizeof msg)) || (s = p->i->forward(sess, x, B, T, y1, msg, sizeof msg))) {
+        dpd_fail(err, s, "probe: %s", msg);
+        goto done;
+    }
+    if ((s = probe_session(cpu, m, B, T, &ref, msg, sizeof msg)) || (s = cpu->i->forward(ref, x, B, T, y0, msg, sizeof msg))) {
+        dpd_fail(err, s, "probe: cpu: %s", msg);
+        goto done;
+    }
+    double e = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)y1[i] - y0[i])), mx = fmax(mx, fabs((double)y0[i]));
+    if (!(e <= 1e-4 * mx))
+        s = dpd_fail(err, DPD_E_FORMAT, "probe mismatch: the %s output differs from the CPU by %.2e (max %.2e)",
+                     provider, e, mx);
+    else
+        snprintf(info, ninfo, "%s on %s (%s, %.0f MiB, ABI version %u): probe matches the CPU within %.1e", provider,
+                 d.name, d.arch, d.memory / 1048576.0, p->i->api_version, mx > 0 ? e / mx : e);
+done:
     if (sess) p->i->session_free(sess);
+    if (ref) cpu->i->session_free(ref);
     free(x), free(y0), free(y1);
     dpd_model_free(m);
     return s;

@@ -5,8 +5,12 @@
 #define DPD_POOL_H
 #include "dpd/dpd.h"
 
-/* dpd_pool_create (threads >= 1; the caller counts as one, threads - 1 workers are started) and
- * dpd_pool_free are public (dpd.h). */
+typedef struct dpd_pool dpd_pool;
+
+/* A pool of threads workers (>= 1; the caller counts as one, threads - 1 workers are started);
+ * owned by one CPU session. dpd_pool_free accepts NULL. */
+dpd_status dpd_pool_create(int threads, dpd_pool **out, dpd_error *err);
+void dpd_pool_free(dpd_pool *p);
 int dpd_pool_threads(const dpd_pool *p);
 
 /* Runs fn(arg, task, thread) for every task in [0, n), tasks taken in order by whichever thread

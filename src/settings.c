@@ -8,14 +8,14 @@
 #include <string.h>
 
 #include "file.h"
+#include "provider.h"
 #include "status.h"
 
-static const char *const PROVIDERS[] = {"auto", "cpu", "cuda", NULL};
 static const char *const LEVELS[] = {"low", "balanced", "high", "max", NULL};
 static const char *const MEMORY[] = {"low", "medium", "high", "max", NULL};
 
-const char *dpd_settings_path(void) {
-    static char path[4096];
+DPD_API const char *dpd_settings_path(void) {
+    static _Thread_local char path[4096]; /* per thread: the environment may differ between calls */
     dpd_xdg_path("XDG_CONFIG_HOME", ".config", "dpd/config.json", path, sizeof path);
     return path;
 }
@@ -31,20 +31,25 @@ static void defaults(dpd_settings *s) {
     strcpy(s->provider, "auto"), strcpy(s->cpu_level, "max"), strcpy(s->gpu_memory, "medium");
 }
 
-dpd_status dpd_settings_set(dpd_settings *s, const char *key, const char *value, dpd_error *err) {
+/* The settings table: key, field, allowed values (a list, or a name pattern for provider: auto
+ * and cpu are names too), and the message that lists them. */
+DPD_API dpd_status dpd_settings_set(dpd_settings *s, const char *key, const char *value, dpd_error *err) {
     struct {
         const char *key;
         char *field;
         size_t len;
         const char *const *allowed;
+        int (*valid)(const char *value);
         const char *list;
-    } k[] = {{"provider", s->provider, sizeof s->provider, PROVIDERS, "auto, cpu or cuda"},
-             {"cpu_level", s->cpu_level, sizeof s->cpu_level, LEVELS, "low, balanced, high or max"},
-             {"gpu_memory", s->gpu_memory, sizeof s->gpu_memory, MEMORY, "low, medium, high or max"},
-             {"reason", s->reason, sizeof s->reason, NULL, ""}};
+    } k[] = {{"provider", s->provider, sizeof s->provider, NULL, dpd_provider_name_ok,
+              "auto, cpu or an installed pack's name such as cuda ([a-z0-9_], at most 31 characters)"},
+             {"cpu_level", s->cpu_level, sizeof s->cpu_level, LEVELS, NULL, "low, balanced, high or max"},
+             {"gpu_memory", s->gpu_memory, sizeof s->gpu_memory, MEMORY, NULL, "low, medium, high or max"},
+             {"reason", s->reason, sizeof s->reason, NULL, NULL, ""}};
+    if (!key || !value) return dpd_fail(err, DPD_E_INVAL, "setting: key and value are required");
     for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
         if (strcmp(key, k[i].key)) continue;
-        if (k[i].allowed && !one_of(value, k[i].allowed))
+        if ((k[i].allowed && !one_of(value, k[i].allowed)) || (k[i].valid && !k[i].valid(value)))
             return dpd_fail(err, DPD_E_INVAL, "setting '%s' must be %s (got '%s')", key, k[i].list, value);
         snprintf(k[i].field, k[i].len, "%s", value);
         if (!strcmp(key, "provider")) s->reason[0] = 0; /* an explicit choice clears a fallback */
@@ -53,7 +58,7 @@ dpd_status dpd_settings_set(dpd_settings *s, const char *key, const char *value,
     return dpd_fail(err, DPD_E_INVAL, "unknown setting '%s' (provider, cpu_level, gpu_memory)", key);
 }
 
-dpd_status dpd_settings_load(dpd_settings *s, dpd_error *err) {
+DPD_API dpd_status dpd_settings_load(dpd_settings *s, dpd_error *err) {
     defaults(s);
     const char *path = dpd_settings_path();
     if (!dpd_exists(path)) return DPD_OK;
@@ -84,7 +89,7 @@ dpd_status dpd_settings_load(dpd_settings *s, dpd_error *err) {
     return st;
 }
 
-dpd_status dpd_settings_save(const dpd_settings *s, dpd_error *err) {
+DPD_API dpd_status dpd_settings_save(const dpd_settings *s, dpd_error *err) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", dpd_settings_path());
     *strrchr(dir, '/') = 0;
@@ -109,7 +114,7 @@ void dpd_settings_fall_back(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(st.reason, sizeof st.reason, fmt, ap);
     va_end(ap);
-    (void)dpd_settings_save(&st, &e);
+    if (dpd_settings_save(&st, &e)) return; /* best effort: the file stays as it was */
 }
 
 int dpd_settings_batch_bound(const char *level, unsigned long long memory, size_t per_seq) {

@@ -14,7 +14,8 @@ const char *dpd_status_str(dpd_status s) {
     case DPD_E_NOMEM: return "out of memory";
     case DPD_E_UNSUPPORTED: return "unsupported";
     case DPD_E_DEVICE: return "device error";
-    case DPD_E_ABORTED: return "aborted";
+    case DPD_E_ABORTED: return "cancelled";
+    case DPD_E_DIVERGED: return "diverged";
     }
     return "unknown status";
 }

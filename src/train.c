@@ -1,10 +1,11 @@
 /* train: OpenDPD's training loop (reference §4, §5) for a PA model, or for a DPD model through a
- * frozen PA model — frames, seeded shuffle, MSE, AdamW, global-norm clipping, ReduceLROnPlateau
- * on the validation selection metric (NMSE for PA, ACLR_AVG for DPD), per-epoch validation and
- * test on nperseg segments, best checkpoint on strict improvement — plus the run directory:
- * config.json, history.csv, best.csv, best.safetensors, last.safetensors (with optimizer,
- * scheduler and RNG state for a bit-exact --resume), events.jsonl, and for DPD runs a copy of
- * the frozen PA (pa.safetensors). Every file is replaced atomically. */
+ * frozen PA model, on sessions — frames, seeded shuffle, whole training steps in chunks on the
+ * provider (train_steps by frame indices), MSE, AdamW, global-norm clipping, ReduceLROnPlateau on
+ * the validation selection metric (NMSE for PA, ACLR_AVG for DPD), per-epoch validation and test
+ * through the one evaluation (src/eval.c), best checkpoint on strict improvement — with typed
+ * events and cancellation between chunks. The run directory's files come from src/run.c;
+ * last.safetensors carries the optimizer, scheduler, RNG and mid-epoch state for a bit-exact
+ * resume. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -15,15 +16,15 @@
 #include <time.h>
 
 #include "ckpt.h"
+#include "config.h"
 #include "dpd/dpd.h"
-#include "dpd/provider.h"
-#include "exec.h"
 #include "file.h"
 #include "ls.h"
 #include "model.h"
 #include "optim.h"
 #include "plateau.h"
-#include "provider.h"
+#include "run.h"
+#include "session.h"
 #include "status.h"
 
 void dpd_train_defaults(dpd_train_cfg *c) {
@@ -61,200 +62,73 @@ dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) 
     return DPD_OK;
 }
 
-/* ---- config.json -------------------------------------------------------------------------- */
-
-static json_t *cfg_json(const dpd_train_cfg *c, const char *dataset, const char *run_id,
-                        size_t nparams) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:I}, s:i, s:i, "
-                     "s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b, s:f, s:f, s:I, s:f, s:s, s:b, s:f, s:i}",
-                     "dpd_version", DPD_VERSION, "step", c->pa[0] ? "train_dpd" : "train_pa", "pa", c->pa,
-                     "data", c->data, "dataset",
-                     dataset, "out", c->out, "run_id", run_id, "model", "family", c->model.family,
-                     "hidden", c->model.hidden, "layers", c->model.layers, "order", c->model.order,
-                     "memory", c->model.memory, "cross", c->model.cross, "thx", c->model.thx, "thh",
-                     c->model.thh, "units", c->model.units, "n_params",
-                     (json_int_t)nparams, "epochs", c->epochs, "batch", c->batch, "batch_eval",
-                     c->batch_eval, "frame", c->frame, "stride", c->stride, "lr", c->lr, "lr_end",
-                     c->lr_end, "decay", c->decay, "patience", c->patience, "lr_schedule",
-                     c->lr_schedule, "weight_decay", c->weight_decay, "clip", c->clip, "seed",
-                     (json_int_t)c->seed, "evm_fs", c->evm_fs, "preset", c->preset, "least_squares",
-                     c->ls, "ls_reg", c->ls_reg, "ls_iterations", c->ls_iter);
-}
-
-static dpd_status cfg_load(const char *dir, dpd_train_cfg *c, dpd_error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j)
-        return dpd_fail(err, dpd_exists(path) ? DPD_E_FORMAT : DPD_E_IO, "%s:%d: %s", path,
-                        je.line, je.text);
-    const char *data, *out, *fam, *preset, *pa;
-    json_int_t seed;
-    int r = json_unpack_ex(j, &je, 0,
-                           "{s:s, s:s, s:s, s:{s:s, s:i, s:i, s?i, s?i, s?i, s?F, s?F, s?i}, s:i, s:i, s:i, s:i, s:i, s:F, s:F, s:F, "
-                           "s:i, s:b, s:F, s:F, s:I, s:F, s:s}",
-                           "pa", &pa, "data", &data, "out", &out, "model", "family", &fam, "hidden",
-                           &c->model.hidden, "layers", &c->model.layers, "order", &c->model.order,
-                           "memory", &c->model.memory, "cross", &c->model.cross, "thx", &c->model.thx,
-                           "thh", &c->model.thh, "units", &c->model.units, "epochs", &c->epochs,
-                           "batch", &c->batch, "batch_eval", &c->batch_eval, "frame", &c->frame,
-                           "stride", &c->stride, "lr", &c->lr, "lr_end", &c->lr_end, "decay",
-                           &c->decay, "patience", &c->patience, "lr_schedule", &c->lr_schedule,
-                           "weight_decay", &c->weight_decay, "clip", &c->clip, "seed", &seed,
-                           "evm_fs", &c->evm_fs, "preset", &preset);
-    if (r == 0) {
-        snprintf(c->data, sizeof c->data, "%s", data);
-        snprintf(c->pa, sizeof c->pa, "%s", pa);
-        snprintf(c->out, sizeof c->out, "%s", out);
-        snprintf(c->model.family, sizeof c->model.family, "%s", fam);
-        snprintf(c->preset, sizeof c->preset, "%s", preset);
-        c->seed = (uint64_t)seed;
-    }
-    json_decref(j);
-    if (r) return dpd_fail(err, DPD_E_FORMAT, "%s: %s", path, je.text);
-    return DPD_OK;
-}
-
-static dpd_status check_cfg(const dpd_train_cfg *c, dpd_error *err) {
-    if (c->epochs < 1) return dpd_fail(err, DPD_E_INVAL, "--epochs must be >= 1 (got %d)", c->epochs);
-    if (c->batch < 1 || c->batch_eval < 1)
-        return dpd_fail(err, DPD_E_INVAL, "--batch and --batch-eval must be >= 1");
-    if (c->frame < 1 || c->stride < 1)
-        return dpd_fail(err, DPD_E_INVAL, "--frame and --stride must be >= 1");
-    if (!(c->lr > 0) || c->lr_end < 0 || !(c->decay > 0 && c->decay < 1) || c->patience < 0)
-        return dpd_fail(err, DPD_E_INVAL,
-                        "need --lr > 0, --lr-end >= 0, 0 < --decay < 1, --patience >= 0");
-    if (c->weight_decay < 0 || c->clip < 0)
-        return dpd_fail(err, DPD_E_INVAL, "--weight-decay and --clip must be >= 0");
-    if (c->ls && (c->ls_reg < 0 || c->ls_iter < 1))
-        return dpd_fail(err, DPD_E_INVAL, "--reg must be >= 0 and --iterations >= 1");
-    return DPD_OK;
-}
-
 /* ---- logs ----------------------------------------------------------------------------------- */
 
-/* OpenDPD's log columns; DPD runs of a delta family add the sparsity columns after HIDDEN_SIZE
- * (reference §4.5). */
-static const char *HEADER_A = "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,";
-static const char *HEADER_DELTA = "THX,THH,SP_T_DX,SP_T_DH,SP_T_DV,HW_PARAM,";
-static const char *HEADER_B =
-    "TRAIN_LOSS,VAL_LOSS,VAL_NMSE,VAL_EVM,VAL_ACLR_L,VAL_ACLR_R,VAL_ACLR_AVG,TEST_LOSS,TEST_NMSE,"
-    "TEST_EVM,TEST_ACLR_L,TEST_ACLR_R,TEST_ACLR_AVG\n";
-
-/* A growing text buffer (log files are rewritten whole each epoch). */
-typedef struct text {
-    char *s;
-    size_t n, cap;
-} text;
-
-static int text_add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int text_add(text *t, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return 0;
-        if (t->s && t->n + (size_t)k < t->cap) {
-            t->n += (size_t)k;
-            return 1;
-        }
-        size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *ns = realloc(t->s, cap);
-        if (!ns) return 0;
-        t->s = ns, t->cap = cap;
-    }
-}
-
-/* Keeps the lines of file `path` (after a header line when skip_header) whose leading integer
- * field / "epoch" value is below `epochs`: the part of a log a resumed run inherits. */
-static void text_inherit(text *t, const char *path, int epochs, int csv) {
-    char *buf;
-    if (dpd_file_read(path, &buf, NULL, NULL)) return;
-    char *save, *line = strtok_r(buf, "\n", &save);
-    if (csv && line) line = strtok_r(NULL, "\n", &save);
-    for (; line; line = strtok_r(NULL, "\n", &save)) {
-        const char *e = csv ? line : strstr(line, "\"epoch\":");
-        if (e && atoi(csv ? e : e + 8) < epochs) text_add(t, "%s\n", line);
-    }
-    free(buf);
-}
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
-typedef struct evalset {
-    float *x, *y, *pred; /* (S, N, 2) each */
-    int S, N;
-} evalset;
+typedef struct state { /* what last.safetensors carries beyond the weights */
+    int epoch;          /* epochs completed */
+    int best_epoch;     /* 1-based, 0 before the first */
+    double lr, elapsed; /* elapsed: minutes */
+    dpd_metrics best_val, best_test;
+    long step;          /* optimizer steps taken */
+    long epoch_step;    /* steps done in the epoch after `epoch` (a mid-epoch stop) */
+    double epoch_loss;  /* their losses summed in order */
+    dpd_rng epoch_rng;  /* the RNG before that epoch's shuffle */
+    long long dz[4];    /* delta counters of that epoch so far */
+} state;
 
 typedef struct run {
     const dpd_train_cfg *c;
     dpd_dataset ds;
-    dpd_model *m;        /* the model being trained */
+    dpd_model *m;        /* the model being trained: the host copy for checkpoints */
     dpd_model *pa;       /* DPD runs: the frozen PA model; NULL for PA runs */
     double gain;         /* DPD runs: target gain g */
     char pa_id[256];     /* DPD runs: the PA's run id */
     float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
     uint32_t *perm;
-    float *bx, *by;      /* (B, L, 2) batch */
-    float *u, *yh, *dyh, *du; /* DPD runs: cascade buffers, max(B L, eval batch N) x 2 each */
-    evalset ev[2];       /* val, test */
+    double *losses;      /* one per step of an epoch */
+    float *mom;          /* AdamW moments m, v (2 nparams) for checkpoints */
+    dpd_eval ev[2];      /* val, test */
     dpd_metrics nodpd[2]; /* DPD runs: PA(x) against g x */
-    dpd_adamw opt;
     dpd_plateau plat;
     dpd_rng rng;
-    dpd_pool *pool;      /* cfg->threads workers, shared by the model and the PA */
-    const dpd_provider *prov; /* gradient training: its sessions hold the weights and moments */
-    void *sess, *pa_sess;     /* the model's; DPD runs: the frozen PA's */
+    dpd_session *ses, *pa_ses; /* the model's; DPD runs: the frozen PA's, chained */
     char prov_used[600];
-    char dir[4096], id[256];
-    text hist, events;
+    dpd_rundir rd;
+    dpd_event_fn fn;
+    void *user;
+    double t0;           /* monotonic seconds at the run's start, less the elapsed time resumed */
+    double last_note;    /* when the last progress event went into events.jsonl */
 } run;
 
 /* 1 when the log carries the delta columns: a DPD run of a family with delta statistics. */
 static int delta_cols(const run *r) { return r->pa && dpd_model_family(r->m)->delta_zeros; }
 
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void run_free(run *r) {
     dpd_dataset_free(&r->ds);
+    dpd_session_free(r->ses); /* before the PA session it is chained to */
+    dpd_session_free(r->pa_ses);
     dpd_model_free(r->m);
     dpd_model_free(r->pa);
-    free(r->tx), free(r->ty), free(r->perm), free(r->bx), free(r->by), free(r->u);
-    for (int k = 0; k < 2; k++) free(r->ev[k].x), free(r->ev[k].y), free(r->ev[k].pred);
-    dpd_adamw_free(&r->opt);
-    dpd_pool_free(r->pool);
-    if (r->prov) r->prov->i->session_free(r->sess), r->prov->i->session_free(r->pa_sess);
-    free(r->hist.s), free(r->events.s);
+    free(r->tx), free(r->ty), free(r->perm), free(r->losses), free(r->mom);
+    for (int k = 0; k < 2; k++) dpd_eval_free(&r->ev[k]);
+    dpd_run_free(&r->rd);
 }
 
-/* The run's prediction for x (B, T, 2): the model, or for DPD runs PA(DPD(x)). */
-static dpd_status predict(run *r, dpd_model *m, const float *x, int B, int T, float *y,
-                          dpd_error *err) {
-    if (!r->pa || m == r->pa) return dpd_model_forward(m, x, B, T, y, err);
-    dpd_status s = dpd_model_forward(m, x, B, T, r->u, err);
-    return s ? s : dpd_model_forward(r->pa, r->u, B, T, y, err);
-}
-
-/* Loss (mean of per-batch MSEs) and metrics of model m's predictions on one split. */
-static dpd_status eval_split(run *r, dpd_model *m, evalset *e, double *loss, dpd_metrics *met,
-                             dpd_error *err) {
-    int be = r->c->batch_eval, nb = 0;
-    double acc = 0;
-    for (int s0 = 0; s0 < e->S; s0 += be, nb++) {
-        int b = e->S - s0 < be ? e->S - s0 : be;
-        size_t off = (size_t)s0 * e->N * 2, n = (size_t)b * e->N * 2;
-        dpd_status s = predict(r, m, e->x + off, b, e->N, e->pred + off, err);
-        if (s) return s;
-        double sq = 0;
-        for (size_t i = 0; i < n; i++) {
-            double d = (double)e->pred[off + i] - e->y[off + i];
-            sq += d * d;
-        }
-        acc += sq / (double)n;
-    }
-    *loss = acc / nb;
-    return dpd_metrics_compute(e->pred, e->y, e->S, e->N, &r->ds.spec, r->c->evm_fs, met, err);
+/* Hands e to the caller (and to events.jsonl); 1 when the caller asks to cancel. */
+static int emit(run *r, dpd_event *e, int log) {
+    e->run_dir = r->rd.dir, e->run_id = r->rd.id, e->epochs = r->c->epochs;
+    if (log) dpd_run_event(&r->rd, e);
+    return r->fn && r->fn(r->user, e);
 }
 
 static void metrics_meta(char (*buf)[40], dpd_kv *kv, int *n, const char *split, const dpd_metrics *m,
@@ -307,15 +181,13 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     return s;
 }
 
-static dpd_status setup(run *r, dpd_error *err) {
+
+static dpd_status setup(run *r, const char *pa_from, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
-    if (s || (s = dpd_pool_create(c->threads, &r->pool, err))) return s;
+    if (s) return s;
     if (c->pa[0]) {
-        char copy[4200];
-        snprintf(copy, sizeof copy, "%s/pa.safetensors", r->dir);
-        if ((s = load_pa(r, c->resume[0] ? copy : c->pa, err))) return s;
-        dpd_model_set_pool(r->pa, r->pool);
+        if ((s = load_pa(r, pa_from, err))) return s;
         r->gain = dpd_dataset_gain(&r->ds);
     }
     dpd_split *tr = &r->ds.split[DPD_TRAIN];
@@ -324,116 +196,143 @@ static dpd_status setup(run *r, dpd_error *err) {
         return dpd_fail(err, DPD_E_INVAL, "%s: the train split has %zu samples, fewer than one frame (%d)",
                         c->data, tr->n, c->frame);
     if ((s = dpd_model_create(&c->model, &r->m, err))) return s;
-    dpd_model_set_pool(r->m, r->pool);
-    size_t fb = (size_t)c->batch * c->frame * 2;
+    size_t nb = (r->nframes + (size_t)c->batch - 1) / (size_t)c->batch;
     r->tx = malloc(tr->n * 2 * sizeof(float));
     r->ty = malloc(tr->n * 2 * sizeof(float));
-    r->perm = malloc(r->nframes * sizeof *r->perm);
-    r->bx = malloc(fb * sizeof(float));
-    r->by = malloc(fb * sizeof(float));
-    if (!r->tx || !r->ty || !r->perm || !r->bx || !r->by)
+    r->perm = malloc((r->nframes ? r->nframes : 1) * sizeof *r->perm);
+    r->losses = malloc((nb ? nb : 1) * sizeof *r->losses);
+    r->mom = calloc(2 * dpd_model_nparams(r->m), sizeof *r->mom); /* zero moments: least squares keeps none */
+    if (!r->tx || !r->ty || !r->perm || !r->losses || !r->mom)
         return dpd_fail(err, DPD_E_NOMEM, "out of memory for the training set");
     for (size_t i = 0; i < tr->n * 2; i++)
         r->tx[i] = (float)tr->x[i], r->ty[i] = (float)(r->pa ? r->gain * tr->x[i] : tr->y[i]);
-    int N = r->ds.spec.nperseg;
-    for (int k = 0; k < 2; k++) {
-        evalset *e = &r->ev[k];
-        const dpd_split *sp = &r->ds.split[k + 1];
-        e->N = N;
-        if ((s = dpd_segments(sp->x, sp->n, N, 1.0, &e->x, &e->S, err)) ||
-            (s = r->pa ? dpd_segments(sp->x, sp->n, N, r->gain, &e->y, &e->S, err)
-                       : dpd_segments(sp->y, sp->n, N, 1.0, &e->y, &e->S, err)))
-            return s;
-        e->pred = malloc((size_t)e->S * N * 2 * sizeof(float));
-        if (!e->pred) return dpd_fail(err, DPD_E_NOMEM, "out of memory for predictions");
-        int be = e->S < c->batch_eval ? e->S : c->batch_eval;
-        if ((s = dpd_model_reserve(r->m, be, N, err)) || (r->pa && (s = dpd_model_reserve(r->pa, be, N, err))))
-            return s;
-        size_t need = (size_t)be * N * 2;
-        if (need > fb) fb = need;
-    }
-    if ((s = dpd_model_reserve(r->m, c->batch, c->frame, err))) return s;
-    if (r->pa) {
-        if ((s = dpd_model_reserve(r->pa, c->batch, c->frame, err))) return s;
-        r->u = malloc(4 * fb * sizeof(float));
-        if (!r->u) return dpd_fail(err, DPD_E_NOMEM, "out of memory for the cascade");
-        r->yh = r->u + fb, r->dyh = r->yh + fb, r->du = r->dyh + fb;
-        double ignore;
-        for (int k = 0; k < 2; k++)
-            if ((s = eval_split(r, r->pa, &r->ev[k], &ignore, &r->nodpd[k], err))) return s;
-    }
-    if ((s = dpd_adamw_init(&r->opt, dpd_model_nparams(r->m), c->lr, c->weight_decay, err))) return s;
+    for (int k = 0; k < 2; k++)
+        if ((s = dpd_eval_prepare(&r->ev[k], &r->ds, k + 1, r->pa ? r->gain : 0, err))) return s;
     dpd_plateau_init(&r->plat, c->decay, c->patience, c->lr_end);
     return DPD_OK;
 }
 
-/* A new run directory, -2, -3, ... appended when taken: <out>/<dataset>/train_pa/<RUN_ID>, or
- * for DPD runs <out>/<dataset>/train_dpd/<PA_DIR>/<RUN_ID> with PA_DIR = the PA's id without
- * its _P_ part (OpenDPD's scheme, reference §4.6). */
+/* The sessions: the model's (able to train, and for DPD runs to train through the PA) on the
+ * provider asked for — the built-in cpu for least-squares fits, which run on the host — and for
+ * DPD runs the frozen PA's on the same provider, chained after scoring the PA alone. */
+static dpd_status open_sessions(run *r, dpd_error *err) {
+    const dpd_train_cfg *c = r->c;
+    char th[16], mb[16], mf[16];
+    snprintf(th, sizeof th, "%d", c->threads);
+    snprintf(mb, sizeof mb, "%d", c->batch > c->batch_eval ? c->batch : c->batch_eval);
+    snprintf(mf, sizeof mf, "%d", c->frame > r->ds.spec.nperseg ? c->frame : r->ds.spec.nperseg);
+    dpd_kv o[5] = {{"provider", c->ls ? "cpu" : c->provider}, {"threads", th}, {"kernels", c->kernels[0] ? c->kernels : "auto"},
+                   {"max_batch", mb}, {"max_frame", mf}};
+    int need = c->ls ? 0 : DPD_NEED_TRAIN | (r->pa ? DPD_NEED_CHAIN : 0);
+    dpd_status s = dpd_session_open(r->m, o, 5, need, r->pa ? dpd_model_config(r->pa) : NULL, &r->ses, err);
+    if (s) return s;
+    if (c->ls) snprintf(r->prov_used, sizeof r->prov_used, "cpu (least squares on the host)");
+    else snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", dpd_session_provider(r->ses), dpd_session_reason(r->ses));
+    if ((s = dpd_session_attach(r->ses, DPD_TRAIN, r->tx, r->ty, r->ds.split[DPD_TRAIN].n, err)) || !r->pa) return s;
+    o[0].value = dpd_session_provider(r->ses);
+    if ((s = dpd_session_open(r->pa, o, 5, 0, NULL, &r->pa_ses, err))) return s;
+    for (int k = 0; k < 2; k++) {
+        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, c->evm_fs, err))) return s;
+        r->nodpd[k] = r->ev[k].m;
+    }
+    return dpd_session_chain(r->ses, r->pa_ses, err);
+}
+
+/* The run id and a new run directory: <out>/<dataset>/train_pa/<RUN_ID>, or for DPD runs
+ * <out>/<dataset>/train_dpd/<PA_DIR>/<RUN_ID> with PA_DIR = the PA's id without its _P_ part
+ * (OpenDPD's scheme, reference §4.6), made safe as one path component. */
 static dpd_status make_dir(run *r, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
-    char size[64];
+    char size[64], id[256];
     if (dpd_model_family(r->m)->poly)
         snprintf(size, sizeof size, "K_%d_Q_%d%s%.0d", c->model.order, c->model.memory,
                  c->model.cross ? "_M_" : "", c->model.cross);
     else
         snprintf(size, sizeof size, "H_%d", c->model.hidden);
     if (c->ls)
-        snprintf(r->id, sizeof r->id, "%s_LS_M_%s_%s_P_%zu", r->pa ? "DPD" : "PA",
-                 dpd_model_family(r->m)->tag, size, dpd_model_nparams(r->m));
-    else
-        snprintf(r->id, sizeof r->id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", r->pa ? "DPD" : "PA",
-                 (unsigned long long)c->seed, dpd_model_family(r->m)->tag, size, c->frame,
+        snprintf(id, sizeof id, "%s_LS_M_%s_%s_P_%zu", r->pa ? "DPD" : "PA", dpd_model_family(r->m)->tag, size,
                  dpd_model_nparams(r->m));
+    else
+        snprintf(id, sizeof id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", r->pa ? "DPD" : "PA", (unsigned long long)c->seed,
+                 dpd_model_family(r->m)->tag, size, c->frame, dpd_model_nparams(r->m));
     if (delta_cols(r))
-        snprintf(r->id + strlen(r->id), sizeof r->id - strlen(r->id), "_THX_%.3f_THH_%.3f", c->model.thx,
-                 c->model.thh);
+        snprintf(id + strlen(id), sizeof id - strlen(id), "_THX_%.3f_THH_%.3f", c->model.thx, c->model.thh);
     char base[4096], padir[256];
     snprintf(padir, sizeof padir, "%s", r->pa_id);
     char *cut = strstr(padir, "_P_");
     if (cut) *cut = 0;
+    for (char *p = padir; *p; p++) /* the PA id comes from a file: one safe path component */
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+            *p = '_';
+    if (!padir[0] || !strcmp(padir, ".") || !strcmp(padir, "..")) snprintf(padir, sizeof padir, "PA");
     if (r->pa) snprintf(base, sizeof base, "%s/%s/train_dpd/%s", c->out, r->ds.name, padir);
     else snprintf(base, sizeof base, "%s/%s/train_pa", c->out, r->ds.name);
-    dpd_status s = dpd_mkdirs(base, err);
-    if (s) return s;
-    for (int k = 1; k < 10000; k++) {
-        if (k == 1) snprintf(r->dir, sizeof r->dir, "%s/%s", base, r->id);
-        else snprintf(r->dir, sizeof r->dir, "%s/%s-%d", base, r->id, k);
-        if (mkdir(r->dir, 0777) == 0) return DPD_OK;
-        if (errno != EEXIST) return dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", r->dir, strerror(errno));
-    }
-    return dpd_fail(err, DPD_E_IO, "%s: too many runs with this id", base);
+    return dpd_run_create(&r->rd, base, id, err);
 }
 
-static dpd_status write_text(run *r, const char *name, const text *t, dpd_error *err) {
+static dpd_status write_config(run *r, dpd_error *err) {
+    json_t *cj = dpd_config_json(r->c, r->ds.name, r->rd.id, dpd_model_nparams(r->m), r->pa ? "train_dpd" : "train_pa");
+    char *ctext = cj ? json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(cj);
+    dpd_text ct = {ctext, ctext ? strlen(ctext) : 0, 0};
+    dpd_status s = ctext ? dpd_run_write(&r->rd, "config.json", &ct, err) : dpd_fail(err, DPD_E_NOMEM, "config.json");
+    free(ctext);
+    return s;
+}
+
+static dpd_status read_config(const char *dir, dpd_train_cfg *c, dpd_error *err) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/%s", r->dir, name);
-    return dpd_file_write(path, t->s, t->n, err);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j)
+        return dpd_fail(err, dpd_exists(path) ? DPD_E_FORMAT : DPD_E_IO, "%s:%d: %s", path, je.line, je.text);
+    dpd_status s = dpd_config_from_json(j, c, path, err);
+    json_decref(j);
+    return s;
 }
 
-typedef struct state { /* what last.safetensors carries beyond the weights */
-    int epoch;          /* epochs completed */
-    int best_epoch;
-    double lr, elapsed;
-    dpd_metrics best_val, best_test;
-} state;
+static void rng_hex(char *out, size_t n, const dpd_rng *g) {
+    snprintf(out, n, "%016llx%016llx%016llx%016llx", (unsigned long long)g->s[0], (unsigned long long)g->s[1],
+             (unsigned long long)g->s[2], (unsigned long long)g->s[3]);
+}
 
+static int rng_parse(const char *h, dpd_rng *g) {
+    if (!h || strlen(h) != 64) return 0;
+    for (int i = 0; i < 4; i++) {
+        char w[17];
+        memcpy(w, h + 16 * i, 16);
+        w[16] = 0;
+        g->s[i] = strtoull(w, NULL, 16);
+    }
+    return 1;
+}
+
+/* last.safetensors: the weights, the AdamW moments and everything else a bit-exact resume
+ * needs, including a stop in the middle of an epoch. */
 static dpd_status save_last(run *r, const state *st, dpd_error *err) {
-    char v[12][80];
-    dpd_kv kv[40];
+    char v[16][80];
+    dpd_kv kv[48];
     int n = 0;
+    size_t np = dpd_model_nparams(r->m);
 #define META(key, fmt, ...) (snprintf(v[n], sizeof v[n], fmt, __VA_ARGS__), kv[n] = (dpd_kv){key, v[n]}, n++)
     META("epoch", "%d", st->epoch);
     META("best_epoch", "%d", st->best_epoch);
-    META("step", "%ld", r->opt.step);
+    META("step", "%ld", st->step);
     META("lr", "%a", st->lr);
     META("elapsed", "%a", st->elapsed);
     META("plateau_best", "%a", r->plat.best);
     META("plateau_bad", "%d", r->plat.bad);
-    META("rng", "%016llx%016llx%016llx%016llx", (unsigned long long)r->rng.s[0],
-         (unsigned long long)r->rng.s[1], (unsigned long long)r->rng.s[2],
-         (unsigned long long)r->rng.s[3]);
-    META("run_id", "%s", r->id);
+    rng_hex(v[n], sizeof v[n], &r->rng), kv[n] = (dpd_kv){"rng", v[n]}, n++;
+    META("run_id", "%s", r->rd.id);
+    META("step_kind", "%s", r->pa ? "train_dpd" : "train_pa");
+    META("dataset", "%s", r->ds.name);
+    if (st->epoch_step) {
+        META("epoch_step", "%ld", st->epoch_step);
+        META("epoch_loss", "%a", st->epoch_loss);
+        rng_hex(v[n], sizeof v[n], &st->epoch_rng), kv[n] = (dpd_kv){"epoch_rng", v[n]}, n++;
+        META("epoch_zeros", "%lld,%lld,%lld,%lld", st->dz[0], st->dz[1], st->dz[2], st->dz[3]);
+    }
 #undef META
     char mv[10][40];
     int nm = 0;
@@ -441,62 +340,54 @@ static dpd_status save_last(run *r, const state *st, dpd_error *err) {
     metrics_meta(mv, kv + n, &nm, "test", &st->best_test, "%a");
     n += nm;
     const char *names[2] = {"optimizer.exp_avg", "optimizer.exp_avg_sq"};
-    const float *ex[2] = {r->opt.m, r->opt.v};
-    size_t len[2] = {r->opt.n, r->opt.n};
+    const float *ex[2] = {r->mom, r->mom + np};
+    size_t len[2] = {np, np};
     char path[4200];
-    snprintf(path, sizeof path, "%s/last.safetensors", r->dir);
+    snprintf(path, sizeof path, "%s/last.safetensors", r->rd.dir);
     dpd_status s = dpd_ckpt_save(path, r->m, kv, n, 2, names, ex, len, err);
     if (s || !r->pa) return s;
     /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and what
      * a resume and `dpd eval --pa RUN_DIR` load. */
     dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", r->ds.name}, {"run_id", r->pa_id}};
-    snprintf(path, sizeof path, "%s/pa.safetensors", r->dir);
+    snprintf(path, sizeof path, "%s/pa.safetensors", r->rd.dir);
     return dpd_ckpt_save(path, r->pa, pkv, 3, 0, NULL, NULL, NULL, err);
 }
 
 static dpd_status load_last(run *r, state *st, dpd_error *err) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/last.safetensors", r->dir);
+    size_t np = dpd_model_nparams(r->m);
+    snprintf(path, sizeof path, "%s/last.safetensors", r->rd.dir);
     dpd_ckpt ck;
     dpd_status s = dpd_ckpt_open(path, &ck, err);
     if (s) return s;
     const char *e = dpd_ckpt_meta(&ck, "epoch"), *be = dpd_ckpt_meta(&ck, "best_epoch"),
                *step = dpd_ckpt_meta(&ck, "step"), *lr = dpd_ckpt_meta(&ck, "lr"),
                *el = dpd_ckpt_meta(&ck, "elapsed"), *pb = dpd_ckpt_meta(&ck, "plateau_best"),
-               *pbad = dpd_ckpt_meta(&ck, "plateau_bad"), *rng = dpd_ckpt_meta(&ck, "rng"),
-               *id = dpd_ckpt_meta(&ck, "run_id");
-    if (!e || !be || !step || !lr || !el || !pb || !pbad || !rng || !id || strlen(rng) != 64 ||
-        !parse_metrics(&ck, "val", &st->best_val) || !parse_metrics(&ck, "test", &st->best_test)) {
+               *pbad = dpd_ckpt_meta(&ck, "plateau_bad"), *id = dpd_ckpt_meta(&ck, "run_id"),
+               *es = dpd_ckpt_meta(&ck, "epoch_step");
+    if (!e || !be || !step || !lr || !el || !pb || !pbad || !id || !rng_parse(dpd_ckpt_meta(&ck, "rng"), &r->rng) ||
+        !parse_metrics(&ck, "val", &st->best_val) || !parse_metrics(&ck, "test", &st->best_test) ||
+        (es && (!dpd_ckpt_meta(&ck, "epoch_loss") || !rng_parse(dpd_ckpt_meta(&ck, "epoch_rng"), &st->epoch_rng) ||
+                sscanf(dpd_ckpt_meta(&ck, "epoch_zeros") ? dpd_ckpt_meta(&ck, "epoch_zeros") : "", "%lld,%lld,%lld,%lld",
+                       &st->dz[0], &st->dz[1], &st->dz[2], &st->dz[3]) != 4))) {
         dpd_ckpt_close(&ck);
         return dpd_fail(err, DPD_E_FORMAT, "%s: resume state is missing from __metadata__", path);
     }
     st->epoch = atoi(e), st->best_epoch = atoi(be);
     st->lr = strtod(lr, NULL), st->elapsed = strtod(el, NULL);
-    r->opt.step = atol(step);
-    r->opt.lr = st->lr;
+    st->step = atol(step);
+    st->epoch_step = es ? atol(es) : 0;
+    st->epoch_loss = es ? strtod(dpd_ckpt_meta(&ck, "epoch_loss"), NULL) : 0;
     r->plat.best = strtod(pb, NULL), r->plat.bad = atoi(pbad);
-    for (int i = 0; i < 4; i++) {
-        char h[17];
-        memcpy(h, rng + 16 * i, 16);
-        h[16] = 0;
-        r->rng.s[i] = strtoull(h, NULL, 16);
-    }
-    snprintf(r->id, sizeof r->id, "%s", id);
+    snprintf(r->rd.id, sizeof r->rd.id, "%s", id);
     s = dpd_ckpt_read_model(&ck, r->m, err);
-    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg", r->opt.m, r->opt.n, err);
-    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg_sq", r->opt.v, r->opt.n, err);
+    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg", r->mom, np, err);
+    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg_sq", r->mom + np, np, err);
     dpd_ckpt_close(&ck);
     return s;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd_metrics *test,
-                            dpd_error *err) {
+static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd_metrics *test, dpd_error *err) {
     char v[10][300], mv[10][40];
     dpd_kv kv[24];
     int n = 0, nm = 0;
@@ -508,7 +399,8 @@ static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd
     META("frame", "%d", c->frame);
     META("seed", "%llu", (unsigned long long)c->seed);
     META("input_size", "%d", 2);
-    META("run_id", "%s", r->id);
+    META("run_id", "%s", r->rd.id);
+    if (c->ls) META("least_squares", "%d", 1);
     if (r->pa) {
         META("pa_run_id", "%s", r->pa_id);
         META("gain", "%.17g", r->gain);
@@ -518,54 +410,14 @@ static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd
     metrics_meta(mv, kv + n, &nm, "test", test, "%.8f");
     n += nm;
     char path[4200];
-    snprintf(path, sizeof path, "%s/best.safetensors", r->dir);
+    snprintf(path, sizeof path, "%s/best.safetensors", r->rd.dir);
     return dpd_ckpt_save(path, r->m, kv, n, 0, NULL, NULL, NULL, err);
-}
-
-static void header(text *t, const run *r) {
-    text_add(t, "%s%s%s", HEADER_A, delta_cols(r) ? HEADER_DELTA : "", HEADER_B);
-}
-
-static void history_row(text *t, run *r, int epoch, double minutes, double lr, double tl,
-                        const double *vl, const dpd_metrics *m, const dpd_sparsity *sp) {
-    const dpd_train_cfg *c = r->c;
-    size_t np = dpd_model_nparams(r->m) + (r->pa ? dpd_model_nparams(r->pa) : 0); /* cascade, as OpenDPD */
-    text_add(t, "%d,%d,%.8f,%.8f,%d,%zu,%d,%s,%d,", epoch, c->epochs, minutes, lr, c->batch, np,
-             c->frame, c->model.family, c->model.hidden);
-    if (delta_cols(r))
-        text_add(t, "%.8f,%.8f,%.8f,%.8f,%.8f,%.8f,", c->model.thx, c->model.thh, sp->sp_dx, sp->sp_dh,
-                 sp->sp_dv, sp->hw_param);
-    text_add(t, "%.8f", tl);
-    for (int k = 0; k < 2; k++)
-        text_add(t, ",%.8f,%.8f,%.8f,%.8f,%.8f,%.8f", vl[k], m[k].nmse, m[k].evm, m[k].aclr_l,
-                 m[k].aclr_r, m[k].aclr_avg);
-    text_add(t, "\n");
-}
-
-static void event_metric(text *t, int epoch, double tl, const double *vl, const dpd_metrics *m,
-                         double lr, int improved) {
-    text_add(t, "{\"type\":\"metric\",\"epoch\":%d,\"lr\":%.9g,\"train_loss\":%.9g,\"improved\":%s", epoch,
-             lr, tl, improved ? "true" : "false");
-    const char *sp[2] = {"val", "test"};
-    for (int k = 0; k < 2; k++)
-        text_add(t, ",\"%s\":{\"loss\":%.9g,\"NMSE\":%.9g,\"EVM\":%.9g,\"ACLR_L\":%.9g,\"ACLR_R\":%.9g,"
-                    "\"ACLR_AVG\":%.9g}",
-                 sp[k], vl[k], m[k].nmse, m[k].evm, m[k].aclr_l, m[k].aclr_r, m[k].aclr_avg);
-    text_add(t, "}\n");
-}
-
-static void event_message(text *t, const char *type, int epoch, const char *msg) {
-    json_t *j = json_pack("{s:s, s:i, s:s}", "type", type, "epoch", epoch, "message", msg);
-    char *line = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    if (line) text_add(t, "%s\n", line);
-    free(line);
-    json_decref(j);
 }
 
 /* The least-squares "epoch": a PA model fitted x -> y on the whole train split; a DPD by
  * indirect learning — a post-inverse fitted y/g -> x on the measured data, then (iterations > 1)
  * refitted PA(u)/g -> u through the frozen PA with u = DPD(x). mean = the train-split MSE of the
- * result (through the PA for DPD runs). */
+ * result (through the PA for DPD runs). The fit runs on the host model; the session gets it. */
 static dpd_status ls_epoch(run *r, double *mean, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     const dpd_split *tr = &r->ds.split[DPD_TRAIN];
@@ -578,224 +430,236 @@ static dpd_status ls_epoch(run *r, double *mean, dpd_error *err) {
     dpd_status s;
     if (!r->pa) {
         s = dpd_ls_fit(r->m, r->tx, r->ty, n, c->ls_reg, err);
-        if (!s) s = dpd_apply(r->m, r->tx, n, a, &ex, err);
+        if (!s) s = dpd_session_upload(r->ses, r->m, err);
+        if (!s) s = dpd_apply(r->ses, r->tx, n, a, &ex, err);
     } else {
         for (size_t i = 0; i < n2; i++) a[i] = (float)(tr->y[i] / r->gain);
         s = dpd_ls_fit(r->m, a, r->tx, n, c->ls_reg, err);
         for (int it = 1; it < c->ls_iter && !s; it++) {
-            if ((s = dpd_apply(r->m, r->tx, n, b, &ex, err)) || (s = dpd_apply(r->pa, b, n, a, &ex, err))) break;
+            if ((s = dpd_session_upload(r->ses, r->m, err)) || (s = dpd_apply(r->ses, r->tx, n, b, &ex, err)) ||
+                (s = dpd_apply(r->pa_ses, b, n, a, &ex, err)))
+                break;
             for (size_t i = 0; i < n2; i++) a[i] = (float)(a[i] / r->gain);
             s = dpd_ls_fit(r->m, a, b, n, c->ls_reg, err);
         }
-        if (!s) s = dpd_apply(r->m, r->tx, n, b, &ex, err);
-        if (!s) s = dpd_apply(r->pa, b, n, a, &ex, err);
+        if (!s) s = dpd_session_upload(r->ses, r->m, err);
+        if (!s) s = dpd_apply(r->ses, r->tx, n, b, &ex, err);
+        if (!s) s = dpd_apply(r->pa_ses, b, n, a, &ex, err);
     }
     if (!s) *mean = dpd_mse(a, r->ty, n2, t);
     free(a);
     return s;
 }
 
-/* One step on the provider: a PA step (train_step), or a DPD step through the frozen PA's
- * session: u = DPD(x), y = PA(u), the MSE against g x, gradients back through the PA (its own
- * gradient is computed and never used) into the DPD, clipped; then AdamW. */
-static dpd_status step(run *r, int B, double *loss, char *msg, size_t n) {
-    const dpd_provider_i *p = r->prov->i;
+/* Steps per chunk: about 0.25 s of work at the rate measured so far, 1..1024. */
+static long chunk_steps(double sec_per_step) {
+    if (!(sec_per_step > 0)) return 4;
+    double k = 0.25 / sec_per_step;
+    return k < 1 ? 1 : k > 1024 ? 1024 : (long)k;
+}
+
+/* One epoch of whole steps on the session, in chunks, with a progress event (and the
+ * cancellation check) after each. Starts at st->epoch_step (a resumed mid-epoch stop). On
+ * cancellation st describes the steps done and DPD_E_ABORTED is returned. */
+static dpd_status epoch_train(run *r, state *st, double *mean, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
-    dpd_status s;
-    if (!r->pa_sess)
-        s = p->train_step(r->sess, r->bx, r->by, B, c->frame, c->clip, loss, msg, n);
-    else if (!(s = p->forward_keep(r->sess, r->bx, B, c->frame, r->u, msg, n)) &&
-             !(s = p->forward_keep(r->pa_sess, r->u, B, c->frame, r->yh, msg, n))) {
-        *loss = dpd_mse(r->yh, r->by, (size_t)B * c->frame * 2, r->dyh);
-        if (!isfinite(*loss))
-            return snprintf(msg, n, "training diverged: the loss is not finite (lower --lr)"), DPD_E_ABORTED;
-        if (!(s = p->backward(r->pa_sess, r->dyh, r->du, msg, n)) && !(s = p->backward(r->sess, r->du, NULL, msg, n)))
-            s = p->clip(r->sess, c->clip, msg, n);
-    }
-    return s ? s : p->optimizer_step(r->sess, r->opt.lr, c->weight_decay, msg, n);
-}
-
-static dpd_status prov_fail(const run *r, dpd_status s, const char *msg, dpd_error *err) {
-    return s == DPD_E_DEVICE ? dpd_exec_device_failed(r->prov->i->name, msg, err)
-                             : dpd_fail(err, s, "%s: %s", r->prov->i->name, msg);
-}
-
-/* After an epoch: the weights, the optimizer state and the delta counters come back to the host
- * copies, which serve evaluation and checkpoints. */
-static dpd_status sync(run *r, dpd_error *err) {
-    const dpd_provider_i *p = r->prov->i;
-    char msg[512] = "";
-    long long z[4];
-    dpd_status s = p->download(r->sess, dpd_model_params(r->m), msg, sizeof msg);
-    if (!s && p->get_state) s = p->get_state(r->sess, r->opt.m, r->opt.v, &r->opt.step, msg, sizeof msg);
-    if (!s && p->zeros && !(s = p->zeros(r->sess, z, msg, sizeof msg))) dpd_model_add_zeros(r->m, z);
-    return s ? prov_fail(r, s, msg, err) : DPD_OK;
-}
-
-static dpd_status epoch_train(run *r, int epoch, dpd_progress_fn fn, void *user, double *mean,
-                              dpd_error *err) {
-    const dpd_train_cfg *c = r->c;
+    if (!st->epoch_step) st->epoch_rng = r->rng, st->epoch_loss = 0, memset(st->dz, 0, sizeof st->dz);
+    else r->rng = st->epoch_rng; /* the same shuffle again */
     for (size_t i = 0; i < r->nframes; i++) r->perm[i] = (uint32_t)i;
     dpd_rng_shuffle(&r->rng, r->perm, r->nframes);
-    int nb = (int)((r->nframes + (size_t)c->batch - 1) / (size_t)c->batch);
-    double acc = 0, t0 = now();
-    for (int b = 0; b < nb; b++) {
-        size_t f0 = (size_t)b * c->batch, B = r->nframes - f0 < (size_t)c->batch ? r->nframes - f0 : (size_t)c->batch;
-        dpd_frames_gather(r->tx, r->ty, r->perm + f0, (int)B, c->frame, c->stride, r->bx, r->by);
-        double loss;
-        char msg[512] = "";
-        dpd_status s = step(r, (int)B, &loss, msg, sizeof msg);
-        if (s) return prov_fail(r, s, msg, err);
-        acc += loss;
-        if (fn) {
-            dpd_progress p = {.epoch = epoch, .epochs = c->epochs, .batch = b + 1, .batches = nb,
-                              .loss = loss, .elapsed = now() - t0};
-            fn(user, &p);
-        }
+    long nb = (long)((r->nframes + (size_t)c->batch - 1) / (size_t)c->batch), k = 4;
+    double t0 = now(), acc = st->epoch_loss;
+    long first = st->epoch_step;
+    while (st->epoch_step < nb) {
+        long k0 = st->epoch_step, steps = k < nb - k0 ? k : nb - k0;
+        size_t f0 = (size_t)k0 * c->batch, nf = (size_t)steps * c->batch;
+        if (nf > r->nframes - f0) nf = r->nframes - f0;
+        double tc = now();
+        long long z[4];
+        dpd_status s = dpd_session_train_steps(r->ses, r->perm + f0, nf, c->batch, c->frame, c->stride, st->lr,
+                                               c->weight_decay, c->clip, r->losses + k0, err);
+        if (!s) s = dpd_session_zeros(r->ses, z, err);
+        if (s) return s;
+        for (long i = k0; i < k0 + steps; i++) acc += r->losses[i];
+        for (int i = 0; i < 4; i++) st->dz[i] += z[i];
+        st->epoch_step += steps, st->step += steps, st->epoch_loss = acc;
+        k = chunk_steps((now() - tc) / (double)steps);
+        double el = now() - t0;
+        dpd_event e = {.type = DPD_EV_PROGRESS, .epoch = st->epoch + 1, .steps_done = st->epoch_step, .steps = nb,
+                       .loss = r->losses[k0 + steps - 1], .elapsed = el,
+                       .samples_per_s = el > 0 ? (double)(st->epoch_step - first) * c->batch * c->frame / el : 0};
+        int note = now() - r->last_note >= 5; /* events.jsonl gets a heartbeat, not every chunk */
+        if (note) r->last_note = now();
+        if (emit(r, &e, note) && st->epoch_step < nb) return dpd_fail(err, DPD_E_ABORTED, "cancelled");
     }
-    *mean = acc / nb;
-    return sync(r, err);
-}
-
-/* Whether provider p can train this run: a PA run needs train_step, a DPD run the chained
- * calls, both the model (and the PA) supported. NULL when it can, else why not. */
-static const char *cannot_train(const run *r, const dpd_provider *p) {
-    const dpd_provider_i *i = p->i;
-    if (!i->train_step || !i->optimizer_step || !i->supports(p->ctx, &r->c->model)) return "the model is not supported";
-    if (r->pa && (!i->forward_keep || !i->backward || !i->clip || !i->supports(p->ctx, dpd_model_config(r->pa))))
-        return "training through a PA model is not supported";
-    return NULL;
-}
-
-static dpd_status open_session(run *r, const dpd_model_cfg *cfg, dpd_model *m, void **sess, dpd_error *err) {
-    char msg[512] = "";
-    const dpd_provider_i *p = r->prov->i;
-    dpd_status s = p->session_create(r->prov->ctx, 0, cfg, r->c->batch, r->c->frame, sess, msg, sizeof msg);
-    if (!s) s = p->upload(*sess, dpd_model_params(m), msg, sizeof msg);
-    return s ? prov_fail(r, s, msg, err) : DPD_OK;
-}
-
-/* Gradient training runs on a provider's sessions (the model's, and for DPD runs the frozen
- * PA's): the one selected when it can train this run, else the built-in cpu provider (an
- * explicit --provider cuda that cannot is an error). Least-squares fits run on the host. */
-static dpd_status pick_provider(run *r, const state *st, dpd_error *err) {
-    const dpd_train_cfg *c = r->c;
-    dpd_provider_cpu_threads(c->threads);
-    if (c->ls) {
-        snprintf(r->prov_used, sizeof r->prov_used, "cpu (least squares on the host)");
-        return DPD_OK;
-    }
-    char reason[512];
-    dpd_status s = dpd_provider_select(c->provider, &r->prov, reason, sizeof reason, err);
-    if (s) return s;
-    const char *why = cannot_train(r, r->prov);
-    if (why && (s = dpd_provider_demote(c->provider, &r->prov, why, reason, sizeof reason, err))) return s;
-    snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", r->prov->i->name, reason);
-    if ((s = open_session(r, &c->model, r->m, &r->sess, err)) ||
-        (r->pa && (s = open_session(r, dpd_model_config(r->pa), r->pa, &r->pa_sess, err))))
-        return s;
-    if (st->epoch && r->prov->i->set_state) {
-        char msg[512] = "";
-        if ((s = r->prov->i->set_state(r->sess, r->opt.m, r->opt.v, r->opt.step, msg, sizeof msg)))
-            return prov_fail(r, s, msg, err);
-    }
+    *mean = acc / (double)nb;
+    st->epoch_step = 0;
     return DPD_OK;
 }
 
-dpd_status dpd_train(const dpd_train_cfg *in, dpd_progress_fn fn, void *user,
-                        dpd_train_result *res, dpd_error *err) {
+/* The session's weights and moments back into the host copies that checkpoints write. */
+static dpd_status sync(run *r, state *st, dpd_error *err) {
+    long step;
+    size_t np = dpd_model_nparams(r->m);
+    dpd_status s = dpd_session_download(r->ses, r->m, err);
+    if (!s && !r->c->ls) {
+        s = dpd_session_get_state(r->ses, r->mom, r->mom + np, &step, err);
+        if (s == DPD_E_UNSUPPORTED) s = DPD_OK, memset(r->mom, 0, 2 * np * sizeof *r->mom); /* moments restart on resume */
+    }
+    return s;
+}
+
+/* The end of a run that stopped early: last.safetensors describes where (resumable), or a run
+ * directory made by this process that has no completed epoch is removed. */
+static void stopped(run *r, state *st, dpd_status s, const char *msg) {
+    dpd_error ignore = {0};
+    dpd_event e = {.type = DPD_EV_RUN_ENDED, .epoch = st->epoch, .status = s, .message = msg,
+                   .outcome = s == DPD_E_ABORTED ? "cancelled" : s == DPD_E_DIVERGED ? "diverged" : "failed"};
+    if (!r->rd.dir[0]) return;
+    if (r->rd.created && st->epoch == 0) {
+        emit(r, &e, 0);
+        dpd_run_remove(&r->rd);
+        return;
+    }
+    if (s == DPD_E_ABORTED && r->ses && !sync(r, st, &ignore)) (void)save_last(r, st, &ignore);
+    emit(r, &e, 1);
+    (void)dpd_run_write(&r->rd, "events.jsonl", &r->rd.events, &ignore);
+}
+
+static dpd_status check_paths(const dpd_train_cfg *in, dpd_error *err) {
+    struct stat sb;
+    if (in->resume[0] && stat(in->resume, &sb))
+        return dpd_fail(err, DPD_E_IO, "resume: %s does not exist", in->resume);
+    if (!in->resume[0] && stat(in->data, &sb)) return dpd_fail(err, DPD_E_IO, "data: %s does not exist", in->data);
+    if (!in->resume[0] && in->pa[0] && stat(in->pa, &sb)) return dpd_fail(err, DPD_E_IO, "pa: %s does not exist", in->pa);
+    return DPD_OK;
+}
+
+dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_train_result *res, dpd_error *err) {
     dpd_train_cfg cfg = *in;
     run r;
     memset(&r, 0, sizeof r);
     memset(res, 0, sizeof *res);
-    r.c = &cfg;
-    state st = {.best_epoch = -1, .lr = cfg.lr};
-    dpd_status s;
+    r.c = &cfg, r.fn = fn, r.user = user;
+    state st = {.lr = cfg.lr};
+    dpd_status s = check_paths(in, err);
+    if (s) return s;
     if (in->resume[0]) {
-        if ((s = cfg_load(in->resume, &cfg, err))) return s;
+        snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
+        if ((s = read_config(in->resume, &cfg, err))) return s;
+        if (cfg.ls)
+            return dpd_fail(err, DPD_E_INVAL, "resume: %s is a least-squares fit (one pass, nothing to continue); "
+                            "fit it again instead", in->resume);
         if (in->epochs > 0) cfg.epochs = in->epochs;
-        snprintf(r.dir, sizeof r.dir, "%s", in->resume);
+        cfg.threads = in->threads, cfg.provider[0] = 0;
+        snprintf(cfg.kernels, sizeof cfg.kernels, "%s", in->kernels);
+        snprintf(cfg.provider, sizeof cfg.provider, "%s", in->provider);
     }
-    if ((s = check_cfg(&cfg, err)) || (s = setup(&r, err))) goto done;
+    char pa_copy[4200];
+    snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
+    if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
     if (in->resume[0]) {
         if ((s = load_last(&r, &st, err))) goto done;
         if (st.epoch >= cfg.epochs) {
-            s = dpd_fail(err, DPD_E_INVAL, "%s: already trained %d of %d epochs (pass a larger --epochs)",
-                         r.dir, st.epoch, cfg.epochs);
+            s = dpd_fail(err, DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger --epochs)",
+                         r.rd.dir, st.epoch, cfg.epochs);
+            snprintf(err->field, sizeof err->field, "epochs");
             goto done;
         }
-        char path[4200];
-        snprintf(path, sizeof path, "%s/history.csv", r.dir);
-        header(&r.hist, &r);
-        text_inherit(&r.hist, path, st.epoch, 1);
-        snprintf(path, sizeof path, "%s/events.jsonl", r.dir);
-        text_inherit(&r.events, path, st.epoch, 0);
-        text_add(&r.events, "{\"type\":\"progress\",\"epoch\":%d,\"note\":\"resumed\"}\n", st.epoch);
+        r.rd.delta = delta_cols(&r);
+        dpd_run_header(&r.rd.hist, r.rd.delta);
+        dpd_run_inherit(&r.rd, st.epoch);
     } else {
         dpd_rng_seed(&r.rng, cfg.seed);
         dpd_model_init(r.m, &r.rng);
-        if ((s = make_dir(&r, err))) goto done;
-        header(&r.hist, &r);
     }
-    json_t *cj = cfg_json(&cfg, r.ds.name, r.id, dpd_model_nparams(r.m));
-    char *ctext = json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(cj);
-    text ct = {ctext, ctext ? strlen(ctext) : 0, 0};
-    s = ctext ? write_text(&r, "config.json", &ct, err) : dpd_fail(err, DPD_E_NOMEM, "config.json");
-    free(ctext);
-    if (s) goto done;
-    if (r.ds.warning[0])
-        event_message(&r.events, "warning", st.epoch, r.ds.warning);
-    if ((s = pick_provider(&r, &st, err))) goto done;
-    double t0 = now() - st.elapsed * 60.0;
-    text best = {0};
-    for (int e = st.epoch; e < cfg.epochs; e++) {
+    if ((s = open_sessions(&r, err))) goto done;
+    if (in->resume[0]) {
+        size_t np = dpd_model_nparams(r.m);
+        if ((s = dpd_session_upload(r.ses, r.m, err))) goto done;
+        s = dpd_session_set_state(r.ses, r.mom, r.mom + np, st.step, err);
+        if (s == DPD_E_UNSUPPORTED) s = DPD_OK;
+        if (s) goto done;
+    } else {
+        if ((s = make_dir(&r, err))) goto done;
+        r.rd.delta = delta_cols(&r);
+        dpd_run_header(&r.rd.hist, r.rd.delta);
+    }
+    if ((s = write_config(&r, err))) goto done;
+    r.t0 = now() - st.elapsed * 60.0, r.last_note = now();
+    dpd_event ev = {.type = DPD_EV_RUN_STARTED, .epoch = st.epoch + 1, .provider = r.prov_used, .resumed = in->resume[0] != 0};
+    int cancel = emit(&r, &ev, 1);
+    if (r.ds.warning[0]) {
+        dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = r.ds.warning};
+        cancel |= emit(&r, &w, 1);
+    }
+    if (cancel) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");
+    dpd_text best = {0};
+    const double th[2] = {cfg.model.thx, cfg.model.thh};
+    for (int e = st.epoch; e < cfg.epochs && !s; e++) {
         double tl = 0, vl[2];
         dpd_metrics m[2];
-        double lr = r.opt.lr;
-        if ((s = cfg.ls ? ls_epoch(&r, &tl, err) : epoch_train(&r, e, fn, user, &tl, err))) break;
-        for (int k = 0; k < 2 && !s; k++) s = eval_split(&r, r.m, &r.ev[k], &vl[k], &m[k], err);
-        if (s) break;
-        double minutes = (now() - t0) / 60.0;
+        double lr = st.lr;
+        long long z[4];
+        if ((s = cfg.ls ? ls_epoch(&r, &tl, err) : epoch_train(&r, &st, &tl, err))) break;
+        for (int k = 0; k < 2 && !s; k++) {
+            s = dpd_eval_run(&r.ev[k], r.ses, cfg.batch_eval, &r.ds.spec, cfg.evm_fs, err);
+            if (!s) s = dpd_session_zeros(r.ses, z, err);
+            for (int i = 0; i < 4; i++) st.dz[i] += z[i];
+            vl[k] = r.ev[k].loss, m[k] = r.ev[k].m;
+        }
+        if (s || (s = sync(&r, &st, err))) break;
+        double minutes = (now() - r.t0) / 60.0;
         dpd_sparsity sp = {0};
-        dpd_model_sparsity(r.m, &sp, 1); /* over this epoch's train, val and test passes */
+        dpd_model_sparsity(r.m, st.dz, &sp); /* over this epoch's train, val and test passes */
+        memset(st.dz, 0, sizeof st.dz);
         double sel = r.pa ? m[0].aclr_avg : m[0].nmse; /* selection metric, reference §4.3 */
         int improved = e == 0 || sel < (r.pa ? st.best_val.aclr_avg : st.best_val.nmse);
-        history_row(&r.hist, &r, e, minutes, lr, tl, vl, m, &sp);
-        event_metric(&r.events, e, tl, vl, m, lr, improved);
-        if ((s = write_text(&r, "history.csv", &r.hist, err))) break;
+        size_t np = dpd_model_nparams(r.m) + (r.pa ? dpd_model_nparams(r.pa) : 0); /* cascade, as OpenDPD */
+        dpd_run_row(&r.rd.hist, e + 1, cfg.epochs, minutes, lr, cfg.batch, np, cfg.frame, cfg.model.family,
+                    cfg.model.hidden, th, r.rd.delta ? &sp : NULL, tl, vl, m);
+        if ((s = dpd_run_write(&r.rd, "history.csv", &r.rd.hist, err))) break;
         if (improved) {
-            st.best_epoch = e, st.best_val = m[0], st.best_test = m[1];
+            st.best_epoch = e + 1, st.best_val = m[0], st.best_test = m[1];
             best.n = 0;
-            header(&best, &r);
-            history_row(&best, &r, e, minutes, lr, tl, vl, m, &sp);
-            if ((s = write_text(&r, "best.csv", &best, err)) || (s = save_best(&r, e, &m[0], &m[1], err)))
+            dpd_run_header(&best, r.rd.delta);
+            dpd_run_row(&best, e + 1, cfg.epochs, minutes, lr, cfg.batch, np, cfg.frame, cfg.model.family,
+                        cfg.model.hidden, th, r.rd.delta ? &sp : NULL, tl, vl, m);
+            if ((s = dpd_run_write(&r.rd, "best.csv", &best, err)) || (s = save_best(&r, e + 1, &m[0], &m[1], err)))
                 break;
-            text_add(&r.events, "{\"type\":\"artifact\",\"epoch\":%d,\"path\":\"best.safetensors\"}\n", e);
         }
-        if (cfg.lr_schedule) r.opt.lr = dpd_plateau_step(&r.plat, sel, r.opt.lr);
-        st.epoch = e + 1, st.lr = r.opt.lr, st.elapsed = minutes;
-        if ((s = save_last(&r, &st, err)) || (s = write_text(&r, "events.jsonl", &r.events, err))) break;
-        if (fn) {
-            dpd_progress p = {.epoch = e, .epochs = cfg.epochs, .epoch_done = 1, .train_loss = tl,
-                              .val_loss = vl[0], .lr = lr, .val = m[0], .test = m[1],
-                              .improved = improved, .elapsed = minutes * 60};
-            fn(user, &p);
+        if (cfg.lr_schedule) st.lr = dpd_plateau_step(&r.plat, sel, st.lr);
+        st.epoch = e + 1, st.elapsed = minutes;
+        if ((s = save_last(&r, &st, err))) break;
+        dpd_event ee = {.type = DPD_EV_EPOCH, .epoch = e + 1, .train_loss = tl, .val_loss = vl[0], .test_loss = vl[1],
+                        .lr = lr, .val = m[0], .test = m[1], .improved = improved, .val_eval = &r.ev[0],
+                        .sparsity = sp, .elapsed = minutes * 60};
+        cancel = emit(&r, &ee, 1);
+        if (improved) {
+            dpd_event ck = {.type = DPD_EV_CHECKPOINT, .epoch = e + 1, .path = "best.safetensors"};
+            cancel |= emit(&r, &ck, 1);
         }
+        dpd_event cl = {.type = DPD_EV_CHECKPOINT, .epoch = e + 1, .path = "last.safetensors"};
+        cancel |= emit(&r, &cl, 1);
+        if ((s = dpd_run_write(&r.rd, "events.jsonl", &r.rd.events, err))) break;
+        if (cancel && e + 1 < cfg.epochs) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");
     }
-    free(best.s);
+    dpd_text_free(&best);
     if (!s) {
-        snprintf(res->run_dir, sizeof res->run_dir, "%s", r.dir);
+        dpd_event end = {.type = DPD_EV_RUN_ENDED, .epoch = st.epoch, .status = DPD_OK, .outcome = "completed"};
+        emit(&r, &end, 1);
+        s = dpd_run_write(&r.rd, "events.jsonl", &r.rd.events, err);
+    }
+    if (!s) {
+        snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
         res->epochs = st.epoch, res->best_epoch = st.best_epoch;
         res->val = st.best_val, res->test = st.best_test;
         res->dpd = r.pa != NULL;
         snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
-    } else if (r.dir[0]) {
-        event_message(&r.events, "error", st.epoch, err ? err->msg : "");
-        dpd_error ignore;
-        (void)write_text(&r, "events.jsonl", &r.events, &ignore);
-        snprintf(res->run_dir, sizeof res->run_dir, "%s", r.dir);
+    } else {
+        stopped(&r, &st, s, err ? err->msg : "");
+        if (r.rd.dir[0]) snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
     }
 done:
     run_free(&r);

@@ -19,8 +19,21 @@ expect() {
 }
 # field NAME FILE: the number after "NAME": in a one-line JSON file (first occurrence after an anchor)
 num() { sed -n "s/.*\"$1\":{[^}]*\"$2\":\(-*[0-9.]*\).*/\1/p" "$3"; }
+# isjson FILE: FILE holds exactly one valid JSON document
+isjson() { python3 -c 'import json,sys; json.load(sys.stdin)' <"$1" 2>/dev/null; }
+# jq1 FILE EXPR: a Python expression on the JSON document j of FILE is true
+jq1() { python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(0 if ($2) else 1)" <"$1" 2>/dev/null; }
 # data region of a safetensors file (weights and optimizer state, without the metadata)
 data() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1"; }
+
+# --- --help and -h: usage on stdout, exit 0, for every verb ---
+for v in synth eval train-pa train-dpd fit-ls run providers parity pack config models bench "bench train"; do
+    for h in --help -h; do
+        "$DPD" $v $h >"$T/out" 2>"$T/err"; rc=$?
+        check '[ $rc -eq 0 ] && grep -q "usage" "$T/out"' "dpd $v $h: exit $rc (want 0) with the usage on stdout ($(head -c 200 "$T/err"))"
+    done
+done
+check '"$DPD" --help | grep -q "train-pa"' "dpd --help lists the verbs"
 
 # --- synth ---
 "$DPD" synth --out "$T/a" --seed 5 >/dev/null && "$DPD" synth --out "$T/b" --seed 5 >/dev/null \
@@ -39,6 +52,7 @@ expect 2 "needs --out" "$DPD" synth
 "$DPD" eval --data "$T/a" --split test --json >"$T/ev.json" 2>"$T/err"
 check 'grep -q "^{\"dataset\":\"a\",\"split\":\"test\".*\"output_aclr\":{\"L\":.*\"linear_gain\":{\"NMSE\":" "$T/ev.json" && [ "$(wc -l < "$T/ev.json")" -eq 1 ]' \
     "eval --json: one object with output_aclr and linear_gain"
+check 'isjson "$T/ev.json" && jq1 "$T/ev.json" "j[\"linear_gain\"][\"NMSE\"] < -5 and \"status\" not in j[\"linear_gain\"]"' "eval --json is valid JSON, computed metrics have no status entry"
 expect 2 "--split val|test" "$DPD" eval --data "$T/a" --split train
 expect 1 "spec.json" "$DPD" eval --data "$T/nonexistent" --split val
 printf 'I,Q\n1,2\n3,x\n' >"$T/b/val_input.csv"
@@ -54,10 +68,11 @@ check 'for f in config.json history.csv best.csv best.safetensors last.safetenso
     "train-pa: run directory holds every file"
 check '[ "$(wc -l < "$D1/history.csv")" -eq 4 ] && head -1 "$D1/history.csv" | grep -q "^EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,VAL_LOSS,VAL_NMSE,"' \
     "train-pa: history.csv has OpenDPD's columns and one row per epoch"
-check 'grep -q "\"epochs\":3,\"best_epoch\":[0-2],\"val\":{\"NMSE\":.*\"ACLR_AVG\":.*\"test\":{\"NMSE\":" "$T/r1.json"' \
-    "train-pa --json summary keys"
-check '[ "$(grep -c "\"type\":\"metric\"" "$D1/events.jsonl")" -eq 3 ]' "events.jsonl: one metric event per epoch"
-check 'grep -q "epoch 3/3 train_loss" "$T/r1.err"' "train-pa: one plain progress line per epoch when stderr is not a terminal"
+check 'grep -q "\"epochs\":3,\"best_epoch\":[1-3],\"val\":{\"NMSE\":.*\"ACLR_AVG\":.*\"test\":{\"NMSE\":" "$T/r1.json" && isjson "$T/r1.json"' \
+    "train-pa --json summary keys, best_epoch 1-based"
+check '[ "$(grep -c "\"type\":\"epoch\"" "$D1/events.jsonl")" -eq 3 ] && grep -q "\"type\":\"epoch\",\"epoch\":1," "$D1/events.jsonl"' "events.jsonl: one epoch event per epoch, from epoch 1"
+check 'grep -q "^epoch 1/3 train_loss" "$T/r1.err" && grep -q "^epoch 3/3 train_loss" "$T/r1.err" && [ "$(grep -c "^epoch [0-9]*/3 train_loss" "$T/r1.err")" -eq 3 ] && ! grep -q "^epoch 0/" "$T/r1.err"' \
+    "train-pa: one plain progress line per epoch when stderr is not a terminal, epochs 1..3"
 check '! ls "$D1" | grep -q tmp' "train-pa: no temporary files left"
 run --epochs 3 --out "$T/r2" >/dev/null 2>&1
 D2="$T/r2/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
@@ -80,8 +95,21 @@ check 'cmp -s "$D1/best.safetensors" "$D3/best.safetensors" && [ "$(wc -l < "$D3
 check 'grep -q "\"epochs\":3" "$T/r3.json"' "resume --json summary"
 expect 2 "cannot change a resumed run" "$DPD" train-pa --resume "$D3" --hidden 9
 expect 2 "already trained 3 of 3" "$DPD" train-pa --resume "$D3"
-expect 1 "not known" "$DPD" train-pa --data "$T/a" --model nosuch --epochs 1 --out "$T/r4"
+expect 2 "dpd: --model: 'nosuch' is not one of gru," "$DPD" train-pa --data "$T/a" --model nosuch --epochs 1 --out "$T/r4"
 expect 2 "unknown preset" "$DPD" train-pa --data "$T/a" --preset medium
+"$DPD" train-pa --data "$T/nosuch" --epochs 1 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -ne 0 ] && grep -qF "$T/nosuch" "$T/err" && [ ! -e "$T/r4" ]' "train-pa --data with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" train-pa --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-pa --resume with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" train-dpd --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-dpd --resume with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
+expect 2 "dpd: --hidden: 100000" "$DPD" train-pa --data "$T/a" --hidden 100000 --epochs 1 --out "$T/r4"
+expect 2 "dpd: --batch-eval: " "$DPD" train-pa --data "$T/a" --batch-eval 0 --epochs 1 --out "$T/r4"
+check '[ ! -e "$T/r4" ]' "refused runs leave no run directory"
+run --epochs 1 --model GRU --out "$T/up" >/dev/null 2>"$T/err"
+run --epochs 1 --model gru --out "$T/lo" >/dev/null 2>&1
+check 'cmp -s "$T/up/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors" "$T/lo/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors"' \
+    "model names are case-insensitive: --model GRU trains the gru run ($(tail -n 1 "$T/err"))"
 expect 2 "fewer than one frame" "$DPD" train-pa --data "$T/a" --frame 99999 --epochs 1 --out "$T/r4"
 head -c 100 "$D1/best.safetensors" >"$T/trunc.safetensors"
 expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" eval --data "$T/a" --split val --model "$T/trunc.safetensors"
@@ -97,6 +125,8 @@ for fam in gru dgru lstm tres_gru tres_deltagru deltagru rvtdcnn vdlstm pgjanet 
     check '[ -n "$nm" ]' "train-pa --model $fam: one epoch, finite NMSE ($(tail -n 1 "$T/err"))"
 done
 "$DPD" models >"$T/models.txt"
+"$DPD" models --json >"$T/models.json"
+check 'jq1 "$T/models.json" "len(j) == 14 and j[0][\"family\"] == \"gru\""' "dpd models --json: 14 families"
 check '[ "$(grep -c "" "$T/models.txt")" -eq 15 ] && grep -q "^tres_deltagru  *15  *1  *999 " "$T/models.txt"' "dpd models lists the 14 families with sizes"
 
 # --- train-dpd through the frozen PA of r1 ---
@@ -107,7 +137,7 @@ check '[ -s "$E1/best.safetensors" ] && [ -s "$E1/pa.safetensors" ]' "train-dpd:
 check 'grep -q "\"no_dpd\":{\"NMSE\":.*\"ACLR_AVG\"" "$T/d1.json" && grep -q "\"test\":{\"NMSE\":" "$T/d1.json"' "train-dpd --json has val, test and no_dpd"
 data "$D1/best.safetensors" >"$T/pa.data"
 check 'data "$E1/pa.safetensors" | cmp -s - "$T/pa.data"' "the frozen PA's weights are bitwise unchanged after DPD training"
-check 'sed -n 2p "$E1/history.csv" | grep -q "^0,2,[0-9.]*,0.00500000,32,341,40,gru,5,"' "DPD history: N_PARAM counts PA + DPD (194 + 147)"
+check 'sed -n 2p "$E1/history.csv" | grep -q "^1,2,[0-9.]*,0.00500000,32,341,40,gru,5,"' "DPD history: epoch 1 first, N_PARAM counts PA + DPD (194 + 147)"
 drun --epochs 1 --out "$T/d2" >/dev/null 2>&1
 E2="$T/d2/a/train_dpd/PA_S_3_M_GRU_H_6_F_40/DPD_S_3_M_GRU_H_5_F_40_P_147"
 "$DPD" train-dpd --resume "$E2" --epochs 2 >/dev/null 2>&1
@@ -150,23 +180,23 @@ check 'grep -q "\"no_dpd\":{" "$T/ld.json" && awk "BEGIN { exit !($(num test ACL
 check '[ "$(num model NMSE "$T/le.json")" = "$nm" ]' "eval --model on a least-squares checkpoint reproduces its test NMSE"
 expect 2 "--pa PA exactly when the target is dpd" "$DPD" fit-ls --data "$T/a" --kind mp --target dpd
 expect 2 "--kind mp|gmp" "$DPD" fit-ls --data "$T/a" --kind volterra
-expect 2 "need 1 <= --K <= 16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"
+expect 2 "dpd: --K: 0 is out of range 1..16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"
 
 # --- eval of the cascade, and dpd run ---
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" --json >"$T/ce.json" 2>/dev/null
 check '[ "$(num dpd ACLR_AVG "$T/ce.json")" = "$(num test ACLR_AVG "$T/d1.json")" ] && [ "$(num no_dpd ACLR_AVG "$T/ce.json")" = "$(num no_dpd ACLR_AVG "$T/d1.json")" ]' \
     "eval --pa RUN --model RUN reproduces train-dpd's test and no-DPD ACLR"
-# maxdev A B: largest |I_dpd - I_dpd'| and |Q_dpd - Q_dpd'| over max |output|, from two run CSVs
-maxdev() { paste -d, "$1" "$2" | tail -n +2 | awk -F, '{for(k=3;k<=4;k++){d=$k-$(k+4); if(d<0)d=-d; if(d>m)m=d; a=$k<0?-$k:$k; if(a>r)r=a}} END {printf "%.3g", m/r}'; }
+# maxdev A B: largest |I - I'| and |Q - Q'| of the outputs over max |output|, from two run CSVs (I,Q,I_in,Q_in)
+maxdev() { paste -d, "$1" "$2" | tail -n +2 | awk -F, '{for(k=1;k<=2;k++){d=$k-$(k+4); if(d<0)d=-d; if(d>m)m=d; a=$k<0?-$k:$k; if(a>r)r=a}} END {printf "%.3g", m/r}'; }
 "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/ex.csv" --exact 2>/dev/null
 "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/se.csv" --section 1000 2>/dev/null
-check '[ "$(wc -l < "$T/ex.csv")" -eq 7681 ] && head -1 "$T/ex.csv" | grep -qx "I,Q,I_dpd,Q_dpd" && [ "$(sed -n 2p "$T/ex.csv" | cut -d, -f1,2)" = "$(sed -n 2p "$T/a/test_input.csv")" ]' \
-    "run: CSV output keeps OpenDPD's columns and the input values"
+check '[ "$(wc -l < "$T/ex.csv")" -eq 7681 ] && head -1 "$T/ex.csv" | grep -qx "I,Q,I_in,Q_in" && [ "$(sed -n 2p "$T/ex.csv" | cut -d, -f3,4)" = "$(sed -n 2p "$T/a/test_input.csv")" ]' \
+    "run: CSV output is the predistorted I,Q then the input I_in,Q_in, with the input values kept"
 dev=$(maxdev "$T/ex.csv" "$T/se.csv")
 check 'awk "BEGIN { exit !($dev <= 1e-5) }"' "run: sectioned vs exact deviation $dev > 1e-5"
 perl -e 'open(F, "<", $ARGV[0]); <F>; while (<F>) { chomp; my @v = split /,/; print pack("f<f<", $v[0], $v[1]); }' "$T/a/test_input.csv" >"$T/in.cf32"
 "$DPD" run --model "$E1/best.safetensors" --input "$T/in.cf32" --output "$T/out.cf32" --exact 2>/dev/null
-check '[ "$(wc -c < "$T/out.cf32")" -eq 61440 ] && [ "$(perl -e "open(F,q(<),q($T/out.cf32)); read(F,\$b,8); printf(q(%.9g,%.9g), unpack(q(f<f<),\$b))")" = "$(sed -n 2p "$T/ex.csv" | cut -d, -f3,4)" ]' \
+check '[ "$(wc -c < "$T/out.cf32")" -eq 61440 ] && [ "$(perl -e "open(F,q(<),q($T/out.cf32)); read(F,\$b,8); printf(q(%.9g,%.9g), unpack(q(f<f<),\$b))")" = "$(sed -n 2p "$T/ex.csv" | cut -d, -f1,2)" ]' \
     "run: .cf32 in and out, same values as the CSV path"
 head -c 13 "$T/in.cf32" >"$T/odd.cf32"
 expect 1 "13 bytes is not a whole number" "$DPD" run --model "$E1/best.safetensors" --input "$T/odd.cf32" --output "$T/bad.cf32"
@@ -179,16 +209,72 @@ expect 1 "not a valid checkpoint" "$DPD" run --model "$T/a/spec.json" --input "$
 expect 2 "input's format" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/x.cf32"
 check '[ ! -e "$T/bad.csv" ]' "run: no output file after errors"
 
+# --- eval checks a checkpoint's metadata: kind (PA or DPD) and dataset ---
+expect 2 "is a DPD checkpoint" "$DPD" eval --data "$T/a" --split test --pa "$E1/best.safetensors" --model "$D1"
+expect 2 "both --pa and --model" "$DPD" eval --data "$T/a" --split test --pa "$E1/best.safetensors" --model "$E1/best.safetensors"
+expect 2 "both --pa and --model" "$DPD" eval --data "$T/a" --split test --pa "$D1" --model "$D1"
+expect 2 "is a DPD checkpoint" "$DPD" eval --data "$T/a" --split test --model "$E1"
+"$DPD" eval --data "$T/other" --split test --model "$D1" --json >"$T/ow.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "trained on dataset .a., not .other." "$T/err" && isjson "$T/ow.json"' \
+    "eval of a checkpoint trained on another dataset: a warning, not a refusal (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" eval --data "$T/a" --split test --pa "$D1" --model "$E1" --json >"$T/ce2.json" 2>"$T/err"
+check 'cmp -s "$T/ce.json" "$T/ce2.json"' "eval --pa PA_RUN --model DPD_RUN equals --pa DPD_RUN --model DPD_RUN ($(head -c 200 "$T/err"))"
+
+# --- run -> run and run -> eval chains: the output's I,Q is the processed signal ---
+"$DPD" run --model "$E1" --input "$T/a/test_input.csv" --output "$T/c1.csv" --exact 2>/dev/null
+"$DPD" run --model "$D1" --input "$T/c1.csv" --output "$T/c2.csv" --exact 2>"$T/err"
+"$DPD" run --model "$D1" --input "$T/out.cf32" --output "$T/c2.cf32" --exact 2>/dev/null
+check '[ "$(wc -l < "$T/c2.csv")" -eq 7681 ] && [ "$(perl -e "open(F,q(<),q($T/c2.cf32)); seek(F,8*100,0); read(F,\$b,8); printf(q(%.9g,%.9g), unpack(q(f<f<),\$b))")" = "$(sed -n 102p "$T/c2.csv" | cut -d, -f1,2)" ] && [ "$(sed -n 102p "$T/c2.csv" | cut -d, -f3,4)" = "$(sed -n 102p "$T/c1.csv" | cut -d, -f1,2)" ]' \
+    "run -> run (a DPD run directory, then its PA) chains the same through CSV as through .cf32 ($(head -c 200 "$T/err"))"
+# the DPD run in sections of one eval segment from zero state, then eval of the PA model on that:
+# the ACLR of PA(DPD(x)) as eval --pa computes it
+"$DPD" run --model "$E1" --input "$T/a/test_input.csv" --output "$T/seg.csv" --section 2560 --warmup 0 --lookahead 0 2>/dev/null
+# (dataset CSVs must have exactly the columns I,Q: the run output's first two columns are taken)
+mkdir -p "$T/chain" && cp "$T/a/"* "$T/chain/" && cut -d, -f1,2 "$T/seg.csv" >"$T/chain/test_input.csv"
+"$DPD" eval --data "$T/chain" --split test --model "$D1" --json >"$T/chain.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && awk "BEGIN { d = $(num model ACLR_AVG "$T/chain.json") - ($(num dpd ACLR_AVG "$T/ce.json")); exit !(d < 1e-3 && d > -1e-3) }"' \
+    "run -> eval: a dataset whose input is a run's CSV output evaluates, ACLR as eval --pa (exit $rc: $(head -c 300 "$T/err"))"
+perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 9**9**9, 0.5, 0.6)' >"$T/inf.cf32"
+perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 0.4, 0.5) . pack("L<", 0x7fc00000)' >"$T/nan.cf32"
+expect 1 "inf.cf32: sample 1" "$DPD" run --model "$E1" --input "$T/inf.cf32" --output "$T/bad.cf32"
+expect 1 "nan.cf32: sample 2" "$DPD" run --model "$E1" --input "$T/nan.cf32" --output "$T/bad.cf32"
+check '[ ! -e "$T/bad.cf32" ]' "run: a non-finite .cf32 sample leaves no output"
+expect 1 "compared nothing" "$DPD" parity --model "$D1" --data "$T/a" --providers cpu
+"$DPD" parity --model "$D1" --data "$T/a" --providers cpu --json >"$T/par1.json" 2>/dev/null; rc=$?
+check '[ $rc -eq 1 ] && isjson "$T/par1.json" && jq1 "$T/par1.json" "j[\"compared\"] == 0"' "parity --json with one provider: valid JSON, compared 0, exit 1 (got $rc)"
+"$DPD" parity --model "$D1" --data "$T/a" --providers cpu,cpu --json >"$T/par2.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && jq1 "$T/par2.json" "j[\"compared\"] == 1 and j[\"providers\"][1][\"max_abs\"] == 0"' "parity cpu,cpu compares one pair, exactly (exit $rc: $(head -c 200 "$T/err"))"
+
+# --- metrics that cannot be computed: null in JSON with the status and reason, n/a in text ---
+mkdir -p "$T/z" && cp "$T/a/"* "$T/z/"
+for f in train val test; do awk -F, 'NR == 1 { print; next } { print "0,0" }' "$T/a/${f}_output.csv" >"$T/z/${f}_output.csv"; done
+"$DPD" eval --data "$T/z" --split test --model "$D1" --json >"$T/z.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && isjson "$T/z.json" && jq1 "$T/z.json" "j[\"output_aclr\"][\"AVG\"] is None and len(j[\"output_aclr\"][\"status\"][\"AVG\"][\"reason\"]) > 0 and j[\"model\"][\"NMSE\"] is None and j[\"model\"][\"status\"][\"NMSE\"][\"status\"] == \"invalid\" and j[\"linear_gain\"][\"NMSE\"] is None"' \
+    "eval --json on an all-zero PA output: valid JSON, null metrics with status and reason (exit $rc: $(head -c 300 "$T/z.json") $(head -c 200 "$T/err"))"
+"$DPD" eval --data "$T/z" --split test --model "$D1" >"$T/z.txt" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && grep -q "n/a (" "$T/z.txt"' "eval text on an all-zero PA output prints n/a (reason) (exit $rc)"
+mkdir -p "$T/h" && cp "$T/a/spec.json" "$T/h/"
+for f in train val test; do for d in input output; do head -n 101 "$T/a/${f}_$d.csv" >"$T/h/${f}_$d.csv"; done; done
+"$DPD" eval --data "$T/h" --split val --model "$D1" --json >"$T/h.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && isjson "$T/h.json" && jq1 "$T/h.json" "j[\"samples\"] == 100 and j[\"model\"][\"NMSE\"] is None and j[\"model\"][\"status\"][\"NMSE\"][\"status\"] == \"not_applicable\" and j[\"output_aclr\"][\"L\"] is None"' \
+    "eval --json on a 100-row dataset: valid JSON, metrics not_applicable (exit $rc: $(head -c 300 "$T/h.json") $(head -c 200 "$T/err"))"
+"$DPD" eval --data "$T/h" --split test >"$T/h.txt" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && grep -q "n/a (" "$T/h.txt"' "eval text on a 100-row dataset prints n/a (reason) (exit $rc)"
+"$DPD" train-pa --data "$T/h" --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 2 --out "$T/hr" --json >"$T/hr.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && isjson "$T/hr.json" && jq1 "$T/hr.json" "j[\"val\"][\"NMSE\"] is None and j[\"best_epoch\"] >= 1" && grep -q "^epoch 2/2 train_loss .* val NMSE n/a (" "$T/err"' \
+    "train-pa on a 100-row dataset: n/a metrics in the epoch lines, null in the JSON summary (exit $rc: $(tail -n 2 "$T/err"))"
+
 # --- settings, providers, runtime packs and the fallback cases (with the fault-injecting provider) ---
 FAKE=$(dirname "$DPD")/tests/libfake.so
 export XDG_CONFIG_HOME="$T/xdg/config" XDG_DATA_HOME="$T/xdg/data"
 PACKS="$XDG_DATA_HOME/dpd/packs"
 "$DPD" providers --json >"$T/prov.json"
+check 'isjson "$T/prov.json"' "dpd providers --json is valid JSON"
 check 'grep -q "\"active\":\"cpu\"" "$T/prov.json" && grep -q "\"workers\":[1-9]" "$T/prov.json"' "dpd providers --json: active cpu and the worker count"
 "$DPD" config set cpu_level low && "$DPD" config set gpu_memory high
 check '"$DPD" config show | grep -qx "cpu_level low" && "$DPD" config show | grep -qx "gpu_memory high"' "dpd config set/show"
 expect 2 "unknown setting 'colour'" "$DPD" config set colour blue
-expect 2 "must be auto, cpu or cuda" "$DPD" config set provider tpu
+expect 2 "must be auto, cpu or an installed pack's name" "$DPD" config set provider 'TPU!'
 printf '{"provider": 3' >"$XDG_CONFIG_HOME/dpd/config.json"
 expect 1 "config.json" "$DPD" providers
 rm "$XDG_CONFIG_HOME/dpd/config.json"
@@ -218,9 +304,9 @@ if [ -f "$FAKE" ]; then
     "$DPD" pack install "$T/lnk.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "symbolic link" "$T/err"' "a symbolic link in a pack is refused"
     cp -r "$T/p" "$T/extra" && echo hi >"$T/extra/lib/extra.txt" && tar -C "$T/extra" -czf "$T/extra.tar.gz" pack.json lib && sha256sum "$T/extra.tar.gz" | cut -d' ' -f1 >"$T/extra.tar.gz.sha256"
     "$DPD" pack install "$T/extra.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "not listed in pack.json" "$T/err"' "a file not in pack.json is refused"
-    mkpack "$T/p2" "$T/abi.tar.gz" 2
-    "$DPD" pack install "$T/abi.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "provider ABI version 2, this dpd speaks 1" "$T/err"' "a pack.json ABI mismatch is refused with both versions"
-    DPD_FAKE=abi "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "provider ABI version 999, dpd needs 1" "$T/err"' "a library ABI mismatch is refused ($(head -c 200 "$T/err"))"
+    mkpack "$T/p2" "$T/abi.tar.gz" 3
+    "$DPD" pack install "$T/abi.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "provider ABI version 3, this dpd speaks 2" "$T/err"' "a pack.json ABI mismatch is refused with both versions ($(head -c 200 "$T/err"))"
+    DPD_FAKE=abi "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "provider ABI version 999, dpd needs 2" "$T/err"' "a library ABI mismatch is refused ($(head -c 200 "$T/err"))"
     DPD_FAKE=crash ASAN_OPTIONS=handle_segv=0 "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "helper crashed (signal 11)" "$T/err"' "a crashing probe is refused, dpd itself survives"
     DPD_FAKE=hang DPD_PACK_TIMEOUT=2 "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "gave no answer within 2 s and was stopped" "$T/err"' "a hanging probe is stopped at the timeout and refused"
     DPD_FAKE=wrong "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "probe mismatch" "$T/err"' "a wrong probe result is refused"
@@ -271,7 +357,7 @@ if [ -f "$FAKE" ]; then
     DPD_FAKE=ok "$DPD" bench train --hidden 4 --batch 2 --frame 10 --steps 1 --provider cuda --json >"$T/bench.json" 2>&1
     check 'grep -q "\"provider\":\"cuda\".*\"ms_per_step\":[0-9]" "$T/bench.json"' "dpd bench train times steps through the chosen provider"
     DPD_FAKE=ok "$DPD" parity --model "$D1" --data "$T/a" --json >"$T/par.json" 2>/dev/null
-    check 'grep -q "\"provider\":\"cuda\".*\"max_abs\":0," "$T/par.json"' "dpd parity reports the deviation of each provider"
+    check 'isjson "$T/par.json" && jq1 "$T/par.json" "j[\"compared\"] == 1 and j[\"providers\"][1][\"provider\"] == \"cuda\" and j[\"providers\"][1][\"max_abs\"] == 0"' "dpd parity reports the deviation of each provider"
     # batch back-off: batches above 2 fail for memory; the run halves, remembers and finishes
     : >"$T/fake.log"
     DPD_FAKE=nomem:2 DPD_FAKE_LOG="$T/fake.log" "$DPD" run --model "$D1/best.safetensors" --input "$T/a/test_input.csv" \
@@ -307,6 +393,33 @@ else
         "the real cuda pack without a GPU: a clean fallback-case-4 refusal ($(head -c 300 "$T/err"))"
 fi
 unset XDG_CONFIG_HOME XDG_DATA_HOME
+
+# --- cancellation: SIGINT/SIGTERM stop a run cleanly (exit 130), and it resumes to the same end ---
+# waitfor FILE PATTERN: up to 60 s for a line matching PATTERN in FILE; 1 when it never came
+waitfor() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.1; done; }
+"$DPD" synth --out "$T/big" --seed 5 --length 384000 >/dev/null
+big() { "$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 2 --batch 32 --seed 3 --threads 2 "$@"; }
+# interrupted after the first epoch has completed (its history row is written), before the last
+big --epochs 3 --out "$T/sg" >/dev/null 2>"$T/sg.err" &
+pid=$!
+SG="$T/sg/big/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
+waitfor "$SG/history.csv" "^1,3," && kill -INT $pid
+wait $pid; rc=$?
+check '[ $rc -eq 130 ] && grep -qxF "dpd: cancelled; resume with: dpd train-pa --resume '"'$SG'"'" "$T/sg.err"' \
+    "SIGINT during train-pa: exit 130 and the exact resume command (exit $rc: $(tail -n 2 "$T/sg.err"))"
+check '[ -s "$SG/last.safetensors" ] && ! ls "$SG" | grep -q tmp' "a cancelled run leaves a consistent last.safetensors and no temporary files"
+"$DPD" train-pa --resume "$SG" >/dev/null 2>"$T/err"; rc=$?
+big --epochs 3 --out "$T/su" >/dev/null 2>&1
+data "$T/su/big/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/last.safetensors" >"$T/su.last"
+check '[ $rc -eq 0 ] && data "$SG/last.safetensors" | cmp -s - "$T/su.last"' \
+    "cancelled by SIGINT and resumed: last.safetensors data identical to an uninterrupted run (exit $rc: $(tail -n 1 "$T/err"))"
+# cancelled (SIGTERM) before the first epoch completes: nothing is written
+"$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 1 --batch 32 --epochs 1 --threads 1 --out "$T/sk" >/dev/null 2>"$T/sk.err" &
+pid=$!
+waitfor "$T/sk.err" "^dpd: training" && kill -TERM $pid
+wait $pid; rc=$?
+check '[ $rc -eq 130 ] && grep -q "cancelled before the first epoch completed; nothing was written" "$T/sk.err" && [ -z "$(ls -A "$T/sk/big/train_pa" 2>/dev/null)" ]' \
+    "SIGTERM before the first epoch: exit 130, nothing written, no run directory (exit $rc: $(tail -n 2 "$T/sk.err"))"
 
 # --- OpenDPD data: metrics and the quality floor ---
 DPA="$SHARED/data/opendpd/DPA_200MHz"

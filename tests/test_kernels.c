@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/kern.h"
+#include "kern/kern.h"
 #include "dpd/dpd.h"
 #include "models/rnn.h"
 

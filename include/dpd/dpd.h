@@ -1,10 +1,16 @@
 /* dpd — neural power-amplifier modeling and digital predistortion.
  *
- * The public C API of libdpd: statuses, datasets, RF metrics, models, checkpoints, training
- * and the synthetic data generator. The library never prints and never exits: every fallible
- * call returns a dpd_status (DPD_OK = 0) and fills a caller-owned dpd_error with a message that
- * names the file, line, field or value at fault. Functions are not thread-safe on one object
- * unless stated; distinct objects may be used from distinct threads.
+ * The public C API of libdpd, and the only one its front ends (the dpd command, the studio,
+ * bindings) use: statuses, datasets, RF metrics, model families and models, sessions (every
+ * computation on an execution provider), evaluation, training with typed events and
+ * cancellation, applying a model to a recording, checkpoints, providers, runtime packs,
+ * settings and the synthetic data generator. docs/api.md is the guide.
+ *
+ * The library never prints and never exits: every fallible call returns a dpd_status
+ * (DPD_OK = 0) and fills a caller-owned dpd_error with a message that names the file, line,
+ * field or value at fault. There are no process-global switches: threads and kernels are
+ * session options. Functions are not thread-safe on one object unless stated; distinct objects
+ * may be used from distinct threads.
  *
  * Legend for shapes: B batch, T time, H hidden, S segments, N segment length; IQ signals are
  * interleaved float pairs (..., 2) with channel 0 = I and 1 = Q. */
@@ -32,14 +38,18 @@ typedef enum dpd_status {
     DPD_E_NOMEM,       /* an allocation failed */
     DPD_E_UNSUPPORTED, /* a valid request this build cannot serve (unknown model family) */
     DPD_E_DEVICE,      /* an execution device failed */
-    DPD_E_ABORTED      /* the caller asked to stop */
+    DPD_E_ABORTED,     /* the caller asked to stop (an event callback returned non-zero) */
+    DPD_E_DIVERGED     /* training diverged: a loss is not finite */
 } dpd_status;
 
 /* Caller-owned error record. Every fallible call that takes one leaves status == the returned
- * status and a one-line message in msg (empty on success is not guaranteed; check the status). */
+ * status and a one-line message in msg (empty on success is not guaranteed; check the status).
+ * field names the configuration field at fault ("hidden"), "" when the error is not about one;
+ * front ends map it to their own names (the dpd command to --hidden). */
 typedef struct dpd_error {
     dpd_status status;
     char msg[1024];
+    char field[32];
 } dpd_error;
 
 /* Short name of a status ("ok", "invalid argument", ...). Never NULL. */
@@ -82,6 +92,13 @@ DPD_API DPD_CHECK dpd_status dpd_dataset_load(const char *dir, unsigned need, un
                                               dpd_dataset *ds, dpd_error *err);
 DPD_API void dpd_dataset_free(dpd_dataset *ds);
 
+/* Reads a CSV with a header line into out (rows, ncol) of doubles (malloc'd; caller frees).
+ * names[k] is the header name of output column k (other columns are ignored); with names NULL
+ * the file must have exactly ncol columns, taken in order. Non-numeric, non-finite, missing or
+ * extra fields, a missing header and an empty file are DPD_E_FORMAT naming the file and line. */
+DPD_API DPD_CHECK dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names,
+                                          double **out, size_t *rows, dpd_error *err);
+
 /* Target gain g = max|y_train| / max|x_train| (reference §5); 0 when the train split is empty. */
 DPD_API double dpd_dataset_gain(const dpd_dataset *ds);
 
@@ -101,9 +118,28 @@ DPD_API DPD_CHECK dpd_status dpd_segments(const double *iq, size_t n, int N, dou
 
 /* ---- metrics (reference §6, OpenDPD's legacy profile) ------------------------------------ */
 
+enum { DPD_NMSE = 0, DPD_EVM, DPD_ACLR_L, DPD_ACLR_R, DPD_ACLR_AVG, DPD_NMETRICS };
+
+/* Whether a metric could be computed: ok; invalid (the inputs make it meaningless, e.g. a silent
+ * reference); not_applicable (it does not apply, e.g. a split shorter than one segment, a band
+ * outside the spectrum, no reference signal). */
+typedef enum dpd_metric_status {
+    DPD_METRIC_OK = 0,
+    DPD_METRIC_INVALID,
+    DPD_METRIC_NOT_APPLICABLE
+} dpd_metric_status;
+
+/* The five metrics. A value whose status is not ok is NaN and reason says why; front ends print
+ * it as null (JSON) or "n/a (reason)". */
 typedef struct dpd_metrics {
     double nmse, evm, aclr_l, aclr_r, aclr_avg; /* dB, dB, dBc, dBc, dBc */
+    dpd_metric_status status[DPD_NMETRICS];
+    char reason[DPD_NMETRICS][96];
 } dpd_metrics;
+
+DPD_API const char *dpd_metric_name(int k);                    /* "NMSE", ..., "ACLR_AVG"; NULL out of range */
+DPD_API double dpd_metric_value(const dpd_metrics *m, int k);  /* m->nmse for DPD_NMSE, ... */
+DPD_API const char *dpd_metric_status_str(dpd_metric_status s); /* "ok", "invalid", "not_applicable" */
 
 /* Band bins in fftshift order (bin k <-> (k - N/2) * fs / N): main channel [left, right], each
  * sub-channel `len` bins. */
@@ -126,11 +162,19 @@ DPD_API DPD_CHECK dpd_status dpd_evm(const float *pred, const float *ref, int S,
 DPD_API DPD_CHECK dpd_status dpd_aclr(const float *sig, int S, int N, double fs, double bw,
                                       int n_sub, double *left, double *right, dpd_error *err);
 
-/* All five metrics of pred against ref with the spec's band plan. EVM uses evm_fs (pass
- * spec->fs for dpd's default, 800e6 for OpenDPD v2.0.0's logged value). */
+/* All five metrics of pred against ref with the spec's band plan, n of the S N samples real (the
+ * rest zero padding; n < N makes every metric not_applicable: the split is shorter than one
+ * segment). EVM uses evm_fs (0: spec->fs, dpd's default; 800e6 for OpenDPD v2.0.0's logged
+ * value). A metric that cannot be computed gets its status and reason (never a non-finite value
+ * with status ok); the call fails only for bad arguments (DPD_E_INVAL). */
 DPD_API DPD_CHECK dpd_status dpd_metrics_compute(const float *pred, const float *ref, int S, int N,
-                                                 const dpd_spec *spec, double evm_fs,
+                                                 size_t n, const dpd_spec *spec, double evm_fs,
                                                  dpd_metrics *m, dpd_error *err);
+
+/* The ACLR entries of one signal alone (a measured PA output); NMSE and EVM are not_applicable
+ * ("no reference signal"). Same statuses and failure rules as dpd_metrics_compute. */
+DPD_API DPD_CHECK dpd_status dpd_metrics_aclr(const float *sig, int S, int N, size_t n,
+                                              const dpd_spec *spec, dpd_metrics *m, dpd_error *err);
 
 /* ---- random numbers ---------------------------------------------------------------------- */
 
@@ -146,12 +190,12 @@ DPD_API double dpd_rng_normal(dpd_rng *r);           /* N(0, 1), Box-Muller, no 
 DPD_API uint64_t dpd_rng_below(dpd_rng *r, uint64_t n); /* uniform in [0, n), unbiased */
 DPD_API void dpd_rng_shuffle(dpd_rng *r, uint32_t *a, size_t n); /* Fisher-Yates */
 
-/* ---- models ------------------------------------------------------------------------------ */
+/* ---- model families and models ------------------------------------------------------- */
 
 typedef struct dpd_model dpd_model;
 
 typedef struct dpd_model_cfg {
-    char family[32]; /* "gru" */
+    char family[32]; /* "gru" (case-insensitive on input; stored lower-case) */
     int hidden;      /* H >= 1 (unused by the polynomial families: 1) */
     int layers;      /* >= 1 */
     int order;       /* polynomial families: nonlinearity orders K (|x|^0 .. |x|^(K-1)) */
@@ -160,6 +204,28 @@ typedef struct dpd_model_cfg {
     double thx, thh; /* delta families: input and hidden delta thresholds (0 = dense) */
     int units;       /* dvrjanet: DVR units K (0 = 3) */
 } dpd_model_cfg;
+
+/* A model family as `dpd models` lists it. */
+typedef struct dpd_family_info {
+    const char *name;   /* "gru" */
+    const char *tag;    /* run-id tag: "GRU" */
+    const char *params; /* parameter count formula */
+    const char *about;  /* one line */
+    int hidden;         /* default hidden size */
+    int max_layers;     /* 1 when the family has no layer count */
+    int poly;           /* 1: sized by order/memory/cross instead of hidden/layers */
+    int least_squares;  /* 1: fitted by least squares only (mp, gmp_ls) */
+    int delta;          /* 1: has delta thresholds and sparsity statistics */
+} dpd_family_info;
+
+/* The families in listing order: the count, and entry i (0 out of range). Names are matched
+ * case-insensitively by dpd_family_lookup (0 when unknown). */
+DPD_API int dpd_family_count(void);
+DPD_API int dpd_family_at(int i, dpd_family_info *out);
+DPD_API int dpd_family_lookup(const char *name, dpd_family_info *out);
+
+/* Parameter count of a configuration without building it (0 when it is not valid). */
+DPD_API size_t dpd_model_count(const dpd_model_cfg *c);
 
 /* One tensor of the parameter table: OpenDPD state-dict name and PyTorch shape. */
 typedef struct dpd_tensor {
@@ -170,8 +236,10 @@ typedef struct dpd_tensor {
     size_t numel;
 } dpd_tensor;
 
-/* Creates a model with zeroed parameters. DPD_E_UNSUPPORTED for an unknown family,
- * DPD_E_INVAL for a bad size. */
+/* A model is a family's parameter container: its configuration, its tensor table and one
+ * 64-byte-aligned parameter buffer. It computes nothing itself: sessions do (below).
+ * dpd_model_create gives zeroed parameters; DPD_E_UNSUPPORTED for an unknown family, DPD_E_INVAL
+ * for a bad size (err->field names the field). */
 DPD_API DPD_CHECK dpd_status dpd_model_create(const dpd_model_cfg *cfg, dpd_model **out,
                                               dpd_error *err);
 DPD_API void dpd_model_free(dpd_model *m);
@@ -180,63 +248,127 @@ DPD_API size_t dpd_model_nparams(const dpd_model *m);
 DPD_API int dpd_model_ntensors(const dpd_model *m);
 DPD_API const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i);
 DPD_API float *dpd_model_params(dpd_model *m); /* the one parameter buffer (nparams floats) */
-DPD_API float *dpd_model_grads(dpd_model *m);  /* same layout */
-
-/* ---- kernels ----------------------------------------------------------------------------- */
-
-/* Selects the CPU kernels for the whole process, before any model runs: "auto"/"fast" (the
- * best ISA this CPU has: avx512, avx2 or sse), one of those by name, or "ref" (the scalar
- * reference kernels). DPD_E_UNSUPPORTED when the CPU lacks the ISA. */
-DPD_API DPD_CHECK dpd_status dpd_kernels_select(const char *name, dpd_error *err);
-DPD_API const char *dpd_kernels_name(void);
-
-/* ---- threads ----------------------------------------------------------------------------- */
-
-/* A thread pool, created once and shared by models (the caller's thread counts as one). */
-typedef struct dpd_pool dpd_pool;
-DPD_API DPD_CHECK dpd_status dpd_pool_create(int threads, dpd_pool **out, dpd_error *err);
-DPD_API void dpd_pool_free(dpd_pool *p);
-
-/* Thread count of a --cpu-level name (low, balanced, high, max = 25/50/75/100 % of the logical
- * processors, rounded up, at least 1); 0 for an unknown name. */
-DPD_API int dpd_cpu_level_threads(const char *level);
-
-/* Runs m's batches on pool (NULL: the calling thread). Results are bit-identical for every
- * thread count: batches are cut into fixed chunks whose gradients are summed in order. Call
- * dpd_model_reserve again after changing the pool. */
-DPD_API void dpd_model_set_pool(dpd_model *m, dpd_pool *pool);
 
 /* OpenDPD's initialisation scheme (reference §3.1) drawn from dpd's RNG. */
 DPD_API void dpd_model_init(dpd_model *m, dpd_rng *rng);
 
-/* Temporal sparsity of the delta families (reference §3.7), accumulated over every forward pass
- * since the last reset: zeros of the thresholded input and hidden deltas. */
+/* Temporal sparsity of the delta families (reference §3.7) from skipped-update counters z =
+ * (zeros dx, numel dx, zeros dh, numel dh) gathered by dpd_session_zeros. */
 typedef struct dpd_sparsity {
     long long zeros_dx, numel_dx, zeros_dh, numel_dh;
     double sp_dx, sp_dh, sp_dv; /* SP_T_DX, SP_T_DH, SP_T_DV */
     double hw_param;            /* HW_PARAM: other params + RNN weights x (1 - SP_T_DV) */
 } dpd_sparsity;
 
-/* 0 for a family without delta statistics; otherwise fills s and, when reset, zeroes the
- * counters. */
-DPD_API int dpd_model_sparsity(dpd_model *m, dpd_sparsity *s, int reset);
+/* 0 for a family without delta statistics; otherwise fills s from z and returns 1. */
+DPD_API int dpd_model_sparsity(const dpd_model *m, const long long z[4], dpd_sparsity *s);
 
-/* Inference: x (B, T, 2) -> y (B, T, 2), every sequence from zero state. Reserves its own
- * workspace (grown on demand). */
-DPD_API DPD_CHECK dpd_status dpd_model_forward(dpd_model *m, const float *x, int B, int T,
-                                               float *y, dpd_error *err);
+/* Thread count of a cpu_level name (low, balanced, high, max = 25/50/75/100 % of the logical
+ * processors, rounded up, at least 1); 0 for an unknown name. */
+DPD_API int dpd_cpu_level_threads(const char *level);
 
-/* Backward after dpd_model_forward of the same x, B, T: dy (B, T, 2) -> the gradient buffer
- * (overwritten) and dx (B, T, 2) when non-NULL. The chain rule through a frozen model (a DPD
- * trained through a PA) uses this. */
-DPD_API DPD_CHECK dpd_status dpd_model_backward(dpd_model *m, const float *x, const float *dy,
-                                                int B, int T, float *dx, dpd_error *err);
+/* ---- sessions: every computation runs on an execution provider ------------------------------ */
 
-/* Training pass: forward, MSE loss over B*T*2 against target, backward into the gradient
- * buffer (overwritten, not accumulated). dx (B, T, 2) may be NULL. */
-DPD_API DPD_CHECK dpd_status dpd_model_train_step(dpd_model *m, const float *x, const float *tgt,
-                                                  int B, int T, double *loss, float *dx,
-                                                  dpd_error *err);
+/* String pairs: session options and checkpoint metadata. */
+typedef struct dpd_kv {
+    const char *key, *value;
+} dpd_kv;
+
+typedef struct dpd_session dpd_session;
+
+/* A session runs one model's configuration on one provider: inference, evaluation, training
+ * steps, DPD training through a frozen PA (dpd_session_chain). It holds its own copy of the
+ * weights (uploaded from m at creation), the optimizer moments and the device-resident splits;
+ * it does not keep m.
+ *
+ * Options (string key/value pairs; an unknown key or a bad value is DPD_E_INVAL naming it):
+ *   provider   auto (default: the settings' choice), cpu, or an installed pack's name (cuda)
+ *   device     device index on the provider (0)
+ *   max_batch  sequences per provider call (64); a batch that does not fit in device memory is
+ *              halved and retried, and the working size kept for the session
+ *   max_frame  samples per sequence reserved up front (4096); longer calls re-reserve
+ *   threads    cpu: worker threads, 0 = the settings' cpu_level (0); results do not depend on it
+ *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto)
+ * An explicit provider that cannot serve the model is refused with why; auto falls back to cpu
+ * and says why (dpd_session_reason). DPD_E_UNSUPPORTED, DPD_E_DEVICE as the provider reports. */
+DPD_API DPD_CHECK dpd_status dpd_session_create(const dpd_model *m, const dpd_kv *opts, int nopts,
+                                                dpd_session **out, dpd_error *err);
+DPD_API void dpd_session_free(dpd_session *s); /* accepts NULL */
+
+DPD_API const char *dpd_session_provider(const dpd_session *s); /* "cpu", "cuda", ... */
+DPD_API const char *dpd_session_reason(const dpd_session *s);   /* the choice and why */
+DPD_API const char *dpd_session_kernels(const dpd_session *s);  /* cpu: "avx512", "ref", ...; else "" */
+DPD_API int dpd_session_threads(const dpd_session *s);          /* cpu: worker threads; else 0 */
+DPD_API int dpd_session_batch(const dpd_session *s);            /* the working batch now */
+
+/* Weights host -> session (m of the session's configuration), and back. */
+DPD_API DPD_CHECK dpd_status dpd_session_upload(dpd_session *s, const dpd_model *m, dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_session_download(dpd_session *s, dpd_model *m, dpd_error *err);
+
+/* Inference: x (B, T, 2) -> y (B, T, 2), every sequence from zero state, B of any size (cut
+ * into working batches). */
+DPD_API DPD_CHECK dpd_status dpd_session_forward(dpd_session *s, const float *x, int B, int T,
+                                                 float *y, dpd_error *err);
+
+/* Makes n samples of x and y ((n, 2) each; y may be NULL) resident in the session as split
+ * `split` (0 ..< DPD_NSPLIT), replacing what was there: the training set for train_steps, or
+ * evaluation segments for evaluate. Uploaded once per run; the caller may free x and y. */
+DPD_API DPD_CHECK dpd_status dpd_session_attach(dpd_session *s, int split, const float *x,
+                                                const float *y, size_t n, dpd_error *err);
+
+/* Whole training steps on the resident split DPD_TRAIN: step k gathers frames
+ * frames[k B .. min((k + 1) B, nframes)) (frame i = samples [i S, i S + L)), runs forward, the MSE
+ * against y (for a chained DPD session: PA(DPD(x)) against y), backward, global-norm clipping at
+ * max_norm (0: off) and AdamW at lr with weight decay wd; losses[k] receives its loss. Steps =
+ * ceil(nframes / B). DPD_E_DIVERGED at the first non-finite loss (the steps before it stand). */
+DPD_API DPD_CHECK dpd_status dpd_session_train_steps(dpd_session *s, const uint32_t *frames,
+                                                     size_t nframes, int B, int L, int S, double lr,
+                                                     double wd, double max_norm, double *losses,
+                                                     dpd_error *err);
+
+/* Predictions on a resident split holding S = n / N sequences of N samples, in batches of
+ * `batch`: pred (S, N, 2) = the model (a chained DPD session: PA(DPD(x))). */
+DPD_API DPD_CHECK dpd_status dpd_session_evaluate(dpd_session *s, int split, int N, int batch,
+                                                  float *pred, dpd_error *err);
+
+/* Chains a DPD session to its frozen PA's session (same provider): from now on train_steps and
+ * evaluate on dpd run PA(DPD(x)), with nothing passing through the host; pa's weights never
+ * change. pa must outlive dpd's use of it. */
+DPD_API DPD_CHECK dpd_status dpd_session_chain(dpd_session *dpd, dpd_session *pa, dpd_error *err);
+
+/* The AdamW moments (nparams floats each) and step count, for checkpoints and bit-exact resume.
+ * DPD_E_UNSUPPORTED when the provider keeps none. */
+DPD_API DPD_CHECK dpd_status dpd_session_get_state(dpd_session *s, float *m, float *v, long *step,
+                                                   dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_session_set_state(dpd_session *s, const float *m, const float *v,
+                                                   long step, dpd_error *err);
+
+/* Delta families: the skipped-update counters (zeros dx, numel dx, zeros dh, numel dh) of the
+ * session's passes since the last call, then zeroed there; zeros for other families. */
+DPD_API DPD_CHECK dpd_status dpd_session_zeros(dpd_session *s, long long z[4], dpd_error *err);
+
+/* ---- evaluation: one for training, dpd eval, dpd parity and the studio ---------------------- */
+
+/* A split cut into nperseg segments (zero-padded tail) with its target, and the last
+ * predictions and scores. */
+typedef struct dpd_eval {
+    int split;       /* DPD_VAL or DPD_TEST */
+    size_t n;        /* samples in the split */
+    int S, N;        /* S segments of N samples */
+    float *x, *ref;  /* (S, N, 2): the input, and the target (y, or g x for a DPD) */
+    float *pred;     /* (S, N, 2): the predictions of the last dpd_eval_run */
+    double loss;     /* mean over evaluation batches of each batch's MSE */
+    dpd_metrics m;   /* of pred against ref */
+} dpd_eval;
+
+/* Cuts split `split` of ds into segments; the target is y (gain 0) or gain x (a DPD's g x). */
+DPD_API DPD_CHECK dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split,
+                                              double gain, dpd_error *err);
+/* Runs session s on the segments (made resident in s on the first run) in batches of `batch`,
+ * then scores: loss and metrics (evm_fs 0: the dataset's fs). */
+DPD_API DPD_CHECK dpd_status dpd_eval_run(dpd_eval *e, dpd_session *s, int batch,
+                                          const dpd_spec *spec, double evm_fs, dpd_error *err);
+DPD_API void dpd_eval_free(dpd_eval *e); /* accepts a zeroed or freed e */
 
 /* ---- applying a model to a long recording (dpd run) --------------------------------------- */
 
@@ -251,26 +383,17 @@ typedef struct dpd_apply_cfg {
 /* section 4096, warmup 1024, lookahead 32, batch 64. */
 DPD_API void dpd_apply_defaults(dpd_apply_cfg *c);
 
-/* y (n, 2) = the model applied to x (n, 2). Sectioned mode cuts the recording into windows of
- * warmup + section + lookahead samples (shifted inward at the ends), each from zero state, and
- * keeps each window's middle; memory is O(batch x window). Exact mode needs memory O(n). */
-DPD_API DPD_CHECK dpd_status dpd_apply(dpd_model *m, const float *x, size_t n, float *y,
+/* y (n, 2) = session s's model applied to x (n, 2). Sectioned mode cuts the recording into
+ * windows of warmup + section + lookahead samples (shifted inward at the ends), each from zero
+ * state, and keeps each window's middle; memory is O(batch x window). Exact mode needs O(n). */
+DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n, float *y,
                                        const dpd_apply_cfg *c, dpd_error *err);
-
-/* The same with any forward function (a provider session): fwd(ctx, x, B, T, y, err). */
-typedef dpd_status (*dpd_forward_fn)(void *ctx, const float *x, int B, int T, float *y, dpd_error *err);
-DPD_API DPD_CHECK dpd_status dpd_apply_with(dpd_forward_fn fwd, void *ctx, const float *x, size_t n,
-                                            float *y, const dpd_apply_cfg *c, dpd_error *err);
 
 /* ---- checkpoints (safetensors, OpenDPD state-dict names) --------------------------------- */
 
-/* String pairs for the __metadata__ block. */
-typedef struct dpd_kv {
-    const char *key, *value;
-} dpd_kv;
-
 /* Writes the model's tensors (plus `extra` flat F32 tensors named in extra_names, may be 0)
- * atomically: temporary file, fsync, rename. */
+ * atomically: temporary file, fsync, rename. The model configuration goes into __metadata__
+ * from the configuration table, then meta. */
 DPD_API DPD_CHECK dpd_status dpd_ckpt_save(const char *path, const dpd_model *m,
                                            const dpd_kv *meta, int nmeta, int nextra,
                                            const char *const *extra_names,
@@ -278,8 +401,26 @@ DPD_API DPD_CHECK dpd_status dpd_ckpt_save(const char *path, const dpd_model *m,
                                            dpd_error *err);
 
 /* Opens a checkpoint, validates header, offsets and sizes, and builds the model it describes
- * from its metadata (family, hidden, layers). Truncated or corrupt files are DPD_E_FORMAT. */
+ * from its metadata. Truncated or corrupt files are DPD_E_FORMAT. */
 DPD_API DPD_CHECK dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err);
+
+/* What a checkpoint's metadata says about it. */
+typedef struct dpd_ckpt_info {
+    char kind[16];        /* "train_pa", "train_dpd", "" when not recorded */
+    char dataset[256];    /* dataset name it was trained on, "" when not recorded */
+    char run_id[256];
+    char pa_run_id[256];  /* DPD checkpoints: the PA's run id */
+    int least_squares;    /* 1: fitted by least squares */
+    int epoch;            /* 1-based epoch of the weights, 0 when not recorded */
+    dpd_model_cfg model;
+} dpd_ckpt_info;
+
+DPD_API DPD_CHECK dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *err);
+
+/* A checkpoint path, or a run directory's checkpoint (its pa.safetensors when want_pa and the run
+ * has one, else best.safetensors). DPD_E_IO when the path does not exist. */
+DPD_API DPD_CHECK dpd_status dpd_ckpt_resolve(const char *path, int want_pa, char *out, size_t n,
+                                              dpd_error *err);
 
 /* ---- synthetic data (dpd synth) ---------------------------------------------------------- */
 
@@ -306,7 +447,7 @@ DPD_API void dpd_synth_defaults(dpd_synth_cfg *c);
 DPD_API DPD_CHECK dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir,
                                              dpd_error *err);
 
-/* ---- training (dpd train-pa, dpd train-dpd) ------------------------------------------------ */
+/* ---- training (dpd train-pa, dpd train-dpd, dpd fit-ls) ---------------------------------- */
 
 typedef struct dpd_train_cfg {
     char data[4096];    /* dataset directory */
@@ -324,8 +465,9 @@ typedef struct dpd_train_cfg {
                          * (one "epoch"); DPD runs use indirect learning (ILA) */
     double ls_reg;      /* ridge on the column-normalised basis */
     int ls_iter;        /* ILA iterations: the first on the measured data, the rest through the PA */
-    int threads;        /* worker threads, >= 1; results do not depend on it */
-    char provider[16];  /* "" (the settings) | auto | cpu | cuda: where the training steps run (docs/providers.md) */
+    int threads;        /* cpu worker threads, 0 = the settings' cpu_level; results do not depend on it */
+    char kernels[16];   /* cpu kernels ("" = auto): a session option */
+    char provider[32];  /* "" (the settings) | auto | cpu | a pack's name: where the steps run */
 } dpd_train_cfg;
 
 /* The research recipe (reference §13) with GRU-23. */
@@ -334,34 +476,165 @@ DPD_API void dpd_train_defaults(dpd_train_cfg *c);
 /* Applies a preset's epochs, frame and stride. DPD_E_INVAL for an unknown name. */
 DPD_API DPD_CHECK dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err);
 
-typedef struct dpd_progress {
-    int epoch, epochs;        /* 0-based epoch, total */
-    int batch, batches;       /* 1-based batch just done, batches per epoch */
-    double loss;              /* that batch's loss */
-    double elapsed;           /* seconds since the epoch started */
-    int epoch_done;           /* 1: epoch finished, the fields below are set */
-    double train_loss, val_loss, lr;
+/* The configuration table: every model and training field once, with its type, bounds, default
+ * and meaning. It reads and writes config.json, the checkpoint metadata and --json output, and
+ * validates input with one message shape ("hidden: 100000 is out of range 1..1024"). */
+typedef struct dpd_field {
+    const char *key;   /* "hidden" */
+    char type;         /* 'i' int, 'u' uint64, 'd' double, 's' string, 'b' 0/1 */
+    int model;         /* 1: a field of dpd_model_cfg (also in checkpoint metadata) */
+    double min, max;   /* numeric bounds (inclusive) */
+    const char *about;
+} dpd_field;
+
+DPD_API const dpd_field *dpd_config_fields(int *n);
+/* Parses value into field key of c after checking it (DPD_E_INVAL naming the key, err->field set). */
+DPD_API DPD_CHECK dpd_status dpd_config_set(dpd_train_cfg *c, const char *key, const char *value,
+                                            dpd_error *err);
+/* The value of field key as text (the shortest that reads back exactly); 0 for an unknown key. */
+DPD_API int dpd_config_get(const dpd_train_cfg *c, const char *key, char *out, size_t n);
+/* Every field within its bounds and consistent (a known family, its layer count); the first
+ * offence is DPD_E_INVAL with err->field set. */
+DPD_API DPD_CHECK dpd_status dpd_config_check(const dpd_train_cfg *c, dpd_error *err);
+
+/* ---- training runs: typed events and cancellation -------------------------------------------- */
+
+typedef enum dpd_event_type {
+    DPD_EV_RUN_STARTED = 0, /* provider, resumed */
+    DPD_EV_PROGRESS,        /* after each chunk of steps: steps_done of steps, loss, samples_per_s */
+    DPD_EV_EPOCH,           /* an epoch ended: every metric, the learning rate, the predictions */
+    DPD_EV_CHECKPOINT,      /* path written */
+    DPD_EV_WARNING,         /* message */
+    DPD_EV_RUN_ENDED        /* status, outcome */
+} dpd_event_type;
+
+typedef struct dpd_event {
+    dpd_event_type type;
+    long seq;              /* 1, 2, ... over the run's events.jsonl (continued on resume) */
+    double time;           /* seconds since the Unix epoch */
+    const char *run_dir, *run_id;
+    int epoch, epochs;     /* the 1-based epoch it concerns, and the total */
+    /* RUN_STARTED */
+    const char *provider;  /* where the steps run, and why */
+    int resumed;           /* 1: continued from last.safetensors */
+    /* PROGRESS */
+    long steps_done, steps; /* within the epoch */
+    double loss;           /* the last step's */
+    double samples_per_s;  /* frame samples trained per second over the epoch so far */
+    double elapsed;        /* seconds since the epoch (or, at EPOCH, the run) started */
+    /* EPOCH */
+    double train_loss, val_loss, test_loss, lr; /* lr: the rate used during the epoch */
     dpd_metrics val, test;
-    int improved;
-} dpd_progress;
+    int improved;          /* 1: best.safetensors was replaced */
+    const dpd_eval *val_eval; /* the validation inputs, targets and predictions (valid during the call) */
+    dpd_sparsity sparsity; /* delta DPD runs; zeros otherwise */
+    /* CHECKPOINT */
+    const char *path;      /* file name in run_dir: best.safetensors, last.safetensors */
+    /* WARNING */
+    const char *message;
+    /* RUN_ENDED */
+    dpd_status status;
+    const char *outcome;   /* "completed", "cancelled", "diverged", "failed" (message says why) */
+} dpd_event;
+
+/* Receives every event in order on the training thread. Returning non-zero cancels the run: it
+ * stops within one chunk of steps (~0.25 s), writes a consistent last.safetensors (resumable, to
+ * an end bit-identical to an uninterrupted run), records "cancelled" in events.jsonl and returns
+ * DPD_E_ABORTED. */
+typedef int (*dpd_event_fn)(void *user, const dpd_event *e);
 
 typedef struct dpd_train_result {
     char run_dir[4096];
     int epochs;      /* epochs completed in total */
-    int best_epoch;  /* 0-based */
+    int best_epoch;  /* 1-based */
     dpd_metrics val, test; /* of the best epoch */
     int dpd;                       /* 1 for a DPD run */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
     char provider[600];            /* where the training steps ran, and why */
 } dpd_train_result;
 
-typedef void (*dpd_progress_fn)(void *user, const dpd_progress *p);
-
 /* Trains a PA model (c->pa empty) on (x -> y), or a DPD model through the frozen PA model
- * c->pa toward g x with g = max|y_train| / max|x_train| (reference §5). Writes the run directory
- * (docs/formats.md). On failure after the run directory exists, res->run_dir names it. */
-DPD_API DPD_CHECK dpd_status dpd_train(const dpd_train_cfg *c, dpd_progress_fn fn, void *user,
+ * c->pa toward g x with g = max|y_train| / max|x_train| (reference §5), or fits a least-squares
+ * model (c->ls). Writes the run directory (docs/formats.md). A run refused or cancelled before
+ * its first epoch completes leaves no run directory; after that res->run_dir names it.
+ * DPD_E_ABORTED when cancelled, DPD_E_DIVERGED when the loss stopped being finite. */
+DPD_API DPD_CHECK dpd_status dpd_train(const dpd_train_cfg *c, dpd_event_fn fn, void *user,
                                        dpd_train_result *res, dpd_error *err);
+
+/* ---- providers, runtime packs and settings (docs/providers.md) ------------------------------ */
+
+typedef struct dpd_device_info {
+    char name[128];
+    uint64_t memory;   /* dedicated bytes (0: shared system memory) */
+    char arch[32];     /* "sm_90" or "avx512" */
+    int driver, runtime; /* versions, 0 when not applicable */
+} dpd_device_info;
+
+/* What the registry knows of one provider: the built-in cpu, or an installed pack's. */
+typedef struct dpd_provider_info {
+    char name[32];      /* "cpu", "cuda", ... */
+    char pack[4096];    /* the active pack directory, "" for cpu */
+    int usable;         /* 1: loaded and scored usable here */
+    int score;          /* the provider's own score (higher ranks first; cpu 1) */
+    char why[512];      /* why it is not usable */
+    int ndevices;
+    dpd_device_info device[8];
+} dpd_provider_info;
+
+/* cpu and every provider with an installed, active pack (active-<name> under the packs
+ * directory), loaded once per pack and cached for the process. Fills up to max entries and
+ * returns the count. */
+DPD_API int dpd_provider_list(dpd_provider_info *out, int max);
+
+/* The provider a session with option provider=want would get ("" or NULL: the settings' choice)
+ * and why; an explicit provider that cannot be had is an error saying what to do. */
+DPD_API DPD_CHECK dpd_status dpd_provider_choose(const char *want, char *name, size_t nname,
+                                                 char *reason, size_t nreason, dpd_error *err);
+
+/* 1 when the active pack of a provider this process loaded changed since: a long-running
+ * process must restart before it uses the new backend (why says so). */
+DPD_API int dpd_provider_restart_needed(char *why, size_t nwhy);
+
+/* The batch bound of a gpu_memory level (low, medium, high, max = 25/50/75/90 % of dedicated
+ * memory) for model cfg at T samples per sequence on a device with `memory` bytes (0: none). */
+DPD_API int dpd_batch_bound(const char *gpu_memory, uint64_t memory, const dpd_model_cfg *cfg, int T);
+
+/* $XDG_DATA_HOME/dpd/packs (default ~/.local/share/dpd/packs), and the installed pack directory
+ * a provider's active link points to ("" when none). */
+DPD_API const char *dpd_packs_dir(void);
+DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n);
+
+/* Installs and activates the pack archive FILE. sha256 ("" = read FILE.sha256) must match.
+ * helper is a dpd binary that validates a staged pack in a separate process (run as
+ * `helper pack probe DIR`). A pack that cannot activate here sets the provider preference to
+ * cpu with the reason recorded, and is refused. installed receives the pack's name. */
+DPD_API DPD_CHECK dpd_status dpd_pack_install(const char *file, const char *sha256, const char *helper,
+                                              char *installed, size_t ninstalled, dpd_error *err);
+/* The helper's probe: load the provider of pack dir, check a device is listed, run a small GRU
+ * inference against the CPU result. DPD_E_DEVICE when it cannot activate here. info: devices
+ * and timings. */
+DPD_API DPD_CHECK dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_pack_verify(const char *name, dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_pack_remove(const char *name, dpd_error *err);
+
+/* The user's settings ($XDG_CONFIG_HOME/dpd/config.json): provider (auto, cpu or a pack's
+ * name), cpu_level (low|balanced|high|max), gpu_memory (low|medium|high|max), and why the
+ * provider preference last fell back to cpu. Absent file = defaults; a corrupt file or an
+ * unknown key is an error naming the file. */
+typedef struct dpd_settings {
+    char provider[32];   /* auto */
+    char cpu_level[16];  /* max */
+    char gpu_memory[16]; /* medium */
+    char reason[512];    /* why provider fell back to cpu; "" when it did not */
+} dpd_settings;
+
+DPD_API const char *dpd_settings_path(void);
+DPD_API DPD_CHECK dpd_status dpd_settings_load(dpd_settings *s, dpd_error *err);
+DPD_API DPD_CHECK dpd_status dpd_settings_save(const dpd_settings *s, dpd_error *err); /* atomic */
+/* Sets key to value after validating both; DPD_E_INVAL naming the key or the allowed values. */
+DPD_API DPD_CHECK dpd_status dpd_settings_set(dpd_settings *s, const char *key, const char *value,
+                                              dpd_error *err);
 
 #ifdef __cplusplus
 }

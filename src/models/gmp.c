@@ -19,8 +19,8 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     return n;
 }
 
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) { return (size_t)B * T; }
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) { return 1; }
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return (size_t)B * T; }
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 1; }
 
 /* Term i at time s: the sample index a of x[n-q], the envelope sample e and the power k (0 for
  * the linear terms). */
@@ -33,7 +33,7 @@ static void term(int i, int s, int *a, int *e, int *k) {
     *a = s - (MM - 1 - m), *e = *a - (MM - 1 - l), *k = kk + 1;
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
     for (size_t i = 0; i < (size_t)B * T; i++) ws[i] = amp(x[2 * i], x[2 * i + 1]);
     for (int b = 0; b < B; b++)
         for (int s = 0; s < T; s++) {
@@ -51,7 +51,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
                     const real *ws, real *sc, real *dp, real *dx) {
     memset(dp, 0, NW * sizeof *dp);
     if (dx) memset(dx, 0, (size_t)B * T * 2 * sizeof *dx);

@@ -54,10 +54,10 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 /* Saved per step, in units of H: pgjanet h, a, p1, p2, u, f, g (7); dvrjanet h_I, h_Q, th, v,
  * at, f, gc, gs (8). */
 static int saved(const dpd_model_cfg *c) { return is_dvr(c) ? 8 : 7; }
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     return (size_t)B * T * saved(c) * c->hidden + 4 * (size_t)c->hidden;
 }
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) { return 16 * (size_t)c->hidden; }
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 16 * (size_t)c->hidden; }
 
 /* A, cos, sin, theta of one sample, with dpd's zero rule. */
 static void polar(const real *s, real *a, real *co, real *si, real *th) {
@@ -284,10 +284,10 @@ static void dvr_bwd(const dpd_model_cfg *c, const real *p, const real *x, const 
     }
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
     (is_dvr(c) ? dvr_fwd : pg_fwd)(c, p, x, B, T, y, ws);
 }
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
                     const real *ws, real *sc, real *dp, real *dx) {
     (is_dvr(c) ? dvr_bwd : pg_bwd)(c, p, x, dy, B, T, ws, sc, dp, dx);
 }

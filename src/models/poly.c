@@ -38,7 +38,7 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 /* Sample u of sequence xb (T, 2), zero outside [0, T). */
 static int inside(int u, int T) { return u >= 0 && u < T; }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
                     real *ws) {
     int P = dpd_poly_terms(c, NULL);
     dpd_term *tm = (dpd_term *)ws; /* the term table, then |x| (B, T) */
@@ -62,7 +62,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
                     int T, const real *ws, real *scratch, real *dp, real *dx) {
     int P = dpd_poly_terms(c, NULL);
     const dpd_term *tm = (const dpd_term *)ws;
@@ -96,10 +96,10 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
 #ifdef DPD_F64
 const dpd_k64 dpd_k64_poly = {fwd_f64, bwd_f64};
 #else
-static size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+static size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     return (sizeof(dpd_term) * (size_t)dpd_poly_terms(c, NULL) + 3) / 4 + (size_t)B * T * 2;
 }
-static size_t scratch_size(const dpd_model_cfg *c, int B, int T) { return 1; }
+static size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 1; }
 
 /* The identity: c_00 = 1, every other coefficient 0. */
 static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng *rng) {

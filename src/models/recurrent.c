@@ -5,13 +5,13 @@
  * L layers, P saved planes per layer. */
 #include <stdio.h>
 
-#include "../cpu/kern.h"
+#include "../kern/kern.h"
 #include "../family.h"
 #include "../init.h"
 #include "rnn.h"
 
 /* The heads run through the fast dense kernel for chunks the fast kernels take. */
-static inline int fast_head(int B) { return kern_fast(B); }
+static inline int fast_head(const kern_ops *kt, int B) { return kern_fast(kt, B); }
 
 typedef enum { CELL_GRU, CELL_LSTM } cell_kind;
 
@@ -34,9 +34,9 @@ static const variant *variant_of(const dpd_model_cfg *c) {
 static int gates(const variant *v) { return v->cell == CELL_LSTM ? 4 : 3; }
 
 /* Reals one layer saves; h is first, so the layer above reads it at the layer's start. */
-static size_t saved(const dpd_model_cfg *c, const variant *v, int l, int B, int T) {
+static size_t saved(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int l, int B, int T) {
     int I = l ? c->hidden : v->feats;
-    return v->cell == CELL_LSTM ? rnn_lstm_saved(I, c->hidden, B, T) : rnn_gru_saved(I, c->hidden, v->delta, B, T);
+    return v->cell == CELL_LSTM ? rnn_lstm_saved(kt, I, c->hidden, B, T) : rnn_gru_saved(kt, I, c->hidden, v->delta, B, T);
 }
 
 static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
@@ -65,13 +65,13 @@ typedef struct net {
     const real *wo, *bo, *wh, *bh;
 } net;
 
-static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, real *gp) {
+static void bind(const kern_ops *kt, const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, real *gp) {
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t), H = c->hidden;
     for (int l = 0; l < c->layers; l++) {
         const dpd_tensor *e = &t[4 * l];
         n->w[l] = (FN(rnn_w)){e[0].shape[1], H, p + e[0].offset, p + e[1].offset, p + e[2].offset, p + e[3].offset,
-                              variant_of(c)->delta, (real)c->thx, (real)c->thh};
+                              variant_of(c)->delta, (real)c->thx, (real)c->thh, kt};
         if (g) g[l] = (FN(rnn_g)){gp + e[0].offset, gp + e[1].offset, gp + e[2].offset, gp + e[3].offset};
     }
     int h = 4 * c->layers;
@@ -81,32 +81,32 @@ static void bind(const dpd_model_cfg *c, const real *p, net *n, FN(rnn_g) *g, re
 }
 
 /* The single-layer GRU on raw I/Q with its linear head runs as one fused fast kernel. */
-static inline int fused(const dpd_model_cfg *c, const variant *v, int B) {
-    return fast_head(B) && v->cell == CELL_GRU && v->feats == 2 && !v->dgru_head && !v->delta && c->layers == 1;
+static inline int fused(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int B) {
+    return fast_head(kt, B) && v->cell == CELL_GRU && v->feats == 2 && !v->dgru_head && !v->delta && c->layers == 1;
 }
 
 /* Dense-kernel scratch for the head (0 when the reference path runs). */
-static size_t head_tmp(const dpd_model_cfg *c, const variant *v, int B, int T) {
+static size_t head_tmp(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int B, int T) {
     int H = c->hidden;
-    return fast_head(B) ? kern_lin_tmp(H + 6, H + 6, B * T) : 0;
+    return fast_head(kt, B) ? kern_lin_tmp(H + 6, H + 6, B * T) : 0;
 }
 
 /* Workspace: features (B, T, F) when F != 2, L x P planes, head u (B, T, H) and [u; f]
  * (B, T, H + 6), then cell and head tmp. */
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, in = H > (size_t)v->feats ? H : (size_t)v->feats;
-    size_t sv = 0, t1 = rnn_tmp_size((int)in, (int)H, gates(v), T), t2 = head_tmp(c, v, B, T);
-    for (int l = 0; l < c->layers; l++) sv += saved(c, v, l, B, T);
+    size_t sv = 0, t1 = rnn_tmp_size((int)in, (int)H, gates(v), T), t2 = head_tmp(kt, c, v, B, T);
+    for (int l = 0; l < c->layers; l++) sv += saved(kt, c, v, l, B, T);
     return bt * (v->feats + 2 * H + 6) + sv + (t1 > t2 ? t1 : t2);
 }
 
 /* Scratch: two (B, T, max(H, F)) gradient buffers, head gradients (B, T, H + 6) and (B, T, H),
  * head input (H + F) and its gradient, then cell and head tmp. */
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, w = H > (size_t)v->feats ? H : (size_t)v->feats;
-    size_t t1 = rnn_tmp_size((int)w, (int)H, gates(v), T), t2 = head_tmp(c, v, B, T);
+    size_t t1 = rnn_tmp_size((int)w, (int)H, gates(v), T), t2 = head_tmp(kt, c, v, B, T);
     return 2 * bt * w + bt * v->feats + bt * (2 * H + 6) + 2 * (H + v->feats) + (t1 > t2 ? t1 : t2);
 }
 
@@ -114,9 +114,9 @@ typedef struct parts { /* workspace carving */
     real *feat, *sv, *u, *cat, *tmp;
 } parts;
 
-static parts carve(const dpd_model_cfg *c, const variant *v, real *ws, int B, int T) {
+static parts carve(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, real *ws, int B, int T) {
     size_t bt = (size_t)B * T, sv = 0;
-    for (int l = 0; l < c->layers; l++) sv += saved(c, v, l, B, T);
+    for (int l = 0; l < c->layers; l++) sv += saved(kt, c, v, l, B, T);
     parts s;
     s.feat = ws;
     s.sv = s.feat + bt * v->feats;
@@ -127,18 +127,18 @@ static parts carve(const dpd_model_cfg *c, const variant *v, real *ws, int B, in
 }
 
 /* Layer l's saved planes. */
-static real *layer_sv(const dpd_model_cfg *c, const variant *v, const parts *s, int l, int B, int T) {
+static real *layer_sv(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, const parts *s, int l, int B, int T) {
     real *p = s->sv;
-    for (int k = 0; k < l; k++) p += saved(c, v, k, B, T);
+    for (int i = 0; i < l; i++) p += saved(kt, c, v, i, B, T);
     return p;
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
                     real *ws) {
     const variant *v = variant_of(c);
     net n;
-    bind(c, p, &n, NULL, NULL);
-    parts s = carve(c, v, ws, B, T);
+    bind(kt, c, p, &n, NULL, NULL);
+    parts s = carve(kt, c, v, ws, B, T);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden;
     const real *in = x;
     if (v->feats == 6) {
@@ -146,33 +146,32 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         in = s.feat;
     }
 #ifndef DPD_F64
-    if (fused(c, v, B)) {
-        kgru k = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, NULL, NULL, NULL, NULL,
+    if (fused(kt, c, v, B)) {
+        kgru kg = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, NULL, NULL, NULL, NULL,
                   n.wo, n.bo, NULL, NULL, y};
-        kern_active()->gru_fwd(&k, B, T, x, s.sv, s.tmp);
+        kt->gru_fwd(&kg, B, T, x, s.sv, s.tmp);
         return;
     }
 #endif
     for (int l = 0; l < c->layers; l++) {
-        real *sv = layer_sv(c, v, &s, l, B, T);
+        real *sv = layer_sv(kt, c, v, &s, l, B, T);
         if (v->cell == CELL_GRU) FN(rnn_gru_fwd)(&n.w[l], B, T, in, sv, s.tmp);
         else FN(rnn_lstm_fwd)(&n.w[l], B, T, in, sv, s.tmp);
         in = sv; /* h is the first plane */
     }
 #ifndef DPD_F64
-    if (fast_head(B)) { /* the same head as below, as dense layers over all B T samples */
-        const kern_ops *k = kern_active();
+    if (fast_head(kt, B)) { /* the same head as below, as dense layers over all B T samples */
         if (!v->dgru_head) {
-            k->lin_fwd(n.wo, n.bo, 2, (int)H, (int)bt, in, y, s.tmp);
+            kt->lin_fwd(n.wo, n.bo, 2, (int)H, (int)bt, in, y, s.tmp);
             return;
         }
-        k->lin_fwd(n.wh, n.bh, (int)H, (int)H, (int)bt, in, s.u, s.tmp);
+        kt->lin_fwd(n.wh, n.bh, (int)H, (int)H, (int)bt, in, s.u, s.tmp);
         for (size_t i = 0; i < bt; i++) {
             real *u = s.u + i * H, *cv = s.cat + i * (H + 6);
             for (size_t j = 0; j < H; j++) u[j] = u[j] > 0 ? u[j] : 0, cv[j] = u[j];
             memcpy(cv + H, s.feat + 6 * i, 6 * sizeof *cv);
         }
-        k->lin_fwd(n.wo, n.bo, 2, (int)H + 6, (int)bt, s.cat, y, s.tmp);
+        kt->lin_fwd(n.wo, n.bo, 2, (int)H + 6, (int)bt, s.cat, y, s.tmp);
         return;
     }
 #endif
@@ -190,7 +189,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
     }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
                     int T, const real *ws, real *scratch, real *dp, real *dx) {
     const variant *v = variant_of(c);
     net n;
@@ -198,39 +197,38 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t);
     memset(dp, 0, (t[nt - 1].offset + t[nt - 1].numel) * sizeof *dp);
-    bind(c, p, &n, g, dp);
+    bind(kt, c, p, &n, g, dp);
     int h = 4 * c->layers;
     real *gwo = dp + t[h].offset, *gbo = dp + t[h + 1].offset;
     real *gwh = v->dgru_head ? dp + t[h + 2].offset : NULL, *gbh = v->dgru_head ? dp + t[h + 3].offset : NULL;
-    parts s = carve(c, v, (real *)ws, B, T);
+    parts s = carve(kt, c, v, (real *)ws, B, T);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, plane = bt * H, F = (size_t)v->feats;
     size_t w = H > F ? H : F;
     real *d0 = scratch, *d1 = d0 + bt * w, *dfh = d1 + bt * w, *dca = dfh + bt * F, *du = dca + bt * (H + 6);
     real *cat = du + bt * H, *dcat = cat + H + F, *tmp = dcat + H + F;
-    const real *top = layer_sv(c, v, &s, c->layers - 1, B, T);
+    const real *top = layer_sv(kt, c, v, &s, c->layers - 1, B, T);
 #ifndef DPD_F64
-    if (fused(c, v, B)) {
-        kgru k = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, g[0].wih, g[0].whh, g[0].bih, g[0].bhh,
+    if (fused(kt, c, v, B)) {
+        kgru kg = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, g[0].wih, g[0].whh, g[0].bih, g[0].bhh,
                   n.wo, n.bo, gwo, gbo, NULL};
-        kern_active()->gru_bwd(&k, B, T, x, s.sv, dy, dx, tmp);
+        kt->gru_bwd(&kg, B, T, x, s.sv, dy, dx, tmp);
         return;
     }
 #endif
     memset(d0, 0, plane * sizeof *d0);
     memset(dfh, 0, bt * F * sizeof *dfh);
 #ifndef DPD_F64
-    if (fast_head(B)) { /* the head below as dense layers over all B T samples */
-        const kern_ops *k = kern_active();
+    if (fast_head(kt, B)) { /* the head below as dense layers over all B T samples */
         if (!v->dgru_head) {
-            k->lin_bwd(n.wo, 2, (int)H, (int)bt, top, dy, d0, gwo, gbo, tmp);
+            kt->lin_bwd(n.wo, 2, (int)H, (int)bt, top, dy, d0, gwo, gbo, tmp);
         } else {
             memset(dca, 0, bt * (H + 6) * sizeof *dca);
-            k->lin_bwd(n.wo, 2, (int)H + 6, (int)bt, s.cat, dy, dca, gwo, gbo, tmp);
+            kt->lin_bwd(n.wo, 2, (int)H + 6, (int)bt, s.cat, dy, dca, gwo, gbo, tmp);
             for (size_t i = 0; i < bt; i++) {
                 for (size_t j = 0; j < H; j++) du[i * H + j] = s.u[i * H + j] > 0 ? dca[i * (H + 6) + j] : 0;
                 memcpy(dfh + 6 * i, dca + i * (H + 6) + H, 6 * sizeof *dfh);
             }
-            k->lin_bwd(n.wh, (int)H, (int)H, (int)bt, top, du, d0, gwh, gbh, tmp);
+            kt->lin_bwd(n.wh, (int)H, (int)H, (int)bt, top, du, d0, gwh, gbh, tmp);
         }
     } else
 #endif
@@ -249,8 +247,8 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
         memcpy(dfh + 6 * i, dcat + H, 6 * sizeof *dfh);
     }
     for (int l = c->layers - 1; l >= 0; l--) {
-        const real *sv = layer_sv(c, v, &s, l, B, T);
-        const real *in = l ? layer_sv(c, v, &s, l - 1, B, T) : F == 6 ? s.feat : x;
+        const real *sv = layer_sv(kt, c, v, &s, l, B, T);
+        const real *in = l ? layer_sv(kt, c, v, &s, l - 1, B, T) : F == 6 ? s.feat : x;
         real *dout = l ? d1 : F == 6 ? d1 : dx;
         if (v->cell == CELL_GRU) FN(rnn_gru_bwd)(&n.w[l], &g[l], B, T, in, sv, d0, dout, tmp);
         else FN(rnn_lstm_bwd)(&n.w[l], &g[l], B, T, in, sv, d0, dout, tmp);
@@ -294,7 +292,7 @@ static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T,
     const variant *v = variant_of(c);
     int H = c->hidden;
     FN(rnn_w) w = {v->feats, H, NULL, NULL, NULL, NULL, 1, (real)c->thx, (real)c->thh};
-    parts s = carve(c, v, (real *)ws, B, T);
+    parts s = carve(NULL, c, v, (real *)ws, B, T);
     long long zz[2] = {0, 0};
     FN(rnn_delta_zeros)(&w, B, T, s.sv, zz);
     z[0] += zz[0], z[1] += (long long)B * T * v->feats, z[2] += zz[1], z[3] += (long long)B * T * H;

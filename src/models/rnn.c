@@ -1,10 +1,10 @@
 /* rnn: see rnn.h. Backward derivations: docs/derivations/gru.md and docs/derivations/lstm.md. */
 #include "rnn.h"
 
-#include "../cpu/kern.h"
+#include "../kern/kern.h"
 
 /* The fast kernels take dense GRU layers of 5..KL sequences (fewer lanes would waste them). */
-static inline int fast_gru(int delta, int B) { return !delta && kern_fast(B); }
+static inline int fast_gru(const kern_ops *kt, int delta, int B) { return !delta && kern_fast(kt, B); }
 
 #ifndef DPD_F64 /* precision-independent: defined once */
 size_t rnn_tmp_size(int I, int H, int gates, int T) {
@@ -13,13 +13,13 @@ size_t rnn_tmp_size(int I, int H, int gates, int T) {
     return ref > fast ? ref : fast;
 }
 
-size_t rnn_lstm_saved(int I, int H, int B, int T) {
-    if (fast_gru(0, B)) return (size_t)B * T * H + kern_lstm_saved(I, H, T);
+size_t rnn_lstm_saved(const kern_ops *kt, int I, int H, int B, int T) {
+    if (fast_gru(kt, 0, B)) return (size_t)B * T * H + kern_lstm_saved(I, H, T);
     return (size_t)RNN_LSTM_PLANES * B * T * H;
 }
 
-size_t rnn_gru_saved(int I, int H, int delta, int B, int T) {
-    if (fast_gru(delta, B)) return (size_t)B * T * H + kern_gru_saved(I, H, T);
+size_t rnn_gru_saved(const kern_ops *kt, int I, int H, int delta, int B, int T) {
+    if (fast_gru(kt, delta, B)) return (size_t)B * T * H + kern_gru_saved(I, H, T);
     return (size_t)B * T * (5 * (size_t)H + (delta ? 2 * ((size_t)I + H) : 0));
 }
 #endif
@@ -59,9 +59,9 @@ static void bias_init(real *a, const real *b1, const real *b2, int G) {
 
 void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
 #ifndef DPD_F64
-    if (fast_gru(w->delta, B)) {
+    if (fast_gru(w->k, w->delta, B)) {
         kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-        kern_active()->gru_fwd(&k, B, T, x, sv, tmp);
+        w->k->gru_fwd(&k, B, T, x, sv, tmp);
         return;
     }
 #endif
@@ -137,9 +137,9 @@ static void delta_step(const FN(rnn_w) *w, const FN(rnn_g) *g, FN(dplanes) d, in
 void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
                      const real *sv, const real *dh, real *dx, real *tmp) {
 #ifndef DPD_F64
-    if (fast_gru(w->delta, B)) {
+    if (fast_gru(w->k, w->delta, B)) {
         kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh, NULL, NULL, NULL, NULL, NULL};
-        kern_active()->gru_bwd(&k, B, T, x, sv, dh, dx, tmp);
+        w->k->gru_bwd(&k, B, T, x, sv, dh, dx, tmp);
         return;
     }
 #endif
@@ -181,9 +181,9 @@ void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const
 
 void FN(rnn_lstm_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
 #ifndef DPD_F64
-    if (fast_gru(0, B)) {
+    if (fast_gru(w->k, 0, B)) {
         kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL};
-        kern_active()->lstm_fwd(&k, B, T, x, sv, tmp);
+        w->k->lstm_fwd(&k, B, T, x, sv, tmp);
         return;
     }
 #endif
@@ -210,9 +210,9 @@ void FN(rnn_lstm_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv,
 void FN(rnn_lstm_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
                       const real *sv, const real *dh, real *dx, real *tmp) {
 #ifndef DPD_F64
-    if (fast_gru(0, B)) {
+    if (fast_gru(w->k, 0, B)) {
         kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh};
-        kern_active()->lstm_bwd(&k, B, T, x, sv, dh, dx, tmp);
+        w->k->lstm_bwd(&k, B, T, x, sv, dh, dx, tmp);
         return;
     }
 #endif

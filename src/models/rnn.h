@@ -8,11 +8,14 @@
 
 #include "nn.h"
 
+typedef struct kern_ops kern_ops; /* src/kern/kern.h */
+
 typedef struct FN(rnn_w) {
     int I, H;
     const real *wih, *whh, *bih, *bhh; /* (G, I), (G, H), (G) or NULL, (G) or NULL */
     int delta;                         /* GRU only: DeltaGRU cell (reference §3.7) */
     real thx, thh;                     /* its thresholds; 0 gives the dense GRU exactly */
+    const kern_ops *k;                 /* fast kernels (NULL: the reference; always NULL in DPD_F64) */
 } FN(rnn_w);
 
 /* Grad pointers in the same layout (not const). */
@@ -25,8 +28,8 @@ typedef struct FN(rnn_g) {
  * committed state h_p and its mask (B, T, H). h is always the first plane. Scratch per layer
  * call: rnn_tmp_size. */
 #define RNN_LSTM_PLANES 6
-size_t rnn_gru_saved(int I, int H, int delta, int B, int T);
-size_t rnn_lstm_saved(int I, int H, int B, int T);
+size_t rnn_gru_saved(const kern_ops *kt, int I, int H, int delta, int B, int T);
+size_t rnn_lstm_saved(const kern_ops *kt, int I, int H, int B, int T);
 size_t rnn_tmp_size(int I, int H, int gates, int T);
 
 /* Delta statistics of a DeltaGRU layer from its saved planes: zeros of the thresholded deltas

@@ -3,12 +3,12 @@
  * wrap to its end), a 3x3 Conv2d 1 -> 3 with one zero row of padding above and below, tanh,
  * flatten (channel, row, col) to 36, tanh(fc_hid 36 -> H), fc_out H -> 2.
  * Compiled twice (see family.h). Legend: B batch, T time, H fc_hid width. */
-#include "../cpu/kern.h"
+#include "../kern/kern.h"
 #include "../family.h"
 #include "../init.h"
 #include "nn.h"
 
-static inline int fast(int B) { return kern_fast(B); }
+
 
 #define ROWS 4
 #define COLS 5
@@ -28,11 +28,11 @@ static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 
 /* Workspace: conv activations (B, T, 36) and hidden activations (B, T, H); the fast kernel's
  * own layout and scratch when it runs. */
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
-    return fast(B) ? kern_rvt_saved(c->hidden, T) + kern_rvt_tmp(c->hidden, T) : (size_t)B * T * (NC + c->hidden);
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    return kern_fast(kt, B) ? kern_rvt_saved(c->hidden, T) + kern_rvt_tmp(c->hidden, T) : (size_t)B * T * (NC + c->hidden);
 }
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
-    return fast(B) ? kern_rvt_tmp(c->hidden, T) : (size_t)c->hidden + NC + ROWS * COLS;
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    return kern_fast(kt, B) ? kern_rvt_tmp(c->hidden, T) : (size_t)c->hidden + NC + ROWS * COLS;
 }
 
 #ifndef DPD_F64
@@ -56,12 +56,12 @@ static void image(const real *xb, int T, int t, real *img) {
     }
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
                     real *ws) {
 #ifndef DPD_F64
-    if (fast(B)) {
-        krvt k = bind_fast(c, p, NULL);
-        kern_active()->rvt_fwd(&k, B, T, x, ws, y, ws + kern_rvt_saved(c->hidden, T));
+    if (kern_fast(kt, B)) {
+        krvt kr = bind_fast(c, p, NULL);
+        kt->rvt_fwd(&kr, B, T, x, ws, y, ws + kern_rvt_saved(c->hidden, T));
         return;
     }
 #endif
@@ -92,15 +92,15 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
                     int T, const real *ws, real *scratch, real *dp, real *dx) {
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t), H = c->hidden;
     memset(dp, 0, (t[nt - 1].offset + t[nt - 1].numel) * sizeof *dp);
 #ifndef DPD_F64
-    if (fast(B)) {
-        krvt k = bind_fast(c, p, dp);
-        kern_active()->rvt_bwd(&k, B, T, x, ws, dy, dx, scratch);
+    if (kern_fast(kt, B)) {
+        krvt kr = bind_fast(c, p, dp);
+        kt->rvt_bwd(&kr, B, T, x, ws, dy, dx, scratch);
         return;
     }
 #endif

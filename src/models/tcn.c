@@ -25,16 +25,16 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 }
 
 /* Workspace: features (B, T, 6) and the pre-activations of the 5 hidden stages (B, T, H) each. */
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) { return (size_t)B * T * (6 + 5 * (size_t)c->hidden); }
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return (size_t)B * T * (6 + 5 * (size_t)c->hidden); }
 /* Scratch: two (T, H) gradient planes and one (T, H) activation plane. */
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) { return 3 * (size_t)T * c->hidden; }
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 3 * (size_t)T * c->hidden; }
 
 /* Stage k (0 = the 1x1 input conv, 1..4 depthwise) pre-activations of sequence b: (T, H). */
 static real *stage(real *ws, int B, int T, int H, int k, int b) {
     return ws + (size_t)B * T * 6 + ((size_t)k * B + b) * T * H;
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
     dpd_tensor t[DPD_MAX_TENSORS];
     layout(c, t);
     int H = c->hidden;
@@ -69,7 +69,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
     }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
                     const real *ws, real *sc, real *dp, real *dx) {
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t), H = c->hidden;

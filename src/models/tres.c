@@ -26,13 +26,13 @@ static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 
 /* Workspace: features (B, T, 6), GRU planes, TCN pre-activations c1 (B, T, 3) and c2 (B, T, 2),
  * cell tmp. */
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T, H = (size_t)c->hidden;
-    return bt * (6 + 5) + rnn_gru_saved(6, (int)H, is_delta(c), B, T) + rnn_tmp_size(6, (int)H, 3, T);
+    return bt * (6 + 5) + rnn_gru_saved(kt, 6, (int)H, is_delta(c), B, T) + rnn_tmp_size(6, (int)H, 3, T);
 }
 
 /* Scratch: gradient at h (B, T, H), at the features (B, T, 6), cell tmp. */
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T, H = (size_t)c->hidden;
     return bt * (H + 6) + rnn_tmp_size(6, (int)H, 3, T);
 }
@@ -42,14 +42,14 @@ static real tap(const real *x, int T, int t, int k, int i) { /* x[t + (k-1) DIL]
     return u < 0 || u >= T ? 0 : x[2 * u + i];
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
                     real *ws) {
     dpd_tensor t[DPD_MAX_TENSORS];
     layout(c, t);
     int H = c->hidden;
     size_t bt = (size_t)B * T;
     const real *wo = p + t[2].offset, *w0 = p + t[3].offset, *w2 = p + t[4].offset;
-    real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + rnn_gru_saved(6, H, is_delta(c), B, T), *c2 = c1 + 3 * bt,
+    real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + rnn_gru_saved(kt, 6, H, is_delta(c), B, T), *c2 = c1 + 3 * bt,
          *tmp = c2 + 2 * bt;
     for (int b = 0; b < B; b++)
         for (int s = 0; s < T; s++) {
@@ -57,7 +57,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
             real *f = feat + ((size_t)b * T + s) * 6, a = amp(xs[0], xs[1]);
             f[0] = xs[0], f[1] = xs[1], f[2] = a, f[3] = a * a * a, f[4] = xn[0], f[5] = xn[1];
         }
-    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL, is_delta(c), (real)c->thx, (real)c->thh};
+    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL, is_delta(c), (real)c->thx, (real)c->thh, kt};
     FN(rnn_gru_fwd)(&w, B, T, feat, sv, tmp);
     for (int b = 0; b < B; b++) {
         const real *xb = x + (size_t)b * T * 2;
@@ -79,7 +79,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
     }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
                     int T, const real *ws, real *scratch, real *dp, real *dx) {
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t), H = c->hidden;
@@ -87,7 +87,7 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
     size_t bt = (size_t)B * T;
     const real *wo = p + t[2].offset, *w0 = p + t[3].offset, *w2 = p + t[4].offset;
     real *gwo = dp + t[2].offset, *gw0 = dp + t[3].offset, *gw2 = dp + t[4].offset;
-    const real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + rnn_gru_saved(6, H, is_delta(c), B, T), *c2 = c1 + 3 * bt;
+    const real *feat = ws, *sv = feat + 6 * bt, *c1 = sv + rnn_gru_saved(kt, 6, H, is_delta(c), B, T), *c2 = c1 + 3 * bt;
     real *dh = scratch, *df = dh + bt * H, *tmp = df + 6 * bt;
     if (dx) memset(dx, 0, 2 * bt * sizeof *dx);
     memset(dh, 0, bt * H * sizeof *dh);
@@ -112,7 +112,7 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
             }
         }
     }
-    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL, is_delta(c), (real)c->thx, (real)c->thh};
+    FN(rnn_w) w = {6, H, p + t[0].offset, p + t[1].offset, NULL, NULL, is_delta(c), (real)c->thx, (real)c->thh, kt};
     FN(rnn_g) g = {dp + t[0].offset, dp + t[1].offset, NULL, NULL};
     FN(rnn_gru_bwd)(&w, &g, B, T, feat, sv, dh, dx ? df : NULL, tmp);
     if (!dx) return;

@@ -26,12 +26,12 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
 }
 
 /* Workspace: amplitude windows (B, T, 4), LSTM planes, cell tmp. */
-static inline size_t ws_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T;
-    return bt * W + rnn_lstm_saved(W, c->hidden, B, T) + rnn_tmp_size(W, c->hidden, 4, T);
+    return bt * W + rnn_lstm_saved(kt, W, c->hidden, B, T) + rnn_tmp_size(W, c->hidden, 4, T);
 }
 /* Scratch: dh (B, T, H), d windows (B, T, 4), cell tmp. */
-static inline size_t scratch_size(const dpd_model_cfg *c, int B, int T) {
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     return (size_t)B * T * (c->hidden + W) + rnn_tmp_size(W, c->hidden, 4, T);
 }
 
@@ -67,19 +67,19 @@ static void head_in(const parts *q, const real *h, const real *xb, int T, int t,
     }
 }
 
-static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
                     real *ws) {
     int H = c->hidden;
     size_t bt = (size_t)B * T;
     parts q = bind(c, p);
-    real *aw = ws, *sv = aw + bt * W, *tmp = sv + rnn_lstm_saved(W, H, B, T);
+    real *aw = ws, *sv = aw + bt * W, *tmp = sv + rnn_lstm_saved(kt, W, H, B, T);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int r = 0; r < W; r++) {
                 const real *s = x + ((size_t)b * T + row(t, r, T)) * 2;
                 aw[((size_t)b * T + t) * W + r] = amp(s[0], s[1]);
             }
-    FN(rnn_w) w = {W, H, q.wih, q.whh, q.bih, q.bhh, 0, 0, 0};
+    FN(rnn_w) w = {W, H, q.wih, q.whh, q.bih, q.bhh, 0, 0, 0, kt};
     FN(rnn_lstm_fwd)(&w, B, T, aw, sv, tmp);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
@@ -90,7 +90,7 @@ static void FN(fwd)(const dpd_model_cfg *c, const real *p, const real *x, int B,
         }
 }
 
-static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
+static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
                     int T, const real *ws, real *scratch, real *dp, real *dx) {
     int H = c->hidden;
     size_t bt = (size_t)B * T;
@@ -127,7 +127,7 @@ static void FN(bwd)(const dpd_model_cfg *c, const real *p, const real *x, const 
             linear_back(dh + i * H, g[6], g[7], q.w2, sv + i * H, dl2, W, H);
         }
     }
-    FN(rnn_w) w = {W, H, q.wih, q.whh, q.bih, q.bhh, 0, 0, 0};
+    FN(rnn_w) w = {W, H, q.wih, q.whh, q.bih, q.bhh, 0, 0, 0, kt};
     FN(rnn_g) gg = {g[0], g[1], g[2], g[3]};
     FN(rnn_lstm_bwd)(&w, &gg, B, T, aw, sv, dh, dx ? daw : NULL, tmp);
     if (!dx) return;

@@ -1,13 +1,11 @@
-/* dispatch: which kernels run — the fast ones for the best ISA this CPU has (cpuid), or the
- * scalar reference kernels (`--kernels ref`) — plus the size rules shared with the families. */
+/* dispatch: the kernel tables by name — the fast ones for the best ISA this CPU has (cpuid), or
+ * the scalar reference kernels ("ref") — plus the size rules shared with the families. No state:
+ * each session keeps the table it chose. */
 #include <string.h>
 
 #include "../status.h"
 #include "dpd/dpd.h"
 #include "kern.h"
-
-static const kern_ops *active;
-static int chosen;
 
 static const kern_ops *best(void) {
     __builtin_cpu_init();
@@ -16,31 +14,23 @@ static const kern_ops *best(void) {
     return &kern_sse;
 }
 
-const kern_ops *kern_active(void) {
-    if (!chosen) active = best(), chosen = 1;
-    return active;
-}
-
-dpd_status dpd_kernels_select(const char *name, dpd_error *err) {
+dpd_status kern_select(const char *field, const char *name, const kern_ops **out, dpd_error *err) {
     const kern_ops *b = best(), *k;
     if (!strcmp(name, "auto") || !strcmp(name, "fast")) k = b;
     else if (!strcmp(name, "ref")) k = NULL;
     else if (!strcmp(name, "sse")) k = &kern_sse;
     else if (!strcmp(name, "avx2")) k = &kern_avx2;
     else if (!strcmp(name, "avx512")) k = &kern_avx512;
-    else return dpd_fail(err, DPD_E_INVAL, "--kernels must be auto, fast, ref, avx512, avx2 or sse (got '%s')", name);
+    else return dpd_fail(err, DPD_E_INVAL, "%s: '%s' is not one of auto, fast, ref, avx512, avx2, sse", field, name);
     if (k == &kern_avx512 && b != &kern_avx512)
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "this CPU lacks AVX-512 (best: %s)", b->name);
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX-512 (best: %s)", field, b->name);
     if (k == &kern_avx2 && b == &kern_sse)
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "this CPU lacks AVX2+FMA (best: sse)");
-    active = k, chosen = 1;
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX2+FMA (best: sse)", field);
+    *out = k;
     return DPD_OK;
 }
 
-const char *dpd_kernels_name(void) {
-    const kern_ops *k = kern_active();
-    return k ? k->name : "ref";
-}
+const char *kern_name(const kern_ops *k) { return k ? k->name : "ref"; }
 
 size_t kern_gru_saved(int I, int H, int T) {
     (void)I;

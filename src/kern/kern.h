@@ -4,9 +4,11 @@
  * compiled once per ISA (AVX-512, AVX2+FMA, baseline SSE2); dispatch.c picks one by cpuid. The
  * scalar reference kernels (src/models/rnn.c) stay the oracle (tests/test_kernels.c).
  * Legend: B <= KL lanes in use, T time, I inputs, H hidden, G = 3H gate rows. */
-#ifndef DPD_CPU_KERN_H
-#define DPD_CPU_KERN_H
+#ifndef DPD_KERN_H
+#define DPD_KERN_H
 #include <stddef.h>
+
+#include "dpd/dpd.h"
 
 #define KL 16  /* lanes: sequences per chunk */
 #define KTW 16 /* GRU backward: steps of gate gradients kept before folding them into the weight gradients */
@@ -42,7 +44,8 @@ typedef struct krvt {
 size_t kern_rvt_saved(int H, int T);
 size_t kern_rvt_tmp(int H, int T);
 
-typedef struct kern_ops {
+typedef struct kern_ops kern_ops;
+struct kern_ops {
     const char *name;
     void (*gru_fwd)(const kgru *w, int B, int T, const float *x, float *sv, float *tmp);
     void (*gru_bwd)(const kgru *w, int B, int T, const float *x, const float *sv, const float *dh,
@@ -58,23 +61,30 @@ typedef struct kern_ops {
     void (*lin_fwd)(const float *W, const float *b, int out, int in, int N, const float *x, float *y, float *tmp);
     void (*lin_bwd)(const float *W, int out, int in, int N, const float *x, const float *dy, float *dx,
                     float *gW, float *gb, float *tmp);
-} kern_ops;
+};
 
 size_t kern_lin_tmp(int out, int in, int N);
 
 extern const kern_ops kern_avx512, kern_avx2, kern_sse;
 
-/* The kernels in use: NULL selects the scalar reference kernels. */
-const kern_ops *kern_active(void);
+/* A kernel table by name: "auto"/"fast" (the best ISA this CPU has: avx512, avx2 or sse), one
+ * of those by name, or "ref" (*out = NULL: the scalar reference kernels of src/models/).
+ * DPD_E_INVAL for an unknown name (the message names the field `field`), DPD_E_UNSUPPORTED when
+ * the CPU lacks the ISA. Pure: nothing is remembered. */
+dpd_status kern_select(const char *field, const char *name, const kern_ops **out, dpd_error *err);
 
-/* The fast kernels take chunks of 5..KL sequences (fewer lanes would waste them); never in the
- * double-precision (DPD_F64) builds of the families, which are reference-only. */
-static inline int kern_fast(int B) {
+/* "ref" for NULL, else the table's ISA name. */
+const char *kern_name(const kern_ops *k);
+
+/* Whether table k takes a chunk of B sequences: the fast kernels take 5..KL (fewer lanes would
+ * waste them); never in the double-precision (DPD_F64) builds of the families, which are
+ * reference-only, nor with k NULL (the reference kernels). */
+static inline int kern_fast(const kern_ops *k, int B) {
 #ifdef DPD_F64
-    (void)B;
+    (void)k, (void)B;
     return 0;
 #else
-    return B > 4 && B <= KL && kern_active();
+    return B > 4 && B <= KL && k;
 #endif
 }
 #endif

@@ -1,0 +1,25 @@
+/* session: the one way to run a model (dpd.h, "sessions") — provider choice and fallback,
+ * the working batch with halving on memory failures, device-failure handling, and the emulation
+ * of ABI v2 slots for providers that lack them (v1 packs). Internal additions for dpd_train. */
+#ifndef DPD_SESSION_H
+#define DPD_SESSION_H
+#include "dpd/provider.h"
+
+/* What a session must be able to do beyond inference: the provider is demoted (auto) or
+ * refused (explicit) when it cannot. */
+enum { DPD_NEED_TRAIN = 1, DPD_NEED_CHAIN = 2 };
+
+/* dpd_session_create with needs; frozen: for DPD_NEED_CHAIN, the PA configuration the provider
+ * must support too. */
+dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, int need,
+                            const dpd_model_cfg *frozen, dpd_session **out, dpd_error *err);
+
+/* 1 when split k of s holds exactly the n samples at host address x (attached and not dropped
+ * since: re-reserving a session for longer sequences drops its resident splits). */
+int dpd_session_resident(const dpd_session *s, int k, const void *x, size_t n);
+
+/* A recognized device failure of provider `name` during a run: the preference moves to cpu for
+ * later work (recorded with msg); returns DPD_E_DEVICE with a message saying the run was not
+ * repeated. */
+dpd_status dpd_session_device_failed(const char *name, const char *msg, dpd_error *err);
+#endif
