@@ -104,7 +104,7 @@ NVFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=comp
 NVSAN   := $(if $(findstring address,$(SANITIZE)),-lasan) $(if $(findstring undefined,$(SANITIZE)),-lubsan)
 $(BUILD)/cuda/check: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/check.cu $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a $(NVSAN) -lpthread -lm -o $@
+	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a $(NVSAN) $(LDLIBS) -lpthread -o $@
 
 $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/provider.cu include/dpd/provider.h
 	@mkdir -p $(dir $@)

@@ -27,6 +27,7 @@ static dpd_status ckpt_open(ckpt *c, const char *flag, const char *arg, int want
     c->flag = flag;
     dpd_status s = dpd_ckpt_resolve(arg, want_pa, c->path, sizeof c->path, err);
     if (!s) s = dpd_ckpt_info_read(c->path, &c->info, err);
+    if (s && !err->field[0]) snprintf(err->field, sizeof err->field, "%s", flag + 2); /* "--model: ..." */
     return s;
 }
 

@@ -40,13 +40,27 @@ const char *cli_flag(const char *field, char *buf, size_t n) {
     return buf;
 }
 
+/* The configuration field a message starts with ("data: x does not exist"), when err->field
+ * does not name one: a key of the configuration table, or resume. */
+static const char *leading_field(const char *msg) {
+    int n;
+    const dpd_field *f = dpd_config_fields(&n);
+    for (int i = -1; i < n; i++) {
+        const char *k = i < 0 ? "resume" : f[i].key;
+        size_t l = strlen(k);
+        if (!strncmp(msg, k, l) && msg[l] == ':' && msg[l + 1] == ' ') return k;
+    }
+    return "";
+}
+
 int cli_fail(const dpd_error *err) {
     const char *msg = err->msg[0] ? err->msg : dpd_status_str(err->status);
-    size_t fl = strlen(err->field);
+    const char *field = err->field[0] ? err->field : leading_field(msg);
+    size_t fl = strlen(field);
     if (fl) {
         char flag[48];
-        cli_flag(err->field, flag, sizeof flag);
-        if (!strncmp(msg, err->field, fl) && msg[fl] == ':') /* "hidden: ..." -> "--hidden: ..." */
+        cli_flag(field, flag, sizeof flag);
+        if (!strncmp(msg, field, fl) && msg[fl] == ':') /* "hidden: ..." -> "--hidden: ..." */
             fprintf(stderr, "dpd: %s%s\n", flag, msg + fl);
         else
             fprintf(stderr, "dpd: %s: %s\n", flag, msg);
@@ -69,8 +83,17 @@ int cli_exec_resolve(cli_exec *x) {
             fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", x->level);
             return 2;
         }
-    } else if (x->threads < 0 || x->threads > 1024) {
-        fprintf(stderr, "dpd: --threads must be in 1..1024 (got %d)\n", x->threads);
+    }
+    /* the values through the configuration table: its bounds and its messages */
+    dpd_train_cfg c;
+    dpd_error err = {0};
+    char v[16];
+    dpd_train_defaults(&c);
+    snprintf(v, sizeof v, "%d", x->threads);
+    if (dpd_config_set(&c, "threads", v, &err) || (x->kernels[0] && dpd_config_set(&c, "kernels", x->kernels, &err)) ||
+        (x->provider[0] && dpd_config_set(&c, "provider", x->provider, &err))) {
+        if (!err.field[0]) snprintf(err.field, sizeof err.field, "%s", leading_field(err.msg));
+        cli_fail(&err);
         return 2;
     }
     x->nkv = 0;

@@ -133,9 +133,11 @@ int cmd_run(int argc, char **argv) {
     float *xs = NULL, *y = NULL;
     size_t n = 0;
     int rc = 1;
-    if (dpd_ckpt_resolve(model, 0, path, sizeof path, &err) || dpd_ckpt_load(path, &m, &err) ||
-        read_input(in, &iq, &n, &err))
+    if (dpd_ckpt_resolve(model, 0, path, sizeof path, &err) || dpd_ckpt_load(path, &m, &err)) {
+        if (!err.field[0]) snprintf(err.field, sizeof err.field, "model");
         goto fail;
+    }
+    if (read_input(in, &iq, &n, &err)) goto fail;
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
     if (L > 0x7fffffff) {

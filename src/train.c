@@ -102,6 +102,7 @@ typedef struct run {
     void *user;
     double t0;           /* monotonic seconds at the run's start, less the elapsed time resumed */
     double last_note;    /* when the last progress event went into events.jsonl */
+    int cancel;          /* the caller asked to stop during an epoch's last chunk: stop after it */
 } run;
 
 /* 1 when the log carries the delta columns: a DPD run of a family with delta statistics. */
@@ -490,7 +491,10 @@ static dpd_status epoch_train(run *r, state *st, double *mean, dpd_error *err) {
                        .samples_per_s = el > 0 ? (double)(st->epoch_step - first) * c->batch * c->frame / el : 0};
         int note = now() - r->last_note >= 5; /* events.jsonl gets a heartbeat, not every chunk */
         if (note) r->last_note = now();
-        if (emit(r, &e, note) && st->epoch_step < nb) return dpd_fail(err, DPD_E_ABORTED, "cancelled");
+        if (emit(r, &e, note)) {
+            if (st->epoch_step < nb) return dpd_fail(err, DPD_E_ABORTED, "cancelled");
+            r->cancel = 1; /* the epoch is complete: stop after its evaluation and checkpoints */
+        }
     }
     *mean = acc / (double)nb;
     st->epoch_step = 0;
@@ -642,7 +646,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         dpd_event cl = {.type = DPD_EV_CHECKPOINT, .epoch = e + 1, .path = "last.safetensors"};
         cancel |= emit(&r, &cl, 1);
         if ((s = dpd_run_write(&r.rd, "events.jsonl", &r.rd.events, err))) break;
-        if (cancel && e + 1 < cfg.epochs) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");
+        if ((cancel || r.cancel) && e + 1 < cfg.epochs) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");
     }
     dpd_text_free(&best);
     if (!s) {

@@ -6,14 +6,17 @@
 #include <string.h>
 #include <unistd.h>
 
-int check_passed, check_failed;
+int check_passed, check_failed, check_skipped;
 
 int check_done(const char *name) {
-    printf("RESULT %s %d %d\n", name, check_passed, check_failed);
+    printf("RESULT %s %d %d %d\n", name, check_passed, check_failed, check_skipped);
     return check_failed != 0;
 }
 
-void check_skip(const char *name, const char *why) { printf("SKIP %s: %s\n", name, why); }
+void check_skip(const char *name, const char *why) {
+    printf("SKIP %s: %s\n", name, why);
+    check_skipped++;
+}
 
 const char *check_shared(const char *rel) {
     static char path[8][4096];
@@ -90,4 +93,16 @@ dpd_model *check_model(const dpd_model_cfg *c, dpd_rng *r) {
     if (r) dpd_model_init(m, r);
     check_passed++;
     return m;
+}
+
+dpd_net *check_net(const dpd_model *m, const char *kernels) {
+    dpd_error err = {0};
+    const kern_ops *k = NULL;
+    dpd_net *n = NULL;
+    if (kern_select("kernels", kernels, &k, &err) || dpd_net_create(dpd_model_config(m), k, NULL, &n, &err)) {
+        fprintf(stderr, "FAIL check_net(%s, %s): %s\n", dpd_model_config(m)->family, kernels, err.msg);
+        exit(1);
+    }
+    memcpy(dpd_net_params(n), dpd_model_params((dpd_model *)m), dpd_model_nparams(m) * sizeof(float));
+    return n;
 }

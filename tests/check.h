@@ -1,14 +1,15 @@
 /* check: the tiny in-tree test helper. CHECK counts a pass or prints the failure with its
- * location; check_done prints "RESULT <name> <passed> <failed>" for tests/run.sh and returns
+ * location; check_done prints "RESULT <name> <passed> <failed> <skipped>" for tests/run.sh and returns
  * the exit code (non-zero on any failure). Also: fixture JSON access and temp directories. */
 #ifndef DPD_TESTS_CHECK_H
 #define DPD_TESTS_CHECK_H
 #include <jansson.h>
 #include <stdio.h>
 
+#include "cpu/net.h"
 #include "dpd/dpd.h"
 
-extern int check_passed, check_failed;
+extern int check_passed, check_failed, check_skipped;
 
 #define CHECK(cond, ...)                                                         \
     do {                                                                         \
@@ -24,7 +25,7 @@ extern int check_passed, check_failed;
 
 int check_done(const char *name);
 
-/* Prints "SKIP <name>: <why>" and counts nothing. */
+/* Prints "SKIP <name>: <why>" and counts a skip (check_done reports it; tests/run.sh sums them). */
 void check_skip(const char *name, const char *why);
 
 /* ../shared (or $DPD_SHARED) joined with rel; NULL when the file does not exist. */
@@ -46,6 +47,10 @@ const char *check_tmpdir(void);
 /* A model of configuration c, initialised from r (left zero when r is NULL). A configuration
  * that cannot be built ends the test program with the failure (tests/run.sh reports it). */
 dpd_model *check_model(const dpd_model_cfg *c, dpd_rng *r);
+
+/* The CPU engine for model m (its parameters copied) with kernels by name ("auto", "ref", ...),
+ * on the calling thread. Ends the test program when it cannot be built. */
+dpd_net *check_net(const dpd_model *m, const char *kernels);
 
 /* Writes text to dir/name. */
 void check_write(const char *dir, const char *name, const char *text);

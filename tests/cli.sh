@@ -400,7 +400,9 @@ waitfor() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -g
 "$DPD" synth --out "$T/big" --seed 5 --length 384000 >/dev/null
 big() { "$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 2 --batch 32 --seed 3 --threads 2 "$@"; }
 # interrupted after the first epoch has completed (its history row is written), before the last
-big --epochs 3 --out "$T/sg" >/dev/null 2>"$T/sg.err" &
+# (started directly, not through the function: $! must be dpd itself; sh starts background jobs
+# with SIGINT ignored, and dpd installs its own handler)
+"$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 2 --batch 32 --seed 3 --threads 2 --epochs 3 --out "$T/sg" >/dev/null 2>"$T/sg.err" &
 pid=$!
 SG="$T/sg/big/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
 waitfor "$SG/history.csv" "^1,3," && kill -INT $pid

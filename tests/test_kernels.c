@@ -76,19 +76,17 @@ static void model_case(const char *family, int H, int L) {
     size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
     float *x = rnd(&r, n, 0.4), *t = rnd(&r, n, 0.4), *g0 = malloc(np * 4), *dx0 = malloc(n * 4), *dx1 = malloc(n * 4);
     double l0, l1;
-    CHECK(dpd_kernels_select("ref", &err) == DPD_OK, "ref");
-    CHECK(dpd_model_train_step(m, x, t, B, T, &l0, dx0, &err) == DPD_OK, "%s", err.msg);
-    memcpy(g0, dpd_model_grads(m), np * 4);
-    CHECK(dpd_kernels_select("auto", &err) == DPD_OK, "auto");
-    dpd_model_free(m); /* workspace sizes depend on the kernels: rebuild */
-    dpd_rng_seed(&r, 4);
-    m = check_model(&c, &r);
-    CHECK(dpd_model_train_step(m, x, t, B, T, &l1, dx1, &err) == DPD_OK, "%s", err.msg);
-    double eg = rel(dpd_model_grads(m), g0, np), ex = rel(dx1, dx0, n);
+    /* two engines with their own kernel tables, side by side in one process */
+    dpd_net *ref = check_net(m, "ref"), *fast = check_net(m, "auto");
+    CHECK(dpd_net_train_step(ref, x, t, B, T, &l0, dx0, &err) == DPD_OK, "%s", err.msg);
+    memcpy(g0, dpd_net_grads(ref), np * 4);
+    CHECK(dpd_net_train_step(fast, x, t, B, T, &l1, dx1, &err) == DPD_OK, "%s", err.msg);
+    double eg = rel(dpd_net_grads(fast), g0, np), ex = rel(dx1, dx0, n);
     CHECK(fabs(l1 - l0) <= 1e-5 * l0 && eg < 5e-5 && ex < 5e-5, "%s L=%d: fast vs ref loss %.9g/%.9g, grads %.1e, dx %.1e",
           family, L, l1, l0, eg, ex);
-    printf("%s H=%d L=%d: %s kernels vs ref: loss %.1e, gradients %.1e, dx %.1e\n", family, H, L, dpd_kernels_name(),
-           fabs(l1 - l0) / l0, eg, ex);
+    printf("%s H=%d L=%d: %s kernels vs ref: loss %.1e, gradients %.1e, dx %.1e\n", family, H, L,
+           kern_name(dpd_net_kernels(fast)), fabs(l1 - l0) / l0, eg, ex);
+    dpd_net_free(ref), dpd_net_free(fast);
     free(x), free(t), free(g0), free(dx0), free(dx1);
     dpd_model_free(m);
 }
@@ -119,9 +117,11 @@ int main(void) {
     model_case("dgru", 9, 2);
     model_case("lstm", 6, 2);
     dpd_error err;
-    CHECK(dpd_kernels_select("ref", &err) == DPD_OK && !strcmp(dpd_kernels_name(), "ref"), "ref selectable");
-    CHECK(dpd_kernels_select("bogus", &err) == DPD_E_INVAL && strstr(err.msg, "bogus"), "unknown kernels refused");
-    CHECK(dpd_kernels_select("auto", &err) == DPD_OK, "auto");
-    printf("kernels in use: %s\n", dpd_kernels_name());
+    const kern_ops *k = &kern_sse;
+    CHECK(kern_select("kernels", "ref", &k, &err) == DPD_OK && !k && !strcmp(kern_name(k), "ref"), "ref selectable");
+    CHECK(kern_select("kernels", "bogus", &k, &err) == DPD_E_INVAL && strstr(err.msg, "kernels: 'bogus'"),
+          "unknown kernels refused, naming the field: %s", err.msg);
+    CHECK(kern_select("kernels", "auto", &k, &err) == DPD_OK && k, "auto");
+    printf("best kernels here: %s\n", kern_name(k));
     return check_done("kernels");
 }

@@ -22,7 +22,9 @@ static void recover(const char *family, int K, int Q, int M) {
     p[0] = 1;
     float *x = malloc(n * 2 * sizeof *x), *y = malloc(n * 2 * sizeof *y);
     for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&rng));
-    CHECK(dpd_model_forward(truth, x, 1, (int)n, y, &err) == DPD_OK, "%s", err.msg);
+    dpd_net *net = check_net(truth, "auto");
+    CHECK(dpd_net_forward(net, x, 1, (int)n, y, &err) == DPD_OK, "%s", err.msg);
+    dpd_net_free(net);
     CHECK(dpd_ls_fit(fit, x, y, n, 1e-12, &err) == DPD_OK, "%s fit: %s", family, err.msg);
     double worst = 0;
     for (size_t i = 0; i < np; i++) worst = fmax(worst, fabs(dpd_model_params(fit)[i] - p[i]));

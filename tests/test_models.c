@@ -68,13 +68,16 @@ static void fixture(const char *file, const char *family) {
     double *ref = malloc(n * sizeof *ref);
     check_floats(json_object_get(j, "input"), x, n);
     check_floats(json_object_get(j, "target"), tg, n);
-    CHECK(dpd_model_forward(m, x, B, T, y, &err) == DPD_OK, "%s", err.msg);
+    dpd_net *net = check_net(m, "auto");
+    CHECK(dpd_net_forward(net, x, B, T, y, &err) == DPD_OK, "%s", err.msg);
     check_doubles(json_object_get(j, "output"), ref, n);
     double e = check_relmax(y, ref, n);
     CHECK(e <= 1e-5, "%s: output max abs err %.2e x max|ref| > 1e-5", file, e);
     dpd_sparsity sp;
     json_t *ds = json_object_get(j, "delta_statistics"), *ts = json_object_get(j, "temporal_sparsity");
-    if (ds && dpd_model_sparsity(m, &sp, 1)) {
+    long long z[4];
+    dpd_net_zeros(net, z);
+    if (ds && dpd_model_sparsity(m, z, &sp)) {
         CHECK(sp.zeros_dx == json_integer_value(json_object_get(ds, "num_dx_zeros")) &&
                   sp.numel_dx == json_integer_value(json_object_get(ds, "num_dx_numel")) &&
                   sp.zeros_dh == json_integer_value(json_object_get(ds, "num_dh_zeros")) &&
@@ -93,13 +96,13 @@ static void fixture(const char *file, const char *family) {
         printf("%s (%s): forward %.1e, delta statistics exact\n", file, family, worst);
         goto done;
     }
-    CHECK(dpd_model_train_step(m, x, tg, B, T, &loss, dx, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_net_train_step(net, x, tg, B, T, &loss, dx, &err) == DPD_OK, "%s", err.msg);
     CHECK(fabs(loss - want) <= 1e-5 * want, "%s: loss %.9g, want %.9g", file, loss, want);
     check_doubles(json_object_get(j, "grad_input"), ref, n);
     e = check_relmax(dx, ref, n);
     worst = fmax(worst, e);
     CHECK(e <= 3e-5, "%s: grad_input: max abs %.2e x max|ref| > 3e-5", file, e);
-    const float *g = dpd_model_grads(m);
+    const float *g = dpd_net_grads(net);
     for (int i = 0; i < dpd_model_ntensors(m); i++) {
         const dpd_tensor *t = dpd_model_tensor(m, i);
         double *gr = malloc(t->numel * sizeof *gr);
@@ -112,13 +115,14 @@ static void fixture(const char *file, const char *family) {
     printf("%s (%s): worst relative deviation %.1e\n", file, family, worst);
 done:
     free(x), free(tg), free(y), free(dx), free(ref);
+    dpd_net_free(net);
     dpd_model_free(m);
     json_decref(j);
 }
 
 static double loss64(const dpd_k64 *k, const dpd_model_cfg *c, const double *p, const double *x,
                      const double *t, int B, int T, double *y, double *ws) {
-    k->forward(c, p, x, B, T, y, ws);
+    k->forward(NULL, c, p, x, B, T, y, ws);
     double s = 0;
     for (int i = 0; i < B * T * 2; i++) s += (y[i] - t[i]) * (y[i] - t[i]);
     return s / (B * T * 2);
@@ -138,13 +142,13 @@ static void gradcheck(const char *family, const dpd_k64 *k, int H, int L, int B,
     double *p = malloc(np * sizeof *p), *dp = malloc(np * sizeof *dp), *x = malloc(n * sizeof *x),
            *t = malloc(n * sizeof *t), *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy),
            *dx = malloc(n * sizeof *dx);
-    double *ws = malloc(f->ws_size(&c, B, T) * sizeof *ws), *sc = malloc(f->scratch_size(&c, B, T) * sizeof *sc);
+    double *ws = malloc(f->ws_size(NULL, &c, B, T) * sizeof *ws), *sc = malloc(f->scratch_size(NULL, &c, B, T) * sizeof *sc);
     double scale = 0.5 / sqrt(1 + np / 100.0); /* keeps wide models' outputs O(1) */
     for (size_t i = 0; i < np; i++) p[i] = scale * dpd_rng_normal(&rng);
     for (size_t i = 0; i < n; i++) x[i] = 0.5 * dpd_rng_normal(&rng), t[i] = 0.5 * dpd_rng_normal(&rng);
     loss64(k, &c, p, x, t, B, T, y, ws);
     for (size_t i = 0; i < n; i++) dy[i] = 2 * (y[i] - t[i]) / n;
-    k->backward(&c, p, x, dy, B, T, ws, sc, dp, dx);
+    k->backward(NULL, &c, p, x, dy, B, T, ws, sc, dp, dx);
     double h = 1e-6, worst = 0;
     for (int pass = 0; pass < 2; pass++) {
         double *v = pass ? x : p, *an = pass ? dx : dp;
@@ -200,11 +204,13 @@ static void zeros(void) {
         float x[2 * 40] = {0}, t[2 * 40], dx[2 * 40];
         for (int i = 0; i < 80; i++) t[i] = 0.1f, x[i] = i % 3 ? 0.2f * (float)dpd_rng_normal(&rng) : 0;
         double loss;
-        CHECK(dpd_model_train_step(m, x, t, 1, 40, &loss, dx, &err) == DPD_OK && isfinite(loss), "%s: %s", c.family, err.msg);
+        dpd_net *net = check_net(m, "auto");
+        CHECK(dpd_net_train_step(net, x, t, 1, 40, &loss, dx, &err) == DPD_OK && isfinite(loss), "%s: %s", c.family, err.msg);
         int fin = 1;
         for (int i = 0; i < 80; i++) fin &= isfinite(dx[i]);
-        for (size_t i = 0; i < dpd_model_nparams(m); i++) fin &= isfinite(dpd_model_grads(m)[i]) && isfinite(dpd_model_params(m)[i]);
+        for (size_t i = 0; i < dpd_model_nparams(m); i++) fin &= isfinite(dpd_net_grads(net)[i]) && isfinite(dpd_net_params(net)[i]);
         CHECK(fin, "%s: non-finite gradient with zero-amplitude samples", c.family);
+        dpd_net_free(net);
         dpd_model_free(m);
     }
 }

@@ -32,6 +32,8 @@ static void trajectory(const char *file, double tol_param) {
     CHECK(dpd_adamw_init(&o, dpd_model_nparams(m), json_number_value(get(opt, "lr")),
                          json_number_value(get(opt, "weight_decay")), &err) == DPD_OK, "adamw");
     int nb = 12, B = 4, T = 20;
+    dpd_net *net = check_net(m, "auto");
+    p = dpd_net_params(net);
     size_t per = (size_t)B * T * 2;
     float *bx = malloc(nb * per * sizeof *bx), *by = malloc(nb * per * sizeof *by);
     CHECK(check_floats(get(j, "batches_input"), bx, nb * per) && check_floats(get(j, "batches_target"), by, nb * per),
@@ -40,9 +42,9 @@ static void trajectory(const char *file, double tol_param) {
     double worst_loss = 0, worst_norm = 0;
     for (int k = 0; k < nb; k++) {
         double loss;
-        CHECK(dpd_model_train_step(m, bx + k * per, by + k * per, B, T, &loss, NULL, &err) == DPD_OK, "%s", err.msg);
-        double norm = dpd_clip(dpd_model_grads(m), dpd_model_nparams(m), clip);
-        dpd_adamw_step(&o, p, dpd_model_grads(m));
+        CHECK(dpd_net_train_step(net, bx + k * per, by + k * per, B, T, &loss, NULL, &err) == DPD_OK, "%s", err.msg);
+        double norm = dpd_clip(dpd_net_grads(net), dpd_model_nparams(m), clip);
+        dpd_adamw_step(&o, p, dpd_net_grads(net));
         double wl = json_number_value(json_array_get(lb, (size_t)k)), wn = json_number_value(json_array_get(gn, (size_t)k));
         worst_loss = fmax(worst_loss, fabs(loss - wl) / wl);
         worst_norm = fmax(worst_norm, fabs(norm - wn) / wn);
@@ -62,6 +64,7 @@ static void trajectory(const char *file, double tol_param) {
     printf("%s: loss %.1e, grad norm %.1e, final parameters %.1e (relative)\n", file, worst_loss, worst_norm, worst);
     free(bx), free(by);
     dpd_adamw_free(&o);
+    dpd_net_free(net);
     dpd_model_free(m);
     json_decref(j);
 }

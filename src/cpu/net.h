@@ -15,7 +15,11 @@
 /* Sequences per chunk: the unit of parallel work and of the fixed gradient reduction order, and
  * the fast kernels' lane count. */
 #define DPD_CHUNK 16
+#ifdef __cplusplus
+static_assert(DPD_CHUNK == KL, "a chunk is one lane group of the fast kernels");
+#else
 _Static_assert(DPD_CHUNK == KL, "a chunk is one lane group of the fast kernels");
+#endif
 
 typedef struct dpd_net dpd_net;
 

@@ -1,0 +1,334 @@
+/* test_session: the public session API and training runs through it — options (unknown keys and
+ * bad values named), sessions with different kernels and thread counts side by side in one
+ * process giving what each gives alone in its own process, DPD chaining, typed events
+ * (events.jsonl with sequence numbers, start and end records), and cancellation: a run
+ * cancelled in the middle of an epoch or between epochs resumes to an end bit-identical to an
+ * uninterrupted run; one cancelled before its first epoch leaves no run directory; divergence
+ * has its own status. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dpd/dpd.h"
+#include "file.h"
+
+static const char *data; /* a small synthetic dataset */
+
+/* ---- options ---- */
+
+static void options(void) {
+    dpd_model_cfg c = {"gru", 4, 1};
+    dpd_model *m = check_model(&c, NULL);
+    dpd_session *s = NULL;
+    dpd_error err = {0};
+    dpd_kv bad[] = {{"provider", "cpu"}, {"thread", "2"}};
+    CHECK(dpd_session_create(m, bad, 2, &s, &err) == DPD_E_INVAL && !s && strstr(err.msg, "thread") &&
+              !strcmp(err.field, "thread"),
+          "an unknown option is refused naming it: %s", err.msg);
+    dpd_kv th[] = {{"threads", "many"}};
+    CHECK(dpd_session_create(m, th, 1, &s, &err) == DPD_E_INVAL && strstr(err.msg, "threads: 'many'"),
+          "a bad threads value is refused naming it: %s", err.msg);
+    dpd_kv kn[] = {{"provider", "cpu"}, {"kernels", "avx9000"}};
+    CHECK(dpd_session_create(m, kn, 2, &s, &err) == DPD_E_INVAL && strstr(err.msg, "kernels: 'avx9000'"),
+          "a bad kernels value is refused naming it: %s", err.msg);
+    dpd_kv pv[] = {{"provider", "warpdrive"}};
+    CHECK(dpd_session_create(m, pv, 1, &s, &err) != DPD_OK && strstr(err.msg, "warpdrive"),
+          "an unknown provider is refused naming it: %s", err.msg);
+    dpd_kv ok[] = {{"provider", "cpu"}, {"kernels", "ref"}, {"threads", "2"}, {"max_batch", "8"}, {"max_frame", "16"}};
+    CHECK(dpd_session_create(m, ok, 5, &s, &err) == DPD_OK, "%s", err.msg);
+    if (s) {
+        CHECK(!strcmp(dpd_session_provider(s), "cpu") && !strcmp(dpd_session_kernels(s), "ref") &&
+                  dpd_session_threads(s) == 2 && dpd_session_batch(s) == 8,
+              "session reports cpu/ref/2 threads/batch 8: %s/%s/%d/%d", dpd_session_provider(s), dpd_session_kernels(s),
+              dpd_session_threads(s), dpd_session_batch(s));
+        float x[2 * 40] = {0}, y[2 * 40];
+        /* longer than max_frame and wider than max_batch: re-reserved and cut, not refused */
+        CHECK(dpd_session_forward(s, x, 1, 40, y, &err) == DPD_OK, "%s", err.msg);
+    }
+    dpd_session_free(s);
+    dpd_model_free(m);
+}
+
+/* ---- sessions side by side vs alone ---- */
+
+#define SB 20 /* batch of the training below */
+#define ST 30
+#define SN (SB * ST * 2)
+
+/* Trains m's copy in session (kernels, threads) for 6 steps on fixed random data; p receives
+ * the weights. */
+static int train6(const dpd_model *m, const char *kernels, const char *threads, float *p, dpd_session **keep) {
+    dpd_error err = {0};
+    dpd_kv o[] = {{"provider", "cpu"}, {"kernels", kernels}, {"threads", threads}, {"max_batch", "20"}, {"max_frame", "30"}};
+    dpd_session *s;
+    if (dpd_session_create(m, o, 5, &s, &err)) return fprintf(stderr, "%s\n", err.msg), 0;
+    static float x[SN * 3], y[SN * 3];
+    dpd_rng r;
+    dpd_rng_seed(&r, 9);
+    for (int i = 0; i < SN * 3; i++) x[i] = (float)(0.4 * dpd_rng_normal(&r)), y[i] = (float)(0.4 * dpd_rng_normal(&r));
+    uint32_t frames[6 * SB];
+    for (int i = 0; i < 6 * SB; i++) frames[i] = (uint32_t)((i * 7) % (3 * SB - 1));
+    double losses[6];
+    int ok = !dpd_session_attach(s, DPD_TRAIN, x, y, SN * 3 / 2, &err);
+    for (int k = 0; ok && k < 6; k++) /* one step per call: interleaved with the other session */
+        ok = !dpd_session_train_steps(s, frames + k * SB, SB, SB, ST, ST, 5e-3, 0.01, 1.0, &losses[k], &err);
+    dpd_model *out = NULL;
+    if (ok) ok = !dpd_model_create(dpd_model_config(m), &out, &err) && !dpd_session_download(s, out, &err);
+    if (ok) memcpy(p, dpd_model_params(out), dpd_model_nparams(m) * sizeof *p);
+    if (!ok) fprintf(stderr, "train6: %s\n", err.msg);
+    dpd_model_free(out);
+    if (keep) *keep = s;
+    else dpd_session_free(s);
+    return ok;
+}
+
+/* The same training alone in a child process; the weights come back through a pipe. */
+static int alone(const dpd_model *m, const char *kernels, const char *threads, float *p) {
+    int fd[2];
+    size_t bytes = dpd_model_nparams(m) * sizeof *p;
+    if (pipe(fd)) return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        int ok = train6(m, kernels, threads, p, NULL);
+        _exit(ok && write(fd[1], p, bytes) == (ssize_t)bytes ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    ssize_t k;
+    while (got < bytes && (k = read(fd[0], (char *)p + got, bytes - got)) > 0) got += (size_t)k;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return got == bytes && WIFEXITED(st) && !WEXITSTATUS(st);
+}
+
+static void side_by_side(const char *family) {
+    dpd_model_cfg c = {"", 9, 1};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    dpd_rng r;
+    dpd_rng_seed(&r, 2);
+    dpd_model *m = check_model(&c, &r);
+    size_t np = dpd_model_nparams(m);
+    float *a = malloc(np * 4), *b = malloc(np * 4), *a1 = malloc(np * 4), *b1 = malloc(np * 4);
+    /* in one process, both sessions alive at once and used in turn */
+    dpd_session *sa = NULL, *sb = NULL;
+    int ok = train6(m, "ref", "1", a, &sa) && train6(m, "auto", "2", b, &sb);
+    CHECK(ok && alone(m, "ref", "1", a1) && alone(m, "auto", "2", b1), "%s: training ran", family);
+    CHECK(ok && !memcmp(a, a1, np * 4), "%s: ref kernels, 1 thread: one process with two sessions differs from alone",
+          family);
+    CHECK(ok && !memcmp(b, b1, np * 4), "%s: fast kernels, 2 threads: one process with two sessions differs from alone",
+          family);
+    dpd_session_free(sa), dpd_session_free(sb);
+    free(a), free(b), free(a1), free(b1);
+    dpd_model_free(m);
+}
+
+/* ---- training runs: events, cancellation, resume ---- */
+
+typedef struct watch {
+    int cancel_epoch;    /* cancel at the PROGRESS event number cancel_progress of this 1-based epoch (0: never) */
+    int cancel_progress; /* 0: at that epoch's EPOCH event instead */
+    int progress, epochs, started, ended;
+    long last_seq;
+    int ordered;
+    dpd_status end_status;
+    int saw_preds;
+} watch;
+
+static int on_event(void *user, const dpd_event *e) {
+    watch *w = user;
+    w->ordered &= e->seq == 0 || e->seq > w->last_seq;
+    if (e->seq) w->last_seq = e->seq;
+    switch (e->type) {
+    case DPD_EV_RUN_STARTED: w->started++; break;
+    case DPD_EV_PROGRESS:
+        if (e->epoch == w->cancel_epoch && ++w->progress == w->cancel_progress) return 1;
+        break;
+    case DPD_EV_EPOCH:
+        w->epochs++;
+        w->saw_preds |= e->val_eval && e->val_eval->pred && e->val_eval->S > 0 && isfinite(e->val_eval->pred[0]);
+        if (e->epoch == w->cancel_epoch && !w->cancel_progress) return 1;
+        break;
+    case DPD_EV_RUN_ENDED: w->ended++, w->end_status = e->status; break;
+    default: break;
+    }
+    return 0;
+}
+
+static void cfg_quick(dpd_train_cfg *c, const char *out, const char *family) {
+    dpd_train_defaults(c);
+    snprintf(c->data, sizeof c->data, "%s", data);
+    snprintf(c->out, sizeof c->out, "%s", out);
+    snprintf(c->model.family, sizeof c->model.family, "%s", family);
+    c->model.hidden = 6, c->epochs = 3, c->frame = 20, c->stride = 1, c->batch = 16;
+    if (strstr(family, "delta")) c->model.thx = 0.01, c->model.thh = 0.05;
+    c->threads = 1;
+    snprintf(c->provider, sizeof c->provider, "cpu");
+}
+
+/* The data region of a safetensors file (weights and optimizer moments), malloc'd. */
+static char *tensors(const char *dir, const char *name, size_t *n) {
+    char path[4200], *buf;
+    size_t len;
+    dpd_error err;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (dpd_file_read(path, &buf, &len, &err) || len < 8) return NULL;
+    uint64_t hl;
+    memcpy(&hl, buf, 8);
+    *n = len - 8 - hl;
+    memmove(buf, buf + 8 + hl, *n);
+    return buf;
+}
+
+/* history.csv without its wall-clock TIME column (the third). */
+static char *history(const char *dir) {
+    char path[4200], *buf;
+    snprintf(path, sizeof path, "%s/history.csv", dir);
+    if (dpd_file_read(path, &buf, NULL, NULL)) return NULL;
+    char *o = buf;
+    int field = 1;
+    for (char *p = buf; *p; p++) { /* copy every character not in field 3 (nor the comma opening it) */
+        if (*p == '\n') field = 1;
+        else if (*p == ',') field++;
+        if (field != 3) *o++ = *p;
+    }
+    *o = 0;
+    return buf;
+}
+
+static void cancel_resume(const char *family, int dpd_pa, int cancel_epoch, int cancel_progress, const char *what) {
+    dpd_train_cfg c, u;
+    const char *ref = check_tmpdir(), *cut = check_tmpdir();
+    cfg_quick(&c, ref, family);
+    dpd_error err = {0};
+    dpd_train_result res, res2;
+    char pa[4200] = "";
+    if (dpd_pa) { /* a GRU PA to train through */
+        dpd_train_cfg p;
+        cfg_quick(&p, check_tmpdir(), "gru");
+        p.epochs = 1;
+        CHECK(dpd_train(&p, NULL, NULL, &res, &err) == DPD_OK, "PA: %s", err.msg);
+        snprintf(pa, sizeof pa, "%s", res.run_dir);
+        snprintf(c.pa, sizeof c.pa, "%s", pa);
+    }
+    u = c;
+    watch w0 = {.ordered = 1};
+    CHECK(dpd_train(&c, on_event, &w0, &res, &err) == DPD_OK, "%s uninterrupted: %s", what, err.msg);
+    CHECK(w0.started == 1 && w0.ended == 1 && w0.epochs == 3 && w0.ordered && w0.saw_preds,
+          "%s: events started %d ended %d epochs %d ordered %d predictions %d", what, w0.started, w0.ended, w0.epochs,
+          w0.ordered, w0.saw_preds);
+    snprintf(u.out, sizeof u.out, "%s", cut);
+    watch w = {.cancel_epoch = cancel_epoch, .cancel_progress = cancel_progress, .ordered = 1};
+    dpd_status s = dpd_train(&u, on_event, &w, &res2, &err);
+    CHECK(s == DPD_E_ABORTED && w.ended == 1 && w.end_status == DPD_E_ABORTED, "%s: cancel gives DPD_E_ABORTED (%d: %s)",
+          what, s, err.msg);
+    CHECK(res2.run_dir[0], "%s: a run directory is reported", what);
+    char events[4400], *ev = NULL;
+    snprintf(events, sizeof events, "%s/events.jsonl", res2.run_dir);
+    CHECK(!dpd_file_read(events, &ev, NULL, NULL) && strstr(ev, "\"outcome\":\"cancelled\"") &&
+              strstr(ev, "\"type\":\"run_started\"") && strstr(ev, "\"seq\":1,"),
+          "%s: events.jsonl records the start and the cancellation", what);
+    free(ev);
+    dpd_train_cfg r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.resume, sizeof r.resume, "%s", res2.run_dir);
+    r.threads = 2; /* another thread count on resume: results do not depend on it */
+    watch w2 = {.ordered = 1};
+    CHECK(dpd_train(&r, on_event, &w2, &res2, &err) == DPD_OK, "%s resume: %s", what, err.msg);
+    size_t n1 = 0, n2 = 0;
+    char *a = tensors(res.run_dir, "last.safetensors", &n1), *b = tensors(res2.run_dir, "last.safetensors", &n2);
+    CHECK(a && b && n1 == n2 && !memcmp(a, b, n1), "%s: resumed last.safetensors differs from the uninterrupted run", what);
+    free(a), free(b);
+    char *h1 = history(res.run_dir), *h2 = history(res2.run_dir);
+    CHECK(h1 && h2 && !strcmp(h1, h2), "%s: resumed history.csv differs:\n%s\nvs\n%s", what, h1 ? h1 : "", h2 ? h2 : "");
+    free(h1), free(h2);
+    if (!dpd_file_read(events, &ev, NULL, NULL)) {
+        /* seq continues: 1..N without repeats */
+        long prev = 0, k = 0;
+        int mono = 1;
+        for (char *q = strstr(ev, "\"seq\":"); q; q = strstr(q + 1, "\"seq\":"), k++) mono &= atol(q + 6) == prev + 1, prev = atol(q + 6);
+        CHECK(mono && k > 4 && strstr(ev, "\"outcome\":\"completed\""), "%s: events.jsonl numbered 1..%ld in order, ending completed", what, k);
+        free(ev);
+    }
+}
+
+static void cancel_early(void) {
+    dpd_train_cfg c;
+    const char *out = check_tmpdir();
+    cfg_quick(&c, out, "gru");
+    watch w = {.cancel_epoch = 1, .cancel_progress = 1, .ordered = 1};
+    dpd_train_result res;
+    dpd_error err = {0};
+    CHECK(dpd_train(&c, on_event, &w, &res, &err) == DPD_E_ABORTED && !res.run_dir[0], "cancel in epoch 1: aborted, no run dir");
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s/train_pa/PA_S_0_M_GRU_H_6_F_20_P_194", out, strrchr(data, '/') + 1);
+    CHECK(stat(path, &st) != 0, "a run cancelled before its first epoch leaves no run directory (%s)", path);
+    /* refused before it starts: nothing written either */
+    cfg_quick(&c, out, "gru");
+    c.model.hidden = 100000;
+    CHECK(dpd_train(&c, NULL, NULL, &res, &err) == DPD_E_INVAL && !strcmp(err.field, "hidden") &&
+              strstr(err.msg, "hidden: 100000 is out of range 1..1024"),
+          "an out-of-range field names the field: %s", err.msg);
+    CHECK(stat(path, &st) != 0, "a refused run leaves no run directory");
+}
+
+static void diverge(void) {
+    dpd_train_cfg c;
+    cfg_quick(&c, check_tmpdir(), "gru");
+    c.lr = 1e30, c.clip = 0, c.lr_schedule = 0;
+    dpd_train_result res;
+    dpd_error err = {0};
+    watch w = {.ordered = 1};
+    dpd_status s = dpd_train(&c, on_event, &w, &res, &err);
+    CHECK(s == DPD_E_DIVERGED && strstr(err.msg, "diverged") && w.end_status == DPD_E_DIVERGED,
+          "a diverging run ends DPD_E_DIVERGED (%d: %s)", s, err.msg);
+}
+
+static void ls_resume(void) {
+    dpd_train_cfg c;
+    cfg_quick(&c, check_tmpdir(), "mp");
+    c.ls = 1, c.epochs = 1, c.model.order = 3, c.model.memory = 4;
+    dpd_train_result res;
+    dpd_error err = {0};
+    CHECK(dpd_train(&c, NULL, NULL, &res, &err) == DPD_OK, "%s", err.msg);
+    dpd_train_cfg r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.resume, sizeof r.resume, "%s", res.run_dir);
+    r.epochs = 5;
+    CHECK(dpd_train(&r, NULL, NULL, &res, &err) == DPD_E_INVAL && strstr(err.msg, "least-squares"),
+          "a least-squares run cannot be resumed by gradient training: %s", err.msg);
+}
+
+int main(void) {
+    const char *dir = check_tmpdir();
+    static char d[4200];
+    snprintf(d, sizeof d, "%s/synth", dir);
+    dpd_synth_cfg sc;
+    dpd_synth_defaults(&sc);
+    sc.length = 5 * 2560, sc.seed = 4;
+    dpd_error err;
+    if (dpd_synth_write(&sc, d, &err)) {
+        fprintf(stderr, "FAIL synth: %s\n", err.msg);
+        return 1;
+    }
+    data = d;
+    options();
+    side_by_side("gru");
+    side_by_side("lstm");
+    side_by_side("tres_gru");
+    cancel_resume("gru", 0, 2, 1, "PA GRU, cancelled mid-epoch 2");
+    cancel_resume("gru", 0, 2, 2, "PA GRU, cancelled in the last chunk of epoch 2");
+    cancel_resume("gru", 0, 1, 0, "PA GRU, cancelled after epoch 1");
+    cancel_resume("tres_deltagru", 1, 2, 1, "DPD TRes-DeltaGRU, cancelled mid-epoch 2");
+    cancel_resume("rvtdcnn", 1, 2, 0, "DPD RVTDCNN, cancelled after epoch 2");
+    cancel_early();
+    diverge();
+    ls_resume();
+    return check_done("session");
+}
