@@ -123,6 +123,10 @@ int cmd_config(int argc, char **argv) {
         return 0;
     }
     if (argc == 3 && !strcmp(argv[0], "set")) {
+        if (!strcmp(argv[1], "reason")) { /* recorded by dpd when the preference falls back, not set by hand */
+            fprintf(stderr, "dpd: 'reason' is recorded by dpd, not set (settings: provider, cpu_level, gpu_memory)\n");
+            return 2;
+        }
         if (dpd_settings_load(&st, &err)) return cli_fail(&err);
         if (dpd_settings_set(&st, argv[1], argv[2], &err)) {
             fprintf(stderr, "dpd: %s\n", err.msg);

@@ -117,7 +117,7 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
     if (s == DPD_E_ABORTED) {
-        char q[8300];
+        char q[4 * sizeof res.run_dir + 8]; /* every character may be a quote */
         if (!res.run_dir[0])
             fprintf(stderr, "dpd: cancelled before the first epoch completed; nothing was written\n");
         else if (verb)

@@ -122,12 +122,14 @@ static dpd_status start(dpd_session *s, const float *params, const sopts *o, dpd
     return st ? pfail(s, st, msg, err) : DPD_OK;
 }
 
-/* Why provider p cannot serve this session's needs, or NULL. */
-static const char *cannot(const dpd_provider *p, const dpd_model_cfg *c, int need, const dpd_model_cfg *frozen) {
+/* Why provider p cannot serve this session's needs (in why), or NULL. */
+static const char *cannot(const dpd_provider *p, const dpd_model_cfg *c, int need, const dpd_model_cfg *frozen,
+                          char *why, size_t n) {
     const dpd_provider_i *i = p->i;
-    if (!i->supports(p->ctx, c)) return "the model is not supported";
-    if ((need & DPD_NEED_TRAIN) && !i->train_steps && (!i->train_step || !i->optimizer_step))
-        return "the model is not supported";
+    snprintf(why, n, "%s-%d (%d layer%s) is not supported%s", c->family, c->hidden, c->layers, c->layers == 1 ? "" : "s",
+             need & DPD_NEED_TRAIN ? " for training" : "");
+    if (!i->supports(p->ctx, c)) return why;
+    if ((need & DPD_NEED_TRAIN) && !i->train_steps && (!i->train_step || !i->optimizer_step)) return why;
     if ((need & DPD_NEED_CHAIN) && ((!i->chain && (!i->forward_keep || !i->backward || !i->clip)) ||
                                     (frozen && !i->supports(p->ctx, frozen))))
         return "training through a PA model is not supported";
@@ -147,7 +149,8 @@ dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, i
     s->device = o.device, s->batch = o.max_batch, s->T = o.max_frame, s->threads = o.threads;
     char reason[512];
     if ((st = dpd_provider_select(o.provider, &s->p, reason, sizeof reason, err))) goto fail;
-    const char *why = cannot(s->p, &s->cfg, need, frozen);
+    char whybuf[160];
+    const char *why = cannot(s->p, &s->cfg, need, frozen, whybuf, sizeof whybuf);
     if (why && (st = dpd_provider_demote(o.provider, &s->p, why, reason, sizeof reason, err))) goto fail;
     snprintf(s->reason, sizeof s->reason, "%s", reason);
     if (strcmp(I(s)->name, "cpu")) {
@@ -382,9 +385,16 @@ dpd_status dpd_session_evaluate(dpd_session *s, int k, int N, int batch, float *
         dpd_status st = regrow(s, N, err);
         if (st) return st;
     }
-    if (I(s)->evaluate) {
-        dpd_status st = I(s)->evaluate(s->s, k, N, batch, pred, msg, sizeof msg);
-        return st ? pfail(s, st, msg, err) : DPD_OK;
+    if (I(s)->evaluate) { /* a batch that does not fit is halved, remembered and retried */
+        for (;;) {
+            int b = batch < s->batch ? batch : s->batch;
+            dpd_status st = I(s)->evaluate(s->s, k, N, b, pred, msg, sizeof msg);
+            if (st == DPD_E_NOMEM && b > 1) {
+                s->batch = b / 2;
+                continue;
+            }
+            return st ? pfail(s, st, msg, err) : DPD_OK;
+        }
     }
     int S = (int)(s->h[k].n / (size_t)N);
     for (int s0 = 0; s0 < S; s0 += batch) {
@@ -400,7 +410,8 @@ dpd_status dpd_session_chain(dpd_session *dpd, dpd_session *pa, dpd_error *err) 
     char msg[512] = "";
     if (pa && dpd->p != pa->p)
         return dpd_fail(err, DPD_E_INVAL, "cannot chain a %s session to a %s session", I(dpd)->name, I(pa)->name);
-    if (pa && cannot(dpd->p, &dpd->cfg, DPD_NEED_CHAIN, &pa->cfg))
+    char why[160];
+    if (pa && cannot(dpd->p, &dpd->cfg, DPD_NEED_CHAIN, &pa->cfg, why, sizeof why))
         return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: training through a PA model is not supported", I(dpd)->name);
     if (dpd->pa) dpd->pa->by = NULL;
     dpd->pa = pa;

@@ -105,7 +105,9 @@ check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-pa --resume wi
 check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-dpd --resume with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
 expect 2 "dpd: --hidden: 100000" "$DPD" train-pa --data "$T/a" --hidden 100000 --epochs 1 --out "$T/r4"
 expect 2 "dpd: --batch-eval: " "$DPD" train-pa --data "$T/a" --batch-eval 0 --epochs 1 --out "$T/r4"
-check '[ ! -e "$T/r4" ]' "refused runs leave no run directory"
+"$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --lr 1e9 --epochs 2 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "^dpd: .*diverged" "$T/err"' "a diverged run exits 1 and says so (exit $rc: $(tail -n 1 "$T/err"))"
+check '[ ! -e "$T/r4" ] || [ -z "$(ls -A "$T/r4/a/train_pa" 2>/dev/null)" ]' "refused runs, and a run that diverged in its first epoch, leave no run directory"
 run --epochs 1 --model GRU --out "$T/up" >/dev/null 2>"$T/err"
 run --epochs 1 --model gru --out "$T/lo" >/dev/null 2>&1
 check 'cmp -s "$T/up/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors" "$T/lo/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors"' \
@@ -274,6 +276,7 @@ check 'grep -q "\"active\":\"cpu\"" "$T/prov.json" && grep -q "\"workers\":[1-9]
 "$DPD" config set cpu_level low && "$DPD" config set gpu_memory high
 check '"$DPD" config show | grep -qx "cpu_level low" && "$DPD" config show | grep -qx "gpu_memory high"' "dpd config set/show"
 expect 2 "unknown setting 'colour'" "$DPD" config set colour blue
+expect 2 "'reason' is recorded by dpd" "$DPD" config set reason hello
 expect 2 "must be auto, cpu or an installed pack's name" "$DPD" config set provider 'TPU!'
 printf '{"provider": 3' >"$XDG_CONFIG_HOME/dpd/config.json"
 expect 1 "config.json" "$DPD" providers

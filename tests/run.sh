@@ -23,6 +23,14 @@ for t in "$@" tests/cli.sh tests/identity.sh; do
     passed=$((passed + $3)); failed=$((failed + $4)); skipped=$((skipped + ${5:-0}))
     if [ "$rc" -ne 0 ] && [ "$4" -eq 0 ]; then echo "CRASH $t exited $rc"; failed=$((failed + 1)); fi
 done
+# The example programs (public API and libdpd.so only), each in a scratch directory: one check each.
+for ex in "$BUILD"/examples/*; do
+    [ -x "$ex" ] || continue
+    dir=$(mktemp -d); exe=$(cd "$(dirname "$ex")" && pwd)/$(basename "$ex")
+    if (cd "$dir" && "$exe" >"$log" 2>&1); then passed=$((passed + 1)); echo "example $(basename "$ex"): ok"
+    else failed=$((failed + 1)); cat "$log"; echo "FAIL example $(basename "$ex")"; fi
+    rm -rf "$dir"
+done
 rm -f "$log"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
