@@ -60,7 +60,7 @@ dpd_status dpd_ls_fit(dpd_model *m, const float *x, const float *d, size_t n, do
                                     (lapack_complex_double *)b, 1);
     if (info) {
         s = dpd_fail(err, DPD_E_INVAL,
-                     "least squares: the %d-term system is singular (LAPACK info %d); raise --reg or "
+                     "least squares: the %d-term system is singular (LAPACK info %d); raise ls_reg or "
                      "lower --K/--Q/--M",
                      P, (int)info);
         goto done;

@@ -316,7 +316,7 @@ dpd_status dpd_provider_select(const char *want, const dpd_provider **out, char 
 dpd_status dpd_provider_demote(const char *want, const dpd_provider **p, const char *why, char *reason,
                                size_t nreason, dpd_error *err) {
     if (want && !strcmp(want, (*p)->i->name))
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: %s (use --provider cpu)", (*p)->i->name, why);
+        return dpd_fail_field(err, "provider", DPD_E_UNSUPPORTED, "provider: %s: %s (use provider cpu)", (*p)->i->name, why);
     snprintf(reason, nreason, "cpu: %s on %s", why, (*p)->i->name);
     *p = dpd_provider_cpu();
     return DPD_OK;

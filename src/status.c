@@ -25,6 +25,19 @@ dpd_status dpd_fail(dpd_error *err, dpd_status s, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         err->status = s;
+        err->field[0] = 0;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+dpd_status dpd_fail_field(dpd_error *err, const char *field, dpd_status s, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->status = s;
+        snprintf(err->field, sizeof err->field, "%s", field);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
     }

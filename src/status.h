@@ -8,6 +8,11 @@
 dpd_status dpd_fail(dpd_error *err, dpd_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* dpd_fail about one configuration field: err->field = field (the message should start with it,
+ * "hidden: ..."), so front ends can name it their way. */
+dpd_status dpd_fail_field(dpd_error *err, const char *field, dpd_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Prefixes err->msg with "prefix: " (used to add the file name to a lower-level message). */
 void dpd_error_prefix(dpd_error *err, const char *prefix);
 

@@ -35,20 +35,24 @@ static const double complex *fir_out(void) {
 static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
     int q = c->qam, side = (int)lround(sqrt((double)q));
     if (q < 4 || side * side != q || (side & (side - 1)))
-        return dpd_fail(err, DPD_E_INVAL, "--qam %d: must be 4, 16, 64, 256 or 1024 (a square power of two)", q);
-    if (c->carriers < 1 || !(c->carrier_bw > 0) || !(c->fs > 0))
-        return dpd_fail(err, DPD_E_INVAL, "--carriers, --carrier-bw and --fs must be positive");
+        return dpd_fail_field(err, "qam", DPD_E_INVAL, "qam: %d must be 4, 16, 64, 256 or 1024 (a square power of two)", q);
+    if (c->carriers < 1) return dpd_fail_field(err, "carriers", DPD_E_INVAL, "carriers: %d must be >= 1", c->carriers);
+    if (!(c->carrier_bw > 0)) return dpd_fail_field(err, "carrier_bw", DPD_E_INVAL, "carrier_bw: %g must be > 0", c->carrier_bw);
+    if (!(c->fs > 0)) return dpd_fail_field(err, "fs", DPD_E_INVAL, "fs: %g must be > 0", c->fs);
     if (c->carriers * c->carrier_bw * 2 >= c->fs)
-        return dpd_fail(err, DPD_E_INVAL,
-                        "%d x %g Hz carriers leave no room for adjacent channels at fs %g Hz (need "
-                        "carriers x carrier-bw < fs / 2)",
+        return dpd_fail_field(err, "carriers", DPD_E_INVAL,
+                        "carriers: %d x %g Hz carriers leave no room for adjacent channels at fs %g Hz (need "
+                        "carriers x carrier_bw < fs / 2)",
                         c->carriers, c->carrier_bw, c->fs);
     if (c->nperseg < 16 || c->length % (size_t)c->nperseg || c->length / (size_t)c->nperseg < 5)
-        return dpd_fail(err, DPD_E_INVAL,
-                        "--length %zu must be a multiple of --nperseg %d with at least 5 frames",
+        return dpd_fail_field(err, "length", DPD_E_INVAL,
+                        "length: %zu must be a multiple of nperseg (%d) with at least 5 frames",
                         c->length, c->nperseg);
-    if (!(c->occupancy > 0 && c->occupancy <= 1) || !(c->gain > 0) || !(c->sat > 0) || !(c->smooth > 0))
-        return dpd_fail(err, DPD_E_INVAL, "--occupancy in (0, 1], --gain, --sat, --smooth > 0");
+    if (!(c->occupancy > 0 && c->occupancy <= 1))
+        return dpd_fail_field(err, "occupancy", DPD_E_INVAL, "occupancy: %g is out of range (0, 1]", c->occupancy);
+    if (!(c->gain > 0)) return dpd_fail_field(err, "gain", DPD_E_INVAL, "gain: %g must be > 0", c->gain);
+    if (!(c->sat > 0)) return dpd_fail_field(err, "sat", DPD_E_INVAL, "sat: %g must be > 0", c->sat);
+    if (!(c->smooth > 0)) return dpd_fail_field(err, "smooth", DPD_E_INVAL, "smooth: %g must be > 0", c->smooth);
     return DPD_OK;
 }
 

@@ -172,7 +172,7 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
                *id = dpd_ckpt_meta(&ck, "run_id");
     if (kind && strcmp(kind, "train_pa"))
-        s = dpd_fail(err, DPD_E_INVAL, "%s is a %s checkpoint, not a PA model (--pa needs train-pa output)",
+        s = dpd_fail(err, DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run)",
                      path, kind);
     else if (ds && strcmp(ds, r->ds.name))
         s = dpd_fail(err, DPD_E_INVAL, "%s was trained on dataset '%s', not '%s'", path, ds, r->ds.name);
@@ -533,9 +533,11 @@ static void stopped(run *r, state *st, dpd_status s, const char *msg) {
 static dpd_status check_paths(const dpd_train_cfg *in, dpd_error *err) {
     struct stat sb;
     if (in->resume[0] && stat(in->resume, &sb))
-        return dpd_fail(err, DPD_E_IO, "resume: %s does not exist", in->resume);
-    if (!in->resume[0] && stat(in->data, &sb)) return dpd_fail(err, DPD_E_IO, "data: %s does not exist", in->data);
-    if (!in->resume[0] && in->pa[0] && stat(in->pa, &sb)) return dpd_fail(err, DPD_E_IO, "pa: %s does not exist", in->pa);
+        return dpd_fail_field(err, "resume", DPD_E_IO, "resume: %s does not exist", in->resume);
+    if (!in->resume[0] && stat(in->data, &sb))
+        return dpd_fail_field(err, "data", DPD_E_IO, "data: %s does not exist", in->data);
+    if (!in->resume[0] && in->pa[0] && stat(in->pa, &sb))
+        return dpd_fail_field(err, "pa", DPD_E_IO, "pa: %s does not exist", in->pa);
     return DPD_OK;
 }
 
@@ -552,7 +554,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
         if ((s = read_config(in->resume, &cfg, err))) return s;
         if (cfg.ls)
-            return dpd_fail(err, DPD_E_INVAL, "resume: %s is a least-squares fit (one pass, nothing to continue); "
+            return dpd_fail_field(err, "resume", DPD_E_INVAL, "resume: %s is a least-squares fit (one pass, nothing to continue); "
                             "fit it again instead", in->resume);
         if (in->epochs > 0) cfg.epochs = in->epochs;
         cfg.threads = in->threads, cfg.provider[0] = 0;
@@ -565,9 +567,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     if (in->resume[0]) {
         if ((s = load_last(&r, &st, err))) goto done;
         if (st.epoch >= cfg.epochs) {
-            s = dpd_fail(err, DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger --epochs)",
-                         r.rd.dir, st.epoch, cfg.epochs);
-            snprintf(err->field, sizeof err->field, "epochs");
+            s = dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger epochs)",
+                               r.rd.dir, st.epoch, cfg.epochs);
             goto done;
         }
         r.rd.delta = delta_cols(&r);

@@ -315,7 +315,7 @@ const dpd_family dpd_family_pgjanet = {
     .about = "phase-gated JANET (OpenDPDv2 baseline)", .hidden = 8, .max_layers = 1, .layout = layout,
     .init = init, .ws_size = ws_size, .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
 const dpd_family dpd_family_dvrjanet = {
-    .name = "dvrjanet", .tag = "DVRJANET", .params = "7H^2+7H+2+K (K = --units, 3)",
+    .name = "dvrjanet", .tag = "DVRJANET", .params = "7H^2+7H+2+K (K = units, 3)",
     .about = "decomposed vector rotation JANET (OpenDPDv2 baseline)", .hidden = 8, .max_layers = 1,
     .layout = layout, .init = init, .ws_size = ws_size, .scratch_size = scratch_size, .forward = fwd_f32,
     .backward = bwd_f32};

@@ -310,5 +310,5 @@ RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/
 RECURRENT(dgru, "DGRU", "4H^2+27H+14 (+6H^2+6H per extra layer)",
           "GRU on (I,Q,A,A^3,sin,cos), head on [ReLU(W h); features]", 16, NULL);
 RECURRENT(deltagru, "DELTAGRU", "3H^2+26H+2",
-          "DeltaGRU on 6 features, delta thresholds --thx/--thh (DeltaDPD)", 1, delta_zeros);
+          "DeltaGRU on 6 features, delta thresholds thx/thh (DeltaDPD)", 1, delta_zeros);
 #endif
