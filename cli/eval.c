@@ -267,17 +267,15 @@ int cmd_parity(int argc, char **argv) {
     if (ckpt_open(&cm, "--model", model, 0, &err)) return cli_fail(&err);
     if (dpd_dataset_load(data, 1u << k, 0, &ds, &err)) return cli_fail(&err);
     warn_dataset(&cm, &ds);
-    dpd_eval e = {0};
-    float *ref = NULL;
+    float *ref = NULL; /* (S, N, 2) the reference provider's predictions */
+    size_t len = 0;
     dpd_metrics mref = {0};
     char refname[32] = "";
     int done = 0, rc = 1;
     char given[256];
     snprintf(given, sizeof given, "%s", list); /* strtok_r cuts list */
     json_t *arr = json_array(), *j = NULL;
-    if (dpd_eval_prepare(&e, &ds, k, 0, &err)) goto out;
-    size_t len = (size_t)e.S * e.N * 2;
-    if (!arr || !(ref = malloc(len * sizeof *ref))) {
+    if (!arr) {
         cli_err(&err, DPD_E_NOMEM, "out of memory");
         goto out;
     }
@@ -304,6 +302,12 @@ int cmd_parity(int argc, char **argv) {
         dpd_session_free(s);
         double dev = 0, mx = 0;
         if (!done) {
+            len = (size_t)ep.S * ep.N * 2;
+            if (!(ref = malloc(len * sizeof *ref))) {
+                dpd_eval_free(&ep);
+                cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", len / 2);
+                goto out;
+            }
             memcpy(ref, ep.pred, len * sizeof *ref);
             mref = ep.m;
             snprintf(refname, sizeof refname, "%s", p);
@@ -347,7 +351,6 @@ out:
     if (rc == 1 && err.status) rc = cli_fail(&err);
     json_decref(arr);
     free(ref);
-    dpd_eval_free(&e);
     dpd_dataset_free(&ds);
     return rc;
 }
