@@ -53,15 +53,35 @@ static const char *leading_field(const char *msg) {
     return "";
 }
 
+/* msg with each whole-word mention of field (after start, space or '(' and before space, ':',
+ * ',', ')' or the end) written as flag: "(use provider cpu)" -> "(use --provider cpu)". Paths
+ * ("/x/data/y") are left alone. Returns the number of mentions replaced. */
+static int name_flag(const char *msg, const char *field, const char *flag, char *out, size_t n) {
+    size_t fl = strlen(field), j = 0;
+    int hits = 0;
+    for (const char *p = msg; *p && j + 1 < n;) {
+        int before = p == msg || p[-1] == ' ' || p[-1] == '(';
+        char c = p[fl];
+        if (before && !strncmp(p, field, fl) && (c == 0 || c == ' ' || c == ':' || c == ',' || c == ')')) {
+            j += (size_t)snprintf(out + j, n - j, "%s", flag);
+            p += fl, hits++;
+        } else {
+            out[j++] = *p++;
+        }
+        if (j >= n) j = n - 1;
+    }
+    out[j] = 0;
+    return hits;
+}
+
 int cli_fail(const dpd_error *err) {
     const char *msg = err->msg[0] ? err->msg : dpd_status_str(err->status);
     const char *field = err->field[0] ? err->field : leading_field(msg);
-    size_t fl = strlen(field);
-    if (fl) {
-        char flag[48];
+    if (field[0]) {
+        char flag[48], text[1400];
         cli_flag(field, flag, sizeof flag);
-        if (!strncmp(msg, field, fl) && msg[fl] == ':') /* "hidden: ..." -> "--hidden: ..." */
-            fprintf(stderr, "dpd: %s%s\n", flag, msg + fl);
+        if (name_flag(msg, field, flag, text, sizeof text)) /* "hidden: 1e5 ..." -> "--hidden: 1e5 ..." */
+            fprintf(stderr, "dpd: %s\n", text);
         else
             fprintf(stderr, "dpd: %s: %s\n", flag, msg);
     } else {

@@ -44,8 +44,8 @@ check '! cmp -s "$T/a/train_output.csv" "$T/c/train_output.csv"' "synth: another
 check '[ "$(wc -l < "$T/a/train_input.csv")" -eq 23041 ] && [ "$(wc -l < "$T/a/test_output.csv")" -eq 7681 ]' \
     "synth: default split 23040/7680/7680 rows"
 check 'grep -q "\"nperseg\": 2560" "$T/a/spec.json" && grep -q "\"n_sub_ch\": 10" "$T/a/spec.json"' "synth: spec fields"
-expect 2 "--qam 7" "$DPD" synth --out "$T/x" --qam 7
-expect 2 "multiple of --nperseg" "$DPD" synth --out "$T/x" --length 1000
+expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
+expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
 expect 2 "needs --out" "$DPD" synth
 
 # --- eval ---
@@ -96,7 +96,7 @@ check 'grep -q "\"epochs\":3" "$T/r3.json"' "resume --json summary"
 expect 2 "cannot change a resumed run" "$DPD" train-pa --resume "$D3" --hidden 9
 expect 2 "already trained 3 of 3" "$DPD" train-pa --resume "$D3"
 expect 2 "dpd: --model: 'nosuch' is not one of gru," "$DPD" train-pa --data "$T/a" --model nosuch --epochs 1 --out "$T/r4"
-expect 2 "unknown preset" "$DPD" train-pa --data "$T/a" --preset medium
+expect 2 "preset 'medium' (quick or full)" "$DPD" train-pa --data "$T/a" --preset medium
 "$DPD" train-pa --data "$T/nosuch" --epochs 1 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -ne 0 ] && grep -qF "$T/nosuch" "$T/err" && [ ! -e "$T/r4" ]' "train-pa --data with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
 "$DPD" train-pa --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
