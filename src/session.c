@@ -377,11 +377,11 @@ dpd_status dpd_session_evaluate(dpd_session *s, int k, int N, int batch, float *
     char msg[512] = "";
     if (k < 0 || k >= DPD_NSPLIT || N < 1 || batch < 1 || !s->attached[k] || s->attached_n[k] % (size_t)N)
         return dpd_fail(err, DPD_E_INVAL, "split %d: nothing attached in sequences of %d", k, N);
-    if (s->pa && N > s->pa->T) {
+    if (!I(s)->evaluate && s->pa && N > s->pa->T) { /* v1: sequences are bounded by the reservation */
         dpd_status st = regrow(s->pa, N, err);
         if (st) return st;
     }
-    if (N > s->T) {
+    if (!I(s)->evaluate && N > s->T) {
         dpd_status st = regrow(s, N, err);
         if (st) return st;
     }

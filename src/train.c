@@ -221,7 +221,7 @@ static dpd_status open_sessions(run *r, dpd_error *err) {
     char th[16], mb[16], mf[16];
     snprintf(th, sizeof th, "%d", c->threads);
     snprintf(mb, sizeof mb, "%d", c->batch > c->batch_eval ? c->batch : c->batch_eval);
-    snprintf(mf, sizeof mf, "%d", c->frame > r->ds.spec.nperseg ? c->frame : r->ds.spec.nperseg);
+    snprintf(mf, sizeof mf, "%d", c->frame); /* the training reservation; evaluation sizes its own */
     dpd_kv o[5] = {{"provider", c->ls ? "cpu" : c->provider}, {"threads", th}, {"kernels", c->kernels[0] ? c->kernels : "auto"},
                    {"max_batch", mb}, {"max_frame", mf}};
     int need = c->ls ? 0 : DPD_NEED_TRAIN | (r->pa ? DPD_NEED_CHAIN : 0);

@@ -75,7 +75,8 @@ typedef struct dpd_provider_i {
     dpd_status (*train_steps)(void *session, const uint32_t *frames, size_t nframes, int B, int L, int S,
                               double lr, double wd, double max_norm, double *losses, char *err, size_t nerr);
     /* pred (n / N, N, 2) of the resident split's x cut into sequences of N, in batches of `batch`
-     * (a chained session: PA(model(x))). */
+     * (a chained session: PA(model(x))). N and batch are not bounded by the session's
+     * reservation: the provider sizes what evaluation needs (and may keep it). */
     dpd_status (*evaluate)(void *session, int split, int N, int batch, float *pred, char *err, size_t nerr);
     /* From now on train_steps and evaluate of session run through frozen (a session of the same
      * provider whose weights never change); NULL unchains. */
