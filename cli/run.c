@@ -2,7 +2,7 @@
  * in CSV (columns I,Q found by name) or raw little-endian interleaved float32 (.cf32). The output
  * has the input's format and holds the model's output where the input had its signal: CSV
  * I,Q (the output) then I_in,Q_in (the input), .cf32 the output alone; so `dpd run` and
- * `dpd eval` read it back either way. It appears whole or not at all (file.h). */
+ * `dpd eval` read it back either way. It appears whole or not at all. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,80 +11,10 @@
 
 #include "args.h"
 #include "cli.h"
-#include "file.h"
 
-static int is_cf32(const char *path) {
+static int is_cf32(const char *path) { /* the formats dpd_recording_read and _write know */
     size_t n = strlen(path);
     return n > 5 && !strcmp(path + n - 5, ".cf32");
-}
-
-/* Reads a .cf32 recording as doubles (n, 2). On failure *iq stays NULL. */
-static dpd_status read_cf32(const char *path, double **iq, size_t *n, dpd_error *err) {
-    char *buf;
-    size_t len;
-    *iq = NULL, *n = 0;
-    dpd_status s = cli_file_read(path, &buf, &len, err);
-    if (s) return s;
-    if (len == 0 || len % 8) {
-        free(buf);
-        return cli_err(err, DPD_E_FORMAT, "%s: %zu bytes is %s I/Q float32 pairs (8 bytes each)", path, len,
-                       len ? "not a whole number of" : "empty: no");
-    }
-    size_t m = len / 8;
-    double *v = malloc(m * 2 * sizeof *v);
-    if (!v) {
-        free(buf);
-        return cli_err(err, DPD_E_NOMEM, "%s: out of memory for %zu samples", path, m);
-    }
-    for (size_t i = 0; i < 2 * m; i++) {
-        float f;
-        memcpy(&f, buf + 4 * i, 4);
-        if (!isfinite(f)) {
-            free(buf), free(v);
-            return cli_err(err, DPD_E_FORMAT, "%s: sample %zu (byte %zu) has a non-finite %s value", path, i / 2, 4 * i,
-                           i % 2 ? "Q" : "I");
-        }
-        v[i] = f;
-    }
-    free(buf);
-    *iq = v, *n = m;
-    return DPD_OK;
-}
-
-static dpd_status read_input(const char *path, double **iq, size_t *n, dpd_error *err) {
-    static const char *const names[2] = {"I", "Q"};
-    *iq = NULL, *n = 0;
-    return is_cf32(path) ? read_cf32(path, iq, n, err) : dpd_csv_read(path, 2, names, iq, n, err);
-}
-
-/* Shortest of %.15g / %.17g that reads back to v. */
-static void put_double(FILE *f, double v) {
-    char b[40];
-    snprintf(b, sizeof b, "%.15g", v);
-    if (strtod(b, NULL) != v) snprintf(b, sizeof b, "%.17g", v);
-    fputs(b, f);
-}
-
-static dpd_status write_output(const char *path, const double *iq, const float *y, size_t n, dpd_error *err) {
-    cli_out o;
-    dpd_status s = cli_out_open(&o, path, err);
-    if (s) return s;
-    if (is_cf32(path)) {
-        if (fwrite(y, sizeof *y, 2 * n, o.f) != 2 * n) {
-            cli_out_abort(&o);
-            return cli_err(err, DPD_E_IO, "%s: write failed", path);
-        }
-    } else {
-        fputs("I,Q,I_in,Q_in\n", o.f);
-        for (size_t i = 0; i < n; i++) {
-            fprintf(o.f, "%.9g,%.9g,", y[2 * i], y[2 * i + 1]);
-            put_double(o.f, iq[2 * i]);
-            fputc(',', o.f);
-            put_double(o.f, iq[2 * i + 1]);
-            fputc('\n', o.f);
-        }
-    }
-    return cli_out_commit(&o, err);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -137,7 +67,7 @@ int cmd_run(int argc, char **argv) {
         if (!err.field[0]) snprintf(err.field, sizeof err.field, "model");
         goto fail;
     }
-    if (read_input(in, &iq, &n, &err)) goto fail;
+    if (dpd_recording_read(in, &iq, &n, &err)) goto fail;
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
     if (L > 0x7fffffff) {
@@ -159,7 +89,7 @@ int cmd_run(int argc, char **argv) {
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (write_output(out, iq, y, n, &err)) goto fail;
+    if (dpd_recording_write(out, y, iq, n, &err)) goto fail;
     int th = dpd_session_threads(s);
     const char *kern = dpd_session_kernels(s);
     fprintf(stderr, "dpd: %zu samples, %s, %s (%s)", n, L == n ? "exact" : "sectioned", dpd_session_provider(s),

@@ -389,6 +389,19 @@ DPD_API void dpd_apply_defaults(dpd_apply_cfg *c);
 DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n, float *y,
                                        const dpd_apply_cfg *c, dpd_error *err);
 
+/* ---- recordings (dpd run) ------------------------------------------------------------------ */
+
+/* Reads a recording: a CSV whose header names columns I and Q (other columns ignored), or raw
+ * little-endian interleaved float32 IQ (a path ending in .cf32). iq (n, 2) doubles, malloc'd
+ * (caller frees; NULL on failure). Non-finite samples, a partial .cf32 sample and an empty file
+ * are DPD_E_FORMAT naming the file and the line or sample. */
+DPD_API DPD_CHECK dpd_status dpd_recording_read(const char *path, double **iq, size_t *n, dpd_error *err);
+
+/* Writes y (n, 2) in the path's format, atomically: a .cf32 holds y alone; a CSV holds y as its
+ * I,Q columns (so the next step reads it) and, when in is not NULL, the input as I_in,Q_in. */
+DPD_API DPD_CHECK dpd_status dpd_recording_write(const char *path, const float *y, const double *in, size_t n,
+                                                 dpd_error *err);
+
 /* ---- checkpoints (safetensors, OpenDPD state-dict names) --------------------------------- */
 
 /* Writes the model's tensors (plus `extra` flat F32 tensors named in extra_names, may be 0)
