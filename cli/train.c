@@ -3,6 +3,7 @@
  * The training itself is dpd_train's. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,6 +77,23 @@ static int on_event(void *user, const dpd_event *e) {
     return cancel_sig != 0;
 }
 
+/* The resolved configuration from the library's table: every field, typed ("hidden": 23). */
+static json_t *config_json(const dpd_train_cfg *c) {
+    int n;
+    const dpd_field *f = dpd_config_fields(&n);
+    json_t *o = json_object();
+    for (int i = 0; o && i < n; i++) {
+        char v[4200];
+        if (!dpd_config_get(c, f[i].key, v, sizeof v)) continue;
+        json_t *x = f[i].type == 's'   ? json_string(v)
+                    : f[i].type == 'b' ? json_boolean(strcmp(v, "0") && strcmp(v, "false"))
+                    : f[i].type == 'd' ? json_real(strtod(v, NULL))
+                                       : json_integer((json_int_t)strtoull(v, NULL, 10));
+        json_object_set_new(o, f[i].key, x);
+    }
+    return o;
+}
+
 /* Summary of a finished run: a table, or one JSON object. */
 static int summary(const dpd_train_result *res, int json) {
     if (json) {
@@ -88,7 +106,8 @@ static int summary(const dpd_train_result *res, int json) {
             json_decref(j);
             j = NULL;
         }
-        if (j && json_object_set_new(j, "provider", json_string(res->provider))) {
+        if (j && (json_object_set_new(j, "provider", json_string(res->provider)) ||
+                  json_object_set_new(j, "config", config_json(&res->config)))) {
             json_decref(j);
             j = NULL;
         }

@@ -661,6 +661,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         res->val = st.best_val, res->test = st.best_test;
         res->dpd = r.pa != NULL;
         snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
+        res->config = cfg;
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
     } else {
         stopped(&r, &st, s, err ? err->msg : "");

@@ -564,6 +564,7 @@ typedef struct dpd_train_result {
     int dpd;                       /* 1 for a DPD run */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
     char provider[600];            /* where the training steps ran, and why */
+    dpd_train_cfg config;          /* the run's resolved configuration (a resume's, as read) */
 } dpd_train_result;
 
 /* Trains a PA model (c->pa empty) on (x -> y), or a DPD model through the frozen PA model
