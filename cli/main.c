@@ -131,12 +131,13 @@ json_t *cli_metrics_json(const dpd_metrics *m, int aclr_only) {
     if (!o) return NULL;
     for (int k = aclr_only ? DPD_ACLR_L : 0; k < DPD_NMETRICS; k++) {
         const char *name = aclr_only ? aclr[k - DPD_ACLR_L] : dpd_metric_name(k);
-        int ok = m->status[k] == DPD_METRIC_OK;
+        int ok = m->status[k] == DPD_METRIC_OK && isfinite(dpd_metric_value(m, k));
         if (json_object_set_new(o, name, ok ? cli_jnum(dpd_metric_value(m, k)) : json_null())) goto fail;
         if (ok) continue;
         if (!st && (!(st = json_object()))) goto fail;
-        if (json_object_set_new(st, name, json_pack("{s:s, s:s}", "status", dpd_metric_status_str(m->status[k]),
-                                                    "reason", m->reason[k])))
+        if (json_object_set_new(st, name, json_pack("{s:s, s:s}", "status",
+                                                    dpd_metric_status_str(m->status[k] ? m->status[k] : DPD_METRIC_INVALID),
+                                                    "reason", m->reason[k][0] ? m->reason[k] : "not finite")))
             goto fail;
     }
     if (st && json_object_set_new(o, "status", st)) {

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt.h"
+#include "config.h"
 #include "file.h"
 #include "status.h"
 
@@ -188,4 +191,268 @@ void dpd_run_remove(dpd_rundir *d) {
 void dpd_run_free(dpd_rundir *d) {
     dpd_text_free(&d->hist);
     dpd_text_free(&d->events);
+}
+
+/* ---- the run's identity and config.json ---- */
+
+dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err) {
+    const dpd_train_cfg *c = info->c;
+    char size[64], id[256];
+    if (info->fam->poly)
+        snprintf(size, sizeof size, "K_%d_Q_%d%s%.0d", c->model.order, c->model.memory, c->model.cross ? "_M_" : "",
+                 c->model.cross);
+    else
+        snprintf(size, sizeof size, "H_%d", c->model.hidden);
+    if (c->ls)
+        snprintf(id, sizeof id, "%s_LS_M_%s_%s_P_%zu", info->dpd ? "DPD" : "PA", info->fam->tag, size, info->nparams);
+    else
+        snprintf(id, sizeof id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", info->dpd ? "DPD" : "PA", (unsigned long long)c->seed,
+                 info->fam->tag, size, c->frame, info->nparams);
+    if (info->dpd && info->fam->delta_zeros)
+        snprintf(id + strlen(id), sizeof id - strlen(id), "_THX_%.3f_THH_%.3f", c->model.thx, c->model.thh);
+    char base[4096], padir[256];
+    snprintf(padir, sizeof padir, "%s", info->pa_id ? info->pa_id : "");
+    char *cut = strstr(padir, "_P_");
+    if (cut) *cut = 0;
+    for (char *p = padir; *p; p++) /* the PA id comes from a file: one safe path component */
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+              *p == '-' || *p == '.'))
+            *p = '_';
+    if (!padir[0] || !strcmp(padir, ".") || !strcmp(padir, "..")) snprintf(padir, sizeof padir, "PA");
+    if (info->dpd) snprintf(base, sizeof base, "%s/%s/train_dpd/%s", c->out, info->dataset, padir);
+    else snprintf(base, sizeof base, "%s/%s/train_pa", c->out, info->dataset);
+    return dpd_run_create(d, base, id, err);
+}
+
+dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err) {
+    json_t *cj = dpd_config_json(info->c, info->dataset, d->id, info->nparams, info->dpd ? "train_dpd" : "train_pa");
+    char *ctext = cj ? json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(cj);
+    dpd_text ct = {ctext, ctext ? strlen(ctext) : 0, 0};
+    dpd_status s = ctext ? dpd_run_write(d, "config.json", &ct, err) : dpd_fail(err, DPD_E_NOMEM, "config.json");
+    free(ctext);
+    return s;
+}
+
+dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) return dpd_fail(err, dpd_exists(path) ? DPD_E_FORMAT : DPD_E_IO, "%s:%d: %s", path, je.line, je.text);
+    dpd_status s = dpd_config_from_json(j, c, path, err);
+    json_decref(j);
+    return s;
+}
+
+/* ---- checkpoints ---- */
+
+/* Metadata pairs built up for one checkpoint. */
+typedef struct meta {
+    dpd_kv kv[80];
+    char key[80][48], val[80][320];
+    int n;
+} meta;
+
+static void put(meta *m, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(meta *m, const char *key, const char *fmt, ...) {
+    if (m->n == 80) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->val[m->n], sizeof m->val[m->n], fmt, ap);
+    va_end(ap);
+    snprintf(m->key[m->n], sizeof m->key[m->n], "%s", key);
+    m->kv[m->n] = (dpd_kv){m->key[m->n], m->val[m->n]};
+    m->n++;
+}
+
+/* <split>_<NAME> for each metric in fmt (%a for an exact round trip), and for a metric that could
+ * not be computed <split>_<NAME>_status and _reason. */
+static void put_metrics(meta *m, const char *split, const dpd_metrics *v, const char *fmt) {
+    for (int k = 0; k < DPD_NMETRICS; k++) {
+        char key[48];
+        snprintf(key, sizeof key, "%s_%s", split, dpd_metric_name(k));
+        put(m, key, fmt, dpd_metric_value(v, k));
+        if (v->status[k] == DPD_METRIC_OK) continue;
+        snprintf(key, sizeof key, "%s_%s_status", split, dpd_metric_name(k));
+        put(m, key, "%s", dpd_metric_status_str(v->status[k]));
+        snprintf(key, sizeof key, "%s_%s_reason", split, dpd_metric_name(k));
+        put(m, key, "%s", v->reason[k]);
+    }
+}
+
+static int get_metrics(const dpd_ckpt *ck, const char *split, dpd_metrics *v) {
+    memset(v, 0, sizeof *v);
+    double *x[DPD_NMETRICS] = {&v->nmse, &v->evm, &v->aclr_l, &v->aclr_r, &v->aclr_avg};
+    for (int k = 0; k < DPD_NMETRICS; k++) {
+        char key[48];
+        snprintf(key, sizeof key, "%s_%s", split, dpd_metric_name(k));
+        const char *s = dpd_ckpt_meta(ck, key);
+        if (!s) return 0;
+        *x[k] = strtod(s, NULL);
+        snprintf(key, sizeof key, "%s_%s_status", split, dpd_metric_name(k));
+        const char *st = dpd_ckpt_meta(ck, key);
+        snprintf(key, sizeof key, "%s_%s_reason", split, dpd_metric_name(k));
+        const char *why = dpd_ckpt_meta(ck, key);
+        if (st || !isfinite(*x[k])) {
+            v->status[k] = st && !strcmp(st, "not_applicable") ? DPD_METRIC_NOT_APPLICABLE : DPD_METRIC_INVALID;
+            snprintf(v->reason[k], sizeof v->reason[k], "%s", why ? why : "not finite");
+            *x[k] = NAN;
+        }
+    }
+    return 1;
+}
+
+static void put_rng(meta *m, const char *key, const dpd_rng *g) {
+    put(m, key, "%016llx%016llx%016llx%016llx", (unsigned long long)g->s[0], (unsigned long long)g->s[1],
+        (unsigned long long)g->s[2], (unsigned long long)g->s[3]);
+}
+
+static int get_rng(const char *h, dpd_rng *g) {
+    if (!h || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64) return 0;
+    for (int i = 0; i < 4; i++) {
+        char w[17];
+        memcpy(w, h + 16 * i, 16);
+        w[16] = 0;
+        g->s[i] = strtoull(w, NULL, 16);
+    }
+    return 1;
+}
+
+/* An integer metadata value in [lo, hi], strictly parsed. */
+static int get_long(const dpd_ckpt *ck, const char *key, long lo, long hi, long *v) {
+    const char *s = dpd_ckpt_meta(ck, key);
+    char *end;
+    if (!s || !*s) return 0;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (*end || errno || x < lo || x > hi) return 0;
+    *v = x;
+    return 1;
+}
+
+/* A double metadata value (C's %a or decimal), strictly parsed; finite unless nan_ok. */
+static int get_double(const dpd_ckpt *ck, const char *key, int nan_ok, double *v) {
+    const char *s = dpd_ckpt_meta(ck, key);
+    char *end;
+    if (!s || !*s) return 0;
+    double x = strtod(s, &end);
+    if (*end || (!nan_ok && !isfinite(x))) return 0;
+    *v = x;
+    return 1;
+}
+
+static void identity(meta *m, const dpd_rundir *d, const dpd_run_info *info) {
+    put(m, "step_kind", "%s", info->dpd ? "train_dpd" : "train_pa");
+    put(m, "dataset", "%s", info->dataset);
+    put(m, "run_id", "%s", d->id);
+}
+
+dpd_status dpd_run_save_best(const dpd_rundir *d, const dpd_run_info *info, const dpd_model *m, int epoch,
+                             const dpd_metrics *val, const dpd_metrics *test, dpd_error *err) {
+    static meta z;
+    meta *md = malloc(sizeof *md);
+    if (!md) return dpd_fail(err, DPD_E_NOMEM, "out of memory");
+    *md = z;
+    char v[64];
+    identity(md, d, info);
+    put(md, "epoch", "%d", epoch);
+    put(md, "frame", "%s", dpd_config_get(info->c, "frame", v, sizeof v) ? v : "");
+    put(md, "seed", "%s", dpd_config_get(info->c, "seed", v, sizeof v) ? v : "");
+    put(md, "input_size", "%d", 2);
+    if (info->c->ls) put(md, "least_squares", "%d", 1);
+    if (info->dpd) {
+        put(md, "pa_run_id", "%s", info->pa_id);
+        put(md, "gain", "%.17g", info->gain);
+    }
+    put_metrics(md, "val", val, "%.8f");
+    put_metrics(md, "test", test, "%.8f");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/best.safetensors", d->dir);
+    dpd_status s = dpd_ckpt_save(path, m, md->kv, md->n, 0, NULL, NULL, NULL, err);
+    free(md);
+    return s;
+}
+
+dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, const dpd_model *m, const float *mom,
+                             const dpd_run_state *st, const dpd_model *pa, dpd_error *err) {
+    static meta z;
+    meta *md = malloc(sizeof *md);
+    if (!md) return dpd_fail(err, DPD_E_NOMEM, "out of memory");
+    *md = z;
+    size_t np = dpd_model_nparams(m);
+    put(md, "epoch", "%d", st->epoch);
+    put(md, "best_epoch", "%d", st->best_epoch);
+    put(md, "step", "%ld", st->step);
+    put(md, "lr", "%a", st->lr);
+    put(md, "elapsed", "%a", st->elapsed);
+    put(md, "plateau_best", "%a", st->plateau_best);
+    put(md, "plateau_bad", "%d", st->plateau_bad);
+    put_rng(md, "rng", &st->rng);
+    identity(md, d, info);
+    if (st->epoch_step) {
+        put(md, "epoch_step", "%ld", st->epoch_step);
+        put(md, "epoch_loss", "%a", st->epoch_loss);
+        put_rng(md, "epoch_rng", &st->epoch_rng);
+        put(md, "epoch_zeros", "%lld,%lld,%lld,%lld", st->dz[0], st->dz[1], st->dz[2], st->dz[3]);
+    }
+    put_metrics(md, "val", &st->best_val, "%a");
+    put_metrics(md, "test", &st->best_test, "%a");
+    const char *names[2] = {"optimizer.exp_avg", "optimizer.exp_avg_sq"};
+    const float *ex[2] = {mom, mom + np};
+    size_t len[2] = {np, np};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/last.safetensors", d->dir);
+    dpd_status s = dpd_ckpt_save(path, m, md->kv, md->n, 2, names, ex, len, err);
+    free(md);
+    if (s || !pa) return s;
+    /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and what
+     * a resume and `dpd eval --pa RUN_DIR` load. */
+    dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", info->dataset}, {"run_id", info->pa_id}};
+    snprintf(path, sizeof path, "%s/pa.safetensors", d->dir);
+    return dpd_ckpt_save(path, pa, pkv, 3, 0, NULL, NULL, NULL, err);
+}
+
+dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps, int epochs,
+                             dpd_error *err) {
+    char path[4200];
+    size_t np = dpd_model_nparams(m);
+    snprintf(path, sizeof path, "%s/last.safetensors", d->dir);
+    dpd_ckpt ck;
+    dpd_status s = dpd_ckpt_open(path, &ck, err);
+    if (s) return s;
+    long epoch, best, step, bad, es = 0;
+    const char *bad_key = NULL, *id = dpd_ckpt_meta(&ck, "run_id"), *z = dpd_ckpt_meta(&ck, "epoch_zeros");
+    memset(st, 0, sizeof *st);
+    if (!get_long(&ck, "epoch", 0, INT_MAX, &epoch)) bad_key = "epoch";
+    else if (!get_long(&ck, "best_epoch", 0, epoch, &best)) bad_key = "best_epoch";
+    else if (!get_long(&ck, "step", 0, LONG_MAX, &step)) bad_key = "step";
+    else if (!get_double(&ck, "lr", 0, &st->lr) || !(st->lr >= 0)) bad_key = "lr";
+    else if (!get_double(&ck, "elapsed", 0, &st->elapsed) || st->elapsed < 0) bad_key = "elapsed";
+    else if (!get_double(&ck, "plateau_best", 1, &st->plateau_best)) bad_key = "plateau_best";
+    else if (!get_long(&ck, "plateau_bad", 0, INT_MAX, &bad)) bad_key = "plateau_bad";
+    else if (!get_rng(dpd_ckpt_meta(&ck, "rng"), &st->rng)) bad_key = "rng";
+    else if (!id || !*id) bad_key = "run_id";
+    else if (!get_metrics(&ck, "val", &st->best_val) || !get_metrics(&ck, "test", &st->best_test)) bad_key = "val_*/test_* metrics";
+    else if (dpd_ckpt_meta(&ck, "epoch_step")) {
+        if (!get_long(&ck, "epoch_step", 1, steps - 1, &es)) bad_key = "epoch_step";
+        else if (!get_double(&ck, "epoch_loss", 0, &st->epoch_loss)) bad_key = "epoch_loss";
+        else if (!get_rng(dpd_ckpt_meta(&ck, "epoch_rng"), &st->epoch_rng)) bad_key = "epoch_rng";
+        else if (!z || sscanf(z, "%lld,%lld,%lld,%lld", &st->dz[0], &st->dz[1], &st->dz[2], &st->dz[3]) != 4 ||
+                 st->dz[0] < 0 || st->dz[1] < 0 || st->dz[2] < 0 || st->dz[3] < 0)
+            bad_key = "epoch_zeros";
+        else if (epoch >= epochs) bad_key = "epoch_step"; /* a stop inside an epoch past the last */
+    }
+    if (bad_key) {
+        dpd_ckpt_close(&ck);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: resume state '%s' is missing or out of range in __metadata__", path,
+                        bad_key);
+    }
+    st->epoch = (int)epoch, st->best_epoch = (int)best, st->step = step, st->plateau_bad = (int)bad, st->epoch_step = es;
+    snprintf(d->id, sizeof d->id, "%s", id);
+    s = dpd_ckpt_read_model(&ck, m, err);
+    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg", mom, np, err);
+    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg_sq", mom + np, np, err);
+    dpd_ckpt_close(&ck);
+    return s;
 }

@@ -1,10 +1,13 @@
-/* run: the run directory of a training run — its id and path (OpenDPD's scheme), the logs
- * history.csv and best.csv (OpenDPD's columns), events.jsonl (one JSON object a line, written from
- * the run's typed events with a sequence number and a timestamp), and whole-file atomic writes.
- * It knows nothing about models or training beyond the fields it logs. */
+/* run: the run directory of a training run — its id and path (OpenDPD's scheme), config.json
+ * (from the configuration table), the logs history.csv and best.csv (OpenDPD's columns),
+ * events.jsonl (one JSON object a line, written from the run's typed events with a sequence
+ * number and a timestamp), and the checkpoints best.safetensors, last.safetensors (with all a
+ * bit-exact resume needs, validated on reading) and pa.safetensors. Every file is written
+ * whole and atomically. It does not train: src/train.c does. */
 #ifndef DPD_RUN_H
 #define DPD_RUN_H
 #include "dpd/dpd.h"
+#include "family.h"
 
 /* A growing text buffer (logs are rewritten whole, atomically, as they grow). */
 typedef struct dpd_text {
@@ -24,8 +27,59 @@ typedef struct dpd_rundir {
     long seq;         /* the last event's sequence number */
 } dpd_rundir;
 
-/* Creates base/id (mkdir -p base), or base/id-2, -3, ... when taken; d->dir and d->id name it. */
-dpd_status dpd_run_create(dpd_rundir *d, const char *base, const char *id, dpd_error *err);
+/* Who a run is: what its id, config.json and checkpoint metadata say. */
+typedef struct dpd_run_info {
+    const dpd_train_cfg *c;
+    const char *dataset;     /* the dataset's name */
+    const dpd_family *fam;
+    size_t nparams;          /* the model's (DPD runs: the DPD's) */
+    int dpd;                 /* 1: a DPD run through a frozen PA */
+    const char *pa_id;       /* DPD runs: the PA's run id (from its checkpoint) */
+    double gain;             /* DPD runs: g */
+} dpd_run_info;
+
+/* What last.safetensors carries beyond the weights and the AdamW moments. */
+typedef struct dpd_run_state {
+    int epoch;               /* epochs completed */
+    int best_epoch;          /* 1-based; 0 before the first */
+    double lr, elapsed;      /* the next epoch's learning rate; minutes of training so far */
+    dpd_metrics best_val, best_test;
+    long step;               /* optimizer steps taken */
+    double plateau_best;     /* the scheduler's state */
+    int plateau_bad;
+    dpd_rng rng;             /* after the last shuffle */
+    long epoch_step;         /* steps done in the epoch after `epoch` (a mid-epoch stop), else 0 */
+    double epoch_loss;       /* their losses summed in order */
+    dpd_rng epoch_rng;       /* the RNG before that epoch's shuffle */
+    long long dz[4];         /* delta counters of that epoch so far */
+} dpd_run_state;
+
+/* The run id (OpenDPD's scheme, reference §4.6) and a new directory for it:
+ * <out>/<dataset>/train_pa/<RUN_ID>, or for DPD runs <out>/<dataset>/train_dpd/<PA_DIR>/<RUN_ID>
+ * with PA_DIR = the PA's id without its _P_ part, made one safe path component; -2, -3, ... when
+ * taken. d->dir and d->id name it; d->created is set. */
+dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
+
+/* config.json: written from the configuration table; read back into c (DPD_E_IO when absent,
+ * DPD_E_FORMAT naming the file and key when malformed). */
+dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
+dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err);
+
+/* best.safetensors: m's weights with the run's metadata and the epoch's metrics (statuses and
+ * reasons of metrics that could not be computed included). */
+dpd_status dpd_run_save_best(const dpd_rundir *d, const dpd_run_info *info, const dpd_model *m, int epoch,
+                             const dpd_metrics *val, const dpd_metrics *test, dpd_error *err);
+
+/* last.safetensors: m's weights, the AdamW moments mom (m then v, nparams each) and st; for DPD
+ * runs pa.safetensors (the frozen PA as it is in memory) too. */
+dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, const dpd_model *m, const float *mom,
+                             const dpd_run_state *st, const dpd_model *pa, dpd_error *err);
+
+/* Reads last.safetensors of d->dir into m, mom and st, and d->id. Every value is checked: a
+ * missing or malformed key, or one out of range (epoch 0..epochs, best_epoch 0..epoch,
+ * epoch_step 1..steps - 1, step >= 0), is DPD_E_FORMAT naming the file and the key. */
+dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps, int epochs,
+                             dpd_error *err);
 
 /* A resumed run: history.csv keeps the rows of epochs 1..epochs; events.jsonl keeps every record
  * (a log of what happened, cancellations included) and its sequence numbers continue. */

@@ -62,22 +62,8 @@ dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) 
     return DPD_OK;
 }
 
-/* ---- logs ----------------------------------------------------------------------------------- */
-
 
 /* ---- the run ------------------------------------------------------------------------------- */
-
-typedef struct state { /* what last.safetensors carries beyond the weights */
-    int epoch;          /* epochs completed */
-    int best_epoch;     /* 1-based, 0 before the first */
-    double lr, elapsed; /* elapsed: minutes */
-    dpd_metrics best_val, best_test;
-    long step;          /* optimizer steps taken */
-    long epoch_step;    /* steps done in the epoch after `epoch` (a mid-epoch stop) */
-    double epoch_loss;  /* their losses summed in order */
-    dpd_rng epoch_rng;  /* the RNG before that epoch's shuffle */
-    long long dz[4];    /* delta counters of that epoch so far */
-} state;
 
 typedef struct run {
     const dpd_train_cfg *c;
@@ -98,11 +84,13 @@ typedef struct run {
     dpd_session *ses, *pa_ses; /* the model's; DPD runs: the frozen PA's, chained */
     char prov_used[600];
     dpd_rundir rd;
+    dpd_run_info info;   /* who the run is, for its id and checkpoints */
     dpd_event_fn fn;
     void *user;
     double t0;           /* monotonic seconds at the run's start, less the elapsed time resumed */
     double last_note;    /* when the last progress event went into events.jsonl */
     int cancel;          /* the caller asked to stop during an epoch's last chunk: stop after it */
+    int started;         /* RUN_STARTED was emitted */
 } run;
 
 /* 1 when the log carries the delta columns: a DPD run of a family with delta statistics. */
@@ -128,35 +116,14 @@ static void run_free(run *r) {
 /* Hands e to the caller (and to events.jsonl); 1 when the caller asks to cancel. */
 static int emit(run *r, dpd_event *e, int log) {
     e->run_dir = r->rd.dir, e->run_id = r->rd.id, e->epochs = r->c->epochs;
-    if (log) dpd_run_event(&r->rd, e);
+    if (log) {
+        dpd_run_event(&r->rd, e);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        e->time = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
     return r->fn && r->fn(r->user, e);
-}
-
-static void metrics_meta(char (*buf)[40], dpd_kv *kv, int *n, const char *split, const dpd_metrics *m,
-                         const char *fmt) {
-    static const char *names[5] = {"NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG"};
-    static char keys[2][5][24];
-    int k = split[0] == 't';
-    const double v[5] = {m->nmse, m->evm, m->aclr_l, m->aclr_r, m->aclr_avg};
-    for (int i = 0; i < 5; i++) {
-        snprintf(keys[k][i], sizeof keys[k][i], "%s_%s", split, names[i]);
-        snprintf(buf[*n], 40, fmt, v[i]);
-        kv[*n] = (dpd_kv){keys[k][i], buf[*n]};
-        (*n)++;
-    }
-}
-
-static int parse_metrics(const dpd_ckpt *ck, const char *split, dpd_metrics *m) {
-    static const char *names[5] = {"NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG"};
-    double *v[5] = {&m->nmse, &m->evm, &m->aclr_l, &m->aclr_r, &m->aclr_avg};
-    for (int i = 0; i < 5; i++) {
-        char key[32];
-        snprintf(key, sizeof key, "%s_%s", split, names[i]);
-        const char *s = dpd_ckpt_meta(ck, key);
-        if (!s) return 0;
-        *v[i] = strtod(s, NULL);
-    }
-    return 1;
 }
 
 /* The frozen PA of a DPD run: a PA checkpoint, a PA run directory (its best.safetensors) or, on
@@ -239,182 +206,6 @@ static dpd_status open_sessions(run *r, dpd_error *err) {
     return dpd_session_chain(r->ses, r->pa_ses, err);
 }
 
-/* The run id and a new run directory: <out>/<dataset>/train_pa/<RUN_ID>, or for DPD runs
- * <out>/<dataset>/train_dpd/<PA_DIR>/<RUN_ID> with PA_DIR = the PA's id without its _P_ part
- * (OpenDPD's scheme, reference §4.6), made safe as one path component. */
-static dpd_status make_dir(run *r, dpd_error *err) {
-    const dpd_train_cfg *c = r->c;
-    char size[64], id[256];
-    if (dpd_model_family(r->m)->poly)
-        snprintf(size, sizeof size, "K_%d_Q_%d%s%.0d", c->model.order, c->model.memory,
-                 c->model.cross ? "_M_" : "", c->model.cross);
-    else
-        snprintf(size, sizeof size, "H_%d", c->model.hidden);
-    if (c->ls)
-        snprintf(id, sizeof id, "%s_LS_M_%s_%s_P_%zu", r->pa ? "DPD" : "PA", dpd_model_family(r->m)->tag, size,
-                 dpd_model_nparams(r->m));
-    else
-        snprintf(id, sizeof id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", r->pa ? "DPD" : "PA", (unsigned long long)c->seed,
-                 dpd_model_family(r->m)->tag, size, c->frame, dpd_model_nparams(r->m));
-    if (delta_cols(r))
-        snprintf(id + strlen(id), sizeof id - strlen(id), "_THX_%.3f_THH_%.3f", c->model.thx, c->model.thh);
-    char base[4096], padir[256];
-    snprintf(padir, sizeof padir, "%s", r->pa_id);
-    char *cut = strstr(padir, "_P_");
-    if (cut) *cut = 0;
-    for (char *p = padir; *p; p++) /* the PA id comes from a file: one safe path component */
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
-            *p = '_';
-    if (!padir[0] || !strcmp(padir, ".") || !strcmp(padir, "..")) snprintf(padir, sizeof padir, "PA");
-    if (r->pa) snprintf(base, sizeof base, "%s/%s/train_dpd/%s", c->out, r->ds.name, padir);
-    else snprintf(base, sizeof base, "%s/%s/train_pa", c->out, r->ds.name);
-    return dpd_run_create(&r->rd, base, id, err);
-}
-
-static dpd_status write_config(run *r, dpd_error *err) {
-    json_t *cj = dpd_config_json(r->c, r->ds.name, r->rd.id, dpd_model_nparams(r->m), r->pa ? "train_dpd" : "train_pa");
-    char *ctext = cj ? json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(cj);
-    dpd_text ct = {ctext, ctext ? strlen(ctext) : 0, 0};
-    dpd_status s = ctext ? dpd_run_write(&r->rd, "config.json", &ct, err) : dpd_fail(err, DPD_E_NOMEM, "config.json");
-    free(ctext);
-    return s;
-}
-
-static dpd_status read_config(const char *dir, dpd_train_cfg *c, dpd_error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j)
-        return dpd_fail(err, dpd_exists(path) ? DPD_E_FORMAT : DPD_E_IO, "%s:%d: %s", path, je.line, je.text);
-    dpd_status s = dpd_config_from_json(j, c, path, err);
-    json_decref(j);
-    return s;
-}
-
-static void rng_hex(char *out, size_t n, const dpd_rng *g) {
-    snprintf(out, n, "%016llx%016llx%016llx%016llx", (unsigned long long)g->s[0], (unsigned long long)g->s[1],
-             (unsigned long long)g->s[2], (unsigned long long)g->s[3]);
-}
-
-static int rng_parse(const char *h, dpd_rng *g) {
-    if (!h || strlen(h) != 64) return 0;
-    for (int i = 0; i < 4; i++) {
-        char w[17];
-        memcpy(w, h + 16 * i, 16);
-        w[16] = 0;
-        g->s[i] = strtoull(w, NULL, 16);
-    }
-    return 1;
-}
-
-/* last.safetensors: the weights, the AdamW moments and everything else a bit-exact resume
- * needs, including a stop in the middle of an epoch. */
-static dpd_status save_last(run *r, const state *st, dpd_error *err) {
-    char v[16][80];
-    dpd_kv kv[48];
-    int n = 0;
-    size_t np = dpd_model_nparams(r->m);
-#define META(key, fmt, ...) (snprintf(v[n], sizeof v[n], fmt, __VA_ARGS__), kv[n] = (dpd_kv){key, v[n]}, n++)
-    META("epoch", "%d", st->epoch);
-    META("best_epoch", "%d", st->best_epoch);
-    META("step", "%ld", st->step);
-    META("lr", "%a", st->lr);
-    META("elapsed", "%a", st->elapsed);
-    META("plateau_best", "%a", r->plat.best);
-    META("plateau_bad", "%d", r->plat.bad);
-    rng_hex(v[n], sizeof v[n], &r->rng), kv[n] = (dpd_kv){"rng", v[n]}, n++;
-    META("run_id", "%s", r->rd.id);
-    META("step_kind", "%s", r->pa ? "train_dpd" : "train_pa");
-    META("dataset", "%s", r->ds.name);
-    if (st->epoch_step) {
-        META("epoch_step", "%ld", st->epoch_step);
-        META("epoch_loss", "%a", st->epoch_loss);
-        rng_hex(v[n], sizeof v[n], &st->epoch_rng), kv[n] = (dpd_kv){"epoch_rng", v[n]}, n++;
-        META("epoch_zeros", "%lld,%lld,%lld,%lld", st->dz[0], st->dz[1], st->dz[2], st->dz[3]);
-    }
-#undef META
-    char mv[10][40];
-    int nm = 0;
-    metrics_meta(mv, kv + n, &nm, "val", &st->best_val, "%a");
-    metrics_meta(mv, kv + n, &nm, "test", &st->best_test, "%a");
-    n += nm;
-    const char *names[2] = {"optimizer.exp_avg", "optimizer.exp_avg_sq"};
-    const float *ex[2] = {r->mom, r->mom + np};
-    size_t len[2] = {np, np};
-    char path[4200];
-    snprintf(path, sizeof path, "%s/last.safetensors", r->rd.dir);
-    dpd_status s = dpd_ckpt_save(path, r->m, kv, n, 2, names, ex, len, err);
-    if (s || !r->pa) return s;
-    /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and what
-     * a resume and `dpd eval --pa RUN_DIR` load. */
-    dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", r->ds.name}, {"run_id", r->pa_id}};
-    snprintf(path, sizeof path, "%s/pa.safetensors", r->rd.dir);
-    return dpd_ckpt_save(path, r->pa, pkv, 3, 0, NULL, NULL, NULL, err);
-}
-
-static dpd_status load_last(run *r, state *st, dpd_error *err) {
-    char path[4200];
-    size_t np = dpd_model_nparams(r->m);
-    snprintf(path, sizeof path, "%s/last.safetensors", r->rd.dir);
-    dpd_ckpt ck;
-    dpd_status s = dpd_ckpt_open(path, &ck, err);
-    if (s) return s;
-    const char *e = dpd_ckpt_meta(&ck, "epoch"), *be = dpd_ckpt_meta(&ck, "best_epoch"),
-               *step = dpd_ckpt_meta(&ck, "step"), *lr = dpd_ckpt_meta(&ck, "lr"),
-               *el = dpd_ckpt_meta(&ck, "elapsed"), *pb = dpd_ckpt_meta(&ck, "plateau_best"),
-               *pbad = dpd_ckpt_meta(&ck, "plateau_bad"), *id = dpd_ckpt_meta(&ck, "run_id"),
-               *es = dpd_ckpt_meta(&ck, "epoch_step");
-    if (!e || !be || !step || !lr || !el || !pb || !pbad || !id || !rng_parse(dpd_ckpt_meta(&ck, "rng"), &r->rng) ||
-        !parse_metrics(&ck, "val", &st->best_val) || !parse_metrics(&ck, "test", &st->best_test) ||
-        (es && (!dpd_ckpt_meta(&ck, "epoch_loss") || !rng_parse(dpd_ckpt_meta(&ck, "epoch_rng"), &st->epoch_rng) ||
-                sscanf(dpd_ckpt_meta(&ck, "epoch_zeros") ? dpd_ckpt_meta(&ck, "epoch_zeros") : "", "%lld,%lld,%lld,%lld",
-                       &st->dz[0], &st->dz[1], &st->dz[2], &st->dz[3]) != 4))) {
-        dpd_ckpt_close(&ck);
-        return dpd_fail(err, DPD_E_FORMAT, "%s: resume state is missing from __metadata__", path);
-    }
-    st->epoch = atoi(e), st->best_epoch = atoi(be);
-    st->lr = strtod(lr, NULL), st->elapsed = strtod(el, NULL);
-    st->step = atol(step);
-    st->epoch_step = es ? atol(es) : 0;
-    st->epoch_loss = es ? strtod(dpd_ckpt_meta(&ck, "epoch_loss"), NULL) : 0;
-    r->plat.best = strtod(pb, NULL), r->plat.bad = atoi(pbad);
-    snprintf(r->rd.id, sizeof r->rd.id, "%s", id);
-    s = dpd_ckpt_read_model(&ck, r->m, err);
-    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg", r->mom, np, err);
-    if (!s) s = dpd_ckpt_read(&ck, "optimizer.exp_avg_sq", r->mom + np, np, err);
-    dpd_ckpt_close(&ck);
-    return s;
-}
-
-static dpd_status save_best(run *r, int epoch, const dpd_metrics *val, const dpd_metrics *test, dpd_error *err) {
-    char v[10][300], mv[10][40];
-    dpd_kv kv[24];
-    int n = 0, nm = 0;
-    const dpd_train_cfg *c = r->c;
-#define META(key, fmt, ...) (snprintf(v[n], sizeof v[n], fmt, __VA_ARGS__), kv[n] = (dpd_kv){key, v[n]}, n++)
-    META("step_kind", "%s", r->pa ? "train_dpd" : "train_pa");
-    META("dataset", "%s", r->ds.name);
-    META("epoch", "%d", epoch);
-    META("frame", "%d", c->frame);
-    META("seed", "%llu", (unsigned long long)c->seed);
-    META("input_size", "%d", 2);
-    META("run_id", "%s", r->rd.id);
-    if (c->ls) META("least_squares", "%d", 1);
-    if (r->pa) {
-        META("pa_run_id", "%s", r->pa_id);
-        META("gain", "%.17g", r->gain);
-    }
-#undef META
-    metrics_meta(mv, kv + n, &nm, "val", val, "%.8f");
-    metrics_meta(mv, kv + n, &nm, "test", test, "%.8f");
-    n += nm;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/best.safetensors", r->rd.dir);
-    return dpd_ckpt_save(path, r->m, kv, n, 0, NULL, NULL, NULL, err);
-}
-
 /* The least-squares "epoch": a PA model fitted x -> y on the whole train split; a DPD by
  * indirect learning — a post-inverse fitted y/g -> x on the measured data, then (iterations > 1)
  * refitted PA(u)/g -> u through the frozen PA with u = DPD(x). mean = the train-split MSE of the
@@ -462,7 +253,7 @@ static long chunk_steps(double sec_per_step) {
 /* One epoch of whole steps on the session, in chunks, with a progress event (and the
  * cancellation check) after each. Starts at st->epoch_step (a resumed mid-epoch stop). On
  * cancellation st describes the steps done and DPD_E_ABORTED is returned. */
-static dpd_status epoch_train(run *r, state *st, double *mean, dpd_error *err) {
+static dpd_status epoch_train(run *r, dpd_run_state *st, double *mean, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     if (!st->epoch_step) st->epoch_rng = r->rng, st->epoch_loss = 0, memset(st->dz, 0, sizeof st->dz);
     else r->rng = st->epoch_rng; /* the same shuffle again */
@@ -502,7 +293,7 @@ static dpd_status epoch_train(run *r, state *st, double *mean, dpd_error *err) {
 }
 
 /* The session's weights and moments back into the host copies that checkpoints write. */
-static dpd_status sync(run *r, state *st, dpd_error *err) {
+static dpd_status sync(run *r, dpd_run_state *st, dpd_error *err) {
     long step;
     size_t np = dpd_model_nparams(r->m);
     dpd_status s = dpd_session_download(r->ses, r->m, err);
@@ -513,9 +304,15 @@ static dpd_status sync(run *r, state *st, dpd_error *err) {
     return s;
 }
 
+/* last.safetensors (and pa.safetensors) from the host copies and st. */
+static dpd_status save_last(run *r, dpd_run_state *st, dpd_error *err) {
+    st->rng = r->rng, st->plateau_best = r->plat.best, st->plateau_bad = r->plat.bad;
+    return dpd_run_save_last(&r->rd, &r->info, r->m, r->mom, st, r->pa, err);
+}
+
 /* The end of a run that stopped early: last.safetensors describes where (resumable), or a run
  * directory made by this process that has no completed epoch is removed. */
-static void stopped(run *r, state *st, dpd_status s, const char *msg) {
+static void stopped(run *r, dpd_run_state *st, dpd_status s, const char *msg) {
     dpd_error ignore = {0};
     dpd_event e = {.type = DPD_EV_RUN_ENDED, .epoch = st->epoch, .status = s, .message = msg,
                    .outcome = s == DPD_E_ABORTED ? "cancelled" : s == DPD_E_DIVERGED ? "diverged" : "failed"};
@@ -547,12 +344,12 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     memset(&r, 0, sizeof r);
     memset(res, 0, sizeof *res);
     r.c = &cfg, r.fn = fn, r.user = user;
-    state st = {.lr = cfg.lr};
+    dpd_run_state st = {.lr = cfg.lr};
     dpd_status s = check_paths(in, err);
     if (s) return s;
     if (in->resume[0]) {
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
-        if ((s = read_config(in->resume, &cfg, err))) return s;
+        if ((s = dpd_run_read_config(in->resume, &cfg, err))) return s;
         if (cfg.ls)
             return dpd_fail_field(err, "resume", DPD_E_INVAL, "resume: %s is a least-squares fit (one pass, nothing to continue); "
                             "fit it again instead", in->resume);
@@ -564,8 +361,11 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     char pa_copy[4200];
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
     if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
+    r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain};
     if (in->resume[0]) {
-        if ((s = load_last(&r, &st, err))) goto done;
+        long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
+        if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, cfg.epochs, err))) goto done;
+        r.rng = st.rng, r.plat.best = st.plateau_best, r.plat.bad = st.plateau_bad;
         if (st.epoch >= cfg.epochs) {
             s = dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger epochs)",
                                r.rd.dir, st.epoch, cfg.epochs);
@@ -586,14 +386,15 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         if (s == DPD_E_UNSUPPORTED) s = DPD_OK;
         if (s) goto done;
     } else {
-        if ((s = make_dir(&r, err))) goto done;
+        if ((s = dpd_run_make(&r.rd, &r.info, err))) goto done;
         r.rd.delta = delta_cols(&r);
         dpd_run_header(&r.rd.hist, r.rd.delta);
     }
-    if ((s = write_config(&r, err))) goto done;
+    if ((s = dpd_run_write_config(&r.rd, &r.info, err))) goto done;
     r.t0 = now() - st.elapsed * 60.0, r.last_note = now();
     dpd_event ev = {.type = DPD_EV_RUN_STARTED, .epoch = st.epoch + 1, .provider = r.prov_used, .resumed = in->resume[0] != 0};
     int cancel = emit(&r, &ev, 1);
+    r.started = 1;
     if (r.ds.warning[0]) {
         dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = r.ds.warning};
         cancel |= emit(&r, &w, 1);
@@ -630,7 +431,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
             dpd_run_header(&best, r.rd.delta);
             dpd_run_row(&best, e + 1, cfg.epochs, minutes, lr, cfg.batch, np, cfg.frame, cfg.model.family,
                         cfg.model.hidden, th, r.rd.delta ? &sp : NULL, tl, vl, m);
-            if ((s = dpd_run_write(&r.rd, "best.csv", &best, err)) || (s = save_best(&r, e + 1, &m[0], &m[1], err)))
+            if ((s = dpd_run_write(&r.rd, "best.csv", &best, err)) || (s = dpd_run_save_best(&r.rd, &r.info, r.m, e + 1, &m[0], &m[1], err)))
                 break;
         }
         if (cfg.lr_schedule) st.lr = dpd_plateau_step(&r.plat, sel, st.lr);
@@ -663,11 +464,12 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
         res->config = cfg;
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
-    } else {
-        stopped(&r, &st, s, err ? err->msg : "");
-        if (r.rd.dir[0]) snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
     }
 done:
+    /* a run that started records how it ended; a directory this call made without a finished epoch
+     * goes; a resume refused before it started leaves its run directory as it was */
+    if (s && (r.started || r.rd.created)) stopped(&r, &st, s, err ? err->msg : "");
+    if (s && (r.started || r.rd.created) && r.rd.dir[0]) snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
     run_free(&r);
     return s;
 }

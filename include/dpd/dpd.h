@@ -523,7 +523,9 @@ typedef enum dpd_event_type {
 
 typedef struct dpd_event {
     dpd_event_type type;
-    long seq;              /* 1, 2, ... over the run's events.jsonl (continued on resume) */
+    long seq;              /* 1, 2, ... over the run's events.jsonl (continued on resume); 0 for an
+                            * event not written there (progress between heartbeats, the end of a
+                            * run whose directory was removed) */
     double time;           /* seconds since the Unix epoch */
     const char *run_dir, *run_id;
     int epoch, epochs;     /* the 1-based epoch it concerns, and the total */
