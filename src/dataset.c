@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,13 @@
 
 static const char *split_names[DPD_NSPLIT] = {"train", "val", "test"};
 
+static locale_t loc;
+static void make_locale(void) { loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
+
+/* The C locale for number parsing, made once for the process (thread-safe). */
 static locale_t c_locale(void) {
-    static locale_t loc;
-    if (!loc) loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_locale);
     return loc;
 }
 

@@ -2,6 +2,7 @@
  * session (made resident once), scored: the loss as the mean of per-batch MSEs (OpenDPD's
  * validation loss) and the five metrics with their statuses. Used by training, dpd eval,
  * dpd parity and the studio. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split, doubl
     const dpd_split *sp = &ds->split[split];
     int N = ds->spec.nperseg;
     if (!sp->n) return dpd_fail(err, DPD_E_INVAL, "%s: the %s split is empty", ds->dir, split == DPD_VAL ? "val" : "test");
-    e->split = split, e->n = sp->n, e->N = N;
+    static atomic_ullong ids;
+    e->split = split, e->n = sp->n, e->N = N, e->id = atomic_fetch_add(&ids, 1) + 1;
     dpd_status s = dpd_segments(sp->x, sp->n, N, 1.0, &e->x, &e->S, err);
     if (!s) s = gain > 0 ? dpd_segments(sp->x, sp->n, N, gain, &e->ref, &e->S, err)
                          : dpd_segments(sp->y, sp->n, N, 1.0, &e->ref, &e->S, err);
@@ -37,8 +39,8 @@ dpd_status dpd_eval_run(dpd_eval *e, dpd_session *ses, int batch, const dpd_spec
     if (!e->x) return dpd_fail(err, DPD_E_INVAL, "evaluation not prepared");
     if (batch < 1) return dpd_fail(err, DPD_E_INVAL, "batch_eval: %d is out of range 1..65536", batch);
     dpd_status s;
-    if (!dpd_session_resident(ses, e->split, e->x, total / 2) &&
-        (s = dpd_session_attach(ses, e->split, e->x, NULL, total / 2, err)))
+    if (!dpd_session_resident(ses, e->split, e->id, total / 2) &&
+        (s = dpd_session_attach_as(ses, e->split, e->x, NULL, total / 2, e->id, err)))
         return s;
     if ((s = dpd_session_evaluate(ses, e->split, e->N, batch, e->pred, err))) return s;
     double acc = 0;

@@ -191,6 +191,7 @@ static dpd_status check_manifest(const char *dir, char *provider, char *version,
     json_t *j = json_load_file(path, 0, &je);
     if (!j) return dpd_fail(err, DPD_E_FORMAT, "pack.json: %s (line %d)", je.text, je.line);
     dpd_status s = DPD_OK;
+    char (*have)[512] = NULL; /* the files present (MAX_FILES x 512: on the heap, not static) */
     json_t *files = json_object_get(j, "files");
     const char *prov = json_string_value(json_object_get(j, "provider")), *ver = json_string_value(json_object_get(j, "pack_version"));
     const char *lib = json_string_value(json_object_get(j, "library"));
@@ -216,7 +217,10 @@ static dpd_status check_manifest(const char *dir, char *provider, char *version,
         goto done;
     }
     snprintf(provider, 32, "%s", prov), snprintf(version, 64, "%s", ver);
-    static char have[MAX_FILES][512];
+    if (!(have = malloc(MAX_FILES * sizeof *have))) {
+        s = dpd_fail(err, DPD_E_NOMEM, "out of memory");
+        goto done;
+    }
     int nh = list_files(dir, "", have, 0, MAX_FILES), lib_listed = 0;
     size_t i;
     json_t *f;
@@ -251,6 +255,7 @@ static dpd_status check_manifest(const char *dir, char *provider, char *version,
         }
     if (!lib_listed) s = dpd_fail(err, DPD_E_FORMAT, "pack.json: library '%s' is not among the files", lib);
 done:
+    free(have);
     json_decref(j);
     return s;
 }

@@ -25,14 +25,15 @@ struct dpd_session {
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt, device;
     size_t np;
-    int batch, T;           /* the working batch and the reserved length */
+    int max_batch, T;       /* the reservation: training steps are bounded by it */
+    int batch;              /* the working batch of inference and evaluation (halved on memory failures) */
     int threads;
     char kernels[16];
     char reason[600];
     dpd_session *pa;        /* chained frozen PA */
     dpd_session *by;        /* the DPD session chained to this one */
-    const void *attached[DPD_NSPLIT]; /* host pointers last attached (dpd_eval_run reuses) */
-    size_t attached_n[DPD_NSPLIT];
+    size_t attached_n[DPD_NSPLIT];          /* samples resident per split (0: none) */
+    unsigned long long attached_id[DPD_NSPLIT]; /* who attached them (dpd_eval's id; 0: unknown) */
     hsplit h[DPD_NSPLIT];   /* v1 emulation only */
     float *buf;             /* v1 emulation: batch and cascade buffers */
     size_t cap;
@@ -77,7 +78,7 @@ typedef struct sopts {
 static dpd_status parse(const dpd_kv *opts, int nopts, sopts *o, dpd_error *err) {
     *o = (sopts){"", 0, 64, 4096, 0, "auto"};
     for (int i = 0; i < nopts; i++) {
-        const char *k = opts[i].key, *v = opts[i].value ? opts[i].value : "";
+        const char *k = opts[i].key ? opts[i].key : "", *v = opts[i].value ? opts[i].value : "";
         size_t j = 0;
         while (j < sizeof KEYS / sizeof *KEYS && strcmp(k, KEYS[j])) j++;
         if (j == sizeof KEYS / sizeof *KEYS) {
@@ -102,24 +103,29 @@ static dpd_status parse(const dpd_kv *opts, int nopts, sopts *o, dpd_error *err)
 
 /* ---- creation ---- */
 
-/* Opens the provider's session at the working batch, halving it while it does not fit. */
+/* Opens the provider's session (into s->s) at the reserved batch, halving it while it does not
+ * fit; s->s is left untouched on failure. */
 static dpd_status start(dpd_session *s, const float *params, const sopts *o, dpd_error *err) {
     char msg[512] = "", th[16];
     snprintf(th, sizeof th, "%d", o->threads);
     const dpd_kv popts[2] = {{"threads", th}, {"kernels", o->kernels}};
     dpd_status st;
+    void *ps = NULL;
     for (;;) {
         msg[0] = 0;
         if (I(s)->session_open)
-            st = I(s)->session_open(s->p->ctx, s->device, &s->cfg, s->t, s->nt, s->batch, s->T, popts, 2, &s->s, msg,
-                                    sizeof msg);
+            st = I(s)->session_open(s->p->ctx, s->device, &s->cfg, s->t, s->nt, s->max_batch, s->T, popts, 2, &ps,
+                                    msg, sizeof msg);
         else
-            st = I(s)->session_create(s->p->ctx, s->device, &s->cfg, s->batch, s->T, &s->s, msg, sizeof msg);
-        if (st != DPD_E_NOMEM || s->batch == 1) break;
-        s->batch /= 2;
+            st = I(s)->session_create(s->p->ctx, s->device, &s->cfg, s->max_batch, s->T, &ps, msg, sizeof msg);
+        if (st != DPD_E_NOMEM || s->max_batch == 1) break;
+        s->max_batch /= 2;
     }
-    if (!st) st = I(s)->upload(s->s, params, msg, sizeof msg);
-    return st ? pfail(s, st, msg, err) : DPD_OK;
+    if (s->batch > s->max_batch) s->batch = s->max_batch;
+    if (!st && (st = I(s)->upload(ps, params, msg, sizeof msg))) I(s)->session_free(ps), ps = NULL;
+    if (st) return pfail(s, st, msg, err);
+    s->s = ps;
+    return DPD_OK;
 }
 
 /* Why provider p cannot serve this session's needs (in why), or NULL. */
@@ -146,9 +152,12 @@ dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, i
     if (!s) return dpd_fail(err, DPD_E_NOMEM, "out of memory");
     s->cfg = *dpd_model_config(m), s->np = dpd_model_nparams(m), s->nt = dpd_model_ntensors(m);
     for (int i = 0; i < s->nt; i++) s->t[i] = *dpd_model_tensor(m, i);
-    s->device = o.device, s->batch = o.max_batch, s->T = o.max_frame, s->threads = o.threads;
+    s->device = o.device, s->max_batch = s->batch = o.max_batch, s->T = o.max_frame, s->threads = o.threads;
     char reason[512];
-    if ((st = dpd_provider_select(o.provider, &s->p, reason, sizeof reason, err))) goto fail;
+    if ((st = dpd_provider_select(o.provider, &s->p, reason, sizeof reason, err))) {
+        if (err && !err->field[0]) snprintf(err->field, sizeof err->field, "provider");
+        goto fail;
+    }
     char whybuf[160];
     const char *why = cannot(s->p, &s->cfg, need, frozen, whybuf, sizeof whybuf);
     if (why && (st = dpd_provider_demote(o.provider, &s->p, why, reason, sizeof reason, err))) goto fail;
@@ -158,7 +167,7 @@ dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, i
         dpd_settings set;
         if (!I(s)->device_info(s->p->ctx, s->device, &d) && !dpd_settings_load(&set, NULL)) {
             int bound = dpd_batch_bound(set.gpu_memory, d.memory, &s->cfg, s->T);
-            if (bound > 0 && bound < s->batch) s->batch = bound;
+            if (bound > 0 && bound < s->max_batch) s->max_batch = s->batch = bound;
         }
         s->threads = 0;
     } else {
@@ -170,7 +179,6 @@ dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, i
     *out = s;
     return DPD_OK;
 fail:
-    if (err && st == DPD_E_INVAL && !err->field[0] && strstr(err->msg, "provider")) snprintf(err->field, sizeof err->field, "provider");
     dpd_session_free(s);
     return st;
 }
@@ -181,7 +189,7 @@ dpd_status dpd_session_create(const dpd_model *m, const dpd_kv *opts, int nopts,
 
 void dpd_session_free(dpd_session *s) {
     if (!s) return;
-    if (s->pa) s->pa->by = NULL;
+    if (s->pa) s->pa->by = NULL; /* the provider hands the PA back its own resources */
     if (s->by) { /* freeing a PA first unchains its DPD session */
         char msg[256];
         if (I(s)->chain) (void)I(s)->chain(s->by->s, NULL, msg, sizeof msg);
@@ -199,8 +207,8 @@ const char *dpd_session_kernels(const dpd_session *s) { return s->kernels; }
 int dpd_session_threads(const dpd_session *s) { return s->threads; }
 int dpd_session_batch(const dpd_session *s) { return s->batch; }
 
-int dpd_session_resident(const dpd_session *s, int k, const void *x, size_t n) {
-    return k >= 0 && k < DPD_NSPLIT && s->attached[k] == x && s->attached_n[k] == n;
+int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, size_t n) {
+    return id && k >= 0 && k < DPD_NSPLIT && s->attached_id[k] == id && s->attached_n[k] == n;
 }
 
 static dpd_status same_cfg(const dpd_session *s, const dpd_model *m, dpd_error *err) {
@@ -224,7 +232,9 @@ dpd_status dpd_session_download(dpd_session *s, dpd_model *m, dpd_error *err) {
     return st;
 }
 
-/* Re-reserves the provider session for sequences of T samples, keeping weights and moments. */
+/* Re-reserves a provider session bounded by its reservation (one without session_open) for
+ * sequences of T samples, keeping weights and moments; the resident splits of such a provider
+ * live on the host (s->h) and stay. On failure the old session stays as it was. */
 static dpd_status regrow(dpd_session *s, int T, dpd_error *err) {
     char msg[512] = "";
     float *p = malloc(3 * s->np * sizeof *p);
@@ -236,17 +246,18 @@ static dpd_status regrow(dpd_session *s, int T, dpd_error *err) {
         free(p);
         return pfail(s, st, msg, err);
     }
-    sopts o = {"", s->device, s->batch, T, s->threads ? s->threads : 1, s->kernels[0] ? s->kernels : "auto"};
-    I(s)->session_free(s->s), s->s = NULL;
+    sopts o = {"", s->device, s->max_batch, T, s->threads ? s->threads : 1, s->kernels[0] ? s->kernels : "auto"};
+    void *old = s->s;
+    int oldT = s->T;
     s->T = T;
-    for (int k = 0; k < DPD_NSPLIT; k++) /* the new provider session holds none of them */
-        if (I(s)->attach) s->attached[k] = NULL, s->attached_n[k] = 0;
-    st = start(s, p, &o, err);
-    if (!st && moments && (st = I(s)->set_state(s->s, p + s->np, p + 2 * s->np, step, msg, sizeof msg)))
+    if ((st = start(s, p, &o, err))) { /* s->s is still the old session */
+        s->T = oldT;
+        free(p);
+        return st;
+    }
+    I(s)->session_free(old);
+    if (moments && (st = I(s)->set_state(s->s, p + s->np, p + 2 * s->np, step, msg, sizeof msg)))
         st = pfail(s, st, msg, err);
-    /* the provider session changed: chain again on either side */
-    if (!st && s->pa && I(s)->chain && (st = I(s)->chain(s->s, s->pa->s, msg, sizeof msg))) st = pfail(s, st, msg, err);
-    if (!st && s->by && I(s)->chain && (st = I(s)->chain(s->by->s, s->s, msg, sizeof msg))) st = pfail(s, st, msg, err);
     free(p);
     return st;
 }
@@ -257,7 +268,8 @@ typedef dpd_status (*batch_fn)(dpd_session *s, const float *x, int b, int T, flo
 
 static dpd_status batched(dpd_session *s, batch_fn fn, const float *x, int B, int T, float *y, dpd_error *err) {
     char msg[512] = "";
-    if (T > s->T) {
+    if (!s->s) return dpd_fail(err, DPD_E_DEVICE, "%s: the session is not usable after an earlier failure", I(s)->name);
+    if (T > s->T && !I(s)->session_open) { /* v2 providers size inference themselves */
         dpd_status st = regrow(s, T, err);
         if (st) return st;
     }
@@ -295,21 +307,29 @@ static float *scratch(dpd_session *s, size_t n) {
     return s->buf;
 }
 
-dpd_status dpd_session_attach(dpd_session *s, int k, const float *x, const float *y, size_t n, dpd_error *err) {
+dpd_status dpd_session_attach_as(dpd_session *s, int k, const float *x, const float *y, size_t n,
+                                 unsigned long long id, dpd_error *err) {
     char msg[512] = "";
     if (k < 0 || k >= DPD_NSPLIT) return dpd_fail(err, DPD_E_INVAL, "split %d is not 0, 1 or 2", k);
-    s->attached[k] = x, s->attached_n[k] = n;
+    if (!x || !n) return dpd_fail(err, DPD_E_INVAL, "split %d: no samples to attach", k);
+    s->attached_n[k] = 0, s->attached_id[k] = 0; /* until the new data is in place */
     if (I(s)->attach) {
         dpd_status st = I(s)->attach(s->s, k, x, y, n, msg, sizeof msg);
-        return st ? pfail(s, st, msg, err) : DPD_OK;
+        if (st) return pfail(s, st, msg, err);
+    } else {
+        hsplit *h = &s->h[k];
+        free(h->x), free(h->y);
+        h->x = malloc(n * 2 * sizeof *h->x), h->y = y ? malloc(n * 2 * sizeof *h->y) : NULL, h->n = n;
+        if (!h->x || (y && !h->y)) return dpd_fail(err, DPD_E_NOMEM, "out of memory for a %zu-sample split", n);
+        memcpy(h->x, x, n * 2 * sizeof *x);
+        if (y) memcpy(h->y, y, n * 2 * sizeof *y);
     }
-    hsplit *h = &s->h[k];
-    free(h->x), free(h->y);
-    h->x = malloc(n * 2 * sizeof *h->x), h->y = y ? malloc(n * 2 * sizeof *h->y) : NULL, h->n = n;
-    if (!h->x || (y && !h->y)) return dpd_fail(err, DPD_E_NOMEM, "out of memory for a %zu-sample split", n);
-    memcpy(h->x, x, n * 2 * sizeof *x);
-    if (y) memcpy(h->y, y, n * 2 * sizeof *y);
+    s->attached_n[k] = n, s->attached_id[k] = id;
     return DPD_OK;
+}
+
+dpd_status dpd_session_attach(dpd_session *s, int k, const float *x, const float *y, size_t n, dpd_error *err) {
+    return dpd_session_attach_as(s, k, x, y, n, 0, err);
 }
 
 /* v1 emulation of one step on a gathered batch (the host pays the gather and the transfers). */
@@ -338,19 +358,30 @@ static dpd_status step1(dpd_session *s, const float *bx, const float *by, int B,
 dpd_status dpd_session_train_steps(dpd_session *s, const uint32_t *frames, size_t nframes, int B, int L, int S,
                                    double lr, double wd, double max_norm, double *losses, dpd_error *err) {
     char msg[512] = "";
+    if (!s->s) return dpd_fail(err, DPD_E_DEVICE, "%s: the session is not usable after an earlier failure", I(s)->name);
     if (B < 1 || L < 1 || S < 1) return dpd_fail(err, DPD_E_INVAL, "batch, frame and stride must be >= 1");
-    if (L > s->T || B > s->batch) {
-        if (B > s->batch) return dpd_fail(err, DPD_E_INVAL, "batch %d exceeds the session's max_batch %d", B, s->batch);
+    if (B > s->max_batch)
+        return dpd_fail_field(err, "max_batch", DPD_E_INVAL, "max_batch: batch %d exceeds the session's %d", B, s->max_batch);
+    if (L > s->T) { /* a reservation re-made would drop the resident splits of a v2 provider */
+        if (I(s)->session_open)
+            return dpd_fail_field(err, "max_frame", DPD_E_INVAL, "max_frame: frame %d exceeds the session's %d (create "
+                                  "the session with a larger max_frame)", L, s->T);
         dpd_status st = regrow(s, L, err);
         if (st) return st;
     }
+    size_t n = s->attached_n[DPD_TRAIN];
+    if (!n) return dpd_fail(err, DPD_E_INVAL, "no training split attached");
+    for (size_t i = 0; i < nframes; i++) /* every frame inside the resident split */
+        if ((size_t)frames[i] * (size_t)S + (size_t)L > n)
+            return dpd_fail(err, DPD_E_INVAL, "frame %u (samples %zu..%zu) lies outside the %zu-sample training split",
+                            frames[i], (size_t)frames[i] * (size_t)S, (size_t)frames[i] * (size_t)S + (size_t)L, n);
     if (I(s)->train_steps) {
         dpd_status st = I(s)->train_steps(s->s, frames, nframes, B, L, S, lr, wd, max_norm, losses, msg, sizeof msg);
         if (st == DPD_E_DIVERGED) return dpd_fail(err, st, "%s", msg);
         return st ? pfail(s, st, msg, err) : DPD_OK;
     }
     const hsplit *tr = &s->h[DPD_TRAIN];
-    if (!tr->x || !tr->y) return dpd_fail(err, DPD_E_INVAL, "no training split attached");
+    if (!tr->y) return dpd_fail(err, DPD_E_INVAL, "the training split has no targets");
     size_t fb = (size_t)B * L * 2;
     float *bx = scratch(s, (s->pa ? 6 : 2) * fb), *by = bx + fb;
     if (!bx) return dpd_fail(err, DPD_E_NOMEM, "out of memory for a %d x %d batch", B, L);
@@ -375,7 +406,8 @@ static dpd_status fwd_chain(dpd_session *s, const float *x, int b, int T, float 
 
 dpd_status dpd_session_evaluate(dpd_session *s, int k, int N, int batch, float *pred, dpd_error *err) {
     char msg[512] = "";
-    if (k < 0 || k >= DPD_NSPLIT || N < 1 || batch < 1 || !s->attached[k] || s->attached_n[k] % (size_t)N)
+    if (!s->s) return dpd_fail(err, DPD_E_DEVICE, "%s: the session is not usable after an earlier failure", I(s)->name);
+    if (k < 0 || k >= DPD_NSPLIT || N < 1 || batch < 1 || !s->attached_n[k] || s->attached_n[k] % (size_t)N)
         return dpd_fail(err, DPD_E_INVAL, "split %d: nothing attached in sequences of %d", k, N);
     if (!I(s)->evaluate && s->pa && N > s->pa->T) { /* v1: sequences are bounded by the reservation */
         dpd_status st = regrow(s->pa, N, err);
@@ -410,16 +442,22 @@ dpd_status dpd_session_chain(dpd_session *dpd, dpd_session *pa, dpd_error *err) 
     char msg[512] = "";
     if (pa && dpd->p != pa->p)
         return dpd_fail(err, DPD_E_INVAL, "cannot chain a %s session to a %s session", I(dpd)->name, I(pa)->name);
+    if (pa && (pa == dpd || pa->pa || dpd->by || (pa->by && pa->by != dpd)))
+        return dpd_fail(err, DPD_E_INVAL, "a chain is one DPD session on one PA session: %s",
+                        pa == dpd ? "a session cannot be chained to itself"
+                        : pa->pa ? "the PA session is itself chained to another"
+                        : dpd->by ? "the DPD session is another session's PA"
+                                  : "the PA session is already chained to another DPD session");
     char why[160];
     if (pa && cannot(dpd->p, &dpd->cfg, DPD_NEED_CHAIN, &pa->cfg, why, sizeof why))
         return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: training through a PA model is not supported", I(dpd)->name);
+    if (I(dpd)->chain) {
+        dpd_status st = I(dpd)->chain(dpd->s, pa ? pa->s : NULL, msg, sizeof msg);
+        if (st) return pfail(dpd, st, msg, err);
+    }
     if (dpd->pa) dpd->pa->by = NULL;
     dpd->pa = pa;
     if (pa) pa->by = dpd;
-    if (I(dpd)->chain) {
-        dpd_status st = I(dpd)->chain(dpd->s, pa ? pa->s : NULL, msg, sizeof msg);
-        return st ? pfail(dpd, st, msg, err) : DPD_OK;
-    }
     return DPD_OK;
 }
 

@@ -14,9 +14,11 @@ enum { DPD_NEED_TRAIN = 1, DPD_NEED_CHAIN = 2 };
 dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, int need,
                             const dpd_model_cfg *frozen, dpd_session **out, dpd_error *err);
 
-/* 1 when split k of s holds exactly the n samples at host address x (attached and not dropped
- * since: re-reserving a session for longer sequences drops its resident splits). */
-int dpd_session_resident(const dpd_session *s, int k, const void *x, size_t n);
+/* dpd_session_attach recording who attached the data (id != 0: a dpd_eval's id), and whether
+ * split k of s still holds those n samples. */
+dpd_status dpd_session_attach_as(dpd_session *s, int k, const float *x, const float *y, size_t n,
+                                 unsigned long long id, dpd_error *err);
+int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, size_t n);
 
 /* A recognized device failure of provider `name` during a run: the preference moves to cpu for
  * later work (recorded with msg); returns DPD_E_DEVICE with a message saying the run was not

@@ -20,16 +20,10 @@ void dpd_synth_defaults(dpd_synth_cfg *c) {
                          .pm_beta = 0.8, .seed = 0};
 }
 
-/* Memory filters of the PA (taps at n, n-1, n-2). */
-static const double complex *fir_in(void) {
-    static double complex h[3];
-    h[0] = 1.0, h[1] = 0.10 * cexp(-0.6 * I), h[2] = -0.04 * cexp(0.3 * I);
-    return h;
-}
-static const double complex *fir_out(void) {
-    static double complex h[3];
+/* Memory filters of the PA (taps at n, n-1, n-2), into the caller's h[3]. */
+static void fir_in(double complex *h) { h[0] = 1.0, h[1] = 0.10 * cexp(-0.6 * I), h[2] = -0.04 * cexp(0.3 * I); }
+static void fir_out(double complex *h) {
     h[0] = 1.0, h[1] = -0.08 * cexp(0.4 * I), h[2] = 0.03 * cexp(-1.1 * I);
-    return h;
 }
 
 static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
@@ -141,7 +135,8 @@ dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir, dpd_error *e
         }
     }
     for (size_t i = 0; i < n; i++) x[i] /= peak; /* peak |x| = 1, as OpenDPD's DPA data */
-    const double complex *hi = fir_in(), *ho = fir_out();
+    double complex hi[3], ho[3];
+    fir_in(hi), fir_out(ho);
     double complex v[3] = {0};
     double power = 0;
     for (size_t i = 0; i < n; i++) {

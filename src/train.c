@@ -139,10 +139,10 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
                *id = dpd_ckpt_meta(&ck, "run_id");
     if (kind && strcmp(kind, "train_pa"))
-        s = dpd_fail(err, DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run)",
-                     path, kind);
+        s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run)",
+                           path, kind);
     else if (ds && strcmp(ds, r->ds.name))
-        s = dpd_fail(err, DPD_E_INVAL, "%s was trained on dataset '%s', not '%s'", path, ds, r->ds.name);
+        s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s was trained on dataset '%s', not '%s'", path, ds, r->ds.name);
     snprintf(r->pa_id, sizeof r->pa_id, "%s", id ? id : "PA");
     dpd_ckpt_close(&ck);
     if (!s) s = dpd_ckpt_load(path, &r->pa, err);

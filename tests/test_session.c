@@ -305,6 +305,121 @@ static void ls_resume(void) {
           "a least-squares run cannot be resumed by gradient training: %s", err.msg);
 }
 
+
+/* ---- misuse of sessions: refused, never a crash ---- */
+
+static void misuse(void) {
+    dpd_model_cfg c = {"gru", 5, 1};
+    dpd_rng r;
+    dpd_rng_seed(&r, 3);
+    dpd_model *m = check_model(&c, &r);
+    dpd_kv o[] = {{"provider", "cpu"}, {"threads", "2"}, {"max_batch", "8"}, {"max_frame", "20"}};
+    dpd_session *a = NULL, *b = NULL, *pa = NULL;
+    dpd_error err = {0};
+    CHECK(!dpd_session_create(m, o, 4, &a, &err) && !dpd_session_create(m, o, 4, &b, &err) &&
+              !dpd_session_create(m, o, 4, &pa, &err),
+          "%s", err.msg);
+    if (!a || !b || !pa) return;
+    CHECK(dpd_session_chain(a, a, &err) == DPD_E_INVAL && strstr(err.msg, "itself"), "self-chain refused: %s", err.msg);
+    CHECK(dpd_session_chain(a, pa, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_session_chain(b, pa, &err) == DPD_E_INVAL && strstr(err.msg, "already chained"),
+          "a second DPD on one PA refused: %s", err.msg);
+    CHECK(dpd_session_chain(pa, b, &err) == DPD_E_INVAL, "a PA that is itself chained refused: %s", err.msg);
+    float x[2 * 8 * 40], y[2 * 8 * 40], y0[2 * 8 * 40];
+    for (int i = 0; i < 2 * 8 * 40; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r));
+    CHECK(!dpd_session_forward(pa, x, 8, 40, y0, &err), "PA forward while chained: %s", err.msg);
+    /* unchain, re-chain elsewhere, free the DPD first: the PA keeps working with its own threads */
+    CHECK(!dpd_session_chain(a, NULL, &err) && !dpd_session_chain(b, pa, &err), "unchain and re-chain: %s", err.msg);
+    dpd_session_free(b);
+    CHECK(!dpd_session_forward(pa, x, 8, 40, y, &err) && !memcmp(y, y0, sizeof y), "PA after its DPD was freed: %s",
+          err.msg);
+    /* frames outside the resident split are refused before any step */
+    float tx[2 * 100] = {0}, ty[2 * 100] = {0};
+    uint32_t frames[2] = {0, 90};
+    double losses[1];
+    CHECK(!dpd_session_attach(a, DPD_TRAIN, tx, ty, 100, &err), "%s", err.msg);
+    CHECK(dpd_session_train_steps(a, frames, 2, 8, 20, 1, 1e-3, 0, 0, losses, &err) == DPD_E_INVAL &&
+              strstr(err.msg, "frame 90"),
+          "a frame past the split is refused: %s", err.msg);
+    CHECK(dpd_session_train_steps(a, frames, 1, 16, 20, 1, 1e-3, 0, 0, losses, &err) == DPD_E_INVAL &&
+              !strcmp(err.field, "max_batch"),
+          "a batch above max_batch is refused naming it: %s", err.msg);
+    CHECK(dpd_session_train_steps(a, frames, 1, 8, 30, 1, 1e-3, 0, 0, losses, &err) == DPD_E_INVAL &&
+              !strcmp(err.field, "max_frame"),
+          "a frame above max_frame is refused naming it: %s", err.msg);
+    CHECK(dpd_session_evaluate(a, DPD_VAL, 20, 4, y, &err) == DPD_E_INVAL, "evaluate with nothing attached refused");
+    dpd_kv nul[] = {{NULL, "x"}};
+    dpd_session *z = NULL;
+    CHECK(dpd_session_create(m, nul, 1, &z, &err) == DPD_E_INVAL && !z, "a NULL option key is refused");
+    dpd_kv kn[] = {{"kernels", "nope"}};
+    CHECK(dpd_session_create(m, kn, 1, &z, &err) == DPD_E_INVAL && !strcmp(err.field, "kernels"), "kernels field named");
+    dpd_session_free(pa); /* PA first, then its former DPD */
+    dpd_session_free(a);
+    dpd_model_free(m);
+}
+
+/* Two evaluations through one session: each gets its own segments, even when the second reuses
+ * the first's memory. */
+static void two_evals(void) {
+    dpd_model_cfg c = {"gru", 5, 1};
+    dpd_rng r;
+    dpd_rng_seed(&r, 5);
+    dpd_model *m = check_model(&c, &r);
+    dpd_dataset ds, ds2;
+    dpd_error err = {0};
+    const char *d2 = check_tmpdir();
+    char dir2[4200];
+    snprintf(dir2, sizeof dir2, "%s/other", d2);
+    dpd_synth_cfg sc;
+    dpd_synth_defaults(&sc);
+    sc.length = 5 * 2560, sc.seed = 99;
+    if (dpd_synth_write(&sc, dir2, &err) || dpd_dataset_load(data, 6, 0, &ds, &err) ||
+        dpd_dataset_load(dir2, 6, 0, &ds2, &err)) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
+    dpd_kv o[] = {{"provider", "cpu"}, {"threads", "1"}};
+    dpd_session *s = NULL, *fresh = NULL;
+    dpd_eval e = {0}, f = {0};
+    CHECK(!dpd_session_create(m, o, 2, &s, &err) && !dpd_session_create(m, o, 2, &fresh, &err), "%s", err.msg);
+    CHECK(!dpd_eval_prepare(&e, &ds, DPD_VAL, 0, &err) && !dpd_eval_run(&e, s, 64, &ds.spec, 0, &err), "%s", err.msg);
+    dpd_eval_free(&e); /* the next prepare may well get the same memory */
+    double want = 0;
+    CHECK(!dpd_eval_prepare(&f, &ds2, DPD_VAL, 0, &err) && !dpd_eval_run(&f, fresh, 64, &ds2.spec, 0, &err), "%s", err.msg);
+    want = f.loss;
+    dpd_eval_free(&f);
+    CHECK(!dpd_eval_prepare(&e, &ds2, DPD_VAL, 0, &err) && !dpd_eval_run(&e, s, 64, &ds2.spec, 0, &err), "%s", err.msg);
+    CHECK(e.loss == want, "a session reused for another dataset's segments evaluates them (%.9g, fresh %.9g)", e.loss, want);
+    dpd_eval_free(&e);
+    dpd_session_free(s), dpd_session_free(fresh);
+    dpd_dataset_free(&ds), dpd_dataset_free(&ds2);
+    dpd_model_free(m);
+}
+
+/* A resume refuses last.safetensors whose state is out of range, naming the key. */
+static void bad_resume(void) {
+    dpd_train_cfg c;
+    cfg_quick(&c, check_tmpdir(), "gru");
+    c.epochs = 2;
+    dpd_train_result res;
+    dpd_error err = {0};
+    CHECK(dpd_train(&c, NULL, NULL, &res, &err) == DPD_OK, "%s", err.msg);
+    char path[4200], *buf;
+    size_t len;
+    snprintf(path, sizeof path, "%s/last.safetensors", res.run_dir);
+    if (dpd_file_read(path, &buf, &len, &err)) return;
+    char *k = len > 8 ? strstr(buf + 8, "\"step\":\"") : NULL; /* the JSON header after its length */
+    if (k) k[8] = '-';                                          /* "step":"-3": a negative count, same length */
+    dpd_file_write(path, buf, len, &err);
+    free(buf);
+    dpd_train_cfg r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.resume, sizeof r.resume, "%s", res.run_dir);
+    r.epochs = 3;
+    CHECK(k && dpd_train(&r, NULL, NULL, &res, &err) == DPD_E_FORMAT && strstr(err.msg, "'step'"),
+          "a negative step is refused naming the key: %s", err.msg);
+}
+
 int main(void) {
     const char *dir = check_tmpdir();
     static char d[4200];
@@ -330,5 +445,8 @@ int main(void) {
     cancel_early();
     diverge();
     ls_resume();
+    misuse();
+    two_evals();
+    bad_resume();
     return check_done("session");
 }

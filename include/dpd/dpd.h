@@ -284,9 +284,12 @@ typedef struct dpd_session dpd_session;
  * Options (string key/value pairs; an unknown key or a bad value is DPD_E_INVAL naming it):
  *   provider   auto (default: the settings' choice), cpu, or an installed pack's name (cuda)
  *   device     device index on the provider (0)
- *   max_batch  sequences per provider call (64); a batch that does not fit in device memory is
- *              halved and retried, and the working size kept for the session
- *   max_frame  samples per sequence reserved up front (4096); longer calls re-reserve
+ *   max_batch  sequences per provider call (64), the bound of a training step's batch; an
+ *              inference or evaluation batch that does not fit in device memory is halved and
+ *              retried, and the working size kept for the session
+ *   max_frame  samples per sequence reserved for training steps (4096); inference and
+ *              evaluation are not bounded by it (a v1 provider's session is re-reserved for
+ *              them, weights and moments kept)
  *   threads    cpu: worker threads, 0 = the settings' cpu_level (0); results do not depend on it
  *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto)
  * An explicit provider that cannot serve the model is refused with why; auto falls back to cpu
@@ -333,7 +336,9 @@ DPD_API DPD_CHECK dpd_status dpd_session_evaluate(dpd_session *s, int split, int
 
 /* Chains a DPD session to its frozen PA's session (same provider): from now on train_steps and
  * evaluate on dpd run PA(DPD(x)), with nothing passing through the host; pa's weights never
- * change. pa must outlive dpd's use of it. */
+ * change. A chain is one DPD session on one PA session (DPD_E_INVAL otherwise: a session chained
+ * to itself, a PA chained twice or itself chained); pa NULL unchains. Chained cpu sessions share
+ * the DPD session's thread pool: use them from one thread. Freeing either unchains. */
 DPD_API DPD_CHECK dpd_status dpd_session_chain(dpd_session *dpd, dpd_session *pa, dpd_error *err);
 
 /* The AdamW moments (nparams floats each) and step count, for checkpoints and bit-exact resume.
@@ -359,13 +364,15 @@ typedef struct dpd_eval {
     float *pred;     /* (S, N, 2): the predictions of the last dpd_eval_run */
     double loss;     /* mean over evaluation batches of each batch's MSE */
     dpd_metrics m;   /* of pred against ref */
+    unsigned long long id; /* set by dpd_eval_prepare: which segments a session holds resident */
 } dpd_eval;
 
 /* Cuts split `split` of ds into segments; the target is y (gain 0) or gain x (a DPD's g x). */
 DPD_API DPD_CHECK dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split,
                                               double gain, dpd_error *err);
-/* Runs session s on the segments (made resident in s on the first run) in batches of `batch`,
- * then scores: loss and metrics (evm_fs 0: the dataset's fs). */
+/* Runs session s on the segments (made resident in s on the first run; a session that holds
+ * another dpd_eval's segments gets these again) in batches of `batch`, then scores: loss and
+ * metrics (evm_fs 0: the dataset's fs). e->x must not be changed after the first run. */
 DPD_API DPD_CHECK dpd_status dpd_eval_run(dpd_eval *e, dpd_session *s, int batch,
                                           const dpd_spec *spec, double evm_fs, dpd_error *err);
 DPD_API void dpd_eval_free(dpd_eval *e); /* accepts a zeroed or freed e */

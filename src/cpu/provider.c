@@ -21,7 +21,8 @@ typedef struct split {
 
 typedef struct session {
     dpd_net *n;
-    dpd_pool *pool, *own_pool; /* the pool in use, and the one this session created */
+    dpd_pool *pool, *own_pool; /* the pool in use, and the one this session owns (none while chained) */
+    int threads;
     dpd_adamw opt;
     int max_batch, T;
     float *x;                  /* v1 forward_keep: its input (max_batch, T, 2) */
@@ -31,6 +32,14 @@ typedef struct session {
     size_t cap;
     struct session *pa;        /* chained frozen PA, or NULL */
 } session;
+
+/* A chained PA gets a pool of its own again (the calling thread alone if that fails). */
+static void release(session *pa) {
+    dpd_error e;
+    if (!pa->own_pool && dpd_pool_create(pa->threads, &pa->own_pool, &e)) pa->own_pool = NULL;
+    pa->pool = pa->own_pool;
+    dpd_net_set_pool(pa->n, pa->pool);
+}
 
 /* Numeric libraries with threads of their own (OpenBLAS or BLIS under LAPACK, OpenMP), when
  * loaded, get the session's thread count: they are process-wide by their own design. */
@@ -64,7 +73,7 @@ static dpd_status fail(char *err, size_t nerr, const dpd_error *e) {
 static void session_free(void *s) {
     session *ss = s;
     if (!ss) return;
-    if (ss->pa) dpd_net_set_pool(ss->pa->n, NULL), ss->pa->pool = NULL; /* it borrowed this pool */
+    if (ss->pa) release(ss->pa); /* it borrowed this session's pool */
     dpd_net_free(ss->n);
     dpd_pool_free(ss->own_pool);
     dpd_adamw_free(&ss->opt);
@@ -101,7 +110,7 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *model
     if (options(opts, nopts, &threads, &k, &e)) return fail(err, nerr, &e);
     session *s = calloc(1, sizeof *s);
     if (!s) return snprintf(err, nerr, "out of memory"), DPD_E_NOMEM;
-    s->max_batch = max_batch, s->T = T;
+    s->max_batch = max_batch, s->T = T, s->threads = threads;
     numeric_threads(threads);
     if (dpd_pool_create(threads, &s->own_pool, &e) || dpd_net_create(model, k, s->own_pool, &s->n, &e)) {
         session_free(s);
@@ -287,7 +296,9 @@ static dpd_status evaluate(void *s, int k, int N, int batch, float *pred, char *
 
 static dpd_status chain(void *s, void *frozen, char *err, size_t nerr) {
     session *ss = s, *pa = frozen;
-    if (pa) { /* one pool for the cascade */
+    if (pa == ss) return snprintf(err, nerr, "a session cannot be chained to itself"), DPD_E_INVAL;
+    if (ss->pa && ss->pa != pa) release(ss->pa);
+    if (pa && pa != ss->pa) { /* one pool for the cascade */
         dpd_pool_free(pa->own_pool);
         pa->own_pool = NULL, pa->pool = ss->pool;
         dpd_net_set_pool(pa->n, ss->pool);

@@ -21,11 +21,11 @@ dpd_status kern_select(const char *field, const char *name, const kern_ops **out
     else if (!strcmp(name, "sse")) k = &kern_sse;
     else if (!strcmp(name, "avx2")) k = &kern_avx2;
     else if (!strcmp(name, "avx512")) k = &kern_avx512;
-    else return dpd_fail(err, DPD_E_INVAL, "%s: '%s' is not one of auto, fast, ref, avx512, avx2, sse", field, name);
+    else return dpd_fail_field(err, field, DPD_E_INVAL, "%s: '%s' is not one of auto, fast, ref, avx512, avx2, sse", field, name);
     if (k == &kern_avx512 && b != &kern_avx512)
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX-512 (best: %s)", field, b->name);
+        return dpd_fail_field(err, field, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX-512 (best: %s)", field, b->name);
     if (k == &kern_avx2 && b == &kern_sse)
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX2+FMA (best: sse)", field);
+        return dpd_fail_field(err, field, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX2+FMA (best: sse)", field);
     *out = k;
     return DPD_OK;
 }
