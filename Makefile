@@ -41,11 +41,15 @@ $(BUILD)/%.o: %.c $(HDRS)
 
 # Front ends compile against the public headers only: a file under cli/ or examples/ that
 # includes a library internal fails to build here.
+PUBLIC_ONLY = @if grep -nE '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"[^"]*(\.\./|src/)' $<; then \
+	echo "$<: a front end includes only include/dpd/ and its own headers" >&2; exit 1; fi
 $(BUILD)/cli/%.o: cli/%.c $(wildcard include/dpd/*.h cli/*.h)
 	@mkdir -p $(dir $@)
+	$(PUBLIC_ONLY)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/examples/%.o: examples/%.c $(wildcard include/dpd/*.h)
 	@mkdir -p $(dir $@)
+	$(PUBLIC_ONLY)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The model families again in double, for gradient checks only (not in the library).

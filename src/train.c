@@ -27,29 +27,8 @@
 #include "session.h"
 #include "status.h"
 
-void dpd_train_defaults(dpd_train_cfg *c) {
-    memset(c, 0, sizeof *c);
-    snprintf(c->out, sizeof c->out, "runs");
-    snprintf(c->model.family, sizeof c->model.family, "gru");
-    c->model.hidden = 23;
-    c->model.layers = 1;
-    c->epochs = 150;
-    c->batch = 64;
-    c->batch_eval = 64;
-    c->frame = 200;
-    c->stride = 1;
-    c->lr = 5e-3;
-    c->lr_end = 5e-5;
-    c->decay = 0.5;
-    c->patience = 5;
-    c->lr_schedule = 1;
-    c->weight_decay = 0.01;
-    c->clip = 200;
-    c->seed = 0;
-    c->ls_reg = 1e-9;
-    c->ls_iter = 1;
-    c->threads = 1;
-}
+/* The defaults live in the configuration table (src/config.c), once. */
+void dpd_train_defaults(dpd_train_cfg *c) { dpd_config_defaults(c); }
 
 dpd_status dpd_train_preset(dpd_train_cfg *c, const char *name, dpd_error *err) {
     if (!strcmp(name, "quick"))

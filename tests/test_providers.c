@@ -555,6 +555,13 @@ static void backoff(void) {
     dpd_status es = dpd_session_evaluate(s, DPD_VAL, T, 8, e1, &err);
     CHECK(es == DPD_OK && maxdev(e0, e1, n) <= 1e-5, "back-off in evaluate: a batch of 8 that fails for memory is "
           "halved and the result equals cpu's within 1e-5 (%s)", es ? err.msg : "ok");
+    /* an evaluation back-off does not shrink what training steps may use */
+    float ty[2 * 8 * 40] = {0};
+    uint32_t frames[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    double loss;
+    CHECK(dpd_session_attach(s, DPD_TRAIN, x, ty, (size_t)B * T, &err) == DPD_OK &&
+              dpd_session_train_steps(s, frames, 8, 8, 20, 20, 1e-3, 0, 0, &loss, &err) == DPD_OK,
+          "a training step of 8 after evaluation backed off to 2: %s", err.msg);
     /* case 5 */
     setenv("DPD_FAKE", "devfail", 1), unsetenv("DPD_FAKE_LOG");
     CHECK(dpd_session_forward(s, x, B, T, y1, &err) == DPD_E_DEVICE && strstr(err.msg, "not repeated") &&

@@ -109,12 +109,12 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
 
 const dpd_family dpd_family_mp = {
     .name = "mp", .tag = "MP", .params = "2KQ (complex coefficients)",
-    .about = "memory polynomial (least squares: dpd fit-ls --kind mp)", .hidden = 1, .max_layers = 1, .poly = 1,
+    .about = "memory polynomial, fitted by least squares (fit-ls)", .hidden = 1, .max_layers = 1, .poly = 1,
     .layout = layout, .init = init, .ws_size = ws_size, .scratch_size = scratch_size,
     .forward = fwd_f32, .backward = bwd_f32};
 const dpd_family dpd_family_gmp_ls = {
     .name = "gmp_ls", .tag = "GMP_LS", .params = "2KQ + 4(K-1)QM (complex coefficients)",
-    .about = "generalized memory polynomial (least squares: dpd fit-ls --kind gmp)", .hidden = 1,
+    .about = "generalized memory polynomial, fitted by least squares (fit-ls)", .hidden = 1,
     .max_layers = 1, .poly = 1, .layout = layout, .init = init, .ws_size = ws_size,
     .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
 #endif
