@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu.h"
 #include "kern/kern.h"
 #include "model.h"
 #include "provider.h"
@@ -209,6 +210,10 @@ int dpd_session_batch(const dpd_session *s) { return s->batch; }
 
 int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, size_t n) {
     return id && k >= 0 && k < DPD_NSPLIT && s->attached_id[k] == id && s->attached_n[k] == n;
+}
+
+void dpd_session_share(dpd_session *s, dpd_model *m) {
+    if (s->p == dpd_provider_cpu() && s->s && dpd_model_nparams(m) == s->np) dpd_cpu_share(s->s, dpd_model_params(m));
 }
 
 static dpd_status same_cfg(const dpd_session *s, const dpd_model *m, dpd_error *err) {

@@ -20,6 +20,10 @@ dpd_status dpd_session_attach_as(dpd_session *s, int k, const float *x, const fl
                                  unsigned long long id, dpd_error *err);
 int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, size_t n);
 
+/* On the built-in cpu provider, s computes directly on m's parameter buffer (m must outlive s):
+ * one copy of the weights, uploads and downloads become no-ops. Other providers: nothing. */
+void dpd_session_share(dpd_session *s, dpd_model *m);
+
 /* A recognized device failure of provider `name` during a run: the preference moves to cpu for
  * later work (recorded with msg); returns DPD_E_DEVICE with a message saying the run was not
  * repeated. */

@@ -175,9 +175,11 @@ static dpd_status open_sessions(run *r, dpd_error *err) {
     if (s) return s;
     if (c->ls) snprintf(r->prov_used, sizeof r->prov_used, "cpu (least squares on the host)");
     else snprintf(r->prov_used, sizeof r->prov_used, "%s (%s)", dpd_session_provider(r->ses), dpd_session_reason(r->ses));
+    dpd_session_share(r->ses, r->m); /* on the cpu: one copy of the weights */
     if ((s = dpd_session_attach(r->ses, DPD_TRAIN, r->tx, r->ty, r->ds.split[DPD_TRAIN].n, err)) || !r->pa) return s;
     o[0].value = dpd_session_provider(r->ses);
     if ((s = dpd_session_open(r->pa, o, 5, 0, NULL, &r->pa_ses, err))) return s;
+    dpd_session_share(r->pa_ses, r->pa);
     for (int k = 0; k < 2; k++) {
         if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, c->evm_fs, err))) return s;
         r->nodpd[k] = r->ev[k].m;

@@ -19,6 +19,7 @@ struct dpd_net {
     const kern_ops *k;        /* NULL: reference kernels */
     size_t np;
     float *p, *g;
+    float *own_p;             /* p when the net owns it; NULL while it uses a caller's buffer */
     float *ws, *scratch, *gc, *io; /* per chunk, per thread, per chunk, batch (y then dy) */
     size_t cap_ws, cap_scratch, cap_gc, cap_io; /* their sizes in floats */
     double *part;             /* per-chunk squared-error sums */
@@ -44,7 +45,7 @@ dpd_status dpd_net_create(const dpd_model_cfg *c, const kern_ops *k, dpd_pool *p
     int nt = f->layout(c, t);
     n->cfg = *c, n->fam = f, n->k = k, n->pool = pool;
     n->np = t[nt - 1].offset + t[nt - 1].numel;
-    n->p = alloc_floats(n->np);
+    n->p = n->own_p = alloc_floats(n->np);
     n->g = alloc_floats(n->np);
     if (!n->p || !n->g) {
         size_t np = n->np;
@@ -57,7 +58,7 @@ dpd_status dpd_net_create(const dpd_model_cfg *c, const kern_ops *k, dpd_pool *p
 
 void dpd_net_free(dpd_net *m) {
     if (!m) return;
-    free(m->p);
+    free(m->own_p);
     free(m->g);
     free(m->ws);
     free(m->scratch);
@@ -72,6 +73,12 @@ float *dpd_net_params(dpd_net *n) { return n->p; }
 float *dpd_net_grads(dpd_net *n) { return n->g; }
 const kern_ops *dpd_net_kernels(const dpd_net *n) { return n->k; }
 void dpd_net_set_pool(dpd_net *n, dpd_pool *pool) { n->pool = pool; }
+
+void dpd_net_share(dpd_net *n, float *params) {
+    memcpy(params, n->p, n->np * sizeof *params);
+    free(n->own_p);
+    n->own_p = NULL, n->p = params;
+}
 
 /* Grows *buf to at least n floats (contents not kept). */
 static int grow(float **buf, size_t *cap, size_t n) {

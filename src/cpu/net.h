@@ -35,6 +35,10 @@ float *dpd_net_grads(dpd_net *n);
 const kern_ops *dpd_net_kernels(const dpd_net *n);
 void dpd_net_set_pool(dpd_net *n, dpd_pool *pool); /* reserve again before the next pass */
 
+/* From now on the net's parameters live in params (nparams floats, the caller's, which must
+ * outlive the net): the net's weights are copied there and its own buffer freed. */
+void dpd_net_share(dpd_net *n, float *params);
+
 /* Grows the workspace for batches up to (B, T); after it, passes with B' <= B and T' <= T
  * allocate nothing. DPD_E_NOMEM, DPD_E_INVAL for B or T < 1. */
 dpd_status dpd_net_reserve(dpd_net *n, int B, int T, dpd_error *err);

@@ -12,6 +12,7 @@
 #include "../optim.h"
 #include "../status.h"
 #include "dpd/provider.h"
+#include "cpu.h"
 #include "net.h"
 
 typedef struct split {
@@ -136,15 +137,17 @@ static dpd_status session_create(void *ctx, int device, const dpd_model_cfg *mod
 
 static dpd_status upload(void *s, const float *p, char *err, size_t nerr) {
     session *ss = s;
-    memcpy(dpd_net_params(ss->n), p, dpd_net_nparams(ss->n) * sizeof *p);
+    if (p != dpd_net_params(ss->n)) memcpy(dpd_net_params(ss->n), p, dpd_net_nparams(ss->n) * sizeof *p);
     return DPD_OK;
 }
 
 static dpd_status download(void *s, float *p, char *err, size_t nerr) {
     session *ss = s;
-    memcpy(p, dpd_net_params(ss->n), dpd_net_nparams(ss->n) * sizeof *p);
+    if (p != dpd_net_params(ss->n)) memcpy(p, dpd_net_params(ss->n), dpd_net_nparams(ss->n) * sizeof *p);
     return DPD_OK;
 }
+
+void dpd_cpu_share(void *s, float *params) { dpd_net_share(((session *)s)->n, params); }
 
 static dpd_status forward(void *s, const float *x, int B, int T, float *y, char *err, size_t nerr) {
     session *ss = s;
