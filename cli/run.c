@@ -74,8 +74,10 @@ int cmd_run(int argc, char **argv) {
         cli_err(&err, DPD_E_INVAL, "recording too long for --exact (%zu samples)", n);
         goto fail;
     }
-    /* reserve what apply will ask for: one whole sequence, or batches of windows */
-    cli_exec_set(&x, "max_batch", L == n ? 1 : ac.batch);
+    /* reserve what apply will ask for: one whole sequence, or batches of windows (never more
+     * windows than the recording has) */
+    size_t sections = (n + (size_t)ac.section - 1) / (size_t)ac.section;
+    cli_exec_set(&x, "max_batch", L == n ? 1 : (long)(sections < (size_t)ac.batch ? sections : (size_t)ac.batch));
     cli_exec_set(&x, "max_frame", (long)L);
     xs = malloc(n * 2 * sizeof *xs);
     y = malloc(n * 2 * sizeof *y);

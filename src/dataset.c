@@ -275,6 +275,15 @@ done:
     return s;
 }
 
+/* A split file: two columns in order (OpenDPD's I,Q), or columns named I and Q among others (a
+ * `dpd run` output: I,Q,I_in,Q_in) so a processed recording drops into a dataset. */
+static dpd_status read_iq(const char *path, double **iq, size_t *n, dpd_error *err) {
+    static const char *const names[2] = {"I", "Q"};
+    dpd_error named = {0};
+    if (!dpd_csv_read(path, 2, names, iq, n, &named)) return DPD_OK;
+    return dpd_csv_read(path, 2, NULL, iq, n, err); /* its message says what is wrong in order */
+}
+
 static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, dpd_error *err) {
     for (int k = 0; k < DPD_NSPLIT; k++) {
         if (!((need | want) & (1u << k))) continue;
@@ -283,8 +292,8 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
         snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, split_names[k]);
         if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
         size_t nx, ny;
-        dpd_status s = dpd_csv_read(in, 2, NULL, &ds->split[k].x, &nx, err);
-        if (!s) s = dpd_csv_read(out, 2, NULL, &ds->split[k].y, &ny, err);
+        dpd_status s = read_iq(in, &ds->split[k].x, &nx, err);
+        if (!s) s = read_iq(out, &ds->split[k].y, &ny, err);
         if (s) return s;
         if (nx != ny)
             return dpd_fail(err, DPD_E_FORMAT,

@@ -20,7 +20,7 @@ dpd_status dpd_apply(dpd_session *ses, const float *x, size_t n, float *y, const
         if (n > 0x7fffffff) return dpd_fail(err, DPD_E_INVAL, "recording too long for exact mode (%zu samples)", n);
         return dpd_session_forward(ses, x, 1, (int)n, y, err);
     }
-    size_t S = (size_t)c->section, ns = (n + S - 1) / S, B = (size_t)c->batch;
+    size_t S = (size_t)c->section, ns = (n + S - 1) / S, B = (size_t)c->batch < ns ? (size_t)c->batch : ns;
     float *wx = malloc(2 * B * L * 2 * sizeof *wx), *wy = wx ? wx + B * L * 2 : NULL;
     size_t *st = malloc(B * sizeof *st);
     if (!wx || !st) {

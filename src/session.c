@@ -77,7 +77,7 @@ typedef struct sopts {
 } sopts;
 
 static dpd_status parse(const dpd_kv *opts, int nopts, sopts *o, dpd_error *err) {
-    *o = (sopts){"", 0, 64, 4096, 0, "auto"};
+    *o = (sopts){"", 0, 64, 0, 0, "auto"};
     for (int i = 0; i < nopts; i++) {
         const char *k = opts[i].key ? opts[i].key : "", *v = opts[i].value ? opts[i].value : "";
         size_t j = 0;
@@ -88,7 +88,7 @@ static dpd_status parse(const dpd_kv *opts, int nopts, sopts *o, dpd_error *err)
             return DPD_E_INVAL;
         }
         if ((j == 1 && !int_opt(k, v, 0, 64, &o->device, err)) || (j == 2 && !int_opt(k, v, 1, 1 << 20, &o->max_batch, err)) ||
-            (j == 3 && !int_opt(k, v, 1, 1 << 30, &o->max_frame, err)) || (j == 4 && !int_opt(k, v, 0, 1024, &o->threads, err)))
+            (j == 3 && !int_opt(k, v, 0, 1 << 30, &o->max_frame, err)) || (j == 4 && !int_opt(k, v, 0, 1024, &o->threads, err)))
             return DPD_E_INVAL;
         if (j == 0) o->provider = v;
         if (j == 5) o->kernels = v[0] ? v : "auto";
@@ -163,6 +163,7 @@ dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, i
     const char *why = cannot(s->p, &s->cfg, need, frozen, whybuf, sizeof whybuf);
     if (why && (st = dpd_provider_demote(o.provider, &s->p, why, reason, sizeof reason, err))) goto fail;
     snprintf(s->reason, sizeof s->reason, "%s", reason);
+    if (!s->T && !I(s)->session_open) s->T = 4096; /* a v1 provider reserves up front */
     if (strcmp(I(s)->name, "cpu")) {
         dpd_device_info d;
         dpd_settings set;
@@ -367,7 +368,7 @@ dpd_status dpd_session_train_steps(dpd_session *s, const uint32_t *frames, size_
     if (B < 1 || L < 1 || S < 1) return dpd_fail(err, DPD_E_INVAL, "batch, frame and stride must be >= 1");
     if (B > s->max_batch)
         return dpd_fail_field(err, "max_batch", DPD_E_INVAL, "max_batch: batch %d exceeds the session's %d", B, s->max_batch);
-    if (L > s->T) { /* a reservation re-made would drop the resident splits of a v2 provider */
+    if (s->T && L > s->T) { /* a reservation re-made would drop the resident splits of a v2 provider */
         if (I(s)->session_open)
             return dpd_fail_field(err, "max_frame", DPD_E_INVAL, "max_frame: frame %d exceeds the session's %d (create "
                                   "the session with a larger max_frame)", L, s->T);

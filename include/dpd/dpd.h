@@ -287,9 +287,10 @@ typedef struct dpd_session dpd_session;
  *   max_batch  sequences per provider call (64), the bound of a training step's batch; an
  *              inference or evaluation batch that does not fit in device memory is halved and
  *              retried, and the working size kept for the session
- *   max_frame  samples per sequence reserved for training steps (4096); inference and
- *              evaluation are not bounded by it (a v1 provider's session is re-reserved for
- *              them, weights and moments kept)
+ *   max_frame  samples per sequence reserved up front for training steps (0: none, sized on
+ *              first use); inference and evaluation are not bounded by it (a v1 provider
+ *              reserves 4096 when it is 0 and is re-reserved for longer calls, weights and
+ *              moments kept)
  *   threads    cpu: worker threads, 0 = the settings' cpu_level (0); results do not depend on it
  *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto)
  * An explicit provider that cannot serve the model is refused with why; auto falls back to cpu

@@ -59,7 +59,7 @@ typedef struct dpd_provider_i {
     /* ---- version 2 ---- */
     /* A session for model (its family's tensor table t[0..nt): names, shapes and offsets into the
      * parameter buffer, so a provider never restates a layout) on device, reserving max_batch
-     * sequences of T samples. opts: the session options (dpd.h, dpd_session_create) that reach
+     * sequences of T samples (T 0: nothing up front; the provider sizes on first use). opts: the session options (dpd.h, dpd_session_create) that reach
      * providers: threads and kernels; a provider ignores those that do not apply to it and
      * refuses a bad value with DPD_E_INVAL naming it. Optional (NULL: session_create). */
     dpd_status (*session_open)(void *ctx, int device, const dpd_model_cfg *model, const dpd_tensor *t, int nt,

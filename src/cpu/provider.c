@@ -26,7 +26,8 @@ typedef struct session {
     int threads;
     dpd_adamw opt;
     int max_batch, T;
-    float *x;                  /* v1 forward_keep: its input (max_batch, T, 2) */
+    float *x;                  /* v1 forward_keep: its input (B, T, 2), xcap floats */
+    size_t xcap;
     int B, Tl;                 /* and its shape */
     split sp[DPD_NSPLIT];
     float *buf;                /* batch and cascade buffers, cap floats */
@@ -122,7 +123,7 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *model
         session_free(s);
         return snprintf(err, nerr, "the tensor table does not match %s's layout", model->family), DPD_E_INVAL;
     }
-    if (dpd_net_reserve(s->n, max_batch, T, &e) || dpd_adamw_init(&s->opt, dpd_net_nparams(s->n), 0, 0, &e)) {
+    if ((T > 0 && dpd_net_reserve(s->n, max_batch, T, &e)) || dpd_adamw_init(&s->opt, dpd_net_nparams(s->n), 0, 0, &e)) {
         session_free(s);
         return fail(err, nerr, &e);
     }
@@ -173,10 +174,12 @@ static dpd_status optimizer_step(void *s, double lr, double wd, char *err, size_
 
 static dpd_status forward_keep(void *s, const float *x, int B, int T, float *y, char *err, size_t nerr) {
     session *ss = s;
-    if (!ss->x && !(ss->x = malloc((size_t)ss->max_batch * ss->T * 2 * sizeof *ss->x)))
-        return snprintf(err, nerr, "out of memory"), DPD_E_NOMEM;
-    if (B > ss->max_batch || T > ss->T)
-        return snprintf(err, nerr, "batch %d x %d exceeds the session's %d x %d", B, T, ss->max_batch, ss->T), DPD_E_INVAL;
+    size_t need = (size_t)B * T * 2;
+    if (need > ss->xcap) { /* grown on demand: a session may be opened without a reservation */
+        free(ss->x);
+        ss->xcap = (ss->x = malloc(need * sizeof *ss->x)) ? need : 0;
+        if (!ss->x) return snprintf(err, nerr, "out of memory for a %d x %d batch", B, T), DPD_E_NOMEM;
+    }
     dpd_status st = forward(s, x, B, T, y, err, nerr);
     if (!st) memcpy(ss->x, x, (size_t)B * T * 2 * sizeof *x), ss->B = B, ss->Tl = T;
     return st;
