@@ -132,7 +132,13 @@ int cmd_config(int argc, char **argv) {
             fprintf(stderr, "dpd: %s\n", err.msg);
             return 2;
         }
-        return dpd_settings_save(&st, &err) ? cli_fail(&err) : 0;
+        if (dpd_settings_save(&st, &err)) return cli_fail(&err);
+        char pack[4096];
+        if (!strcmp(argv[1], "provider") && strcmp(argv[2], "auto") && strcmp(argv[2], "cpu") &&
+            (dpd_pack_active(argv[2], pack, sizeof pack), !pack[0]))
+            fprintf(stderr, "dpd: warning: no %s pack is installed: until one is, every command that computes "
+                    "refuses to start ('dpd config set provider auto' falls back to cpu instead)\n", argv[2]);
+        return 0;
     }
     fputs(usage, stderr);
     return 2;

@@ -136,15 +136,21 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
     if (s == DPD_E_ABORTED) {
-        char q[4 * sizeof res.run_dir + 8]; /* every character may be a quote */
+        char q[4 * sizeof res.run_dir + 8], cmd[sizeof q + 64] = ""; /* every character may be a quote */
+        if (res.run_dir[0] && verb)
+            snprintf(cmd, sizeof cmd, "dpd %s --resume %s%s", verb, cli_shell_quote(res.run_dir, q, sizeof q),
+                     json ? " --json" : "");
         if (!res.run_dir[0])
             fprintf(stderr, "dpd: cancelled before the first epoch completed; nothing was written\n");
         else if (verb)
-            fprintf(stderr, "dpd: cancelled; resume with: dpd %s --resume %s\n", verb,
-                    cli_shell_quote(res.run_dir, q, sizeof q));
+            fprintf(stderr, "dpd: cancelled after %d epoch%s; resume with: %s\n", res.epochs, res.epochs == 1 ? "" : "s", cmd);
         else
             fprintf(stderr, "dpd: cancelled; the run directory %s is incomplete\n", cli_shell_quote(res.run_dir, q, sizeof q));
-        return 130;
+        if (json) /* scripts get the outcome on stdout too */
+            cli_json_print(json_pack("{s:s, s:s?, s:i, s:s?}", "outcome", "cancelled", "run_dir",
+                                     res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
+                                     cmd[0] ? cmd : NULL));
+        return 128 + (cancel_sig ? cancel_sig : SIGINT); /* 130 for SIGINT, 143 for SIGTERM */
     }
     if (s) {
         if (fix) fix(&err);
@@ -201,12 +207,12 @@ static int train(int argc, char **argv, int dpd) {
                        dpd ? "dpd train-dpd --data DIR --pa PA_CHECKPOINT_OR_RUN_DIR [--model M --hidden H] "
                              "[--preset quick|full] [training options] [--out DIR] [--json]\n"
                              "       dpd train-dpd --resume RUN_DIR [--epochs N] [--json]\n\n"
-                             "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130) and\n"
+                             "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130 or 143) and\n"
                              "prints the command that resumes it, to the same end as an uninterrupted run."
                            : "dpd train-pa --data DIR [--model M --hidden H --layers N] [--preset quick|full] "
                              "[training options] [--out DIR] [--json]\n"
                              "       dpd train-pa --resume RUN_DIR [--epochs N] [--json]\n\n"
-                             "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130) and\n"
+                             "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130 or 143) and\n"
                              "prints the command that resumes it, to the same end as an uninterrupted run.");
     if (r) return r == 1 ? 0 : 2;
     dpd_error err = {0};
@@ -284,7 +290,7 @@ int cmd_fit_ls(int argc, char **argv) {
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
                        "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]\n\n"
-                       "SIGINT or SIGTERM stops the fit (exit 130); it leaves no run directory.");
+                       "SIGINT or SIGTERM stops the fit (exit 130 or 143); it leaves no run directory.");
     if (r) return r == 1 ? 0 : 2;
     int dpd = !strcmp(target, "dpd");
     if (!c.data[0] || (strcmp(kind, "mp") && strcmp(kind, "gmp")) || (!dpd && strcmp(target, "pa")) ||

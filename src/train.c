@@ -303,7 +303,10 @@ static void stopped(run *r, dpd_run_state *st, dpd_status s, const char *msg) {
         dpd_run_remove(&r->rd);
         return;
     }
-    if (s == DPD_E_ABORTED && r->ses && !sync(r, st, &ignore)) (void)save_last(r, st, &ignore);
+    if (s == DPD_E_ABORTED && r->ses && !sync(r, st, &ignore) && !save_last(r, st, &ignore)) {
+        dpd_event ck = {.type = DPD_EV_CHECKPOINT, .epoch = st->epoch + 1, .path = "last.safetensors"};
+        emit(r, &ck, 1);
+    }
     emit(r, &e, 1);
     (void)dpd_run_write(&r->rd, "events.jsonl", &r->rd.events, &ignore);
 }
@@ -433,7 +436,10 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     }
     dpd_text_free(&best);
     if (!s) {
-        dpd_event end = {.type = DPD_EV_RUN_ENDED, .epoch = st.epoch, .status = DPD_OK, .outcome = "completed"};
+        char done_msg[64];
+        snprintf(done_msg, sizeof done_msg, "%d of %d epochs, best %d", st.epoch, cfg.epochs, st.best_epoch);
+        dpd_event end = {.type = DPD_EV_RUN_ENDED, .epoch = st.epoch, .status = DPD_OK, .outcome = "completed",
+                         .message = done_msg};
         emit(&r, &end, 1);
         s = dpd_run_write(&r.rd, "events.jsonl", &r.rd.events, err);
     }
@@ -450,7 +456,10 @@ done:
     /* a run that started records how it ended; a directory this call made without a finished epoch
      * goes; a resume refused before it started leaves its run directory as it was */
     if (s && (r.started || r.rd.created)) stopped(&r, &st, s, err ? err->msg : "");
-    if (s && (r.started || r.rd.created) && r.rd.dir[0]) snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
+    if (s && (r.started || r.rd.created) && r.rd.dir[0]) {
+        snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
+        res->epochs = st.epoch, res->best_epoch = st.best_epoch; /* what stands */
+    }
     run_free(&r);
     return s;
 }

@@ -397,7 +397,7 @@ else
 fi
 unset XDG_CONFIG_HOME XDG_DATA_HOME
 
-# --- cancellation: SIGINT/SIGTERM stop a run cleanly (exit 130), and it resumes to the same end ---
+# --- cancellation: SIGINT/SIGTERM stop a run cleanly (exit 130/143), and it resumes to the same end ---
 # waitfor FILE PATTERN: up to 60 s for a line matching PATTERN in FILE; 1 when it never came
 waitfor() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.1; done; }
 "$DPD" synth --out "$T/big" --seed 5 --length 384000 >/dev/null
@@ -410,7 +410,7 @@ pid=$!
 SG="$T/sg/big/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
 waitfor "$SG/history.csv" "^1,3," && kill -INT $pid
 wait $pid; rc=$?
-check '[ $rc -eq 130 ] && grep -qxF "dpd: cancelled; resume with: dpd train-pa --resume '"'$SG'"'" "$T/sg.err"' \
+check '[ $rc -eq 130 ] && grep -q "^dpd: cancelled after [0-9]* epochs*; resume with: dpd train-pa --resume '"'$SG'"'\$" "$T/sg.err"' \
     "SIGINT during train-pa: exit 130 and the exact resume command (exit $rc: $(tail -n 2 "$T/sg.err"))"
 check '[ -s "$SG/last.safetensors" ] && ! ls "$SG" | grep -q tmp' "a cancelled run leaves a consistent last.safetensors and no temporary files"
 "$DPD" train-pa --resume "$SG" >/dev/null 2>"$T/err"; rc=$?
@@ -423,8 +423,8 @@ check '[ $rc -eq 0 ] && data "$SG/last.safetensors" | cmp -s - "$T/su.last"' \
 pid=$!
 waitfor "$T/sk.err" "^dpd: training" && kill -TERM $pid
 wait $pid; rc=$?
-check '[ $rc -eq 130 ] && grep -q "cancelled before the first epoch completed; nothing was written" "$T/sk.err" && [ -z "$(ls -A "$T/sk/big/train_pa" 2>/dev/null)" ]' \
-    "SIGTERM before the first epoch: exit 130, nothing written, no run directory (exit $rc: $(tail -n 2 "$T/sk.err"))"
+check '[ $rc -eq 143 ] && grep -q "cancelled before the first epoch completed; nothing was written" "$T/sk.err" && [ -z "$(ls -A "$T/sk/big/train_pa" 2>/dev/null)" ]' \
+    "SIGTERM before the first epoch: exit 143, nothing written, no run directory (exit $rc: $(tail -n 2 "$T/sk.err"))"
 
 # --- OpenDPD data: metrics and the quality floor ---
 DPA="$SHARED/data/opendpd/DPA_200MHz"
