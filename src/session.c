@@ -9,6 +9,7 @@
 #include "cpu/cpu.h"
 #include "kern/kern.h"
 #include "model.h"
+#include "optim.h"
 #include "provider.h"
 #include "settings.h"
 #include "status.h"
@@ -348,13 +349,7 @@ static dpd_status step1(dpd_session *s, const float *bx, const float *by, int B,
     dpd_status st = p->forward_keep(s->s, bx, B, L, u, msg, n);
     if (!st) st = p->forward_keep(s->pa->s, u, B, L, yh, msg, n);
     if (st) return st;
-    double acc = 0;
-    for (size_t i = 0; i < fb; i++) {
-        float d = yh[i] - by[i];
-        acc += (double)d * d;
-        dyh[i] = 2.0f * d / (float)fb;
-    }
-    *loss = acc / (double)fb;
+    *loss = dpd_mse(yh, by, fb, dyh);
     if (!isfinite(*loss)) return snprintf(msg, n, "training diverged: the loss is not finite (lower lr)"), DPD_E_DIVERGED;
     if (!(st = p->backward(s->pa->s, dyh, du, msg, n)) && !(st = p->backward(s->s, du, NULL, msg, n)))
         st = p->clip(s->s, max_norm, msg, n);

@@ -291,7 +291,9 @@ typedef struct dpd_session dpd_session;
  *              first use); inference and evaluation are not bounded by it (a v1 provider
  *              reserves 4096 when it is 0 and is re-reserved for longer calls, weights and
  *              moments kept)
- *   threads    cpu: worker threads, 0 = the settings' cpu_level (0); results do not depend on it
+ *   threads    cpu: worker threads, 0 = the settings' cpu_level (0); results do not depend on it.
+ *              A loaded OpenBLAS/BLIS/OpenMP (used by least-squares fits) gets the same count,
+ *              process-wide by those libraries' own design: the last session opened sets it
  *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto)
  * An explicit provider that cannot serve the model is refused with why; auto falls back to cpu
  * and says why (dpd_session_reason). DPD_E_UNSUPPORTED, DPD_E_DEVICE as the provider reports. */
