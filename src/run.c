@@ -2,7 +2,9 @@
 #include "run.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <jansson.h>
 #include <math.h>
@@ -281,23 +283,59 @@ static void put_metrics(meta *m, const char *split, const dpd_metrics *v, const 
     }
 }
 
-static int get_metrics(const dpd_ckpt *ck, const char *split, dpd_metrics *v) {
+/* A metadata value as text with nothing around it (no leading space, not empty). */
+static const char *get_text(const dpd_ckpt *ck, const char *key) {
+    const char *s = dpd_ckpt_meta(ck, key);
+    return s && *s && !isspace((unsigned char)*s) ? s : NULL;
+}
+
+/* An integer metadata value in [lo, hi], strictly parsed. */
+static int get_ll(const dpd_ckpt *ck, const char *key, long long lo, long long hi, long long *v) {
+    const char *s = get_text(ck, key);
+    char *end;
+    if (!s) return 0;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (*end || errno || x < lo || x > hi) return 0;
+    *v = x;
+    return 1;
+}
+
+static int get_long(const dpd_ckpt *ck, const char *key, long lo, long hi, long *v) {
+    long long x;
+    if (!get_ll(ck, key, lo, hi, &x)) return 0;
+    *v = (long)x;
+    return 1;
+}
+
+/* A double metadata value (C's %a or decimal), strictly parsed, in [lo, hi] (NaN only when nan_ok). */
+static int get_double(const dpd_ckpt *ck, const char *key, double lo, double hi, int nan_ok, double *v) {
+    const char *s = get_text(ck, key);
+    char *end;
+    if (!s) return 0;
+    double x = strtod(s, &end);
+    if (*end || (isnan(x) ? !nan_ok : !(x >= lo && x <= hi))) return 0;
+    *v = x;
+    return 1;
+}
+
+/* The best epoch's metrics: each value strict; a metric that could not be computed is NaN with a
+ * _status of invalid or not_applicable (and its _reason). 0 naming the key at fault in *bad. */
+static int get_metrics(const dpd_ckpt *ck, const char *split, dpd_metrics *v, char *bad, size_t nbad) {
     memset(v, 0, sizeof *v);
     double *x[DPD_NMETRICS] = {&v->nmse, &v->evm, &v->aclr_l, &v->aclr_r, &v->aclr_avg};
     for (int k = 0; k < DPD_NMETRICS; k++) {
-        char key[48];
+        char key[48], skey[56], rkey[56];
         snprintf(key, sizeof key, "%s_%s", split, dpd_metric_name(k));
-        const char *s = dpd_ckpt_meta(ck, key);
-        if (!s) return 0;
-        *x[k] = strtod(s, NULL);
-        snprintf(key, sizeof key, "%s_%s_status", split, dpd_metric_name(k));
-        const char *st = dpd_ckpt_meta(ck, key);
-        snprintf(key, sizeof key, "%s_%s_reason", split, dpd_metric_name(k));
-        const char *why = dpd_ckpt_meta(ck, key);
-        if (st || !isfinite(*x[k])) {
-            v->status[k] = st && !strcmp(st, "not_applicable") ? DPD_METRIC_NOT_APPLICABLE : DPD_METRIC_INVALID;
-            snprintf(v->reason[k], sizeof v->reason[k], "%s", why ? why : "not finite");
-            *x[k] = NAN;
+        snprintf(skey, sizeof skey, "%s_status", key);
+        snprintf(rkey, sizeof rkey, "%s_reason", key);
+        const char *st = dpd_ckpt_meta(ck, skey), *why = dpd_ckpt_meta(ck, rkey);
+        if (st && strcmp(st, "invalid") && strcmp(st, "not_applicable")) return snprintf(bad, nbad, "%s", skey), 0;
+        if (!get_double(ck, key, -1e4, 1e4, st != NULL, x[k]) || (st && !isnan(*x[k])))
+            return snprintf(bad, nbad, "%s", key), 0;
+        if (st) {
+            v->status[k] = !strcmp(st, "not_applicable") ? DPD_METRIC_NOT_APPLICABLE : DPD_METRIC_INVALID;
+            snprintf(v->reason[k], sizeof v->reason[k], "%s", why ? why : "");
         }
     }
     return 1;
@@ -308,8 +346,9 @@ static void put_rng(meta *m, const char *key, const dpd_rng *g) {
         (unsigned long long)g->s[2], (unsigned long long)g->s[3]);
 }
 
+/* 64 lower-case hex digits, not the all-zero state (which seeding never gives). */
 static int get_rng(const char *h, dpd_rng *g) {
-    if (!h || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64) return 0;
+    if (!h || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64 || strspn(h, "0") == 64) return 0;
     for (int i = 0; i < 4; i++) {
         char w[17];
         memcpy(w, h + 16 * i, 16);
@@ -319,26 +358,17 @@ static int get_rng(const char *h, dpd_rng *g) {
     return 1;
 }
 
-/* An integer metadata value in [lo, hi], strictly parsed. */
-static int get_long(const dpd_ckpt *ck, const char *key, long lo, long hi, long *v) {
-    const char *s = dpd_ckpt_meta(ck, key);
-    char *end;
-    if (!s || !*s) return 0;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (*end || errno || x < lo || x > hi) return 0;
-    *v = x;
-    return 1;
-}
-
-/* A double metadata value (C's %a or decimal), strictly parsed; finite unless nan_ok. */
-static int get_double(const dpd_ckpt *ck, const char *key, int nan_ok, double *v) {
-    const char *s = dpd_ckpt_meta(ck, key);
-    char *end;
-    if (!s || !*s) return 0;
-    double x = strtod(s, &end);
-    if (*end || (!nan_ok && !isfinite(x))) return 0;
-    *v = x;
+/* The four delta counters "a,b,c,d", each 0..2^62. */
+static int get_zeros(const char *z, long long *dz) {
+    if (!z) return 0;
+    for (int i = 0; i < 4; i++) {
+        char *end;
+        if (!isdigit((unsigned char)*z)) return 0;
+        errno = 0;
+        dz[i] = strtoll(z, &end, 10);
+        if (errno || dz[i] > (1LL << 62) || *end != (i < 3 ? ',' : 0)) return 0;
+        z = end + (i < 3);
+    }
     return 1;
 }
 
@@ -413,40 +443,41 @@ dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, cons
     return dpd_ckpt_save(path, pa, pkv, 3, 0, NULL, NULL, NULL, err);
 }
 
-dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps, int epochs,
-                             dpd_error *err) {
-    char path[4200];
+dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps,
+                             const dpd_train_cfg *c, dpd_error *err) {
+    char path[4200], bad_buf[64];
     size_t np = dpd_model_nparams(m);
     snprintf(path, sizeof path, "%s/last.safetensors", d->dir);
     dpd_ckpt ck;
     dpd_status s = dpd_ckpt_open(path, &ck, err);
     if (s) return s;
     long epoch, best, step, bad, es = 0;
-    const char *bad_key = NULL, *id = dpd_ckpt_meta(&ck, "run_id"), *z = dpd_ckpt_meta(&ck, "epoch_zeros");
+    const char *bad_key = NULL, *id = get_text(&ck, "run_id");
     memset(st, 0, sizeof *st);
     if (!get_long(&ck, "epoch", 0, INT_MAX, &epoch)) bad_key = "epoch";
     else if (!get_long(&ck, "best_epoch", 0, epoch, &best)) bad_key = "best_epoch";
     else if (!get_long(&ck, "step", 0, LONG_MAX, &step)) bad_key = "step";
-    else if (!get_double(&ck, "lr", 0, &st->lr) || !(st->lr >= 0)) bad_key = "lr";
-    else if (!get_double(&ck, "elapsed", 0, &st->elapsed) || st->elapsed < 0) bad_key = "elapsed";
-    else if (!get_double(&ck, "plateau_best", 1, &st->plateau_best)) bad_key = "plateau_best";
-    else if (!get_long(&ck, "plateau_bad", 0, INT_MAX, &bad)) bad_key = "plateau_bad";
+    else if (!get_double(&ck, "lr", 0, c->lr, 0, &st->lr)) bad_key = "lr"; /* the schedule only lowers it */
+    else if (!get_double(&ck, "elapsed", 0, 1e8, 0, &st->elapsed)) bad_key = "elapsed"; /* minutes */
+    else if (!get_double(&ck, "plateau_best", -DBL_MAX, INFINITY, 0, &st->plateau_best)) bad_key = "plateau_best";
+    else if (!get_long(&ck, "plateau_bad", 0, c->patience, &bad)) bad_key = "plateau_bad";
     else if (!get_rng(dpd_ckpt_meta(&ck, "rng"), &st->rng)) bad_key = "rng";
-    else if (!id || !*id) bad_key = "run_id";
-    else if (!get_metrics(&ck, "val", &st->best_val) || !get_metrics(&ck, "test", &st->best_test)) bad_key = "val_*/test_* metrics";
+    else if (!id || strlen(id) >= sizeof d->id || strchr(id, '/') || !strcmp(id, ".") || !strcmp(id, "..")) bad_key = "run_id";
+    else if (!get_metrics(&ck, "val", &st->best_val, bad_buf, sizeof bad_buf) ||
+             !get_metrics(&ck, "test", &st->best_test, bad_buf, sizeof bad_buf))
+        bad_key = bad_buf;
     else if (dpd_ckpt_meta(&ck, "epoch_step")) {
-        if (!get_long(&ck, "epoch_step", 1, steps - 1, &es)) bad_key = "epoch_step";
-        else if (!get_double(&ck, "epoch_loss", 0, &st->epoch_loss)) bad_key = "epoch_loss";
+        if (!get_long(&ck, "epoch_step", 1, steps - 1, &es) || epoch >= c->epochs) bad_key = "epoch_step";
+        else if (!get_double(&ck, "epoch_loss", 0, DBL_MAX, 0, &st->epoch_loss)) bad_key = "epoch_loss";
         else if (!get_rng(dpd_ckpt_meta(&ck, "epoch_rng"), &st->epoch_rng)) bad_key = "epoch_rng";
-        else if (!z || sscanf(z, "%lld,%lld,%lld,%lld", &st->dz[0], &st->dz[1], &st->dz[2], &st->dz[3]) != 4 ||
-                 st->dz[0] < 0 || st->dz[1] < 0 || st->dz[2] < 0 || st->dz[3] < 0)
-            bad_key = "epoch_zeros";
-        else if (epoch >= epochs) bad_key = "epoch_step"; /* a stop inside an epoch past the last */
+        else if (!get_zeros(dpd_ckpt_meta(&ck, "epoch_zeros"), st->dz)) bad_key = "epoch_zeros";
     }
+    /* every step of every epoch so far, and of the epoch in progress, went through AdamW */
+    if (!bad_key && (epoch > LONG_MAX / (steps > 0 ? steps : 1) || step != epoch * steps + es)) bad_key = "step";
     if (bad_key) {
         dpd_ckpt_close(&ck);
-        return dpd_fail(err, DPD_E_FORMAT, "%s: resume state '%s' is missing or out of range in __metadata__", path,
-                        bad_key);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: resume state '%s' is missing, malformed or inconsistent in __metadata__",
+                        path, bad_key);
     }
     st->epoch = (int)epoch, st->best_epoch = (int)best, st->step = step, st->plateau_bad = (int)bad, st->epoch_step = es;
     snprintf(d->id, sizeof d->id, "%s", id);

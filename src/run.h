@@ -75,11 +75,14 @@ dpd_status dpd_run_save_best(const dpd_rundir *d, const dpd_run_info *info, cons
 dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, const dpd_model *m, const float *mom,
                              const dpd_run_state *st, const dpd_model *pa, dpd_error *err);
 
-/* Reads last.safetensors of d->dir into m, mom and st, and d->id. Every value is checked: a
- * missing or malformed key, or one out of range (epoch 0..epochs, best_epoch 0..epoch,
- * epoch_step 1..steps - 1, step >= 0), is DPD_E_FORMAT naming the file and the key. */
-dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps, int epochs,
-                             dpd_error *err);
+/* Reads last.safetensors of d->dir into m, mom and st, and d->id, for a run of configuration c
+ * with `steps` optimizer steps per epoch. Every value is parsed strictly and checked: a missing,
+ * malformed, out-of-range or inconsistent key (best_epoch 0..epoch, lr 0..c->lr, plateau_bad
+ * 0..patience, epoch_step 1..steps - 1, step = epoch x steps + epoch_step, a metric NaN only with
+ * its status, an rng not all zero, a run_id that is one path component) is DPD_E_FORMAT naming
+ * the file and the key. */
+dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps,
+                             const dpd_train_cfg *c, dpd_error *err);
 
 /* A resumed run: history.csv keeps the rows of epochs 1..epochs; events.jsonl keeps every record
  * (a log of what happened, cancellations included) and its sequence numbers continue. */

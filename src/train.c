@@ -348,7 +348,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain};
     if (in->resume[0]) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
-        if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, cfg.epochs, err))) goto done;
+        if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;
         r.rng = st.rng, r.plat.best = st.plateau_best, r.plat.bad = st.plateau_bad;
         if (st.epoch >= cfg.epochs) {
             s = dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger epochs)",

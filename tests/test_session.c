@@ -396,28 +396,67 @@ static void two_evals(void) {
     dpd_model_free(m);
 }
 
-/* A resume refuses last.safetensors whose state is out of range, naming the key. */
+/* Sets __metadata__[key] = value (NULL: removes it) in a safetensors file, keeping the tensors. */
+static int set_meta(const char *path, const char *key, const char *value) {
+    char *buf;
+    size_t len;
+    dpd_error err;
+    if (dpd_file_read(path, &buf, &len, &err) || len < 8) return 0;
+    uint64_t hl;
+    memcpy(&hl, buf, 8);
+    json_t *h = json_loadb(buf + 8, hl, 0, NULL), *md = json_object_get(h, "__metadata__");
+    if (value) json_object_set_new(md, key, json_string(value));
+    else json_object_del(md, key);
+    char *text = json_dumps(h, JSON_COMPACT);
+    size_t tl = strlen(text), pad = (8 - tl % 8) % 8, nl = tl + pad, dl = len - 8 - hl;
+    char *out = malloc(8 + nl + dl);
+    uint64_t nh = nl;
+    memcpy(out, &nh, 8), memcpy(out + 8, text, tl), memset(out + 8 + tl, ' ', pad), memcpy(out + 8 + nl, buf + 8 + hl, dl);
+    int ok = !dpd_file_write(path, out, 8 + nl + dl, &err);
+    free(buf), free(text), free(out), json_decref(h);
+    return ok;
+}
+
+/* A resume refuses last.safetensors whose state is malformed, out of range or inconsistent,
+ * naming the key, and never crashes; the untouched file resumes. */
 static void bad_resume(void) {
     dpd_train_cfg c;
     cfg_quick(&c, check_tmpdir(), "gru");
     c.epochs = 2;
     dpd_train_result res;
     dpd_error err = {0};
-    CHECK(dpd_train(&c, NULL, NULL, &res, &err) == DPD_OK, "%s", err.msg);
-    char path[4200], *buf;
-    size_t len;
+    watch w = {.cancel_epoch = 2, .cancel_progress = 1, .ordered = 1}; /* a mid-epoch state to corrupt */
+    CHECK(dpd_train(&c, on_event, &w, &res, &err) == DPD_E_ABORTED, "%s", err.msg);
+    char path[4200];
     snprintf(path, sizeof path, "%s/last.safetensors", res.run_dir);
-    if (dpd_file_read(path, &buf, &len, &err)) return;
-    char *k = len > 8 ? strstr(buf + 8, "\"step\":\"") : NULL; /* the JSON header after its length */
-    if (k) k[8] = '-';                                          /* "step":"-3": a negative count, same length */
-    dpd_file_write(path, buf, len, &err);
-    free(buf);
+    char *orig;
+    size_t olen;
+    if (dpd_file_read(path, &orig, &olen, &err)) return;
+    static const struct { const char *key, *value, *named; } cases[] = {
+        {"step", "-3", "'step'"}, {"step", " 5", "'step'"}, {"step", "9223372036854775807", "'step'"},
+        {"step", "12", "'step'"}, {"epoch", "abc", "'epoch'"}, {"best_epoch", "7", "'best_epoch'"},
+        {"lr", "1e308", "'lr'"}, {"elapsed", "1e308", "'elapsed'"}, {"plateau_bad", "2147483647", "'plateau_bad'"},
+        {"plateau_best", "nan", "'plateau_best'"},
+        {"rng", "0000000000000000000000000000000000000000000000000000000000000000", "'rng'"},
+        {"run_id", "../../x", "'run_id'"}, {"epoch_step", "0", "'epoch_step'"}, {"epoch_loss", "-1", "'epoch_loss'"},
+        {"epoch_zeros", "1,2,3,4x", "'epoch_zeros'"}, {"epoch_zeros", "99999999999999999999,1,2,3", "'epoch_zeros'"},
+        {"epoch_rng", NULL, "'epoch_rng'"}, {"val_NMSE", "abc", "'val_NMSE'"}, {"val_NMSE", "nan", "'val_NMSE'"},
+        {"test_EVM_status", "bogus", "'test_EVM_status'"}};
     dpd_train_cfg r;
     memset(&r, 0, sizeof r);
     snprintf(r.resume, sizeof r.resume, "%s", res.run_dir);
-    r.epochs = 3;
-    CHECK(k && dpd_train(&r, NULL, NULL, &res, &err) == DPD_E_FORMAT && strstr(err.msg, "'step'"),
-          "a negative step is refused naming the key: %s", err.msg);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dpd_file_write(path, orig, olen, &err);
+        if (!set_meta(path, cases[i].key, cases[i].value)) continue;
+        dpd_train_result rr;
+        dpd_status st = dpd_train(&r, NULL, NULL, &rr, &err);
+        CHECK(st == DPD_E_FORMAT && strstr(err.msg, cases[i].named), "resume with %s = '%s' is refused naming it (%d: %s)",
+              cases[i].key, cases[i].value ? cases[i].value : "(missing)", st, err.msg);
+    }
+    dpd_file_write(path, orig, olen, &err);
+    free(orig);
+    dpd_train_result rr;
+    CHECK(dpd_train(&r, NULL, NULL, &rr, &err) == DPD_OK, "the untouched state resumes: %s", err.msg);
 }
 
 int main(void) {

@@ -75,6 +75,7 @@ const kern_ops *dpd_net_kernels(const dpd_net *n) { return n->k; }
 void dpd_net_set_pool(dpd_net *n, dpd_pool *pool) { n->pool = pool; }
 
 void dpd_net_share(dpd_net *n, float *params) {
+    if (params == n->p) return;
     memcpy(params, n->p, n->np * sizeof *params);
     free(n->own_p);
     n->own_p = NULL, n->p = params;
