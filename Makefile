@@ -119,8 +119,9 @@ cuda:
 	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
 
 # The CUDA runtime pack (dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.
-pack-cuda:
-	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/libdpd-cuda.so && scripts/pack.sh; \
+# After `cuda`, so that under -j one nvcc builds the library, not two.
+pack-cuda: cuda
+	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh; \
 	else echo "make pack-cuda: nvcc not found, skipping the CUDA pack"; fi
 
 deps:

@@ -1,13 +1,15 @@
 #!/bin/sh
-# make pack-cuda: packs build/cuda/libdpd-cuda.so into dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz
+# make pack-cuda: packs $BUILD/cuda/libdpd-cuda.so (BUILD defaults to build) into
+# dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz
 # with pack.json (provider, pack version, provider-ABI version, required runtime versions, every
 # file with its size and SHA-256) and a .sha256 beside the archive.
 set -eu
 V=$(sed -n 's/^#define DPD_VERSION "\(.*\)"/\1/p' include/dpd/dpd.h)
 ABI=$(sed -n 's/^#define DPD_PROVIDER_API \([0-9]*\)/\1/p' include/dpd/provider.h)
-S=build/pack/cuda
+B=${BUILD:-build}
+S=$B/pack/cuda
 rm -rf "$S" && mkdir -p "$S/lib" dist
-cp build/cuda/libdpd-cuda.so "$S/lib/"
+cp "$B/cuda/libdpd-cuda.so" "$S/lib/"
 size=$(stat -c %s "$S/lib/libdpd-cuda.so")
 sum=$(sha256sum "$S/lib/libdpd-cuda.so" | cut -d' ' -f1)
 NV=$(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')

@@ -5,8 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "file.h"
 #include "config.h"
+#include "family.h"
+#include "file.h"
 #include "status.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
@@ -86,10 +87,20 @@ static dpd_status bad(dpd_ckpt *c, dpd_error *err, const char *what, const char 
     return DPD_E_FORMAT;
 }
 
+/* One tensor's place in the data section, for the tiling check. */
+typedef struct span {
+    size_t b0, b1;
+} span;
+
+static int by_start(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    return x->b0 < y->b0 ? -1 : x->b0 > y->b0;
+}
+
 dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
     memset(c, 0, sizeof *c);
     snprintf(c->path, sizeof c->path, "%s", path);
-    dpd_status s = dpd_file_read(path, &c->buf, &c->len, err);
+    dpd_status s = dpd_file_read_max(path, DPD_MAX_CKPT_BYTES, "checkpoint", &c->buf, &c->len, err);
     if (s) return s;
     if (c->len < 8) return bad(c, err, "file shorter than the 8-byte header length", NULL);
     uint64_t hl = 0;
@@ -101,39 +112,85 @@ dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
     if (!c->hdr || !json_is_object(c->hdr)) return bad(c, err, "header is not a JSON object", NULL);
     c->data = c->buf + 8 + hl;
     c->data_len = c->len - 8 - (size_t)hl;
-    const char *name;
+    /* at most one span per header entry; the header is at most MAX_HEADER bytes of JSON */
+    span *sp = malloc((json_object_size(c->hdr) + 1) * sizeof *sp);
+    if (!sp) {
+        dpd_ckpt_close(c);
+        return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory checking the header", path);
+    }
+    size_t nsp = 0;
+    const char *name, *why = NULL, *who = NULL;
     json_t *e;
     json_object_foreach(c->hdr, name, e) {
         if (!strcmp(name, "__metadata__")) {
             const char *k;
             json_t *v;
-            if (!json_is_object(e)) return bad(c, err, "__metadata__ is not an object", NULL);
-            json_object_foreach(e, k, v) if (!json_is_string(v))
-                return bad(c, err, "__metadata__ value is not a string", k);
+            if (!json_is_object(e)) {
+                why = "__metadata__ is not an object";
+                break;
+            }
+            json_object_foreach(e, k, v) if (!json_is_string(v)) {
+                why = "__metadata__ value is not a string", who = k;
+                break;
+            }
+            if (why) break;
             continue;
         }
+        who = name;
         json_t *dt = json_object_get(e, "dtype"), *sh = json_object_get(e, "shape"),
                *of = json_object_get(e, "data_offsets");
-        if (!json_is_string(dt) || strcmp(json_string_value(dt), "F32"))
-            return bad(c, err, "dtype is not F32", name);
-        if (!json_is_array(sh) || !json_is_array(of) || json_array_size(of) != 2)
-            return bad(c, err, "shape or data_offsets missing", name);
-        size_t numel = 1, i;
+        if (!json_is_string(dt) || strcmp(json_string_value(dt), "F32")) {
+            why = "dtype is not F32";
+            break;
+        }
+        if (!json_is_array(sh) || !json_is_array(of) || json_array_size(of) != 2) {
+            why = "shape or data_offsets missing";
+            break;
+        }
+        size_t numel = 1, bytes, i;
         json_t *d;
         json_array_foreach(sh, i, d) {
-            if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > (1 << 30))
-                return bad(c, err, "bad shape", name);
-            numel *= (size_t)json_integer_value(d);
+            if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > (1 << 30)) {
+                why = "bad shape";
+                break;
+            }
+            if (__builtin_mul_overflow(numel, (size_t)json_integer_value(d), &numel)) {
+                why = "shape product overflows";
+                break;
+            }
         }
+        if (!why && __builtin_mul_overflow(numel, (size_t)4, &bytes)) why = "shape product overflows";
+        if (why) break;
         json_t *b0 = json_array_get(of, 0), *b1 = json_array_get(of, 1);
         if (!json_is_integer(b0) || !json_is_integer(b1) || json_integer_value(b0) < 0 ||
-            json_integer_value(b1) < json_integer_value(b0))
-            return bad(c, err, "bad data_offsets", name);
-        if ((size_t)json_integer_value(b1) > c->data_len)
-            return bad(c, err, "data runs past the end of the file (truncated?)", name);
-        if ((size_t)(json_integer_value(b1) - json_integer_value(b0)) != numel * 4)
-            return bad(c, err, "data_offsets do not match the shape", name);
+            json_integer_value(b1) < json_integer_value(b0)) {
+            why = "bad data_offsets";
+            break;
+        }
+        if ((uint64_t)json_integer_value(b1) > c->data_len) {
+            why = "data runs past the end of the file (truncated?)";
+            break;
+        }
+        if ((size_t)(json_integer_value(b1) - json_integer_value(b0)) != bytes) {
+            why = "data_offsets do not match the shape";
+            break;
+        }
+        sp[nsp++] = (span){(size_t)json_integer_value(b0), (size_t)json_integer_value(b1)};
+        who = NULL;
     }
+    if (!why) {
+        /* the tensors tile the data section: sorted by start, each begins where the last ended and
+         * the last ends at the end of the file (no aliasing, no gaps, no trailing bytes) */
+        qsort(sp, nsp, sizeof *sp, by_start);
+        size_t at = 0;
+        for (size_t i = 0; i < nsp && !why; i++) {
+            if (sp[i].b0 != at) why = "tensors overlap or leave gaps in the data section";
+            at = sp[i].b1;
+        }
+        if (!why && at != c->data_len) why = "tensor sizes do not add up to the data section (trailing bytes?)";
+    }
+    free(sp);
+    if (why) return bad(c, err, why, who);
     return DPD_OK;
 }
 
@@ -183,6 +240,27 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
     if ((s = dpd_config_model_from_meta(json_object_get(c.hdr, "__metadata__"), &cfg, path, err))) {
         dpd_ckpt_close(&c);
         return s;
+    }
+    /* the file must hold every tensor of the model its metadata describes, each of the model's
+     * size, before that model's memory is allocated */
+    size_t np = dpd_model_count(&cfg), held = 0;
+    const dpd_family *fam = np ? dpd_family_find(cfg.family) : NULL;
+    if (fam) {
+        dpd_tensor t[DPD_MAX_TENSORS];
+        int nt = fam->layout(&cfg, t);
+        for (int i = 0; i < nt; i++) {
+            json_t *of = json_object_get(json_object_get(c.hdr, t[i].name), "data_offsets");
+            if (of && strcmp(t[i].name, "__metadata__"))
+                held += (size_t)(json_integer_value(json_array_get(of, 1)) - json_integer_value(json_array_get(of, 0))) / 4;
+        }
+        if (held != np || np > c.data_len / 4) {
+            s = dpd_fail(err, DPD_E_FORMAT,
+                         "%s: not a valid checkpoint: its metadata describes a %s-%d model of %zu parameters, but the "
+                         "file holds %zu of them (of %zu values in all)",
+                         path, cfg.family, cfg.hidden, np, held, c.data_len / 4);
+            dpd_ckpt_close(&c);
+            return s;
+        }
     }
     s = dpd_model_create(&cfg, out, err);
     if (s) dpd_error_prefix(err, path);

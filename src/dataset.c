@@ -3,6 +3,7 @@
  * It reads and validates; it does not frame, normalise or align anything. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -62,7 +63,7 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
     size_t len;
     *out = NULL;
     *rows = 0;
-    dpd_status s = dpd_file_read(path, &buf, &len, err);
+    dpd_status s = dpd_file_read_max(path, DPD_MAX_CSV_BYTES, "CSV", &buf, &len, err);
     if (s) return s;
     const char *f[MAXCOL + 1];
     int fl[MAXCOL + 1], pick[MAXCOL], nhead = 0;
@@ -189,14 +190,20 @@ static dpd_status spec_number(json_t *root, const char *path, const char *key, c
     return DPD_OK;
 }
 
-static dpd_status spec_int(json_t *root, const char *path, const char *key, int *v,
+/* The longest eval segment (Welch/FFT length) spec.json may ask for: 2^20 samples, 64 times the
+ * longest of the reference datasets (16384), 8 MB per segment as float32 I/Q. */
+#define DPD_MAX_NPERSEG (1 << 20)
+
+static dpd_status spec_int(json_t *root, const char *path, const char *key, int max, int *v,
                            dpd_error *err) {
     double d = 0;
     dpd_status s = spec_number(root, path, key, NULL, &d, 1, err, NULL, 0);
     if (s) return s;
-    if (d != floor(d) || d > 1e9)
+    if (d != floor(d))
         return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive integer, got %g",
                         path, key, d);
+    if (d > max)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is %.0f, out of range 1..%d", path, key, d, max);
     *v = (int)d;
     return DPD_OK;
 }
@@ -205,14 +212,16 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
                             char *csvname, size_t ncsv, dpd_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/spec.json", dir);
+    if (!dpd_exists(path))
+        return dpd_fail(err, DPD_E_IO, "%s: missing (every dataset directory needs one)", path);
+    char *text;
+    size_t len;
+    dpd_status s = dpd_file_read_max(path, DPD_MAX_SPEC_BYTES, "spec.json", &text, &len, err);
+    if (s) return s;
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        if (!dpd_exists(path))
-            return dpd_fail(err, DPD_E_IO, "%s: missing (every dataset directory needs one)", path);
-        return dpd_fail(err, DPD_E_FORMAT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-    }
-    dpd_status s = DPD_OK;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!root) return dpd_fail(err, DPD_E_FORMAT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     dpd_spec *sp = &ds->spec;
     if (!json_is_object(root)) {
         s = dpd_fail(err, DPD_E_FORMAT, "%s: expected a JSON object", path);
@@ -262,8 +271,8 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
                          ds->warning, sizeof ds->warning)) ||
         (s = spec_number(root, path, "bw_sub_ch", "input_signal_sub_ch_bw", &sp->bw_sub, 0, err,
                          ds->warning, sizeof ds->warning)) ||
-        (s = spec_int(root, path, "n_sub_ch", &sp->n_sub, err)) ||
-        (s = spec_int(root, path, "nperseg", &sp->nperseg, err)))
+        (s = spec_int(root, path, "n_sub_ch", 1000000000, &sp->n_sub, err)) ||
+        (s = spec_int(root, path, "nperseg", DPD_MAX_NPERSEG, &sp->nperseg, err)))
         goto done;
     if (sp->bw_main >= sp->fs) {
         s = dpd_fail(err, DPD_E_FORMAT, "%s: bw_main_ch (%g) must be below input_signal_fs (%g)",
@@ -401,10 +410,19 @@ void dpd_frames_gather(const float *x, const float *y, const uint32_t *frames, i
 
 dpd_status dpd_segments(const double *iq, size_t n, int N, double scale, float **out, int *S,
                         dpd_error *err) {
-    if (N <= 0 || n == 0) return dpd_fail(err, DPD_E_INVAL, "segments: empty signal or N <= 0");
+    *out = NULL;
+    if (n == 0) return dpd_fail(err, DPD_E_INVAL, "segments: empty signal");
+    if (N <= 0 || N > DPD_MAX_NPERSEG)
+        return dpd_fail(err, DPD_E_INVAL, "segments: segment length (spec.json nperseg) %d is out of range 1..%d", N,
+                        DPD_MAX_NPERSEG);
     size_t ns = (n + (size_t)N - 1) / (size_t)N;
+    if (ns > INT_MAX)
+        return dpd_fail(err, DPD_E_INVAL, "segments: %zu samples make %zu segments of %d (spec.json nperseg): more than %d",
+                        n, ns, N, INT_MAX);
     float *o = calloc(ns * (size_t)N * 2, sizeof *o);
-    if (!o) return dpd_fail(err, DPD_E_NOMEM, "segments: out of memory");
+    if (!o)
+        return dpd_fail(err, DPD_E_NOMEM, "segments: out of memory for %zu segments of %d samples (spec.json nperseg)",
+                        ns, N);
     for (size_t i = 0; i < 2 * n; i++) o[i] = (float)(iq[i] * scale);
     *out = o;
     *S = (int)ns;

@@ -11,37 +11,116 @@
 
 #include "status.h"
 
-dpd_status dpd_file_read(const char *path, char **buf, size_t *len, dpd_error *err) {
+/* What a non-regular file is, for messages. */
+static const char *kind_of(mode_t m) {
+    return S_ISFIFO(m) ? "a FIFO (named pipe)" : S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
+}
+
+/* n bytes as "1.5 GiB" / "4 MiB" / "12 KiB" / "7 bytes" for messages. */
+static void human(uint64_t n, char *out, size_t size) {
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    if (u == 0) snprintf(out, size, "%llu bytes", (unsigned long long)n);
+    else snprintf(out, size, v == (double)(uint64_t)v ? "%.0f %s" : "%.1f %s", v, unit[u]);
+}
+
+dpd_status dpd_file_open(const char *path, uint64_t max, const char *what, int *fd, uint64_t *size,
+                         dpd_error *err) {
+    *fd = -1;
+    *size = 0;
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) return dpd_fail(err, DPD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        int e = errno;
+        close(f);
+        return dpd_fail(err, DPD_E_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        struct stat ls;
+        int link = lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode);
+        close(f);
+        return dpd_fail(err, DPD_E_IO, "%s: is %s%s, not a regular file (a %s must be a regular file)", path,
+                        kind_of(st.st_mode), link ? " (through a symbolic link)" : "", what);
+    }
+    if ((uint64_t)st.st_size > max) {
+        char have[32], lim[32];
+        human((uint64_t)st.st_size, have, sizeof have);
+        human(max, lim, sizeof lim);
+        close(f);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: %llu bytes (%s) is larger than the %s limit of %llu bytes (%s): refused",
+                        path, (unsigned long long)st.st_size, have, what, (unsigned long long)max, lim);
+    }
+    int fl = fcntl(f, F_GETFL);
+    if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(f);
+        return dpd_fail(err, DPD_E_IO, "%s: cannot set blocking reads: %s", path, strerror(e));
+    }
+    *fd = f;
+    *size = (uint64_t)st.st_size;
+    return DPD_OK;
+}
+
+dpd_status dpd_file_read_max(const char *path, uint64_t max, const char *what, char **buf, size_t *len,
+                             dpd_error *err) {
     *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dpd_fail(err, DPD_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
+    int fd;
+    uint64_t size;
+    dpd_status s = dpd_file_open(path, max, what, &fd, &size, err);
+    if (s) return s;
+    /* fstat's size first; a file that grows while read (or a /proc file reporting 0) grows the
+     * buffer, never past max */
+    size_t cap = (size_t)size + 1 > 4096 ? (size_t)size + 1 : 4096, n = 0;
     char *b = malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        char *nb = realloc(b, cap *= 2);
-        if (!nb) free(b);
-        b = nb;
+    for (;;) {
+        if (!b) {
+            close(fd);
+            return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory reading %zu bytes", path, cap);
+        }
+        if (n == cap - 1) {
+            if (n >= max) {
+                free(b);
+                close(fd);
+                return dpd_fail(err, DPD_E_FORMAT, "%s: grew past the %s limit of %llu bytes while read: refused",
+                                path, what, (unsigned long long)max);
+            }
+            size_t ncap = cap - 1 < max - (cap - 1) ? 2 * cap : (size_t)max + 1;
+            char *nb = realloc(b, ncap);
+            if (!nb) free(b);
+            b = nb, cap = ncap;
+            continue;
+        }
+        ssize_t r = read(fd, b + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            close(fd);
+            return dpd_fail(err, DPD_E_IO, "%s: read error: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (!b) return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory reading the file", path);
-    if (bad) {
-        free(b);
-        return dpd_fail(err, DPD_E_IO, "%s: read error", path);
-    }
+    close(fd);
     b[n] = 0;
     *buf = b;
     if (len) *len = n;
     return DPD_OK;
 }
 
+dpd_status dpd_file_read(const char *path, char **buf, size_t *len, dpd_error *err) {
+    return dpd_file_read_max(path, DPD_MAX_TEXT_BYTES, "file", buf, len, err);
+}
+
 dpd_status dpd_afile_open(dpd_afile *a, const char *path, dpd_error *err) {
     snprintf(a->path, sizeof a->path, "%s", path);
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     a->f = fopen(a->tmp, "wb");
-    if (!a->f) return dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", a->tmp, strerror(errno));
+    if (!a->f) return dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", a->path, strerror(errno));
     return DPD_OK;
 }
 

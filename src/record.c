@@ -1,10 +1,12 @@
 /* record: recordings for `dpd run` and front ends — an OpenDPD-style CSV (columns I and Q found
  * by name, others ignored) or raw little-endian interleaved float32 IQ (.cf32). Reading
  * validates every sample; writing is atomic (the file appears whole or not at all). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataset.h"
 #include "dpd/dpd.h"
@@ -16,35 +18,56 @@ static int is_cf32(const char *path) {
     return n > 5 && !strcmp(path + n - 5, ".cf32");
 }
 
+/* Streams the file in bounded chunks straight into the float64 output (never the whole file in
+ * memory twice); at most DPD_MAX_CF32_BYTES. */
 static dpd_status read_cf32(const char *path, double **iq, size_t *n, dpd_error *err) {
-    char *buf;
-    size_t len;
-    dpd_status s = dpd_file_read(path, &buf, &len, err);
+    int fd;
+    uint64_t len;
+    dpd_status s = dpd_file_open(path, DPD_MAX_CF32_BYTES, ".cf32 recording", &fd, &len, err);
     if (s) return s;
     if (len == 0 || len % 8) {
-        free(buf);
-        return dpd_fail(err, DPD_E_FORMAT, "%s: %zu bytes is %s I/Q float32 pairs (8 bytes each)", path, len,
-                        len ? "not a whole number of" : "empty: no");
+        close(fd);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: %llu bytes is %s I/Q float32 pairs (8 bytes each)", path,
+                        (unsigned long long)len, len ? "not a whole number of" : "empty: no");
     }
-    size_t m = len / 8;
+    size_t m = (size_t)(len / 8);
     double *v = malloc(m * 2 * sizeof *v);
     if (!v) {
-        free(buf);
+        close(fd);
         return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory for %zu samples", path, m);
     }
-    for (size_t i = 0; i < 2 * m; i++) {
-        float f;
-        memcpy(&f, buf + 4 * i, 4);
-        if (!isfinite(f)) {
-            free(buf), free(v);
-            return dpd_fail(err, DPD_E_FORMAT, "%s: sample %zu (byte %zu) has a non-finite %s value", path, i / 2, 4 * i,
-                            i % 2 ? "Q" : "I");
+    enum { CHUNK = 8192 }; /* floats per read: 32 KiB */
+    float chunk[CHUNK];
+    size_t i = 0; /* floats converted so far */
+    while (i < 2 * m) {
+        size_t want = 2 * m - i < CHUNK ? 2 * m - i : CHUNK, got = 0;
+        while (got < want * 4) {
+            ssize_t r = read(fd, (char *)chunk + got, want * 4 - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                s = r < 0 ? dpd_fail(err, DPD_E_IO, "%s: read error: %s", path, strerror(errno))
+                          : dpd_fail(err, DPD_E_IO, "%s: shrank to %zu bytes while read (was %llu)", path,
+                                     4 * i + got, (unsigned long long)len);
+                goto fail;
+            }
+            got += (size_t)r;
         }
-        v[i] = f;
+        for (size_t k = 0; k < want; k++, i++) {
+            if (!isfinite(chunk[k])) {
+                s = dpd_fail(err, DPD_E_FORMAT, "%s: sample %zu (byte %zu) has a non-finite %s value", path, i / 2,
+                             4 * i, i % 2 ? "Q" : "I");
+                goto fail;
+            }
+            v[i] = chunk[k];
+        }
     }
-    free(buf);
+    close(fd);
     *iq = v, *n = m;
     return DPD_OK;
+fail:
+    close(fd);
+    free(v);
+    return s;
 }
 
 dpd_status dpd_recording_read(const char *path, double **iq, size_t *n, dpd_error *err) {

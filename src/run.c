@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "ckpt.h"
@@ -197,21 +198,47 @@ void dpd_run_free(dpd_rundir *d) {
 
 /* ---- the run's identity and config.json ---- */
 
-dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err) {
+/* The run id of info (OpenDPD's scheme). */
+static void run_id(const dpd_run_info *info, char *id, size_t n) {
     const dpd_train_cfg *c = info->c;
-    char size[64], id[256];
+    char size[64];
     if (info->fam->poly)
         snprintf(size, sizeof size, "K_%d_Q_%d%s%.0d", c->model.order, c->model.memory, c->model.cross ? "_M_" : "",
                  c->model.cross);
     else
         snprintf(size, sizeof size, "H_%d", c->model.hidden);
     if (c->ls)
-        snprintf(id, sizeof id, "%s_LS_M_%s_%s_P_%zu", info->dpd ? "DPD" : "PA", info->fam->tag, size, info->nparams);
+        snprintf(id, n, "%s_LS_M_%s_%s_P_%zu", info->dpd ? "DPD" : "PA", info->fam->tag, size, info->nparams);
     else
-        snprintf(id, sizeof id, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", info->dpd ? "DPD" : "PA", (unsigned long long)c->seed,
+        snprintf(id, n, "%s_S_%llu_M_%s_%s_F_%d_P_%zu", info->dpd ? "DPD" : "PA", (unsigned long long)c->seed,
                  info->fam->tag, size, c->frame, info->nparams);
     if (info->dpd && info->fam->delta_zeros)
-        snprintf(id + strlen(id), sizeof id - strlen(id), "_THX_%.3f_THH_%.3f", c->model.thx, c->model.thh);
+        snprintf(id + strlen(id), n - strlen(id), "_THX_%.3f_THH_%.3f", c->model.thx, c->model.thh);
+}
+
+void dpd_run_adopt(dpd_rundir *d, const dpd_run_info *info) { run_id(info, d->id, sizeof d->id); }
+
+void dpd_run_clean(const dpd_rundir *d) {
+    DIR *dir = opendir(d->dir);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        char *end;
+        if (!t) continue;
+        long pid = strtol(t + 5, &end, 10);
+        int dead = pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+        if (*end || !dead) continue; /* not ours, or its writer is still at work */
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", d->dir, e->d_name);
+        unlink(path);
+    }
+    if (dir) closedir(dir);
+}
+
+dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err) {
+    const dpd_train_cfg *c = info->c;
+    char id[256];
+    run_id(info, id, sizeof id);
     char base[4096], padir[256];
     snprintf(padir, sizeof padir, "%s", info->pa_id ? info->pa_id : "");
     char *cut = strstr(padir, "_P_");

@@ -60,6 +60,14 @@ typedef struct dpd_run_state {
  * taken. d->dir and d->id name it; d->created is set. */
 dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
 
+/* A run directory that exists already (a resume of a run killed before its first checkpoint):
+ * d->dir set by the caller, d->id from info. */
+void dpd_run_adopt(dpd_rundir *d, const dpd_run_info *info);
+
+/* Removes the temporary files (*.tmp.<pid>) that writers killed mid-write left in d->dir; those
+ * of a process still alive are kept. */
+void dpd_run_clean(const dpd_rundir *d);
+
 /* config.json: written from the configuration table; read back into c (DPD_E_IO when absent,
  * DPD_E_FORMAT naming the file and key when malformed). */
 dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err);

@@ -8,6 +8,7 @@
  * resume. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,7 +332,16 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     dpd_run_state st = {.lr = cfg.lr};
     dpd_status s = check_paths(in, err);
     if (s) return s;
+    int fresh = 1; /* no last.safetensors: start from the first step (a resume of a run killed before it) */
+    if (!in->resume[0]) { /* config.json keeps absolute paths: a resume works from any directory */
+        char abs[PATH_MAX];
+        if (realpath(in->data, abs)) snprintf(cfg.data, sizeof cfg.data, "%s", abs);
+        if (in->pa[0] && realpath(in->pa, abs)) snprintf(cfg.pa, sizeof cfg.pa, "%s", abs);
+    }
     if (in->resume[0]) {
+        char last[4200];
+        snprintf(last, sizeof last, "%s/last.safetensors", in->resume);
+        fresh = !dpd_exists(last);
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
         if ((s = dpd_run_read_config(in->resume, &cfg, err))) return s;
         if (cfg.ls)
@@ -344,9 +354,16 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     }
     char pa_copy[4200];
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
-    if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
+    if ((s = dpd_config_check(&cfg, err)) && in->resume[0] && in->epochs <= 0) {
+        /* the run's own config.json is at fault, not the caller: a malformed file */
+        char where[4200];
+        snprintf(where, sizeof where, "%s/config.json", in->resume);
+        s = err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
+        dpd_error_prefix(err, where);
+    }
+    if (s || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
     r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain};
-    if (in->resume[0]) {
+    if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
         if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;
         r.rng = st.rng, r.plat.best = st.plateau_best, r.plat.bad = st.plateau_bad;
@@ -361,15 +378,22 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     } else {
         dpd_rng_seed(&r.rng, cfg.seed);
         dpd_model_init(r.m, &r.rng);
+        if (in->resume[0]) { /* killed before its first checkpoint: the same run from the start */
+            dpd_run_adopt(&r.rd, &r.info);
+            r.rd.delta = delta_cols(&r);
+            dpd_run_header(&r.rd.hist, r.rd.delta);
+            dpd_run_inherit(&r.rd, 0);
+        }
     }
+    if (in->resume[0]) dpd_run_clean(&r.rd); /* temporary files of a writer that was killed */
     if ((s = open_sessions(&r, err))) goto done;
-    if (in->resume[0]) {
+    if (in->resume[0] && !fresh) {
         size_t np = dpd_model_nparams(r.m);
         if ((s = dpd_session_upload(r.ses, r.m, err))) goto done;
         s = dpd_session_set_state(r.ses, r.mom, r.mom + np, st.step, err);
         if (s == DPD_E_UNSUPPORTED) s = DPD_OK;
         if (s) goto done;
-    } else {
+    } else if (!in->resume[0]) {
         if ((s = dpd_run_make(&r.rd, &r.info, err))) goto done;
         r.rd.delta = delta_cols(&r);
         dpd_run_header(&r.rd.hist, r.rd.delta);

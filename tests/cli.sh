@@ -241,6 +241,9 @@ perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 9**9**9, 0.5, 0.6)' >"$T/inf.cf32"
 perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 0.4, 0.5) . pack("L<", 0x7fc00000)' >"$T/nan.cf32"
 expect 1 "inf.cf32: sample 1" "$DPD" run --model "$E1" --input "$T/inf.cf32" --output "$T/bad.cf32"
 expect 1 "nan.cf32: sample 2" "$DPD" run --model "$E1" --input "$T/nan.cf32" --output "$T/bad.cf32"
+# one 8-byte sample holding a NaN: refused with exit 1 (it once freed its buffer twice and aborted)
+perl -e 'print pack("L<", 0x7fc00000) . pack("f<", 0.1)' >"$T/one.cf32"
+expect 1 "one.cf32: sample 0" "$DPD" run --model "$E1" --input "$T/one.cf32" --output "$T/bad.cf32"
 check '[ ! -e "$T/bad.cf32" ]' "run: a non-finite .cf32 sample leaves no output"
 expect 1 "compared nothing" "$DPD" parity --model "$D1" --data "$T/a" --providers cpu
 "$DPD" parity --model "$D1" --data "$T/a" --providers cpu --json >"$T/par1.json" 2>/dev/null; rc=$?

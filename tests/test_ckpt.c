@@ -2,8 +2,12 @@
  * shapes; truncated, corrupted and foreign files are refused with DPD_E_FORMAT naming the file;
  * no temporary file is left behind. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "dpd/dpd.h"
@@ -35,7 +39,104 @@ static void refuse(const char *what, const char *path, const char *needle) {
           err.msg, needle);
 }
 
+/* Writes a checkpoint of header `hdr` (compact JSON, space-padded to 8) and data [data, +dlen). */
+static void forge(const char *path, json_t *hdr, const char *data, size_t dlen) {
+    char *text = json_dumps(hdr, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t hl = strlen(text), padded = (hl + 7) / 8 * 8;
+    FILE *f = fopen(path, "wb");
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((unsigned long long)padded >> (8 * i));
+    fwrite(len8, 1, 8, f);
+    fwrite(text, 1, hl, f);
+    for (size_t i = hl; i < padded; i++) fputc(' ', f);
+    if (dlen) fwrite(data, 1, dlen, f);
+    fclose(f);
+    free(text);
+}
+
+static long maxrss_kb(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
+/* Issue 9 item 5: hostile metadata and tensor tables are refused before any model memory is
+ * allocated from them; item 4: a checkpoint larger than its limit, or not a regular file, is
+ * refused without being read. b/n: a good checkpoint of gru-6 x2 (data after the header). */
+static void hostile(const char *d, const char *b, size_t n) {
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/hostile.safetensors", d);
+    uint64_t hl = 0;
+    memcpy(&hl, b, 8);
+    const char *data = b + 8 + hl;
+    size_t dlen = n - 8 - hl;
+    long rss0 = maxrss_kb();
+
+    /* 96 bytes asking for the largest GRU: must not cost its 400 MB */
+    json_t *h = json_pack("{s{ssssssss}}", "__metadata__", "format", "dpd", "family", "gru", "hidden", "1024",
+                          "layers", "16");
+    forge(bad, h, NULL, 0);
+    json_decref(h);
+    refuse("metadata without tensors", bad, "parameters");
+    /* the real tensors, but metadata describing a model 10^4 times larger */
+    h = json_loadb(b + 8, hl, 0, NULL);
+    json_t *md = json_object_get(h, "__metadata__");
+    json_object_set_new(md, "hidden", json_string("1024"));
+    json_object_set_new(md, "layers", json_string("16"));
+    forge(bad, h, data, dlen);
+    json_decref(h);
+    refuse("metadata larger than the tensors", bad, "parameters");
+    long grew = maxrss_kb() - rss0;
+    CHECK(grew < 32 * 1024, "hostile metadata cost %ld KB of memory (must be refused before allocating)", grew);
+
+    /* a shape whose product wraps: 2^30 * 2^30 * 4 floats = 2^64 bytes = 0 */
+    h = json_loadb(b + 8, hl, 0, NULL);
+    json_object_set_new(h, "junk", json_pack("{s:s,s:[I,I,i],s:[I,I]}", "dtype", "F32", "shape",
+                                             (json_int_t)1 << 30, (json_int_t)1 << 30, 4, "data_offsets",
+                                             (json_int_t)dlen, (json_int_t)dlen));
+    forge(bad, h, data, dlen);
+    json_decref(h);
+    refuse("shape product overflow", bad, "overflow");
+    /* a tensor aliasing another's data: the sizes no longer add up to the data section */
+    h = json_loadb(b + 8, hl, 0, NULL);
+    json_object_set_new(h, "alias", json_pack("{s:s,s:[i],s:[i,i]}", "dtype", "F32", "shape", 1, "data_offsets", 0, 4));
+    forge(bad, h, data, dlen);
+    json_decref(h);
+    refuse("aliased tensor data", bad, "data section");
+    /* bytes after the last tensor */
+    char *more = malloc(dlen + 8);
+    memcpy(more, data, dlen);
+    memset(more + dlen, 0, 8);
+    h = json_loadb(b + 8, hl, 0, NULL);
+    forge(bad, h, more, dlen + 8);
+    json_decref(h);
+    free(more);
+    refuse("trailing bytes", bad, "data section");
+
+    /* 10 GiB sparse: refused by size, naming size and limit, without reading it */
+    int fd = open(bad, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && ftruncate(fd, 10ll << 30) == 0, "sparse file");
+    close(fd);
+    dpd_model *m = NULL;
+    dpd_error err = {0};
+    dpd_status s = dpd_ckpt_load(bad, &m, &err);
+    CHECK(s == DPD_E_FORMAT && m == NULL && strstr(err.msg, bad) && strstr(err.msg, "10737418240") &&
+              strstr(err.msg, "limit"),
+          "10 GiB checkpoint: %s '%s'", dpd_status_str(s), err.msg);
+    /* a directory, and /dev/zero through a symlink */
+    s = dpd_ckpt_load(d, &m, &err);
+    CHECK(s == DPD_E_IO && strstr(err.msg, d) && strstr(err.msg, "directory"), "directory: %s '%s'",
+          dpd_status_str(s), err.msg);
+    unlink(bad);
+    CHECK(symlink("/dev/zero", bad) == 0, "symlink");
+    s = dpd_ckpt_load(bad, &m, &err);
+    CHECK(s == DPD_E_IO && strstr(err.msg, bad) && strstr(err.msg, "character device"), "/dev/zero: %s '%s'",
+          dpd_status_str(s), err.msg);
+    unlink(bad);
+}
+
 int main(void) {
+    alarm(60);
     const char *d = check_tmpdir();
     char path[512], bad[512];
     snprintf(path, sizeof path, "%s/m.safetensors", d);
@@ -62,6 +163,7 @@ int main(void) {
     memcpy(&hl, b, 8);
     CHECK(hl % 8 == 0 && 8 + hl + dpd_model_nparams(m) * 4 == n, "header padded to 8, data follows");
 
+    hostile(d, b, n);
     spit(bad, b, n - 5);
     refuse("truncated data", bad, "truncated");
     spit(bad, b, 20);

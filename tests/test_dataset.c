@@ -2,9 +2,13 @@
  * and CRLF, single_csv split by ratios, the DPA_100MHz bandwidth aliases) and every bad input
  * the issue names, each refused with DPD_E_FORMAT/DPD_E_IO and a message naming the file and
  * the line or field. */
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "dpd/dpd.h"
@@ -83,7 +87,66 @@ static void good(void) {
     dpd_dataset_free(&ds);
 }
 
+/* Loading dataset directory d (need train/val/test) must fail with status s naming n1 and n2. */
+static void refuse_dir(const char *what, const char *d, dpd_status s, const char *n1, const char *n2) {
+    dpd_dataset ds;
+    dpd_error err = {0};
+    dpd_status got = dpd_dataset_load(d, 7, 0, &ds, &err);
+    CHECK(got == s, "%s: status %s, want %s (%s)", what, dpd_status_str(got), dpd_status_str(s), err.msg);
+    CHECK(strstr(err.msg, n1) && (!n2 || strstr(err.msg, n2)), "%s: message '%s' lacks '%s'/'%s'", what, err.msg, n1,
+          n2 ? n2 : "");
+    if (!got) dpd_dataset_free(&ds);
+}
+
+/* Issue 9 item 4: files that are not regular, or larger than their kind can be, are refused
+ * without being read (a FIFO never blocks: alarm in main). */
+static void hostile(void) {
+    char p[512];
+    const char *d = make(NULL, NULL);
+    snprintf(p, sizeof p, "%s/train_input.csv", d);
+    remove(p);
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo");
+    refuse_dir("FIFO as a split", d, DPD_E_IO, "train_input.csv", "FIFO");
+
+    d = make(NULL, NULL);
+    snprintf(p, sizeof p, "%s/val_output.csv", d);
+    int fd = open(p, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && ftruncate(fd, 10ll << 30) == 0, "sparse file");
+    close(fd);
+    refuse_dir("10 GiB sparse split", d, DPD_E_FORMAT, "val_output.csv: 10737418240 bytes", "limit");
+
+    d = make(NULL, NULL);
+    snprintf(p, sizeof p, "%s/spec.json", d);
+    fd = open(p, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && ftruncate(fd, 2 << 20) == 0, "sparse file");
+    close(fd);
+    refuse_dir("2 MiB spec.json", d, DPD_E_FORMAT, "spec.json: 2097152 bytes", "limit");
+
+    d = make(NULL, NULL);
+    remove(p), snprintf(p, sizeof p, "%s/spec.json", d), remove(p);
+    CHECK(symlink("/dev/zero", p) == 0, "symlink");
+    refuse_dir("spec.json -> /dev/zero", d, DPD_E_IO, "spec.json", "character device");
+    remove(p);
+    CHECK(mkdir(p, 0700) == 0, "mkdir");
+    refuse_dir("spec.json a directory", d, DPD_E_IO, "spec.json", "directory");
+
+    /* item 10: a huge nperseg is refused naming spec.json and the field, not "out of memory" */
+    refuse("nperseg 999999999", "spec.json",
+           "{\"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 999999999}",
+           DPD_E_FORMAT, "spec.json: field 'nperseg'", "999999999");
+    double iq[4] = {1, 2, 3, 4};
+    float *seg = NULL;
+    int S = 0;
+    dpd_error err = {0};
+    dpd_status s = dpd_segments(iq, 2, 999999999, 1.0, &seg, &S, &err);
+    CHECK(s == DPD_E_INVAL && seg == NULL && strstr(err.msg, "999999999") && strstr(err.msg, "nperseg"),
+          "segments with N = 999999999: %s '%s'", dpd_status_str(s), err.msg);
+    free(seg);
+}
+
 int main(void) {
+    alarm(20);
+    hostile();
     good();
     refuse("missing file", "val_output.csv", NULL, DPD_E_IO, "val_output.csv", "cannot open");
     refuse("missing spec", "spec.json", NULL, DPD_E_IO, "spec.json", "missing");

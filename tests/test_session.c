@@ -5,7 +5,9 @@
  * cancelled in the middle of an epoch or between epochs resumes to an end bit-identical to an
  * uninterrupted run; one cancelled before its first epoch leaves no run directory; divergence
  * has its own status. */
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,7 +68,7 @@ static int train6(const dpd_model *m, const char *kernels, const char *threads, 
     dpd_kv o[] = {{"provider", "cpu"}, {"kernels", kernels}, {"threads", threads}, {"max_batch", "20"}, {"max_frame", "30"}};
     dpd_session *s;
     if (dpd_session_create(m, o, 5, &s, &err)) return fprintf(stderr, "%s\n", err.msg), 0;
-    static float x[SN * 3], y[SN * 3];
+    float *x = malloc(SN * 3 * sizeof *x), *y = malloc(SN * 3 * sizeof *y); /* per call: threads train at once */
     dpd_rng r;
     dpd_rng_seed(&r, 9);
     for (int i = 0; i < SN * 3; i++) x[i] = (float)(0.4 * dpd_rng_normal(&r)), y[i] = (float)(0.4 * dpd_rng_normal(&r));
@@ -80,6 +82,7 @@ static int train6(const dpd_model *m, const char *kernels, const char *threads, 
     if (ok) ok = !dpd_model_create(dpd_model_config(m), &out, &err) && !dpd_session_download(s, out, &err);
     if (ok) memcpy(p, dpd_model_params(out), dpd_model_nparams(m) * sizeof *p);
     if (!ok) fprintf(stderr, "train6: %s\n", err.msg);
+    free(x), free(y);
     dpd_model_free(out);
     if (keep) *keep = s;
     else dpd_session_free(s);
@@ -107,6 +110,40 @@ static int alone(const dpd_model *m, const char *kernels, const char *threads, f
     return got == bytes && WIFEXITED(st) && !WEXITSTATUS(st);
 }
 
+/* Two sessions trained at the same time from two threads give what each gives alone: distinct
+ * objects from distinct threads (the ThreadSanitizer build checks the races too). */
+typedef struct job {
+    const dpd_model *m;
+    const char *kernels, *threads;
+    float *p;
+    int ok;
+} job;
+
+static void *job_run(void *arg) {
+    job *j = arg;
+    j->ok = train6(j->m, j->kernels, j->threads, j->p, NULL);
+    return NULL;
+}
+
+static void concurrent(const char *family) {
+    dpd_model_cfg c = {"", 9, 1};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    dpd_rng r;
+    dpd_rng_seed(&r, 2);
+    dpd_model *m = check_model(&c, &r);
+    size_t np = dpd_model_nparams(m);
+    float *a = malloc(np * 4), *b = malloc(np * 4), *a1 = malloc(np * 4), *b1 = malloc(np * 4);
+    job ja = {m, "ref", "2", a, 0}, jb = {m, "auto", "2", b, 0};
+    pthread_t ta, tb;
+    int started = !pthread_create(&ta, NULL, job_run, &ja) && !pthread_create(&tb, NULL, job_run, &jb);
+    if (started) pthread_join(ta, NULL), pthread_join(tb, NULL);
+    int ok = started && ja.ok && jb.ok && train6(m, "ref", "2", a1, NULL) && train6(m, "auto", "2", b1, NULL);
+    CHECK(ok && !memcmp(a, a1, np * 4) && !memcmp(b, b1, np * 4),
+          "%s: two sessions trained concurrently from two threads differ from the same trained one after the other", family);
+    free(a), free(b), free(a1), free(b1);
+    dpd_model_free(m);
+}
+
 static void side_by_side(const char *family) {
     dpd_model_cfg c = {"", 9, 1};
     snprintf(c.family, sizeof c.family, "%s", family);
@@ -118,6 +155,13 @@ static void side_by_side(const char *family) {
     /* in one process, both sessions alive at once and used in turn */
     dpd_session *sa = NULL, *sb = NULL;
     int ok = train6(m, "ref", "1", a, &sa) && train6(m, "auto", "2", b, &sb);
+#if defined(__SANITIZE_THREAD__) /* ThreadSanitizer cannot start threads in a child forked from threads */
+    check_skip(family, "the comparison with a forked process is not run under ThreadSanitizer");
+    dpd_session_free(sa), dpd_session_free(sb);
+    free(a), free(b), free(a1), free(b1);
+    dpd_model_free(m);
+    return;
+#endif
     CHECK(ok && alone(m, "ref", "1", a1) && alone(m, "auto", "2", b1), "%s: training ran", family);
     CHECK(ok && !memcmp(a, a1, np * 4), "%s: ref kernels, 1 thread: one process with two sessions differs from alone",
           family);
@@ -459,6 +503,30 @@ static void bad_resume(void) {
     CHECK(dpd_train(&r, NULL, NULL, &rr, &err) == DPD_OK, "the untouched state resumes: %s", err.msg);
 }
 
+/* A PA checkpoint's run_id comes from a file: it never decides where a DPD run writes. */
+static void hostile_pa_id(void) {
+    dpd_train_cfg p, c;
+    const char *out = check_tmpdir();
+    cfg_quick(&p, check_tmpdir(), "gru");
+    p.epochs = 1;
+    dpd_train_result res;
+    dpd_error err = {0};
+    if (dpd_train(&p, NULL, NULL, &res, &err)) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/best.safetensors", res.run_dir);
+    CHECK(set_meta(path, "run_id", "../../../../escaped"), "rewrote the PA's run_id");
+    cfg_quick(&c, out, "gru");
+    c.epochs = 1;
+    snprintf(c.pa, sizeof c.pa, "%s", path);
+    CHECK(dpd_train(&c, NULL, NULL, &res, &err) == DPD_OK, "%s", err.msg);
+    char real_out[PATH_MAX], real_dir[PATH_MAX];
+    CHECK(realpath(out, real_out) && realpath(res.run_dir, real_dir) && !strncmp(real_dir, real_out, strlen(real_out)),
+          "a DPD run through a PA whose run_id is '../../../../escaped' stays inside its out directory (%s)", res.run_dir);
+}
+
 int main(void) {
     const char *dir = check_tmpdir();
     static char d[4200];
@@ -476,6 +544,8 @@ int main(void) {
     side_by_side("gru");
     side_by_side("lstm");
     side_by_side("tres_gru");
+    concurrent("gru");
+    concurrent("lstm");
     cancel_resume("gru", 0, 2, 1, "PA GRU, cancelled mid-epoch 2");
     cancel_resume("gru", 0, 2, 2, "PA GRU, cancelled in the last chunk of epoch 2");
     cancel_resume("gru", 0, 1, 0, "PA GRU, cancelled after epoch 1");
@@ -487,5 +557,6 @@ int main(void) {
     misuse();
     two_evals();
     bad_resume();
+    hostile_pa_id();
     return check_done("session");
 }
