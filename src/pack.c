@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <poll.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,7 +29,9 @@
 #include "status.h"
 
 #define MAX_BYTES (512ull << 20) /* archive and extracted content */
-#define MAX_FILES 256
+#define MAX_FILES 256             /* archive entries, and pack.json files[] entries */
+#define MAX_PATH 512              /* a path inside a pack, with its terminating NUL */
+#define STALE_SECONDS 3600        /* a .staging-<pid> directory this old is a leftover, whoever made it */
 
 /* SHA-256 of a file as lowercase hex (65 bytes). */
 static dpd_status sha256_file(const char *path, char *hex, unsigned long long *size, dpd_error *err) {
@@ -67,15 +71,50 @@ static void rm_rf(const char *path) {
     }
 }
 
-/* A safe relative path: no absolute part, no "..", no empty or "." components. */
-static int safe_path(const char *p) {
-    if (!p[0] || p[0] == '/') return 0;
-    char buf[1024];
+/* A path inside a pack in its one spelling: "./lib//x.so" and "lib/x.so/" are "lib/x.so"; "./"
+ * is "" (the pack's root). Returns NULL when p is fine (out holds the spelling), else why it is
+ * refused: absolute, "..", or longer than MAX_PATH - 1. */
+static const char *norm_path(const char *p, char out[MAX_PATH]) {
+    out[0] = 0;
+    if (p[0] == '/') return "is absolute";
+    if (strlen(p) >= MAX_PATH) return "is longer than 511 characters";
+    char buf[MAX_PATH];
+    size_t n = 0;
     snprintf(buf, sizeof buf, "%s", p);
-    for (char *save, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save))
-        if (!strcmp(c, "..") || !strcmp(c, ".")) return 0;
-    return strlen(p) < 512;
+    for (char *save, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, "..")) return "leaves the pack (..)";
+        if (!strcmp(c, ".")) continue;
+        n += (size_t)snprintf(out + n, MAX_PATH - n, "%s%s", n ? "/" : "", c);
+    }
+    return NULL;
 }
+
+/* A plain name in the packs directory: [A-Za-z0-9._+-]{1,max}, not starting with '.', so
+ * neither "." nor ".." nor a hidden staging directory. A version has max 63; a pack's name
+ * (<provider>-<version>) 95. */
+static int name_ok(const char *v, size_t max) {
+    size_t n = 0;
+    for (; v[n]; n++)
+        if (!(isalnum((unsigned char)v[n]) || strchr("._+-", v[n]))) return 0;
+    return n >= 1 && n <= max && v[0] != '.';
+}
+
+/* 1 when path (not followed when it is itself a link) names an entry directly inside the packs
+ * directory once every link of its parent is resolved, so that deleting or installing it cannot
+ * touch anything outside. path need not exist. */
+static int in_packs(const char *path) {
+    char packs[PATH_MAX], parent[PATH_MAX], dir[4400];
+    if (!realpath(dpd_packs_dir(), packs)) return 0;
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || !slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, "..")) return 0;
+    *slash = 0;
+    if (!realpath(dir[0] ? dir : "/", parent)) return 0;
+    return !strcmp(parent, packs);
+}
+
+/* An installed pack's name as given to verify, activate and remove. */
+static int pack_name_ok(const char *name) { return name_ok(name, 95) && strncmp(name, "active-", 7); }
 
 /* Extracts regular files and directories only, within the size and count caps. */
 static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
@@ -90,18 +129,21 @@ static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
     struct archive_entry *e;
     unsigned long long total = 0;
     int count = 0, r;
-    char seen[MAX_FILES][512];
+    char seen[MAX_FILES][MAX_PATH];
     while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        const char *name = archive_entry_pathname(e);
-        char rel[1024];
-        snprintf(rel, sizeof rel, "%s", name);
-        size_t L = strlen(rel);
-        while (L > 1 && rel[L - 1] == '/') rel[--L] = 0;
-        if (!safe_path(rel)) {
-            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is absolute or leaves the pack (..): refused", file, name);
+        const char *name = archive_entry_pathname(e), *bad;
+        char rel[MAX_PATH];
+        if (!name) name = "";
+        if ((bad = norm_path(name, rel))) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' %s: refused", file, name, bad);
             goto done;
         }
         mode_t type = archive_entry_filetype(e);
+        if (!rel[0] && type == AE_IFDIR) continue; /* "./": the pack's root */
+        if (!rel[0]) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' has no name: refused", file, name);
+            goto done;
+        }
         if (type != AE_IFREG && type != AE_IFDIR) {
             s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is a %s, not a file or directory: refused", file, name,
                          type == AE_IFLNK ? "symbolic link" : archive_entry_hardlink(e) ? "hard link" : "special file");
@@ -155,7 +197,7 @@ done:
 }
 
 /* Every file under dir (relative paths) into list; returns the count or -1. */
-static int list_files(const char *root, const char *rel, char (*list)[512], int n, int max) {
+static int list_files(const char *root, const char *rel, char (*list)[MAX_PATH], int n, int max) {
     char path[4700];
     snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
     DIR *d = opendir(path);
@@ -168,18 +210,10 @@ static int list_files(const char *root, const char *rel, char (*list)[512], int 
         struct stat st;
         if (lstat(full, &st)) continue;
         if (S_ISDIR(st.st_mode)) n = list_files(root, r, list, n, max);
-        else if (n < max) snprintf(list[n++], 512, "%s", r);
+        else if (n < max) snprintf(list[n++], MAX_PATH, "%s", r);
     }
     if (d) closedir(d);
     return n;
-}
-
-/* A pack version is part of a directory name: [A-Za-z0-9._+]{1,63}, not starting with '.'. */
-static int version_ok(const char *v) {
-    size_t n = 0;
-    for (; v[n]; n++)
-        if (!(isalnum((unsigned char)v[n]) || strchr("._+", v[n]))) return 0;
-    return n >= 1 && n <= 63 && v[0] != '.';
 }
 
 /* pack.json against the files of dir: ABI version, every listed file present with its size and
@@ -191,7 +225,7 @@ static dpd_status check_manifest(const char *dir, char *provider, char *version,
     json_t *j = json_load_file(path, 0, &je);
     if (!j) return dpd_fail(err, DPD_E_FORMAT, "pack.json: %s (line %d)", je.text, je.line);
     dpd_status s = DPD_OK;
-    char (*have)[512] = NULL; /* the files present (MAX_FILES x 512: on the heap, not static) */
+    char (*have)[MAX_PATH] = NULL; /* the files present (on the heap, not static) */
     json_t *files = json_object_get(j, "files");
     const char *prov = json_string_value(json_object_get(j, "provider")), *ver = json_string_value(json_object_get(j, "pack_version"));
     const char *lib = json_string_value(json_object_get(j, "library"));
@@ -211,40 +245,78 @@ static dpd_status check_manifest(const char *dir, char *provider, char *version,
                      "characters)", prov);
         goto done;
     }
-    if (!version_ok(ver)) {
-        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: pack_version '%s' is not a version ([A-Za-z0-9._+], at most 63 "
+    if (!name_ok(ver, 63)) { /* <provider>-<version> is a directory of the packs directory */
+        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: pack_version '%s' is not a version ([A-Za-z0-9._+-], at most 63 "
                      "characters, not starting with '.')", ver);
         goto done;
     }
     snprintf(provider, 32, "%s", prov), snprintf(version, 64, "%s", ver);
-    if (!(have = malloc(MAX_FILES * sizeof *have))) {
+    size_t nf = json_array_size(files);
+    if (nf > MAX_FILES) {
+        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: files lists %zu files, at most %d: refused", nf, MAX_FILES);
+        goto done;
+    }
+    char libn[MAX_PATH], (*listed)[MAX_PATH];
+    if (norm_path(lib, libn) || !libn[0]) {
+        s = dpd_fail(err, DPD_E_FORMAT, "pack.json: library '%s' is not a path inside the pack", lib);
+        goto done;
+    }
+    /* the files present, then the normalized paths listed (one block: MAX_FILES x 2 x 512 bytes) */
+    if (!(have = malloc(2 * MAX_FILES * sizeof *have))) {
         s = dpd_fail(err, DPD_E_NOMEM, "out of memory");
         goto done;
     }
+    listed = have + MAX_FILES;
     int nh = list_files(dir, "", have, 0, MAX_FILES), lib_listed = 0;
     size_t i;
     json_t *f;
-    json_array_foreach(files, i, f) {
+    json_array_foreach(files, i, f) { /* every path checked and compared before any hashing */
         const char *p = json_string_value(json_object_get(f, "path")), *sum = json_string_value(json_object_get(f, "sha256"));
         json_t *sz = json_object_get(f, "size");
-        if (!p || !sum || !json_is_integer(sz) || !safe_path(p)) {
-            s = dpd_fail(err, DPD_E_FORMAT, "pack.json: files[%zu] needs a safe path, size and sha256", i);
+        const char *bad = p ? norm_path(p, listed[i]) : NULL;
+        if (!p || !sum || !json_is_integer(sz)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack.json: files[%zu] needs a path, a size and a sha256", i);
             goto done;
         }
+        if (bad || !listed[i][0]) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack.json: files[%zu]: path '%s' %s: refused", i, p,
+                         bad ? bad : "names the pack itself");
+            goto done;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(listed[k], listed[i])) {
+                s = dpd_fail(err, DPD_E_FORMAT, "pack.json: files lists '%s' twice (files[%zu] and files[%zu]): refused",
+                             listed[i], k, i);
+                goto done;
+            }
+    }
+    json_array_foreach(files, i, f) {
+        const char *p = listed[i], *sum = json_string_value(json_object_get(f, "sha256"));
+        long long want = json_integer_value(json_object_get(f, "size"));
         char full[4800], hex[65];
         unsigned long long size;
+        struct stat st;
         snprintf(full, sizeof full, "%s/%s", dir, p);
-        if (!dpd_exists(full)) {
+        if (lstat(full, &st) || !S_ISREG(st.st_mode)) {
             s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' is listed in pack.json but missing", p);
             goto done;
         }
-        if ((s = sha256_file(full, hex, &size, err))) goto done;
-        if (size != (unsigned long long)json_integer_value(sz) || strcmp(hex, sum)) {
-            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' does not match pack.json (size %llu vs %lld, or sha256)", p, size,
-                         json_integer_value(sz));
+        if ((unsigned long long)st.st_size != (unsigned long long)want) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' does not match pack.json: size %llu bytes, pack.json says %lld", p,
+                         (unsigned long long)st.st_size, want);
             goto done;
         }
-        lib_listed |= !strcmp(p, lib);
+        if ((s = sha256_file(full, hex, &size, err))) goto done;
+        if (size != (unsigned long long)want) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' changed while it was hashed: size %llu bytes, pack.json says %lld", p,
+                         size, want);
+            goto done;
+        }
+        if (strcasecmp(hex, sum)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "pack: '%s' does not match pack.json: sha256 %s, pack.json says %s", p, hex, sum);
+            goto done;
+        }
+        lib_listed |= !strcmp(p, libn);
         for (int k = 0; k < nh; k++)
             if (!strcmp(have[k], p)) have[k][0] = 0;
     }
@@ -268,20 +340,28 @@ static int probe_timeout(void) {
 
 /* Runs `helper pack probe DIR` and collects its output; status 0, or DPD_E_DEVICE (exit 3, cannot
  * activate here) or DPD_E_FORMAT (anything else: a crash, or no answer within the timeout, when
- * the helper is killed). */
+ * the helper is killed). The helper inherits no descriptor but its output pipe, dies with the
+ * thread that started it (PR_SET_PDEATHSIG), and carries its own alarm a little past the
+ * timeout, so that a killed dpd leaves no helper behind. */
 static dpd_status helper_probe(const char *helper, const char *dir, char *msg, size_t nmsg) {
     int fd[2];
-    if (pipe(fd)) return snprintf(msg, nmsg, "pipe: %s", strerror(errno)), DPD_E_IO;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1), dup2(fd[1], 2);
+    if (pipe2(fd, O_CLOEXEC)) return snprintf(msg, nmsg, "pipe: %s", strerror(errno)), DPD_E_IO;
+    int limit = probe_timeout(), hung = 0;
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) {
         close(fd[0]), close(fd[1]);
+        return snprintf(msg, nmsg, "fork: %s", strerror(errno)), DPD_E_IO;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127); /* the parent died before the line above */
+        alarm((unsigned)limit + 10);        /* survives exec: the helper's own timeout */
+        dup2(fd[1], 1), dup2(fd[1], 2);     /* dup2 clears close-on-exec on 1 and 2 */
         execl(helper, helper, "pack", "probe", dir, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
     size_t n = 0;
-    int limit = probe_timeout(), hung = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -302,7 +382,7 @@ static dpd_status helper_probe(const char *helper, const char *dir, char *msg, s
     while (n && (msg[n - 1] == '\n')) msg[--n] = 0;
     close(fd[0]);
     int st = 0;
-    waitpid(pid, &st, 0);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     size_t L = strlen(msg);
     if (hung) {
         snprintf(msg + L, nmsg - L, "%sthe validation helper gave no answer within %d s and was stopped", L ? "; " : "", limit);
@@ -316,18 +396,68 @@ static dpd_status helper_probe(const char *helper, const char *dir, char *msg, s
     return code == 0 ? DPD_OK : code == 3 ? DPD_E_DEVICE : DPD_E_FORMAT;
 }
 
-/* Validates a pack directory in the helper under the exclusive validation lock. A pack that
- * cannot activate here moves the preference to cpu with the reason (fallback case 4). */
-static dpd_status validate(const char *dir, const char *helper, const char *label, dpd_error *err) {
-    char lock[4300], msg[2048];
+/* Takes the validation lock (packs/.validate.lock: flock, close-on-exec, holding the holder's pid
+ * for the others to read). A lock whose recorded holder is gone is stale (an orphan of an older
+ * dpd kept the descriptor): its file is replaced. Returns the descriptor, or -1 when another live
+ * process validates. */
+static int lock_validation(void) {
+    char lock[4300];
     snprintf(lock, sizeof lock, "%s/.validate.lock", dpd_packs_dir());
-    int fd = open(lock, O_RDWR | O_CREAT, 0644);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
-        if (fd >= 0) close(fd);
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "validation in progress (another process), try again");
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB)) {
+            long holder = dpd_lock_holder(fd);
+            close(fd);
+            if (holder <= 0 || dpd_pid_alive(holder)) return -1;
+            unlink(lock); /* stale: the next open makes a fresh file */
+            continue;
+        }
+        struct stat a, b; /* the file may have been replaced between open and flock */
+        if (fstat(fd, &a) || stat(lock, &b) || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+            close(fd);
+            continue;
+        }
+        if (ftruncate(fd, 0) == 0) dprintf(fd, "%ld\n", (long)getpid());
+        return fd;
     }
-    dpd_status s = helper_probe(helper, dir, msg, sizeof msg);
+    return -1;
+}
+
+static void unlock_validation(int fd) {
+    if (ftruncate(fd, 0)) {} /* best effort: an empty record reads as "no holder named" */
     close(fd);
+}
+
+/* Replaces every from in buf (of size n) with to. */
+static void replace_all(char *buf, size_t n, const char *from, const char *to) {
+    size_t lf = strlen(from), lt = strlen(to);
+    char *at = buf;
+    while (lf && (at = strstr(at, from))) {
+        size_t tail = strlen(at + lf);
+        if ((size_t)(at - buf) + lt + tail + 1 > n) break;
+        memmove(at + lt, at + lf, tail + 1);
+        memcpy(at, to, lt);
+        at += lt;
+    }
+}
+
+/* Validates a pack directory in the helper under the exclusive validation lock. A pack that
+ * cannot activate here moves the preference to cpu with the reason (fallback case 4). When dir
+ * is a staging directory (deleted afterwards), archive names it in every message instead. */
+static dpd_status validate(const char *dir, const char *archive, const char *helper, const char *label,
+                           dpd_error *err) {
+    char msg[2048];
+    int fd = lock_validation();
+    if (fd < 0) return dpd_fail(err, DPD_E_UNSUPPORTED, "validation in progress (another process), try again");
+    dpd_status s = helper_probe(helper, dir, msg, sizeof msg);
+    unlock_validation(fd);
+    if (archive) {
+        char from[4400], to[4400];
+        snprintf(from, sizeof from, "%s/", dir), snprintf(to, sizeof to, "%s: ", archive);
+        replace_all(msg, sizeof msg, from, to);
+        replace_all(msg, sizeof msg, dir, archive);
+    }
     if (s == DPD_E_DEVICE) {
         dpd_settings_fall_back("%s could not activate: %s", label, msg);
         return dpd_fail(err, DPD_E_DEVICE, "%s refused: it cannot activate on this machine (%s); the provider preference "
@@ -335,6 +465,48 @@ static dpd_status validate(const char *dir, const char *helper, const char *labe
     }
     if (s) return dpd_fail(err, s, "%s refused by validation: %s", label, msg);
     return DPD_OK;
+}
+
+/* The pid of a leftover's name "<prefix><pid>" (0 when the rest is not a pid). */
+static long pid_of(const char *name, const char *prefix) {
+    size_t L = strlen(prefix);
+    if (strncmp(name, prefix, L) || !isdigit((unsigned char)name[L])) return 0;
+    char *end;
+    long pid = strtol(name + L, &end, 10);
+    return *end || pid <= 0 ? 0 : pid;
+}
+
+/* Removes what killed installs left in the packs directory: .staging-<pid> directories and
+ * active-<name>.tmp.<pid> links of processes that are gone (or older than STALE_SECONDS, whoever
+ * made them), and puts back <pack>.old.<pid> directories whose replacement never arrived.
+ * Entries are never followed: a link is not a leftover of dpd and stays. */
+static void clean_leftovers(void) {
+    const char *packs = dpd_packs_dir();
+    DIR *d = opendir(packs);
+    struct dirent *e;
+    time_t now = time(NULL);
+    while (d && (e = readdir(d))) {
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", packs, e->d_name);
+        if (lstat(path, &st)) continue;
+        const char *dot = strrchr(e->d_name, '.');
+        long pid = pid_of(e->d_name, ".staging-");
+        if (pid && S_ISDIR(st.st_mode)) {
+            if (pid != (long)getpid() && (!dpd_pid_alive(pid) || now - st.st_mtime > STALE_SECONDS) && in_packs(path))
+                rm_rf(path);
+        } else if (dot && (pid = pid_of(dot + 1, "")) && pid != (long)getpid() && !dpd_pid_alive(pid)) {
+            size_t L = (size_t)(dot - e->d_name);
+            if (S_ISLNK(st.st_mode) && !strncmp(e->d_name, "active-", 7) && L > 4 && !strncmp(dot - 4, ".tmp", 4)) {
+                unlink(path);
+            } else if (S_ISDIR(st.st_mode) && L > 4 && !strncmp(dot - 4, ".old", 4) && in_packs(path)) {
+                char pack[4400];
+                snprintf(pack, sizeof pack, "%s/%.*s", packs, (int)(L - 4), e->d_name);
+                if (lstat(pack, &st) == 0 || rename(path, pack)) rm_rf(path);
+            }
+        }
+    }
+    if (d) closedir(d);
 }
 
 /* Points active-<provider> at name, atomically (a new symlink renamed over the old one). */
@@ -374,6 +546,7 @@ DPD_API dpd_status dpd_pack_install(const char *file, const char *sha256, const 
                         "not the pack you meant", file, hex, want);
     char stage[4300], provider[32], version[64];
     if ((s = dpd_mkdirs(dpd_packs_dir(), err))) return s;
+    clean_leftovers();
     snprintf(stage, sizeof stage, "%s/.staging-%ld", dpd_packs_dir(), (long)getpid());
     rm_rf(stage);
     if ((s = dpd_mkdirs(stage, err)) || (s = extract(file, stage, err)) ||
@@ -383,11 +556,15 @@ DPD_API dpd_status dpd_pack_install(const char *file, const char *sha256, const 
     }
     char label[128], final[4400];
     snprintf(label, sizeof label, "%s pack %s", provider, version);
-    if ((s = validate(stage, helper, label, err))) {
+    if ((s = validate(stage, file, helper, label, err))) {
         rm_rf(stage);
         return s;
     }
     snprintf(final, sizeof final, "%s/%s-%s", dpd_packs_dir(), provider, version);
+    if (!in_packs(final)) { /* provider and version are plain names: this holds, and is checked anyway */
+        rm_rf(stage);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: not directly inside %s: refused", final, dpd_packs_dir());
+    }
     char old[4500];
     snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
     rename(final, old); /* an earlier install of the same version is replaced whole */
@@ -403,9 +580,10 @@ DPD_API dpd_status dpd_pack_install(const char *file, const char *sha256, const 
 
 DPD_API dpd_status dpd_pack_verify(const char *name, dpd_error *err) {
     char dir[4300], provider[32], version[64];
-    if (!safe_path(name) || strchr(name, '/')) return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s'", name);
+    if (!pack_name_ok(name))
+        return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s' (dpd pack list shows the installed packs)", name);
     snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
-    if (!dpd_exists(dir)) return dpd_fail(err, DPD_E_INVAL, "no installed pack '%s' (dpd pack list)", name);
+    if (!dpd_exists(dir) || !in_packs(dir)) return dpd_fail(err, DPD_E_INVAL, "no installed pack '%s' (dpd pack list)", name);
     return check_manifest(dir, provider, version, err);
 }
 
@@ -415,15 +593,16 @@ DPD_API dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_e
     if (s) return s;
     snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
     check_manifest(dir, provider, version, err);
-    if ((s = validate(dir, helper, name, err))) return s;
+    if ((s = validate(dir, NULL, helper, name, err))) return s;
     return switch_active(provider, name, err);
 }
 
 DPD_API dpd_status dpd_pack_remove(const char *name, dpd_error *err) {
     char dir[4300], active[4300];
-    if (!safe_path(name) || strchr(name, '/') || name[0] == '.') return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s'", name);
+    if (!pack_name_ok(name))
+        return dpd_fail(err, DPD_E_INVAL, "bad pack name '%s' (dpd pack list shows the installed packs)", name);
     snprintf(dir, sizeof dir, "%s/%s", dpd_packs_dir(), name);
-    if (!dpd_exists(dir)) return dpd_fail(err, DPD_E_INVAL, "no installed pack '%s' (dpd pack list)", name);
+    if (!dpd_exists(dir) || !in_packs(dir)) return dpd_fail(err, DPD_E_INVAL, "no installed pack '%s' (dpd pack list)", name);
     char provider[32];
     snprintf(provider, sizeof provider, "%s", name);
     char *dash = strchr(provider, '-');

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +28,11 @@ DPD_API const char *dpd_packs_dir(void) {
     return path;
 }
 
+/* The active link's target is a pack only when it is a plain name (no '/', not starting with
+ * '.') naming a directory that resolves, every link followed, to an entry of the packs directory
+ * itself: a link made by hand or by an older dpd that leads elsewhere is not followed. */
 DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n) {
-    char link[4200], target[4096];
+    char link[4200], target[4096], path[4400], real[PATH_MAX], packs_real[PATH_MAX];
     const char *packs = dpd_packs_dir();
     if (n) dir[0] = 0;
     if (!provider || !dpd_provider_name_ok(provider)) return;
@@ -35,8 +40,37 @@ DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n) {
     ssize_t k = readlink(link, target, sizeof target - 1);
     if (k <= 0) return;
     target[k] = 0;
-    if (target[0] == '/') snprintf(dir, n, "%s", target);
-    else snprintf(dir, n, "%s/%s", packs, target);
+    if (target[0] == '.' || strchr(target, '/')) return;
+    snprintf(path, sizeof path, "%s/%s", packs, target);
+    if (!realpath(path, real) || !realpath(packs, packs_real)) return;
+    char *slash = strrchr(real, '/');
+    if (!slash || slash == real) return;
+    *slash = 0;
+    if (strcmp(real, packs_real) || slash[1] == '.') return;
+    snprintf(dir, n, "%s", path);
+}
+
+int dpd_pid_alive(long pid) {
+    if (pid <= 0) return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return access("/proc/self/stat", R_OK) ? kill((pid_t)pid, 0) == 0 || errno == EPERM : 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+long dpd_lock_holder(int fd) {
+    char buf[32];
+    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+    if (k <= 0) return 0;
+    buf[k] = 0;
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    return end != buf && (*end == '\n' || !*end) && pid > 0 ? pid : 0;
 }
 
 int dpd_provider_name_ok(const char *name) {
@@ -213,13 +247,18 @@ static dpd_status resolve(const char *name, const dpd_provider **out, entry **pe
     return s;
 }
 
-/* 1 when another process holds the validation lock. */
+/* 1 when another process holds the validation lock, and its recorded holder (when the lock
+ * names one) is alive: a lock kept only by an orphan of a dead holder is stale. */
 static int validating(void) {
     char lock_path[4200];
     snprintf(lock_path, sizeof lock_path, "%s/.validate.lock", dpd_packs_dir());
-    int fd = open(lock_path, O_RDONLY);
+    int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (busy) {
+        long holder = dpd_lock_holder(fd);
+        busy = !holder || dpd_pid_alive(holder);
+    }
     close(fd);
     return busy;
 }

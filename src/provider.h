@@ -47,4 +47,12 @@ dpd_status dpd_provider_demote(const char *want, const dpd_provider **p, const c
 
 /* 1 when name is a valid provider or pack name: [a-z0-9_]{1,31}. */
 int dpd_provider_name_ok(const char *name);
+
+/* 1 when process pid exists and is not a zombie (a zombie holds no descriptor). /proc when it is
+ * mounted, else kill(pid, 0). */
+int dpd_pid_alive(long pid);
+
+/* The pid recorded in the validation lock file open as fd ("<pid>\n", written by its holder
+ * after it took the flock); 0 when none is recorded. Leaves the file offset unchanged. */
+long dpd_lock_holder(int fd);
 #endif
