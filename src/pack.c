@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "json.h"
 #include "provider.h"
 #include "settings.h"
 #include "status.h"
@@ -221,9 +222,8 @@ static int list_files(const char *root, const char *rel, char (*list)[MAX_PATH],
 static dpd_status check_manifest(const char *dir, char *provider, char *version, dpd_error *err) {
     char path[4300];
     snprintf(path, sizeof path, "%s/pack.json", dir);
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j) return dpd_fail(err, DPD_E_FORMAT, "pack.json: %s (line %d)", je.text, je.line);
+    json_t *j = dpd_json_load(path, "a pack.json", err);
+    if (!j) return err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
     dpd_status s = DPD_OK;
     char (*have)[MAX_PATH] = NULL; /* the files present (on the heap, not static) */
     json_t *files = json_object_get(j, "files");

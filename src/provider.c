@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "json.h"
 #include "settings.h"
 #include "status.h"
 
@@ -147,11 +148,12 @@ static const char *missing_slot(const dpd_provider_i *i) {
 static dpd_status open_pack(entry *e) {
     char path[4200], lib[4400];
     snprintf(path, sizeof path, "%s/pack.json", e->dir);
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    dpd_error je = {0};
+    json_t *j = dpd_json_load(path, "a pack.json", &je);
     const char *rel = json_string_value(json_object_get(j, "library"));
     if (!rel || strstr(rel, "..") || rel[0] == '/') {
-        snprintf(e->msg, sizeof e->msg, "%s: %s", path, j ? "no valid 'library' entry" : je.text);
+        if (j) snprintf(e->msg, sizeof e->msg, "%s: no valid 'library' entry", path);
+        else snprintf(e->msg, sizeof e->msg, "%s", je.msg);
         json_decref(j);
         return DPD_E_FORMAT;
     }

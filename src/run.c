@@ -20,6 +20,7 @@
 #include "ckpt.h"
 #include "config.h"
 #include "file.h"
+#include "json.h"
 #include "status.h"
 
 int dpd_text_add(dpd_text *t, const char *fmt, ...) {
@@ -266,9 +267,8 @@ dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, d
 dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j) return dpd_fail(err, dpd_exists(path) ? DPD_E_FORMAT : DPD_E_IO, "%s:%d: %s", path, je.line, je.text);
+    json_t *j = dpd_json_load(path, "a run's config.json", err);
+    if (!j) return err ? err->status : DPD_E_FORMAT;
     dpd_status s = dpd_config_from_json(j, c, path, err);
     json_decref(j);
     return s;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "file.h"
+#include "json.h"
 #include "provider.h"
 #include "status.h"
 
@@ -62,12 +63,16 @@ DPD_API dpd_status dpd_settings_load(dpd_settings *s, dpd_error *err) {
     defaults(s);
     const char *path = dpd_settings_path();
     if (!dpd_exists(path)) return DPD_OK;
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = dpd_json_load(path, "a settings file", err);
     if (!j || !json_is_object(j)) {
+        if (j) dpd_fail(err, DPD_E_FORMAT, "%s: expected a JSON object (fix or delete the file)", path);
+        else if (err) {
+            size_t k = strlen(err->msg);
+            snprintf(err->msg + k, sizeof err->msg - k, " (fix or delete the file)");
+            err->status = DPD_E_FORMAT;
+        }
         json_decref(j);
-        return dpd_fail(err, DPD_E_FORMAT, "%s:%d: %s (fix or delete the file)", path, je.line,
-                        j ? "expected a JSON object" : je.text);
+        return DPD_E_FORMAT;
     }
     const char *key;
     json_t *v;

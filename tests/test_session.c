@@ -527,6 +527,39 @@ static void hostile_pa_id(void) {
           "a DPD run through a PA whose run_id is '../../../../escaped' stays inside its out directory (%s)", res.run_dir);
 }
 
+/* The small JSON files go through the bounded reader: a FIFO as a run's config.json or as the
+ * settings file is refused at once, never waited on. */
+static void json_fifo(void) {
+    const char *d = check_tmpdir();
+    char cfg[4200], run[4200];
+    snprintf(run, sizeof run, "%s/run", d);
+    snprintf(cfg, sizeof cfg, "%s/config.json", run);
+    mkdir(run, 0777);
+    alarm(20); /* a hang fails the test program instead of the suite */
+    CHECK(mkfifo(cfg, 0600) == 0, "mkfifo");
+    dpd_train_cfg r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.resume, sizeof r.resume, "%s", run);
+    dpd_train_result res;
+    dpd_error err = {0};
+    CHECK(dpd_train(&r, NULL, NULL, &res, &err) != DPD_OK && strstr(err.msg, "not a regular file"),
+          "a FIFO as config.json is refused: %s", err.msg);
+    char xdg[4200], dir[4200], set[4200];
+    snprintf(xdg, sizeof xdg, "%s/xdg", d);
+    snprintf(dir, sizeof dir, "%s/dpd", xdg);
+    snprintf(set, sizeof set, "%s/config.json", dir);
+    mkdir(xdg, 0777), mkdir(dir, 0777);
+    CHECK(mkfifo(set, 0600) == 0, "mkfifo");
+    char *old = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    dpd_settings st;
+    CHECK(dpd_settings_load(&st, &err) != DPD_OK && strstr(err.msg, "not a regular file"),
+          "a FIFO as the settings file is refused: %s", err.msg);
+    if (old) setenv("XDG_CONFIG_HOME", old, 1), free(old);
+    else unsetenv("XDG_CONFIG_HOME");
+    alarm(0);
+}
+
 int main(void) {
     const char *dir = check_tmpdir();
     static char d[4200];
@@ -558,5 +591,6 @@ int main(void) {
     two_evals();
     bad_resume();
     hostile_pa_id();
+    json_fifo();
     return check_done("session");
 }
