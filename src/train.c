@@ -344,6 +344,12 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         fresh = !dpd_exists(last);
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
         if ((s = dpd_run_read_config(in->resume, &cfg, err))) return s;
+        if ((s = dpd_config_check(&cfg, err))) { /* the run's own config.json is at fault: a malformed file */
+            char where[4200];
+            snprintf(where, sizeof where, "%s/config.json", in->resume);
+            dpd_error_prefix(err, where);
+            return err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
+        }
         if (cfg.ls)
             return dpd_fail_field(err, "resume", DPD_E_INVAL, "resume: %s is a least-squares fit (one pass, nothing to continue); "
                             "fit it again instead", in->resume);
@@ -354,14 +360,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     }
     char pa_copy[4200];
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
-    if ((s = dpd_config_check(&cfg, err)) && in->resume[0] && in->epochs <= 0) {
-        /* the run's own config.json is at fault, not the caller: a malformed file */
-        char where[4200];
-        snprintf(where, sizeof where, "%s/config.json", in->resume);
-        s = err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
-        dpd_error_prefix(err, where);
-    }
-    if (s || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
+    if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
     r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain};
     if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);

@@ -455,5 +455,8 @@ if [ -f "$DPA/train_input.csv" ]; then
 else
     echo "SKIP cli DPA_200MHz checks: $DPA absent"
 fi
+# a run's own config.json out of range is a malformed file (exit 1, naming it), not a usage error
+cp -r "$D1" "$T/badcfg" && sed -i 's/"frame": 40/"frame": 2147483647/' "$T/badcfg/config.json"
+expect 1 "badcfg/config.json" "$DPD" train-pa --resume "$T/badcfg" --epochs 9
 echo "RESULT cli $pass $fail"
 [ "$fail" -eq 0 ]
