@@ -140,3 +140,37 @@ bench: all
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- fuzzing (tests/fuzz/, docs/fuzzing.md) ----------------------------------------------------
+# libFuzzer harnesses, built with clang under ASan + UBSan against the library sources compiled
+# again into $(BUILD)/fuzz/ (sanitizers of SANITIZE= are replaced by these). `make fuzz
+# FUZZ_SECONDS=N` builds them and runs each for N seconds on a copy of its corpus; make test runs
+# them briefly through tests/run.sh (tests/fuzz/run.sh skips when clang or libFuzzer is missing).
+# Warnings that only clang gives are shown, never fatal here: the cc build owns CI=true -Werror.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS   = $(filter-out -fsanitize=%,$(CFLAGS)) -Wno-unknown-warning-option -Wno-error $(FUZZ_SAN)
+FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
+FUZZ_BINS    := $(FUZZ_NAMES:%=$(BUILD)/fuzz/%)
+FUZZ_LIB     := $(LIB_OBJ:$(BUILD)/%=$(BUILD)/fuzz/%)
+.PHONY: fuzz fuzz-build
+
+$(BUILD)/fuzz/src/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INTERNAL) -c $< -o $@
+$(BUILD)/fuzz/src/kern/kern_%.o: src/kern/kern.c src/kern/kern.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INTERNAL) $(KFLAGS) $(KISA_$*) -DKERN_NAME=$* -c $< -o $@
+KISA_avx512 := -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DVW=16
+KISA_avx2   := -mavx2 -mfma -DVW=8
+KISA_sse    := -DVW=4
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@BUILD=$(BUILD) FUZZ_CC=$(FUZZ_CC) FUZZ_NOBUILD=1 tests/fuzz/run.sh $(FUZZ_SECONDS)

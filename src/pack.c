@@ -463,6 +463,7 @@ static dpd_status validate(const char *dir, const char *archive, const char *hel
         return dpd_fail(err, DPD_E_DEVICE, "%s refused: it cannot activate on this machine (%s); the provider preference "
                         "is now cpu (dpd providers shows why)", label, msg);
     }
+    if (s && !msg[0]) snprintf(msg, sizeof msg, "the validation helper '%s' could not be run or said nothing", helper);
     if (s) return dpd_fail(err, s, "%s refused by validation: %s", label, msg);
     return DPD_OK;
 }

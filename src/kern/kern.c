@@ -28,7 +28,7 @@ static inline __attribute__((always_inline)) vf ld(const float *p) {
     return v;
 }
 static inline __attribute__((always_inline)) void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
-static inline __attribute__((always_inline)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
+static inline __attribute__((always_inline, unused)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
 
 /* e^r for |r| <= ln(2)/2: a degree-6 polynomial. */
 static inline __attribute__((always_inline)) vf expm(vf r) {

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Runs every libFuzzer harness of tests/fuzz/ for SECONDS each (default 15) on a scratch copy of
+# its corpus (tests/fuzz/corpus/<name>/ is never written), with its dictionary when there is one,
+# -timeout=10 and -rss_limit_mb=2048: one check per harness, failed on any crash, leak, timeout or
+# out-of-memory. A failing input is kept under $BUILD/fuzz/artifacts/. Prints
+# "RESULT fuzz <passed> <failed>", or "SKIP fuzz: <why>" and "RESULT fuzz 0 0 1" when clang or
+# its libFuzzer runtime is missing. Builds the harnesses first (make fuzz-build) unless
+# FUZZ_NOBUILD=1. Usage: [BUILD=build] tests/fuzz/run.sh [SECONDS]
+SECONDS_EACH=${1:-15}
+BUILD=${BUILD:-build}
+FUZZ_CC=${FUZZ_CC:-clang}
+skip() { echo "SKIP fuzz: $*"; echo "RESULT fuzz 0 0 1"; exit 0; }
+command -v "$FUZZ_CC" >/dev/null 2>&1 || skip "$FUZZ_CC not found (scripts/deps.sh installs clang)"
+probe=$(mktemp -d)
+printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$probe/p.c"
+if ! "$FUZZ_CC" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
+    rm -rf "$probe"
+    skip "$FUZZ_CC cannot link -fsanitize=fuzzer,address,undefined (libFuzzer: libclang-rt-14-dev)"
+fi
+rm -rf "$probe"
+mkdir -p "$BUILD"
+if [ "${FUZZ_NOBUILD:-0}" != 1 ]; then
+    if ! ${MAKE:-make} -j"$(nproc 2>/dev/null || echo 2)" --no-print-directory fuzz-build BUILD="$BUILD" FUZZ_CC="$FUZZ_CC" >"$BUILD/fuzz-build.log" 2>&1; then
+        tail -n 30 "$BUILD/fuzz-build.log"
+        echo "FAIL fuzz: the harnesses do not build (make fuzz-build)"
+        echo "RESULT fuzz 0 1"
+        exit 1
+    fi
+fi
+passed=0; failed=0
+art="$BUILD/fuzz/artifacts"
+mkdir -p "$art"
+for src in tests/fuzz/*.c; do
+    name=$(basename "$src" .c)
+    bin="$BUILD/fuzz/$name"
+    work=$(mktemp -d)
+    mkdir -p "$work/corpus"
+    [ -d "tests/fuzz/corpus/$name" ] && cp tests/fuzz/corpus/"$name"/* "$work/corpus/" 2>/dev/null
+    dict=""
+    [ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
+    "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$art/$name-" $dict "$work/corpus" >"$work/log" 2>&1
+    rc=$?
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n 1)
+    speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -n 1)
+    if [ "$rc" -eq 0 ] && [ -n "$runs" ]; then
+        passed=$((passed + 1))
+        echo "fuzz $name: ok, ${runs} executions in ${SECONDS_EACH} s (${speed}/s), corpus $(ls "$work/corpus" | wc -l) inputs"
+    else
+        failed=$((failed + 1))
+        grep -v '^#[0-9]' "$work/log" | tail -n 60
+        echo "FAIL fuzz $name: exit $rc after ${runs:-?} executions; the input is under $art/ (replay: $bin FILE)"
+    fi
+    rm -rf "$work"
+done
+echo "RESULT fuzz $passed $failed"
+[ "$failed" -eq 0 ]
