@@ -459,15 +459,18 @@ dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, cons
     const float *ex[2] = {mom, mom + np};
     size_t len[2] = {np, np};
     char path[4200];
+    dpd_status s = DPD_OK;
+    if (pa) { /* first: a last.safetensors on disk always has its PA beside it */
+        /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and
+         * what a resume and `dpd eval --pa RUN_DIR` load. */
+        dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", info->dataset}, {"run_id", info->pa_id}};
+        snprintf(path, sizeof path, "%s/pa.safetensors", d->dir);
+        s = dpd_ckpt_save(path, pa, pkv, 3, 0, NULL, NULL, NULL, err);
+    }
     snprintf(path, sizeof path, "%s/last.safetensors", d->dir);
-    dpd_status s = dpd_ckpt_save(path, m, md->kv, md->n, 2, names, ex, len, err);
+    if (!s) s = dpd_ckpt_save(path, m, md->kv, md->n, 2, names, ex, len, err);
     free(md);
-    if (s || !pa) return s;
-    /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and what
-     * a resume and `dpd eval --pa RUN_DIR` load. */
-    dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", info->dataset}, {"run_id", info->pa_id}};
-    snprintf(path, sizeof path, "%s/pa.safetensors", d->dir);
-    return dpd_ckpt_save(path, pa, pkv, 3, 0, NULL, NULL, NULL, err);
+    return s;
 }
 
 dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_state *st, long steps,

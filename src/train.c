@@ -358,9 +358,10 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         snprintf(cfg.kernels, sizeof cfg.kernels, "%s", in->kernels);
         snprintf(cfg.provider, sizeof cfg.provider, "%s", in->provider);
     }
-    char pa_copy[4200];
+    char pa_copy[4200]; /* a resume trains through the run's own copy of its PA, when it has one yet */
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
-    if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, in->resume[0] ? pa_copy : cfg.pa, err))) goto done;
+    int own_pa = in->resume[0] && dpd_exists(pa_copy);
+    if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, own_pa ? pa_copy : cfg.pa, err))) goto done;
     r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain};
     if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
@@ -375,6 +376,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         dpd_run_header(&r.rd.hist, r.rd.delta);
         dpd_run_inherit(&r.rd, st.epoch);
     } else {
+        st.lr = cfg.lr; /* (a resume's cfg was read from its config.json after st was made) */
         dpd_rng_seed(&r.rng, cfg.seed);
         dpd_model_init(r.m, &r.rng);
         if (in->resume[0]) { /* killed before its first checkpoint: the same run from the start */

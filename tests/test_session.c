@@ -560,6 +560,40 @@ static void json_fifo(void) {
     alarm(0);
 }
 
+/* A DPD run killed before its first checkpoint (config.json alone in its directory) resumes from
+ * the start, through the PA its config.json names, to the uninterrupted result. */
+static void resume_from_nothing(void) {
+    dpd_train_cfg p, c;
+    cfg_quick(&p, check_tmpdir(), "gru");
+    p.epochs = 1;
+    dpd_train_result pa, res, res2;
+    dpd_error err = {0};
+    if (dpd_train(&p, NULL, NULL, &pa, &err)) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
+    cfg_quick(&c, check_tmpdir(), "gru");
+    c.epochs = 2;
+    snprintf(c.pa, sizeof c.pa, "%s", pa.run_dir);
+    CHECK(dpd_train(&c, NULL, NULL, &res, &err) == DPD_OK, "%s", err.msg);
+    size_t n1 = 0, n2 = 0;
+    char *a = tensors(res.run_dir, "last.safetensors", &n1);
+    static const char *const files[] = {"last.safetensors", "pa.safetensors", "best.safetensors", "best.csv",
+                                        "history.csv", "events.jsonl"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char f[4300];
+        snprintf(f, sizeof f, "%s/%s", res.run_dir, files[i]);
+        unlink(f);
+    }
+    dpd_train_cfg r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.resume, sizeof r.resume, "%s", res.run_dir);
+    CHECK(dpd_train(&r, NULL, NULL, &res2, &err) == DPD_OK, "resume of a config.json-only DPD run: %s", err.msg);
+    char *b = tensors(res2.run_dir, "last.safetensors", &n2);
+    CHECK(a && b && n1 == n2 && !memcmp(a, b, n1), "a DPD run resumed from nothing equals the uninterrupted run");
+    free(a), free(b);
+}
+
 int main(void) {
     const char *dir = check_tmpdir();
     static char d[4200];
@@ -592,5 +626,6 @@ int main(void) {
     bad_resume();
     hostile_pa_id();
     json_fifo();
+    resume_from_nothing();
     return check_done("session");
 }
