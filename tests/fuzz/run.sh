@@ -7,6 +7,9 @@
 # its libFuzzer runtime is missing. Builds the harnesses first (make fuzz-build) unless
 # FUZZ_NOBUILD=1. Usage: [BUILD=build] tests/fuzz/run.sh [SECONDS]
 SECONDS_EACH=${1:-15}
+# The harnesses write every input to a file (the APIs take paths): on tmpfs that is 2-6 times
+# faster than on disk. An explicit TMPDIR wins.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 BUILD=${BUILD:-build}
 FUZZ_CC=${FUZZ_CC:-clang}
 skip() { echo "SKIP fuzz: $*"; echo "RESULT fuzz 0 0 1"; exit 0; }
