@@ -125,12 +125,17 @@ static void *job_run(void *arg) {
     return NULL;
 }
 
-static void concurrent(const char *family) {
+/* The model both comparisons train: a family at H = 9 with seed-2 weights. */
+static dpd_model *model9(const char *family) {
     dpd_model_cfg c = {"", 9, 1};
     snprintf(c.family, sizeof c.family, "%s", family);
     dpd_rng r;
     dpd_rng_seed(&r, 2);
-    dpd_model *m = check_model(&c, &r);
+    return check_model(&c, &r);
+}
+
+static void concurrent(const char *family) {
+    dpd_model *m = model9(family);
     size_t np = dpd_model_nparams(m);
     float *a = malloc(np * 4), *b = malloc(np * 4), *a1 = malloc(np * 4), *b1 = malloc(np * 4);
     job ja = {m, "ref", "2", a, 0}, jb = {m, "auto", "2", b, 0};
@@ -145,11 +150,7 @@ static void concurrent(const char *family) {
 }
 
 static void side_by_side(const char *family) {
-    dpd_model_cfg c = {"", 9, 1};
-    snprintf(c.family, sizeof c.family, "%s", family);
-    dpd_rng r;
-    dpd_rng_seed(&r, 2);
-    dpd_model *m = check_model(&c, &r);
+    dpd_model *m = model9(family);
     size_t np = dpd_model_nparams(m);
     float *a = malloc(np * 4), *b = malloc(np * 4), *a1 = malloc(np * 4), *b1 = malloc(np * 4);
     /* in one process, both sessions alive at once and used in turn */

@@ -57,6 +57,14 @@ static inline void fz_write(const char *path, const void *data, size_t n) {
 
 static inline void fz_write_str(const char *path, const char *s) { fz_write(path, s, strlen(s)); }
 
+/* Points XDG_CONFIG_HOME and XDG_DATA_HOME into the scratch directory (the user's settings and
+ * packs are never read or touched). */
+static inline void fz_xdg(void) {
+    char path[4096];
+    setenv("XDG_CONFIG_HOME", fz_path(path, "config"), 1);
+    setenv("XDG_DATA_HOME", fz_path(path, "data"), 1);
+}
+
 /* With DPD_FUZZ_VERBOSE set (replaying seeds by hand), prints what the library said. */
 static inline void fz_note(const char *what, dpd_status s, const dpd_error *err) {
     static int verbose = -1;

@@ -39,8 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static int ready;
     char path[4096], side[4096], missing[4096];
     if (!ready) {
-        setenv("XDG_CONFIG_HOME", fz_path(path, "config"), 1);
-        setenv("XDG_DATA_HOME", fz_path(path, "data"), 1);
+        fz_xdg();
         setenv("DPD_PACK_TIMEOUT", "5", 1);
         fz_mkdir(fz_path(path, "config"));
         ready = 1;
