@@ -24,7 +24,11 @@ LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/kern/dispatch.c $(
 KERNELS := $(BUILD)/src/kern/kern_avx512.o $(BUILD)/src/kern/kern_avx2.o $(BUILD)/src/kern/kern_sse.o
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
+# The studio (dpd serve, dpd worker) is part of the command: a front end like cli/.
+CLI_SRC += $(wildcard studio/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# libmicrohttpd and SQLite serve the studio only; the library never links them.
+STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 2>/dev/null) -lpthread
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
 FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so
@@ -39,7 +43,7 @@ $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INTERNAL) -c $< -o $@
 
-# Front ends compile against the public headers only: a file under cli/ or examples/ that
+# Front ends compile against the public headers only: a file under cli/, studio/ or examples/ that
 # includes a library internal fails to build here.
 PUBLIC_ONLY = @if grep -nE '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"[^"]*(\.\./|src/)' $<; then \
 	echo "$<: a front end includes only include/dpd/ and its own headers" >&2; exit 1; fi
@@ -47,6 +51,10 @@ $(BUILD)/cli/%.o: cli/%.c $(wildcard include/dpd/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
 	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
+	@mkdir -p $(dir $@)
+	$(PUBLIC_ONLY)
+	$(CC) $(CFLAGS) -Icli -c $< -o $@
 $(BUILD)/examples/%.o: examples/%.c $(wildcard include/dpd/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
@@ -76,11 +84,11 @@ $(BUILD)/libdpd.so: $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/dpd: $(CLI_OBJ) $(BUILD)/libdpd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS)
 
 # The same command linked against libdpd.so: a hidden symbol the CLI needs breaks this build.
 $(BUILD)/dpd-shared: $(CLI_OBJ) $(BUILD)/libdpd.so
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS) $(STUDIO_LIBS)
 
 # Example programs: the public API and libdpd.so only.
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))

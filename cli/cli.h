@@ -21,6 +21,8 @@ int cmd_config(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);  /* studio/serve.c */
+int cmd_worker(int argc, char **argv); /* studio/worker.c */
 
 /* 1 when a is --help or -h. */
 int cli_is_help(const char *a);
@@ -91,5 +93,9 @@ void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
 
 /* s quoted for a POSIX shell ('...' with ' written '\''); buf receives it. */
 const char *cli_shell_quote(const char *s, char *buf, size_t n);
+
+/* A finished (or stopped) run as the one JSON object `--json` prints: run_dir, epochs,
+ * best_epoch, val, test (no_dpd, no_dpd_val), provider, config. NULL when out of memory. */
+json_t *cli_summary_json(const dpd_train_result *res);
 
 #endif

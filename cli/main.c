@@ -216,6 +216,8 @@ static const struct verb {
     {"config", cmd_config, "show or set settings (provider, cpu_level, gpu_memory)"},
     {"models", cmd_models, "list the model families, their parameter counts and defaults"},
     {"bench", cmd_bench, "time training steps (bench train ...)"},
+    {"serve", cmd_serve, "the studio: a local web service with a job queue and live events"},
+    {"worker", cmd_worker, "run one studio job (started by dpd serve)"},
 };
 
 static void help(FILE *f) {

@@ -94,25 +94,26 @@ static json_t *config_json(const dpd_train_cfg *c) {
     return o;
 }
 
+json_t *cli_summary_json(const dpd_train_result *res) {
+    json_t *j = json_pack("{s:s, s:i, s:i, s:o?, s:o?}", "run_dir", res->run_dir, "epochs", res->epochs, "best_epoch",
+                          res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test", cli_metrics_json(&res->test, 0));
+    if (j && res->dpd &&
+        (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
+         json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) {
+        json_decref(j);
+        j = NULL;
+    }
+    if (j && (json_object_set_new(j, "provider", json_string(res->provider)) ||
+              json_object_set_new(j, "config", config_json(&res->config)))) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
 /* Summary of a finished run: a table, or one JSON object. */
 static int summary(const dpd_train_result *res, int json) {
-    if (json) {
-        json_t *j = json_pack("{s:s, s:i, s:i, s:o?, s:o?}", "run_dir", res->run_dir, "epochs", res->epochs,
-                              "best_epoch", res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test",
-                              cli_metrics_json(&res->test, 0));
-        if (j && res->dpd &&
-            (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
-             json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) {
-            json_decref(j);
-            j = NULL;
-        }
-        if (j && (json_object_set_new(j, "provider", json_string(res->provider)) ||
-                  json_object_set_new(j, "config", config_json(&res->config)))) {
-            json_decref(j);
-            j = NULL;
-        }
-        return cli_json_print(j);
-    }
+    if (json) return cli_json_print(cli_summary_json(res));
     printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
     cli_metrics_header(stdout);
     cli_metrics_row(stdout, "val", &res->val);

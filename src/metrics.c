@@ -129,13 +129,13 @@ dpd_status dpd_evm(const float *pred, const float *ref, int S, int N, double sr,
     return DPD_OK;
 }
 
-dpd_status dpd_aclr(const float *sig, int S, int N, double fs, double bw, int n_sub, double *left,
-                    double *right, dpd_error *err) {
-    dpd_band b;
+/* Welch's averaged periodogram of S segments of N samples (periodic Hann, each segment's mean
+ * removed, fftshift order), summed over segments: P[k] / S is the mean. */
+static dpd_status welch(const float *sig, int S, int N, double *P, dpd_error *err) {
     fftbuf f = {0};
-    dpd_status s = dpd_band_of(N, fs, bw, n_sub, &b, err);
-    if (s || (s = fftbuf_init(&f, N, err))) return s;
-    double *win = malloc(2 * (size_t)N * sizeof *win), *P = win ? win + N : NULL, wsum = 0;
+    dpd_status s = fftbuf_init(&f, N, err);
+    if (s) return s;
+    double *win = malloc((size_t)N * sizeof *win), wsum = 0;
     if (!win) {
         fftbuf_free(&f);
         return dpd_fail(err, DPD_E_NOMEM, "metrics: out of memory");
@@ -150,6 +150,22 @@ dpd_status dpd_aclr(const float *sig, int S, int N, double fs, double bw, int n_
         for (int k = 0; k < N; k++)
             P[k] += ((double)f.a[k].r * f.a[k].r + (double)f.a[k].i * f.a[k].i) / (wsum * wsum);
     }
+    free(win);
+    fftbuf_free(&f);
+    return DPD_OK;
+}
+
+dpd_status dpd_aclr(const float *sig, int S, int N, double fs, double bw, int n_sub, double *left,
+                    double *right, dpd_error *err) {
+    dpd_band b;
+    dpd_status s = dpd_band_of(N, fs, bw, n_sub, &b, err);
+    if (s) return s;
+    double *P = malloc((size_t)N * sizeof *P);
+    if (!P) return dpd_fail(err, DPD_E_NOMEM, "metrics: out of memory");
+    if ((s = welch(sig, S, N, P, err))) {
+        free(P);
+        return s;
+    }
     double smax = 0, pl = 0, pr = 0;
     for (int c = 0; c < n_sub; c++) {
         double sc = 0;
@@ -158,10 +174,21 @@ dpd_status dpd_aclr(const float *sig, int S, int N, double fs, double bw, int n_
     }
     for (int k = b.left - b.len; k < b.left; k++) pl += P[k] / S;
     for (int k = b.right; k < b.right + b.len; k++) pr += P[k] / S;
-    free(win);
-    fftbuf_free(&f);
+    free(P);
     *left = 10.0 * log10(pl / smax);
     *right = 10.0 * log10(pr / smax);
+    return DPD_OK;
+}
+
+dpd_status dpd_psd(const float *sig, int S, int N, double fs, double *freq, double *db, dpd_error *err) {
+    if (!sig || !db || S < 1 || N < 2 || !(fs > 0))
+        return dpd_fail(err, DPD_E_INVAL, "psd: needs a signal, S >= 1 segments of N >= 2 samples and fs > 0");
+    dpd_status s = welch(sig, S, N, db, err);
+    if (s) return s;
+    for (int k = 0; k < N; k++) {
+        db[k] = db[k] > 0 ? 10.0 * log10(db[k] / S) : -INFINITY;
+        if (freq) freq[k] = bin_freq(k, N, fs);
+    }
     return DPD_OK;
 }
 

@@ -175,6 +175,12 @@ DPD_API DPD_CHECK dpd_status dpd_metrics_compute(const float *pred, const float 
  * ("no reference signal"). Same statuses and failure rules as dpd_metrics_compute. */
 DPD_API DPD_CHECK dpd_status dpd_metrics_aclr(const float *sig, int S, int N, size_t n,
                                               const dpd_spec *spec, dpd_metrics *m, dpd_error *err);
+/* Power spectral density of S segments of N samples of (S, N, 2) IQ, as the ACLR sees it (Welch,
+ * periodic Hann, each segment's mean removed, averaged over segments): db[k] in dB (relative: the
+ * window's power is normalised out), freq[k] in Hz (NULL: not wanted), k = 0..N-1 from -fs/2 up
+ * (fftshift order). */
+DPD_API DPD_CHECK dpd_status dpd_psd(const float *sig, int S, int N, double fs, double *freq,
+                                     double *db, dpd_error *err);
 
 /* ---- random numbers ---------------------------------------------------------------------- */
 

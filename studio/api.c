@@ -1,0 +1,675 @@
+/* api: the routes of docs/studio.md behind the boundary of http.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "http.h"
+#include "job.h"
+
+#define MAX_DEPTH 32
+
+static void iso(double t, char *out, size_t n) {
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + k, n - k, ".%03dZ", (int)((t - (double)s) * 1000));
+}
+
+static json_t *jtime(double t) {
+    if (t <= 0) return json_null();
+    char b[40];
+    iso(t, b, sizeof b);
+    return json_string(b);
+}
+
+static json_t *jstr(const char *s) { return s && s[0] ? json_string(s) : json_null(); }
+
+static int active(int st) { return st == ST_RUNNING || st == ST_CANCEL_REQUESTED; }
+
+json_t *api_run_json(http *h, const run_rec *r) {
+    json_t *opts = json_loads(r->request, 0, NULL);
+    json_t *err = r->err_code[0] ? json_pack("{s:s, s:s, s:o, s:n}", "code", r->err_code, "message", r->err_msg, "field",
+                                              jstr(r->err_field), "hint")
+                                 : json_null();
+    if (r->err_code[0] && !strcmp(r->err_code, "worker_died"))
+        json_object_set_new(err, "hint", json_string("see the run's worker.log; a worker killed by the system for memory ends this way"));
+    double beat = r->heartbeat > 0 ? r->heartbeat : r->started;
+    int stale = active(r->status) && beat > 0 && studio_now() - beat > 60;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", r->id, "verb", r->verb, "dataset", r->dataset,
+                          "options", opts ? opts : json_object(), "status", store_status_name(r->status), "reason_code",
+                          jstr(r->reason_code), "reason", jstr(r->reason), "wait_reason",
+                          r->status == ST_QUEUED ? jstr(r->wait_reason) : json_null(), "error", err);
+    json_object_set_new(o, "created_at", jtime(r->created));
+    json_object_set_new(o, "started_at", jtime(r->started));
+    json_object_set_new(o, "finished_at", jtime(r->finished));
+    json_object_set_new(o, "updated_at", jtime(r->updated));
+    json_object_set_new(o, "parent_id", jstr(r->parent));
+    json_object_set_new(o, "idempotency_key", jstr(r->idem));
+    json_object_set_new(o, "cancel_requested", json_boolean(r->status == ST_CANCEL_REQUESTED));
+    json_object_set_new(o, "progress", json_pack("{s:i, s:i, s:I, s:I}", "epoch", r->epoch, "epochs", r->epochs, "steps_done",
+                                                 (json_int_t)r->steps_done, "steps", (json_int_t)r->steps));
+    json_object_set_new(o, "last_seq", json_integer(r->last_seq));
+    json_object_set_new(o, "heartbeat_at", jtime(r->heartbeat));
+    json_object_set_new(o, "heartbeat_stale", json_boolean(stale));
+    json_object_set_new(o, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
+    json_object_set_new(o, "pid", r->pid > 0 && active(r->status) ? json_integer(r->pid) : json_null());
+    json_object_set_new(o, "events_skipped", json_integer(r->skipped));
+    (void)h;
+    return o;
+}
+
+/* ---- helpers ---- */
+
+static int id_ok(const char *s, char lead, size_t max) {
+    size_t n = strlen(s);
+    if (n < 2 || n > max || s[0] != lead) return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+static int name_ok(const char *s) { /* a dataset name: one safe path component */
+    size_t n = strlen(s);
+    if (n < 1 || n > 64 || s[0] == '.') return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_' ||
+              s[i] == '-' || s[i] == '.'))
+            return 0;
+    return 1;
+}
+
+static int depth(const json_t *j, int d) {
+    if (d > MAX_DEPTH) return d;
+    int m = d;
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (json_is_object(j)) json_object_foreach((json_t *)j, k, v) {
+            int x = depth(v, d + 1);
+            if (x > m) m = x;
+        }
+    if (json_is_array(j)) json_array_foreach(j, i, v) {
+            int x = depth(v, d + 1);
+            if (x > m) m = x;
+        }
+    return m;
+}
+
+/* The request body as a JSON object, or an error queued (NULL; *rc set). */
+static json_t *body_json(req *r, enum MHD_Result *rc) {
+    json_error_t e;
+    json_t *j = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &e);
+    if (!j) {
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is not JSON: %s (line %d, column %d)", e.text, e.line,
+                         e.column);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body must be a JSON object");
+        json_decref(j);
+        return NULL;
+    }
+    if (depth(j, 1) > MAX_DEPTH) {
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body nests deeper than %d levels", MAX_DEPTH);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int write_file(const char *path, const void *p, size_t n) {
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -1;
+    int ok = write(fd, p, n) == (ssize_t)n && !fsync(fd);
+    ok &= !close(fd);
+    if (!ok || rename(tmp, path)) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void rm_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (!lstat(p, &sb) && S_ISDIR(sb.st_mode)) rm_tree(p);
+        else unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+/* ---- datasets ---- */
+
+/* The directory of dataset name; "" with an error queued when unknown. */
+static int dataset_dir(http *h, const char *name, char *dir, size_t n, dpd_error *err) {
+    if (!strcmp(name, "synth")) {
+        snprintf(dir, n, "%s/datasets/synth", h->o.root);
+        pthread_mutex_lock(&h->mu);
+        struct stat sb;
+        int rc = 0;
+        if (stat(dir, &sb)) { /* made once: in a staging directory, then renamed */
+            char tmp[4400];
+            snprintf(tmp, sizeof tmp, "%s/datasets/.synth-staging", h->o.root);
+            rm_tree(tmp);
+            dpd_synth_cfg c;
+            dpd_synth_defaults(&c);
+            rc = dpd_synth_write(&c, tmp, err) || rename(tmp, dir);
+            if (rc && !err->msg[0]) snprintf(err->msg, sizeof err->msg, "dataset: the synthetic dataset could not be made");
+        }
+        pthread_mutex_unlock(&h->mu);
+        return rc ? -1 : 0;
+    }
+    if (!strncmp(name, "upload:", 7)) {
+        if (!name_ok(name + 7)) goto unknown;
+        snprintf(dir, n, "%s/datasets/uploads/%s", h->o.root, name + 7);
+        struct stat sb;
+        if (stat(dir, &sb)) goto unknown;
+        return 0;
+    }
+    if (!name_ok(name)) goto unknown;
+    for (int i = 0; i < h->o.ndata; i++) {
+        snprintf(dir, n, "%s/%s", h->o.data[i], name);
+        char spec[4400];
+        snprintf(spec, sizeof spec, "%s/spec.json", dir);
+        if (!access(spec, R_OK)) return 0;
+    }
+unknown:
+    snprintf(err->msg, sizeof err->msg, "dataset: '%.64s' is not a dataset here (GET /api/v1/datasets lists them)", name);
+    return -1;
+}
+
+static enum MHD_Result datasets_list(req *r) {
+    http *h = r->h;
+    json_t *a = json_array();
+    json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "name", "synth", "kind", "synth", "about",
+                                       "dpd synth's defaults: 10 carriers of 20 MHz at 800 MHz, 64-QAM"));
+    for (int i = -1; i < h->o.ndata; i++) {
+        char base[4400];
+        if (i < 0) snprintf(base, sizeof base, "%s/datasets/uploads", h->o.root);
+        else snprintf(base, sizeof base, "%s", h->o.data[i]);
+        DIR *d = opendir(base);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            char spec[4700];
+            snprintf(spec, sizeof spec, "%s/%s/spec.json", base, e->d_name);
+            if (!name_ok(e->d_name) || access(spec, R_OK)) continue;
+            char nm[128];
+            snprintf(nm, sizeof nm, "%s%s", i < 0 ? "upload:" : "", e->d_name);
+            json_array_append_new(a, json_pack("{s:s, s:s}", "name", nm, "kind", i < 0 ? "upload" : "dir"));
+        }
+        if (d) closedir(d);
+    }
+    return http_json(r, 200, json_pack("{s:o}", "datasets", a));
+}
+
+static const char *const upload_files[] = {"train_input.csv", "train_output.csv", "val_input.csv", "val_output.csv",
+                                           "test_input.csv",  "test_output.csv",  "data.csv"};
+
+static enum MHD_Result datasets_upload(req *r) {
+    http *h = r->h;
+    enum MHD_Result rc;
+    json_t *j = body_json(r, &rc);
+    if (!j) return rc;
+    const char *name = json_string_value(json_object_get(j, "name"));
+    json_t *spec = json_object_get(j, "spec"), *files = json_object_get(j, "files");
+    char staging[4400] = "", dir[4400], path[4600];
+    if (!name || !name_ok(name)) {
+        rc = http_error(r, 422, "invalid_dataset", "name", NULL, "name: 1-64 characters of A-Z a-z 0-9 . _ - (not starting with .)");
+        goto out;
+    }
+    if (!json_is_object(spec) || !json_is_object(files)) {
+        rc = http_error(r, 422, "invalid_dataset", json_is_object(spec) ? "files" : "spec", NULL,
+                        "spec (spec.json as an object) and files (file name -> CSV text) are required");
+        goto out;
+    }
+    snprintf(dir, sizeof dir, "%s/datasets/uploads/%s", h->o.root, name);
+    if (!access(dir, F_OK)) {
+        rc = http_error(r, 409, "dataset_exists", "name", NULL, "a dataset named %s exists", name);
+        goto out;
+    }
+    unsigned char rnd[6];
+    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+        rc = http_error(r, 500, "service_error", NULL, NULL, "no random bytes");
+        goto out;
+    }
+    snprintf(staging, sizeof staging, "%s/datasets/.staging-%02x%02x%02x%02x%02x%02x", h->o.root, rnd[0], rnd[1], rnd[2],
+             rnd[3], rnd[4], rnd[5]);
+    if (mkdir(staging, 0700)) {
+        rc = http_error(r, 500, "service_error", NULL, NULL, "cannot create a staging directory: %s", strerror(errno));
+        staging[0] = 0;
+        goto out;
+    }
+    const char *fname;
+    json_t *v;
+    json_object_foreach(files, fname, v) {
+        int known = 0;
+        for (size_t i = 0; i < sizeof upload_files / sizeof *upload_files; i++) known |= !strcmp(fname, upload_files[i]);
+        if (!known || !json_is_string(v)) {
+            rc = http_error(r, 422, "invalid_dataset", "files", "files are train_input.csv ... test_output.csv, or data.csv",
+                            "files: '%.64s' is not a dataset file, or its content is not a string", fname);
+            goto out;
+        }
+        snprintf(path, sizeof path, "%s/%s", staging, fname);
+        if (write_file(path, json_string_value(v), json_string_length(v))) {
+            rc = http_error(r, 507, "storage_error", NULL, NULL, "cannot write %s: %s", fname, strerror(errno));
+            goto out;
+        }
+    }
+    char *st = json_dumps(spec, JSON_INDENT(2));
+    snprintf(path, sizeof path, "%s/spec.json", staging);
+    int w = st ? write_file(path, st, strlen(st)) : -1;
+    free(st);
+    if (w) {
+        rc = http_error(r, 507, "storage_error", NULL, NULL, "cannot write spec.json");
+        goto out;
+    }
+    dpd_dataset ds;
+    dpd_error err = {0};
+    unsigned all = (1u << DPD_TRAIN) | (1u << DPD_VAL) | (1u << DPD_TEST);
+    if (dpd_dataset_load(staging, all, all, &ds, &err)) {
+        /* the message names the staging path: name the uploaded file instead */
+        char msg[1100], *p = strstr(err.msg, staging);
+        if (p) snprintf(msg, sizeof msg, "%.*s%s%s", (int)(p - err.msg), err.msg, name, p + strlen(staging));
+        else snprintf(msg, sizeof msg, "%s", err.msg);
+        rc = http_error(r, 422, "invalid_dataset", "files", NULL, "%s", msg);
+        goto out;
+    }
+    dpd_dataset_free(&ds);
+    if (rename(staging, dir)) {
+        rc = http_error(r, 409, "dataset_exists", "name", NULL, "a dataset named %s exists", name);
+        goto out;
+    }
+    staging[0] = 0;
+    char id[80];
+    snprintf(id, sizeof id, "upload:%s", name);
+    rc = http_json(r, 201, json_pack("{s:s, s:s}", "name", id, "kind", "upload"));
+out:
+    if (staging[0]) rm_tree(staging);
+    json_decref(j);
+    return rc;
+}
+
+/* ---- runs ---- */
+
+static enum MHD_Result reply_run(req *r, unsigned status, const run_rec *rec) {
+    return http_json(r, status, api_run_json(r->h, rec));
+}
+
+/* The run directory a succeeded PA run wrote (its result.json), for train-dpd's pa. */
+static int pa_dir(http *h, const char *id, char *out, size_t n) {
+    run_rec p;
+    if (!id_ok(id, 'r', 23) || store_get(h->st, id, &p) || p.status != ST_SUCCEEDED ||
+        (strcmp(p.verb, "train-pa") && strcmp(p.verb, "fit-ls")))
+        return -1;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, id);
+    json_t *j = json_load_file(path, 0, NULL);
+    const char *d = json_string_value(json_object_get(json_object_get(j, "summary"), "run_dir"));
+    int rc = d && d[0] == '/' ? 0 : -1;
+    if (!rc) snprintf(out, n, "%s", d);
+    json_decref(j);
+    return rc;
+}
+
+/* Validates and queues a run; parent "" for a new one. */
+static enum MHD_Result submit(req *r, const char *verb, const char *dataset, json_t *options, const char *idem,
+                              const char *parent) {
+    http *h = r->h;
+    if (__atomic_load_n(&h->refuse_writes, __ATOMIC_ACQUIRE))
+        return http_error(r, 503, "shutting_down", NULL, NULL, "the service is shutting down");
+    job j;
+    dpd_error err = {0};
+    if (job_resolve(&j, verb, options, h->o.test_workers, &err))
+        return http_error(r, 422, "invalid_config", err.field, NULL, "%s", err.msg);
+    if (!dataset) return http_error(r, 422, "invalid_config", "dataset", NULL, "dataset: required");
+    char dir[4400], pdir[4096] = "";
+    memset(&err, 0, sizeof err);
+    if (dataset_dir(h, dataset, dir, sizeof dir, &err) || job_check_data(&j, dir, &err))
+        return http_error(r, 422, "invalid_dataset", "dataset", NULL, "%s", err.msg);
+    if (j.pa[0] && pa_dir(h, j.pa, pdir, sizeof pdir))
+        return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",
+                          "pa: '%s' is not a succeeded PA run of this studio", j.pa);
+    if (idem && (!idem[0] || strlen(idem) > 256))
+        return http_error(r, 422, "invalid_config", "idempotency_key", NULL, "idempotency_key: 1 to 256 characters");
+    run_rec rec = {0};
+    unsigned char rnd[6];
+    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) return http_error(r, 500, "service_error", NULL, NULL, "no random bytes");
+    snprintf(rec.id, sizeof rec.id, "r%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    snprintf(rec.verb, sizeof rec.verb, "%s", verb);
+    snprintf(rec.dataset, sizeof rec.dataset, "%s", dataset);
+    snprintf(rec.idem, sizeof rec.idem, "%s", idem ? idem : "");
+    snprintf(rec.parent, sizeof rec.parent, "%s", parent);
+    char *opts = json_dumps(options ? options : json_object(), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!opts || strlen(opts) >= sizeof rec.request) {
+        free(opts);
+        return http_error(r, 422, "invalid_config", "options", NULL, "options: too long");
+    }
+    snprintf(rec.request, sizeof rec.request, "%s", opts);
+    free(opts);
+    /* the run directory and job.json first: a queued run always has them */
+    char rdir[4400], path[4600];
+    snprintf(rdir, sizeof rdir, "%s/runs/%s", h->o.root, rec.id);
+    snprintf(path, sizeof path, "%s/logs", rdir);
+    if (mkdir(rdir, 0700) || mkdir(path, 0700))
+        return http_error(r, 507, "storage_error", NULL, NULL, "cannot create the run directory: %s", strerror(errno));
+    json_t *jobj = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "verb", verb, "dataset", dataset, "dataset_dir", dir, "options",
+                            options ? options : json_object(), "pa", j.pa, "pa_dir", pdir);
+    char *text = jobj ? json_dumps(jobj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(jobj);
+    snprintf(path, sizeof path, "%s/job.json", rdir);
+    if (!text || write_file(path, text, strlen(text))) {
+        free(text);
+        rm_tree(rdir);
+        return http_error(r, 507, "storage_error", NULL, NULL, "cannot write job.json");
+    }
+    free(text);
+    int existed = 0;
+    if (store_insert(h->st, &rec, &existed)) {
+        rm_tree(rdir);
+        return http_error(r, 500, "service_error", NULL, NULL, "the job store refused the run");
+    }
+    if (existed) {
+        rm_tree(rdir);
+        return reply_run(r, 200, &rec);
+    }
+    super_wake(h->sv);
+    return reply_run(r, 201, &rec);
+}
+
+static enum MHD_Result runs_post(req *r) {
+    enum MHD_Result rc;
+    json_t *j = body_json(r, &rc);
+    if (!j) return rc;
+    json_t *verb = json_object_get(j, "verb"), *ds = json_object_get(j, "dataset"), *idem = json_object_get(j, "idempotency_key");
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) if (strcmp(k, "verb") && strcmp(k, "dataset") && strcmp(k, "options") &&
+                                     strcmp(k, "idempotency_key")) {
+        rc = http_error(r, 422, "invalid_config", k, "the fields are verb, dataset, options and idempotency_key",
+                        "%s: not a field of a run request", k);
+        json_decref(j);
+        return rc;
+    }
+    if ((verb && !json_is_string(verb)) || (ds && !json_is_string(ds)) || (idem && !json_is_string(idem)))
+        rc = http_error(r, 422, "invalid_config", verb && !json_is_string(verb) ? "verb" : ds && !json_is_string(ds) ? "dataset" : "idempotency_key", NULL, "must be a string");
+    else
+        rc = submit(r, json_string_value(verb), json_string_value(ds), json_object_get(j, "options"), json_string_value(idem), "");
+    json_decref(j);
+    return rc;
+}
+
+typedef struct list_ctx {
+    http *h;
+    json_t *a;
+} list_ctx;
+
+static int list_one(void *user, const run_rec *rec) {
+    list_ctx *c = user;
+    json_array_append_new(c->a, api_run_json(c->h, rec));
+    return 0;
+}
+
+static int int_arg(req *r, const char *name, long def, long lo, long hi, long *out) {
+    const char *v = http_arg(r, name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+static enum MHD_Result runs_list(req *r) {
+    long limit, offset, total = 0;
+    const char *st = http_arg(r, "status");
+    int status = st ? store_status_parse(st) : -1;
+    if (st && status < 0) return http_error(r, 422, "invalid_query", "status", NULL, "status: not a run status");
+    if (int_arg(r, "limit", 100, 1, 500, &limit) || int_arg(r, "offset", 0, 0, 1L << 30, &offset))
+        return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..500, offset: 0 or more");
+    list_ctx c = {r->h, json_array()};
+    if (store_list(r->h->st, status, (int)limit, (int)offset, list_one, &c, &total)) {
+        json_decref(c.a);
+        return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
+    }
+    return http_json(r, 200, json_pack("{s:o, s:I}", "runs", c.a, "total", (json_int_t)total));
+}
+
+typedef struct ev_ctx {
+    json_t *a;
+} ev_ctx;
+
+static int ev_one(void *user, long seq, double ts, const char *type, const char *data) {
+    ev_ctx *c = user;
+    json_t *d = json_loads(data, 0, NULL);
+    json_t *e = json_pack("{s:I, s:o, s:s, s:o}", "seq", (json_int_t)seq, "ts", jtime(ts), "type", type, "data",
+                          d ? d : json_object());
+    json_array_append_new(c->a, e);
+    return 0;
+}
+
+static enum MHD_Result run_events(req *r, const run_rec *rec) {
+    long after, limit;
+    if (int_arg(r, "after", 0, 0, 1L << 40, &after) || int_arg(r, "limit", 500, 1, 5000, &limit))
+        return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more; limit: 1..5000");
+    if (after > rec->last_seq)
+        return http_error(r, 409, "cursor_out_of_range", "after", "read the run again and replay from 0",
+                          "after: %ld is past the last event (%ld)", after, rec->last_seq);
+    ev_ctx c = {json_array()};
+    store_events(r->h->st, rec->id, after, (int)limit, ev_one, &c);
+    run_rec now;
+    store_get(r->h->st, rec->id, &now);
+    long last = json_array_size(c.a) ? (long)json_integer_value(json_object_get(json_array_get(c.a, json_array_size(c.a) - 1), "seq")) : after;
+    return http_json(r, 200, json_pack("{s:o, s:I, s:b}", "events", c.a, "last_seq", (json_int_t)now.last_seq, "terminal",
+                                       store_terminal(now.status) && last >= now.last_seq));
+}
+
+/* A JSON file of the run directory (live.json, result.json) as the answer. */
+static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *name, const char *what) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s/%s", r->h->o.root, rec->id, name);
+    json_t *j = json_load_file(path, 0, NULL);
+    if (!j) return http_error(r, 404, "not_available", NULL, NULL, "%s is not available yet", what);
+    if (!strcmp(name, "result.json")) json_object_set_new(j, "status", json_string(store_status_name(rec->status)));
+    return http_json(r, 200, j);
+}
+
+static enum MHD_Result run_history(req *r, const run_rec *rec) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s/result.json", r->h->o.root, rec->id);
+    json_t *res = json_load_file(path, 0, NULL);
+    /* the run directory: from result.json, or the `started` event while running */
+    char dir[4096] = "";
+    const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
+    if (d) snprintf(dir, sizeof dir, "%s", d);
+    json_decref(res);
+    if (!dir[0]) {
+        snprintf(path, sizeof path, "%s/runs/%s/live.json", r->h->o.root, rec->id);
+        json_t *live = json_load_file(path, 0, NULL);
+        json_t *h = json_object_get(live, "history");
+        if (h) {
+            json_t *o = json_pack("{s:O}", "epochs", h);
+            json_decref(live);
+            return http_json(r, 200, o);
+        }
+        json_decref(live);
+        return http_error(r, 404, "not_available", NULL, NULL, "no epoch has ended yet");
+    }
+    snprintf(path, sizeof path, "%s/history.csv", dir[0] == '/' ? dir : "");
+    FILE *f = dir[0] == '/' ? fopen(path, "r") : NULL;
+    if (!f) return http_error(r, 404, "not_available", NULL, NULL, "the run has no history.csv");
+    json_t *cols = json_array(), *rows = json_array();
+    char line[8192];
+    for (int ln = 0; fgets(line, sizeof line, f); ln++) {
+        line[strcspn(line, "\r\n")] = 0;
+        json_t *row = ln ? json_array() : cols;
+        for (char *save, *t = strtok_r(line, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *end;
+            double x = strtod(t, &end);
+            json_array_append_new(row, ln && !*end && *t ? json_real(x) : json_string(t));
+        }
+        if (ln) json_array_append_new(rows, row);
+    }
+    fclose(f);
+    return http_json(r, 200, json_pack("{s:o, s:o}", "columns", cols, "rows", rows));
+}
+
+typedef struct art_ctx {
+    json_t *a;
+} art_ctx;
+
+static int art_one(void *user, const art_rec *a) {
+    art_ctx *c = user;
+    json_array_append_new(c->a, json_pack("{s:s, s:s, s:s, s:I, s:s}", "id", a->id, "name", a->name, "kind", a->kind, "size",
+                                          (json_int_t)a->size, "sha256", a->sha256));
+    return 0;
+}
+
+static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid) {
+    art_rec a;
+    if (!id_ok(aid, 'a', 6) && !(aid[0] == 'a' && aid[1] >= '0' && aid[1] <= '9'))
+        return http_error(r, 404, "artifact_not_found", NULL, NULL, "no such artifact");
+    if (store_artifact(r->h->st, rec->id, aid, &a))
+        return http_error(r, 404, "artifact_not_found", NULL, NULL, "no such artifact");
+    char path[4600];
+    snprintf(path, sizeof path, "%s/runs/%s/%s", r->h->o.root, rec->id, a.rel);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        if (fd >= 0) close(fd);
+        return http_error(r, 410, "artifact_missing", NULL, NULL, "the artifact's file is gone");
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    char cd[256];
+    snprintf(cd, sizeof cd, "attachment; filename=\"%s\"", a.name);
+    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+    MHD_add_response_header(resp, "Content-Disposition", cd);
+    return http_queue(r, 200, resp);
+}
+
+static enum MHD_Result run_route(req *r, char **seg, int n) {
+    http *h = r->h;
+    run_rec rec;
+    if (!id_ok(seg[0], 'r', 23) || store_get(h->st, seg[0], &rec))
+        return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
+    int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"), post = !strcmp(r->method, "POST");
+    const char *sub = n > 1 ? seg[1] : "";
+    if (n == 1 && get) return reply_run(r, 200, &rec);
+    if (n == 2 && post && !strcmp(sub, "cancel")) {
+        int rc = super_cancel(h->sv, rec.id, &rec);
+        if (rc) return http_error(r, rc > 0 ? 404 : 500, rc > 0 ? "run_not_found" : "service_error", NULL, NULL, "cancel failed");
+        return reply_run(r, 200, &rec);
+    }
+    if (n == 2 && post && !strcmp(sub, "retry")) {
+        if (!store_terminal(rec.status))
+            return http_error(r, 409, "run_not_finished", NULL, "cancel it first, or wait", "the run is %s", store_status_name(rec.status));
+        json_t *opts = json_loads(rec.request, 0, NULL);
+        enum MHD_Result x = submit(r, rec.verb, rec.dataset, opts, NULL, rec.id);
+        json_decref(opts);
+        return x;
+    }
+    if (!get) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    if (n == 2 && !strcmp(sub, "events")) return run_events(r, &rec);
+    if (n == 3 && !strcmp(sub, "events") && !strcmp(seg[2], "stream")) {
+        long after;
+        const char *last = http_header(r, "Last-Event-ID");
+        char *end;
+        if (last) {
+            errno = 0;
+            after = strtol(last, &end, 10);
+            if (!*last || *end || errno || after < 0) return http_error(r, 422, "invalid_query", "Last-Event-ID", NULL, "Last-Event-ID: not a sequence number");
+        } else if (int_arg(r, "after", 0, 0, 1L << 40, &after)) {
+            return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more");
+        }
+        if (after > rec.last_seq)
+            return http_error(r, 409, "cursor_out_of_range", "after", NULL, "%ld is past the last event (%ld)", after, rec.last_seq);
+        return http_stream(r, rec.id, after);
+    }
+    if (n == 2 && !strcmp(sub, "history")) return run_history(r, &rec);
+    if (n == 2 && !strcmp(sub, "live")) return run_file_json(r, &rec, "live.json", "the live snapshot (it comes with the first epoch)");
+    if (n == 2 && !strcmp(sub, "results")) return run_file_json(r, &rec, "result.json", "the result (it comes when the worker ends)");
+    if (n == 2 && !strcmp(sub, "artifacts")) {
+        art_ctx c = {json_array()};
+        store_artifacts(h->st, rec.id, art_one, &c);
+        return http_json(r, 200, json_pack("{s:o, s:b}", "artifacts", c.a, "final", store_terminal(rec.status)));
+    }
+    if (n == 3 && !strcmp(sub, "artifacts")) return run_artifact(r, &rec, seg[2]);
+    return http_error(r, 404, "not_found", NULL, NULL, "no such route");
+}
+
+/* ---- system ---- */
+
+static enum MHD_Result system_status(req *r) {
+    http *h = r->h;
+    json_t *runs = json_object();
+    for (int s = 0; s < ST_COUNT; s++) json_object_set_new(runs, store_status_name(s), json_integer(store_count(h->st, s)));
+    return http_json(r, 200, json_pack("{s:s, s:f, s:i, s:i, s:o}", "version", DPD_VERSION, "uptime_s",
+                                       studio_now() - h->started, "slots", h->o.slots, "slots_busy", super_busy(h->sv),
+                                       "runs", runs));
+}
+
+static enum MHD_Result providers(req *r) {
+    dpd_provider_info p[8];
+    int n = dpd_provider_list(p, 8);
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *devs = json_array();
+        for (int k = 0; k < p[i].ndevices; k++)
+            json_array_append_new(devs, json_pack("{s:s, s:I, s:s}", "name", p[i].device[k].name, "memory",
+                                                  (json_int_t)p[i].device[k].memory, "arch", p[i].device[k].arch));
+        json_array_append_new(a, json_pack("{s:s, s:b, s:i, s:s, s:o}", "name", p[i].name, "usable", p[i].usable, "score",
+                                           p[i].score, "why", p[i].why, "devices", devs));
+    }
+    return http_json(r, 200, json_pack("{s:o}", "providers", a));
+}
+
+static enum MHD_Result settings(req *r) {
+    dpd_settings s;
+    dpd_error err = {0};
+    if (dpd_settings_load(&s, &err)) return http_error(r, 500, "settings_error", NULL, NULL, "%s", err.msg);
+    return http_json(r, 200, json_pack("{s:s, s:s, s:s, s:s}", "provider", s.provider, "cpu_level", s.cpu_level, "gpu_memory",
+                                       s.gpu_memory, "path", dpd_settings_path()));
+}
+
+enum MHD_Result api_route(req *r, char **seg, int n) {
+    int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"), post = !strcmp(r->method, "POST");
+    if (n >= 2 && !strcmp(seg[0], "runs")) return run_route(r, seg + 1, n - 1);
+    if (n == 1 && !strcmp(seg[0], "runs")) {
+        if (post) return runs_post(r);
+        if (get) return runs_list(r);
+    } else if (n == 1 && !strcmp(seg[0], "datasets")) {
+        if (post) return datasets_upload(r);
+        if (get) return datasets_list(r);
+    } else if (n == 2 && !strcmp(seg[0], "system") && !strcmp(seg[1], "status") && get) {
+        return system_status(r);
+    } else if (n == 1 && !strcmp(seg[0], "providers") && get) {
+        return providers(r);
+    } else if (n == 1 && !strcmp(seg[0], "settings") && get) {
+        return settings(r);
+    }
+    return http_error(r, 404, "not_found", NULL, NULL, "no such route");
+}

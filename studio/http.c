@@ -1,0 +1,508 @@
+/* http: the daemon and the request boundary (http.h). Every request passes, in order: the Host
+ * check, the route's authentication (API token or session cookie; CSRF on cookie writes), the
+ * body's size and type; then api.c answers it. */
+#include "http.h"
+
+#include "dpd/dpd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#define BODY_LIMIT (64 * 1024)
+#define UPLOAD_LIMIT (64 * 1024 * 1024)
+#define BOOTSTRAP_S 600
+#define MAX_SESSIONS 64
+#define MAX_STREAMS 256
+#define KEEPALIVE_S 15
+
+/* ---- tokens ---- */
+
+static void sha256(const void *p, size_t n, unsigned char out[32]) {
+    unsigned int k = 32;
+    EVP_Digest(p, n, out, &k, EVP_sha256(), NULL);
+}
+
+static int random_token(char *out, size_t n) { /* 32 random bytes, base64url (43 characters) */
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[33] = {0};
+    if (n < 44 || getrandom(raw, 32, 0) != 32) return -1;
+    size_t j = 0;
+    for (int i = 0; i < 33; i += 3) {
+        unsigned v = (unsigned)raw[i] << 16 | (unsigned)raw[i + 1] << 8 | raw[i + 2];
+        for (int k = 0; k < 4 && j < 43; k++) out[j++] = b64[(v >> (18 - 6 * k)) & 63];
+    }
+    out[j] = 0;
+    return 0;
+}
+
+typedef struct sess {
+    unsigned char digest[32];
+    char csrf[44];
+} sess;
+
+typedef struct boundary {
+    unsigned char api[32];      /* SHA-256 of ROOT/api-token */
+    unsigned char boot[32];     /* SHA-256 of the bootstrap token */
+    char boot_text[44];
+    int boot_used;
+    sess s[MAX_SESSIONS];
+    int ns;
+} boundary;
+
+typedef struct server {
+    http h; /* first: api.c sees the http part */
+    boundary b;
+    struct sse *streams[MAX_STREAMS]; /* suspended, waiting for the next tick */
+    int nstreams;
+    int closing;
+} server;
+
+static server *srv_of(http *h) { return (server *)h; }
+
+static int token_is(const unsigned char want[32], const char *given, size_t n) {
+    unsigned char d[32];
+    sha256(given, n, d);
+    return CRYPTO_memcmp(d, want, 32) == 0;
+}
+
+/* The API token of ROOT/api-token, made (0600) at the first start. */
+static int api_token(server *s, char *err, size_t n) {
+    char path[4200], tok[64] = {0};
+    snprintf(path, sizeof path, "%s/api-token", s->h.o.root);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT) {
+        char tmp[4300];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (w < 0 || random_token(tok, sizeof tok) || write(w, tok, strlen(tok)) != (ssize_t)strlen(tok) || fsync(w) ||
+            close(w) || rename(tmp, path)) {
+            snprintf(err, n, "%s: cannot write: %s", path, strerror(errno));
+            unlink(tmp);
+            return -1;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
+    struct stat sb;
+    ssize_t k = fd >= 0 ? read(fd, tok, sizeof tok - 1) : -1;
+    if (fd < 0 || fstat(fd, &sb) || k < 32 || (sb.st_mode & 077)) {
+        snprintf(err, n, "%s: %s", path, fd < 0 ? strerror(errno) : (sb.st_mode & 077) ? "readable by others (chmod 600 it)" : "too short");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    while (k > 0 && (tok[k - 1] == '\n' || tok[k - 1] == '\r')) k--;
+    sha256(tok, (size_t)k, s->b.api);
+    return 0;
+}
+
+/* ---- responses ---- */
+
+enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    enum MHD_Result rc = MHD_queue_response(r->con, status, resp);
+    MHD_destroy_response(resp);
+    r->refused = 1;
+    return rc;
+}
+
+enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
+    char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(body);
+    if (!s) s = strdup("{\"error\":{\"code\":\"service_error\",\"message\":\"out of memory\",\"field\":null,\"hint\":null}}"), status = 500;
+    if (!s) return MHD_NO;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    return http_queue(r, status, resp);
+}
+
+enum MHD_Result http_error(req *r, unsigned status, const char *code, const char *field, const char *hint,
+                           const char *fmt, ...) {
+    char msg[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return http_json(r, status, json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "code", code, "message", msg, "field",
+                                          field && field[0] ? field : NULL, "hint", hint));
+}
+
+const char *http_arg(req *r, const char *name) { return MHD_lookup_connection_value(r->con, MHD_GET_ARGUMENT_KIND, name); }
+const char *http_header(req *r, const char *name) { return MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, name); }
+
+/* ---- the boundary ---- */
+
+/* Host must name the loopback interface (DNS rebinding). */
+static int host_ok(const char *host, int port) {
+    static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+    if (!host) return 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        size_t l = strlen(names[i]);
+        if (strncmp(host, names[i], l)) continue;
+        if (!host[l]) return 1;
+        char *end;
+        long p = host[l] == ':' ? strtol(host + l + 1, &end, 10) : -1;
+        if (host[l] == ':' && !*end && p == port) return 1;
+    }
+    return 0;
+}
+
+/* The session of the request's dpd_session cookie, or NULL. */
+static sess *cookie_session(server *s, req *r) {
+    const char *c = MHD_lookup_connection_value(r->con, MHD_COOKIE_KIND, "dpd_session");
+    if (!c) return NULL;
+    unsigned char d[32];
+    sha256(c, strlen(c), d);
+    for (int i = 0; i < s->b.ns; i++)
+        if (!CRYPTO_memcmp(d, s->b.s[i].digest, 32)) return &s->b.s[i];
+    return NULL;
+}
+
+static int bearer_ok(server *s, req *r) {
+    const char *a = http_header(r, "Authorization");
+    if (!a || strncmp(a, "Bearer ", 7)) return 0;
+    return token_is(s->b.api, a + 7, strlen(a + 7));
+}
+
+/* A new cookie session; 303 to / (GET) or 200 with the CSRF token (POST). */
+static enum MHD_Result bootstrap(server *s, req *r) {
+    const char *tok = NULL;
+    json_t *j = NULL;
+    if (!strcmp(r->method, "GET")) {
+        tok = http_arg(r, "token");
+    } else {
+        j = json_loadb(r->body ? r->body : "", r->len, 0, NULL);
+        tok = json_string_value(json_object_get(j, "token"));
+    }
+    pthread_mutex_lock(&s->h.mu);
+    int ok = tok && !s->b.boot_used && studio_now() - s->h.started < BOOTSTRAP_S && token_is(s->b.boot, tok, strlen(tok));
+    char cookie[44] = "", csrf[44] = "";
+    if (ok) {
+        s->b.boot_used = 1;
+        if (random_token(cookie, sizeof cookie) || random_token(csrf, sizeof csrf)) ok = 0;
+    }
+    if (ok) {
+        if (s->b.ns == MAX_SESSIONS) memmove(s->b.s, s->b.s + 1, sizeof *s->b.s * --s->b.ns);
+        sess *x = &s->b.s[s->b.ns++];
+        sha256(cookie, strlen(cookie), x->digest);
+        snprintf(x->csrf, sizeof x->csrf, "%s", csrf);
+    }
+    pthread_mutex_unlock(&s->h.mu);
+    json_decref(j);
+    if (!ok)
+        return http_error(r, 401, "unauthorized", "token", "restart dpd serve for a new sign-in link, or use ROOT/api-token",
+                          "the bootstrap token is wrong, expired or already used");
+    char set[160];
+    snprintf(set, sizeof set, "dpd_session=%s; HttpOnly; SameSite=Strict; Path=/", cookie);
+    if (!strcmp(r->method, "GET")) {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(resp, "Location", "/");
+        MHD_add_response_header(resp, "Set-Cookie", set);
+        return http_queue(r, 303, resp);
+    }
+    char *body = NULL;
+    json_t *o = json_pack("{s:s}", "csrf", csrf);
+    body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "Set-Cookie", set);
+    return http_queue(r, 200, resp);
+}
+
+static int split(char *path, char **seg, int max) {
+    int n = 0;
+    for (char *t = strtok(path, "/"); t; t = strtok(NULL, "/")) {
+        if (n == max) return -1;
+        seg[n++] = t;
+    }
+    return n;
+}
+
+/* The checks of the first call (before any body is read): Host, authentication, CSRF, size. */
+static enum MHD_Result admit(server *s, req *r) {
+    if (!host_ok(http_header(r, "Host"), s->h.port))
+        return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
+                          "the Host header must name the loopback interface");
+    if (!strcmp(r->path, "/healthz")) return MHD_YES;
+    if (!strncmp(r->path, "/api/v1/session/bootstrap", 25) && !r->path[25]) return MHD_YES;
+    if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
+        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    int bearer = bearer_ok(s, r);
+    if (!bearer) {
+        pthread_mutex_lock(&s->h.mu);
+        sess *x = cookie_session(s, r);
+        char csrf[44] = "";
+        if (x) snprintf(csrf, sizeof csrf, "%s", x->csrf);
+        pthread_mutex_unlock(&s->h.mu);
+        if (!x)
+            return http_error(r, 401, "unauthorized", NULL,
+                              "send Authorization: Bearer $(cat ROOT/api-token), or sign in with the link dpd serve printed",
+                              "authentication required");
+        const char *given = http_header(r, "X-CSRF-Token");
+        if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD") &&
+            (!given || strlen(given) != strlen(csrf) || CRYPTO_memcmp(given, csrf, strlen(csrf))))
+            return http_error(r, 403, "csrf_required", NULL, "GET /api/v1/session gives the token for X-CSRF-Token",
+                              "a write with the session cookie needs the X-CSRF-Token header");
+    }
+    r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
+    const char *cl = http_header(r, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > r->limit)
+        return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
+    return MHD_YES;
+}
+
+static enum MHD_Result answer(server *s, req *r) {
+    if (!strcmp(r->path, "/healthz"))
+        return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
+    if (!strcmp(r->path, "/api/v1/session/bootstrap")) return bootstrap(s, r);
+    if (r->too_large) return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
+    if (!strcmp(r->method, "POST") && r->len) {
+        const char *ct = http_header(r, "Content-Type");
+        if (!ct || strncmp(ct, "application/json", 16) || (ct[16] && ct[16] != ';' && ct[16] != ' '))
+            return http_error(r, 415, "json_required", NULL, NULL, "the body must be application/json");
+    }
+    if (!strcmp(r->path, "/api/v1/session")) {
+        pthread_mutex_lock(&s->h.mu);
+        sess *x = cookie_session(s, r);
+        json_t *o = json_pack("{s:s?, s:s}", "csrf", x ? x->csrf : NULL, "auth", x ? "cookie" : "token");
+        pthread_mutex_unlock(&s->h.mu);
+        return http_json(r, 200, o);
+    }
+    char path[2048], *seg[16];
+    snprintf(path, sizeof path, "%s", r->path);
+    int n = split(path, seg, 16);
+    if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
+        return http_error(r, 404, "not_found", NULL, NULL, "no such route");
+    return api_route(r, seg + 2, n - 2);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    server *s = cls;
+    req *r = *con_cls;
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+        *con_cls = r;
+        r->con = con, r->method = method, r->path = url, r->h = &s->h;
+        return admit(s, r); /* a refusal queues its response now: then no body is read */
+    }
+    if (r->refused) { /* answered at the first call: the body is discarded */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (r->len + *upload_size > r->limit) {
+            r->too_large = 1;
+        } else {
+            if (r->len + *upload_size + 1 > r->cap) {
+                size_t cap = (r->len + *upload_size + 1) * 2;
+                if (cap > r->limit + 1) cap = r->limit + 1;
+                char *b = realloc(r->body, cap);
+                if (!b) return MHD_NO;
+                r->body = b, r->cap = cap;
+            }
+            memcpy(r->body + r->len, upload, *upload_size);
+            r->len += *upload_size;
+            r->body[r->len] = 0;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return answer(s, r);
+}
+
+static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    req *r = *con_cls;
+    if (r) {
+        free(r->body);
+        free(r);
+        *con_cls = NULL;
+    }
+}
+
+/* ---- server-sent events ---- */
+
+typedef struct sse {
+    server *s;
+    struct MHD_Connection *con;
+    char id[24];
+    long last;
+    double last_send;
+    int ended, done;
+    char *pend;
+    size_t plen, poff;
+} sse;
+
+static void sse_add(sse *x, const char *text) {
+    size_t n = strlen(text);
+    char *p = realloc(x->pend, x->plen + n + 1);
+    if (!p) return;
+    memcpy(p + x->plen, text, n + 1);
+    x->pend = p, x->plen += n;
+}
+
+static void iso(double t, char *out, size_t n) {
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + k, n - k, ".%03dZ", (int)((t - (double)s) * 1000));
+}
+
+static int sse_event(void *user, long seq, double ts, const char *type, const char *data) {
+    sse *x = user;
+    char head[128], t[40];
+    iso(ts, t, sizeof t);
+    snprintf(head, sizeof head, "id: %ld\nevent: %s\ndata: {\"seq\":%ld,\"ts\":\"%s\",\"type\":\"%s\",\"data\":", seq, type, seq,
+             t, type);
+    sse_add(x, head);
+    sse_add(x, data);
+    sse_add(x, "}\n\n");
+    x->last = seq;
+    return 0;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    sse *x = cls;
+    server *s = x->s;
+    if (x->poff == x->plen) {
+        free(x->pend);
+        x->pend = NULL, x->plen = x->poff = 0;
+        if (x->ended || s->closing) return MHD_CONTENT_READER_END_OF_STREAM;
+        store_events(s->h.st, x->id, x->last, 100, sse_event, x);
+        if (!x->plen) {
+            run_rec r;
+            if (store_get(s->h.st, x->id, &r)) return MHD_CONTENT_READER_END_OF_STREAM;
+            if (store_terminal(r.status) && x->last >= r.last_seq) {
+                char end[160];
+                snprintf(end, sizeof end, "event: end\ndata: {\"status\":\"%s\",\"last_seq\":%ld}\n\n",
+                         store_status_name(r.status), r.last_seq);
+                sse_add(x, end);
+                x->ended = 1;
+            } else if (studio_mono() - x->last_send >= KEEPALIVE_S) {
+                sse_add(x, ": keepalive\n\n");
+            }
+        }
+        if (!x->plen) { /* nothing to say: park the connection until the next tick */
+            pthread_mutex_lock(&s->h.mu);
+            if (s->nstreams < MAX_STREAMS && !s->closing) {
+                s->streams[s->nstreams++] = x;
+                MHD_suspend_connection(x->con);
+                pthread_mutex_unlock(&s->h.mu);
+                return 0;
+            }
+            pthread_mutex_unlock(&s->h.mu);
+            sse_add(x, ": keepalive\n\n");
+        }
+    }
+    size_t n = x->plen - x->poff < max ? x->plen - x->poff : max;
+    memcpy(buf, x->pend + x->poff, n);
+    x->poff += n;
+    x->last_send = studio_mono();
+    return (ssize_t)n;
+}
+
+static void sse_free(void *cls) {
+    sse *x = cls;
+    server *s = x->s;
+    pthread_mutex_lock(&s->h.mu);
+    for (int i = 0; i < s->nstreams; i++)
+        if (s->streams[i] == x) s->streams[i] = s->streams[--s->nstreams];
+    pthread_mutex_unlock(&s->h.mu);
+    free(x->pend);
+    free(x);
+}
+
+/* The supervisor's tick: every parked stream is resumed and looks for new events. */
+static void resume_streams(void *user) {
+    server *s = user;
+    pthread_mutex_lock(&s->h.mu);
+    for (int i = 0; i < s->nstreams; i++) MHD_resume_connection(s->streams[i]->con);
+    s->nstreams = 0;
+    pthread_mutex_unlock(&s->h.mu);
+}
+
+enum MHD_Result http_stream(req *r, const char *id, long after) {
+    sse *x = calloc(1, sizeof *x);
+    if (!x) return MHD_NO;
+    x->s = srv_of(r->h), x->con = r->con, x->last = after, x->last_send = studio_mono();
+    snprintf(x->id, sizeof x->id, "%s", id);
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x, sse_free);
+    if (!resp) {
+        free(x);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    return http_queue(r, 200, resp);
+}
+
+/* ---- the daemon ---- */
+
+http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n) {
+    server *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
+    pthread_mutex_init(&s->h.mu, NULL);
+    if (api_token(s, err, n) || random_token(s->b.boot_text, sizeof s->b.boot_text)) {
+        if (!err[0]) snprintf(err, n, "no random bytes for the bootstrap token");
+        free(s);
+        return NULL;
+    }
+    sha256(s->b.boot_text, strlen(s->b.boot_text), s->b.boot);
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
+    int v6 = !strcmp(o->host, "::1");
+    if (v6) a6.sin6_addr = in6addr_loopback;
+    else a4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     (v6 ? MHD_USE_IPv6 : 0);
+    s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+                              MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 1000,
+                              MHD_OPTION_CONNECTION_TIMEOUT, 120, MHD_OPTION_SOCK_ADDR,
+                              v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_END);
+    if (!s->h.d) {
+        snprintf(err, n, "cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
+        free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->h.d, MHD_DAEMON_INFO_BIND_PORT);
+    s->h.port = info ? info->port : o->port;
+    super_on_tick(sv, resume_streams, s);
+    return &s->h;
+}
+
+int http_port(const http *h) { return h->port; }
+const char *http_bootstrap(const http *h) { return ((const server *)h)->b.boot_text; }
+void http_refuse_writes(http *h) { __atomic_store_n(&h->refuse_writes, 1, __ATOMIC_RELEASE); }
+
+void http_stop(http *h) {
+    server *s = srv_of(h);
+    pthread_mutex_lock(&h->mu);
+    s->closing = 1;
+    pthread_mutex_unlock(&h->mu);
+    resume_streams(s); /* the streams end (closing) */
+    MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->mu);
+    free(s);
+}

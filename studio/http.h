@@ -1,0 +1,51 @@
+/* http: the request boundary of the studio (http.c) and the routes behind it (api.c). http.c
+ * owns the daemon, the checks every request passes (Host, authentication, CSRF, body size and
+ * type), the one error shape and the headers of every response, and the event-stream plumbing;
+ * api.c answers the routes of docs/studio.md with the store and the supervisor. */
+#ifndef DPD_STUDIO_HTTP_H
+#define DPD_STUDIO_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+
+#include "studio.h"
+
+typedef struct req {
+    struct MHD_Connection *con;
+    const char *method, *path;
+    char *body;
+    size_t len, cap, limit;
+    int too_large;
+    int refused;   /* a response has been queued */
+    http *h;
+} req;
+
+/* What api.c sees of the server. */
+struct http {
+    studio_opts o;
+    store *st;
+    super *sv;
+    struct MHD_Daemon *d;
+    int port;
+    int refuse_writes;
+    double started;
+    pthread_mutex_t mu; /* sessions, bootstrap, dataset creation, stream list */
+};
+
+enum MHD_Result http_json(req *r, unsigned status, json_t *body); /* steals body */
+enum MHD_Result http_error(req *r, unsigned status, const char *code, const char *field, const char *hint,
+                           const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Adds the headers every response carries and queues it. */
+enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp);
+/* A server-sent event stream of run id from after `after`. */
+enum MHD_Result http_stream(req *r, const char *id, long after);
+const char *http_arg(req *r, const char *name);   /* a query argument, or NULL */
+const char *http_header(req *r, const char *name);
+
+/* api.c: answers an authenticated request (path split into seg[0..n)). */
+enum MHD_Result api_route(req *r, char **seg, int n);
+/* The run object of docs/studio.md. */
+json_t *api_run_json(http *h, const run_rec *rec);
+
+#endif

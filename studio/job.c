@@ -1,0 +1,170 @@
+/* job: a request resolved into a training configuration (job.h). */
+#include "job.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static dpd_status fail(dpd_error *err, dpd_status s, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static dpd_status fail(dpd_error *err, dpd_status s, const char *field, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->status = s;
+    snprintf(err->field, sizeof err->field, "%s", field);
+    return s;
+}
+
+/* CLI option names whose configuration field has another name. */
+static const char *const renames[][2] = {
+    {"model", "family"}, {"K", "order"}, {"Q", "memory"}, {"M", "cross"}, {"reg", "ls_reg"}, {"iterations", "ls_iterations"},
+};
+
+/* Options the studio decides (or that name files) and a request may not set. */
+static const char *const refused[] = {"data", "out", "resume", "least_squares", "ls_iter", "ls"};
+
+/* The option's value as the text the CLI would have received. */
+static int value_text(const json_t *v, char *out, size_t n) {
+    if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
+    else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) snprintf(out, n, "%.17g", json_real_value(v));
+    else if (json_is_boolean(v)) snprintf(out, n, "%d", json_is_true(v));
+    else return -1;
+    return 0;
+}
+
+static int fake_int(const json_t *o, const char *key, int def, int lo, int hi, int *out, dpd_error *err) {
+    const json_t *v = json_object_get(o, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    long long x = json_is_integer(v) ? json_integer_value(v) : json_is_boolean(v) ? json_is_true(v) : lo - 1LL;
+    if (x < lo || x > hi) {
+        fail(err, DPD_E_INVAL, key, "%s: must be an integer in %d..%d", key, lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
+    static const char *const keys[] = {"epochs", "epoch_ms", "ignore_cancel", "exit_code", "alloc_mb", "silent_ms"};
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        int known = 0;
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) known |= !strcmp(k, keys[i]);
+        if (!known) return fail(err, DPD_E_INVAL, k, "%s: not an option of the fake verb", k);
+    }
+    job_fake *f = &j->fake;
+    if (fake_int(o, "epochs", 3, 1, 1000, &f->epochs, err) || fake_int(o, "epoch_ms", 200, 0, 600000, &f->epoch_ms, err) ||
+        fake_int(o, "ignore_cancel", 0, 0, 1, &f->ignore_cancel, err) ||
+        fake_int(o, "exit_code", -1, 0, 255, &f->exit_code, err) || fake_int(o, "alloc_mb", 0, 0, 65536, &f->alloc_mb, err) ||
+        fake_int(o, "silent_ms", 0, 0, 600000, &f->silent_ms, err))
+        return err->status;
+    if (!json_object_get(o, "exit_code")) f->exit_code = -1;
+    j->cfg.epochs = f->epochs;
+    return DPD_OK;
+}
+
+dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake, dpd_error *err) {
+    memset(j, 0, sizeof *j);
+    if (!verb || (strcmp(verb, "train-pa") && strcmp(verb, "train-dpd") && strcmp(verb, "fit-ls") &&
+                  (!fake || strcmp(verb, "fake"))))
+        return fail(err, DPD_E_INVAL, "verb", "verb: '%.32s' is not one of train-pa, train-dpd, fit-ls%s",
+                    verb ? verb : "(none)", fake ? ", fake" : "");
+    snprintf(j->verb, sizeof j->verb, "%s", verb);
+    if (options && !json_is_object(options)) return fail(err, DPD_E_INVAL, "options", "options: must be an object");
+    dpd_train_cfg *c = &j->cfg;
+    dpd_train_defaults(c);
+    if (!strcmp(verb, "fake")) return resolve_fake(j, options, err);
+    int ls = !strcmp(verb, "fit-ls"), dpd = !strcmp(verb, "train-dpd");
+    /* the CLI's defaults (cli/train.c) */
+    if (ls) {
+        c->ls = 1, c->epochs = 1;
+        c->model = (dpd_model_cfg){.family = "mp", .hidden = 1, .layers = 1, .order = 5, .memory = 20, .cross = 0};
+    } else {
+        c->model.order = 5, c->model.memory = 20, c->model.cross = 2;
+        if (dpd) c->model.hidden = 15;
+    }
+    const json_t *v;
+    const char *key;
+    /* the preset first, explicit options win */
+    if ((v = json_object_get(options, "preset"))) {
+        if (ls) return fail(err, DPD_E_INVAL, "preset", "preset: not an option of fit-ls");
+        if (!json_is_string(v) || dpd_train_preset(c, json_string_value(v), err))
+            return fail(err, DPD_E_INVAL, "preset", "preset: must be quick or full");
+    }
+    int target_dpd = 0, legacy = 0;
+    json_object_foreach((json_t *)options, key, v) {
+        char text[4096], field[64];
+        if (!strcmp(key, "preset")) continue;
+        if (value_text(v, text, sizeof text))
+            return fail(err, DPD_E_INVAL, key, "%s: must be a number, a string or a boolean", key);
+        if (!strcmp(key, "pa")) {
+            if (!dpd && !ls) return fail(err, DPD_E_INVAL, key, "pa: belongs to train-dpd and fit-ls");
+            if (strlen(text) >= sizeof j->pa) return fail(err, DPD_E_INVAL, key, "pa: not a run id");
+            snprintf(j->pa, sizeof j->pa, "%s", text);
+            continue;
+        }
+        if (ls && !strcmp(key, "kind")) {
+            if (strcmp(text, "mp") && strcmp(text, "gmp")) return fail(err, DPD_E_INVAL, key, "kind: must be mp or gmp");
+            snprintf(c->model.family, sizeof c->model.family, "%s", strcmp(text, "mp") ? "gmp_ls" : "mp");
+            c->model.cross = strcmp(text, "mp") ? 2 : 0;
+            continue;
+        }
+        if (ls && !strcmp(key, "target")) {
+            if (strcmp(text, "pa") && strcmp(text, "dpd")) return fail(err, DPD_E_INVAL, key, "target: must be pa or dpd");
+            target_dpd = !strcmp(text, "dpd");
+            continue;
+        }
+        if (!strcmp(key, "legacy_evm")) {
+            legacy = strcmp(text, "0") != 0;
+            continue;
+        }
+        snprintf(field, sizeof field, "%s", key);
+        for (char *p = field; *p; p++)
+            if (*p == '-') *p = '_';
+        for (size_t i = 0; i < sizeof renames / sizeof *renames; i++)
+            if (!strcmp(field, renames[i][0])) snprintf(field, sizeof field, "%s", renames[i][1]);
+        for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+            if (!strcmp(field, refused[i]))
+                return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
+        if (ls && !strcmp(field, "family"))
+            return fail(err, DPD_E_INVAL, key, "%s: fit-ls names its model by kind (mp or gmp)", key);
+        if (dpd_config_set(c, field, text, err)) {
+            snprintf(err->field, sizeof err->field, "%s", key);
+            return err->status;
+        }
+    }
+    if (legacy) c->evm_fs = 800e6;
+    if ((dpd || target_dpd) != (j->pa[0] != 0))
+        return fail(err, DPD_E_INVAL, "pa", dpd || target_dpd ? "pa: the PA run's id is required"
+                                                             : "pa: belongs to train-dpd and fit-ls with target dpd");
+    if (dpd_config_check(c, err)) return err->status;
+    return DPD_OK;
+}
+
+dpd_status job_check_data(const job *j, const char *dir, dpd_error *err) {
+    dpd_dataset ds;
+    unsigned all = (1u << DPD_TRAIN) | (1u << DPD_VAL) | (1u << DPD_TEST);
+    if (dpd_dataset_load(dir, all, all, &ds, err)) {
+        snprintf(err->field, sizeof err->field, "dataset");
+        return err->status;
+    }
+    dpd_status s = DPD_OK;
+    static const char *const names[] = {"train", "val", "test"};
+    for (int k = DPD_VAL; k <= DPD_TEST && !s; k++)
+        if (ds.split[k].n < (size_t)ds.spec.nperseg)
+            s = fail(err, DPD_E_INVAL, "dataset", "dataset: the %s split has %zu samples, fewer than one segment (%d)",
+                     names[k], ds.split[k].n, ds.spec.nperseg);
+    if (!s && !j->cfg.ls && strcmp(j->verb, "fake") && ds.split[DPD_TRAIN].n < (size_t)j->cfg.frame)
+        s = fail(err, DPD_E_INVAL, "dataset", "dataset: the train split has %zu samples, fewer than one frame (%d)",
+                 ds.split[DPD_TRAIN].n, j->cfg.frame);
+    dpd_dataset_free(&ds);
+    return s;
+}

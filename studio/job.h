@@ -1,0 +1,32 @@
+/* job: a studio run's request (verb, dataset, options named as the CLI's) turned into a training
+ * configuration — one function for both the server, which validates a submission with it, and
+ * the worker, which runs it. */
+#ifndef DPD_STUDIO_JOB_H
+#define DPD_STUDIO_JOB_H
+
+#include <jansson.h>
+
+#include "dpd/dpd.h"
+
+/* The fake verb's parameters (docs/studio.md "The fake verb"). */
+typedef struct job_fake {
+    int epochs, epoch_ms, ignore_cancel, exit_code, alloc_mb, silent_ms;
+} job_fake;
+
+typedef struct job {
+    char verb[16];      /* train-pa, train-dpd, fit-ls, fake */
+    dpd_train_cfg cfg;  /* resolved; data, out and pa are left to the caller */
+    char pa[24];        /* the PA's studio run id ("" when none) */
+    job_fake fake;
+} job;
+
+/* Resolves verb + options into j, as `dpd VERB --opt value ...` would: the CLI's defaults, the
+ * preset first, then each option through the configuration table. fake: the fake verb allowed.
+ * DPD_E_INVAL with err->field naming the option on any refusal. */
+dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake, dpd_error *err);
+
+/* Loads the dataset in dir and checks it can serve j: every split present, val and test at
+ * least one segment, train at least one frame. DPD_E_FORMAT / DPD_E_INVAL with a message. */
+dpd_status job_check_data(const job *j, const char *dir, dpd_error *err);
+
+#endif

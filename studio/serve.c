@@ -1,0 +1,257 @@
+/* serve: `dpd serve` — prepares the studio root (marker, lock), opens the store, recovers, starts
+ * the supervisor and the HTTP daemon, and stops them gracefully on SIGINT or SIGTERM. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "studio.h"
+
+#define MARKER ".dpd-studio"
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
+               "                 [--max-runtime S] [--worker-memory MB] [--test-workers]\n\n"
+               "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
+               "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
+               "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
+               "  --listen HOST:PORT  127.0.0.1, ::1 or localhost; port 0 picks a free one (127.0.0.1:8765)\n"
+               "  --slots N           runs computing at once, 1..64 (1)\n"
+               "  --data DIR          offer DIR's dataset subdirectories by name (repeatable)\n"
+               "  --grace S           seconds a cancelled worker gets before it is killed, 1..3600 (10)\n"
+               "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0)\n"
+               "  --worker-memory MB  address-space limit of each worker, 0 = none (0)\n"
+               "  --worker PATH       the worker executable (default: this dpd)\n"
+               "  --test-workers      accept the fake verb (tests and benchmarks)\n");
+    return f == stdout ? 0 : 2;
+}
+
+static int int_opt(const char *name, const char *v, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "dpd: --%s must be an integer in %d..%d (got '%s')\n", name, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int absolute(const char *in, char *out, size_t n) {
+    if (in[0] == '/') {
+        snprintf(out, n, "%s", in);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    snprintf(out, n, "%s/%s", cwd, in);
+    return 0;
+}
+
+static int mkdirs(const char *path) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(p, 0700) && errno != EEXIST) return -1;
+            *s = '/';
+        }
+    return mkdir(p, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+/* The root: created, or a studio root (marker), or empty; anything else is refused untouched. */
+static int prepare_root(const char *root) {
+    struct stat sb;
+    if (lstat(root, &sb)) {
+        if (errno != ENOENT || mkdirs(root)) {
+            fprintf(stderr, "dpd: --root %s: %s\n", root, strerror(errno));
+            return -1;
+        }
+    } else if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "dpd: --root %s: not a directory%s\n", root, S_ISLNK(sb.st_mode) ? " (a symbolic link)" : "");
+        return -1;
+    }
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s/" MARKER, root);
+    if (access(marker, F_OK)) {
+        DIR *d = opendir(root);
+        struct dirent *e;
+        int empty = d != NULL;
+        while (d && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+        if (d) closedir(d);
+        if (!empty) {
+            fprintf(stderr, "dpd: --root %s: not empty and not a dpd studio root (no %s); refusing to use it\n", root, MARKER);
+            return -1;
+        }
+        FILE *f = fopen(marker, "w");
+        if (!f || fprintf(f, "dpd studio root, schema %d\n", STORE_SCHEMA) < 0 || fclose(f)) {
+            fprintf(stderr, "dpd: %s: %s\n", marker, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Half-made leftovers of a killed server: dataset staging directories. */
+static void clean(const char *root) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/datasets", root);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, ".staging-", 9) && strcmp(e->d_name, ".synth-staging")) continue;
+        char cmd[4400], path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* a directory of plain files, written by this server only */
+        DIR *s = opendir(path);
+        struct dirent *f;
+        while (s && (f = readdir(s)))
+            if (f->d_name[0] != '.') {
+                snprintf(cmd, sizeof cmd, "%s/%s", path, f->d_name);
+                unlink(cmd);
+            }
+        if (s) closedir(s);
+        rmdir(path);
+    }
+    if (d) closedir(d);
+}
+
+int cmd_serve(int argc, char **argv) {
+    studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10};
+    static char data[STUDIO_MAX_DATA][4096];
+    const char *root = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cli_is_help(a)) return usage(stdout);
+        if (!strcmp(a, "--test-workers")) {
+            o.test_workers = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "dpd: %s: unknown option, or its value is missing\n", a);
+            return usage(stderr);
+        }
+        i++;
+        if (!strcmp(a, "--root")) root = v;
+        else if (!strcmp(a, "--slots")) {
+            if (int_opt("slots", v, 1, 64, &o.slots)) return 2;
+        } else if (!strcmp(a, "--grace")) {
+            if (int_opt("grace", v, 1, 3600, &o.grace_s)) return 2;
+        } else if (!strcmp(a, "--max-runtime")) {
+            if (int_opt("max-runtime", v, 0, 100000000, &o.max_runtime_s)) return 2;
+        } else if (!strcmp(a, "--worker-memory")) {
+            if (int_opt("worker-memory", v, 0, 1 << 24, &o.worker_mb)) return 2;
+        } else if (!strcmp(a, "--worker")) {
+            snprintf(o.worker_exe, sizeof o.worker_exe, "%s", v);
+        } else if (!strcmp(a, "--data")) {
+            struct stat sb;
+            if (o.ndata == STUDIO_MAX_DATA || absolute(v, data[o.ndata], sizeof data[0]) || stat(v, &sb) ||
+                !S_ISDIR(sb.st_mode)) {
+                fprintf(stderr, "dpd: --data %s: %s\n", v, o.ndata == STUDIO_MAX_DATA ? "at most 16 --data directories" : "not a directory");
+                return 2;
+            }
+            o.data[o.ndata] = data[o.ndata];
+            o.ndata++;
+        } else if (!strcmp(a, "--listen")) {
+            const char *colon = strrchr(v, ':');
+            char host[64];
+            if (!colon || (size_t)(colon - v) >= sizeof host) {
+                fprintf(stderr, "dpd: --listen must be HOST:PORT (got '%s')\n", v);
+                return 2;
+            }
+            snprintf(host, sizeof host, "%.*s", (int)(colon - v), v);
+            if (!strcmp(host, "[::1]")) snprintf(host, sizeof host, "::1");
+            if (strcmp(host, "127.0.0.1") && strcmp(host, "localhost") && strcmp(host, "::1")) {
+                fprintf(stderr, "dpd: --listen: local mode serves the loopback interface only (127.0.0.1, ::1 or localhost), not '%s'\n", host);
+                return 2;
+            }
+            snprintf(o.host, sizeof o.host, "%s", strcmp(host, "localhost") ? host : "127.0.0.1");
+            if (int_opt("listen port", colon + 1, 0, 65535, &o.port)) return 2;
+        } else {
+            fprintf(stderr, "dpd: %s: unknown option\n", a);
+            return usage(stderr);
+        }
+    }
+    char def[4096];
+    if (!root) {
+        const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+        if (x && x[0] == '/') snprintf(def, sizeof def, "%s/dpd/studio", x);
+        else snprintf(def, sizeof def, "%s/.local/share/dpd/studio", home ? home : ".");
+        root = def;
+    }
+    if (absolute(root, o.root, sizeof o.root)) {
+        fprintf(stderr, "dpd: --root %s: %s\n", root, strerror(errno));
+        return 1;
+    }
+    if (!o.worker_exe[0]) {
+        ssize_t n = readlink("/proc/self/exe", o.worker_exe, sizeof o.worker_exe - 1);
+        if (n <= 0) {
+            fprintf(stderr, "dpd: cannot find this program's path (/proc/self/exe): %s\n", strerror(errno));
+            return 1;
+        }
+        o.worker_exe[n] = 0;
+    }
+    if (prepare_root(o.root)) return 1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock", o.root);
+    int lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB)) {
+        fprintf(stderr, "dpd: another dpd serve owns %s (%s)\n", o.root, lock < 0 ? strerror(errno) : "its lock is held");
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/runs", o.root);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/datasets", o.root);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/datasets/uploads", o.root);
+    mkdir(path, 0700);
+    clean(o.root);
+    /* SIGINT and SIGTERM are taken by sigwait below; every thread inherits the mask */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char err[1400] = "";
+    snprintf(path, sizeof path, "%s/studio.db", o.root);
+    store *st = store_open(path, err, sizeof err);
+    if (!st) {
+        fprintf(stderr, "dpd: %s\n", err);
+        return 1;
+    }
+    super *sv = super_start(&o, st, err, sizeof err);
+    http *h = sv ? http_start(&o, st, sv, err, sizeof err) : NULL;
+    if (!h) {
+        fprintf(stderr, "dpd: %s\n", err);
+        if (sv) super_stop(sv);
+        store_close(st);
+        return 1;
+    }
+    const char *host = strcmp(o.host, "::1") ? o.host : "[::1]";
+    printf("dpd studio: listening on http://%s:%d\n", host, http_port(h));
+    printf("dpd studio: sign in (once, within 10 minutes): http://%s:%d/api/v1/session/bootstrap?token=%s\n", host,
+           http_port(h), http_bootstrap(h));
+    printf("dpd studio: API token for scripts: %s/api-token\n", o.root);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "dpd studio: %s: stopping (runs get %d s to stop)\n", strsignal(sig), o.grace_s);
+    http_refuse_writes(h);
+    super_stop(sv);
+    http_stop(h);
+    store_close(st);
+    close(lock);
+    return 0;
+}

@@ -1,0 +1,58 @@
+/* studio: `dpd serve` (docs/studio.md) — the pieces shared by its modules: the server's options,
+ * the supervisor (super.c: queue, workers, events, recovery) and the HTTP front (http.c, api.c).
+ * The studio is a front end: it uses the public API (include/dpd/dpd.h) and cli.h only. */
+#ifndef DPD_STUDIO_H
+#define DPD_STUDIO_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+#define STUDIO_MAX_DATA 16
+
+typedef struct studio_opts {
+    char root[4096];        /* absolute */
+    char host[64];          /* 127.0.0.1, ::1 or localhost */
+    int port;               /* 0: any free one */
+    int slots;              /* runs computing at once */
+    const char *data[STUDIO_MAX_DATA]; /* --data directories (absolute) */
+    int ndata;
+    int grace_s;            /* cancel -> SIGKILL of the group */
+    int max_runtime_s;      /* 0: none */
+    int worker_mb;          /* RLIMIT_AS of a worker, MiB; 0: none */
+    int test_workers;       /* the fake verb is accepted */
+    char worker_exe[4096];  /* the worker executable: this dpd */
+} studio_opts;
+
+double studio_now(void); /* Unix seconds, wall clock */
+double studio_mono(void); /* seconds, monotonic */
+
+/* ---- supervisor (super.c) ---- */
+
+typedef struct super super;
+
+/* Recovers what a previous server left (docs/studio.md "Shutdown and recovery"), then starts the
+ * supervisor thread. NULL with a message on failure. */
+super *super_start(const studio_opts *o, store *st, char *err, size_t n);
+/* Wakes the supervisor now (a submission). */
+void super_wake(super *s);
+/* Cancels run id (docs/studio.md "Cancel"); r receives the run after it. 0 done (or nothing to
+ * do for a terminal run), 1 no such run, -1 a store error. */
+int super_cancel(super *s, const char *id, run_rec *r);
+int super_busy(super *s); /* slots in use */
+/* Called by the supervisor thread after each tick (the HTTP side resumes its event streams). */
+void super_on_tick(super *s, void (*fn)(void *), void *user);
+/* Graceful stop: cancels every running worker, waits up to the grace period, kills the rest,
+ * marks the unfinished runs interrupted; joins the thread and frees s. */
+void super_stop(super *s);
+
+/* ---- HTTP (http.c, api.c) ---- */
+
+typedef struct http http;
+http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n);
+int http_port(const http *h);
+const char *http_bootstrap(const http *h); /* the one-time token */
+void http_refuse_writes(http *h);          /* shutting down: submissions get 503 */
+void http_stop(http *h);
+
+#endif

@@ -1,0 +1,647 @@
+/* super: the supervisor — one thread that dispatches queued runs to worker processes, tails their
+ * events into the store, enforces cancel grace and wall time, finalises runs when their workers
+ * exit, and recovers what a previous server left (studio.h, docs/studio.md). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "studio.h"
+
+#define MAX_SLOTS 64
+#define MAX_LINE (64 * 1024)      /* an events.jsonl line longer than this is skipped */
+#define MAX_TICK (1024 * 1024)    /* bytes of one run's events ingested per tick */
+#define TICK_MS 100
+
+enum { K_NONE, K_CANCEL, K_TIMEOUT, K_SHUTDOWN };
+
+typedef struct active {
+    int used;
+    char id[24];
+    pid_t pid;
+    long long start_ticks;
+    double t0;        /* monotonic start */
+    double kill_at;   /* monotonic: SIGKILL the group then (0: no deadline) */
+    int why;          /* K_*: why the server is stopping it */
+    int killed;       /* SIGKILL sent */
+    int skipping;     /* inside an over-long line */
+    char run_dir[4096]; /* from the `started` event */
+} active;
+
+struct super {
+    studio_opts o;
+    store *st;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;    /* super_stop was called: no more dispatch; the loop ends when no worker is left */
+    int woken, queue_dirty;
+    active a[MAX_SLOTS];
+    void (*tick)(void *);
+    void *tick_user;
+};
+
+extern char **environ;
+
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dpd studio: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void run_path(const super *s, const char *id, const char *name, char *out, size_t n) {
+    snprintf(out, n, "%s/runs/%s/%s", s->o.root, id, name);
+}
+
+/* Field 22 of /proc/PID/stat: the start time in clock ticks since boot; -1 when gone. */
+static long long start_ticks(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    if (!p) return -1;
+    long long v = -1;
+    int field = 2;
+    for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " "))
+        if (++field == 22) {
+            v = atoll(t);
+            break;
+        }
+    return v;
+}
+
+/* ---- events ---- */
+
+static const char *const worker_types[] = {"started", "progress", "metric", "checkpoint", "warning", "heartbeat", "ended", "log"};
+
+/* Ingests what the run's events.jsonl holds past the stored offset (at most MAX_TICK bytes). */
+static void ingest(super *s, const char *id, active *a) {
+    run_rec r;
+    if (store_get(s->st, id, &r)) return;
+    char path[4400];
+    run_path(s, id, "events.jsonl", path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return;
+    char *buf = malloc(MAX_TICK + 1);
+    ssize_t n = buf ? pread(fd, buf, MAX_TICK, r.offset) : -1;
+    close(fd);
+    if (n <= 0) {
+        free(buf);
+        return;
+    }
+    st_event ev[256];
+    char *datas[256];
+    int ne = 0, epoch = -1, epochs = -1;
+    long steps_done = -1, steps = -1, skipped = 0;
+    long long off = r.offset;
+    size_t i = 0;
+    int skipping = a ? a->skipping : 0;
+    while (i < (size_t)n && ne < 256) {
+        char *nl = memchr(buf + i, '\n', (size_t)n - i);
+        if (!nl) {
+            if ((size_t)n - i > MAX_LINE) { /* an over-long line: drop what there is, and its rest */
+                off += (long long)((size_t)n - i);
+                if (!skipping) skipped++;
+                skipping = 1;
+            }
+            break;
+        }
+        size_t len = (size_t)(nl - (buf + i));
+        char *line = buf + i;
+        i += len + 1;
+        off += (long long)len + 1;
+        if (skipping || len > MAX_LINE) {
+            if (!skipping) skipped++;
+            skipping = 0;
+            continue;
+        }
+        json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+        const char *type = json_string_value(json_object_get(j, "type"));
+        json_t *data = json_object_get(j, "data"), *ts = json_object_get(j, "ts");
+        int known = 0;
+        for (size_t k = 0; type && k < sizeof worker_types / sizeof *worker_types; k++) known |= !strcmp(type, worker_types[k]);
+        if (!json_is_object(j) || !known || (data && !json_is_object(data)) || (ts && !json_is_number(ts))) {
+            skipped++;
+            json_decref(j);
+            continue;
+        }
+        if (!strcmp(type, "progress") || !strcmp(type, "metric")) {
+            json_t *e = json_object_get(data, "epoch"), *es = json_object_get(data, "epochs");
+            if (json_is_integer(e)) epoch = (int)json_integer_value(e);
+            if (json_is_integer(es)) epochs = (int)json_integer_value(es);
+            if (!strcmp(type, "progress")) {
+                json_t *d = json_object_get(data, "steps_done"), *t = json_object_get(data, "steps");
+                if (json_is_integer(d)) steps_done = (long)json_integer_value(d);
+                if (json_is_integer(t)) steps = (long)json_integer_value(t);
+            }
+        }
+        if (a && !strcmp(type, "started")) {
+            const char *rd = json_string_value(json_object_get(data, "run_dir"));
+            if (rd) snprintf(a->run_dir, sizeof a->run_dir, "%s", rd);
+        }
+        size_t k = 0; /* the type as a static string: j is freed below */
+        while (strcmp(type, worker_types[k])) k++;
+        json_t *empty = json_object();
+        datas[ne] = json_dumps(data ? data : empty, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(empty);
+        ev[ne] = (st_event){.ts = ts ? json_number_value(ts) : studio_now(), .type = worker_types[k], .data = datas[ne]};
+        json_decref(j);
+        if (datas[ne]) ne++;
+    }
+    if (a) a->skipping = skipping;
+    if (off != r.offset || ne)
+        store_append(s->st, id, ev, ne, off, epoch, epochs, steps_done, steps, ne ? studio_now() : 0, skipped);
+    for (int k = 0; k < ne; k++) free(datas[k]);
+    free(buf);
+}
+
+/* Everything left in events.jsonl. */
+static void drain(super *s, const char *id, active *a) {
+    run_rec r;
+    for (int k = 0; k < 1000; k++) {
+        long long before = store_get(s->st, id, &r) ? -1 : r.offset;
+        ingest(s, id, a);
+        if (store_get(s->st, id, &r) || r.offset == before) break;
+    }
+}
+
+/* ---- artifacts ---- */
+
+static int sha256_file(const char *path, char hex[65], long long *size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char buf[65536], md[32];
+    unsigned int mdn = 0;
+    ssize_t n;
+    long long total = 0;
+    EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        EVP_DigestUpdate(c, buf, (size_t)n);
+        total += n;
+    }
+    EVP_DigestFinal_ex(c, md, &mdn);
+    EVP_MD_CTX_free(c);
+    close(fd);
+    if (n < 0) return -1;
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    *size = total;
+    return 0;
+}
+
+static const char *kind_of(const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot) return "file";
+    if (!strcmp(dot, ".safetensors")) return "checkpoint";
+    if (!strcmp(dot, ".csv")) return "table";
+    if (!strcmp(dot, ".jsonl")) return "events";
+    if (!strcmp(dot, ".json")) return "json";
+    if (!strcmp(dot, ".log")) return "log";
+    return "file";
+}
+
+static int add(super *s, const char *id, int *k, const char *rel, const char *name) {
+    char path[8400];
+    art_rec a = {0};
+    snprintf(path, sizeof path, "%s/runs/%s/%s", s->o.root, id, rel);
+    if (sha256_file(path, a.sha256, &a.size)) return 0;
+    snprintf(a.id, sizeof a.id, "a%d", ++*k);
+    snprintf(a.name, sizeof a.name, "%s", name);
+    snprintf(a.kind, sizeof a.kind, "%s", kind_of(name));
+    snprintf(a.rel, sizeof a.rel, "%s", rel);
+    return store_add_artifact(s->st, id, &a);
+}
+
+/* Registers the files of the run directory (which must lie inside ROOT/runs/ID/out) and the log. */
+static void register_artifacts(super *s, const char *id, const char *run_dir) {
+    char base[4400], real[PATH_MAX], rel[4400];
+    int k = 0;
+    snprintf(base, sizeof base, "%s/runs/%s/", s->o.root, id);
+    if (run_dir && run_dir[0]) {
+        snprintf(rel, sizeof rel, "%s%s", run_dir[0] == '/' ? "" : base, run_dir);
+        if (realpath(rel, real) && !strncmp(real, base, strlen(base)) && !strncmp(real + strlen(base), "out/", 4)) {
+            const char *inner = real + strlen(base);
+            DIR *d = opendir(real);
+            struct dirent *e;
+            char *names[64];
+            int nn = 0;
+            while (d && (e = readdir(d)) && nn < 64)
+                if (e->d_name[0] != '.' && !strstr(e->d_name, ".tmp.") && strlen(e->d_name) < 128)
+                    names[nn++] = strdup(e->d_name);
+            if (d) closedir(d);
+            for (int i = 0; i < nn; i++) /* a stable order: by name */
+                for (int j = i + 1; j < nn; j++)
+                    if (names[i] && names[j] && strcmp(names[i], names[j]) > 0) {
+                        char *t = names[i];
+                        names[i] = names[j], names[j] = t;
+                    }
+            for (int i = 0; i < nn; i++) {
+                if (!names[i]) continue;
+                snprintf(rel, sizeof rel, "%s/%s", inner, names[i]);
+                add(s, id, &k, rel, names[i]);
+                free(names[i]);
+            }
+        }
+    }
+    add(s, id, &k, "logs/worker.log", "worker.log");
+}
+
+/* ---- workers ---- */
+
+/* The worker's result.json: outcome and error fields (empty when absent). */
+typedef struct result {
+    char outcome[32], code[32], msg[1024], field[32], run_dir[4096];
+} result;
+
+static void read_result(super *s, const char *id, result *res) {
+    char path[4400];
+    memset(res, 0, sizeof *res);
+    run_path(s, id, "result.json", path, sizeof path);
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    json_t *e = json_object_get(j, "error");
+    snprintf(res->outcome, sizeof res->outcome, "%s", json_string_value(json_object_get(j, "outcome")) ?: "");
+    snprintf(res->code, sizeof res->code, "%s", json_string_value(json_object_get(e, "code")) ?: "");
+    snprintf(res->msg, sizeof res->msg, "%s", json_string_value(json_object_get(e, "message")) ?: "");
+    snprintf(res->field, sizeof res->field, "%s", json_string_value(json_object_get(e, "field")) ?: "");
+    snprintf(res->run_dir, sizeof res->run_dir, "%s",
+             json_string_value(json_object_get(json_object_get(j, "summary"), "run_dir")) ?: "");
+    json_decref(j);
+}
+
+static void set_status(super *s, const char *id, int to, const st_change *c) {
+    run_rec r;
+    int rc = store_transition(s->st, id, to, c, &r);
+    if (rc == 1)
+        log_line("run %s: %s -> %s refused (not a legal change)", id, store_status_name(r.status), store_status_name(to));
+    else if (rc < 0)
+        log_line("run %s: the store refused the change to %s", id, store_status_name(to));
+}
+
+/* The worker of a exited with wait status ws: ingest its last events, decide the outcome. */
+static void finalise(super *s, active *a, int ws) {
+    drain(s, a->id, a);
+    run_rec r;
+    if (store_get(s->st, a->id, &r)) return;
+    result res;
+    read_result(s, a->id, &res);
+    int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+    char msg[1400];
+    st_change c = {.exit_code = code >= 0 ? code : 128 + sig};
+    int to;
+    if (code == 0 && !strcmp(res.outcome, "completed")) {
+        to = r.status == ST_CANCEL_REQUESTED ? ST_CANCELLED : ST_SUCCEEDED;
+        c.reason_code = to == ST_SUCCEEDED ? "completed" : "user";
+        c.reason = to == ST_SUCCEEDED ? "completed" : "cancelled, but the run had already completed";
+    } else if (a->why == K_SHUTDOWN) {
+        to = ST_INTERRUPTED, c.reason_code = "service_restart", c.reason = "the service stopped while the run was running";
+    } else if (a->why == K_TIMEOUT) {
+        to = ST_FAILED, c.reason_code = "timeout";
+        snprintf(msg, sizeof msg, "the run exceeded the wall-time limit of %d s", s->o.max_runtime_s);
+        c.reason = msg, c.err_code = "timeout", c.err_msg = msg;
+    } else if (a->why == K_CANCEL && a->killed) {
+        to = ST_CANCELLED, c.reason_code = "killed_after_grace";
+        c.reason = "the worker did not stop within the grace period and was killed with its process group";
+    } else if (code == 3 && !strcmp(res.outcome, "cancelled")) {
+        if (r.status == ST_RUNNING) /* stopped by a signal from elsewhere: through cancel_requested */
+            set_status(s, a->id, ST_CANCEL_REQUESTED, &(st_change){.exit_code = -1, .reason = "the worker was stopped by a signal"});
+        to = ST_CANCELLED, c.reason_code = "user", c.reason = "cancelled; the last checkpoint was kept";
+    } else if (code == 1 && res.outcome[0]) {
+        to = ST_FAILED;
+        c.reason_code = !strcmp(res.code, "oom") ? "oom" : !strcmp(res.outcome, "diverged") ? "diverged" : "worker_failed";
+        c.reason = res.msg[0] ? res.msg : "the worker failed";
+        c.err_code = res.code[0] ? res.code : "failed", c.err_msg = c.reason, c.err_field = res.field;
+    } else {
+        to = ST_FAILED, c.reason_code = "worker_died", c.err_code = "worker_died";
+        if (sig)
+            snprintf(msg, sizeof msg, "the worker was killed by signal %d (%s) without reporting an outcome%s", sig,
+                     strsignal(sig), sig == SIGKILL ? "; an out-of-memory kill ends this way" : "");
+        else
+            snprintf(msg, sizeof msg, "the worker exited with code %d without reporting an outcome (see worker.log)", code);
+        c.reason = msg, c.err_msg = msg;
+    }
+    set_status(s, a->id, to, &c);
+    register_artifacts(s, a->id, res.run_dir[0] ? res.run_dir : a->run_dir);
+    char cancel[4400];
+    run_path(s, a->id, "CANCEL", cancel, sizeof cancel);
+    unlink(cancel);
+    log_line("run %s: %s (%s)", a->id, store_status_name(to), c.reason_code);
+    memset(a, 0, sizeof *a);
+    s->queue_dirty = 1;
+}
+
+/* Starts the worker of run id in slot a; 0 on success, else errno (and a is left unused). */
+static int spawn(super *s, const char *id, active *a) {
+    char dir[4400], log[4400];
+    run_path(s, id, "", dir, sizeof dir);
+    run_path(s, id, "logs/worker.log", log, sizeof log);
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) return errno;
+    int logfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (logfd < 0) {
+        int e = errno;
+        close(pfd[0]), close(pfd[1]);
+        return e;
+    }
+    char *argv[] = {"dpd", "worker", "--run-dir", dir, NULL};
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the child: only async-signal-safe calls until execve */
+        setsid();
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != pfd[1]) close(fd);
+        if (chdir(dir)) goto fail;
+        umask(077);
+        struct rlimit core = {0, 0};
+        setrlimit(RLIMIT_CORE, &core);
+        if (s->o.worker_mb > 0) {
+            struct rlimit as = {(rlim_t)s->o.worker_mb << 20, (rlim_t)s->o.worker_mb << 20};
+            setrlimit(RLIMIT_AS, &as);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL), signal(SIGPIPE, SIG_DFL);
+        execve(s->o.worker_exe, argv, environ);
+    fail:;
+        int e = errno;
+        ssize_t w = write(pfd[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    int e = pid < 0 ? errno : 0;
+    close(pfd[1]);
+    close(logfd);
+    if (pid > 0) {
+        int ce = 0;
+        ssize_t n;
+        while ((n = read(pfd[0], &ce, sizeof ce)) < 0 && errno == EINTR) {}
+        if (n == (ssize_t)sizeof ce) { /* exec failed */
+            waitpid(pid, NULL, 0);
+            e = ce ? ce : ENOEXEC;
+        }
+    }
+    close(pfd[0]);
+    if (e) return e;
+    memset(a, 0, sizeof *a);
+    a->used = 1;
+    snprintf(a->id, sizeof a->id, "%s", id);
+    a->pid = pid;
+    a->start_ticks = start_ticks(pid);
+    a->t0 = studio_mono();
+    return 0;
+}
+
+static int busy(const super *s) {
+    int n = 0;
+    for (int i = 0; i < MAX_SLOTS; i++) n += s->a[i].used;
+    return n;
+}
+
+static void dispatch(super *s) {
+    while (!s->stopping && busy(s) < s->o.slots) {
+        run_rec r;
+        if (store_oldest_queued(s->st, &r)) return;
+        active *a = NULL;
+        for (int i = 0; i < MAX_SLOTS && !a; i++)
+            if (!s->a[i].used) a = &s->a[i];
+        int e = spawn(s, r.id, a);
+        if (e) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "the worker could not be started: %s: %s", s->o.worker_exe, strerror(e));
+            set_status(s, r.id, ST_RUNNING, &(st_change){.exit_code = -1, .reason = "dispatched"});
+            set_status(s, r.id, ST_FAILED,
+                       &(st_change){.exit_code = -1, .reason_code = "spawn_failed", .reason = msg, .err_code = "spawn_failed",
+                                    .err_msg = msg});
+            log_line("run %s: %s", r.id, msg);
+            continue;
+        }
+        set_status(s, r.id, ST_RUNNING,
+                   &(st_change){.exit_code = -1, .pid = a->pid, .pid_start = a->start_ticks, .reason = "dispatched"});
+        log_line("run %s: running (worker pid %d)", r.id, (int)a->pid);
+        s->queue_dirty = 1;
+    }
+}
+
+static void wait_reasons(super *s) {
+    char ids[512][24];
+    int n = store_ids(s->st, ST_QUEUED, ids, 512), b = busy(s);
+    for (int i = 0; i < n; i++) {
+        char w[128];
+        snprintf(w, sizeof w, "position %d of %d, %d of %d slot%s busy", i + 1, n, b, s->o.slots, s->o.slots == 1 ? "" : "s");
+        store_set_wait(s->st, ids[i], w);
+    }
+}
+
+static void stop_group(active *a, int why, double grace) {
+    if (!a->why) a->why = why;
+    kill(-a->pid, SIGTERM);
+    if (!a->kill_at) a->kill_at = studio_mono() + grace;
+}
+
+static void write_cancel(super *s, const char *id) {
+    char path[4400];
+    run_path(s, id, "CANCEL", path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) close(fd);
+}
+
+/* One pass over the active runs: events, deadlines, exits. */
+static void watch(super *s) {
+    double t = studio_mono();
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        active *a = &s->a[i];
+        if (!a->used) continue;
+        ingest(s, a->id, a);
+        int ws;
+        pid_t p = waitpid(a->pid, &ws, WNOHANG);
+        if (p == a->pid) {
+            kill(-a->pid, SIGKILL); /* anything the worker left in its group */
+            finalise(s, a, ws);
+            continue;
+        }
+        if (s->o.max_runtime_s > 0 && !a->why && t - a->t0 > s->o.max_runtime_s) stop_group(a, K_TIMEOUT, s->o.grace_s);
+        if (a->kill_at && !a->killed && t >= a->kill_at) {
+            kill(-a->pid, SIGKILL);
+            kill(a->pid, SIGKILL);
+            a->killed = 1;
+        }
+    }
+}
+
+static void *loop(void *arg) {
+    super *s = arg;
+    int stop_sent = 0;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping || busy(s)) {
+        if (s->stopping && !stop_sent) { /* graceful stop: every worker is cancelled, then killed after the grace */
+            for (int i = 0; i < MAX_SLOTS; i++)
+                if (s->a[i].used) {
+                    write_cancel(s, s->a[i].id);
+                    s->a[i].why = K_SHUTDOWN;
+                    stop_group(&s->a[i], K_SHUTDOWN, s->o.grace_s);
+                }
+            stop_sent = 1;
+        }
+        watch(s);
+        dispatch(s);
+        if (s->queue_dirty) {
+            s->queue_dirty = 0;
+            wait_reasons(s);
+        }
+        if (s->tick) s->tick(s->tick_user);
+        if (!s->woken) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += TICK_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        }
+        s->woken = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---- recovery ---- */
+
+static void recover(super *s) {
+    char ids[4096][24];
+    int n = 0;
+    for (int st = ST_QUEUED; st <= ST_CANCEL_REQUESTED; st++) n += store_ids(s->st, st, ids + n, 4096 - n);
+    for (int i = 0; i < n; i++) {
+        run_rec r;
+        if (store_get(s->st, ids[i], &r)) continue;
+        active tmp = {0};
+        drain(s, r.id, &tmp);
+        const char *why = "not started before the service stopped; retry it to run it";
+        if (r.status != ST_QUEUED) {
+            why = "the service restarted and the worker was no longer running";
+            if (r.pid > 0 && start_ticks((pid_t)r.pid) == r.pid_start) {
+                kill(-(pid_t)r.pid, SIGKILL);
+                kill((pid_t)r.pid, SIGKILL);
+                why = "the service restarted; the worker was still running and was killed";
+            }
+        }
+        set_status(s, r.id, ST_INTERRUPTED, &(st_change){.exit_code = -1, .reason_code = "service_restart", .reason = why});
+        if (r.status != ST_QUEUED) {
+            result res;
+            read_result(s, r.id, &res);
+            register_artifacts(s, r.id, res.run_dir[0] ? res.run_dir : tmp.run_dir);
+        }
+        log_line("run %s: interrupted (%s)", r.id, why);
+    }
+}
+
+/* ---- the interface ---- */
+
+super *super_start(const studio_opts *o, store *st, char *err, size_t n) {
+    super *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, n, "out of memory");
+        return NULL;
+    }
+    s->o = *o;
+    s->st = st;
+    s->queue_dirty = 1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    recover(s);
+    if (pthread_create(&s->th, NULL, loop, s)) {
+        snprintf(err, n, "cannot start the supervisor thread");
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void super_wake(super *s) {
+    pthread_mutex_lock(&s->mu);
+    s->woken = 1;
+    s->queue_dirty = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void super_on_tick(super *s, void (*fn)(void *), void *user) {
+    pthread_mutex_lock(&s->mu);
+    s->tick = fn, s->tick_user = user;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int super_busy(super *s) {
+    pthread_mutex_lock(&s->mu);
+    int n = busy(s);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+int super_cancel(super *s, const char *id, run_rec *r) {
+    pthread_mutex_lock(&s->mu);
+    int rc = store_get(s->st, id, r);
+    if (!rc && r->status == ST_QUEUED) {
+        rc = store_transition(s->st, id, ST_CANCELLED,
+                              &(st_change){.exit_code = -1, .reason_code = "user", .reason = "cancelled before it started"}, r);
+        rc = rc < 0 ? -1 : 0;
+        s->queue_dirty = 1;
+    } else if (!rc && r->status == ST_RUNNING) {
+        for (int i = 0; i < MAX_SLOTS; i++)
+            if (s->a[i].used && !strcmp(s->a[i].id, id)) {
+                write_cancel(s, id);
+                rc = store_transition(s->st, id, ST_CANCEL_REQUESTED,
+                                      &(st_change){.exit_code = -1, .reason = "cancel requested"}, r);
+                rc = rc < 0 ? -1 : 0;
+                stop_group(&s->a[i], K_CANCEL, s->o.grace_s);
+            }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void super_stop(super *s) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    s->woken = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL); /* the loop ends when its last worker has ended */
+    char ids[4096][24];
+    int n = store_ids(s->st, ST_QUEUED, ids, 4096);
+    for (int i = 0; i < n; i++)
+        set_status(s, ids[i], ST_INTERRUPTED,
+                   &(st_change){.exit_code = -1, .reason_code = "service_restart",
+                                .reason = "not started before the service stopped; retry it to run it"});
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,355 @@
+/* worker: `dpd worker --run-dir D` — one studio run in a process of its own. Reads D/job.json,
+ * trains with dpd_train into D/out exactly as the CLI would, appends its events to
+ * D/events.jsonl (a heartbeat at least every 5 s), rewrites D/live.json each epoch, writes
+ * D/result.json last, and exits 0 (succeeded), 1 (failed) or 3 (cancelled). SIGTERM or a D/CANCEL
+ * file stops it between chunks of steps. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "job.h"
+#include "studio.h"
+
+static volatile sig_atomic_t stop_sig;
+static void on_term(int sig) { stop_sig = sig; }
+
+typedef struct worker {
+    int fd;                /* events.jsonl */
+    pthread_mutex_t mu;    /* one writer of a line at a time */
+    double last_progress;  /* when the last progress line was written */
+    int ignore_cancel;
+    int revision;          /* live.json */
+    json_t *history;       /* the per-epoch rows for live.json */
+    char run_dir[4096];
+    int stop;              /* the heartbeat thread ends */
+    pthread_t hb;
+    int have_hb;
+} worker;
+
+double studio_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double studio_mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* One line {"ts", "type", "data"}; data is stolen. */
+static void emit(worker *w, const char *type, json_t *data) {
+    json_t *o = json_pack("{s:f, s:s, s:o}", "ts", floor(studio_now() * 1000) / 1000, "type", type, "data",
+                          data ? data : json_object());
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s) return;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* json_dumps' terminator becomes the newline; written as one write() */
+    pthread_mutex_lock(&w->mu);
+    ssize_t r = write(w->fd, s, n + 1);
+    (void)r;
+    pthread_mutex_unlock(&w->mu);
+    free(s);
+}
+
+static void *heartbeat(void *arg) {
+    worker *w = arg;
+    for (int t = 0;; t++) {
+        struct timespec d = {0, 250 * 1000 * 1000};
+        nanosleep(&d, NULL);
+        if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) return NULL;
+        if (t % 20 == 19) emit(w, "heartbeat", json_pack("{s:i}", "pid", (int)getpid()));
+    }
+}
+
+static void start_heartbeat(worker *w) { w->have_hb = !pthread_create(&w->hb, NULL, heartbeat, w); }
+
+static int cancelled(const worker *w) {
+    if (w->ignore_cancel) return 0;
+    return stop_sig != 0 || access("CANCEL", F_OK) == 0;
+}
+
+/* ---- the live snapshot (live.json) ---- */
+
+#define MAX_POINTS 4000
+
+static double r6(double v) { return isfinite(v) ? round(v * 1e6) / 1e6 : 0; }
+static double r3(double v) { return isfinite(v) ? round(v * 1e3) / 1e3 : -300; }
+
+/* Bounded plot data from one epoch's validation predictions: the PSD of target and prediction,
+ * AM/AM and AM/PM (fixed stride), an I/Q excerpt. */
+static json_t *plots(const dpd_eval *e, const dpd_spec *spec) {
+    if (!e || !e->pred || e->S < 1 || e->N < 2) return json_null();
+    size_t n = (size_t)e->S * (size_t)e->N;
+    json_t *p = json_object();
+    /* PSD */
+    double *freq = malloc((size_t)e->N * sizeof *freq), *dref = malloc((size_t)e->N * sizeof *dref),
+           *dpred = malloc((size_t)e->N * sizeof *dpred);
+    dpd_error err = {0};
+    if (freq && dref && dpred && !dpd_psd(e->ref, e->S, e->N, spec->fs, freq, dref, &err) &&
+        !dpd_psd(e->pred, e->S, e->N, spec->fs, NULL, dpred, &err)) {
+        int stride = (e->N + MAX_POINTS - 1) / MAX_POINTS;
+        json_t *f = json_array(), *a = json_array(), *b = json_array();
+        for (int k = 0; k < e->N; k += stride) {
+            json_array_append_new(f, json_real(r6(freq[k] / 1e6)));
+            json_array_append_new(a, json_real(r3(dref[k])));
+            json_array_append_new(b, json_real(r3(dpred[k])));
+        }
+        json_object_set_new(p, "psd", json_pack("{s:s, s:s, s:o, s:o, s:o, s:f}", "x_unit", "MHz", "y_unit", "dB",
+                                                "freq", f, "target", a, "prediction", b, "bw_main_mhz",
+                                                spec->bw_main / 1e6));
+    }
+    free(freq), free(dref), free(dpred);
+    /* AM/AM, AM/PM: input amplitude against output amplitude and phase change */
+    size_t real = e->n < n ? e->n : n, stride = (real + MAX_POINTS - 1) / MAX_POINTS;
+    if (stride < 1) stride = 1;
+    json_t *in = json_array(), *am_t = json_array(), *am_p = json_array(), *pm_t = json_array(), *pm_p = json_array();
+    for (size_t i = 0; i < real; i += stride) {
+        const float *x = e->x + 2 * i, *t = e->ref + 2 * i, *q = e->pred + 2 * i;
+        double ph = atan2(x[1], x[0]);
+        double dt = remainder(atan2(t[1], t[0]) - ph, 2 * M_PI), dq = remainder(atan2(q[1], q[0]) - ph, 2 * M_PI);
+        json_array_append_new(in, json_real(r6(hypot(x[0], x[1]))));
+        json_array_append_new(am_t, json_real(r6(hypot(t[0], t[1]))));
+        json_array_append_new(am_p, json_real(r6(hypot(q[0], q[1]))));
+        json_array_append_new(pm_t, json_real(r3(dt * 180 / M_PI)));
+        json_array_append_new(pm_p, json_real(r3(dq * 180 / M_PI)));
+    }
+    json_object_set_new(p, "amam", json_pack("{s:O, s:o, s:o}", "input", in, "target", am_t, "prediction", am_p));
+    json_object_set_new(p, "ampm", json_pack("{s:o, s:o, s:o, s:s}", "input", in, "target", pm_t, "prediction", pm_p,
+                                             "y_unit", "degrees"));
+    /* I/Q excerpt: the first 1000 samples */
+    size_t m = real < 1000 ? real : 1000;
+    json_t *it = json_array(), *qt = json_array(), *ip = json_array(), *qp = json_array();
+    for (size_t i = 0; i < m; i++) {
+        json_array_append_new(it, json_real(r6(e->ref[2 * i])));
+        json_array_append_new(qt, json_real(r6(e->ref[2 * i + 1])));
+        json_array_append_new(ip, json_real(r6(e->pred[2 * i])));
+        json_array_append_new(qp, json_real(r6(e->pred[2 * i + 1])));
+    }
+    json_object_set_new(p, "iq", json_pack("{s:o, s:o, s:o, s:o}", "i_target", it, "q_target", qt, "i_prediction", ip,
+                                           "q_prediction", qp));
+    return p;
+}
+
+/* Writes path atomically (tmp + rename). */
+static int write_json(const char *path, json_t *j) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int rc = json_dump_file(j, tmp, JSON_COMPACT);
+    if (!rc) rc = rename(tmp, path);
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
+    json_t *row = json_pack("{s:i, s:f, s:o, s:o, s:f}", "epoch", e->epoch, "train_loss", e->train_loss, "val",
+                            cli_metrics_json(&e->val, 0), "test", cli_metrics_json(&e->test, 0), "lr", e->lr);
+    json_array_append_new(w->history, row);
+    json_t *j = json_pack("{s:i, s:f, s:i, s:i, s:s, s:O, s:O, s:o}", "revision", ++w->revision, "updated_at",
+                          studio_now(), "epoch", e->epoch, "epochs", e->epochs, "source", "validation", "metrics", row,
+                          "history", w->history, "plots", spec ? plots(e->val_eval, spec) : json_null());
+    if (j) write_json("live.json", j);
+    json_decref(j);
+}
+
+/* ---- the real verbs ---- */
+
+typedef struct ctx {
+    worker *w;
+    dpd_spec spec;
+    int have_spec;
+} ctx;
+
+static int on_event(void *user, const dpd_event *e) {
+    ctx *c = user;
+    worker *w = c->w;
+    switch (e->type) {
+    case DPD_EV_RUN_STARTED:
+        snprintf(w->run_dir, sizeof w->run_dir, "%s", e->run_dir ? e->run_dir : "");
+        emit(w, "started", json_pack("{s:s?, s:s?, s:s?, s:b}", "run_id", e->run_id, "run_dir", e->run_dir, "provider",
+                                     e->provider, "resumed", e->resumed));
+        break;
+    case DPD_EV_PROGRESS: {
+        double t = studio_now();
+        if (e->steps_done != e->steps && e->steps_done > 1 && t - w->last_progress < 0.5) break;
+        w->last_progress = t;
+        emit(w, "progress", json_pack("{s:i, s:i, s:I, s:I, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs,
+                                      "steps_done", (json_int_t)e->steps_done, "steps", (json_int_t)e->steps, "loss",
+                                      cli_jnum(e->loss), "samples_per_s", cli_jnum(e->samples_per_s)));
+        break;
+    }
+    case DPD_EV_EPOCH:
+        emit(w, "metric", json_pack("{s:i, s:i, s:o, s:o, s:b, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs,
+                                    "train_loss", cli_jnum(e->train_loss), "lr", cli_jnum(e->lr), "improved",
+                                    e->improved, "val", cli_metrics_json(&e->val, 0), "test",
+                                    cli_metrics_json(&e->test, 0)));
+        live(w, e, c->have_spec ? &c->spec : NULL);
+        break;
+    case DPD_EV_CHECKPOINT:
+        emit(w, "checkpoint", json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path));
+        break;
+    case DPD_EV_WARNING: emit(w, "warning", json_pack("{s:s?}", "message", e->message)); break;
+    case DPD_EV_RUN_ENDED: break;
+    }
+    return cancelled(w);
+}
+
+static const char *code_of(dpd_status s) {
+    switch (s) {
+    case DPD_E_NOMEM: return "oom";
+    case DPD_E_DIVERGED: return "diverged";
+    case DPD_E_INVAL: return "invalid_config";
+    case DPD_E_FORMAT: return "invalid_data";
+    case DPD_E_IO: return "io_error";
+    case DPD_E_DEVICE: return "device_error";
+    default: return "failed";
+    }
+}
+
+/* result.json and the exit code. */
+static int finish(worker *w, const char *outcome, json_t *summary, const char *code, const char *msg,
+                  const char *field) {
+    json_t *r = json_pack("{s:s, s:o}", "outcome", outcome, "summary", summary ? summary : json_null());
+    if (code)
+        json_object_set_new(r, "error", json_pack("{s:s, s:s, s:s}", "code", code, "message", msg ? msg : "", "field",
+                                                  field ? field : ""));
+    emit(w, "ended", json_pack("{s:s, s:s}", "outcome", outcome, "message", msg ? msg : ""));
+    write_json("result.json", r);
+    json_decref(r);
+    return !strcmp(outcome, "completed") ? 0 : !strcmp(outcome, "cancelled") ? 3 : 1;
+}
+
+static int run_real(worker *w, const job *j, json_t *jj) {
+    dpd_train_cfg c = j->cfg;
+    const char *data = json_string_value(json_object_get(jj, "dataset_dir"));
+    const char *pa = json_string_value(json_object_get(jj, "pa_dir"));
+    if (!data) return finish(w, "failed", NULL, "invalid_job", "job.json: no dataset_dir", "dataset");
+    snprintf(c.data, sizeof c.data, "%s", data);
+    snprintf(c.pa, sizeof c.pa, "%s", pa ? pa : "");
+    char out[4200];
+    if (!getcwd(out, sizeof out - 8)) return finish(w, "failed", NULL, "io_error", strerror(errno), NULL);
+    strcat(out, "/out");
+    snprintf(c.out, sizeof c.out, "%s", out);
+    ctx cx = {.w = w};
+    start_heartbeat(w);
+    dpd_dataset ds;
+    dpd_error err = {0};
+    if (!dpd_dataset_load(c.data, 0, 0, &ds, &err)) { /* the spec only: for the live PSD */
+        cx.spec = ds.spec, cx.have_spec = 1;
+        dpd_dataset_free(&ds);
+    }
+    dpd_train_result res;
+    memset(&res, 0, sizeof res);
+    memset(&err, 0, sizeof err);
+    dpd_status s = dpd_train(&c, on_event, &cx, &res, &err);
+    json_t *sum = NULL;
+    if (!s || res.run_dir[0]) sum = cli_summary_json(&res);
+    if (s == DPD_E_ABORTED) return finish(w, "cancelled", sum, NULL, "cancelled", NULL);
+    if (s) return finish(w, s == DPD_E_DIVERGED ? "diverged" : "failed", sum, code_of(s), err.msg, err.field);
+    return finish(w, "completed", sum, NULL, NULL, NULL);
+}
+
+/* ---- the fake verb ---- */
+
+static void sleep_ms(int ms) {
+    struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&d, &d) && errno == EINTR) {}
+}
+
+static int run_fake(worker *w, const job *j) {
+    const job_fake *f = &j->fake;
+    if (f->alloc_mb) {
+        size_t n = (size_t)f->alloc_mb << 20;
+        char *p = malloc(n);
+        if (!p) return finish(w, "failed", NULL, "oom", "out of memory", NULL);
+        memset(p, 1, n);
+        free(p);
+    }
+    if (f->silent_ms) sleep_ms(f->silent_ms);
+    start_heartbeat(w);
+    mkdir("out", 0700);
+    mkdir("out/fake", 0700);
+    snprintf(w->run_dir, sizeof w->run_dir, "out/fake");
+    emit(w, "started", json_pack("{s:s, s:s, s:s, s:b}", "run_id", "FAKE", "run_dir", "out/fake", "provider", "fake",
+                                 "resumed", 0));
+    for (int ep = 1; ep <= f->epochs; ep++) {
+        for (int k = 1; k <= 4; k++) {
+            sleep_ms(f->epoch_ms / 4);
+            if (cancelled(w)) return finish(w, "cancelled", NULL, NULL, "cancelled", NULL);
+            emit(w, "progress", json_pack("{s:i, s:i, s:i, s:i, s:f, s:f}", "epoch", ep, "epochs", f->epochs, "steps_done",
+                                          k, "steps", 4, "loss", 1.0 / (ep * 4 + k), "samples_per_s", 1000.0));
+        }
+        double nmse = -10.0 - ep;
+        emit(w, "metric", json_pack("{s:i, s:i, s:f, s:f, s:b, s:{s:f}, s:{s:f}}", "epoch", ep, "epochs", f->epochs,
+                                    "train_loss", 1.0 / ep, "lr", 0.005, "improved", 1, "val", "NMSE", nmse, "test",
+                                    "NMSE", nmse));
+        FILE *fp = fopen("out/fake/best.safetensors", "w");
+        if (fp) {
+            fprintf(fp, "fake checkpoint of epoch %d\n", ep);
+            fclose(fp);
+        }
+        emit(w, "checkpoint", json_pack("{s:i, s:s}", "epoch", ep, "name", "best.safetensors"));
+    }
+    if (f->exit_code >= 0) {
+        __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+        _exit(f->exit_code); /* no outcome written: the server must see a worker that died */
+    }
+    return finish(w, "completed", json_pack("{s:s, s:i}", "run_dir", "out/fake", "epochs", f->epochs), NULL, NULL, NULL);
+}
+
+int cmd_worker(int argc, char **argv) {
+    const char *dir = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--run-dir") && i + 1 < argc) dir = argv[++i];
+        else if (cli_is_help(argv[i])) {
+            printf("usage: dpd worker --run-dir DIR\n\nRuns one studio run (DIR/job.json); started by dpd serve.\n");
+            return 0;
+        } else {
+            fprintf(stderr, "dpd worker: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!dir || chdir(dir)) {
+        fprintf(stderr, "dpd worker: --run-dir %s: %s\n", dir ? dir : "(missing)", dir ? strerror(errno) : "required");
+        return 2;
+    }
+    worker w = {.fd = open("events.jsonl", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600), .history = json_array()};
+    if (w.fd < 0) {
+        fprintf(stderr, "dpd worker: %s/events.jsonl: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    pthread_mutex_init(&w.mu, NULL);
+    json_error_t je;
+    json_t *jj = json_load_file("job.json", JSON_REJECT_DUPLICATES, &je);
+    job j;
+    dpd_error err = {0};
+    const char *verb = json_string_value(json_object_get(jj, "verb"));
+    if (!jj || job_resolve(&j, verb, json_object_get(jj, "options"), verb && !strcmp(verb, "fake"), &err))
+        return finish(&w, "failed", NULL, "invalid_job", jj ? err.msg : je.text, jj ? err.field : NULL);
+    w.ignore_cancel = j.fake.ignore_cancel;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = w.ignore_cancel ? SIG_IGN : on_term;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    int rc = strcmp(j.verb, "fake") ? run_real(&w, &j, jj) : run_fake(&w, &j);
+    __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+    if (w.have_hb) pthread_join(w.hb, NULL);
+    json_decref(jj);
+    json_decref(w.history);
+    close(w.fd);
+    return rc;
+}
