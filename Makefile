@@ -98,6 +98,11 @@ $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libdpd.so
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(F64_OBJ) $(BUILD)/libdpd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The studio's store test links the store and SQLite.
+$(BUILD)/tests/test_store.o: CFLAGS += -Istudio
+$(BUILD)/tests/test_store: $(BUILD)/tests/test_store.o $(BUILD)/tests/check.o $(BUILD)/studio/store.o $(BUILD)/libdpd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS)
+
 # The fault-injecting test provider (tests only; never installed by default).
 $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)

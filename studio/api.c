@@ -346,8 +346,10 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (j.pa[0] && pa_dir(h, j.pa, pdir, sizeof pdir))
         return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",
                           "pa: '%s' is not a succeeded PA run of this studio", j.pa);
-    if (idem && (!idem[0] || strlen(idem) > 256))
-        return http_error(r, 422, "invalid_config", "idempotency_key", NULL, "idempotency_key: 1 to 256 characters");
+    int printable = 1;
+    for (const char *p = idem; p && *p; p++) printable &= (unsigned char)*p >= 0x20 && *p != 0x7f;
+    if (idem && (!idem[0] || strlen(idem) > 256 || !printable))
+        return http_error(r, 422, "invalid_config", "idempotency_key", NULL, "idempotency_key: 1 to 256 printable characters");
     run_rec rec = {0};
     unsigned char rnd[6];
     if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) return http_error(r, 500, "service_error", NULL, NULL, "no random bytes");
@@ -389,6 +391,12 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
         rm_tree(rdir);
         return reply_run(r, 200, &rec);
     }
+    char wait[128]; /* the supervisor keeps it current from now on */
+    int queued = store_count(h->st, ST_QUEUED), busy = super_busy(h->sv);
+    snprintf(wait, sizeof wait, "position %d of %d, %d of %d slot%s busy", queued, queued, busy, h->o.slots,
+             h->o.slots == 1 ? "" : "s");
+    store_set_wait(h->st, rec.id, wait);
+    snprintf(rec.wait_reason, sizeof rec.wait_reason, "%s", wait);
     super_wake(h->sv);
     return reply_run(r, 201, &rec);
 }
@@ -490,7 +498,15 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
     snprintf(path, sizeof path, "%s/runs/%s/%s", r->h->o.root, rec->id, name);
     json_t *j = json_load_file(path, 0, NULL);
     if (!j) return http_error(r, 404, "not_available", NULL, NULL, "%s is not available yet", what);
-    if (!strcmp(name, "result.json")) json_object_set_new(j, "status", json_string(store_status_name(rec->status)));
+    if (!strcmp(name, "result.json")) { /* the summary's fields, with outcome, error and the run's status */
+        json_t *o = json_object_get(j, "summary");
+        o = json_is_object(o) ? json_incref(o) : json_object();
+        json_object_set(o, "outcome", json_object_get(j, "outcome"));
+        json_object_set_new(o, "error", json_incref(json_object_get(j, "error")) ?: json_null());
+        json_object_set_new(o, "status", json_string(store_status_name(rec->status)));
+        json_decref(j);
+        j = o;
+    }
     return http_json(r, 200, j);
 }
 

@@ -243,8 +243,9 @@ static enum MHD_Result admit(server *s, req *r) {
     if (!host_ok(http_header(r, "Host"), s->h.port))
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");
+    r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     if (!strcmp(r->path, "/healthz")) return MHD_YES;
-    if (!strncmp(r->path, "/api/v1/session/bootstrap", 25) && !r->path[25]) return MHD_YES;
+    if (!strcmp(r->path, "/api/v1/session/bootstrap")) return MHD_YES;
     if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     int bearer = bearer_ok(s, r);
@@ -264,7 +265,6 @@ static enum MHD_Result admit(server *s, req *r) {
             return http_error(r, 403, "csrf_required", NULL, "GET /api/v1/session gives the token for X-CSRF-Token",
                               "a write with the session cookie needs the X-CSRF-Token header");
     }
-    r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     const char *cl = http_header(r, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > r->limit)
         return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);

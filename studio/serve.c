@@ -28,7 +28,7 @@ static int usage(FILE *f) {
                "  --data DIR          offer DIR's dataset subdirectories by name (repeatable)\n"
                "  --grace S           seconds a cancelled worker gets before it is killed, 1..3600 (10)\n"
                "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0)\n"
-               "  --worker-memory MB  address-space limit of each worker, 0 = none (0)\n"
+               "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0)\n"
                "  --worker PATH       the worker executable (default: this dpd)\n"
                "  --test-workers      accept the fake verb (tests and benchmarks)\n");
     return f == stdout ? 0 : 2;
@@ -152,6 +152,10 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("max-runtime", v, 0, 100000000, &o.max_runtime_s)) return 2;
         } else if (!strcmp(a, "--worker-memory")) {
             if (int_opt("worker-memory", v, 0, 1 << 24, &o.worker_mb)) return 2;
+            if (o.worker_mb && o.worker_mb < 128) { /* below this the worker cannot even load its libraries */
+                fprintf(stderr, "dpd: --worker-memory must be 0 (no limit) or at least 128 MiB (got %d)\n", o.worker_mb);
+                return 2;
+            }
         } else if (!strcmp(a, "--worker")) {
             snprintf(o.worker_exe, sizeof o.worker_exe, "%s", v);
         } else if (!strcmp(a, "--data")) {

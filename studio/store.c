@@ -136,6 +136,8 @@ static void text(sqlite3_stmt *st, int i, const char *v) {
     else sqlite3_bind_null(st, i);
 }
 
+static void text_nn(sqlite3_stmt *st, int i, const char *v) { sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_TRANSIENT); }
+
 static void col(sqlite3_stmt *st, int i, char *out, size_t n) {
     const unsigned char *v = sqlite3_column_text(st, i);
     snprintf(out, n, "%s", v ? (const char *)v : "");
@@ -257,9 +259,9 @@ int store_insert(store *s, run_rec *r, int *existed) {
                                " VALUES(?, (SELECT IFNULL(MAX(n), 0) + 1 FROM runs), 0, ?, ?, ?, ?, ?, ?, ?)");
     if (!st) goto rollback;
     r->created = now();
-    text(st, 1, r->id);
-    text(st, 2, r->verb);
-    text(st, 3, r->dataset);
+    text_nn(st, 1, r->id);
+    text_nn(st, 2, r->verb);
+    text_nn(st, 3, r->dataset);
     sqlite3_bind_text(st, 4, r->request, -1, SQLITE_TRANSIENT);
     text(st, 5, r->idem);
     text(st, 6, r->parent);

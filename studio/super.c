@@ -324,9 +324,10 @@ static void finalise(super *s, active *a, int ws) {
         to = ST_FAILED, c.reason_code = "timeout";
         snprintf(msg, sizeof msg, "the run exceeded the wall-time limit of %d s", s->o.max_runtime_s);
         c.reason = msg, c.err_code = "timeout", c.err_msg = msg;
-    } else if (a->why == K_CANCEL && a->killed) {
-        to = ST_CANCELLED, c.reason_code = "killed_after_grace";
-        c.reason = "the worker did not stop within the grace period and was killed with its process group";
+    } else if (a->why == K_CANCEL && (a->killed || !res.outcome[0])) {
+        to = ST_CANCELLED, c.reason_code = a->killed ? "killed_after_grace" : "user";
+        c.reason = a->killed ? "the worker did not stop within the grace period and was killed with its process group"
+                             : "cancelled before the worker had started training";
     } else if (code == 3 && !strcmp(res.outcome, "cancelled")) {
         if (r.status == ST_RUNNING) /* stopped by a signal from elsewhere: through cancel_requested */
             set_status(s, a->id, ST_CANCEL_REQUESTED, &(st_change){.exit_code = -1, .reason = "the worker was stopped by a signal"});

@@ -254,8 +254,14 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     memset(&err, 0, sizeof err);
     dpd_status s = dpd_train(&c, on_event, &cx, &res, &err);
     json_t *sum = NULL;
+    if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */
+        char cmd[4400] = "";
+        if (res.run_dir[0] && strcmp(j->verb, "fit-ls")) snprintf(cmd, sizeof cmd, "dpd %s --resume %s", j->verb, res.run_dir);
+        sum = json_pack("{s:s?, s:i, s:s?}", "run_dir", res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
+                        cmd[0] ? cmd : NULL);
+        return finish(w, "cancelled", sum, NULL, "cancelled", NULL);
+    }
     if (!s || res.run_dir[0]) sum = cli_summary_json(&res);
-    if (s == DPD_E_ABORTED) return finish(w, "cancelled", sum, NULL, "cancelled", NULL);
     if (s) return finish(w, s == DPD_E_DIVERGED ? "diverged" : "failed", sum, code_of(s), err.msg, err.field);
     return finish(w, "completed", sum, NULL, NULL, NULL);
 }
