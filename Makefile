@@ -182,6 +182,15 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
 
+# The studio's boundary (tests/fuzz/http.c): the server's modules, libmicrohttpd and SQLite.
+FUZZ_STUDIO := $(patsubst studio/%.c,$(BUILD)/fuzz/studio/%.o,$(filter-out studio/worker.c studio/serve.c,$(wildcard studio/*.c)))
+$(BUILD)/fuzz/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icli -c $< -o $@
+$(BUILD)/fuzz/http: tests/fuzz/http.c tests/fuzz/fuzz.h $(FUZZ_STUDIO) $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Istudio -o $@ $< $(FUZZ_STUDIO) $(FUZZ_LIB) $(LDLIBS) $(STUDIO_LIBS)
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: deps

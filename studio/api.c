@@ -10,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "http.h"
 #include "job.h"
 
@@ -156,6 +155,47 @@ static void rm_tree(const char *dir) {
 }
 
 /* ---- datasets ---- */
+
+/* A stamp of a dataset directory's files (names, sizes, mtimes): a submission does not parse the
+ * same CSVs again while it holds (h->cache). */
+static unsigned long long stamp_of(const char *dir) {
+    unsigned long long h = 1469598103934665603ULL;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[4700];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] == '.' || stat(p, &sb)) continue;
+        unsigned long long v[3] = {(unsigned long long)sb.st_size, (unsigned long long)sb.st_mtim.tv_sec,
+                                   (unsigned long long)sb.st_mtim.tv_nsec};
+        for (const char *c = e->d_name; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        for (int i = 0; i < 3; i++) h = (h ^ v[i]) * 1099511628211ULL;
+    }
+    if (d) closedir(d);
+    return h;
+}
+
+static dpd_status data_info(http *h, const char *dir, job_data *out, dpd_error *err) {
+    unsigned long long st = stamp_of(dir);
+    pthread_mutex_lock(&h->mu);
+    const int ncache = (int)(sizeof h->cache / sizeof *h->cache);
+    for (int i = 0; i < ncache; i++)
+        if (h->cache[i].stamp == st && !strcmp(h->cache[i].dir, dir)) {
+            *out = h->cache[i].d;
+            pthread_mutex_unlock(&h->mu);
+            return DPD_OK;
+        }
+    pthread_mutex_unlock(&h->mu);
+    dpd_status s = job_data_load(dir, out, err);
+    if (s) return s;
+    pthread_mutex_lock(&h->mu);
+    int i = h->cache_next++ % ncache;
+    snprintf(h->cache[i].dir, sizeof h->cache[i].dir, "%s", dir);
+    h->cache[i].stamp = st, h->cache[i].d = *out;
+    pthread_mutex_unlock(&h->mu);
+    return DPD_OK;
+}
 
 /* The directory of dataset name; "" with an error queued when unknown. */
 static int dataset_dir(http *h, const char *name, char *dir, size_t n, dpd_error *err) {
@@ -341,7 +381,8 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (!dataset) return http_error(r, 422, "invalid_config", "dataset", NULL, "dataset: required");
     char dir[4400], pdir[4096] = "";
     memset(&err, 0, sizeof err);
-    if (dataset_dir(h, dataset, dir, sizeof dir, &err) || job_check_data(&j, dir, &err))
+    job_data info;
+    if (dataset_dir(h, dataset, dir, sizeof dir, &err) || data_info(h, dir, &info, &err) || job_check_data(&j, &info, &err))
         return http_error(r, 422, "invalid_dataset", "dataset", NULL, "%s", err.msg);
     if (j.pa[0] && pa_dir(h, j.pa, pdir, sizeof pdir))
         return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",

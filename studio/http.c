@@ -475,7 +475,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     int v6 = !strcmp(o->host, "::1");
     if (v6) a6.sin6_addr = in6addr_loopback;
     else a4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      (v6 ? MHD_USE_IPv6 : 0);
     s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
                               MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 1000,

@@ -9,6 +9,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 
+#include "job.h"
 #include "studio.h"
 
 typedef struct req {
@@ -30,7 +31,14 @@ struct http {
     int port;
     int refuse_writes;
     double started;
-    pthread_mutex_t mu; /* sessions, bootstrap, dataset creation, stream list */
+    pthread_mutex_t mu; /* sessions, bootstrap, dataset creation and cache, stream list */
+    /* datasets already loaded once, by directory and a stamp of its files (api.c) */
+    struct {
+        char dir[4400];
+        unsigned long long stamp;
+        job_data d;
+    } cache[32];
+    int cache_next;
 };
 
 enum MHD_Result http_json(req *r, unsigned status, json_t *body); /* steals body */

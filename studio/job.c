@@ -149,22 +149,27 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
     return DPD_OK;
 }
 
-dpd_status job_check_data(const job *j, const char *dir, dpd_error *err) {
+dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err) {
     dpd_dataset ds;
     unsigned all = (1u << DPD_TRAIN) | (1u << DPD_VAL) | (1u << DPD_TEST);
     if (dpd_dataset_load(dir, all, all, &ds, err)) {
         snprintf(err->field, sizeof err->field, "dataset");
         return err->status;
     }
-    dpd_status s = DPD_OK;
-    static const char *const names[] = {"train", "val", "test"};
-    for (int k = DPD_VAL; k <= DPD_TEST && !s; k++)
-        if (ds.split[k].n < (size_t)ds.spec.nperseg)
-            s = fail(err, DPD_E_INVAL, "dataset", "dataset: the %s split has %zu samples, fewer than one segment (%d)",
-                     names[k], ds.split[k].n, ds.spec.nperseg);
-    if (!s && !j->cfg.ls && strcmp(j->verb, "fake") && ds.split[DPD_TRAIN].n < (size_t)j->cfg.frame)
-        s = fail(err, DPD_E_INVAL, "dataset", "dataset: the train split has %zu samples, fewer than one frame (%d)",
-                 ds.split[DPD_TRAIN].n, j->cfg.frame);
+    for (int k = 0; k < 3; k++) d->n[k] = ds.split[k].n;
+    d->nperseg = ds.spec.nperseg;
     dpd_dataset_free(&ds);
-    return s;
+    return DPD_OK;
+}
+
+dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err) {
+    static const char *const names[] = {"train", "val", "test"};
+    for (int k = DPD_VAL; k <= DPD_TEST; k++)
+        if (d->n[k] < (size_t)d->nperseg)
+            return fail(err, DPD_E_INVAL, "dataset", "dataset: the %s split has %zu samples, fewer than one segment (%d)",
+                        names[k], d->n[k], d->nperseg);
+    if (!j->cfg.ls && strcmp(j->verb, "fake") && d->n[DPD_TRAIN] < (size_t)j->cfg.frame)
+        return fail(err, DPD_E_INVAL, "dataset", "dataset: the train split has %zu samples, fewer than one frame (%d)",
+                    d->n[DPD_TRAIN], j->cfg.frame);
+    return DPD_OK;
 }

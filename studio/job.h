@@ -25,8 +25,15 @@ typedef struct job {
  * DPD_E_INVAL with err->field naming the option on any refusal. */
 dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake, dpd_error *err);
 
-/* Loads the dataset in dir and checks it can serve j: every split present, val and test at
- * least one segment, train at least one frame. DPD_E_FORMAT / DPD_E_INVAL with a message. */
-dpd_status job_check_data(const job *j, const char *dir, dpd_error *err);
+/* What a submission needs to know of a dataset: the samples of each split, the segment length. */
+typedef struct job_data {
+    size_t n[3];
+    int nperseg;
+} job_data;
+
+/* Loads the dataset in dir (every split) into d. DPD_E_FORMAT etc. naming the file and line. */
+dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err);
+/* Checks the dataset can serve j: val and test at least one segment, train at least one frame. */
+dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err);
 
 #endif

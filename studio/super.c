@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "studio.h"
@@ -56,6 +57,18 @@ struct super {
 
 extern char **environ;
 
+double studio_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double studio_mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void log_line(const char *fmt, ...) {
     va_list ap;
@@ -70,7 +83,8 @@ static void run_path(const super *s, const char *id, const char *name, char *out
     snprintf(out, n, "%s/runs/%s/%s", s->o.root, id, name);
 }
 
-/* Field 22 of /proc/PID/stat: the start time in clock ticks since boot; -1 when gone. */
+/* Field 22 of /proc/PID/stat: the start time in clock ticks since boot; -1 when gone or dead
+ * (a zombie not yet reaped by init is not running). */
 static long long start_ticks(pid_t pid) {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -85,7 +99,9 @@ static long long start_ticks(pid_t pid) {
     long long v = -1;
     int field = 2;
     for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " "))
-        if (++field == 22) {
+        if (++field == 3 && (*t == 'Z' || *t == 'X')) {
+            return -1;
+        } else if (field == 22) {
             v = atoll(t);
             break;
         }

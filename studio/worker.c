@@ -35,17 +35,6 @@ typedef struct worker {
     int have_hb;
 } worker;
 
-double studio_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double studio_mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* One line {"ts", "type", "data"}; data is stolen. */
 static void emit(worker *w, const char *type, json_t *data) {

@@ -1,0 +1,107 @@
+/* Fuzzes the studio's request boundary and JSON bodies: a real `dpd serve` (store, supervisor,
+ * libmicrohttpd daemon on 127.0.0.1, port chosen by the system) runs in this process with a
+ * scratch root and a known API token; each input is sent as the raw bytes of one TCP connection
+ * (then half-closed) and the answer read to the end. The server has no compute slot, so a
+ * submission that passes every check stays queued (nothing is forked), and its `synth` dataset is
+ * a small one made here (the server makes a full one only when it is missing). Oracle besides
+ * the sanitizers: whatever comes back starts with an HTTP status line, and the server still
+ * answers GET /healthz afterwards. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "fuzz.h"
+#include "studio.h"
+
+#define TOKEN "fuzz-api-token-0123456789abcdefghijklmnopqrstuvw"
+
+static int port;
+
+static int connect_server(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a))
+        perror("connect"), abort();
+    return fd;
+}
+
+/* 1 when buf holds a whole response: headers and Content-Length bytes, or a chunked body's end. */
+static int complete(const char *buf, size_t n) {
+    const char *end = memmem(buf, n, "\r\n\r\n", 4);
+    if (!end) return 0;
+    size_t head = (size_t)(end - buf) + 4;
+    const char *cl = memmem(buf, head, "Content-Length: ", 16);
+    if (cl) return n >= head + strtoull(cl + 16, NULL, 10);
+    return n >= head + 5 && !memcmp(buf + n - 5, "0\r\n\r\n", 5);
+}
+
+/* Sends data, half-closes, reads the answer; returns its first bytes in head. Reading ends at
+ * the end of the first response, at end of file, or after a silence of first_ms before the
+ * first byte (an incomplete request waits for the server's timeout) or idle_ms after it (an
+ * event stream stays open). */
+static size_t exchange(const void *data, size_t n, char *head, size_t nhead, int first_ms, int idle_ms) {
+    int fd = connect_server();
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = send(fd, (const char *)data + off, n - off, MSG_NOSIGNAL);
+        if (w <= 0) break; /* the server may close early (a refusal): not a finding */
+        off += (size_t)w;
+    }
+    shutdown(fd, SHUT_WR);
+    static char buf[1 << 20];
+    size_t got = 0;
+    ssize_t r;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (got < sizeof buf && poll(&p, 1, got ? idle_ms : first_ms) > 0 && (r = recv(fd, buf + got, sizeof buf - got, 0)) > 0) {
+        got += (size_t)r;
+        if (complete(buf, got)) break;
+    }
+    memcpy(head, buf, got < nhead ? got : nhead);
+    close(fd);
+    return got;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    char path[4096], err[1024] = "";
+    fz_xdg();
+    studio_opts o = {.host = "127.0.0.1", .port = 0, .slots = 0, .grace_s = 1, .test_workers = 1};
+    snprintf(o.root, sizeof o.root, "%s", fz_path(path, "root"));
+    snprintf(o.worker_exe, sizeof o.worker_exe, "%s", fz_path(path, "no-such-worker"));
+    fz_mkdir(o.root);
+    fz_mkdir(fz_path(path, "root/runs"));
+    fz_mkdir(fz_path(path, "root/datasets"));
+    fz_mkdir(fz_path(path, "root/datasets/uploads"));
+    dpd_synth_cfg sc;
+    dpd_error e;
+    dpd_synth_defaults(&sc);
+    sc.carriers = 1, sc.carrier_bw = 20e6, sc.fs = 80e6, sc.nperseg = 64, sc.length = 640;
+    if (dpd_synth_write(&sc, fz_path(path, "root/datasets/synth"), &e)) fprintf(stderr, "synth: %s\n", e.msg), abort();
+    fz_write_str(fz_path(path, "root/api-token"), TOKEN);
+    chmod(path, 0600);
+    store *st = store_open(fz_path(path, "root/studio.db"), err, sizeof err);
+    super *sv = st ? super_start(&o, st, err, sizeof err) : NULL;
+    http *h = sv ? http_start(&o, st, sv, err, sizeof err) : NULL;
+    if (!h) fprintf(stderr, "http fuzz: %s\n", err), abort();
+    port = http_port(h);
+    return 0; /* the server lives as long as the process */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char head[16] = {0};
+    size_t got = exchange(data, size, head, sizeof head - 1, 50, 30);
+    if (got && strncmp(head, "HTTP/1.", 7)) {
+        fprintf(stderr, "http fuzz: the answer does not start with a status line: %.15s\n", head);
+        abort();
+    }
+    static const char health[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    memset(head, 0, sizeof head);
+    got = exchange(health, sizeof health - 1, head, sizeof head - 1, 10000, 10000);
+    if (got < 12 || strncmp(head, "HTTP/1.1 200", 12)) {
+        fprintf(stderr, "http fuzz: the server no longer answers /healthz (%.15s)\n", head);
+        abort();
+    }
+    return 0;
+}

@@ -1,0 +1,2120 @@
+#!/usr/bin/env python3
+"""Black-box tests of `dpd serve` (docs/studio.md), acceptance tests A3-A4, B5-B15 and C16-C19
+of the studio reference (A1/A2 are C unit tests of the store).
+
+Usage: python3 tests/studio.py [path/to/dpd] [TEST_NAME...]
+Starts the real server on 127.0.0.1:<free port> with a temporary root for each test, drives it
+with http.client and prints "PASS name" / "FAIL name: why" / "SKIP name: reason" per test, then
+"RESULT studio <passed> <failed> <skipped>". Exit status 1 when a test failed.
+Python 3.11 standard library only. STUDIO_QUICK=1 skips the three slow background tests
+(sse_keepalive ~18 s, heartbeat_events ~13 s, heartbeat_stale ~62 s: real time, the contract has
+no test clock); they otherwise run in threads beside the others (the suite takes ~65 s).
+Marked REAL: the tests that train for real (a few seconds each).
+"""
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from datetime import datetime
+
+DPD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/dpd")
+ONLY = set(sys.argv[2:])
+QUICK = os.environ.get("STUDIO_QUICK") == "1"
+
+TERMINAL = {"succeeded", "failed", "cancelled", "interrupted"}
+ALLOWED = {  # docs/studio.md "States"
+    "queued": {"running", "cancelled", "interrupted"},
+    "running": {"succeeded", "failed", "cancel_requested", "interrupted"},
+    "cancel_requested": {"cancelled", "failed", "interrupted"},
+}
+SEC_HEADERS = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+               ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY")]
+ERROR_CODE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class Fail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg() if callable(msg) else msg)
+
+
+# Every response is audited for the security headers and (for errors) the error body shape;
+# violations are reported by two closing pseudo-tests.
+_audit_lock = threading.Lock()
+header_violations = {}
+shape_violations = {}
+
+
+def audit(status, headers, body, where, stream=False):
+    miss = []
+    for name, want in SEC_HEADERS:
+        v = headers.get(name)
+        if v is None or want.lower() not in v.lower():
+            miss.append(f"{name}={v!r}")
+    with _audit_lock:
+        if miss:
+            header_violations.setdefault(f"{status} {where}", ", ".join(miss))
+    if status >= 400 and not stream:
+        why = None
+        try:
+            j = json.loads(body)
+            e = j.get("error") if isinstance(j, dict) else None
+            if not isinstance(e, dict):
+                why = "no error object"
+            elif not isinstance(e.get("code"), str) or not ERROR_CODE.match(e["code"]):
+                why = f"code {e.get('code')!r}"
+            elif not isinstance(e.get("message"), str) or not e["message"]:
+                why = "no message"
+            elif "field" not in e or "hint" not in e:
+                why = f"keys {sorted(e)} (want code, message, field, hint)"
+        except Exception:
+            why = f"body is not JSON: {body[:80]!r}"
+        if why:
+            with _audit_lock:
+                shape_violations.setdefault(f"{status} {where}", why)
+
+
+class Resp:
+    def __init__(self, status, headers, body, elapsed):
+        self.status, self.headers, self.body, self.elapsed = status, headers, body, elapsed
+        try:
+            self.json = json.loads(body) if body else None
+        except Exception:
+            self.json = None
+
+    def err(self, key="code"):
+        j = self.json
+        if isinstance(j, dict) and isinstance(j.get("error"), dict):
+            return j["error"].get(key)
+        return None
+
+    def __repr__(self):
+        return f"HTTP {self.status} {self.body[:400]!r}"
+
+
+def expect_error(r, status, code=None, field=None, what=""):
+    check(r.status == status, f"{what}: got {r!r}, want {status}{' ' + code if code else ''}")
+    if code is not None:
+        check(r.err() == code, f"{what}: error code {r.err()!r}, want {code!r} ({r!r})")
+    if field is not None:
+        f = r.err("field")
+        check(isinstance(f, str) and (f == field or f.endswith("." + field) or f.endswith("/" + field)),
+              f"{what}: error field {f!r}, want {field!r} ({r!r})")
+
+
+def fake(epochs=3, epoch_ms=200, **kw):
+    d = {"epochs": epochs, "epoch_ms": epoch_ms}
+    d.update(kw)
+    return d
+
+
+def parse_ts(ts):
+    """An event or run timestamp as Unix seconds: a number, or an ISO-8601 string."""
+    if isinstance(ts, (int, float)):
+        return float(ts)
+    if isinstance(ts, str):
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    raise Fail(f"timestamp {ts!r} is neither a number nor ISO-8601")
+
+
+# ---------------------------------------------------------------------------- processes
+
+def proc_stat(pid):
+    """(state, pgrp, starttime) of a process, or None when it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except OSError:
+        return None
+    rest = s[s.rindex(")") + 2:].split()
+    return rest[0], int(rest[2]), int(rest[19])  # fields 3, 5 and 22
+
+
+def alive(pid, start=None):
+    """The process exists (a zombie counts: nobody reaped it) and, when start is given, is the same one."""
+    st = proc_stat(pid)
+    return st is not None and (start is None or st[2] == start)
+
+
+def running(pid, start=None):
+    """The process exists, is not a zombie and, when start is given, is the same one."""
+    st = proc_stat(pid)
+    return st is not None and st[0] != "Z" and (start is None or st[2] == start)
+
+
+def group_members(pgid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            st = proc_stat(int(d))
+            if st and st[1] == pgid and not (st[0] == "Z" and int(d) != pgid):
+                out.append(int(d))
+    return out
+
+
+def worker_procs(root):
+    """Live processes whose argv is `... worker ...` with an argument under root."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"worker" in argv and any(a.startswith(root.encode()) for a in argv):
+            st = proc_stat(int(d))
+            if st and st[0] != "Z":
+                out.append(int(d))
+    return out
+
+
+def wait_for(pred, timeout, what, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise Fail(f"timed out after {timeout} s waiting for {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------- context and server
+
+LIVE = set()  # contexts not yet cleaned up (for an interrupted run)
+LIVE_LOCK = threading.Lock()
+
+
+class Ctx:
+    """One test's temporary directory, environment and servers; cleanup() undoes everything."""
+
+    def __init__(self, name):
+        with LIVE_LOCK:
+            LIVE.add(self)
+        self.name = name
+        self.tmp = os.path.realpath(tempfile.mkdtemp(prefix=f"dpd-studio-{name}-"))
+        self.env = dict(os.environ)
+        for k, sub in (("XDG_CONFIG_HOME", "xdg-config"), ("XDG_DATA_HOME", "xdg-data")):
+            os.makedirs(self.path(sub))
+            self.env[k] = self.path(sub)
+        self.servers = []
+        self.nserv = 0
+        self.note = None
+        self.softs = []
+
+    def soft(self, cond, msg):
+        """A check that fails the test only at its end, so the checks after it still run."""
+        if not cond:
+            self.softs.append(msg() if callable(msg) else msg)
+
+    def path(self, *p):
+        return os.path.join(self.tmp, *p)
+
+    def server(self, **kw):
+        s = Server(self, **kw)
+        s.start()
+        return s
+
+    def logs(self, n=12):
+        out = []
+        for s in self.servers:
+            try:
+                with open(s.log_path, errors="replace") as f:
+                    lines = f.read().splitlines()
+                out += [f"[server {s.n} {s.root}] {l}" for l in lines[-n:]]
+            except OSError:
+                pass
+        return out
+
+    def cleanup(self):
+        with LIVE_LOCK:
+            if self not in LIVE:
+                return
+            LIVE.discard(self)
+        for s in self.servers:
+            try:
+                s.stop(timeout=12)
+            except Exception:
+                pass
+        # workers a killed server left behind (a test's own doing): by pid, only ours
+        for _ in range(3):
+            pids = worker_procs(self.tmp)
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGCONT)
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Server:
+    def __init__(self, ctx, root=None, args=(), test_workers=True, grace=2):
+        ctx.nserv += 1
+        self.ctx, self.n = ctx, ctx.nserv
+        self.root = root or ctx.path("root")
+        self.args, self.test_workers, self.grace = list(args), test_workers, grace
+        self.proc = None
+        self.lines = []
+        self.cv = threading.Condition()
+        self.eof = False
+        self.port = None
+        self.token = None
+        self.log_path = ctx.path(f"server{self.n}.log")
+
+    def cmd(self):
+        c = [DPD, "serve", "--root", self.root, "--listen", "127.0.0.1:0", "--grace", str(self.grace)]
+        if self.test_workers:
+            c.append("--test-workers")
+        return c + self.args
+
+    def start(self, expect_listen=True, timeout=15):
+        self.errf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.cmd(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self.errf, env=self.ctx.env, start_new_session=True)
+        self.ctx.servers.append(self)
+        threading.Thread(target=self._reader, daemon=True).start()
+        if not expect_listen:
+            return
+        line = self.wait_line(r"dpd studio: listening on (http://\S+)", timeout)
+        m = re.match(r"http://(127\.0\.0\.1|\[::1\]|localhost):(\d+)", line.group(1))
+        check(m, f"listening line {line.group(0)!r} is not http://127.0.0.1:PORT")
+        self.port = int(m.group(2))
+        check(self.port > 0, "port 0 in the listening line")
+        with open(os.path.join(self.root, "api-token")) as f:
+            self.token = f.read().strip()
+        check(self.token, "ROOT/api-token is empty")
+
+    def _reader(self):
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.errf.write(b"[stdout] " + raw)
+            self.errf.flush()
+            with self.cv:
+                self.lines.append(line)
+                self.cv.notify_all()
+        with self.cv:
+            self.eof = True
+            self.cv.notify_all()
+
+    def wait_line(self, pattern, timeout):
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                for l in self.lines:
+                    m = rx.search(l)
+                    if m:
+                        return m
+                left = deadline - time.monotonic()
+                if self.eof or left <= 0:
+                    rc = self.proc.poll()
+                    raise Fail(f"server printed no line matching {pattern!r} "
+                               f"({'exited ' + str(rc) if self.eof else 'timeout'}); stdout: {self.lines[-5:]}; "
+                               f"log: {self.log_tail()}")
+                self.cv.wait(min(left, 0.2))
+
+    def output(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def log_tail(self, n=6):
+        return " | ".join(self.output().splitlines()[-n:])
+
+    def wait_exit(self, timeout):
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, sig=signal.SIGTERM, timeout=12):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, sig)
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        try:
+            self.proc.stdout.close()
+        except Exception:
+            pass
+        return self.proc.returncode
+
+    def kill9(self):
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        return self.proc.returncode
+
+    # ---- HTTP
+    def req(self, method, path, body=None, raw=None, headers=None, auth=True, timeout=15,
+            content_type="application/json"):
+        h = {}
+        if auth:
+            h["Authorization"] = "Bearer " + self.token
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+        elif raw is not None:
+            data = raw if isinstance(raw, bytes) else raw.encode()
+        if data is not None and content_type:
+            h["Content-Type"] = content_type
+        for k, v in (headers or {}).items():
+            if v is None:
+                h.pop(k, None)
+            else:
+                h[k] = v
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        t0 = time.monotonic()
+        try:
+            conn.request(method, path, body=data, headers=h)
+            r = conn.getresponse()
+            b = r.read()
+        finally:
+            conn.close()
+        resp = Resp(r.status, r.msg, b, time.monotonic() - t0)
+        audit(r.status, r.msg, b, f"{method} {path.split('?')[0]}")
+        return resp
+
+    def get(self, path, **kw):
+        return self.req("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.req("POST", path, body=body, **kw)
+
+    def submit(self, verb="fake", dataset="synth", options=None, key=None, expect=201):
+        body = {"verb": verb, "dataset": dataset, "options": options if options is not None else fake()}
+        if key is not None:
+            body["idempotency_key"] = key
+        r = self.post("/api/v1/runs", body)
+        check(r.status == expect, f"submit {json.dumps(body)}: {r!r} (want {expect})")
+        check(isinstance(r.json, dict) and isinstance(r.json.get("id"), str), f"submit: no run object: {r!r}")
+        return r.json
+
+    def run(self, rid):
+        r = self.get(f"/api/v1/runs/{rid}")
+        check(r.status == 200, f"GET run {rid}: {r!r}")
+        return r.json
+
+    def cancel(self, rid):
+        r = self.post(f"/api/v1/runs/{rid}/cancel")
+        check(r.status == 200, f"cancel {rid}: {r!r}")
+        return r.json
+
+    def wait_status(self, rid, statuses, timeout, interval=0.03):
+        if isinstance(statuses, str):
+            statuses = {statuses}
+        last = [None]
+
+        def pred():
+            last[0] = self.run(rid)
+            return last[0] if last[0]["status"] in statuses else None
+        return wait_for(pred, timeout, lambda: f"run {rid} in {sorted(statuses)}; last: {last[0]}", interval)
+
+    def wait_running_pid(self, rid, timeout=10):
+        """Waits until the run is running with a pid; returns (run, pid, start time)."""
+        run = wait_for(lambda: (lambda r: r if r["status"] != "queued" and r.get("pid") else
+                                (r if r["status"] in TERMINAL else None))(self.run(rid)),
+                       timeout, f"run {rid} to start with a pid")
+        check(run["status"] == "running" and run.get("pid"), f"run {rid} did not run: {run}")
+        pid = run["pid"]
+        st = proc_stat(pid)
+        check(st is not None, f"worker pid {pid} of run {rid} does not exist while running")
+        return run, pid, st[2]
+
+    def events(self, rid, after=0, limit=None):
+        q = f"?after={after}" + (f"&limit={limit}" if limit is not None else "")
+        r = self.get(f"/api/v1/runs/{rid}/events{q}")
+        check(r.status == 200, f"events {rid}{q}: {r!r}")
+        return r.json
+
+    def all_events(self, rid):
+        out, after = [], 0
+        while True:
+            j = self.events(rid, after, 5000)
+            out += j["events"]
+            if len(j["events"]) < 5000:
+                return out
+            after = j["events"][-1]["seq"]
+
+    def wait_event(self, rid, typ, timeout, count=1):
+        return wait_for(lambda: [e for e in self.all_events(rid) if e["type"] == typ][count - 1:] or None,
+                        timeout, f"{count} {typ} event(s) of run {rid}", 0.05)
+
+    def run_dir(self, rid):
+        return os.path.join(self.root, "runs", rid)
+
+
+def check_events_shape(evs):
+    for e in evs:
+        check(isinstance(e, dict) and isinstance(e.get("seq"), int) and isinstance(e.get("type"), str)
+              and "ts" in e and isinstance(e.get("data"), dict), f"malformed event {e}")
+
+
+def check_run_consistency(run, evs):
+    """Store invariants seen from outside: seq 1..n = last_seq, a status chain of legal
+    transitions from queued ending at the run's status, and the record rules."""
+    check_events_shape(evs)
+    seqs = [e["seq"] for e in evs]
+    check(seqs == list(range(1, len(seqs) + 1)), f"run {run['id']}: event seqs are not 1..n: {seqs[:50]}")
+    check(run["last_seq"] == len(seqs), f"run {run['id']}: last_seq {run['last_seq']} but {len(seqs)} events")
+    check(evs and evs[0]["type"] == "status" and evs[0]["data"].get("to") == "queued",
+          f"run {run['id']}: first event is not status to queued: {evs[:1]}")
+    check(evs[0]["data"].get("from") in (None, ""), f"run {run['id']}: first status from {evs[0]['data']}")
+    prev = None
+    for e in evs:
+        if e["type"] != "status":
+            continue
+        d = e["data"]
+        if prev is not None:
+            check(d.get("from") == prev, f"run {run['id']}: status event {e} does not follow {prev}")
+            check(d.get("to") in ALLOWED.get(prev, ()), f"run {run['id']}: illegal transition {prev} -> {d.get('to')}")
+        prev = d.get("to")
+    check(prev == run["status"], f"run {run['id']}: last status event says {prev}, the run says {run['status']}")
+    st = run["status"]
+    if st in TERMINAL:
+        check(run.get("finished_at") and run.get("reason_code"), f"terminal run without finished_at/reason_code: {run}")
+        check(not run.get("heartbeat_stale"), f"terminal run with heartbeat_stale: {run}")
+    if st == "succeeded":
+        check(run["reason_code"] == "completed", f"succeeded with reason_code {run['reason_code']}")
+    if st == "queued":
+        check(run.get("pid") is None and run.get("started_at") is None, f"queued run with a worker: {run}")
+    if st == "interrupted":
+        check(run.get("reason"), f"interrupted run without reason: {run}")
+    if st in ("running", "cancel_requested"):
+        check(run.get("started_at"), f"{st} run without started_at: {run}")
+
+
+def read_jsonl(path):
+    out = []
+    with open(path, "rb") as f:
+        for line in f.read().split(b"\n"):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    return out
+
+
+def check_file_matches_api(srv, rid, evs):
+    """The non-status events of the API are exactly events.jsonl's lines, in order (no loss, no duplicate)."""
+    path = os.path.join(srv.run_dir(rid), "events.jsonl")
+    f = [(e.get("type"), e.get("data")) for e in (read_jsonl(path) if os.path.exists(path) else [])
+         if e.get("type") != "status"]
+    a = [(e["type"], e["data"]) for e in evs if e["type"] != "status"]
+    check(f == a, lambda: f"run {rid}: events.jsonl has {len(f)} non-status events, the API {len(a)}; "
+          f"first difference at {next((i for i, (x, y) in enumerate(zip(f, a)) if x != y), min(len(f), len(a)))}")
+
+
+# ---------------------------------------------------------------------------- SSE client
+
+class SSE:
+    def __init__(self, srv, rid, last_event_id=None, after=None, timeout=20):
+        self.conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=timeout)
+        h = {"Authorization": "Bearer " + srv.token, "Accept": "text/event-stream"}
+        if last_event_id is not None:
+            h["Last-Event-ID"] = str(last_event_id)
+        path = f"/api/v1/runs/{rid}/events/stream" + (f"?after={after}" if after is not None else "")
+        self.conn.request("GET", path, headers=h)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        body = b"" if self.status == 200 else self.resp.read()
+        audit(self.status, self.resp.msg, body, "GET /api/v1/runs/ID/events/stream", stream=self.status == 200)
+        if self.status != 200:
+            self.close()
+            raise Fail(f"SSE {path}: HTTP {self.status} {body[:300]!r}")
+        ct = self.resp.getheader("Content-Type", "")
+        check(ct.startswith("text/event-stream"), f"SSE Content-Type {ct!r}")
+
+    def frame(self):
+        """The next frame: {'id','event','data'} (data parsed), {'comment': text}, or None at EOF."""
+        fields = {}
+        while True:
+            line = self.resp.readline()
+            if not line:
+                check(not fields, f"SSE stream ended inside a frame: {fields}")
+                return None
+            check(line.endswith(b"\n"), f"SSE line without newline: {line!r}")
+            line = line.rstrip(b"\r\n").decode()
+            if line == "":
+                if fields:
+                    break
+                continue
+            if line.startswith(":"):
+                if not fields:
+                    return {"comment": line[1:].strip()}
+                continue
+            k, _, v = line.partition(":")
+            v = v[1:] if v.startswith(" ") else v
+            check(k in ("id", "event", "data", "retry"), f"SSE unknown field line {line!r}")
+            check(k not in fields or k == "data", f"SSE field {k} twice in a frame")
+            fields[k] = fields[k] + "\n" + v if k in fields else v
+        check("event" in fields and "data" in fields, f"SSE frame without event/data: {fields}")
+        try:
+            fields["data"] = json.loads(fields["data"])
+        except ValueError:
+            raise Fail(f"SSE data is not JSON: {fields['data'][:200]!r}")
+        if fields["event"] != "end":
+            check("id" in fields and fields["id"].isdigit(), f"SSE event frame without a numeric id: {fields}")
+            d = fields["data"]
+            check(isinstance(d, dict) and d.get("seq") == int(fields["id"]) and d.get("type") == fields["event"],
+                  f"SSE frame id/event disagree with its data: {fields}")
+        return fields
+
+    def read_to_end(self, limit_s=30):
+        """Event frames up to `end`, the end frame; checks that the connection closes after it."""
+        frames, deadline = [], time.monotonic() + limit_s
+        while True:
+            check(time.monotonic() < deadline, "SSE: no end frame in time")
+            f = self.frame()
+            check(f is not None, f"SSE closed without an end frame after {len(frames)} frames")
+            if "comment" in f:
+                continue
+            if f["event"] == "end":
+                rest = self.resp.readline()
+                while rest in (b"\n", b"\r\n"):
+                    rest = self.resp.readline()
+                check(rest == b"", f"SSE: data after the end frame: {rest[:100]!r}")
+                return frames, f
+            frames.append(f)
+
+    def close(self):
+        try:
+            self.conn.sock and self.conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.conn.close()
+
+
+# ---------------------------------------------------------------------------- tests
+
+TESTS = []
+
+
+def test(background=False, slow=False):
+    def deco(fn):
+        TESTS.append((fn.__name__[2:], fn, background, slow))
+        return fn
+    return deco
+
+
+@test()
+def t_serve_help(ctx):
+    r = subprocess.run([DPD, "serve", "--help"], capture_output=True, timeout=10, env=ctx.env)
+    check(r.returncode == 0 and b"usage" in r.stdout, f"dpd serve --help: exit {r.returncode}, stdout {r.stdout[:200]!r}")
+    for opt in (b"--root", b"--listen", b"--slots", b"--data", b"--grace", b"--max-runtime", b"--worker-memory",
+                b"--test-workers"):
+        check(opt in r.stdout, f"dpd serve --help does not list {opt.decode()}")
+    r = subprocess.run([DPD, "serve", "--listen", "0.0.0.0:0", "--root", ctx.path("r")], capture_output=True,
+                       timeout=10, env=ctx.env)
+    check(r.returncode != 0, "dpd serve --listen 0.0.0.0:0 (not loopback) started")
+
+
+# ---- access
+
+@test()
+def t_startup_files(ctx):
+    s = ctx.server()
+    out = "\n".join(s.lines)
+    s.wait_line(r"sign in \(once, within 10 minutes\): http://127\.0\.0\.1:\d+/api/v1/session/bootstrap\?token=\S+", 5)
+    s.wait_line(r"API token for scripts: " + re.escape(os.path.join(s.root, "api-token")), 5)
+    check(stat.S_IMODE(os.stat(s.root).st_mode) == 0o700, f"root mode {oct(os.stat(s.root).st_mode)}, want 0700")
+    m = stat.S_IMODE(os.stat(os.path.join(s.root, "api-token")).st_mode)
+    check(m == 0o600, f"api-token mode {oct(m)}, want 0600")
+    check(re.fullmatch(r"[A-Za-z0-9_-]{43}=?", s.token), f"api-token is not 32 bytes of base64url: {len(s.token)} chars")
+    for f in (".dpd-studio", ".lock", "studio.db"):
+        check(os.path.exists(os.path.join(s.root, f)), f"ROOT/{f} missing")
+    check(s.token not in out, "the API token is printed on stdout")
+    r = s.get("/healthz", auth=False)
+    check(r.status == 200 and r.json.get("ok") is True and isinstance(r.json.get("version"), str), f"/healthz: {r!r}")
+    # the token survives a restart
+    tok = s.token
+    check(s.stop() == 0, "SIGTERM: exit status not 0")
+    s2 = ctx.server(root=s.root)
+    check(s2.token == tok, "api-token changed on restart")
+    check(s2.get("/api/v1/runs").status == 200, "the same token is refused after a restart")
+
+
+@test()
+def t_unauthorized(ctx):
+    s = ctx.server()
+    for path in ("/api/v1/runs", "/api/v1/system/status", "/api/v1/datasets", "/api/v1/runs/rnosuch",
+                 "/api/v1/nosuch", "/api/v1/session"):
+        expect_error(s.get(path, auth=False), 401, "unauthorized", what=f"GET {path} without a token")
+    expect_error(s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake()}, auth=False),
+                 401, "unauthorized", what="POST /runs without a token")
+    bad = s.token[:-1] + ("A" if s.token[-1] != "A" else "B")
+    expect_error(s.get("/api/v1/runs", auth=False, headers={"Authorization": "Bearer " + bad}), 401, "unauthorized",
+                 what="a token that differs in its last character")
+    expect_error(s.get("/api/v1/runs", auth=False, headers={"Authorization": "Basic " + s.token}), 401,
+                 "unauthorized", what="the token as Basic")
+    expect_error(s.get("/api/v1/runs?access_token=" + s.token, auth=False), 401, "unauthorized",
+                 what="the token in the query string")
+    check(s.get("/healthz", auth=False).status == 200, "/healthz needs authentication")
+    check(s.get("/api/v1/runs").status == 200, "the bearer token is refused")
+    check(s.get("/api/v1/runs", headers={"Authorization": "bearer " + s.token}).status in (200, 401),
+          "lower-case bearer: neither accepted nor 401")
+
+
+@test()
+def t_host_not_allowed(ctx):
+    s = ctx.server()
+    p = s.port
+    for host in ("evil.example", f"evil.example:{p}", f"127.0.0.1.evil.example:{p}", f"localhost.evil:{p}",
+                 f"attacker.localhost.example:{p}"):
+        expect_error(s.get("/api/v1/runs", headers={"Host": host}), 403, "host_not_allowed", what=f"Host {host}")
+        expect_error(s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake()},
+                            headers={"Host": host}), 403, "host_not_allowed", what=f"POST with Host {host}")
+    expect_error(s.get("/healthz", auth=False, headers={"Host": "evil.example"}), 403, "host_not_allowed",
+                 what="/healthz with Host evil.example")
+    for host in (f"127.0.0.1:{p}", "127.0.0.1", f"localhost:{p}", "localhost", f"[::1]:{p}", "[::1]"):
+        r = s.get("/api/v1/system/status", headers={"Host": host})
+        check(r.status == 200, f"Host {host} refused: {r!r}")
+    s.submit(options=fake(1, 0))
+    r = s.get("/api/v1/runs")
+    check(r.json["total"] == 1, f"a POST with a foreign Host created a run: total {r.json['total']}")
+
+
+def _cookie(resp):
+    for c in resp.headers.get_all("Set-Cookie") or []:
+        parts = [p.strip() for p in c.split(";")]
+        name, _, val = parts[0].partition("=")
+        if name == "dpd_session":
+            return val, {p.split("=")[0].lower(): (p.split("=", 1)[1] if "=" in p else True) for p in parts[1:]}
+    return None, None
+
+
+@test()
+def t_bootstrap_cookie(ctx):
+    s = ctx.server()
+    url = s.wait_line(r"sign in .*?(http://\S+/api/v1/session/bootstrap\?token=\S+)", 5).group(1)
+    path = url[url.index("/api/"):]
+    r = s.get(path, auth=False)
+    check(r.status == 303, f"bootstrap URL: {r!r}, want 303")
+    loc = r.headers.get("Location", "")
+    check(loc == "/" or re.fullmatch(r"http://[^/]+/", loc), f"bootstrap Location {loc!r}, want /")
+    val, attrs = _cookie(r)
+    check(val, f"bootstrap: no dpd_session cookie: {r.headers.get_all('Set-Cookie')}")
+    check(attrs.get("httponly") is True, f"cookie not HttpOnly: {attrs}")
+    check(str(attrs.get("samesite", "")).lower() == "strict", f"cookie not SameSite=Strict: {attrs}")
+    check(attrs.get("path") == "/", f"cookie Path {attrs.get('path')!r}, want /")
+    # one time only
+    r2 = s.get(path, auth=False)
+    check(400 <= r2.status < 500 and not _cookie(r2)[0], f"the bootstrap token worked twice: {r2!r}")
+    r2 = s.post("/api/v1/session/bootstrap", {"token": path.split("token=", 1)[1]}, auth=False)
+    check(400 <= r2.status < 500 and not _cookie(r2)[0], f"the used bootstrap token worked by POST: {r2!r}")
+    ck = {"Cookie": "dpd_session=" + val}
+    r = s.get("/api/v1/session", auth=False, headers=ck)
+    check(r.status == 200 and isinstance(r.json.get("csrf"), str) and r.json["csrf"], f"GET /session: {r!r}")
+    csrf = r.json["csrf"]
+    check(s.get("/api/v1/runs", auth=False, headers=ck).status == 200, "GET /runs with the cookie refused")
+    body = {"verb": "fake", "dataset": "synth", "options": fake(1, 0)}
+    expect_error(s.post("/api/v1/runs", body, auth=False, headers=ck), 403, "csrf_required", what="POST without X-CSRF-Token")
+    expect_error(s.post("/api/v1/runs", body, auth=False, headers=dict(ck, **{"X-CSRF-Token": csrf + "x"})), 403,
+                 "csrf_required", what="POST with a wrong X-CSRF-Token")
+    r = s.post("/api/v1/runs", body, auth=False, headers=dict(ck, **{"X-CSRF-Token": csrf}))
+    check(r.status == 201, f"POST with cookie and X-CSRF-Token: {r!r}")
+    rid = r.json["id"]
+    expect_error(s.post(f"/api/v1/runs/{rid}/cancel", auth=False, headers=ck), 403, "csrf_required",
+                 what="cancel without X-CSRF-Token")
+    check(s.get("/api/v1/runs").json["total"] == 1, "a refused POST created a run")
+    expect_error(s.get("/api/v1/runs", auth=False, headers={"Cookie": "dpd_session=" + val[:-2] + "zz"}), 401,
+                 "unauthorized", what="a forged session cookie")
+
+
+@test()
+def t_bootstrap_post(ctx):
+    s = ctx.server()
+    url = s.wait_line(r"sign in .*?(http://\S+/api/v1/session/bootstrap\?token=\S+)", 5).group(1)
+    tok = url.split("token=", 1)[1]
+    r = s.post("/api/v1/session/bootstrap", {"token": tok + "x"}, auth=False)
+    check(400 <= r.status < 500 and not _cookie(r)[0], f"a wrong bootstrap token was accepted: {r!r}")
+    r = s.post("/api/v1/session/bootstrap", {"token": tok}, auth=False)
+    check(r.status == 200, f"POST bootstrap: {r!r}")
+    val, attrs = _cookie(r)
+    check(val and attrs.get("httponly") is True and str(attrs.get("samesite", "")).lower() == "strict",
+          f"POST bootstrap cookie: {r.headers.get_all('Set-Cookie')}")
+    csrf = r.json.get("csrf") if r.json else None
+    check(isinstance(csrf, str) and csrf, f"POST bootstrap gave no csrf: {r!r}")
+    ck = {"Cookie": "dpd_session=" + val, "X-CSRF-Token": csrf}
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0)}, auth=False, headers=ck)
+    check(r.status == 201, f"POST /runs with the POST-bootstrap session: {r!r}")
+    r = s.post("/api/v1/session/bootstrap", {"token": tok}, auth=False)
+    check(400 <= r.status < 500 and not _cookie(r)[0], f"the bootstrap token worked twice: {r!r}")
+
+
+@test()
+def t_security_headers(ctx):
+    s = ctx.server()
+    rid = s.submit(options=fake(1, 0))["id"]
+    resps = [s.get("/healthz", auth=False), s.get("/api/v1/runs"), s.get("/api/v1/runs", auth=False),
+             s.get("/api/v1/runs", headers={"Host": "evil.example"}), s.get("/api/v1/runs/rnosuch"),
+             s.post("/api/v1/runs", {"verb": "fake", "dataset": "nosuch", "options": {}}),
+             s.post("/api/v1/runs", raw="{", content_type="application/json"), s.get(f"/api/v1/runs/{rid}"),
+             s.get("/nosuch", auth=False), s.get("/api/v1/nosuch")]
+    for r in resps:
+        for name, want in SEC_HEADERS:
+            v = r.headers.get(name)
+            check(v is not None and want.lower() in v.lower(), f"{r.status} response: {name}: {v!r}, want {want}")
+        if r.status >= 400:
+            check(r.err() and r.err("message") is not None, f"error body shape: {r!r}")
+    r = s.get("/api/v1/runs")
+    check(r.headers.get("Content-Type", "").startswith("application/json"), f"JSON Content-Type: {r.headers.get('Content-Type')}")
+    check(r.headers.get("Access-Control-Allow-Origin") is None, "Access-Control-Allow-Origin is set")
+
+
+@test()
+def t_body_limits(ctx):
+    s = ctx.server()
+    big = json.dumps({"verb": "fake", "dataset": "synth", "options": fake(1, 0), "pad": "x" * 65536}).encode()
+    check(len(big) > 65536, "body too small")
+    expect_error(s.post("/api/v1/runs", raw=big), 413, "payload_too_large", what="a 64 KiB+ submit")
+    expect_error(s.post("/api/v1/runs", raw="verb=fake", content_type="application/x-www-form-urlencoded"), 415,
+                 "json_required", what="a form-encoded POST")
+    expect_error(s.post("/api/v1/runs", raw="hello", content_type="text/plain"), 415, "json_required",
+                 what="a text/plain POST")
+    expect_error(s.post("/api/v1/runs", raw='{"verb": "fake",'), 422, "invalid_json", what="truncated JSON")
+    expect_error(s.post("/api/v1/runs", raw=b'{"verb": "\xff\xfe"}'), 422, what="invalid UTF-8")
+    deep = '{"verb": "fake", "dataset": "synth", "options": {"x": ' + "[" * 40 + "]" * 40 + "}}"
+    expect_error(s.post("/api/v1/runs", raw=deep), 422, what="JSON 40 levels deep")
+    very = "[" * 100000 + "]" * 100000
+    expect_error(s.post("/api/v1/runs", raw=very), 413, what="100 000-deep JSON over 64 KiB")
+    expect_error(s.post("/api/v1/runs", raw="[" * 30000 + "]" * 30000), 422, what="30 000-deep JSON")
+    expect_error(s.post("/api/v1/runs", raw='{"verb": "fake", "dataset": "synth", "options": {"epochs": 1' + "0" * 5000 + "}}"),
+                 422, what="a 5000-digit number")
+    check(s.get("/healthz", auth=False).status == 200, "server unresponsive after hostile bodies")
+    check(s.get("/api/v1/runs").json["total"] == 0, "a refused body created a run")
+
+
+# ---- submit validation
+
+@test()
+def t_submit_validation(ctx):
+    s = ctx.server()
+    R = "/api/v1/runs"
+
+    def sub(verb="train-pa", dataset="synth", **opts):
+        return s.post(R, {"verb": verb, "dataset": dataset, "options": opts})
+    expect_error(sub(nosuch=1), 422, "invalid_config", "nosuch", "unknown option")
+    expect_error(sub(hidden=0), 422, "invalid_config", "hidden", "hidden 0")
+    expect_error(sub(hidden=100000), 422, "invalid_config", "hidden", "hidden 100000")
+    expect_error(sub(lr="nan"), 422, "invalid_config", "lr", "lr \"nan\"")
+    expect_error(sub(lr="inf"), 422, "invalid_config", "lr", "lr \"inf\"")
+    expect_error(sub(hidden="abc"), 422, "invalid_config", "hidden", "hidden \"abc\"")
+    expect_error(s.post(R, raw='{"verb": "train-pa", "dataset": "synth", "options": {"lr": 1e999}}'), 422,
+                 what="lr 1e999")
+    expect_error(s.post(R, raw='{"verb": "train-pa", "dataset": "synth", "options": {"lr": NaN}}'), 422,
+                 what="lr NaN (not JSON)")
+    for opt, val in (("out", "/tmp/x"), ("data", "/tmp"), ("resume", "/tmp/x")):
+        expect_error(sub(**{opt: val}), 422, field=opt, what=f"option {opt}")
+    expect_error(sub(dataset="nosuch"), 422, field="dataset", what="unknown dataset")
+    expect_error(sub(dataset="../../etc"), 422, field="dataset", what="dataset ../../etc")
+    expect_error(sub(dataset="upload:nosuch"), 422, field="dataset", what="unknown upload")
+    expect_error(sub(verb="rm -rf"), 422, field="verb", what="unknown verb")
+    expect_error(s.post(R, {"dataset": "synth", "options": {}}), 422, field="verb", what="no verb")
+    expect_error(s.post(R, {"verb": "train-pa", "dataset": "synth", "options": [1]}), 422, what="options not an object")
+    expect_error(s.post(R, [1, 2]), 422, what="a JSON array body")
+    expect_error(sub(verb="train-dpd", pa="rnosuch"), 422, field="pa", what="train-dpd with an unknown pa run")
+    expect_error(sub(verb="fake", epochs=0), 422, field="epochs", what="fake epochs 0")
+    expect_error(sub(verb="fake", epochs=1001), 422, field="epochs", what="fake epochs 1001")
+    expect_error(sub(verb="fake", epoch_ms=600001), 422, field="epoch_ms", what="fake epoch_ms 600001")
+    expect_error(sub(verb="fake", nosuch=1), 422, field="nosuch", what="fake unknown option")
+    for key in ("", "k" * 257, "a\x01b"):
+        r = s.post(R, {"verb": "fake", "dataset": "synth", "options": fake(1, 0), "idempotency_key": key})
+        expect_error(r, 422, field="idempotency_key", what=f"idempotency_key of {len(key)} chars {key[:3]!r}")
+    check(s.get(R).json["total"] == 0, "a refused submit created a run")
+    # accepted: values as strings, threads, a 256-character key
+    r = sub(model="gru", hidden="4", epochs=1, preset="quick", threads=1)
+    check(r.status == 201, f"hidden as a string and threads: {r!r}")
+    check(r.json["status"] in ("queued", "running") and r.json["verb"] == "train-pa" and r.json["dataset"] == "synth",
+          f"run object: {r.json}")
+    for k in ("id", "options", "reason_code", "reason", "wait_reason", "error", "created_at", "started_at",
+              "finished_at", "parent_id", "idempotency_key", "progress", "last_seq", "heartbeat_at",
+              "heartbeat_stale", "exit_code", "pid"):
+        check(k in r.json, f"run object lacks {k}: {sorted(r.json)}")
+    r = s.post(R, {"verb": "fake", "dataset": "synth", "options": fake(1, 0), "idempotency_key": "k" * 256})
+    check(r.status == 201, f"a 256-character idempotency_key: {r!r}")
+    s.wait_status(r.json["id"], TERMINAL, 30)
+
+
+@test()
+def t_fake_needs_test_workers(ctx):
+    s = ctx.server(test_workers=False)
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0)})
+    expect_error(r, 422, field="verb", what="fake without --test-workers")
+    check(s.get("/api/v1/runs").json["total"] == 0, "the refused fake run exists")
+
+
+@test()
+def t_not_found(ctx):
+    s = ctx.server()
+    for rid in ("rnosuch", "r6f2c01d9a4b3", "..", "%2e%2e", "..%2f..%2fapi-token", "a%00b", "x" * 300):
+        for suffix in ("", "/events", "/artifacts", "/results", "/history", "/live"):
+            r = s.get(f"/api/v1/runs/{rid}{suffix}")
+            if rid == ".." and r.err() == "not_found":  # a server may resolve the dot segment first
+                check(r.status == 404, f"GET run ..{suffix}: {r!r}")
+                continue
+            expect_error(r, 404, "run_not_found", what=f"GET run {rid[:20]}{suffix}")
+        expect_error(s.post(f"/api/v1/runs/{rid}/cancel"), 404, "run_not_found", what=f"cancel {rid[:20]}")
+        expect_error(s.post(f"/api/v1/runs/{rid}/retry"), 404, "run_not_found", what=f"retry {rid[:20]}")
+    r = s.get("/api/v1/nosuch")
+    check(r.status == 404, f"unknown route: {r!r}")
+
+
+# ---- runs
+
+@test()
+def t_fake_run_lifecycle(ctx):  # B5
+    s = ctx.server()
+    sub = s.submit(options=fake(3, 300))
+    rid = sub["id"]
+    check(sub["status"] in ("queued", "running") and sub["verb"] == "fake" and sub["parent_id"] is None,
+          f"submitted run: {sub}")
+    check(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", rid), f"run id {rid!r} is not a plain slug")
+    run, pid, start = s.wait_running_pid(rid)
+    check(run["started_at"] and run["pid"] == pid, f"running run: {run}")
+    check(group_members(pid) and proc_stat(pid)[1] == pid, f"worker {pid} does not lead its own process group")
+    check(os.getsid(pid) == pid, f"worker {pid} is not a session leader")
+    final = s.wait_status(rid, TERMINAL, 20)
+    check(final["status"] == "succeeded" and final["reason_code"] == "completed" and final["exit_code"] == 0,
+          f"final run: {final}")
+    check(final["error"] is None and final["wait_reason"] is None, f"succeeded run with error/wait_reason: {final}")
+    check(final["progress"]["epoch"] == 3 and final["progress"]["epochs"] == 3, f"progress {final['progress']}")
+    check(parse_ts(final["created_at"]) <= parse_ts(final["started_at"]) <= parse_ts(final["finished_at"]),
+          f"timestamps out of order: {final}")
+    evs = s.all_events(rid)
+    check_run_consistency(final, evs)
+    types = [e["type"] for e in evs]
+    check(types[0] == "status" and types[-1] == "status", f"first/last event types {types[0]}, {types[-1]}")
+    check([e["data"]["to"] for e in evs if e["type"] == "status"] == ["queued", "running", "succeeded"],
+          f"status chain {[e['data'] for e in evs if e['type'] == 'status']}")
+    check(types.count("progress") == 12 and types.count("metric") == 3,
+          f"fake 3 epochs: {types.count('progress')} progress, {types.count('metric')} metric (want 12, 3)")
+    for e in evs:
+        if e["type"] == "progress":
+            check({"epoch", "epochs"} <= set(e["data"]) and e["data"]["epochs"] == 3, f"progress data {e['data']}")
+        if e["type"] == "metric":
+            check({"epoch", "epochs", "val"} <= set(e["data"]), f"metric data {e['data']}")
+    check([e["data"]["epoch"] for e in evs if e["type"] == "metric"] == [1, 2, 3], "metric epochs are not 1, 2, 3")
+    if "ended" in types:
+        check(types.index("ended") < len(types) - 1, "ended after the terminal status")
+    ts = [parse_ts(e["ts"]) for e in evs]
+    check(all(abs(t - time.time()) < 3600 for t in ts), f"event ts not wall clock: {ts[:3]}")
+    d = s.run_dir(rid)
+    for f in ("job.json", "events.jsonl", "logs/worker.log", "result.json", "out/fake/best.safetensors"):
+        check(os.path.isfile(os.path.join(d, f)), f"ROOT/runs/{rid}/{f} missing")
+    check(not os.path.exists(os.path.join(d, "CANCEL")), "CANCEL exists after a success")
+    job = json.load(open(os.path.join(d, "job.json")))
+    check(job.get("verb") == "fake", f"job.json verb: {job}")
+    res = json.load(open(os.path.join(d, "result.json")))
+    check(isinstance(res, dict) and res.get("outcome"), f"result.json has no outcome: {res}")
+    m = stat.S_IMODE(os.stat(os.path.join(d, "events.jsonl")).st_mode)
+    check(m & 0o077 == 0, f"events.jsonl mode {oct(m)}: the worker's umask is not 077")
+    check_file_matches_api(s, rid, evs)
+    wait_for(lambda: not alive(pid, start), 3, f"worker {pid} to be gone (reaped)")
+    check(not group_members(pid), f"processes of the worker's group survive: {group_members(pid)}")
+    r = s.get(f"/api/v1/runs/{rid}/results")
+    check(r.status == 200 and r.json.get("outcome"), f"results of a succeeded fake run: {r!r}")
+    st = s.get("/api/v1/system/status").json
+    check(st.get("runs", {}).get("succeeded") == 1 and st.get("slots") == 1 and st.get("slots_busy") == 0,
+          f"system/status: {st}")
+
+
+@test()
+def t_events_db_match(ctx):  # B5: the DB agrees with the API
+    s = ctx.server()
+    rid = s.submit(options=fake(2, 50))["id"]
+    s.wait_status(rid, TERMINAL, 20)
+    evs = s.all_events(rid)
+    con = sqlite3.connect(f"file:{os.path.join(s.root, 'studio.db')}?mode=ro", uri=True, timeout=10)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for t in ("runs", "events", "meta"):
+            check(t in tables, f"studio.db has no table {t}: {sorted(tables)}")
+        mode = con.execute("PRAGMA journal_mode").fetchone()[0]
+        check(mode.lower() == "wal", f"journal_mode {mode}, want wal")
+        cols = [r[1] for r in con.execute("PRAGMA table_info(events)")]
+        runc = next((c for c in ("run_id", "run", "runid") if c in cols), None)
+        datac = next((c for c in ("data", "payload", "data_json") if c in cols), None)
+        if not runc or "seq" not in cols or "type" not in cols:
+            raise Skip(f"events columns {cols}: no run_id/seq/type to compare")
+        rows = con.execute(f"SELECT seq, type{', ' + datac if datac else ''} FROM events WHERE {runc}=? ORDER BY seq",
+                           (rid,)).fetchall()
+    finally:
+        con.close()
+    check([(r[0], r[1]) for r in rows] == [(e["seq"], e["type"]) for e in evs],
+          f"DB events {[(r[0], r[1]) for r in rows][:8]}... differ from the API's {[(e['seq'], e['type']) for e in evs][:8]}...")
+    if datac:
+        check([json.loads(r[2]) for r in rows] == [e["data"] for e in evs], "DB event data differ from the API's")
+
+
+@test()
+def t_idempotency(ctx):  # B6
+    s = ctx.server()
+    a = s.submit(options=fake(1, 0), key="key-1")
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0), "idempotency_key": "key-1"})
+    check(r.status == 200 and r.json["id"] == a["id"], f"repeated key: {r!r}, want 200 with {a['id']}")
+    check(r.json["idempotency_key"] == "key-1", f"idempotency_key not in the run: {r.json}")
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(2, 0), "idempotency_key": "key-1"})
+    check(r.status == 200 and r.json["id"] == a["id"], f"repeated key with other options: {r!r}")
+    b = s.submit(options=fake(1, 0), key="key-2")
+    check(b["id"] != a["id"], "two keys, one run")
+    c = s.submit(options=fake(1, 0))
+    d = s.submit(options=fake(1, 0))
+    check(c["id"] != d["id"], "two submits without a key gave one run")
+    check(s.get("/api/v1/runs").json["total"] == 4, "run count after idempotent submits")
+    for x in (a, b, c, d):
+        s.wait_status(x["id"], TERMINAL, 20)
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0), "idempotency_key": "key-1"})
+    check(r.status == 200 and r.json["id"] == a["id"] and r.json["status"] == "succeeded",
+          f"repeated key after the run ended: {r!r}")
+
+
+@test()
+def t_retry(ctx):  # B6
+    s = ctx.server()
+    a = s.submit(options=fake(1, 50))
+    a = s.wait_status(a["id"], TERMINAL, 20)
+    r = s.post(f"/api/v1/runs/{a['id']}/retry")
+    check(r.status == 201, f"retry of a terminal run: {r!r}")
+    n = r.json
+    check(n["id"] != a["id"] and n["parent_id"] == a["id"], f"retry run: {n}")
+    check(n["verb"] == a["verb"] and n["dataset"] == a["dataset"] and n["options"] == a["options"],
+          f"retry request differs: {n['verb']} {n['dataset']} {n['options']} vs {a['options']}")
+    check(n["status"] in ("queued", "running"), f"retry status {n['status']}")
+    s.wait_status(n["id"], "succeeded", 20)
+    check(s.run(a["id"])["status"] == a["status"], "retry changed the parent")
+    b = s.submit(options=fake(100, 100))
+    s.wait_status(b["id"], "running", 10)
+    s.wait_event(b["id"], "progress", 5)
+    expect_error(s.post(f"/api/v1/runs/{b['id']}/retry"), 409, "run_not_finished", what="retry of a running run")
+    c = s.submit(options=fake(1, 0))
+    check(s.run(c["id"])["status"] == "queued", "second run not queued")
+    expect_error(s.post(f"/api/v1/runs/{c['id']}/retry"), 409, "run_not_finished", what="retry of a queued run")
+    s.cancel(b["id"])
+    check(s.cancel(b["id"])["status"] in ("cancel_requested", "cancelled"), "second cancel")
+    if s.run(b["id"])["status"] == "cancel_requested":
+        expect_error(s.post(f"/api/v1/runs/{b['id']}/retry"), 409, "run_not_finished",
+                     what="retry of a cancel_requested run")
+    s.wait_status(b["id"], "cancelled", 10)
+    r = s.post(f"/api/v1/runs/{b['id']}/retry")
+    check(r.status == 201 and r.json["parent_id"] == b["id"], f"retry of a cancelled run: {r!r}")
+    s.cancel(r.json["id"])
+
+
+@test()
+def t_one_slot_queue(ctx):  # B7
+    s = ctx.server()
+    a = s.submit(options=fake(100, 100))
+    s.wait_status(a["id"], "running", 10)
+    s.wait_event(a["id"], "progress", 5)
+    t0 = time.monotonic()
+    b = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 100)})
+    check(b.status == 201 and b.elapsed < 1.0, f"submit during a run: {b!r} in {b.elapsed:.3f} s")
+    b = b.json
+    c = s.submit(options=fake(1, 100))
+    check(b["status"] == "queued" and c["status"] == "queued", f"second/third run not queued: {b['status']}, {c['status']}")
+    ctx.soft(isinstance(b["wait_reason"], str) and "position 1" in b["wait_reason"] and
+             isinstance(c["wait_reason"], str) and "position 2" in c["wait_reason"],
+             f"submit responses of queued runs: wait_reason {b['wait_reason']!r}, {c['wait_reason']!r} "
+             "(want 'position 1 of 2…', 'position 2 of 2…')")
+    wr = {}
+
+    def positions():
+        wr["b"], wr["c"] = s.run(b["id"])["wait_reason"] or "", s.run(c["id"])["wait_reason"] or ""
+        return "position 1 of 2" in wr["b"] and "position 2 of 2" in wr["c"]
+    wait_for(positions, 1.5, lambda: f"wait_reasons 'position 1 of 2', 'position 2 of 2' (GET); last {wr}")
+    worst = 0.0
+    while time.monotonic() - t0 < 1.5:
+        r = s.get("/api/v1/runs")
+        worst = max(worst, r.elapsed)
+        check(r.status == 200, f"list: {r!r}")
+        rb = s.get(f"/api/v1/runs/{b['id']}")
+        worst = max(worst, rb.elapsed)
+        check(rb.json["status"] == "queued" and rb.json["pid"] is None, f"second run left the queue: {rb.json}")
+        time.sleep(0.05)
+    check(worst < 1.0, f"list/get took {worst:.3f} s during a run")
+    lst = s.get("/api/v1/runs").json
+    check(lst["total"] == 3 and [x["id"] for x in lst["runs"]] == [c["id"], b["id"], a["id"]],
+          f"list not newest first: {[x['id'] for x in lst['runs']]}")
+    q = s.get("/api/v1/runs?status=queued").json
+    check(q["total"] == 2 and {x["id"] for x in q["runs"]} == {b["id"], c["id"]}, f"status=queued filter: {q}")
+    p = s.get("/api/v1/runs?limit=1&offset=1").json
+    check(len(p["runs"]) == 1 and p["runs"][0]["id"] == b["id"] and p["total"] == 3, f"limit/offset: {p}")
+    st = s.get("/api/v1/system/status").json
+    check(st.get("slots") == 1 and st.get("slots_busy") == 1 and st.get("runs", {}).get("queued") == 2
+          and st.get("runs", {}).get("running") == 1, f"system/status during the run: {st}")
+    s.cancel(a["id"])
+    a = s.wait_status(a["id"], TERMINAL, 10)
+    b = s.wait_status(b["id"], TERMINAL, 15)
+    c = s.wait_status(c["id"], TERMINAL, 15)
+    check(b["status"] == "succeeded" and c["status"] == "succeeded", f"queued runs after the cancel: {b['status']}, {c['status']}")
+    check(parse_ts(a["finished_at"]) <= parse_ts(b["started_at"]) + 0.001 and
+          parse_ts(b["finished_at"]) <= parse_ts(c["started_at"]) + 0.001, "runs overlapped with one slot, or not FIFO")
+
+
+@test()
+def t_slots(ctx):
+    s = ctx.server(args=["--slots", "2"])
+    a, b, c = (s.submit(options=fake(100, 100)) for _ in range(3))
+    s.wait_status(a["id"], "running", 10)
+    s.wait_status(b["id"], "running", 10)
+    s.wait_event(a["id"], "progress", 5)
+    s.wait_event(b["id"], "progress", 5)
+    check(s.run(c["id"])["status"] == "queued", "third run not queued with --slots 2")
+    st = s.get("/api/v1/system/status").json
+    check(st.get("slots") == 2 and st.get("slots_busy") == 2, f"system/status: {st}")
+    for x in (c, a, b):
+        s.cancel(x["id"])
+    for x in (a, b, c):
+        check(s.wait_status(x["id"], TERMINAL, 10)["status"] == "cancelled", "cancel with --slots 2")
+
+
+@test()
+def t_cancel_queued(ctx):  # B8
+    s = ctx.server()
+    a = s.submit(options=fake(100, 100))
+    s.wait_status(a["id"], "running", 10)
+    s.wait_event(a["id"], "progress", 5)
+    b = s.submit(options=fake(1, 0))
+    r = s.post(f"/api/v1/runs/{b['id']}/cancel")
+    check(r.status == 200 and r.elapsed < 1.0, f"cancel queued: {r!r} in {r.elapsed:.3f} s")
+    check(r.json["status"] == "cancelled" and r.json["reason_code"] == "user" and r.json["finished_at"]
+          and r.json["started_at"] is None and r.json["pid"] is None, f"cancelled queued run: {r.json}")
+    check(s.cancel(b["id"])["status"] == "cancelled", "cancel of a cancelled run changed it")
+    check_run_consistency(s.run(b["id"]), s.all_events(b["id"]))
+    check(s.run(a["id"])["status"] == "running", "cancelling a queued run touched the running one")
+    expect_error(s.get(f"/api/v1/runs/{b['id']}/results"), 404, "not_available", what="results of a never-started run")
+    expect_error(s.get(f"/api/v1/runs/{b['id']}/history"), 404, "not_available", what="history of a never-started run")
+    expect_error(s.get(f"/api/v1/runs/{b['id']}/live"), 404, "not_available", what="live of a never-started run")
+    s.cancel(a["id"])
+    s.wait_status(a["id"], TERMINAL, 10)
+    time.sleep(0.3)
+    check(s.run(b["id"])["status"] == "cancelled", "the cancelled queued run was started")
+
+
+@test()
+def t_cancel_running(ctx):  # B8
+    s = ctx.server(grace=5)
+    rid = s.submit(options=fake(20, 200))["id"]
+    _, pid, start = s.wait_running_pid(rid)
+    s.wait_event(rid, "metric", 10)
+    r = s.post(f"/api/v1/runs/{rid}/cancel")
+    check(r.status == 200 and r.elapsed < 1.0, f"cancel running: {r!r} in {r.elapsed:.3f} s")
+    check(r.json["status"] == "cancel_requested", f"cancel of a running run answered status {r.json['status']}")
+    t0 = time.monotonic()
+    r2 = s.post(f"/api/v1/runs/{rid}/cancel")
+    check(r2.status == 200 and r2.json["status"] in ("cancel_requested", "cancelled"), f"second cancel: {r2!r}")
+    fin = s.wait_status(rid, TERMINAL, 8)
+    dt = time.monotonic() - t0
+    check(fin["status"] == "cancelled" and fin["reason_code"] == "user", f"cancelled run: {fin}")
+    check(dt < 3, f"the worker took {dt:.1f} s to stop (chunks of ~0.25 s)")
+    check(fin["exit_code"] == 3, f"cancelled worker exit_code {fin['exit_code']}, want 3")
+    evs = s.all_events(rid)
+    check_run_consistency(fin, evs)
+    check([e["data"]["to"] for e in evs if e["type"] == "status"] ==
+          ["queued", "running", "cancel_requested", "cancelled"], "status chain of a cancelled run")
+    metrics = [e["data"]["epoch"] for e in evs if e["type"] == "metric"]
+    check(metrics and max(metrics) < 20 and fin["progress"]["epoch"] < 20, f"cancelled run reached epoch {metrics[-1:]}")
+    d = s.run_dir(rid)
+    check(not os.path.exists(os.path.join(d, "CANCEL")), "CANCEL left after the cancel")
+    check(os.path.isfile(os.path.join(d, "out/fake/best.safetensors")), "the partial output was not kept")
+    wait_for(lambda: not alive(pid, start), 3, f"worker {pid} gone")
+    check(s.cancel(rid)["status"] == "cancelled", "cancel of a terminal run changed it")
+    check(s.run(rid)["last_seq"] == fin["last_seq"], "cancel of a terminal run added events")
+
+
+@test()
+def t_cancel_at_start(ctx):  # B8 race: a cancel the moment the run is running, before the worker's first event
+    s = ctx.server(grace=3)
+    got = []
+    for i in range(3):
+        rid = s.submit(options=fake(100, 100))["id"]
+        s.wait_status(rid, {"running"} | TERMINAL, 10, 0.005)
+        s.cancel(rid)
+        fin = s.wait_status(rid, TERMINAL, 3 + 5)
+        got.append(f"{fin['status']}/{fin['reason_code']}")
+        check(fin["status"] == "cancelled", f"cancel at start ended {fin['status']}/{fin['reason_code']} "
+              f"(exit_code {fin['exit_code']}), want cancelled")
+        check_run_consistency(fin, s.all_events(rid))
+    ctx.note = ", ".join(got)
+
+
+@test()
+def t_cancel_grace_kill(ctx):  # B9
+    s = ctx.server(grace=2)
+    rid = s.submit(options=fake(100, 100, ignore_cancel=True))["id"]
+    _, pid, start = s.wait_running_pid(rid)
+    s.wait_event(rid, "progress", 5)
+    t0 = time.monotonic()
+    r = s.post(f"/api/v1/runs/{rid}/cancel")
+    check(r.status == 200 and r.json["status"] == "cancel_requested" and r.elapsed < 1.0, f"cancel: {r!r}")
+    time.sleep(0.8)
+    check(s.run(rid)["status"] == "cancel_requested", "cancel_requested ended before the grace period")
+    check(alive(pid, start), "the ignoring worker died before the grace period")
+    fin = s.wait_status(rid, TERMINAL, 2 + 6)
+    dt = time.monotonic() - t0
+    check(fin["status"] == "cancelled" and fin["reason_code"] == "killed_after_grace",
+          f"ignoring worker: {fin['status']}/{fin['reason_code']}, want cancelled/killed_after_grace")
+    check(1.5 <= dt <= 2 + 4, f"killed {dt:.1f} s after the cancel, grace 2")
+    wait_for(lambda: not group_members(pid), 2, lambda: f"process group {pid} to be empty: {group_members(pid)}")
+    check(not alive(pid, start), f"worker {pid} not reaped")
+    check(not os.path.exists(os.path.join(s.run_dir(rid), "CANCEL")), "CANCEL left")
+    check_run_consistency(fin, s.all_events(rid))
+
+
+@test()
+def t_success_after_cancel(ctx):  # B12: a worker that finishes anyway after a cancel -> cancelled, files kept
+    s = ctx.server(grace=10)
+    rid = s.submit(options=fake(2, 800, ignore_cancel=True))["id"]
+    s.wait_running_pid(rid)
+    s.wait_event(rid, "metric", 5)
+    r = s.cancel(rid)
+    check(r["status"] == "cancel_requested", f"cancel: {r['status']}")
+    fin = s.wait_status(rid, TERMINAL, 10)
+    check(fin["status"] == "cancelled" and fin["reason_code"] == "user",
+          f"success reported after cancel_requested: {fin['status']}/{fin['reason_code']}, want cancelled/user")
+    check_run_consistency(fin, s.all_events(rid))
+    names = [a["name"] for a in s.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]]
+    check("best.safetensors" in names, f"artifacts of the late success: {names}")
+    time.sleep(0.3)
+    check(s.run(rid)["status"] == "cancelled", "the cancelled run changed later")
+
+
+@test()
+def t_spawn_failed(ctx):  # B11: the worker executable is gone -> failed/spawn_failed once, slot released
+    os.makedirs(ctx.path("bin"))
+    exe = ctx.path("bin", "dpd")
+    shutil.copy2(DPD, exe)
+    s = Server(ctx)
+    s.cmd = lambda: [exe, "serve", "--root", s.root, "--listen", "127.0.0.1:0", "--grace", "2", "--test-workers"]
+    s.start()
+    os.unlink(exe)
+    a = s.submit(options=fake(1, 0))["id"]
+    fa = s.wait_status(a, TERMINAL, 10)
+    if fa["status"] == "succeeded":
+        raise Skip("the server still starts workers after its executable was removed (cannot provoke spawn_failed)")
+    check(fa["status"] == "failed" and fa["reason_code"] == "spawn_failed", f"missing worker executable: {fa}")
+    check(fa["pid"] is None or not running(fa["pid"]), f"spawn_failed run with a live pid {fa['pid']}")
+    check_run_consistency(fa, s.all_events(a))
+    b = s.submit(options=fake(1, 0))["id"]
+    fb = s.wait_status(b, TERMINAL, 10)
+    check(fb["reason_code"] == "spawn_failed", f"second run: {fb['status']}/{fb['reason_code']} (the slot was not released?)")
+    check(s.get("/api/v1/system/status").json.get("slots_busy") == 0, "slots_busy after spawn failures")
+
+
+@test()
+def t_worker_sigkill(ctx):  # B10
+    s = ctx.server()
+    rid = s.submit(options=fake(100, 100))["id"]
+    _, pid, start = s.wait_running_pid(rid)
+    s.wait_event(rid, "progress", 5)
+    os.kill(pid, signal.SIGKILL)
+    fin = s.wait_status(rid, TERMINAL, 5)
+    check(fin["status"] == "failed" and fin["reason_code"] == "worker_died", f"SIGKILLed worker: {fin}")
+    check_run_consistency(fin, s.all_events(rid))
+    check(not alive(pid, start), "worker not reaped")
+    b = s.submit(options=fake(1, 0))
+    check(s.wait_status(b["id"], TERMINAL, 10)["status"] == "succeeded", "the slot was not released after worker_died")
+
+
+@test()
+def t_max_runtime(ctx):  # B10
+    s = ctx.server(args=["--max-runtime", "1"])
+    rid = s.submit(options=fake(100, 100))["id"]
+    _, pid, start = s.wait_running_pid(rid)
+    fin = s.wait_status(rid, TERMINAL, 1 + 2 + 6)
+    check(fin["status"] == "failed" and fin["reason_code"] == "timeout", f"over --max-runtime 1: {fin}")
+    d = parse_ts(fin["finished_at"]) - parse_ts(fin["started_at"])
+    check(0.9 <= d <= 1 + 2 + 3, f"ran {d:.2f} s with --max-runtime 1 --grace 2")
+    check_run_consistency(fin, s.all_events(rid))
+    wait_for(lambda: not group_members(pid), 2, "the timed-out worker's group to be empty")
+    b = s.submit(options=fake(1, 100))
+    check(s.wait_status(b["id"], TERMINAL, 10)["status"] == "succeeded", "a short run under --max-runtime 1 failed")
+
+
+@test()
+def t_exit_code(ctx):  # B10
+    s = ctx.server()
+    rid = s.submit(options=fake(1, 10, exit_code=7))["id"]
+    fin = s.wait_status(rid, TERMINAL, 10)
+    check(fin["status"] == "failed" and fin["reason_code"] == "worker_died" and fin["exit_code"] == 7,
+          f"fake exit_code 7: {fin['status']}/{fin['reason_code']} exit_code {fin['exit_code']}")
+    check(not os.path.exists(os.path.join(s.run_dir(rid), "result.json")), "result.json written with exit_code")
+    expect_error(s.get(f"/api/v1/runs/{rid}/results"), 404, "not_available", what="results without result.json")
+    check_run_consistency(fin, s.all_events(rid))
+    rid = s.submit(options=fake(1, 10, exit_code=3))["id"]
+    fin = s.wait_status(rid, TERMINAL, 10)
+    check(fin["status"] == "failed" and fin["reason_code"] == "worker_died",
+          f"exit 3 without result.json: {fin['status']}/{fin['reason_code']}, want failed/worker_died")
+
+
+@test()
+def t_worker_memory_oom(ctx):  # B11
+    # docs/studio.md: --worker-memory is 0 or at least 128 (below that the worker cannot load its
+    # libraries), so 64 must be refused at start; the oom check uses 256 MiB against 1 GiB.
+    s = Server(ctx, args=["--worker-memory", "64"])
+    s.start(expect_listen=False)
+    rc = s.wait_exit(10)
+    check(rc is not None and rc != 0, f"dpd serve --worker-memory 64: exit {rc}, want a refusal")
+    s = ctx.server(args=["--worker-memory", "256"])
+    a = s.submit(options=fake(1, 10))
+    fa = s.wait_status(a["id"], TERMINAL, 10)
+    log = open(os.path.join(s.run_dir(a["id"]), "logs/worker.log"), errors="replace").read()[-300:]
+    check(fa["status"] == "succeeded", f"a plain fake run under --worker-memory 256: {fa['status']}/{fa['reason_code']} "
+          f"(worker.log: {log!r})")
+    rid = s.submit(options=fake(1, 10, alloc_mb=1024))["id"]
+    fin = s.wait_status(rid, TERMINAL, 15)
+    log = open(os.path.join(s.run_dir(rid), "logs/worker.log"), errors="replace").read()[-300:]
+    check(fin["status"] == "failed" and fin["reason_code"] == "oom",
+          f"alloc_mb 1024 under --worker-memory 256: {fin['status']}/{fin['reason_code']} (worker.log: {log!r})")
+    b = s.submit(options=fake(1, 0))
+    check(s.wait_status(b["id"], TERMINAL, 10)["status"] == "succeeded", "the slot after an oom")
+
+
+# ---- restart, shutdown, roots
+
+@test()
+def t_restart_recovery(ctx):  # B13
+    s = ctx.server(args=["--slots", "2"])
+    a = s.submit(options=fake(1000, 100, ignore_cancel=True))["id"]  # survives a SIGTERM parent-death signal
+    b = s.submit(options=fake(1000, 100))["id"]
+    c = s.submit(options=fake(1, 0))["id"]  # queued behind two
+    _, pa, sa = s.wait_running_pid(a)
+    _, pb, sb = s.wait_running_pid(b)
+    s.wait_event(a, "progress", 5)
+    s.wait_event(b, "progress", 5)
+    check(s.run(c)["status"] == "queued", "third run not queued")
+    s.kill9()
+    # the parent-death signal ends the workers with the server (a worker that outlived it would
+    # be killed by the next start, with its own reason)
+    time.sleep(0.6)
+    a_alive, b_alive = running(pa, sa), running(pb, sb)
+    ctx.soft(not a_alive and not b_alive, f"workers still running 0.6 s after the server's SIGKILL "
+             f"(ignoring: {a_alive}, plain: {b_alive}): no parent-death signal?")
+    # dead workers stay zombies until init reaps them (~1.6 s on some VMs); a restart inside that
+    # window sees pid and start time still there
+    try:
+        wait_for(lambda: not alive(pa, sa) and not alive(pb, sb), 5, "the dead workers to be reaped by init", 0.05)
+    except Fail:
+        pass
+    s2 = ctx.server(root=s.root)
+    runs = {x: s2.wait_status(x, TERMINAL, 10) for x in (a, b, c)}
+    for x, run in runs.items():
+        check(run["status"] == "interrupted" and run["reason_code"] == "service_restart",
+              f"run {x} after the restart: {run['status']}/{run['reason_code']}")
+        check(run["reason"], f"run {x}: no reason")
+    reasons = {x: runs[x]["reason"] for x in runs}
+    check(reasons[c] != reasons[b] and reasons[c] != reasons[a], f"queued and running runs share a reason: {reasons}")
+    check("not started" in reasons[c], f"queued run's reason {reasons[c]!r}")
+    if a_alive:
+        check(reasons[a] != reasons[b] or b_alive, f"a live and a dead worker share a reason: {reasons}")
+        check("killed" in reasons[a], f"the live worker's run reason {reasons[a]!r}")
+    if not b_alive:
+        check("no longer running" in reasons[b], f"dead worker's run reason {reasons[b]!r}")
+    for pid, st in ((pa, sa), (pb, sb)):
+        wait_for(lambda: not alive(pid, st) and not group_members(pid), 5, f"worker {pid} (group) to be dead after the restart")
+    check(not worker_procs(s.root), f"workers alive after recovery: {worker_procs(s.root)}")
+    for x, run in runs.items():
+        evs = s2.all_events(x)
+        check_run_consistency(run, evs)
+        check_file_matches_api(s2, x, evs)
+    # nothing resumes; the store still works
+    time.sleep(0.3)
+    check(all(s2.run(x)["status"] == "interrupted" for x in runs), "an interrupted run changed")
+    n = s2.submit(options=fake(1, 0))
+    check(s2.wait_status(n["id"], TERMINAL, 10)["status"] == "succeeded", "a run after recovery")
+    r = s2.post(f"/api/v1/runs/{c}/retry")
+    check(r.status == 201 and r.json["parent_id"] == c, f"retry of an interrupted run: {r!r}")
+
+
+@test()
+def t_restart_right_after_kill(ctx):  # B13: a worker dead (zombie, not yet reaped by init) is not "still running"
+    s = ctx.server()
+    rid = s.submit(options=fake(1000, 100))["id"]
+    _, pid, start = s.wait_running_pid(rid)
+    s.wait_event(rid, "progress", 5)
+    s.kill9()
+    wait_for(lambda: not running(pid, start), 2, f"worker {pid} to die with the server (parent-death signal)", 0.01)
+    st = proc_stat(pid)
+    state = "gone" if st is None else st[0]
+    s2 = ctx.server(root=s.root)
+    run = s2.wait_status(rid, TERMINAL, 10)
+    ctx.note = f"worker state at the restart: {state}; reason {run['reason']!r}"
+    check(run["status"] == "interrupted" and run["reason_code"] == "service_restart", f"run: {run}")
+    check("no longer running" in run["reason"],
+          f"the worker was already dead ({state}) at the restart, but the reason is {run['reason']!r}")
+
+
+@test()
+def t_crash_consistency(ctx):  # A3 from outside: SIGKILL the server at random moments of heavy ingest
+    root = ctx.path("root")
+    rnd = random.Random(7)
+    ids = []
+    for cycle in range(3):
+        s = ctx.server(root=root, args=["--slots", "2"])
+        for x in ids:
+            run = s.wait_status(x, TERMINAL, 10)
+            evs = s.all_events(x)
+            check_run_consistency(run, evs)
+            check_file_matches_api(s, x, evs)
+        ids += [s.submit(options=fake(200, 10))["id"] for _ in range(3)]
+        s.wait_status(ids[-3], "running", 10)
+        time.sleep(rnd.uniform(0.2, 0.9))
+        s.kill9()
+    s = ctx.server(root=root)
+    for x in ids:
+        run = s.wait_status(x, TERMINAL, 10)
+        check(run["status"] in ("interrupted", "succeeded"), f"run {x}: {run['status']}")
+        evs = s.all_events(x)
+        check_run_consistency(run, evs)
+        check_file_matches_api(s, x, evs)
+    check(not worker_procs(root), "workers left")
+
+
+@test()
+def t_graceful_shutdown(ctx):  # B14
+    s = ctx.server(grace=2, args=["--slots", "2"])
+    a = s.submit(options=fake(1000, 100))["id"]
+    b = s.submit(options=fake(1000, 100, ignore_cancel=True))["id"]
+    c = s.submit(options=fake(1, 0))["id"]
+    _, pa, sa = s.wait_running_pid(a)
+    _, pb, sb = s.wait_running_pid(b)
+    seen = []
+    stop = threading.Event()
+
+    def spam():
+        while not stop.is_set():
+            try:
+                r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0)}, timeout=3)
+                seen.append((r.status, r.err()))
+            except OSError:
+                seen.append(("conn", None))
+            time.sleep(0.02)
+    th = threading.Thread(target=spam, daemon=True)
+    t0 = time.monotonic()
+    os.kill(s.proc.pid, signal.SIGTERM)
+    th.start()
+    rc = s.wait_exit(2 + 5)
+    dt = time.monotonic() - t0
+    stop.set()
+    th.join(5)
+    check(rc is not None, f"server still running {dt:.1f} s after SIGTERM (grace 2)")
+    check(rc == 0, f"server exit status {rc} after SIGTERM")
+    for pid, st in ((pa, sa), (pb, sb)):
+        check(not alive(pid, st) and not group_members(pid), f"worker {pid} survived the shutdown")
+    check(not worker_procs(s.root), "workers left after shutdown")
+    after = [x for x in seen if x[0] != "conn"]
+    bad = [x for x in after if x[0] not in (503, 201)]
+    check(not bad, f"submits during shutdown answered {bad[:3]}")
+    check(all(x[1] == "shutting_down" for x in after if x[0] == 503), f"503 without shutting_down: {after[:3]}")
+    ctx.note = f"submits during shutdown: {sum(1 for x in after if x[0] == 503)} x 503, " \
+               f"{sum(1 for x in after if x[0] == 201)} x 201, {sum(1 for x in seen if x[0] == 'conn')} refused"
+    s2 = ctx.server(root=s.root)
+    ra, rb, rc_ = s2.run(a), s2.run(b), s2.run(c)
+    for run in (ra, rb):
+        check(run["status"] in ("interrupted", "cancelled"), f"running run after shutdown: {run['status']}")
+        if run["status"] == "interrupted":
+            check(run["reason_code"] == "service_restart", f"reason_code {run['reason_code']}")
+    check(rc_["status"] == "interrupted" and rc_["reason_code"] == "service_restart", f"queued run after shutdown: {rc_}")
+    for run in (ra, rb, rc_):
+        check_run_consistency(run, s2.all_events(run["id"]))
+    new = [r for r in s2.get("/api/v1/runs?limit=500").json["runs"] if r["id"] not in (a, b, c)]
+    check(all(r["status"] in TERMINAL for r in new), "a run accepted during shutdown is not terminal after it")
+
+
+@test()
+def t_second_server_refused(ctx):  # B15
+    s = ctx.server()
+    tok = s.token
+    s2 = Server(ctx, root=s.root)
+    s2.start(expect_listen=False)
+    rc = s2.wait_exit(10)
+    out = s2.output()
+    check(rc is not None and rc != 0, f"second server on one root: exit {rc}")
+    check(rc == 1, f"second server exit status {rc}, want 1")
+    check("another dpd serve owns" in out, f"second server's message: {out[-300:]!r}")
+    check(s.get("/healthz", auth=False).status == 200, "the first server is hurt")
+    check(open(os.path.join(s.root, "api-token")).read().strip() == tok, "api-token changed")
+
+
+def snapshot(d):
+    out = {}
+    for dp, dns, fns in os.walk(d):
+        for n in dns + fns:
+            p = os.path.join(dp, n)
+            st = os.lstat(p)
+            out[os.path.relpath(p, d)] = (stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size,
+                                          open(p, "rb").read() if stat.S_ISREG(st.st_mode) else None)
+    out["."] = (stat.S_IMODE(os.stat(d).st_mode), os.stat(d).st_mtime_ns)
+    return out
+
+
+@test()
+def t_foreign_root_refused(ctx):  # B15
+    d = ctx.path("home")
+    os.makedirs(os.path.join(d, "sub"))
+    with open(os.path.join(d, "notes.txt"), "w") as f:
+        f.write("precious\n")
+    with open(os.path.join(d, "sub", "x.csv"), "w") as f:
+        f.write("I,Q\n1,2\n")
+    os.chmod(d, 0o755)
+    before = snapshot(d)
+    s = Server(ctx, root=d)
+    s.start(expect_listen=False)
+    rc = s.wait_exit(10)
+    check(rc is not None and rc != 0, f"server on a non-empty unmarked root: exit {rc}")
+    check(snapshot(d) == before, "the unmarked root was modified")
+    check(s.output().strip(), "refused without a message")
+    # an empty existing directory is taken
+    e = ctx.path("empty")
+    os.makedirs(e)
+    s = ctx.server(root=e)
+    check(os.path.exists(os.path.join(e, ".dpd-studio")), "no marker in an empty root")
+    s.stop()
+    # a file as root
+    f = ctx.path("afile")
+    open(f, "w").write("x")
+    s = Server(ctx, root=f)
+    s.start(expect_listen=False)
+    rc = s.wait_exit(10)
+    check(rc is not None and rc != 0 and open(f).read() == "x", f"a regular file as root: exit {rc}")
+
+
+@test()
+def t_schema_version(ctx):  # A4
+    s = ctx.server()
+    root = s.root
+    check(s.stop() == 0, "SIGTERM exit status")
+    db = os.path.join(root, "studio.db")
+    con = sqlite3.connect(db)
+    try:
+        cols = [r[1] for r in con.execute("PRAGMA table_info(meta)")]
+        if "schema_version" in cols:
+            con.execute("UPDATE meta SET schema_version = 987")
+        elif "key" in cols and "value" in cols:
+            n = con.execute("UPDATE meta SET value = '987' WHERE key LIKE '%version%'").rowcount
+            if not n:
+                raise Skip(f"meta has no version row: {con.execute('SELECT * FROM meta').fetchall()}")
+        else:
+            raise Skip(f"meta columns {cols}: cannot find the schema version")
+        con.commit()
+    finally:
+        con.close()
+    s2 = Server(ctx, root=root)
+    s2.start(expect_listen=False)
+    rc = s2.wait_exit(10)
+    check(rc is not None and rc != 0, f"server on a database of schema 987: exit {rc}")
+    check("987" in s2.output(), f"the message does not name version 987: {s2.output()[-300:]!r}")
+
+
+# ---- events and SSE
+
+@test()
+def t_events_after(ctx):  # C16
+    s = ctx.server()
+    rid = s.submit(options=fake(3, 50))["id"]
+    fin = s.wait_status(rid, TERMINAL, 20)
+    n = fin["last_seq"]
+    check(n >= 10, f"only {n} events")
+    for k in sorted({0, 1, 2, n // 2, n - 1, n}):
+        j = s.events(rid, k)
+        check([e["seq"] for e in j["events"]] == list(range(k + 1, n + 1)), f"after={k}: seqs {[e['seq'] for e in j['events']]}")
+        check(j["last_seq"] == n and j["terminal"] is True, f"after={k}: last_seq {j['last_seq']} terminal {j['terminal']}")
+    j = s.events(rid, 1, 2)
+    check([e["seq"] for e in j["events"]] == [2, 3], f"after=1&limit=2: {[e['seq'] for e in j['events']]}")
+    j = s.get(f"/api/v1/runs/{rid}/events").json
+    check([e["seq"] for e in j["events"]] == list(range(1, n + 1)), "no after: not from 1")
+    expect_error(s.get(f"/api/v1/runs/{rid}/events?after={n + 1}"), 409, "cursor_out_of_range", what=f"after={n + 1}")
+    expect_error(s.get(f"/api/v1/runs/{rid}/events?after=999999"), 409, "cursor_out_of_range", what="after=999999")
+    for bad in ("-1", "abc", "1e3"):
+        r = s.get(f"/api/v1/runs/{rid}/events?after={bad}")
+        check(r.status in (400, 422), f"after={bad}: {r!r}")
+    r = s.get(f"/api/v1/runs/{rid}/events?limit=5001")
+    check(r.status in (400, 422) or (r.status == 200 and len(r.json["events"]) <= 5000), f"limit=5001: {r!r}")
+    b = s.submit(options=fake(100, 100))["id"]
+    s.wait_status(b, "running", 10)
+    s.wait_event(b, "progress", 5)
+    j = s.events(b, 0)
+    check(j["terminal"] is False, "terminal true for a running run")
+    s.cancel(b)
+    s.wait_status(b, TERMINAL, 10)
+
+
+@test()
+def t_sse(ctx):  # C17
+    s = ctx.server()
+    rid = s.submit(options=fake(6, 150))["id"]
+    # live, disconnect after 3 frames, resume with Last-Event-ID
+    st = SSE(s, rid)
+    first = []
+    while len(first) < 3:
+        f = st.frame()
+        check(f is not None, "SSE closed early")
+        if "id" in f:
+            first.append(f)
+    st.close()
+    k = int(first[-1]["id"])
+    check([int(f["id"]) for f in first] == [1, 2, 3], f"first frames {[f['id'] for f in first]}")
+    st = SSE(s, rid, last_event_id=k)
+    rest, end = st.read_to_end(30)
+    st.close()
+    seqs = [int(f["id"]) for f in first + rest]
+    check(seqs == list(range(1, len(seqs) + 1)), f"resumed stream has a gap or duplicate: {seqs}")
+    run = s.run(rid)
+    check(run["status"] == "succeeded", f"run {run['status']}")
+    check(end["data"].get("status") == "succeeded" and end["data"].get("last_seq") == seqs[-1] == run["last_seq"],
+          f"end frame {end['data']} vs last id {seqs[-1]}, last_seq {run['last_seq']}")
+    last = (first + rest)[-1]
+    check(last["event"] == "status" and last["data"]["data"]["to"] == "succeeded", f"frame before end: {last}")
+    api = s.all_events(rid)
+    check([f["data"] for f in first + rest] == api, "SSE event data differ from the events API")
+    # a terminal run replays whole, and ?after= works like Last-Event-ID
+    for kw in ({}, {"after": 5}, {"last_event_id": 5}, {"last_event_id": run["last_seq"]}):
+        st = SSE(s, rid, **kw)
+        fr, end = st.read_to_end(10)
+        st.close()
+        k = kw.get("after", kw.get("last_event_id", 0))
+        check([int(f["id"]) for f in fr] == list(range(k + 1, run["last_seq"] + 1)), f"SSE {kw}: ids {[f['id'] for f in fr]}")
+        check(end["data"]["last_seq"] == run["last_seq"], f"SSE {kw}: end {end['data']}")
+    # unknown run, no token
+    try:
+        SSE(s, "rnosuch")
+        raise Fail("SSE of an unknown run answered 200")
+    except Fail as e:
+        check("HTTP 404" in str(e), f"SSE of an unknown run: {e}")
+    r = s.get(f"/api/v1/runs/{rid}/events/stream", auth=False)
+    expect_error(r, 401, "unauthorized", what="SSE without a token")
+
+
+@test(background=True, slow=True)
+def t_sse_keepalive(ctx):  # C17, 15 s of silence
+    s = ctx.server()
+    rid = s.submit(options=fake(1, 0, silent_ms=20000))["id"]
+    s.wait_status(rid, "running", 10)
+    st = SSE(s, rid, timeout=25)
+    t_last = time.monotonic()
+    got = None
+    while time.monotonic() - t_last < 18:
+        f = st.frame()
+        check(f is not None, "SSE closed during silence")
+        if "comment" in f:
+            got = f["comment"]
+            break
+        t_last = time.monotonic()
+    st.close()
+    dt = time.monotonic() - t_last
+    check(got is not None and "keepalive" in got, f"no ': keepalive' within 18 s of silence")
+    check(dt <= 16.5, f"keepalive after {dt:.1f} s of silence, want <= 16")
+    s.cancel(rid)
+
+
+@test(background=True, slow=True)
+def t_heartbeat_stale(ctx):  # C18, 60 s real time (no test clock in the contract)
+    s = ctx.server(grace=2)
+    rid = s.submit(options=fake(1000, 200))["id"]
+    _, pid, start = s.wait_running_pid(rid)
+    s.wait_event(rid, "progress", 5)
+    os.kill(pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        time.sleep(1)
+        r = s.run(rid)
+        check(r["heartbeat_stale"] is False and r["status"] == "running", f"stale at once: {r}")
+        r = wait_for(lambda: (lambda x: x if x["heartbeat_stale"] else None)(s.run(rid)), 75,
+                     "heartbeat_stale", 0.5)
+        dt = time.monotonic() - t0
+        check(r["status"] == "running", f"a stale run changed status: {r['status']}")
+        check(50 <= dt <= 62 + 5, f"heartbeat_stale after {dt:.1f} s of a stopped worker, want ~60")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: s.run(rid)["heartbeat_stale"] is False, 10, "heartbeat_stale to clear after SIGCONT", 0.2)
+    s.cancel(rid)
+    check(s.wait_status(rid, TERMINAL, 10)["status"] == "cancelled", "cancel after SIGCONT")
+
+
+@test()
+def t_event_latency(ctx):  # C19
+    s = ctx.server()
+    rid = s.submit(options=fake(40, 50))["id"]
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    h = {"Authorization": "Bearer " + s.token}
+    lat, after, terminal = [], 0, False
+    deadline = time.monotonic() + 30
+    while not terminal and time.monotonic() < deadline:
+        conn.request("GET", f"/api/v1/runs/{rid}/events?after={after}&limit=5000", headers=h)
+        r = conn.getresponse()
+        j = json.loads(r.read())
+        now = time.time()
+        for e in j["events"]:
+            if e["type"] not in ("status",):
+                lat.append(now - parse_ts(e["ts"]))
+            after = e["seq"]
+        terminal = j["terminal"] and after == j["last_seq"]
+        time.sleep(0.01)
+    conn.close()
+    check(terminal, "run did not finish in 30 s")
+    check(len(lat) >= 200, f"only {len(lat)} worker events")
+    lat.sort()
+    p50, p95 = lat[len(lat) // 2], lat[int(len(lat) * 0.95)]
+    ctx.note = f"ingest latency over {len(lat)} events: p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms"
+    check(p95 < 1.0, f"event ingest p95 {p95:.3f} s >= 1 s")
+
+
+# ---- artifacts
+
+@test()
+def t_artifacts(ctx):
+    s = ctx.server()
+    b = s.submit(options=fake(100, 100))["id"]
+    s.wait_status(b, "running", 10)
+    s.wait_event(b, "metric", 10)
+    r = s.get(f"/api/v1/runs/{b}/artifacts")
+    check(r.status == 200 and r.json["artifacts"] == [], f"artifacts while running: {r!r}")
+    s.cancel(b)
+    s.wait_status(b, TERMINAL, 10)
+    rid = s.submit(options=fake(2, 50))["id"]
+    s.wait_status(rid, "succeeded", 20)
+    r = s.get(f"/api/v1/runs/{rid}/artifacts")
+    check(r.status == 200 and isinstance(r.json.get("artifacts"), list), f"artifacts: {r!r}")
+    arts = r.json["artifacts"]
+    names = [a.get("name") for a in arts]
+    check("best.safetensors" in names and "worker.log" in names, f"artifact names {names}")
+    d = s.run_dir(rid)
+    ids = set()
+    for a in arts:
+        check(isinstance(a.get("id"), str) and a["id"] and "/" not in a["id"] and isinstance(a.get("kind"), str)
+              and isinstance(a.get("size"), int) and re.fullmatch(r"[0-9a-f]{64}", a.get("sha256", "")),
+              f"artifact entry {a}")
+        ids.add(a["id"])
+        r = s.get(f"/api/v1/runs/{rid}/artifacts/{a['id']}")
+        check(r.status == 200, f"download {a}: {r!r}")
+        check(r.headers.get("Content-Type", "").startswith("application/octet-stream"),
+              f"{a['name']}: Content-Type {r.headers.get('Content-Type')}")
+        check("attachment" in (r.headers.get("Content-Disposition") or ""), f"{a['name']}: Content-Disposition "
+              f"{r.headers.get('Content-Disposition')}")
+        check(len(r.body) == a["size"] and hashlib.sha256(r.body).hexdigest() == a["sha256"],
+              f"{a['name']}: {len(r.body)} bytes, sha256 mismatch with the listing")
+        if a["name"] == "best.safetensors":
+            check(r.body == open(os.path.join(d, "out/fake/best.safetensors"), "rb").read(), "best.safetensors bytes")
+        if a["name"] == "worker.log":
+            check(r.body == open(os.path.join(d, "logs/worker.log"), "rb").read(), "worker.log bytes")
+    check(len(ids) == len(arts), "duplicate artifact ids")
+    tok = s.token.encode()
+    for bad in ("nosuch", "..", "%2e%2e", "..%2f..%2f..%2fapi-token", "%2e%2e%2f%2e%2e%2fapi-token",
+                "../../../api-token", "..%5c..%5capi-token", "%2fetc%2fpasswd", "a%00b", "best.safetensors/..",
+                "logs%2fworker.log", "x" * 300):
+        r = s.get(f"/api/v1/runs/{rid}/artifacts/{bad}")
+        check(r.status in (404, 400) and tok not in r.body, f"artifact id {bad!r}: {r!r}")
+        check(r.status == 404, f"artifact id {bad!r}: HTTP {r.status}, want 404")
+    # a cancelled run registers its files too
+    r = s.get(f"/api/v1/runs/{b}/artifacts")
+    check(r.status == 200 and "worker.log" in [a["name"] for a in r.json["artifacts"]], f"artifacts of a cancelled run: {r!r}")
+
+
+# ---- datasets
+
+def _synth(ctx, out):
+    r = subprocess.run([DPD, "synth", "--out", out], capture_output=True, env=ctx.env, timeout=60)
+    check(r.returncode == 0, f"dpd synth: {r.stderr[-300:]!r}")
+
+
+@test()
+def t_datasets(ctx):
+    data = ctx.path("data")
+    _synth(ctx, os.path.join(data, "mini"))
+    os.makedirs(os.path.join(data, "broken"))
+    open(os.path.join(data, "broken", "spec.json"), "w").write("{ not json")
+    s = ctx.server(args=["--data", data])
+    r = s.get("/api/v1/datasets")
+    check(r.status == 200, f"datasets: {r!r}")
+    ds = {d["name"]: d for d in r.json["datasets"]}
+    check(ds.get("synth", {}).get("kind") == "synth" and ds.get("mini", {}).get("kind") == "dir",
+          f"datasets {r.json['datasets']}")
+    run = s.submit("train-pa", "mini", {"model": "gru", "hidden": 4, "epochs": 1, "preset": "quick"})
+    fin = s.wait_status(run["id"], TERMINAL, 60)
+    check(fin["status"] == "succeeded", f"train-pa on a --data dataset: {fin}")
+    expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "broken", "options": {"hidden": 4}}), 422,
+                 field="dataset", what="a malformed dataset")
+    # upload
+    src = os.path.join(data, "mini")
+    files = {n: open(os.path.join(src, n)).read() for n in os.listdir(src) if n.endswith(".csv")}
+    spec = json.load(open(os.path.join(src, "spec.json")))
+    r = s.post("/api/v1/datasets", {"name": "cap1", "spec": spec, "files": files})
+    check(r.status in (200, 201), f"upload: {r!r}")
+    r = s.get("/api/v1/datasets")
+    check(any(d["kind"] == "upload" and d["name"] in ("cap1", "upload:cap1") for d in r.json["datasets"]),
+          f"uploaded dataset not listed: {r.json}")
+    run = s.submit("fake", "upload:cap1", fake(1, 0))
+    check(s.wait_status(run["id"], TERMINAL, 10)["status"] == "succeeded", "fake run on an upload")
+    expect_error(s.post("/api/v1/datasets", {"name": "cap1", "spec": spec, "files": files}), 409, "dataset_exists",
+                 what="upload of a taken name")
+    bad = dict(files)
+    bad["train_input.csv"] = "I,Q\n1,2\n3,x\n" + files["train_input.csv"].split("\n", 4)[-1]
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": bad})
+    check(r.status == 422 and "train_input.csv" in json.dumps(r.json) and re.search(r"\b3\b", json.dumps(r.json)),
+          f"upload with a bad line 3: {r!r}")
+    check(not os.path.exists(os.path.join(s.root, "datasets", "uploads", "cap2")) and
+          not os.path.exists(os.path.join(s.root, "datasets", "cap2")), "a refused upload was kept")
+    check(os.path.isfile(os.path.join(s.root, "datasets", "uploads", "cap1", "spec.json")),
+          "the upload is not in ROOT/datasets/uploads/cap1")
+    for name in ("../x", "a/b", "", ".synth"):
+        r = s.post("/api/v1/datasets", {"name": name, "spec": spec, "files": files})
+        check(r.status in (409, 422), f"upload named {name!r}: {r!r}")
+
+
+# ---- real training
+
+def _cli_train(ctx, data, out, extra=()):
+    r = subprocess.run([DPD, "train-pa", "--data", data, "--model", "gru", "--hidden", "4", "--preset", "quick",
+                        "--epochs", "2", "--out", out, "--json", *extra], capture_output=True, env=ctx.env, timeout=120)
+    check(r.returncode == 0, f"CLI train-pa: exit {r.returncode}: {r.stderr[-300:]!r}")
+    return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
+@test()
+def t_real_train_pa_matches_cli(ctx):  # REAL end-to-end training (a few seconds)
+    s = ctx.server()
+    run = s.submit("train-pa", "synth", {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 2})
+    rid = run["id"]
+    check(run["progress"]["epochs"] in (0, 2), f"progress of a queued run {run['progress']}")
+    fin = s.wait_status(rid, TERMINAL, 90, 0.1)
+    check(fin["status"] == "succeeded" and fin["exit_code"] == 0, f"real train-pa: {fin} "
+          f"(worker.log: {open(os.path.join(s.run_dir(rid), 'logs/worker.log'), errors='replace').read()[-400:]!r})")
+    evs = s.all_events(rid)
+    check_run_consistency(fin, evs)
+    types = [e["type"] for e in evs]
+    for t in ("started", "metric", "checkpoint", "ended"):
+        check(t in types, f"real run has no {t} event: {sorted(set(types))}")
+    check([e["data"]["epoch"] for e in evs if e["type"] == "metric"] == [1, 2], "metric epochs of a 2-epoch run")
+    want = {"started": {"run_id", "run_dir", "provider", "resumed"}, "checkpoint": {"epoch", "name"},
+            "ended": {"outcome", "message"}, "metric": {"epoch", "epochs", "train_loss", "lr", "improved", "val", "test"},
+            "progress": {"epoch", "epochs", "steps_done", "steps", "loss", "samples_per_s"}, "heartbeat": {"pid"},
+            "status": {"from", "to", "reason"}}
+    for e in evs:
+        miss = want.get(e["type"], set()) - set(e["data"])
+        ctx.soft(not miss, f"{e['type']} event without {sorted(miss)}: {json.dumps(e['data'])[:200]}")
+    for e in evs:
+        if e["type"] == "checkpoint":
+            check(e["data"].get("name") in ("best.safetensors", "last.safetensors"), f"checkpoint {e['data']}")
+        if e["type"] == "metric":
+            check(set(e["data"].get("val", {})) >= {"NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG"}, f"metric val {e['data']}")
+    check(types.index("started") < types.index("metric") < types.index("ended"), "started/metric/ended out of order")
+    dur = parse_ts(fin["finished_at"]) - parse_ts(fin["started_at"])
+    check(types.count("progress") <= 2 * (dur + 1) + 2 * 2, f"{types.count('progress')} progress events in {dur:.1f} s")
+    res = s.get(f"/api/v1/runs/{rid}/results")
+    check(res.status == 200 and res.json.get("outcome"), f"results: {res!r}")
+    res = res.json
+    ctx.soft("run_dir" in res and "val" in res, f"/results: the summary's fields are not beside outcome "
+             f"(keys {sorted(res)}); the summary is read from 'summary'")
+    if "run_dir" not in res and isinstance(res.get("summary"), dict):
+        res = dict(res["summary"], outcome=res["outcome"])
+    job = json.load(open(os.path.join(s.run_dir(rid), "job.json")))
+    data = job.get("dataset_dir") or res.get("config", {}).get("data") or os.path.join(s.root, "datasets", "synth")
+    check(os.path.isfile(os.path.join(data, "spec.json")), f"synth dataset dir {data} has no spec.json")
+    check(res.get("run_dir", "").startswith(os.path.join(s.run_dir(rid), "out")), f"results run_dir {res.get('run_dir')}")
+    arts = {a["name"]: a for a in s.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}
+    for n in ("best.safetensors", "last.safetensors", "history.csv", "best.csv", "config.json", "events.jsonl",
+              "worker.log"):
+        check(n in arts, f"artifact {n} missing: {sorted(arts)}")
+    best = s.get(f"/api/v1/runs/{rid}/artifacts/{arts['best.safetensors']['id']}")
+    check(best.status == 200, f"download best.safetensors: {best!r}")
+    cli = _cli_train(ctx, data, ctx.path("cli-out"))
+    cli_best = open(os.path.join(cli["run_dir"], "best.safetensors"), "rb").read()
+    check(best.body == cli_best, f"studio best.safetensors ({len(best.body)} bytes) differs from the CLI's ({len(cli_best)})")
+    for k in ("epochs", "best_epoch", "val", "test"):
+        check(res.get(k) == cli.get(k), f"results {k}: studio {res.get(k)} vs CLI {cli.get(k)}")
+    h = s.get(f"/api/v1/runs/{rid}/history")
+    check(h.status == 200 and isinstance(h.json.get("columns"), list) and len(h.json.get("rows", [])) == 2,
+          f"history: {h!r}")
+    with open(os.path.join(cli["run_dir"], "history.csv")) as f:
+        lines = f.read().strip().splitlines()
+    cols = lines[0].split(",")
+    check(h.json["columns"] == cols, f"history columns {h.json['columns']} vs {cols}")
+    for row, line in zip(h.json["rows"], lines[1:]):
+        for c, a, b in zip(cols, row, line.split(",")):
+            if c.startswith("TIME"):
+                continue
+            try:
+                same = float(a) == float(b)
+            except (TypeError, ValueError):
+                same = str(a) == b
+            check(same, f"history {c}: {a!r} vs CLI {b!r}")
+    lv = s.get(f"/api/v1/runs/{rid}/live")
+    check(lv.status == 200, f"live: {lv!r}")
+    lv = lv.json
+    check(lv.get("source") == "validation" and lv.get("epoch") == 2 and lv.get("epochs") == 2
+          and set(lv.get("plots", {})) >= {"psd", "amam", "ampm", "iq"} and "revision" in lv and "metrics" in lv,
+          f"live snapshot keys {sorted(lv)}: {json.dumps(lv)[:300]}")
+
+    def longest(x):
+        if isinstance(x, list):
+            return max([len(x)] + [longest(y) for y in x])
+        if isinstance(x, dict):
+            return max([0] + [longest(y) for y in x.values()])
+        return 0
+    check(longest(lv["plots"]) <= 4000, f"a live curve has {longest(lv['plots'])} points (> 4000)")
+
+
+@test()
+def t_cli_resumes_cancelled_run(ctx):  # "dpd train-pa --resume continues a cancelled studio run" (REAL)
+    s = ctx.server(grace=10)
+    rid = s.submit("train-pa", "synth", {"model": "gru", "hidden": 8, "frame": 50, "stride": 1, "epochs": 40})["id"]
+    s.wait_status(rid, "running", 30)
+    s.wait_event(rid, "metric", 30)
+    s.cancel(rid)
+    fin = s.wait_status(rid, TERMINAL, 15)
+    if fin["status"] == "succeeded":
+        raise Skip("the run finished before the cancel took effect")
+    check(fin["status"] == "cancelled" and fin["reason_code"] == "user" and fin["exit_code"] == 3, f"cancelled: {fin}")
+    res = s.get(f"/api/v1/runs/{rid}/results")
+    rd = res.json.get("run_dir") or (res.json.get("summary") or {}).get("run_dir") if res.status == 200 else None
+    check(rd, f"results of a cancelled run: {res!r}")
+    check(os.path.isfile(os.path.join(rd, "last.safetensors")), f"{rd}/last.safetensors missing")
+    r = subprocess.run([DPD, "train-pa", "--resume", rd, "--json"], capture_output=True, env=ctx.env, timeout=120)
+    check(r.returncode == 0, f"dpd train-pa --resume of the studio run: exit {r.returncode}: {r.stderr[-300:]!r}")
+    j = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    check(j.get("epochs") == 40, f"resumed run: epochs {j.get('epochs')}")
+
+
+@test()
+def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named by a studio run id
+    s = ctx.server()
+    pa = s.submit("train-pa", "synth", {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 1})["id"]
+    check(s.wait_status(pa, TERMINAL, 60, 0.1)["status"] == "succeeded", "train-pa for the PA")
+    runs = {
+        "train-dpd": s.submit("train-dpd", "synth", {"pa": pa, "model": "gru", "hidden": 4, "preset": "quick", "epochs": 1}),
+        "fit-ls pa": s.submit("fit-ls", "synth", {"kind": "mp", "target": "pa"}),
+        "fit-ls dpd": s.submit("fit-ls", "synth", {"kind": "gmp", "target": "dpd", "pa": pa}),
+    }
+    for name, r in runs.items():
+        fin = s.wait_status(r["id"], TERMINAL, 90, 0.1)
+        log = open(os.path.join(s.run_dir(r["id"]), "logs/worker.log"), errors="replace").read()[-300:]
+        check(fin["status"] == "succeeded", f"{name}: {fin['status']}/{fin['reason_code']} {fin['error']} ({log!r})")
+        check_run_consistency(fin, s.all_events(r["id"]))
+        res = s.get(f"/api/v1/runs/{r['id']}/results")
+        check(res.status == 200, f"{name} results: {res!r}")
+    c = s.submit(options=fake(100, 100))["id"]
+    s.wait_event(c, "progress", 10)
+    s.cancel(c)
+    s.wait_status(c, TERMINAL, 10)
+    for bad, what in ((c, "a cancelled run"), ("rnosuch", "an unknown run"), ("../" + pa, "a path")):
+        expect_error(s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": {"pa": bad, "hidden": 4}}),
+                     422, field="pa", what=f"train-dpd with pa = {what}")
+    expect_error(s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": {"hidden": 4}}), 422,
+                 field="pa", what="train-dpd without pa")
+    expect_error(s.post("/api/v1/runs", {"verb": "fit-ls", "dataset": "synth", "options": {"kind": "mp", "target": "dpd"}}),
+                 422, field="pa", what="fit-ls target dpd without pa")
+    expect_error(s.post("/api/v1/runs", {"verb": "fit-ls", "dataset": "synth", "options": {"kind": "nosuch"}}), 422,
+                 field="kind", what="fit-ls kind nosuch")
+
+
+@test()
+def t_routes_misc(ctx):
+    s = ctx.server()
+    st = s.get("/api/v1/system/status")
+    check(st.status == 200 and {"version", "uptime_s", "slots", "slots_busy", "runs"} <= set(st.json), f"system/status: {st!r}")
+    for path in ("/api/v1/providers", "/api/v1/settings", "/api/v1/datasets"):
+        r = s.get(path)
+        check(r.status == 200 and isinstance(r.json, (dict, list)), f"GET {path}: {r!r}")
+    r = s.get("/api/v1/runs?limit=501")
+    check(r.status in (400, 422) or (r.status == 200 and len(r.json["runs"]) <= 500), f"limit=501: {r!r}")
+    for q in ("limit=-1", "offset=-1", "limit=abc", "status=nosuch"):
+        r = s.get(f"/api/v1/runs?{q}")
+        check(r.status in (400, 422) or (r.status == 200 and r.json["runs"] == []), f"GET /runs?{q}: {r!r}")
+    for m, p in (("DELETE", "/api/v1/runs"), ("PUT", "/api/v1/runs")):
+        r = s.req(m, p)
+        check(r.status in (404, 405), f"{m} {p}: {r!r}")
+    # the default root is $XDG_DATA_HOME/dpd/studio
+    d = Server(ctx, root="unused")
+    d.cmd = lambda: [DPD, "serve", "--listen", "127.0.0.1:0", "--test-workers"]
+    d.root = os.path.join(ctx.env["XDG_DATA_HOME"], "dpd", "studio")
+    d.start()
+    check(os.path.exists(os.path.join(d.root, ".dpd-studio")), "no studio under $XDG_DATA_HOME/dpd/studio")
+    check(d.get("/healthz", auth=False).status == 200, "default-root server")
+    for bad in (["--slots", "0"], ["--slots", "65"], ["--grace", "-1"], ["--listen", "10.1.2.3:0"],
+                ["--listen", "127.0.0.1:99999"], ["--nosuch"]):
+        r = subprocess.run([DPD, "serve", "--root", ctx.path("bad"), "--listen", "127.0.0.1:0", *bad],
+                           capture_output=True, timeout=10, env=ctx.env)
+        check(r.returncode != 0, f"dpd serve {' '.join(bad)} started (exit {r.returncode})")
+
+
+@test()
+def t_event_tailer(ctx):  # partial lines wait, non-JSON and >64 KiB lines are skipped, seqs stay gapless
+    s = ctx.server()
+    rid = s.submit(options=fake(1, 100, silent_ms=2500))["id"]
+    s.wait_status(rid, "running", 10)
+    path = os.path.join(s.run_dir(rid), "events.jsonl")
+    n0 = s.run(rid)["last_seq"]
+    line = lambda msg: json.dumps({"ts": time.time(), "type": "warning", "data": {"message": msg}})
+    with open(path, "ab") as f:
+        f.write(b"this is not json\n")
+        f.write(line("x" * 70000).encode() + b"\n")
+        f.write(line("one").encode() + b"\n")
+        f.write(b"[1, 2\n")
+        part = line("two").encode()
+        f.write(part[:20])
+    time.sleep(0.8)
+    evs = s.all_events(rid)
+    warn = [e["data"].get("message") for e in evs if e["type"] == "warning"]
+    check(warn == ["one"], f"after garbage, a 70 KB line, one good line and a partial one: warnings {[w[:10] for w in warn]}")
+    with open(path, "ab") as f:
+        f.write(part[20:] + b"\n")
+    wait_for(lambda: [e["data"].get("message") for e in s.all_events(rid) if e["type"] == "warning"] == ["one", "two"], 2,
+             "the completed partial line to be ingested once")
+    fin = s.wait_status(rid, TERMINAL, 15)
+    check(fin["status"] == "succeeded", f"run after injected lines: {fin['status']}/{fin['reason_code']}")
+    evs = s.all_events(rid)
+    check_run_consistency(fin, evs)
+    check(n0 >= 2, "no status events before the injection")
+
+
+@test(background=True, slow=True)
+def t_heartbeat_events(ctx):  # heartbeat {pid} at least every 5 s while the worker lives
+    s = ctx.server()
+    rid = s.submit(options=fake(2, 6000))["id"]
+    _, pid, _ = s.wait_running_pid(rid)
+    time.sleep(3)
+    hb0 = s.run(rid)["heartbeat_at"]
+    fin = s.wait_status(rid, TERMINAL, 30, 0.2)
+    check(fin["status"] == "succeeded", f"run {fin}")
+    evs = s.all_events(rid)
+    hbs = [e for e in evs if e["type"] == "heartbeat"]
+    check(hbs and all(e["data"].get("pid") == pid for e in hbs), f"heartbeats {[e['data'] for e in hbs]} (pid {pid})")
+    ts = [parse_ts(e["ts"]) for e in evs if e["type"] != "status"]
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    check(max(gaps) <= 5.5, f"the worker was silent for {max(gaps):.1f} s (heartbeat every 5 s)")
+    check(hb0 is not None, "heartbeat_at null 3 s into a run")
+    check(fin["heartbeat_at"] is not None and parse_ts(fin["heartbeat_at"]) >= parse_ts(hb0), "heartbeat_at did not advance")
+
+
+# ---------------------------------------------------------------------------- runner
+
+def run_test(name, fn):
+    ctx = Ctx(name)
+    t0 = time.monotonic()
+    try:
+        fn(ctx)
+        res = ("FAIL", "; ".join(ctx.softs)) if ctx.softs else ("PASS", None)
+    except Skip as e:
+        res = ("SKIP", str(e))
+    except Fail as e:
+        res = ("FAIL", str(e))
+    except Exception as e:
+        res = ("FAIL", f"{type(e).__name__}: {e} at {traceback.format_exc().strip().splitlines()[-3].strip()}")
+    logs = ctx.logs() if res[0] == "FAIL" else []
+    try:
+        ctx.cleanup()
+    except Exception as e:
+        res = ("FAIL", f"cleanup: {e}")
+    dt = time.monotonic() - t0
+    lines = [f"{res[0]} {name}" + (f": {res[1]}" if res[1] else "") + f"  ({dt:.1f} s)"]
+    if ctx.note:
+        lines.append(f"  note {name}: {ctx.note}")
+    lines += ["  | " + l for l in logs]
+    return res[0], lines
+
+
+def main():
+    if not os.access(DPD, os.X_OK):
+        print(f"FAIL studio: {DPD} is not an executable")
+        print("RESULT studio 0 1 0")
+        return 1
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    out_lock = threading.Lock()
+
+    def report(status, lines):
+        with out_lock:
+            counts[status] += 1
+            print("\n".join(lines), flush=True)
+    selected = [(n, f, bg, slow) for n, f, bg, slow in TESTS if not ONLY or n in ONLY]
+    t0 = time.monotonic()
+    # the serve verb must exist before anything else makes sense
+    st, lines = run_test("serve_help", t_serve_help)
+    report(st, lines)
+    if st == "FAIL":
+        for n, *_ in selected:
+            if n != "serve_help":
+                report("SKIP", [f"SKIP {n}: dpd serve does not work"])
+        print(f"RESULT studio {counts['PASS']} {counts['FAIL']} {counts['SKIP']}")
+        return 1
+    threads = []
+    for n, f, bg, slow in selected:
+        if n == "serve_help":
+            continue
+        if slow and QUICK:
+            report("SKIP", [f"SKIP {n}: STUDIO_QUICK=1"])
+        elif bg:
+            th = threading.Thread(target=lambda n=n, f=f: report(*run_test(n, f)), daemon=True)
+            th.start()
+            threads.append(th)
+    for n, f, bg, slow in selected:
+        if not bg and n != "serve_help":
+            report(*run_test(n, f))
+    for th in threads:
+        th.join(120)
+    if not ONLY:
+        for name, viol in (("security_headers_everywhere", header_violations), ("error_shape_everywhere", shape_violations)):
+            if viol:
+                items = sorted(viol.items())
+                report("FAIL", [f"FAIL {name}: {len(items)} kinds of response, e.g. " +
+                                "; ".join(f"{k}: {v}" for k, v in items[:6])])
+            else:
+                report("PASS", [f"PASS {name}"])
+    print(f"# {time.monotonic() - t0:.1f} s")
+    print(f"RESULT studio {counts['PASS']} {counts['FAIL']} {counts['SKIP']}")
+    return 1 if counts["FAIL"] else 0
+
+
+def interrupted(sig, frame):
+    raise KeyboardInterrupt(f"signal {sig}")
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        rc = main()
+    except KeyboardInterrupt:
+        print("RESULT studio interrupted", flush=True)
+        rc = 130
+    finally:
+        for c in list(LIVE):
+            try:
+                c.cleanup()
+            except BaseException:
+                pass
+    sys.exit(rc)
