@@ -392,6 +392,7 @@ static int spawn(super *s, const char *id, active *a) {
         /* the child: only async-signal-safe calls until execve */
         setsid();
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         if (getppid() != parent) _exit(127);
         int nul = open("/dev/null", O_RDONLY);
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
@@ -399,8 +400,14 @@ static int spawn(super *s, const char *id, active *a) {
             if (fd != pfd[1]) close(fd);
         if (chdir(dir)) goto fail;
         umask(077);
-        struct rlimit core = {0, 0};
+        struct rlimit core = {0, 0}, files = {256, 256};
         setrlimit(RLIMIT_CORE, &core);
+        setrlimit(RLIMIT_NOFILE, &files);
+        if (s->o.max_runtime_s > 0) { /* CPU seconds: a backstop behind the wall-time limit */
+            rlim_t cpu = (rlim_t)s->o.max_runtime_s * 64 + 60;
+            struct rlimit c = {cpu, cpu};
+            setrlimit(RLIMIT_CPU, &c);
+        }
         if (s->o.worker_mb > 0) {
             struct rlimit as = {(rlim_t)s->o.worker_mb << 20, (rlim_t)s->o.worker_mb << 20};
             setrlimit(RLIMIT_AS, &as);
