@@ -470,24 +470,33 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
         return NULL;
     }
     sha256(s->b.boot_text, strlen(s->b.boot_text), s->b.boot);
+    /* the socket first: the port is known before the daemon's threads read it (Host check) */
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
-    int v6 = !strcmp(o->host, "::1");
+    int v6 = !strcmp(o->host, "::1"), one = 1;
     if (v6) a6.sin6_addr = in6addr_loopback;
     else a4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     (v6 ? MHD_USE_IPv6 : 0);
-    s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
-                              MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 1000,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 120, MHD_OPTION_SOCK_ADDR,
-                              v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_END);
-    if (!s->h.d) {
+    struct sockaddr *sa = v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4;
+    socklen_t len = v6 ? sizeof a6 : sizeof a4;
+    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) || bind(fd, sa, len) || listen(fd, 128) ||
+        getsockname(fd, sa, &len)) {
         snprintf(err, n, "cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
+        if (fd >= 0) close(fd);
         free(s);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->h.d, MHD_DAEMON_INFO_BIND_PORT);
-    s->h.port = info ? info->port : o->port;
+    s->h.port = ntohs(v6 ? a6.sin6_port : a4.sin_port);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0);
+    s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+                              MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 1000,
+                              MHD_OPTION_CONNECTION_TIMEOUT, 120, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+    if (!s->h.d) {
+        snprintf(err, n, "cannot start the HTTP daemon on %s:%d", o->host, s->h.port);
+        close(fd);
+        free(s);
+        return NULL;
+    }
     super_on_tick(sv, resume_streams, s);
     return &s->h;
 }

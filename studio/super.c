@@ -362,11 +362,13 @@ static void finalise(super *s, active *a, int ws) {
             snprintf(msg, sizeof msg, "the worker exited with code %d without reporting an outcome (see worker.log)", code);
         c.reason = msg, c.err_msg = msg;
     }
-    set_status(s, a->id, to, &c);
-    register_artifacts(s, a->id, res.run_dir[0] ? res.run_dir : a->run_dir);
+    /* CANCEL and the artifacts before the status: a client that sees the run terminal sees its
+     * files final */
     char cancel[4400];
     run_path(s, a->id, "CANCEL", cancel, sizeof cancel);
     unlink(cancel);
+    register_artifacts(s, a->id, res.run_dir[0] ? res.run_dir : a->run_dir);
+    set_status(s, a->id, to, &c);
     log_line("run %s: %s (%s)", a->id, store_status_name(to), c.reason_code);
     memset(a, 0, sizeof *a);
     s->queue_dirty = 1;
