@@ -296,9 +296,10 @@ static int run_fake(worker *w, const job *j) {
         }
         emit(w, "checkpoint", json_pack("{s:i, s:s}", "epoch", ep, "name", "best.safetensors"));
     }
-    if (f->exit_code >= 0) {
+    if (f->exit_code >= 0) { /* no outcome written: the server must see a worker that died */
         __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
-        _exit(f->exit_code); /* no outcome written: the server must see a worker that died */
+        if (w->have_hb) pthread_join(w->hb, NULL);
+        _exit(f->exit_code);
     }
     return finish(w, "completed", json_pack("{s:s, s:i}", "run_dir", "out/fake", "epochs", f->epochs), NULL, NULL, NULL);
 }
