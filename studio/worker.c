@@ -71,64 +71,15 @@ static int cancelled(const worker *w) {
 
 /* ---- the live snapshot (live.json) ---- */
 
-#define MAX_POINTS 4000
-
-static double r6(double v) { return isfinite(v) ? round(v * 1e6) / 1e6 : 0; }
-static double r3(double v) { return isfinite(v) ? round(v * 1e3) / 1e3 : -300; }
-
-/* Bounded plot data from one epoch's validation predictions: the PSD of target and prediction,
- * AM/AM and AM/PM (fixed stride), an I/Q excerpt. */
+/* The library's plot data (plots-v1) of one epoch's validation predictions; null when none. */
 static json_t *plots(const dpd_eval *e, const dpd_spec *spec) {
-    if (!e || !e->pred || e->S < 1 || e->N < 2) return json_null();
-    size_t n = (size_t)e->S * (size_t)e->N;
-    json_t *p = json_object();
-    /* PSD */
-    double *freq = malloc((size_t)e->N * sizeof *freq), *dref = malloc((size_t)e->N * sizeof *dref),
-           *dpred = malloc((size_t)e->N * sizeof *dpred);
+    if (!e || !e->pred || !spec) return json_null();
+    dpd_plot_in in = {.x = e->x, .ref = e->ref, .pred = e->pred, .S = e->S, .N = e->N, .n = e->n, .spec = spec};
     dpd_error err = {0};
-    if (freq && dref && dpred && !dpd_psd(e->ref, e->S, e->N, spec->fs, freq, dref, &err) &&
-        !dpd_psd(e->pred, e->S, e->N, spec->fs, NULL, dpred, &err)) {
-        int stride = (e->N + MAX_POINTS - 1) / MAX_POINTS;
-        json_t *f = json_array(), *a = json_array(), *b = json_array();
-        for (int k = 0; k < e->N; k += stride) {
-            json_array_append_new(f, json_real(r6(freq[k] / 1e6)));
-            json_array_append_new(a, json_real(r3(dref[k])));
-            json_array_append_new(b, json_real(r3(dpred[k])));
-        }
-        json_object_set_new(p, "psd", json_pack("{s:s, s:s, s:o, s:o, s:o, s:f}", "x_unit", "MHz", "y_unit", "dB",
-                                                "freq", f, "target", a, "prediction", b, "bw_main_mhz",
-                                                spec->bw_main / 1e6));
-    }
-    free(freq), free(dref), free(dpred);
-    /* AM/AM, AM/PM: input amplitude against output amplitude and phase change */
-    size_t real = e->n < n ? e->n : n, stride = (real + MAX_POINTS - 1) / MAX_POINTS;
-    if (stride < 1) stride = 1;
-    json_t *in = json_array(), *am_t = json_array(), *am_p = json_array(), *pm_t = json_array(), *pm_p = json_array();
-    for (size_t i = 0; i < real; i += stride) {
-        const float *x = e->x + 2 * i, *t = e->ref + 2 * i, *q = e->pred + 2 * i;
-        double ph = atan2(x[1], x[0]);
-        double dt = remainder(atan2(t[1], t[0]) - ph, 2 * M_PI), dq = remainder(atan2(q[1], q[0]) - ph, 2 * M_PI);
-        json_array_append_new(in, json_real(r6(hypot(x[0], x[1]))));
-        json_array_append_new(am_t, json_real(r6(hypot(t[0], t[1]))));
-        json_array_append_new(am_p, json_real(r6(hypot(q[0], q[1]))));
-        json_array_append_new(pm_t, json_real(r3(dt * 180 / M_PI)));
-        json_array_append_new(pm_p, json_real(r3(dq * 180 / M_PI)));
-    }
-    json_object_set_new(p, "amam", json_pack("{s:O, s:o, s:o}", "input", in, "target", am_t, "prediction", am_p));
-    json_object_set_new(p, "ampm", json_pack("{s:o, s:o, s:o, s:s}", "input", in, "target", pm_t, "prediction", pm_p,
-                                             "y_unit", "degrees"));
-    /* I/Q excerpt: the first 1000 samples */
-    size_t m = real < 1000 ? real : 1000;
-    json_t *it = json_array(), *qt = json_array(), *ip = json_array(), *qp = json_array();
-    for (size_t i = 0; i < m; i++) {
-        json_array_append_new(it, json_real(r6(e->ref[2 * i])));
-        json_array_append_new(qt, json_real(r6(e->ref[2 * i + 1])));
-        json_array_append_new(ip, json_real(r6(e->pred[2 * i])));
-        json_array_append_new(qp, json_real(r6(e->pred[2 * i + 1])));
-    }
-    json_object_set_new(p, "iq", json_pack("{s:o, s:o, s:o, s:o}", "i_target", it, "q_target", qt, "i_prediction", ip,
-                                           "q_prediction", qp));
-    return p;
+    char *text = dpd_plot_json(&in, &err);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return j ? j : json_pack("{s:s}", "empty", err.msg[0] ? err.msg : "no plot data");
 }
 
 /* Writes path atomically (tmp + rename). */

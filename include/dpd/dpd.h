@@ -386,6 +386,27 @@ DPD_API DPD_CHECK dpd_status dpd_eval_run(dpd_eval *e, dpd_session *s, int batch
                                           const dpd_spec *spec, double evm_fs, dpd_error *err);
 DPD_API void dpd_eval_free(dpd_eval *e); /* accepts a zeroed or freed e */
 
+/* ---- plot data (dpd plot, the studio) --------------------------------------------------- */
+
+/* A model's output on a split, for pictures: (S, N, 2) arrays, n of the S N samples real. */
+typedef struct dpd_plot_in {
+    const float *x, *ref, *pred; /* the input, the target (y, or g x for a DPD), the output */
+    const float *other;          /* NULL, or a third signal on the same charts (a DPD run: the PA
+                                  * driven by x itself, "no DPD") */
+    int S, N;
+    size_t n;
+    const dpd_spec *spec;        /* fs and the band plan */
+    const char *ref_name, *pred_name, *other_name; /* series names ("target", "prediction", "other") */
+} dpd_plot_in;
+
+/* The plot data of `in` as one JSON document, version "plots-v1" (docs/formats.md): the PSD the
+ * ACLR is computed from (dpd_psd) with the main and adjacent bands, the residual's PSD, AM/AM and
+ * AM/PM at every k-th real sample (at most 4 000 points, deterministic), the first 1 000 samples
+ * of I and Q. dB rounded to 3 decimals, amplitudes to 6; a non-finite dB (a silent bin) is null.
+ * Signals that are all zero give {"empty": "<why>"} and no series. malloc'd text; free() it.
+ * NULL with err set on bad arguments or no memory. */
+DPD_API char *dpd_plot_json(const dpd_plot_in *in, dpd_error *err);
+
 /* ---- applying a model to a long recording (dpd run) --------------------------------------- */
 
 typedef struct dpd_apply_cfg {
