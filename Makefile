@@ -26,7 +26,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
 # The studio (dpd serve, dpd worker) is part of the command: a front end like cli/.
 CLI_SRC += $(wildcard studio/*.c)
-CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/studio/assets.o
 # libmicrohttpd and SQLite serve the studio only; the library never links them.
 STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 2>/dev/null) -lpthread
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
@@ -55,6 +55,13 @@ $(BUILD)/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
 	$(CC) $(CFLAGS) -Icli -c $< -o $@
+# The browser UI's files, embedded in the binary (scripts/embed.sh).
+WEB_FILES := $(shell find studio/web -type f ! -name '.*' 2>/dev/null)
+$(BUILD)/studio/assets.c: $(WEB_FILES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh studio/web > $@.tmp && mv $@.tmp $@
+$(BUILD)/studio/assets.o: $(BUILD)/studio/assets.c studio/studio.h studio/store.h
+	$(CC) $(CFLAGS) -Istudio -c $< -o $@
 $(BUILD)/examples/%.o: examples/%.c $(wildcard include/dpd/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
@@ -183,7 +190,11 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
 
 # The studio's boundary (tests/fuzz/http.c): the server's modules, libmicrohttpd and SQLite.
-FUZZ_STUDIO := $(patsubst studio/%.c,$(BUILD)/fuzz/studio/%.o,$(filter-out studio/worker.c studio/serve.c,$(wildcard studio/*.c)))
+FUZZ_STUDIO := $(patsubst studio/%.c,$(BUILD)/fuzz/studio/%.o,$(filter-out studio/worker.c studio/serve.c,$(wildcard studio/*.c))) \
+               $(BUILD)/fuzz/studio/assets.o
+$(BUILD)/fuzz/studio/assets.o: $(BUILD)/studio/assets.c studio/studio.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Istudio -c $< -o $@
 $(BUILD)/fuzz/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icli -c $< -o $@

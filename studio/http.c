@@ -114,7 +114,8 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    if (!MHD_get_response_header(resp, "Content-Security-Policy")) /* the UI's pages set their own */
+        MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
     enum MHD_Result rc = MHD_queue_response(r->con, status, resp);
     MHD_destroy_response(resp);
     r->refused = 1;
@@ -238,6 +239,26 @@ static int split(char *path, char **seg, int max) {
     return n;
 }
 
+/* The UI's static files: no data, so no authentication (the pages call the API with the session
+ * cookie). Scripts only from this origin, no inline script or style. */
+static const studio_asset *asset(const char *path) {
+    if (!strcmp(path, "/")) path = "/index.html";
+    for (const studio_asset *a = studio_assets; a->path; a++)
+        if (!strcmp(a->path, path)) return a;
+    return NULL;
+}
+
+static enum MHD_Result serve_asset(req *r, const studio_asset *a) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(a->size, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", a->type);
+    MHD_add_response_header(resp, "Content-Security-Policy",
+                            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                            "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+                            "frame-ancestors 'none'");
+    return http_queue(r, 200, resp);
+}
+
 /* The checks of the first call (before any body is read): Host, authentication, CSRF, size. */
 static enum MHD_Result admit(server *s, req *r) {
     if (!host_ok(http_header(r, "Host"), s->h.port))
@@ -246,6 +267,11 @@ static enum MHD_Result admit(server *s, req *r) {
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     if (!strcmp(r->path, "/healthz")) return MHD_YES;
     if (!strcmp(r->path, "/api/v1/session/bootstrap")) return MHD_YES;
+    if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
+        const studio_asset *a = asset(r->path);
+        if (a) return serve_asset(r, a);
+        return http_error(r, 404, "not_found", NULL, NULL, "no such page");
+    }
     if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     int bearer = bearer_ok(s, r);

@@ -46,6 +46,16 @@ void super_on_tick(super *s, void (*fn)(void *), void *user);
  * marks the unfinished runs interrupted; joins the thread and frees s. */
 void super_stop(super *s);
 
+/* ---- the browser UI: studio/web/ embedded by scripts/embed.sh ---- */
+
+typedef struct studio_asset {
+    const char *path;         /* "/index.html" */
+    const char *type;         /* Content-Type */
+    const unsigned char *data;
+    unsigned long size;
+} studio_asset;
+extern const studio_asset studio_assets[]; /* ends with a NULL path */
+
 /* ---- HTTP (http.c, api.c) ---- */
 
 typedef struct http http;
