@@ -551,16 +551,34 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
     return http_json(r, 200, j);
 }
 
-static enum MHD_Result run_history(req *r, const run_rec *rec) {
+/* The run directory a worker reported (result.json's summary), absolute; "" when none yet. */
+static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
     char path[4400];
-    snprintf(path, sizeof path, "%s/runs/%s/result.json", r->h->o.root, rec->id);
+    snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, rec->id);
     json_t *res = json_load_file(path, 0, NULL);
-    /* the run directory: from result.json, or the `started` event while running */
-    char dir[4096] = "";
     const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
-    if (d) snprintf(dir, sizeof dir, "%s", d);
+    out[0] = 0;
+    if (d && d[0] == '/') snprintf(out, n, "%s", d);
+    else if (d && d[0]) snprintf(out, n, "%s/runs/%s/%s", h->o.root, rec->id, d);
     json_decref(res);
-    if (!dir[0]) {
+}
+
+/* The final plot data the worker wrote into the run directory (plots/plots.json). */
+static enum MHD_Result run_plots(req *r, const run_rec *rec) {
+    char dir[4400], path[4600];
+    run_dir_of(r->h, rec, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/plots/plots.json", dir);
+    json_t *j = dir[0] ? json_load_file(path, 0, NULL) : NULL;
+    if (!j) return http_error(r, 404, "not_available", NULL, NULL, "the run's final plots are not available (yet)");
+    return http_json(r, 200, j);
+}
+
+static enum MHD_Result run_history(req *r, const run_rec *rec) {
+    char path[4600], dir[4400];
+    run_dir_of(r->h, rec, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/history.csv", dir);
+    FILE *f = dir[0] ? fopen(path, "r") : NULL;
+    if (!f) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
         snprintf(path, sizeof path, "%s/runs/%s/live.json", r->h->o.root, rec->id);
         json_t *live = json_load_file(path, 0, NULL);
         json_t *h = json_object_get(live, "history");
@@ -572,9 +590,6 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
         json_decref(live);
         return http_error(r, 404, "not_available", NULL, NULL, "no epoch has ended yet");
     }
-    snprintf(path, sizeof path, "%s/history.csv", dir[0] == '/' ? dir : "");
-    FILE *f = dir[0] == '/' ? fopen(path, "r") : NULL;
-    if (!f) return http_error(r, 404, "not_available", NULL, NULL, "the run has no history.csv");
     json_t *cols = json_array(), *rows = json_array();
     char line[8192];
     for (int ln = 0; fgets(line, sizeof line, f); ln++) {
@@ -667,6 +682,7 @@ static enum MHD_Result run_route(req *r, char **seg, int n) {
         return http_stream(r, rec.id, after);
     }
     if (n == 2 && !strcmp(sub, "history")) return run_history(r, &rec);
+    if (n == 2 && !strcmp(sub, "plots")) return run_plots(r, &rec);
     if (n == 2 && !strcmp(sub, "live")) return run_file_json(r, &rec, "live.json", "the live snapshot (it comes with the first epoch)");
     if (n == 2 && !strcmp(sub, "results")) return run_file_json(r, &rec, "result.json", "the result (it comes when the worker ends)");
     if (n == 2 && !strcmp(sub, "artifacts")) {

@@ -213,6 +213,25 @@ static void sleep_ms(int ms) {
     while (nanosleep(&d, &d) && errno == EINTR) {}
 }
 
+/* The fake run's epoch ep of `epochs` as a model output: a deterministic two-tone signal through
+ * a soft compressor (the target) and a prediction that approaches it epoch by epoch. Fills e. */
+static void fake_eval(dpd_eval *e, float *buf, int ep, int epochs) {
+    enum { S = 4, N = 256 };
+    float *x = buf, *ref = buf + 2 * S * N, *pred = buf + 4 * S * N;
+    for (int i = 0; i < S * N; i++) {
+        double a = 0.5 * cos(0.031 * i) + 0.3 * cos(0.173 * i), b = 0.5 * sin(0.031 * i) + 0.3 * sin(0.173 * i);
+        double r = hypot(a, b), g = tanh(2 * r) / (2 * r > 0 ? 2 * r : 1), ph = 0.3 * r * r;
+        x[2 * i] = (float)a, x[2 * i + 1] = (float)b;
+        double ta = 2 * g * (a * cos(ph) - b * sin(ph)), tb = 2 * g * (a * sin(ph) + b * cos(ph));
+        ref[2 * i] = (float)ta, ref[2 * i + 1] = (float)tb;
+        double err = 0.5 / (1.0 + ep) * (epochs + 1 - ep) / epochs;
+        pred[2 * i] = (float)(ta + err * a), pred[2 * i + 1] = (float)(tb - err * b);
+    }
+    *e = (dpd_eval){.split = DPD_VAL, .n = S * N, .S = S, .N = N, .x = x, .ref = ref, .pred = pred};
+}
+
+static const dpd_spec fake_spec = {.fs = 800e6, .bw_main = 200e6, .n_sub = 1, .nperseg = 256};
+
 static int run_fake(worker *w, const job *j) {
     const job_fake *f = &j->fake;
     if (f->alloc_mb) {
@@ -240,12 +259,34 @@ static int run_fake(worker *w, const job *j) {
         emit(w, "metric", json_pack("{s:i, s:i, s:f, s:f, s:b, s:{s:f}, s:{s:f}}", "epoch", ep, "epochs", f->epochs,
                                     "train_loss", 1.0 / ep, "lr", 0.005, "improved", 1, "val", "NMSE", nmse, "test",
                                     "NMSE", nmse));
+        /* the live snapshot, as a real run writes it (the studio's UI tests draw it) */
+        static float buf[6 * 4 * 256];
+        dpd_eval e;
+        fake_eval(&e, buf, ep, f->epochs);
+        dpd_event ev = {.type = DPD_EV_EPOCH, .epoch = ep, .epochs = f->epochs, .train_loss = 1.0 / ep, .lr = 0.005,
+                        .val_eval = &e};
+        for (int k = 0; k < DPD_NMETRICS; k++) ev.val.status[k] = ev.test.status[k] = DPD_METRIC_OK;
+        ev.val.nmse = ev.test.nmse = nmse;
+        ev.val.evm = ev.test.evm = nmse - 1;
+        ev.val.aclr_l = ev.val.aclr_r = ev.val.aclr_avg = ev.test.aclr_l = ev.test.aclr_r = ev.test.aclr_avg = -30.0 - ep;
+        live(w, &ev, &fake_spec);
         FILE *fp = fopen("out/fake/best.safetensors", "w");
         if (fp) {
             fprintf(fp, "fake checkpoint of epoch %d\n", ep);
             fclose(fp);
         }
         emit(w, "checkpoint", json_pack("{s:i, s:s}", "epoch", ep, "name", "best.safetensors"));
+    }
+    { /* the run's final plot data (docs/formats.md, "Run plots"), as dpd plot writes it */
+        static float buf[6 * 4 * 256];
+        dpd_eval e;
+        fake_eval(&e, buf, f->epochs, f->epochs);
+        mkdir("out/fake/plots", 0700);
+        json_t *pl = plots(&e, &fake_spec);
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o}", "version", "run-plots-v1", "run_dir", "out/fake", "split",
+                                "test", "checkpoint", "best.safetensors", "dpd", 0, "plots", pl);
+        if (doc) write_json("out/fake/plots/plots.json", doc);
+        json_decref(doc);
     }
     if (f->exit_code >= 0) { /* no outcome written: the server must see a worker that died */
         __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
