@@ -267,11 +267,8 @@ static enum MHD_Result admit(server *s, req *r) {
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     if (!strcmp(r->path, "/healthz")) return MHD_YES;
     if (!strcmp(r->path, "/api/v1/session/bootstrap")) return MHD_YES;
-    if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
-        const studio_asset *a = asset(r->path);
-        if (a) return serve_asset(r, a);
-        return http_error(r, 404, "not_found", NULL, NULL, "no such page");
-    }
+    if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")))
+        return MHD_YES; /* a page of the UI: answered on the next call, so the connection stays open */
     if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     int bearer = bearer_ok(s, r);
@@ -301,6 +298,10 @@ static enum MHD_Result answer(server *s, req *r) {
     if (!strcmp(r->path, "/healthz"))
         return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
     if (!strcmp(r->path, "/api/v1/session/bootstrap")) return bootstrap(s, r);
+    if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
+        const studio_asset *a = asset(r->path);
+        return a ? serve_asset(r, a) : http_error(r, 404, "not_found", NULL, NULL, "no such page");
+    }
     if (r->too_large) return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
     if (!strcmp(r->method, "POST") && r->len) {
         const char *ct = http_header(r, "Content-Type");
