@@ -1,0 +1,177 @@
+// Charts with the vendored uPlot (window.uPlot). Each chart is registered by name in
+// window.__dpd.charts so that its data can be read back (the UI tests compare it with the API);
+// live charts are updated in place with setData, never rebuilt.
+import { h } from './ui.js';
+
+// Okabe-Ito; series are also told apart by dash pattern, never by colour alone.
+export const COLORS = ['#0072b2', '#e69f00', '#009e73', '#d55e00', '#56b4e9', '#cc79a7', '#000000', '#f0e442'];
+export const DASHES = [[], [7, 4], [2, 3], [10, 3, 2, 3], [4, 2], [1, 4], [12, 6], [3, 3, 1, 3]];
+
+export function registry() {
+  const d = (window.__dpd ||= {});
+  return (d.charts ||= {});
+}
+
+function chartHeight(width) { return width < 500 ? 220 : 280; }
+
+// A set of charts that belong to one page; destroy() frees them when the page goes.
+export class ChartSet {
+  constructor() { this.charts = new Map(); this.observers = []; }
+
+  // spec: {title, note, kind: 'line'|'scatter', xLabel, yLabel, series: [{label, color, dash}], data, bands}
+  add(parent, name, spec) {
+    const plot = h('div', { class: 'plot', 'data-chart': name });
+    const box = h('figure', { class: 'chart', 'aria-label': spec.title },
+      h('h3', { text: spec.title }),
+      spec.bandKey ? bandKey() : null,
+      plot,
+      spec.note ? h('figcaption', { class: 'note', text: spec.note }) : null);
+    parent.append(box);
+    const width = Math.max(200, plot.clientWidth || parent.clientWidth || 320);
+    const opts = this.options(spec, width);
+    const u = new window.uPlot(opts, spec.data, plot);
+    u.__spec = { kind: spec.kind || 'line', name };
+    this.charts.set(name, u);
+    registry()[name] = u;
+    let last = width;
+    const ro = new ResizeObserver(() => {
+      const w = Math.floor(plot.clientWidth);
+      if (w > 0 && Math.abs(w - last) > 2) { last = w; u.setSize({ width: w, height: chartHeight(w) }); }
+    });
+    ro.observe(plot);
+    this.observers.push(ro);
+    return u;
+  }
+
+  options(spec, width) {
+    const scatter = spec.kind === 'scatter';
+    const series = [scatter ? {} : { label: spec.xLabel || 'x' }];
+    spec.series.forEach((s, i) => {
+      const color = s.color || COLORS[i % COLORS.length];
+      const o = { label: s.label, stroke: color, width: s.width || 1.5, spanGaps: !!s.spanGaps };
+      if (scatter) {
+        o.paths = window.uPlot.paths.points();
+        o.fill = color;
+        o.points = { show: true, size: 2.5, width: 0, fill: color, stroke: color };
+        o.facets = [{ scale: 'x', auto: true }, { scale: 'y', auto: true }];
+      } else {
+        o.dash = s.dash || DASHES[i % DASHES.length];
+        o.points = { show: !!s.points, size: 5, fill: color };
+      }
+      series.push(o);
+    });
+    const opts = {
+      width, height: chartHeight(width),
+      scales: { x: { time: false, auto: true }, y: { auto: true } },
+      series,
+      axes: [
+        { label: spec.xLabel, labelSize: 18, size: 36 },
+        { label: spec.yLabel, labelSize: 18, size: 58 },
+      ],
+      legend: { show: true, live: !scatter },
+      cursor: scatter ? { show: false } : { drag: { x: true, y: false } },
+    };
+    if (scatter) opts.mode = 2;
+    if (spec.bands) opts.hooks = { drawClear: [(u) => drawBands(u, spec.bands)] };
+    return opts;
+  }
+
+  get(name) { return this.charts.get(name); }
+
+  set(name, data) {
+    const u = this.charts.get(name);
+    if (u) u.setData(data);
+    return u;
+  }
+
+  destroy() {
+    for (const ro of this.observers) ro.disconnect();
+    const reg = registry();
+    for (const [name, u] of this.charts) {
+      if (reg[name] === u) delete reg[name];
+      u.destroy();
+    }
+    this.charts.clear();
+    this.observers = [];
+  }
+}
+
+function bandKey() {
+  return h('div', { class: 'band-key' },
+    h('span', { class: 'main', text: 'main channel' }),
+    h('span', { class: 'adjacent', text: 'adjacent channels (hatched)' }));
+}
+
+// The ACLR bands behind the PSD: filled spans, the adjacent ones hatched, dashed edges, labels.
+function drawBands(u, bands) {
+  const ctx = u.ctx;
+  const { top, height } = u.bbox;
+  ctx.save();
+  for (const [name, range] of Object.entries(bands)) {
+    if (!Array.isArray(range) || range.length !== 2) continue;
+    const x0 = u.valToPos(range[0], 'x', true), x1 = u.valToPos(range[1], 'x', true);
+    const main = name === 'main';
+    ctx.fillStyle = main ? 'rgba(86, 180, 233, 0.22)' : 'rgba(230, 159, 0, 0.18)';
+    ctx.fillRect(x0, top, x1 - x0, height);
+    if (!main) {
+      ctx.strokeStyle = 'rgba(0, 0, 0, 0.18)';
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      for (let x = x0 - height; x < x1; x += 8 * devicePixelRatio) {
+        ctx.moveTo(Math.max(x, x0), top + height - (Math.max(x, x0) - x));
+        const xe = Math.min(x + height, x1);
+        ctx.lineTo(xe, top + height - (xe - x));
+      }
+      ctx.stroke();
+    }
+    ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+    ctx.strokeStyle = 'rgba(0, 0, 0, 0.5)';
+    ctx.beginPath();
+    ctx.moveTo(x0, top); ctx.lineTo(x0, top + height);
+    ctx.moveTo(x1, top); ctx.lineTo(x1, top + height);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = '#333';
+    ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+    ctx.fillText(main ? 'main' : name === 'adjacent_left' ? 'adj. L' : 'adj. R', x0 + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+  }
+  ctx.restore();
+}
+
+// Learning curves from GET /runs/{id}/history in either shape (history.csv's columns and rows,
+// or the live snapshot's per-epoch rows) as {epoch: [], train_loss: [], val: {NMSE: []…}, test: {…}}.
+export const METRICS = ['NMSE', 'EVM', 'ACLR_L', 'ACLR_R', 'ACLR_AVG'];
+
+export function normalizeHistory(hist) {
+  const out = { epoch: [], train_loss: [], val_loss: [], val: {}, test: {} };
+  for (const m of METRICS) { out.val[m] = []; out.test[m] = []; }
+  if (!hist) return out;
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  if (Array.isArray(hist.epochs)) {
+    for (const r of hist.epochs) {
+      out.epoch.push(r.epoch);
+      out.train_loss.push(num(r.train_loss));
+      out.val_loss.push(r.val && num(r.val.loss) !== null ? r.val.loss : null);
+      for (const m of METRICS) {
+        out.val[m].push(r.val ? num(r.val[m]) : null);
+        out.test[m].push(r.test ? num(r.test[m]) : null);
+      }
+    }
+  } else if (Array.isArray(hist.columns) && Array.isArray(hist.rows)) {
+    const col = (name) => hist.columns.indexOf(name);
+    const ie = col('EPOCH'), it = col('TRAIN_LOSS'), iv = col('VAL_LOSS');
+    for (const r of hist.rows) {
+      out.epoch.push(r[ie]);
+      out.train_loss.push(it >= 0 ? num(r[it]) : null);
+      out.val_loss.push(iv >= 0 ? num(r[iv]) : null);
+      for (const m of METRICS) {
+        const a = col(`VAL_${m}`), b = col(`TEST_${m}`);
+        out.val[m].push(a >= 0 ? num(r[a]) : null);
+        out.test[m].push(b >= 0 ? num(r[b]) : null);
+      }
+    }
+  }
+  return out;
+}
+
+export const UNITS = { NMSE: 'dB', EVM: 'dB', ACLR_L: 'dBc', ACLR_R: 'dBc', ACLR_AVG: 'dBc' };

@@ -1,0 +1,131 @@
+// Result: metric cards, PSD with the ACLR bands, residual spectrum, AM/AM, AM/PM, I/Q and the
+// learning curves. The final plot data (GET /plots: the best checkpoint on the test split; for a
+// DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
+import * as api from '../api.js';
+import { ChartSet, METRICS, UNITS, normalizeHistory } from '../charts.js';
+import { h, statusChip, fmtNum, banner, isTerminal } from '../ui.js';
+
+const LABELS_PA = { target: 'measured PA output', prediction: 'model output' };
+const LABELS_DPD = { target: 'target (G·x)', prediction: 'PA with DPD', no_dpd: 'PA without DPD' };
+
+function order(keys) {
+  const rank = (k) => (k === 'target' ? 0 : k === 'prediction' ? 1 : 2);
+  return [...keys].sort((a, b) => rank(a) - rank(b));
+}
+
+export default async function resultPage(ctx) {
+  const id = ctx.params[0];
+  const q = encodeURIComponent(id);
+  const [run, plotsDoc, live, results, hist] = await Promise.all([
+    api.get(`/runs/${q}`),
+    api.getOptional(`/runs/${q}/plots`),
+    api.getOptional(`/runs/${q}/live`),
+    api.getOptional(`/runs/${q}/results`),
+    api.getOptional(`/runs/${q}/history`),
+  ]);
+  if (!ctx.alive()) return;
+  const charts = new ChartSet();
+  ctx.onCleanup(() => charts.destroy());
+
+  const dpd = !!(plotsDoc && plotsDoc.dpd) || run.verb === 'train-dpd' || (run.verb === 'fit-ls' && run.options && run.options.target === 'dpd');
+  const labels = dpd ? LABELS_DPD : LABELS_PA;
+  const label = (k) => labels[k] || k;
+  const plots = plotsDoc ? plotsDoc.plots : live ? live.plots : null;
+  const source = plotsDoc ? 'final' : live ? 'live' : null;
+  window.__dpd.result = { id, source };
+
+  ctx.main.append(
+    h('h1', null, 'Result ', h('span', { class: 'mono', text: id }), ' ', statusChip(run)),
+    h('p', { class: 'actions' },
+      h('a', { href: `#/run/${id}`, text: 'Run detail' }),
+      h('a', { href: `#/compare?ids=${id}`, text: 'Compare with other runs' })));
+
+  let note;
+  if (source === 'final') note = `Final plots: ${plotsDoc.checkpoint || 'best checkpoint'} on the ${plotsDoc.split || 'test'} split${dpd ? ', with and without DPD through the PA' : ''}.`;
+  else if (source === 'live') note = `Live snapshot of epoch ${live.epoch}/${live.epochs} on the ${live.source || 'validation'} split (the run's final plots are not available${isTerminal(run) ? '' : ' yet'}).`;
+  else note = 'No plot data yet: it comes with the first epoch.';
+  ctx.main.append(banner('info', note));
+  ctx.main.querySelector('.banner').id = 'result-source';
+
+  // ---- metric cards ----
+  const cards = h('div', { class: 'cards', id: 'result-cards' });
+  const m = results && (results.val || results.test) ? results : live && live.metrics ? live.metrics : null;
+  if (m) {
+    const kind = results && (results.val || results.test) ? 'final' : 'probe';
+    for (const split of ['val', 'test']) {
+      for (const name of METRICS) {
+        const v = m[split] ? m[split][name] : undefined;
+        if (v === undefined) continue;
+        cards.append(h('div', { class: 'metric', 'data-metric': `${split}.${name}` },
+          h('div', { class: 'name', text: `${name} · ${split}` }),
+          h('div', { class: 'value' }, fmtNum(v, 2), h('span', { class: 'unit', text: UNITS[name] })),
+          h('div', { class: 'sub', text: kind })));
+      }
+    }
+    if (results && results.best_epoch) cards.append(h('div', { class: 'metric' }, h('div', { class: 'name', text: 'best epoch' }),
+      h('div', { class: 'value', text: `${results.best_epoch}/${results.epochs}` })));
+  }
+  if (cards.childNodes.length) ctx.main.append(h('h2', { text: 'Metrics' }), cards);
+
+  // ---- signal plots ----
+  if (plots && plots.empty) ctx.main.append(banner('warn', `No signal plots: ${plots.empty}`));
+  if (plots && !plots.empty) {
+    const box = h('div', { class: 'charts', id: 'result-plots' });
+    ctx.main.append(h('h2', { text: 'Signals' }), box);
+    if (plots.psd) {
+      const keys = order(Object.keys(plots.psd.series));
+      charts.add(box, 'psd', {
+        title: dpd ? 'Spectrum with and without DPD' : 'Spectrum', bands: plots.psd.bands, bandKey: true,
+        xLabel: `frequency (${plots.psd.x_unit})`, yLabel: `PSD (${plots.psd.y_unit})`,
+        note: 'Welch PSD as the ACLR computes it; shaded: the main channel and the adjacent channels it sums.',
+        series: keys.map((k) => ({ label: label(k) })), data: [plots.psd.freq, ...keys.map((k) => plots.psd.series[k])],
+      });
+    }
+    if (plots.residual) {
+      charts.add(box, 'residual', {
+        title: 'Residual spectrum (prediction − target)', xLabel: `frequency (${plots.residual.x_unit})`, yLabel: `PSD (${plots.residual.y_unit})`,
+        series: [{ label: 'residual', color: '#d55e00' }], data: [plots.residual.freq, plots.residual.db],
+      });
+    }
+    for (const [name, title] of [['amam', 'AM/AM'], ['ampm', 'AM/PM']]) {
+      const p = plots[name];
+      if (!p) continue;
+      const keys = order(Object.keys(p.series));
+      charts.add(box, name, {
+        title, kind: 'scatter', xLabel: p.x_unit, yLabel: p.y_unit,
+        note: `${p.input.length} samples at a fixed stride, in sample order.`,
+        series: keys.map((k) => ({ label: label(k) })), data: [null, ...keys.map((k) => [p.input, p.series[k]])],
+      });
+    }
+    if (plots.iq) {
+      const keys = order(Object.keys(plots.iq.series));
+      const series = [], data = [plots.iq.sample];
+      for (const k of keys) for (const c of ['i', 'q']) { series.push({ label: `${label(k)} ${c.toUpperCase()}` }); data.push(plots.iq.series[k][c]); }
+      charts.add(box, 'iq', {
+        title: 'I/Q time excerpt', xLabel: plots.iq.x_unit || 'sample', yLabel: 'amplitude',
+        note: `The first ${plots.iq.sample.length} samples (a time window, not a constellation).`, series, data,
+      });
+    }
+  }
+
+  // ---- learning curves ----
+  const H = normalizeHistory(hist || (plotsDoc && plotsDoc.history) || (live && { epochs: live.history }) || null);
+  if (H.epoch.length) {
+    const box = h('div', { class: 'charts', id: 'result-curves' });
+    ctx.main.append(h('h2', { text: 'Learning curves' }), box);
+    const lossSeries = [{ label: 'train loss', points: true }], lossData = [H.epoch, H.train_loss];
+    if (H.val_loss.some((v) => v !== null)) { lossSeries.push({ label: 'val loss', points: true }); lossData.push(H.val_loss); }
+    charts.add(box, 'curve:loss', { title: 'Loss per epoch', xLabel: 'epoch', yLabel: 'loss', series: lossSeries, data: lossData });
+    for (const name of ['NMSE', 'EVM', 'ACLR_AVG']) {
+      if (!H.val[name].some((v) => v !== null) && !H.test[name].some((v) => v !== null)) continue;
+      charts.add(box, `curve:${name}`, {
+        title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`,
+        series: [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }],
+        data: [H.epoch, H.val[name], H.test[name]],
+      });
+    }
+  } else {
+    ctx.main.append(h('p', { class: 'muted', text: 'No learning curves yet.' }));
+  }
+  if (!plots && !H.epoch.length && !isTerminal(run)) ctx.main.append(h('p', null, h('a', { href: `#/run/${id}`, text: 'Follow the run live.' })));
+}
