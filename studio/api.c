@@ -34,7 +34,38 @@ static json_t *jstr(const char *s) { return s && s[0] ? json_string(s) : json_nu
 
 static int active(int st) { return st == ST_RUNNING || st == ST_CANCEL_REQUESTED; }
 
-json_t *api_run_json(http *h, const run_rec *r) {
+/* The run directory a worker reported (result.json's summary), absolute; "" when none yet. */
+static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, rec->id);
+    json_t *res = json_load_file(path, 0, NULL);
+    const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
+    out[0] = 0;
+    if (d && d[0] == '/') snprintf(out, n, "%s", d);
+    else if (d && d[0]) snprintf(out, n, "%s/runs/%s/%s", h->o.root, rec->id, d);
+    json_decref(res);
+}
+
+static int exists(const char *path) { return access(path, R_OK) == 0; }
+
+/* Which optional parts of the run can be read now (live, plots, results, history): a client asks
+ * for what exists instead of collecting 404s. */
+static json_t *available(http *h, const run_rec *r) {
+    char dir[4400], p[4700], rd[4400];
+    snprintf(dir, sizeof dir, "%s/runs/%s", h->o.root, r->id);
+    run_dir_of(h, r, rd, sizeof rd);
+    snprintf(p, sizeof p, "%s/live.json", dir);
+    int live = exists(p);
+    snprintf(p, sizeof p, "%s/result.json", dir);
+    int results = exists(p);
+    snprintf(p, sizeof p, "%s/plots/plots.json", rd);
+    int plots = rd[0] && exists(p);
+    snprintf(p, sizeof p, "%s/history.csv", rd);
+    int history = live || (rd[0] && exists(p));
+    return json_pack("{s:b, s:b, s:b, s:b}", "live", live, "plots", plots, "results", results, "history", history);
+}
+
+json_t *api_run_json(http *h, const run_rec *r, int detail) {
     json_t *opts = json_loads(r->request, 0, NULL);
     json_t *err = r->err_code[0] ? json_pack("{s:s, s:s, s:o, s:n}", "code", r->err_code, "message", r->err_msg, "field",
                                               jstr(r->err_field), "hint")
@@ -62,7 +93,7 @@ json_t *api_run_json(http *h, const run_rec *r) {
     json_object_set_new(o, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
     json_object_set_new(o, "pid", r->pid > 0 && active(r->status) ? json_integer(r->pid) : json_null());
     json_object_set_new(o, "events_skipped", json_integer(r->skipped));
-    (void)h;
+    if (detail) json_object_set_new(o, "available", available(h, r));
     return o;
 }
 
@@ -349,7 +380,7 @@ out:
 /* ---- runs ---- */
 
 static enum MHD_Result reply_run(req *r, unsigned status, const run_rec *rec) {
-    return http_json(r, status, api_run_json(r->h, rec));
+    return http_json(r, status, api_run_json(r->h, rec, 1));
 }
 
 /* The run directory a succeeded PA run wrote (its result.json), for train-dpd's pa. */
@@ -471,7 +502,7 @@ typedef struct list_ctx {
 
 static int list_one(void *user, const run_rec *rec) {
     list_ctx *c = user;
-    json_array_append_new(c->a, api_run_json(c->h, rec));
+    json_array_append_new(c->a, api_run_json(c->h, rec, 0));
     return 0;
 }
 
@@ -549,18 +580,6 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
         j = o;
     }
     return http_json(r, 200, j);
-}
-
-/* The run directory a worker reported (result.json's summary), absolute; "" when none yet. */
-static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, rec->id);
-    json_t *res = json_load_file(path, 0, NULL);
-    const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
-    out[0] = 0;
-    if (d && d[0] == '/') snprintf(out, n, "%s", d);
-    else if (d && d[0]) snprintf(out, n, "%s/runs/%s/%s", h->o.root, rec->id, d);
-    json_decref(res);
 }
 
 /* The final plot data the worker wrote into the run directory (plots/plots.json). */
@@ -720,6 +739,18 @@ static enum MHD_Result providers(req *r) {
     return http_json(r, 200, json_pack("{s:o}", "providers", a));
 }
 
+static enum MHD_Result models(req *r) {
+    json_t *a = json_array();
+    dpd_family_info f;
+    for (int i = 0; i < dpd_family_count(); i++)
+        if (dpd_family_at(i, &f))
+            json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:b, s:b, s:b}", "name", f.name, "tag", f.tag,
+                                               "params", f.params, "about", f.about, "hidden", f.hidden, "max_layers",
+                                               f.max_layers, "poly", f.poly, "least_squares", f.least_squares, "delta",
+                                               f.delta));
+    return http_json(r, 200, json_pack("{s:o}", "models", a));
+}
+
 static enum MHD_Result settings(req *r) {
     dpd_settings s;
     dpd_error err = {0};
@@ -741,6 +772,8 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         return system_status(r);
     } else if (n == 1 && !strcmp(seg[0], "providers") && get) {
         return providers(r);
+    } else if (n == 1 && !strcmp(seg[0], "models") && get) {
+        return models(r);
     } else if (n == 1 && !strcmp(seg[0], "settings") && get) {
         return settings(r);
     }

@@ -53,7 +53,7 @@ const char *http_header(req *r, const char *name);
 
 /* api.c: answers an authenticated request (path split into seg[0..n)). */
 enum MHD_Result api_route(req *r, char **seg, int n);
-/* The run object of docs/studio.md. */
-json_t *api_run_json(http *h, const run_rec *rec);
+/* The run object of docs/studio.md; detail adds `available` (it reads the run's files). */
+json_t *api_run_json(http *h, const run_rec *rec, int detail);
 
 #endif

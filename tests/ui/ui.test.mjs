@@ -124,14 +124,10 @@ const page = await context.newPage();
 page.setDefaultTimeout(15000);
 const consoleErrors = [];
 let allowNetErrors = false;
-const OPTIONAL = /\/api\/v1\/runs\/[^/]+\/(plots|live|results|history)$/;
 page.on('console', (m) => {
   if (m.type() !== 'error') return;
   const url = (m.location() && m.location().url) || '';
   const text = m.text();
-  // a 404 not_available of an optional part of a run (plots before they exist): the browser's
-  // own log line for a failed resource, not an error of the page
-  if (/Failed to load resource/.test(text) && /404/.test(text) && OPTIONAL.test(url)) return;
   if (allowNetErrors && /Failed to load resource|net::ERR_|Failed to fetch|network error/i.test(text)) return;
   consoleErrors.push(`${text} @ ${url}`);
 });

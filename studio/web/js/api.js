@@ -51,9 +51,12 @@ export async function get(path, { signal } = {}) {
   return parse(res);
 }
 
-// GET that answers null for 404 not_available (live, plots, results, history before they exist).
-export async function getOptional(path, opts) {
-  try { return await get(path, opts); } catch (e) {
+// An optional part of a run (live, plots, results, history): null when the run object says it
+// does not exist yet (run.available), so nothing is asked for in vain; a 404 not_available
+// (the part went away meanwhile) is null too.
+export async function part(run, name, opts) {
+  if (!run.available || !run.available[name]) return null;
+  try { return await get(`/runs/${encodeURIComponent(run.id)}/${name}`, opts); } catch (e) {
     if (e.status === 404 && e.code === 'not_available') return null;
     throw e;
   }

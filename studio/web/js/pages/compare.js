@@ -53,7 +53,8 @@ export default async function comparePage(ctx) {
   const runs = await Promise.all([...selected].map(async (id) => {
     const q = encodeURIComponent(id);
     try {
-      const [run, res, hist] = await Promise.all([api.get(`/runs/${q}`), api.getOptional(`/runs/${q}/results`), api.getOptional(`/runs/${q}/history`)]);
+      const run = await api.get(`/runs/${q}`);
+      const [res, hist] = await Promise.all([api.part(run, 'results'), api.part(run, 'history')]);
       return { id, run, res, hist: normalizeHistory(hist) };
     } catch (e) {
       return { id, error: e };

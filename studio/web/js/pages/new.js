@@ -3,21 +3,6 @@
 import * as api from '../api.js';
 import { h, put, clear, errorBanner, banner } from '../ui.js';
 
-// `dpd models` (the server has no route that lists them): family, default hidden size, about.
-export const FAMILIES = [
-  ['gru', 23, 'GRU on raw I/Q, linear head'],
-  ['dgru', 23, 'GRU on (I, Q, A, A³, sin, cos) features'],
-  ['lstm', 23, 'LSTM on raw I/Q, linear head'],
-  ['tres_gru', 15, 'TRes-GRU (OpenDPDv2)'],
-  ['rvtdcnn', 12, 'real-valued time-delay CNN'],
-  ['tres_deltagru', 15, 'TRes-DeltaGRU with delta thresholds'],
-  ['deltagru', 23, 'DeltaGRU on 6 features (DeltaDPD)'],
-  ['vdlstm', 8, 'vector-decomposed LSTM'],
-  ['pgjanet', 8, 'phase-gated JANET'],
-  ['dvrjanet', 8, 'decomposed vector rotation JANET'],
-  ['tcn', 8, 'temporal convolutional network'],
-  ['gmp', 1, 'generalized memory polynomial, gradient-trained'],
-];
 const LS_KINDS = [['mp', 'memory polynomial'], ['gmp', 'generalized memory polynomial (gmp_ls)']];
 
 const TASKS = [
@@ -55,10 +40,13 @@ function field(id, labelText, control, help) {
 
 export default async function newPage(ctx) {
   let idem = uuid();
-  const [ds, runs] = await Promise.all([
+  const [ds, runs, mods] = await Promise.all([
     api.get('/datasets').catch((e) => ({ datasets: [{ name: 'synth', kind: 'synth' }], error: e })),
     api.get('/runs?status=succeeded&limit=200').catch(() => ({ runs: [] })),
+    api.get('/models').catch((e) => ({ models: [], error: e })),
   ]);
+  // the trainable families, as `dpd models` lists them: name, default hidden size, about
+  const FAMILIES = mods.models.filter((m) => !m.least_squares).map((m) => [m.name, m.hidden, m.about]);
   if (!ctx.alive()) return;
 
   const task = h('select', { id: 'f-verb', name: 'verb' }, TASKS.map(([v, t]) => h('option', { value: v, text: t })));

@@ -16,12 +16,9 @@ function order(keys) {
 export default async function resultPage(ctx) {
   const id = ctx.params[0];
   const q = encodeURIComponent(id);
-  const [run, plotsDoc, live, results, hist] = await Promise.all([
-    api.get(`/runs/${q}`),
-    api.getOptional(`/runs/${q}/plots`),
-    api.getOptional(`/runs/${q}/live`),
-    api.getOptional(`/runs/${q}/results`),
-    api.getOptional(`/runs/${q}/history`),
+  const run = await api.get(`/runs/${q}`);
+  const [plotsDoc, live, results, hist] = await Promise.all([
+    api.part(run, 'plots'), api.part(run, 'live'), api.part(run, 'results'), api.part(run, 'history'),
   ]);
   if (!ctx.alive()) return;
   const charts = new ChartSet();

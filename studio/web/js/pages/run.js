@@ -344,7 +344,7 @@ export default async function runPage(ctx) {
 
   // ---- the parts loaded once (and again at the end) ----
   async function loadConfig() {
-    const res = isTerminal(run) ? await api.getOptional(`/runs/${id}/results`).catch(() => null) : null;
+    const res = isTerminal(run) ? await api.part(run, 'results').catch(() => null) : null;
     if (!ctx.alive()) return;
     put(clear(cfgBox),
       kv([['task', run.verb], ['dataset', run.dataset], ['submitted', fmtTime(run.created_at)], ['started', fmtTime(run.started_at)],
@@ -373,7 +373,10 @@ export default async function runPage(ctx) {
 
   async function loadLive() {
     let live;
-    try { live = await api.getOptional(`/runs/${id}/live`); } catch (e) { return; }
+    try {
+      if (!run.available || !run.available.live) run = await api.get(`/runs/${id}`); // an epoch may have ended since
+      live = await api.part(run, 'live');
+    } catch (e) { return; }
     if (!ctx.alive()) return;
     if (!live) { liveNote.textContent = 'The live snapshot comes with the first epoch.'; return; }
     liveNote.textContent = `Snapshot of epoch ${live.epoch}/${live.epochs} (${live.source || 'validation'} split), revision ${live.revision}. ` +
