@@ -1,5 +1,6 @@
 /* api: the routes of docs/studio.md behind the boundary of http.c. */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,18 +16,10 @@
 
 #define MAX_DEPTH 32
 
-static void iso(double t, char *out, size_t n) {
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + k, n - k, ".%03dZ", (int)((t - (double)s) * 1000));
-}
-
 static json_t *jtime(double t) {
     if (t <= 0) return json_null();
     char b[40];
-    iso(t, b, sizeof b);
+    studio_iso(t, b, sizeof b);
     return json_string(b);
 }
 
@@ -34,15 +27,20 @@ static json_t *jstr(const char *s) { return s && s[0] ? json_string(s) : json_nu
 
 static int active(int st) { return st == ST_RUNNING || st == ST_CANCEL_REQUESTED; }
 
-/* The run directory a worker reported (result.json's summary), absolute; "" when none yet. */
+/* The run directory a worker reported (result.json's summary), resolved; "" when none yet or
+ * when it does not lie inside the run's out/ (the worker's word is checked, as for artifacts). */
 static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
-    char path[4400];
+    char path[4400], base[4400], real[PATH_MAX];
     snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, rec->id);
     json_t *res = json_load_file(path, 0, NULL);
     const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
     out[0] = 0;
-    if (d && d[0] == '/') snprintf(out, n, "%s", d);
-    else if (d && d[0]) snprintf(out, n, "%s/runs/%s/%s", h->o.root, rec->id, d);
+    snprintf(base, sizeof base, "%s/runs/%s/out/", h->o.root, rec->id);
+    if (d && d[0]) {
+        if (d[0] == '/') snprintf(path, sizeof path, "%s", d);
+        else snprintf(path, sizeof path, "%s/runs/%s/%s", h->o.root, rec->id, d);
+        if (realpath(path, real) && !strncmp(real, base, strlen(base))) snprintf(out, n, "%s", real);
+    }
     json_decref(res);
 }
 
@@ -232,19 +230,24 @@ static dpd_status data_info(http *h, const char *dir, job_data *out, dpd_error *
 static int dataset_dir(http *h, const char *name, char *dir, size_t n, dpd_error *err) {
     if (!strcmp(name, "synth")) {
         snprintf(dir, n, "%s/datasets/synth", h->o.root);
-        pthread_mutex_lock(&h->mu);
         struct stat sb;
-        int rc = 0;
-        if (stat(dir, &sb)) { /* made once: in a staging directory, then renamed */
-            char tmp[4400];
-            snprintf(tmp, sizeof tmp, "%s/datasets/.synth-staging", h->o.root);
-            rm_tree(tmp);
-            dpd_synth_cfg c;
-            dpd_synth_defaults(&c);
-            rc = dpd_synth_write(&c, tmp, err) || rename(tmp, dir);
-            if (rc && !err->msg[0]) snprintf(err->msg, sizeof err->msg, "dataset: the synthetic dataset could not be made");
+        if (!stat(dir, &sb)) return 0;
+        /* made once, outside the lock (it takes a while): in a staging directory of its own, then
+         * renamed; a concurrent maker's copy is identical, and the first rename wins */
+        char tmp[4400];
+        unsigned char rnd[6];
+        if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+            snprintf(err->msg, sizeof err->msg, "dataset: no random bytes");
+            return -1;
         }
-        pthread_mutex_unlock(&h->mu);
+        snprintf(tmp, sizeof tmp, "%s/datasets/.staging-synth-%02x%02x%02x%02x%02x%02x", h->o.root, rnd[0], rnd[1], rnd[2],
+                 rnd[3], rnd[4], rnd[5]);
+        dpd_synth_cfg c;
+        dpd_synth_defaults(&c);
+        int rc = dpd_synth_write(&c, tmp, err);
+        if (!rc && rename(tmp, dir) && stat(dir, &sb)) rc = -1;
+        rm_tree(tmp);
+        if (rc && !err->msg[0]) snprintf(err->msg, sizeof err->msg, "dataset: the synthetic dataset could not be made");
         return rc ? -1 : 0;
     }
     if (!strncmp(name, "upload:", 7)) {
@@ -389,14 +392,8 @@ static int pa_dir(http *h, const char *id, char *out, size_t n) {
     if (!id_ok(id, 'r', 23) || store_get(h->st, id, &p) || p.status != ST_SUCCEEDED ||
         (strcmp(p.verb, "train-pa") && strcmp(p.verb, "fit-ls")))
         return -1;
-    char path[4400];
-    snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, id);
-    json_t *j = json_load_file(path, 0, NULL);
-    const char *d = json_string_value(json_object_get(json_object_get(j, "summary"), "run_dir"));
-    int rc = d && d[0] == '/' ? 0 : -1;
-    if (!rc) snprintf(out, n, "%s", d);
-    json_decref(j);
-    return rc;
+    run_dir_of(h, &p, out, n);
+    return out[0] ? 0 : -1;
 }
 
 /* Validates and queues a run; parent "" for a new one. */
@@ -430,9 +427,12 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     snprintf(rec.dataset, sizeof rec.dataset, "%s", dataset);
     snprintf(rec.idem, sizeof rec.idem, "%s", idem ? idem : "");
     snprintf(rec.parent, sizeof rec.parent, "%s", parent);
-    char *opts = json_dumps(options ? options : json_object(), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_t *none = json_object();
+    if (!options) options = none;
+    char *opts = json_dumps(options, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!opts || strlen(opts) >= sizeof rec.request) {
         free(opts);
+        json_decref(none);
         return http_error(r, 422, "invalid_config", "options", NULL, "options: too long");
     }
     snprintf(rec.request, sizeof rec.request, "%s", opts);
@@ -444,7 +444,8 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (mkdir(rdir, 0700) || mkdir(path, 0700))
         return http_error(r, 507, "storage_error", NULL, NULL, "cannot create the run directory: %s", strerror(errno));
     json_t *jobj = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "verb", verb, "dataset", dataset, "dataset_dir", dir, "options",
-                            options ? options : json_object(), "pa", j.pa, "pa_dir", pdir);
+                            options, "pa", j.pa, "pa_dir", pdir);
+    json_decref(none);
     char *text = jobj ? json_dumps(jobj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(jobj);
     snprintf(path, sizeof path, "%s/job.json", rdir);
@@ -558,7 +559,10 @@ static enum MHD_Result run_events(req *r, const run_rec *rec) {
     ev_ctx c = {json_array()};
     store_events(r->h->st, rec->id, after, (int)limit, ev_one, &c);
     run_rec now;
-    store_get(r->h->st, rec->id, &now);
+    if (store_get(r->h->st, rec->id, &now)) {
+        json_decref(c.a);
+        return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
+    }
     long last = json_array_size(c.a) ? (long)json_integer_value(json_object_get(json_array_get(c.a, json_array_size(c.a) - 1), "seq")) : after;
     return http_json(r, 200, json_pack("{s:o, s:I, s:b}", "events", c.a, "last_seq", (json_int_t)now.last_seq, "terminal",
                                        store_terminal(now.status) && last >= now.last_seq));
@@ -638,7 +642,8 @@ static int art_one(void *user, const art_rec *a) {
 
 static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid) {
     art_rec a;
-    if (!id_ok(aid, 'a', 6) && !(aid[0] == 'a' && aid[1] >= '0' && aid[1] <= '9'))
+    size_t len = strlen(aid), digits = strspn(aid + 1, "0123456789");
+    if (len < 2 || len > 8 || aid[0] != 'a' || digits != len - 1) /* a1, a2, ... */
         return http_error(r, 404, "artifact_not_found", NULL, NULL, "no such artifact");
     if (store_artifact(r->h->st, rec->id, aid, &a))
         return http_error(r, 404, "artifact_not_found", NULL, NULL, "no such artifact");
@@ -665,8 +670,9 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
 static enum MHD_Result run_route(req *r, char **seg, int n) {
     http *h = r->h;
     run_rec rec;
-    if (!id_ok(seg[0], 'r', 23) || store_get(h->st, seg[0], &rec))
-        return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
+    int got = id_ok(seg[0], 'r', 23) ? store_get(h->st, seg[0], &rec) : 1;
+    if (got < 0) return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
+    if (got) return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
     int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"), post = !strcmp(r->method, "POST");
     const char *sub = n > 1 ? seg[1] : "";
     if (n == 1 && get) return reply_run(r, 200, &rec);

@@ -23,7 +23,6 @@
 #define BODY_LIMIT (64 * 1024)
 #define UPLOAD_LIMIT (64 * 1024 * 1024)
 #define BOOTSTRAP_S 600
-#define MAX_SESSIONS 64
 #define MAX_STREAMS 256
 #define KEEPALIVE_S 15
 
@@ -56,9 +55,9 @@ typedef struct boundary {
     unsigned char api[32];      /* SHA-256 of ROOT/api-token */
     unsigned char boot[32];     /* SHA-256 of the bootstrap token */
     char boot_text[44];
-    int boot_used;
-    sess s[MAX_SESSIONS];
-    int ns;
+    int boot_used;              /* the bootstrap token is one-time: one browser session at most */
+    sess s;
+    int has_session;
 } boundary;
 
 typedef struct server {
@@ -66,6 +65,7 @@ typedef struct server {
     boundary b;
     struct sse *streams[MAX_STREAMS]; /* suspended, waiting for the next tick */
     int nstreams;
+    int active_streams;               /* open event streams (at most MAX_STREAMS) */
     int closing;
 } server;
 
@@ -125,7 +125,11 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
 enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
     char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
-    if (!s) s = strdup("{\"error\":{\"code\":\"service_error\",\"message\":\"out of memory\",\"field\":null,\"hint\":null}}"), status = 500;
+    if (!s) { /* a NULL body: a json_pack that failed (out of memory, or text that is not UTF-8) */
+        fprintf(stderr, "dpd studio: %s %s: the answer could not be built\n", r->method, r->path);
+        s = strdup("{\"error\":{\"code\":\"service_error\",\"message\":\"the answer could not be built\",\"field\":null,\"hint\":null}}");
+        status = 500;
+    }
     if (!s) return MHD_NO;
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
@@ -143,6 +147,7 @@ enum MHD_Result http_error(req *r, unsigned status, const char *code, const char
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    store_utf8_fix(msg); /* file names and loader messages may hold any bytes; JSON text is UTF-8 */
     return http_json(r, status, json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "code", code, "message", msg, "field",
                                           field && field[0] ? field : NULL, "hint", hint));
 }
@@ -173,9 +178,7 @@ static sess *cookie_session(server *s, req *r) {
     if (!c) return NULL;
     unsigned char d[32];
     sha256(c, strlen(c), d);
-    for (int i = 0; i < s->b.ns; i++)
-        if (!CRYPTO_memcmp(d, s->b.s[i].digest, 32)) return &s->b.s[i];
-    return NULL;
+    return s->b.has_session && !CRYPTO_memcmp(d, s->b.s.digest, 32) ? &s->b.s : NULL;
 }
 
 static int bearer_ok(server *s, req *r) {
@@ -202,10 +205,9 @@ static enum MHD_Result bootstrap(server *s, req *r) {
         if (random_token(cookie, sizeof cookie) || random_token(csrf, sizeof csrf)) ok = 0;
     }
     if (ok) {
-        if (s->b.ns == MAX_SESSIONS) memmove(s->b.s, s->b.s + 1, sizeof *s->b.s * --s->b.ns);
-        sess *x = &s->b.s[s->b.ns++];
-        sha256(cookie, strlen(cookie), x->digest);
-        snprintf(x->csrf, sizeof x->csrf, "%s", csrf);
+        sha256(cookie, strlen(cookie), s->b.s.digest);
+        snprintf(s->b.s.csrf, sizeof s->b.s.csrf, "%s", csrf);
+        s->b.has_session = 1;
     }
     pthread_mutex_unlock(&s->h.mu);
     json_decref(j);
@@ -232,7 +234,8 @@ static enum MHD_Result bootstrap(server *s, req *r) {
 
 static int split(char *path, char **seg, int max) {
     int n = 0;
-    for (char *t = strtok(path, "/"); t; t = strtok(NULL, "/")) {
+    char *save;
+    for (char *t = strtok_r(path, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
         if (n == max) return -1;
         seg[n++] = t;
     }
@@ -297,7 +300,6 @@ static enum MHD_Result admit(server *s, req *r) {
 static enum MHD_Result answer(server *s, req *r) {
     if (!strcmp(r->path, "/healthz"))
         return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
-    if (!strcmp(r->path, "/api/v1/session/bootstrap")) return bootstrap(s, r);
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
         const studio_asset *a = asset(r->path);
         return a ? serve_asset(r, a) : http_error(r, 404, "not_found", NULL, NULL, "no such page");
@@ -308,14 +310,18 @@ static enum MHD_Result answer(server *s, req *r) {
         if (!ct || strncmp(ct, "application/json", 16) || (ct[16] && ct[16] != ';' && ct[16] != ' '))
             return http_error(r, 415, "json_required", NULL, NULL, "the body must be application/json");
     }
+    if (!strcmp(r->path, "/api/v1/session/bootstrap")) return bootstrap(s, r);
+    if (strlen(r->path) >= 1024) return http_error(r, 414, "uri_too_long", NULL, NULL, "the path is over 1023 bytes");
     if (!strcmp(r->path, "/api/v1/session")) {
+        if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
+            return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
         pthread_mutex_lock(&s->h.mu);
         sess *x = cookie_session(s, r);
         json_t *o = json_pack("{s:s?, s:s}", "csrf", x ? x->csrf : NULL, "auth", x ? "cookie" : "token");
         pthread_mutex_unlock(&s->h.mu);
         return http_json(r, 200, o);
     }
-    char path[2048], *seg[16];
+    char path[1024], *seg[16];
     snprintf(path, sizeof path, "%s", r->path);
     int n = split(path, seg, 16);
     if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
@@ -388,23 +394,20 @@ static void sse_add(sse *x, const char *text) {
     x->pend = p, x->plen += n;
 }
 
-static void iso(double t, char *out, size_t n) {
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + k, n - k, ".%03dZ", (int)((t - (double)s) * 1000));
-}
-
 static int sse_event(void *user, long seq, double ts, const char *type, const char *data) {
     sse *x = user;
-    char head[128], t[40];
-    iso(ts, t, sizeof t);
-    snprintf(head, sizeof head, "id: %ld\nevent: %s\ndata: {\"seq\":%ld,\"ts\":\"%s\",\"type\":\"%s\",\"data\":", seq, type, seq,
-             t, type);
+    char t[40], head[128];
+    studio_iso(ts, t, sizeof t);
+    json_t *d = json_loads(data, 0, NULL);
+    json_t *o = json_pack("{s:I, s:s, s:s, s:o}", "seq", (json_int_t)seq, "ts", t, "type", type, "data", d ? d : json_object());
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!text) return 1; /* the next read tries again from x->last */
+    snprintf(head, sizeof head, "id: %ld\nevent: %s\ndata: ", seq, type);
     sse_add(x, head);
-    sse_add(x, data);
-    sse_add(x, "}\n\n");
+    sse_add(x, text);
+    sse_add(x, "\n\n");
+    free(text);
     x->last = seq;
     return 0;
 }
@@ -421,10 +424,14 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
             run_rec r;
             if (store_get(s->h.st, x->id, &r)) return MHD_CONTENT_READER_END_OF_STREAM;
             if (store_terminal(r.status) && x->last >= r.last_seq) {
-                char end[160];
-                snprintf(end, sizeof end, "event: end\ndata: {\"status\":\"%s\",\"last_seq\":%ld}\n\n",
-                         store_status_name(r.status), r.last_seq);
-                sse_add(x, end);
+                json_t *o = json_pack("{s:s, s:I}", "status", store_status_name(r.status), "last_seq", (json_int_t)r.last_seq);
+                char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                json_decref(o);
+                if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
+                sse_add(x, "event: end\ndata: ");
+                sse_add(x, text);
+                sse_add(x, "\n\n");
+                free(text);
                 x->ended = 1;
             } else if (studio_mono() - x->last_send >= KEEPALIVE_S) {
                 sse_add(x, ": keepalive\n\n");
@@ -432,14 +439,14 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         if (!x->plen) { /* nothing to say: park the connection until the next tick */
             pthread_mutex_lock(&s->h.mu);
-            if (s->nstreams < MAX_STREAMS && !s->closing) {
+            if (!s->closing) { /* room: at most MAX_STREAMS streams are open (http_stream) */
                 s->streams[s->nstreams++] = x;
                 MHD_suspend_connection(x->con);
                 pthread_mutex_unlock(&s->h.mu);
                 return 0;
             }
             pthread_mutex_unlock(&s->h.mu);
-            sse_add(x, ": keepalive\n\n");
+            return MHD_CONTENT_READER_END_OF_STREAM;
         }
     }
     size_t n = x->plen - x->poff < max ? x->plen - x->poff : max;
@@ -455,6 +462,7 @@ static void sse_free(void *cls) {
     pthread_mutex_lock(&s->h.mu);
     for (int i = 0; i < s->nstreams; i++)
         if (s->streams[i] == x) s->streams[i] = s->streams[--s->nstreams];
+    s->active_streams--;
     pthread_mutex_unlock(&s->h.mu);
     free(x->pend);
     free(x);
@@ -470,13 +478,26 @@ static void resume_streams(void *user) {
 }
 
 enum MHD_Result http_stream(req *r, const char *id, long after) {
+    server *s = srv_of(r->h);
+    pthread_mutex_lock(&s->h.mu);
+    int room = s->active_streams < MAX_STREAMS;
+    if (room) s->active_streams++;
+    pthread_mutex_unlock(&s->h.mu);
+    if (!room)
+        return http_error(r, 503, "too_many_streams", NULL, "poll GET /api/v1/runs/{id}/events?after=N instead",
+                          "%d event streams are open, the most this server keeps", MAX_STREAMS);
     sse *x = calloc(1, sizeof *x);
-    if (!x) return MHD_NO;
+    if (!x) {
+        pthread_mutex_lock(&s->h.mu);
+        s->active_streams--;
+        pthread_mutex_unlock(&s->h.mu);
+        return MHD_NO;
+    }
     x->s = srv_of(r->h), x->con = r->con, x->last = after, x->last_send = studio_mono();
     snprintf(x->id, sizeof x->id, "%s", id);
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x, sse_free);
     if (!resp) {
-        free(x);
+        sse_free(x);
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");

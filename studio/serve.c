@@ -110,7 +110,7 @@ static void clean(const char *root) {
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, ".staging-", 9) && strcmp(e->d_name, ".synth-staging")) continue;
+        if (strncmp(e->d_name, ".staging-", 9)) continue;
         char cmd[4400], path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         /* a directory of plain files, written by this server only */
@@ -207,6 +207,12 @@ int cmd_serve(int argc, char **argv) {
         o.worker_exe[n] = 0;
     }
     if (prepare_root(o.root)) return 1;
+    char real[PATH_MAX]; /* the root as the kernel resolves it: paths are compared against it */
+    if (!realpath(o.root, real)) {
+        fprintf(stderr, "dpd: --root %s: %s\n", o.root, strerror(errno));
+        return 1;
+    }
+    snprintf(o.root, sizeof o.root, "%s", real);
     char path[4200];
     snprintf(path, sizeof path, "%s/.lock", o.root);
     int lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -240,6 +246,7 @@ int cmd_serve(int argc, char **argv) {
     if (!h) {
         fprintf(stderr, "dpd: %s\n", err);
         if (sv) super_stop(sv);
+        super_free(sv);
         store_close(st);
         return 1;
     }
@@ -254,7 +261,8 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "dpd studio: %s: stopping (runs get %d s to stop)\n", strsignal(sig), o.grace_s);
     http_refuse_writes(h);
     super_stop(sv);
-    http_stop(h);
+    http_stop(h); /* requests in flight may still ask the supervisor: it is freed after */
+    super_free(sv);
     store_close(st);
     close(lock);
     return 0;

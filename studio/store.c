@@ -1,6 +1,8 @@
 /* store: SQLite job store (store.h). */
 #include "store.h"
 
+#include <jansson.h>
+
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -122,6 +124,19 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void store_utf8_fix(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        int ok = len > 0;
+        for (int k = 1; ok && k < len; k++) ok = (p[k] & 0xC0) == 0x80;
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += len;
+    }
+}
 static sqlite3_stmt *prep(store *s, const char *sql) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -138,9 +153,18 @@ static void text(sqlite3_stmt *st, int i, const char *v) {
 
 static void text_nn(sqlite3_stmt *st, int i, const char *v) { sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_TRANSIENT); }
 
+/* Column i as text into out (n bytes), cut at a character boundary and valid UTF-8: the API
+ * hands it to jansson, which refuses anything else. */
 static void col(sqlite3_stmt *st, int i, char *out, size_t n) {
     const unsigned char *v = sqlite3_column_text(st, i);
     snprintf(out, n, "%s", v ? (const char *)v : "");
+    size_t len = strlen(out);
+    if (v && len == n - 1 && strlen((const char *)v) > len) { /* cut: drop a partial last character */
+        while (len > 0 && ((unsigned char)out[len - 1] & 0xC0) == 0x80) len--;
+        if (len > 0 && (unsigned char)out[len - 1] >= 0xC0) len--;
+        out[len] = 0;
+    }
+    store_utf8_fix(out);
 }
 
 #define RUN_COLS                                                                                     \
@@ -212,29 +236,17 @@ static int event_locked(store *s, const char *id, double ts, const char *type, c
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static void json_str(char *out, size_t n, const char *v) { /* a JSON string literal, or null */
-    if (!v) {
-        snprintf(out, n, "null");
-        return;
-    }
-    size_t j = 0;
-    out[j++] = '"';
-    for (; *v && j + 8 < n; v++) {
-        unsigned char c = (unsigned char)*v;
-        if (c == '"' || c == '\\') out[j++] = '\\', out[j++] = (char)c;
-        else if (c < 0x20) j += (size_t)snprintf(out + j, n - j, "\\u%04x", c);
-        else out[j++] = (char)c;
-    }
-    out[j++] = '"';
-    out[j] = 0;
-}
-
 static int status_event(store *s, const char *id, int from, int to, const char *reason, double t) {
-    char r[600], data[800];
-    json_str(r, sizeof r, reason && reason[0] ? reason : NULL);
-    snprintf(data, sizeof data, "{\"from\":%s%s%s,\"to\":\"%s\",\"reason\":%s}", from < 0 ? "" : "\"",
-             from < 0 ? "null" : names[from], from < 0 ? "" : "\"", names[to], r);
-    return event_locked(s, id, t, "status", data);
+    char why[1024];
+    snprintf(why, sizeof why, "%s", reason ? reason : "");
+    store_utf8_fix(why);
+    json_t *o = json_pack("{s:s?, s:s, s:s?}", "from", from < 0 ? NULL : names[from], "to", names[to], "reason",
+                          why[0] ? why : NULL);
+    char *data = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    int rc = data ? event_locked(s, id, t, "status", data) : -1;
+    free(data);
+    return rc;
 }
 
 /* ---- runs ---- */

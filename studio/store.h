@@ -25,6 +25,8 @@ int store_status_parse(const char *name); /* -1 when unknown */
 int store_terminal(int s);
 /* 1 when a run may go from `from` to `to` (docs/studio.md "States"); the only such table. */
 int store_transition_ok(int from, int to);
+/* Replaces each byte of s that is not part of a valid UTF-8 sequence with '?'. */
+void store_utf8_fix(char *s);
 
 typedef struct run_rec {
     char id[24];

@@ -26,6 +26,7 @@ typedef struct studio_opts {
 
 double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
+void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */
 
 /* ---- supervisor (super.c) ---- */
 
@@ -43,8 +44,10 @@ int super_busy(super *s); /* slots in use */
 /* Called by the supervisor thread after each tick (the HTTP side resumes its event streams). */
 void super_on_tick(super *s, void (*fn)(void *), void *user);
 /* Graceful stop: cancels every running worker, waits up to the grace period, kills the rest,
- * marks the unfinished runs interrupted; joins the thread and frees s. */
+ * marks the unfinished runs interrupted, joins the thread. s stays valid (for requests still in
+ * flight) until super_free. */
 void super_stop(super *s);
+void super_free(super *s);
 
 /* ---- the browser UI: studio/web/ embedded by scripts/embed.sh ---- */
 

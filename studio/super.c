@@ -39,6 +39,8 @@ typedef struct active {
     int why;          /* K_*: why the server is stopping it */
     int killed;       /* SIGKILL sent */
     int skipping;     /* inside an over-long line */
+    int reaped, ws;   /* the worker has exited (wait status ws) but its outcome is not recorded yet */
+    int tries;        /* attempts to record it */
     char run_dir[4096]; /* from the `started` event */
 } active;
 
@@ -61,6 +63,14 @@ double studio_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void studio_iso(double t, char *out, size_t n) {
+    time_t sec = (time_t)t;
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + k, n - k, ".%03dZ", (int)((t - (double)sec) * 1000));
 }
 
 double studio_mono(void) {
@@ -98,7 +108,8 @@ static long long start_ticks(pid_t pid) {
     if (!p) return -1;
     long long v = -1;
     int field = 2;
-    for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " "))
+    char *save;
+    for (char *t = strtok_r(p + 1, " ", &save); t; t = strtok_r(NULL, " ", &save))
         if (++field == 3 && (*t == 'Z' || *t == 'X')) {
             return -1;
         } else if (field == 22) {
@@ -110,7 +121,7 @@ static long long start_ticks(pid_t pid) {
 
 /* ---- events ---- */
 
-static const char *const worker_types[] = {"started", "progress", "metric", "checkpoint", "warning", "heartbeat", "ended", "log"};
+static const char *const worker_types[] = {"started", "progress", "metric", "checkpoint", "warning", "heartbeat", "ended"};
 
 /* Ingests what the run's events.jsonl holds past the stored offset (at most MAX_TICK bytes). */
 static void ingest(super *s, const char *id, active *a) {
@@ -118,7 +129,7 @@ static void ingest(super *s, const char *id, active *a) {
     if (store_get(s->st, id, &r)) return;
     char path[4400];
     run_path(s, id, "events.jsonl", path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO never blocks the supervisor */
     if (fd < 0) return;
     char *buf = malloc(MAX_TICK + 1);
     ssize_t n = buf ? pread(fd, buf, MAX_TICK, r.offset) : -1;
@@ -206,7 +217,7 @@ static void drain(super *s, const char *id, active *a) {
 /* ---- artifacts ---- */
 
 static int sha256_file(const char *path, char hex[65], long long *size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO never blocks the supervisor */
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
         if (fd >= 0) close(fd);
@@ -310,20 +321,27 @@ static void read_result(super *s, const char *id, result *res) {
     json_decref(j);
 }
 
-static void set_status(super *s, const char *id, int to, const st_change *c) {
+/* 0 done, 1 not a legal change (logged), -1 a database error (logged). */
+static int set_status(super *s, const char *id, int to, const st_change *c) {
     run_rec r;
     int rc = store_transition(s->st, id, to, c, &r);
     if (rc == 1)
         log_line("run %s: %s -> %s refused (not a legal change)", id, store_status_name(r.status), store_status_name(to));
     else if (rc < 0)
         log_line("run %s: the store refused the change to %s", id, store_status_name(to));
+    return rc;
 }
 
-/* The worker of a exited with wait status ws: ingest its last events, decide the outcome. */
+/* The worker of a exited with wait status ws: ingest its last events, decide and record the
+ * outcome, free the slot. A database error keeps the slot (reaped) for the next tick's try. */
 static void finalise(super *s, active *a, int ws) {
+    a->reaped = 1, a->ws = ws;
     drain(s, a->id, a);
     run_rec r;
-    if (store_get(s->st, a->id, &r)) return;
+    if (store_get(s->st, a->id, &r)) {
+        log_line("run %s: its worker ended but the store cannot be read; trying again", a->id);
+        return;
+    }
     result res;
     read_result(s, a->id, &res);
     int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
@@ -368,7 +386,7 @@ static void finalise(super *s, active *a, int ws) {
     run_path(s, a->id, "CANCEL", cancel, sizeof cancel);
     unlink(cancel);
     register_artifacts(s, a->id, res.run_dir[0] ? res.run_dir : a->run_dir);
-    set_status(s, a->id, to, &c);
+    if (set_status(s, a->id, to, &c) < 0 && ++a->tries < 600) return; /* a minute of tries, then give up */
     log_line("run %s: %s (%s)", a->id, store_status_name(to), c.reason_code);
     memset(a, 0, sizeof *a);
     s->queue_dirty = 1;
@@ -465,15 +483,21 @@ static void dispatch(super *s) {
         if (e) {
             char msg[600];
             snprintf(msg, sizeof msg, "the worker could not be started: %s: %s", s->o.worker_exe, strerror(e));
-            set_status(s, r.id, ST_RUNNING, &(st_change){.exit_code = -1, .reason = "dispatched"});
-            set_status(s, r.id, ST_FAILED,
-                       &(st_change){.exit_code = -1, .reason_code = "spawn_failed", .reason = msg, .err_code = "spawn_failed",
-                                    .err_msg = msg});
             log_line("run %s: %s", r.id, msg);
+            if (set_status(s, r.id, ST_RUNNING, &(st_change){.exit_code = -1, .reason = "dispatched"}) ||
+                set_status(s, r.id, ST_FAILED,
+                           &(st_change){.exit_code = -1, .reason_code = "spawn_failed", .reason = msg,
+                                        .err_code = "spawn_failed", .err_msg = msg}))
+                return; /* the store failed: no more dispatch this tick */
             continue;
         }
-        set_status(s, r.id, ST_RUNNING,
-                   &(st_change){.exit_code = -1, .pid = a->pid, .pid_start = a->start_ticks, .reason = "dispatched"});
+        if (set_status(s, r.id, ST_RUNNING,
+                       &(st_change){.exit_code = -1, .pid = a->pid, .pid_start = a->start_ticks, .reason = "dispatched"})) {
+            kill(-a->pid, SIGKILL); /* not recorded as running: this worker must not run */
+            waitpid(a->pid, NULL, 0);
+            memset(a, 0, sizeof *a);
+            return;
+        }
         log_line("run %s: running (worker pid %d)", r.id, (int)a->pid);
         s->queue_dirty = 1;
     }
@@ -508,6 +532,10 @@ static void watch(super *s) {
     for (int i = 0; i < MAX_SLOTS; i++) {
         active *a = &s->a[i];
         if (!a->used) continue;
+        if (a->reaped) {
+            finalise(s, a, a->ws);
+            continue;
+        }
         ingest(s, a->id, a);
         int ws;
         pid_t p = waitpid(a->pid, &ws, WNOHANG);
@@ -534,8 +562,7 @@ static void *loop(void *arg) {
             for (int i = 0; i < MAX_SLOTS; i++)
                 if (s->a[i].used) {
                     write_cancel(s, s->a[i].id);
-                    s->a[i].why = K_SHUTDOWN;
-                    stop_group(&s->a[i], K_SHUTDOWN, s->o.grace_s);
+                    stop_group(&s->a[i], K_SHUTDOWN, s->o.grace_s); /* a pending cancel or timeout keeps its reason */
                 }
             stop_sent = 1;
         }
@@ -548,7 +575,7 @@ static void *loop(void *arg) {
         if (s->tick) s->tick(s->tick_user);
         if (!s->woken) {
             struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
+            clock_gettime(CLOCK_MONOTONIC, &ts); /* the condition variable's clock: wall-clock jumps do not stall it */
             ts.tv_nsec += TICK_MS * 1000000L;
             if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
             pthread_cond_timedwait(&s->cv, &s->mu, &ts);
@@ -573,7 +600,7 @@ static void recover(super *s) {
         const char *why = "not started before the service stopped; retry it to run it";
         if (r.status != ST_QUEUED) {
             why = "the service restarted and the worker was no longer running";
-            if (r.pid > 0 && start_ticks((pid_t)r.pid) == r.pid_start) {
+            if (r.pid > 0 && r.pid_start > 0 && start_ticks((pid_t)r.pid) == r.pid_start) {
                 kill(-(pid_t)r.pid, SIGKILL);
                 kill((pid_t)r.pid, SIGKILL);
                 why = "the service restarted; the worker was still running and was killed";
@@ -601,7 +628,11 @@ super *super_start(const studio_opts *o, store *st, char *err, size_t n) {
     s->st = st;
     s->queue_dirty = 1;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     recover(s);
     if (pthread_create(&s->th, NULL, loop, s)) {
         snprintf(err, n, "cannot start the supervisor thread");
@@ -667,6 +698,10 @@ void super_stop(super *s) {
         set_status(s, ids[i], ST_INTERRUPTED,
                    &(st_change){.exit_code = -1, .reason_code = "service_restart",
                                 .reason = "not started before the service stopped; retry it to run it"});
+}
+
+void super_free(super *s) {
+    if (!s) return;
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
