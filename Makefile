@@ -29,6 +29,10 @@ CLI_SRC += $(wildcard studio/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/studio/assets.o
 # libmicrohttpd and SQLite serve the studio only; the library never links them.
 STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 2>/dev/null) -lpthread
+# cairo draws `dpd plot`'s pictures and libpng writes them (cli/plot.c): the command links them,
+# the library never does.
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo libpng 2>/dev/null)
+CAIRO_LIBS   := $(shell pkg-config --libs cairo libpng 2>/dev/null)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
 FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so
@@ -51,6 +55,7 @@ $(BUILD)/cli/%.o: cli/%.c $(wildcard include/dpd/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
 	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/cli/plot.o: CFLAGS += $(CAIRO_CFLAGS)
 $(BUILD)/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
@@ -91,11 +96,11 @@ $(BUILD)/libdpd.so: $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/dpd: $(CLI_OBJ) $(BUILD)/libdpd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS) $(CAIRO_LIBS)
 
 # The same command linked against libdpd.so: a hidden symbol the CLI needs breaks this build.
 $(BUILD)/dpd-shared: $(CLI_OBJ) $(BUILD)/libdpd.so
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS) $(STUDIO_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS) $(STUDIO_LIBS) $(CAIRO_LIBS)
 
 # Example programs: the public API and libdpd.so only.
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))

@@ -21,6 +21,7 @@ int cmd_config(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plot(int argc, char **argv);   /* plot.c */
 int cmd_serve(int argc, char **argv);  /* studio/serve.c */
 int cmd_worker(int argc, char **argv); /* studio/worker.c */
 
@@ -97,5 +98,47 @@ const char *cli_shell_quote(const char *s, char *buf, size_t n);
 /* A finished (or stopped) run as the one JSON object `--json` prints: run_dir, epochs,
  * best_epoch, val, test (no_dpd, no_dpd_val), provider, config. NULL when out of memory. */
 json_t *cli_summary_json(const dpd_train_result *res);
+
+/* ---- pictures (plot.c) ------------------------------------------------------------------------ */
+
+/* The validation predictions of a run's best epoch so far, copied from the DPD_EV_EPOCH events
+ * of improved epochs (cli_plot_keep): the end-of-run pictures are drawn from them without a
+ * forward pass. e is a dpd_eval whose x, ref and pred the keep owns. */
+typedef struct cli_plot_kept {
+    dpd_eval e;
+    int epoch; /* the epoch they are of; 0: none kept */
+} cli_plot_kept;
+
+/* Call from the event callback: keeps e->val_eval when e is an improved epoch. Allocation failure
+ * drops what was kept (the pictures then evaluate the checkpoint). */
+void cli_plot_keep(cli_plot_kept *k, const dpd_event *e);
+void cli_plot_kept_free(cli_plot_kept *k); /* accepts a zeroed k */
+
+/* Starts setting up cairo's fonts in a thread of their own (fontconfig's first use costs about as
+ * much as a chart), so that pictures drawn later, at the end of a run, need not wait for it: call
+ * it when the run starts. cli_plot_warm_wait joins that thread (cli_plot_run does); call it
+ * before the process ends when no pictures are drawn. Not thread-safe: from one thread. */
+void cli_plot_warm(void);
+void cli_plot_warm_wait(void);
+
+typedef struct cli_plot_opts {
+    const char *split;          /* "test" or "val"; NULL: test, or val when kept is given */
+    const char *out_dir;        /* NULL: RUN_DIR/plots (created) */
+    const char *format;         /* "png" or "svg"; NULL: png */
+    const cli_exec *x;          /* session options (resolved); NULL: the settings' */
+    const cli_plot_kept *kept;  /* NULL, or the best epoch's validation predictions (split val):
+                                 * drawn as they are; for a DPD run only PA(x) is evaluated */
+} cli_plot_opts;
+
+/* The final pictures of a run, as `dpd plot RUN_DIR` draws them: its best checkpoint on the split
+ * through its dataset (config.json's "data"), written into out_dir as plots.json (docs/formats.md,
+ * run-plots-v1) and psd, amam, ampm, iq, residual and history in the format. o NULL: the
+ * defaults. Every file is written whole (a temporary file, then a rename); the run's own files
+ * are only read. Prints nothing. Returns DPD_OK, or the status with err's message: DPD_E_INVAL
+ * for bad options or a path that is not a run directory, DPD_E_IO when the dataset or a file
+ * cannot be read or written, DPD_E_FORMAT for a malformed run. train-pa/train-dpd call it when a
+ * run completes (split val, with what cli_plot_keep kept); so can any front end, for example
+ * cli_plot_run(res.run_dir, NULL, &err) after dpd_train. */
+int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err);
 
 #endif

@@ -214,6 +214,7 @@ static const struct verb {
     {"parity", cmd_parity, "the same evaluation on each provider, and the deviations"},
     {"pack", cmd_pack, "install, list, verify, activate or remove runtime packs"},
     {"config", cmd_config, "show or set settings (provider, cpu_level, gpu_memory)"},
+    {"plot", cmd_plot, "draw a run's pictures (PSD, AM/AM, AM/PM, I/Q, learning curves) or a dataset's"},
     {"models", cmd_models, "list the model families, their parameter counts and defaults"},
     {"bench", cmd_bench, "time training steps (bench train ...)"},
     {"serve", cmd_serve, "the studio: a local web service with a job queue and live events"},

@@ -32,6 +32,8 @@ typedef struct display {
     int tty;      /* stderr is a terminal: redraw a progress bar */
     int drawn;    /* a bar is on the line now */
     double last;  /* elapsed at the last redraw */
+    int plots;          /* pictures at the end of the run: keep the best epoch's validation predictions */
+    cli_plot_kept kept;
 } display;
 
 static void epoch_line(display *d, const dpd_event *e) {
@@ -64,9 +66,13 @@ static int on_event(void *user, const dpd_event *e) {
     case DPD_EV_RUN_STARTED:
         fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?");
+        if (d->plots) cli_plot_warm();
         break;
     case DPD_EV_PROGRESS: progress_bar(d, e); break;
-    case DPD_EV_EPOCH: epoch_line(d, e); break;
+    case DPD_EV_EPOCH:
+        epoch_line(d, e);
+        if (d->plots) cli_plot_keep(&d->kept, e);
+        break;
     case DPD_EV_WARNING:
         fprintf(stderr, "%sdpd: warning: %s\n", d->drawn ? "\r\033[K" : "", e->message ? e->message : "");
         d->drawn = 0;
@@ -111,8 +117,8 @@ json_t *cli_summary_json(const dpd_train_result *res) {
     return j;
 }
 
-/* Summary of a finished run: a table, or one JSON object. */
-static int summary(const dpd_train_result *res, int json) {
+/* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
+static int summary(const dpd_train_result *res, int json, const char *plots) {
     if (json) return cli_json_print(cli_summary_json(res));
     printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
     cli_metrics_header(stdout);
@@ -123,19 +129,34 @@ static int summary(const dpd_train_result *res, int json) {
         cli_metrics_row(stdout, "no DPD test", &res->no_dpd_test);
     }
     printf("run directory: %s\n", res->run_dir);
+    if (plots[0]) printf("pictures: %s (dpd plot RUN_DIR draws them again, on any split)\n", plots);
     return 0;
 }
 
 /* Runs dpd_train with the display and cancellation, then the summary. verb names the command
- * for the resume hint ("train-pa"); NULL when the verb cannot resume (fit-ls). */
-static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *)) {
-    display d = {.tty = isatty(2)};
+ * for the resume hint ("train-pa"); NULL when the verb cannot resume (fit-ls). x: the session
+ * options of the end-of-run pictures, NULL for none (--no-plots). A completed run gets them in
+ * RUN_DIR/plots, drawn from the best epoch's validation predictions (no forward pass but PA(x)
+ * for a DPD run); a picture that cannot be drawn is a warning, not a failed run. */
+static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x) {
+    display d = {.tty = isatty(2), .plots = x != NULL};
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
     catch_signals();
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
+    char plots[4200] = "";
+    if (!s && x) {
+        dpd_error perr = {0};
+        cli_plot_opts po = {.split = "val", .x = x, .kept = &d.kept};
+        if (cli_plot_run(res.run_dir, &po, &perr))
+            fprintf(stderr, "dpd: warning: the run's pictures were not drawn: %s\n", perr.msg);
+        else
+            snprintf(plots, sizeof plots, "%s/plots", res.run_dir);
+    }
+    cli_plot_warm_wait();
+    cli_plot_kept_free(&d.kept);
     if (s == DPD_E_ABORTED) {
         char q[4 * sizeof res.run_dir + 8], cmd[sizeof q + 64] = ""; /* every character may be a quote */
         if (res.run_dir[0] && verb)
@@ -159,7 +180,7 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
         if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
         return s == DPD_E_DIVERGED ? 1 : rc;
     }
-    return summary(&res, json);
+    return summary(&res, json, plots);
 }
 
 static int train(int argc, char **argv, int dpd) {
@@ -168,7 +189,7 @@ static int train(int argc, char **argv, int dpd) {
     c.model.order = 5, c.model.memory = 20, c.model.cross = 2;
     if (dpd) c.model.hidden = 15; /* OpenDPD's default DPD size */
     char preset[16] = "";
-    int json = 0, legacy = 0;
+    int json = 0, legacy = 0, no_plots = 0;
     cli_exec x = {0};
     opt o[] = {
         CLI_EXEC_OPTS(x),
@@ -202,6 +223,7 @@ static int train(int argc, char **argv, int dpd) {
         {"evm-fs", OPT_DBL, &c.evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
         {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
+        {"no-plots", OPT_FLAG, &no_plots, 0, "do not draw the run's pictures into RUN_DIR/plots at the end", 0},
     };
     int n = sizeof o / sizeof *o;
     int r = args_parse(argc, argv, o, n,
@@ -209,16 +231,18 @@ static int train(int argc, char **argv, int dpd) {
                              "[--preset quick|full] [training options] [--out DIR] [--json]\n"
                              "       dpd train-dpd --resume RUN_DIR [--epochs N] [--json]\n\n"
                              "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130 or 143) and\n"
-                             "prints the command that resumes it, to the same end as an uninterrupted run."
+                             "prints the command that resumes it, to the same end as an uninterrupted run. A completed\n"
+                             "run's pictures (dpd plot) go to RUN_DIR/plots unless --no-plots."
                            : "dpd train-pa --data DIR [--model M --hidden H --layers N] [--preset quick|full] "
                              "[training options] [--out DIR] [--json]\n"
                              "       dpd train-pa --resume RUN_DIR [--epochs N] [--json]\n\n"
                              "Epochs are counted from 1. SIGINT or SIGTERM stops the run cleanly (exit 130 or 143) and\n"
-                             "prints the command that resumes it, to the same end as an uninterrupted run.");
+                             "prints the command that resumes it, to the same end as an uninterrupted run. A completed\n"
+                             "run's pictures (dpd plot) go to RUN_DIR/plots unless --no-plots.");
     if (r) return r == 1 ? 0 : 2;
     dpd_error err = {0};
     if (c.resume[0]) {
-        static const char *const keep[] = {"resume", "epochs", "json", "threads", "cpu-level", "kernels", "provider"};
+        static const char *const keep[] = {"resume", "epochs", "json", "threads", "cpu-level", "kernels", "provider", "no-plots"};
         for (int i = 0; i < n; i++) {
             int ok = 0;
             for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) ok |= !strcmp(o[i].name, keep[k]);
@@ -254,7 +278,7 @@ static int train(int argc, char **argv, int dpd) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
-    return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL);
+    return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL, no_plots ? NULL : &x);
 }
 
 /* fit-ls names the family --kind. */
@@ -306,7 +330,7 @@ int cmd_fit_ls(int argc, char **argv) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
-    return train_run(&c, NULL, json, fix_ls);
+    return train_run(&c, NULL, json, fix_ls, NULL);
 }
 
 int cmd_train_pa(int argc, char **argv) { return train(argc, argv, 0); }

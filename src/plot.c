@@ -143,7 +143,9 @@ char *dpd_plot_json(const dpd_plot_in *in, dpd_error *err) {
     }
     json_object_set_new(root, "iq", json_pack("{s:s, s:o, s:o}", "x_unit", "sample", "sample", t, "series", iq));
 done:
-    text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    /* 15 significant digits give back every value exactly (each is rounded to at most 6 decimals
+     * first), at less than half the text of 17, and half the parsing time for its readers */
+    text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     if (!text) goto nomem;
     free(res);
     json_decref(root);

@@ -1,4 +1,217 @@
 #!/bin/sh
-# placeholder: being written
-echo "SKIP plot: not written yet"
-echo "RESULT plot 0 0 1"
+# Black-box tests of the pictures: `dpd plot` and the end-of-run pictures of train-pa/train-dpd.
+# A tiny synthetic dataset, a 2-epoch PA run and a 1-epoch DPD run through it, then: the files
+# exist; every SVG parses as XML and is 800 x 500; every PNG has the PNG signature and an IHDR of
+# 800 x 500; plots.json (run-plots-v1) holds the library's plot data (the same twice; the end-of-
+# run pictures equal `dpd plot --split val` byte for byte; --data's AM/AM is |y| of the CSV at the
+# fixed stride), at most 4 000 points a curve, and history.csv as it is; a DPD run has no_dpd; a
+# silent dataset draws pictures that say why they are empty; --no-plots draws none and changes no
+# result; bad arguments exit 2 with a message.
+# Usage: sh tests/plot.sh BUILD_DIR. Prints "RESULT plot <passed> <failed> <skipped>".
+BUILD=${1:-build}
+DPD="$BUILD/dpd"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0; skip=0
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL plot: $*" >&2; }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+# expect CODE NEEDLE cmd...: exit status and a stderr substring
+expect() {
+    code=$1; needle=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"; rc=$?
+    if [ "$rc" -eq "$code" ] && grep -qF -- "$needle" "$T/err"; then ok
+    else bad "'$*' exited $rc (want $code), stderr: $(head -c 300 "$T/err") (want '$needle')"; fi
+}
+# data FILE: a digest of the data region of a safetensors file (weights and optimizer state, not the metadata)
+data() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1" | sha256sum | cut -c1-16; }
+# pycheck WHAT CHECK ARGS...: one of the Python checks below (it prints what failed)
+pycheck() {
+    what=$1; shift
+    out=$(python3 "$T/check.py" "$@" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then ok; else bad "$what: $out"; fi
+}
+# images WHAT png|svg DIR CHART...: each DIR/CHART.png (.svg) is a valid 800 x 500 picture
+images() {
+    what=$1; kind=$2; dir=$3; shift 3
+    files=""; for c in "$@"; do files="$files $dir/$c.$kind"; done
+    pycheck "$what: $kind pictures" "$kind" $files
+}
+if [ ! -x "$DPD" ] || ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP plot: needs $DPD and python3"; echo "RESULT plot 0 0 1"; exit 0
+fi
+cat >"$T/check.py" <<'EOF'
+import json, math, struct, sys, xml.etree.ElementTree as ET
+
+def fail(msg):
+    print(msg); sys.exit(1)
+
+def png(*paths):  # signature, IHDR 800 x 500
+    for path in paths:
+        b = open(path, 'rb').read(33)
+        if b[:8] != b'\x89PNG\r\n\x1a\n' or b[12:16] != b'IHDR': fail('%s: not a PNG' % path)
+        w, h = struct.unpack('>II', b[16:24])
+        if (w, h) != (800, 500): fail('%s: %dx%d, want 800x500' % (path, w, h))
+
+def svg(*paths):  # well-formed XML, an <svg> of 800 x 500 with something drawn
+    for path in paths:
+        root = ET.parse(path).getroot()
+        if not root.tag.endswith('svg'): fail('%s: root is %s' % (path, root.tag))
+        if root.get('width', '').replace('px', '') != '800' or root.get('height', '').replace('px', '') != '500':
+            fail('%s: %s x %s, want 800 x 500' % (path, root.get('width'), root.get('height')))
+        if sum(1 for e in root.iter() if e.tag.endswith('path')) < 10: fail('%s: almost nothing drawn' % path)
+
+def bounded(p):  # every curve of a plots-v1 document holds at most 4 000 points
+    for key in ('psd', 'residual', 'amam', 'ampm'):
+        c = p[key]
+        arrays = [c.get('freq'), c.get('input'), c.get('db')] + list(c.get('series', {}).values())
+        for a in arrays:
+            if a is not None and len(a) > 4000: fail('%s: %d points' % (key, len(a)))
+    if len(p['psd']['freq']) != len(p['psd']['series']['target' if 'target' in p['psd']['series'] else 'linear']):
+        fail('psd: freq and series differ in length')
+
+def history(doc, csv):  # the history part is history.csv, value for value
+    rows = [l.rstrip('\n').split(',') for l in open(csv) if l.strip()]
+    h = doc['history']
+    if h['columns'] != rows[0]: fail('history columns differ from %s' % csv)
+    if len(h['rows']) != len(rows) - 1: fail('history: %d rows, %s has %d' % (len(h['rows']), csv, len(rows) - 1))
+    for got, want in zip(h['rows'], rows[1:]):
+        for g, w in zip(got, want):
+            if w == 'nan': ok = g is None
+            else:
+                try: ok = g == float(w)
+                except ValueError: ok = g == w
+            if not ok: fail('history value %r, history.csv has %r' % (g, w))
+
+def run(path, csv, split, dpd):
+    doc = json.load(open(path))
+    want = {'version': 'run-plots-v1', 'split': split, 'checkpoint': 'best.safetensors', 'dpd': dpd}
+    for k, v in want.items():
+        if doc.get(k) != v: fail('%s: %s is %r, want %r' % (path, k, doc.get(k), v))
+    p = doc['plots']
+    if p['version'] != 'plots-v1' or p['empty'] is not None: fail('%s: not plots-v1 data with power' % path)
+    names = set(p['psd']['series'])
+    if names != ({'target', 'prediction', 'no_dpd'} if dpd else {'target', 'prediction'}): fail('series %s' % sorted(names))
+    for key in ('amam', 'ampm'):
+        if set(p[key]['series']) != names: fail('%s series %s' % (key, sorted(p[key]['series'])))
+    bounded(p)
+    history(doc, csv)
+
+def data(path, dataset, split):  # --data: y and g x; AM/AM is |y| of the CSV at the fixed stride
+    doc = json.load(open(path))
+    p = doc['plots']
+    if doc['run_dir'] is not None or doc['checkpoint'] is not None or not doc['gain'] > 0: fail('%s: head %r' % (path, {k: doc[k] for k in ('run_dir', 'checkpoint', 'gain')}))
+    if set(p['psd']['series']) != {'linear', 'output'}: fail('series %s' % sorted(p['psd']['series']))
+    bounded(p)
+    f32 = lambda v: struct.unpack('f', struct.pack('f', float(v)))[0]
+    def amps(name):
+        rows = [l.split(',') for l in open('%s/%s_%s.csv' % (dataset, split, name)).read().split('\n')[1:] if l]
+        return [round(math.hypot(f32(r[0]), f32(r[1])) * 1e6) / 1e6 for r in rows]
+    y, x = amps('output'), amps('input')
+    stride = (len(y) + 3999) // 4000
+    if p['amam']['series']['output'] != y[::stride]: fail('amam.output is not |y| of %s at stride %d' % (dataset, stride))
+    if p['amam']['input'] != x[::stride]: fail('amam.input is not |x| of %s at stride %d' % (dataset, stride))
+
+def empty(path):
+    p = json.load(open(path))['plots']
+    if not isinstance(p.get('empty'), str) or 'silent' not in p['empty'] or 'psd' in p: fail('%s: empty is %r' % (path, p.get('empty')))
+
+getattr(sys.modules[__name__], sys.argv[1])(*[json.loads(a) if a in ('true', 'false') else a for a in sys.argv[2:]])
+EOF
+CHARTS="psd amam ampm iq residual history"
+
+# --- a tiny dataset, a PA run with its end-of-run pictures ---
+"$DPD" synth --out "$T/d" --length 12800 --nperseg 1280 --seed 1 >/dev/null || { echo "RESULT plot 0 1 0"; exit 1; }
+"$DPD" train-pa --data "$T/d" --hidden 4 --epochs 2 --preset quick --out "$T/r" >"$T/train.out" 2>"$T/train.err"
+R=$(ls -d "$T"/r/d/train_pa/* 2>/dev/null | head -n 1)
+check '[ -n "$R" ] && [ -f "$R/best.safetensors" ]' "train-pa ran ($(tail -n 2 "$T/train.err"))"
+check 'for c in $CHARTS; do [ -s "$R/plots/$c.png" ] || exit 1; done && [ -s "$R/plots/plots.json" ]' \
+    "train-pa: the end-of-run pictures and plots.json are in RUN_DIR/plots ($(ls "$R/plots" 2>&1 | tr '\n' ' '))"
+check 'grep -qF "pictures: $R/plots" "$T/train.out"' "train-pa says where the pictures are"
+check '[ -z "$(find "$R" -name "*.tmp.*")" ]' "no temporary files left"
+images "end of run" png "$R/plots" $CHARTS
+pycheck "end-of-run plots.json" run "$R/plots/plots.json" "$R/history.csv" val false
+cp "$R/plots/plots.json" "$T/end.json"
+check '! grep -q "0000000000\|9999999999" "$T/end.json"' "plots.json numbers are short (15 significant digits give them back exactly)"
+
+# --- dpd plot: png and svg, the same numbers twice, the end-of-run pictures again ---
+"$DPD" plot "$R" >"$T/p.out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/p.out")" -eq 7 ] && grep -qxF "$R/plots/psd.png" "$T/p.out"' \
+    "dpd plot RUN_DIR: exit 0, prints the 7 paths it wrote (exit $rc: $(head -c 300 "$T/err"))"
+pycheck "dpd plot's plots.json (test)" run "$R/plots/plots.json" "$R/history.csv" test false
+images "dpd plot" png "$R/plots" $CHARTS
+"$DPD" plot "$R" --format svg --out "$T/svg" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ]' "dpd plot --format svg --out DIR (exit $rc: $(head -c 300 "$T/err"))"
+images "dpd plot --format svg" svg "$T/svg" $CHARTS
+check 'cmp -s "$T/svg/plots.json" "$R/plots/plots.json"' "the same run, split and checkpoint give the same plots.json, twice"
+"$DPD" plot "$R" --split val --out "$T/val" >/dev/null 2>&1
+check 'cmp -s "$T/val/plots.json" "$T/end.json"' \
+    "the end-of-run pictures (the best epoch's validation predictions, no forward pass) equal dpd plot --split val's"
+
+# --- --no-plots: no pictures, the same training results; resume draws them again ---
+"$DPD" train-pa --data "$T/d" --hidden 4 --epochs 2 --preset quick --out "$T/np" --no-plots >"$T/np.out" 2>&1
+NP=$(ls -d "$T"/np/d/train_pa/* | head -n 1)
+check '[ -f "$NP/best.safetensors" ] && [ ! -e "$NP/plots" ] && ! grep -q "pictures:" "$T/np.out"' "--no-plots leaves no plots/ directory"
+check 'cmp -s "$NP/best.safetensors" "$R/best.safetensors" && [ "$(data "$NP/last.safetensors")" = "$(data "$R/last.safetensors")" ] && [ "$(cut -d, -f1,2,4- "$NP/history.csv")" = "$(cut -d, -f1,2,4- "$R/history.csv")" ]' \
+    "pictures change no result: best.safetensors, last.safetensors' weights and optimizer state, and history.csv (but its TIME column) equal a --no-plots run's"
+"$DPD" train-pa --resume "$NP" --epochs 3 --no-plots >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ ! -e "$NP/plots" ]' "--resume takes --no-plots (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" train-pa --resume "$NP" --epochs 4 >/dev/null 2>"$T/err"; rc=$?
+"$DPD" plot "$NP" --split val --out "$T/npv" >/dev/null 2>&1
+check '[ $rc -eq 0 ] && cmp -s "$NP/plots/plots.json" "$T/npv/plots.json"' "a resumed run's end-of-run pictures equal dpd plot --split val's (exit $rc)"
+pycheck "a resumed run's plots.json" run "$NP/plots/plots.json" "$NP/history.csv" val false
+
+# --- a DPD run: no_dpd beside the DPD, at the end of the run and with dpd plot ---
+"$DPD" train-dpd --data "$T/d" --pa "$R" --hidden 3 --epochs 1 --preset quick --out "$T/r" >/dev/null 2>"$T/err"
+DR=$(ls -d "$T"/r/d/train_dpd/*/* 2>/dev/null | head -n 1)
+check '[ -n "$DR" ] && [ -s "$DR/plots/psd.png" ]' "train-dpd draws its pictures ($(tail -n 1 "$T/err"))"
+pycheck "train-dpd's end-of-run plots.json" run "$DR/plots/plots.json" "$DR/history.csv" val true
+"$DPD" plot "$DR" --split val --out "$T/dpv" >/dev/null 2>&1
+check 'cmp -s "$T/dpv/plots.json" "$DR/plots/plots.json"' "a DPD run's end-of-run pictures equal dpd plot --split val's"
+"$DPD" plot "$DR" --out "$T/dp" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ]' "dpd plot of a DPD run (exit $rc: $(head -c 200 "$T/err"))"
+pycheck "dpd plot of a DPD run" run "$T/dp/plots.json" "$DR/history.csv" test true
+
+# --- --data: the measured dataset alone ---
+"$DPD" plot --data "$T/d" --out "$T/data" >"$T/p.out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/p.out")" -eq 6 ] && [ ! -e "$T/data/history.png" ]' \
+    "dpd plot --data: exit 0, 5 charts and plots.json (exit $rc: $(head -c 300 "$T/err"))"
+pycheck "dpd plot --data" data "$T/data/plots.json" "$T/d" test
+images "dpd plot --data" png "$T/data" psd amam ampm iq residual
+"$DPD" plot --data "$T/d" --split val >/dev/null 2>&1
+check '[ -s "$T/d/plots/psd.png" ]' "dpd plot --data DIR writes DIR/plots by default"
+mv "$T/d" "$T/moved"
+expect 1 "give it with --data DIR" "$DPD" plot "$R" --out "$T/x"
+"$DPD" plot "$R" --data "$T/moved" --out "$T/moved-plots" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/moved-plots/psd.png" ]' "dpd plot RUN_DIR --data DIR: a dataset that moved (exit $rc: $(head -c 200 "$T/err"))"
+mv "$T/moved" "$T/d"
+
+# --- a silent capture: pictures that say why they are empty ---
+mkdir -p "$T/silent"
+sed 's/"nperseg": 1280/"nperseg": 256/' "$T/d/spec.json" >"$T/silent/spec.json"
+for s in train val test; do for io in input output; do
+    { echo "I,Q"; i=0; while [ $i -lt 300 ]; do echo "0,0"; i=$((i + 1)); done; } >"$T/silent/${s}_$io.csv"
+done; done
+"$DPD" plot --data "$T/silent" --out "$T/sp" --format svg >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ]' "a silent capture: exit 0 (exit $rc: $(head -c 300 "$T/err"))"
+pycheck "a silent capture's plots.json" empty "$T/sp/plots.json"
+images "a silent capture" svg "$T/sp" psd amam ampm iq residual
+check '[ "$(grep -c "<path" "$T/sp/psd.svg")" -lt "$(grep -c "<path" "$T/svg/psd.svg")" ]' \
+    "a silent capture's PSD draws no curves"
+"$DPD" plot --data "$T/silent" --out "$T/sp2" >/dev/null 2>&1
+images "a silent capture" png "$T/sp2" psd amam
+
+# --- usage errors: exit 2 with a message ---
+expect 2 "needs a run directory" "$DPD" plot
+expect 2 "does not exist" "$DPD" plot "$T/nosuch"
+expect 2 "not a run directory" "$DPD" plot "$T/d"
+expect 2 "--format must be png or svg" "$DPD" plot "$R" --format jpg
+expect 2 "--split must be test or val" "$DPD" plot "$R" --split train
+expect 2 "one RUN_DIR" "$DPD" plot "$R" "$R"
+expect 2 "unknown option '--nosuch'" "$DPD" plot "$R" --nosuch
+"$DPD" plot --help >"$T/out" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && grep -q "usage: dpd plot RUN_DIR" "$T/out"' "dpd plot --help: usage on stdout, exit 0"
+check '"$DPD" --help | grep -q "^  plot "' "dpd --help lists plot"
+
+echo "RESULT plot $pass $fail $skip"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,1084 @@
+/* plot: `dpd plot RUN_DIR [--split test|val] [--out DIR] [--format png|svg]` and
+ * `dpd plot --data DIR` — the pictures of a run, or of a measured dataset, drawn with cairo.
+ *
+ * The numbers come from the library (dpd_plot_json, plots-v1): the run's best checkpoint on a
+ * split (a DPD run: the PA driven by the DPD, next to the PA driven by x itself), or the dataset's
+ * own x and y. They are written first as <out>/plots.json (run-plots-v1, with history.csv), and
+ * every chart is drawn from that document, so a picture shows exactly the numbers in the file.
+ * Charts (800 x 500): psd, amam, ampm, iq, residual, and for a run the learning curves (history).
+ * One function per chart, sharing one axis helper. Colours are Okabe-Ito's colour-blind-safe
+ * palette, and the series differ in lightness and line style too, so they survive grey print.
+ * cli_plot_run (cli.h) is the same for the end of dpd train-pa/train-dpd and for other front ends. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <png.h>
+
+#include "args.h"
+#include "cli.h"
+
+#ifdef __SANITIZE_ADDRESS__
+/* LeakSanitizer (make test SANITIZE=address): fontconfig, under cairo, leaks one block while it
+ * parses its own configuration files; not dpd's memory, and once per process. */
+__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
+__attribute__((visibility("default"))) const char *__lsan_default_options(void);
+const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
+const char *__lsan_default_options(void) { return "print_suppressions=0"; }
+#endif
+
+#define W 800
+#define H 500
+#define EVAL_BATCH 64 /* segments per evaluation call */
+
+/* ---- the numbers: a run's checkpoint, or a dataset, on a split ---------------------------------- */
+
+typedef struct plot_req {
+    const char *run_dir;        /* NULL: draw the dataset `data` itself */
+    const char *data;           /* the dataset (run mode: instead of config.json's "data"; NULL: that) */
+    int split;                  /* DPD_VAL or DPD_TEST */
+    const char *out;            /* NULL: <run_dir or data>/plots */
+    int svg;                    /* 0: png */
+    const cli_exec *x;          /* session options; NULL: the settings' */
+    const cli_plot_kept *kept;  /* the best epoch's val predictions, or NULL */
+} plot_req;
+
+void cli_plot_keep(cli_plot_kept *k, const dpd_event *e) {
+    const dpd_eval *v = e->val_eval;
+    if (e->type != DPD_EV_EPOCH || !e->improved || !v || !v->x || !v->ref || !v->pred) return;
+    size_t len = (size_t)v->S * (size_t)v->N * 2;
+    if (k->e.S != v->S || k->e.N != v->N) {
+        cli_plot_kept_free(k);
+        k->e.x = malloc(len * sizeof(float)), k->e.ref = malloc(len * sizeof(float)), k->e.pred = malloc(len * sizeof(float));
+        if (!k->e.x || !k->e.ref || !k->e.pred) {
+            cli_plot_kept_free(k);
+            return;
+        }
+    }
+    memcpy(k->e.x, v->x, len * sizeof(float));
+    memcpy(k->e.ref, v->ref, len * sizeof(float));
+    memcpy(k->e.pred, v->pred, len * sizeof(float));
+    k->e.split = v->split, k->e.n = v->n, k->e.S = v->S, k->e.N = v->N;
+    k->epoch = e->epoch;
+}
+
+void cli_plot_kept_free(cli_plot_kept *k) {
+    if (!k) return;
+    dpd_eval_free(&k->e);
+    k->epoch = 0;
+}
+
+/* A string member of a JSON file, copied into out ("" when absent). */
+static dpd_status config_get(const char *path, const char *key, char *out, size_t n, dpd_error *err) {
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) return cli_err(err, DPD_E_FORMAT, "%s:%d: %s", path, je.line, je.text);
+    const char *v = json_string_value(json_object_get(j, key));
+    snprintf(out, n, "%s", v ? v : "");
+    json_decref(j);
+    return DPD_OK;
+}
+
+/* A session for a checkpoint on the options of x (NULL: none). */
+static dpd_status session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err) {
+    dpd_model *m = NULL;
+    *s = NULL;
+    dpd_status st = dpd_ckpt_load(path, &m, err);
+    if (!st) st = dpd_session_create(m, x ? x->kv : NULL, x ? x->nkv : 0, s, err);
+    dpd_model_free(m);
+    return st;
+}
+
+/* history.csv as {"columns": [...], "rows": [[...], ...]}: numbers as numbers, nan as null, other
+ * fields (BACKBONE) as strings. NULL when the file does not exist or cannot be read. */
+static json_t *history_json(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    json_t *cols = json_array(), *rows = json_array();
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    for (int first = 1; (len = getline(&line, &cap, f)) > 0; first = 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (!len) continue;
+        json_t *row = first ? cols : json_array();
+        for (char *rest = line, *p; (p = strsep(&rest, ","));) {
+            char *end;
+            double v = strtod(p, &end);
+            int whole = strspn(p, "-0123456789") == strlen(p);
+            json_array_append_new(row, first || *end || end == p ? json_string(p)
+                                       : whole                   ? json_integer((json_int_t)strtoll(p, NULL, 10))
+                                                                 : cli_jnum(v));
+        }
+        if (!first) json_array_append_new(rows, row);
+    }
+    free(line);
+    fclose(f);
+    return json_pack("{s:o, s:o}", "columns", cols, "rows", rows);
+}
+
+/* mkdir -p. */
+static dpd_status make_dirs(const char *dir, dpd_error *err) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0;
+        if (mkdir(p, 0777) && errno != EEXIST)
+            return cli_err(err, DPD_E_IO, "%s: cannot create the directory: %s (choose another with --out DIR)", p, strerror(errno));
+        if (!(*s = c)) break;
+    }
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return cli_err(err, DPD_E_IO, "%s: not a directory", dir);
+    return DPD_OK;
+}
+
+/* Removes the temporary files (NAME.tmp.PID) a killed writer left in dir: those whose process is
+ * gone. */
+static void clean_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        char *end, path[4400];
+        long pid = t ? strtol(t + 5, &end, 10) : 0;
+        if (pid <= 0 || *end || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+}
+
+/* What is drawn: the library's plot data (text, and parsed into doc's "plots") and the rest of
+ * the run-plots-v1 document. */
+typedef struct plot_doc {
+    json_t *doc;
+    char *text;
+} plot_doc;
+
+/* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
+ * dataset itself, through dpd_plot_json. */
+static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
+    char path[4200], data[4096] = "", best[4096] = "", pa[4096] = "";
+    dpd_ckpt_info info = {0};
+    dpd_dataset ds;
+    dpd_eval e = {0}, e2 = {0};
+    dpd_session *sm = NULL, *sa = NULL;
+    float *y = NULL;
+    json_t *plots = NULL, *d = NULL;
+    int dpd = 0, S;
+    double g = 0;
+    const dpd_eval *kept = r->kept && r->kept->epoch && r->split == DPD_VAL ? &r->kept->e : NULL;
+    memset(&ds, 0, sizeof ds);
+    memset(out, 0, sizeof *out);
+
+    if (r->run_dir) { /* the run: its dataset, best checkpoint and (a DPD run) its frozen PA */
+        struct stat st;
+        snprintf(path, sizeof path, "%s/config.json", r->run_dir);
+        if (stat(r->run_dir, &st) || !S_ISDIR(st.st_mode))
+            return cli_err(err, DPD_E_INVAL, "plot: the run directory %s does not exist", r->run_dir);
+        if (access(path, R_OK)) return cli_err(err, DPD_E_INVAL, "plot: %s is not a run directory (no config.json)", r->run_dir);
+        if (r->data) snprintf(data, sizeof data, "%s", r->data);
+        else if (config_get(path, "data", data, sizeof data, err)) return err->status;
+        if (!r->data && (!data[0] || access(data, F_OK)))
+            return cli_err(err, DPD_E_IO, "%s: the run's dataset '%s' is not found from here: give it with --data DIR", path, data);
+        if (dpd_ckpt_resolve(r->run_dir, 0, best, sizeof best, err) || dpd_ckpt_info_read(best, &info, err)) return err->status;
+        dpd = !strcmp(info.kind, "train_dpd");
+        if (dpd && dpd_ckpt_resolve(r->run_dir, 1, pa, sizeof pa, err)) return err->status;
+        if (dpd && !strcmp(pa, best)) return cli_err(err, DPD_E_FORMAT, "%s: a DPD run without its frozen PA (pa.safetensors)", r->run_dir);
+    } else {
+        snprintf(data, sizeof data, "%s", r->data);
+    }
+    /* kept predictions need the spec alone (a DPD run: the split too, for PA(x)); otherwise a DPD
+     * run and a dataset need the train split for the gain g */
+    unsigned need = kept && !dpd ? 0 : 1u << r->split, want = !kept && (dpd || !r->run_dir) ? 1u << DPD_TRAIN : 0;
+    if (dpd_dataset_load(data, need, want, &ds, err)) return err->status;
+    if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
+    if (info.dataset[0] && strcmp(info.dataset, ds.name))
+        fprintf(stderr, "dpd: warning: %s was trained on dataset '%s', not '%s'\n", best, info.dataset, ds.name);
+    g = dpd_dataset_gain(&ds);
+    dpd_plot_in in = {.spec = &ds.spec};
+    if (!r->run_dir) { /* the dataset: g x (the PA at its linear gain) and the measured y */
+        const dpd_split *sp = &ds.split[r->split];
+        if (!(g > 0)) { /* no train split, or a silent one: the gain of the split itself */
+            double mx = 0, my = 0;
+            for (size_t i = 0; i < sp->n; i++)
+                mx = fmax(mx, hypot(sp->x[2 * i], sp->x[2 * i + 1])), my = fmax(my, hypot(sp->y[2 * i], sp->y[2 * i + 1]));
+            g = mx > 0 ? my / mx : 0;
+        }
+        if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err)) goto fail;
+        in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
+        in.S = e.S, in.N = e.N, in.n = e.n;
+    } else if (kept) { /* what the run computed: x, the target and the prediction */
+        if (dpd && (dpd_eval_prepare(&e, &ds, r->split, 0, err) || session_open(pa, r->x, &sa, err) ||
+                    dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err))) /* PA(x): the target is not used */
+            goto fail;
+        if (dpd && (e.S != kept->S || e.N != kept->N)) {
+            cli_err(err, DPD_E_FORMAT, "%s: the val split is not the one the run was trained with", data);
+            goto fail;
+        }
+        in.x = kept->x, in.ref = kept->ref, in.pred = kept->pred, in.S = kept->S, in.N = kept->N, in.n = kept->n;
+        if (dpd) in.other = e.pred, in.other_name = "no_dpd";
+    } else if (dpd) { /* PA(DPD(x)) and PA(x) against g x */
+        if (!(g > 0)) {
+            cli_err(err, DPD_E_INVAL, "%s: the target gain g = max|y_train| / max|x_train| is 0 (no or a silent train "
+                                      "split): a DPD run is plotted against g x", data);
+            goto fail;
+        }
+        if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_eval_prepare(&e2, &ds, r->split, g, err) ||
+            session_open(pa, r->x, &sa, err) || dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err) ||
+            session_open(best, r->x, &sm, err) || dpd_session_chain(sm, sa, err) ||
+            dpd_eval_run(&e2, sm, EVAL_BATCH, &ds.spec, 0, err))
+            goto fail;
+        in.x = e.x, in.ref = e.ref, in.pred = e2.pred, in.other = e.pred, in.other_name = "no_dpd";
+        in.S = e.S, in.N = e.N, in.n = e.n;
+    } else { /* the PA model's prediction against the measured y */
+        if (dpd_eval_prepare(&e, &ds, r->split, 0, err) || session_open(best, r->x, &sm, err) ||
+            dpd_eval_run(&e, sm, EVAL_BATCH, &ds.spec, 0, err))
+            goto fail;
+        in.x = e.x, in.ref = e.ref, in.pred = e.pred, in.S = e.S, in.N = e.N, in.n = e.n;
+    }
+    json_error_t je;
+    plots = (out->text = dpd_plot_json(&in, err)) ? json_loads(out->text, 0, &je) : NULL;
+    if (!plots) {
+        if (out->text) cli_err(err, DPD_E_FORMAT, "plot: the library's plot data do not parse: %s", je.text);
+        goto fail;
+    }
+    /* run_dir null and data set: a dataset's own picture, with the gain of its target g x */
+    d = json_pack("{s:s, s:s?}", "version", "run-plots-v1", "run_dir", r->run_dir);
+    if (d && !r->run_dir) json_object_set_new(d, "data", json_string(data));
+    if (!d || json_object_set_new(d, "split", json_string(r->split == DPD_VAL ? "val" : "test")) ||
+        json_object_set_new(d, "checkpoint", r->run_dir ? json_string("best.safetensors") : json_null()) ||
+        json_object_set_new(d, "dpd", json_boolean(dpd)) ||
+        (!r->run_dir && json_object_set_new(d, "gain", cli_jnum(g))) || json_object_set_new(d, "plots", json_incref(plots))) {
+        cli_err(err, DPD_E_NOMEM, "plot: out of memory");
+        json_decref(d), d = NULL;
+        goto fail;
+    }
+    if (r->run_dir) {
+        snprintf(path, sizeof path, "%s/history.csv", r->run_dir);
+        json_t *h = history_json(path);
+        if (h) json_object_set_new(d, "history", h);
+    }
+    out->doc = d;
+fail:
+    json_decref(plots);
+    free(y);
+    dpd_session_free(sm); /* chained to sa: freed first */
+    dpd_session_free(sa);
+    dpd_eval_free(&e);
+    dpd_eval_free(&e2);
+    dpd_dataset_free(&ds);
+    if (out->doc) return DPD_OK;
+    free(out->text), out->text = NULL;
+    return err->status ? err->status : cli_err(err, DPD_E_NOMEM, "plot: out of memory");
+}
+
+/* plots.json: the document with the library's text as it is (its numbers are not printed twice). */
+static dpd_status write_doc(const plot_doc *p, const char *path, dpd_error *err) {
+    json_t *head = json_copy(p->doc);
+    json_object_del(head, "plots");
+    json_object_del(head, "history");
+    char *h = json_dumps(head, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *hist = json_object_get(p->doc, "history")
+                     ? json_dumps(json_object_get(p->doc, "history"), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+                     : NULL;
+    json_decref(head);
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = h ? fopen(tmp, "w") : NULL;
+    int bad = !f;
+    if (f) {
+        h[strlen(h) - 1] = 0; /* the closing brace: the plots and the history follow */
+        fprintf(f, "%s,\"plots\":%s", h, p->text);
+        if (hist) fprintf(f, ",\"history\":%s", hist);
+        fputs("}\n", f);
+        bad = ferror(f) | fclose(f);
+    }
+    int e = errno;
+    free(h), free(hist);
+    if (bad || rename(tmp, path)) {
+        unlink(tmp);
+        return cli_err(err, DPD_E_IO, "%s: cannot write: %s", path, strerror(bad ? e : errno));
+    }
+    return DPD_OK;
+}
+
+/* ---- drawing: one axis helper, one function per chart ------------------------------------------ */
+
+/* Okabe-Ito */
+enum { BLACK = 0x000000, ORANGE = 0xE69F00, SKY = 0x56B4E9, GREEN = 0x009E73, YELLOW = 0xF0E442, BLUE = 0x0072B2,
+       VERMILLION = 0xD55E00, PURPLE = 0xCC79A7, GREY = 0x8C8C8C };
+
+typedef struct style {
+    unsigned rgb;
+    double width; /* line width, or dot diameter */
+    int dashed;
+    const char *label;
+} style;
+
+static void colour(cairo_t *cr, unsigned rgb, double alpha) {
+    cairo_set_source_rgba(cr, (rgb >> 16 & 255) / 255.0, (rgb >> 8 & 255) / 255.0, (rgb & 255) / 255.0, alpha);
+}
+
+static void pen(cairo_t *cr, const style *s) {
+    static const double dash[] = {6, 4};
+    colour(cr, s->rgb, 1);
+    cairo_set_line_width(cr, s->width);
+    cairo_set_dash(cr, dash, s->dashed ? 2 : 0, 0);
+}
+
+/* text with its anchor at (x, y): ax, ay = 0 left/top, 0.5 centre, 1 right/bottom. */
+static void text(cairo_t *cr, double x, double y, double size, int bold, double ax, double ay, const char *s) {
+    cairo_text_extents_t t;
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size);
+    cairo_text_extents(cr, s, &t);
+    cairo_move_to(cr, x - t.x_bearing - ax * t.width, y - t.y_bearing - ay * t.height);
+    cairo_show_text(cr, s);
+}
+
+static double text_width(cairo_t *cr, double size, const char *s) {
+    cairo_text_extents_t t;
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size);
+    cairo_text_extents(cr, s, &t);
+    return t.x_advance;
+}
+
+/* The chart's title, and what it shows (the run id or the dataset, the split) on the right. */
+static void title(cairo_t *cr, json_t *doc, const char *what) {
+    const char *dir = json_string_value(json_object_get(doc, "run_dir"));
+    if (!dir) dir = json_string_value(json_object_get(doc, "data"));
+    const char *base = dir ? strrchr(dir, '/') : NULL, *split = json_string_value(json_object_get(doc, "split"));
+    char src[512];
+    snprintf(src, sizeof src, "%s, %s split", base && base[1] ? base + 1 : dir ? dir : "", split ? split : "?");
+    colour(cr, BLACK, 1);
+    text(cr, 16, 14, 17, 1, 0, 0, what);
+    colour(cr, 0x444444, 1);
+    text(cr, W - 16, 18, 11, 0, 1, 0, src);
+}
+
+/* A plot area: where it is on the page, the data ranges it shows and their tick steps. */
+typedef struct axes {
+    double px, py, pw, ph;
+    double x0, x1, y0, y1, xs, ys;
+} axes;
+
+static double ax_x(const axes *a, double v) { return a->px + (v - a->x0) / (a->x1 - a->x0) * a->pw; }
+static double ax_y(const axes *a, double v) { return a->py + a->ph - (v - a->y0) / (a->y1 - a->y0) * a->ph; }
+
+/* A data range, grown by values (nulls and non-finite values ignored). */
+typedef struct range {
+    double lo, hi;
+} range;
+#define EMPTY_RANGE ((range){INFINITY, -INFINITY})
+
+static void grow(range *r, json_t *arr) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        double d = json_number_value(v);
+        if (json_is_number(v) && isfinite(d)) r->lo = fmin(r->lo, d), r->hi = fmax(r->hi, d);
+    }
+}
+
+/* Scale [lo, hi] into *a0, *a1 with a 1-2-5 tick step of about 6 ticks: rounded out to whole
+ * steps, or exactly the data (tight); whole numbers only (integer: epochs). */
+static void scale(range r, int tight, int integer, double *a0, double *a1, double *step) {
+    if (!(r.lo <= r.hi) || !isfinite(r.hi - r.lo)) r = (range){0, 1};
+    if (r.hi - r.lo < 1e-12 * fmax(1, fabs(r.hi))) {
+        double d = integer ? 1 : fmax(fabs(r.hi) * 0.1, 1e-3);
+        r.lo -= d, r.hi += d;
+    }
+    double raw = (r.hi - r.lo) / 6, p = pow(10, floor(log10(raw))), f = raw / p;
+    *step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
+    if (integer && *step < 1) *step = 1;
+    *a0 = tight ? r.lo : floor(r.lo / *step + 1e-9) * *step;
+    *a1 = tight ? r.hi : ceil(r.hi / *step - 1e-9) * *step;
+}
+
+/* An axes box at (px, py, pw, ph) on the page for ranges xr, yr. */
+static axes axes_at(double px, double py, double pw, double ph, range xr, range yr, int xtight, int xint) {
+    axes a = {.px = px, .py = py, .pw = pw, .ph = ph};
+    scale(xr, xtight, xint, &a.x0, &a.x1, &a.xs);
+    scale(yr, 0, 0, &a.y0, &a.y1, &a.ys);
+    return a;
+}
+
+static void tick_label(char *b, size_t n, double v, double step) {
+    int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    snprintf(b, n, "%.*f", dec, fabs(v) < step * 1e-6 ? 0.0 : v);
+}
+
+/* Background, grid, ticks with labels, the frame and the axis titles (units in brackets); no
+ * xlabel: no x tick labels either (a panel with another below it). */
+static void axes_draw(cairo_t *cr, const axes *a, const char *xlabel, const char *ylabel) {
+    char b[32];
+    colour(cr, 0xFFFFFF, 1);
+    cairo_rectangle(cr, a->px, a->py, a->pw, a->ph);
+    cairo_fill(cr);
+    cairo_set_line_width(cr, 1);
+    cairo_set_dash(cr, NULL, 0, 0);
+    double k0 = ceil(a->x0 / a->xs - 1e-9);
+    for (int k = 0; k < 40; k++) { /* about 6 ticks; 40 bounds what rounding could add */
+        double v = (k0 + k) * a->xs, x = ax_x(a, v);
+        if (v > a->x1 + 1e-9 * a->xs) break;
+        colour(cr, 0xDDDDDD, 1);
+        cairo_move_to(cr, floor(x) + 0.5, a->py), cairo_line_to(cr, floor(x) + 0.5, a->py + a->ph), cairo_stroke(cr);
+        if (!xlabel) continue; /* a panel above another: the x axis is labelled below */
+        colour(cr, BLACK, 1);
+        tick_label(b, sizeof b, v, a->xs);
+        text(cr, x, a->py + a->ph + 6, 12, 0, 0.5, 0, b);
+    }
+    k0 = ceil(a->y0 / a->ys - 1e-9);
+    for (int k = 0; k < 40; k++) {
+        double v = (k0 + k) * a->ys, y = ax_y(a, v);
+        if (v > a->y1 + 1e-9 * a->ys) break;
+        colour(cr, 0xDDDDDD, 1);
+        cairo_move_to(cr, a->px, floor(y) + 0.5), cairo_line_to(cr, a->px + a->pw, floor(y) + 0.5), cairo_stroke(cr);
+        colour(cr, BLACK, 1);
+        tick_label(b, sizeof b, v, a->ys);
+        text(cr, a->px - 6, y, 12, 0, 1, 0.5, b);
+    }
+    colour(cr, BLACK, 1);
+    cairo_rectangle(cr, a->px + 0.5, a->py + 0.5, a->pw - 1, a->ph - 1);
+    cairo_stroke(cr);
+    if (xlabel) text(cr, a->px + a->pw / 2, a->py + a->ph + 24, 13, 0, 0.5, 0, xlabel);
+    if (ylabel) {
+        cairo_save(cr);
+        cairo_translate(cr, a->px - 56, a->py + a->ph / 2);
+        cairo_rotate(cr, -M_PI / 2);
+        text(cr, 0, 0, 13, 0, 0.5, 0.5, ylabel);
+        cairo_restore(cr);
+    }
+}
+
+/* ys against xs as a line (a null breaks it), clipped to the plot area. For speed (pictures end
+ * every training run): stroked in pieces of 64 points, the dash pattern carried across (one
+ * long path costs cairo a self-intersection search), with cairo's fast antialiasing. */
+static void line(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style *s) {
+    static const double dash[] = {6, 4};
+    size_t n = json_array_size(xs) < json_array_size(ys) ? json_array_size(xs) : json_array_size(ys);
+    cairo_save(cr);
+    cairo_rectangle(cr, a->px, a->py, a->pw, a->ph);
+    cairo_clip(cr);
+    pen(cr, s);
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_FAST);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    int k = 0;                       /* points in the current piece */
+    double lx = 0, ly = 0, dist = 0; /* the last point, and the length drawn (for the dashes) */
+    for (size_t i = 0; i < n; i++) {
+        json_t *xv = json_array_get(xs, i), *yv = json_array_get(ys, i);
+        if (!json_is_number(xv) || !json_is_number(yv)) {
+            k = 0;
+            continue;
+        }
+        double x = ax_x(a, json_number_value(xv)), y = ax_y(a, json_number_value(yv));
+        if (k) cairo_line_to(cr, x, y), dist += hypot(x - lx, y - ly);
+        else cairo_move_to(cr, x, y);
+        lx = x, ly = y;
+        if (++k == 64) { /* end this piece; the next starts here */
+            cairo_stroke(cr);
+            if (s->dashed) cairo_set_dash(cr, dash, 2, dist);
+            cairo_move_to(cr, x, y);
+            k = 1;
+        }
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
+/* ys against xs as square dots of side s->width on whole pixels, inside the plot area. On an
+ * image the squares are written into its pixels (thousands of them cost cairo's rasterizer
+ * milliseconds, this loop microseconds); on a vector surface they are rectangles. */
+static void dots(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style *s) {
+    size_t n = json_array_size(xs) < json_array_size(ys) ? json_array_size(xs) : json_array_size(ys);
+    int w = (int)s->width, h = w / 2;
+    cairo_surface_t *sf = cairo_get_target(cr);
+    int raster = cairo_surface_get_type(sf) == CAIRO_SURFACE_TYPE_IMAGE;
+    unsigned char *data = NULL;
+    int stride = 0, x0 = (int)ceil(a->px), x1 = (int)floor(a->px + a->pw), y0 = (int)ceil(a->py), y1 = (int)floor(a->py + a->ph);
+    if (raster) {
+        cairo_surface_flush(sf);
+        data = cairo_image_surface_get_data(sf), stride = cairo_image_surface_get_stride(sf);
+    } else {
+        cairo_save(cr);
+        cairo_rectangle(cr, a->px, a->py, a->pw, a->ph);
+        cairo_clip(cr);
+        colour(cr, s->rgb, 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *xv = json_array_get(xs, i), *yv = json_array_get(ys, i);
+        if (!json_is_number(xv) || !json_is_number(yv)) continue;
+        double fx = round(ax_x(a, json_number_value(xv))) - h, fy = round(ax_y(a, json_number_value(yv))) - h;
+        if (!raster) {
+            cairo_rectangle(cr, fx, fy, w, w);
+            continue;
+        }
+        if (!(fx > x0 - w && fx < x1 && fy > y0 - w && fy < y1)) continue; /* off the plot (and not a NaN) */
+        for (int y = (int)fy; y < (int)fy + w; y++)
+            for (int x = (int)fx; x < (int)fx + w; x++)
+                if (x >= x0 && x < x1 && y >= y0 && y < y1) ((uint32_t *)(data + (size_t)y * stride))[x] = 0xFF000000u | s->rgb;
+    }
+    if (raster) {
+        cairo_surface_mark_dirty(sf);
+    } else {
+        cairo_fill(cr);
+        cairo_restore(cr);
+    }
+}
+
+/* Where a legend goes: a corner inside the plot area, or beside it on the right (OUTSIDE: the
+ * chart leaves room for it, LEGEND_W). */
+enum { TOP_RIGHT = 0, TOP_LEFT = 1, BOTTOM_RIGHT = 2, BOTTOM_LEFT = 3, OUTSIDE = 4 };
+#define LEGEND_W 140
+
+/* The legend: each series' line (or dot) and label, one under the other. */
+static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int dots) {
+    double lh = 18, bw = 0, bh = n * lh + 8;
+    for (int i = 0; i < n; i++) bw = fmax(bw, text_width(cr, 12, s[i].label) + 46);
+    double x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - bw - 8;
+    double y = corner & 2 ? a->py + a->ph - bh - 8 : corner == OUTSIDE ? a->py : a->py + 8;
+    colour(cr, 0xFFFFFF, 0.9);
+    cairo_rectangle(cr, x, y, bw, bh);
+    cairo_fill_preserve(cr);
+    colour(cr, GREY, 1);
+    cairo_set_line_width(cr, 1);
+    cairo_set_dash(cr, NULL, 0, 0);
+    cairo_stroke(cr);
+    for (int i = 0; i < n; i++) {
+        double cy = y + 4 + lh * (i + 0.5);
+        pen(cr, &s[i]);
+        if (dots) {
+            cairo_rectangle(cr, x + 16, cy - 3, 6, 6);
+            cairo_fill(cr);
+        } else {
+            cairo_set_line_width(cr, fmax(s[i].width, 2));
+            cairo_move_to(cr, x + 8, cy), cairo_line_to(cr, x + 32, cy);
+            cairo_stroke(cr);
+        }
+        colour(cr, BLACK, 1);
+        text(cr, x + 38, cy, 12, 0, 0, 0.5, s[i].label);
+    }
+}
+
+/* Says why a chart has nothing to show, in its frame. */
+static void empty_chart(cairo_t *cr, json_t *doc, const char *what, const char *why) {
+    title(cr, doc, what);
+    colour(cr, GREY, 1);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, 78.5, 44.5, W - 100, H - 104);
+    cairo_stroke(cr);
+    colour(cr, BLACK, 1);
+    double cx = 78 + (W - 100) / 2.0, y = H / 2.0 + 14;
+    text(cr, cx, H / 2.0 - 14, 16, 1, 0.5, 0.5, "This chart is empty");
+    char line[160];
+    size_t n = strlen(why);
+    for (size_t i = 0; i < n && y < H - 70; y += 20) { /* wrapped at a space near 80 characters */
+        size_t k = n - i <= 80 ? n - i : 80;
+        while (k < n - i && k > 40 && why[i + k] != ' ') k--;
+        snprintf(line, sizeof line, "%.*s", (int)k, why + i);
+        text(cr, cx, y, 13, 0, 0.5, 0.5, line);
+        i += k + (why[i + k] == ' ');
+    }
+}
+
+/* Series of a plots-v1 chart in drawing order (the third, then the target, the prediction on top),
+ * with their look: colour, width, dash and what the legend calls them (gl: room for a label). */
+static int looks(json_t *doc, json_t *ser, const char **names, style *s, char gl[64]) {
+    int dpd = json_is_true(json_object_get(doc, "dpd"));
+    double g = json_number_value(json_object_get(doc, "gain"));
+    snprintf(gl, 64, "g\xC2\xB7x, g = %.3f", g);
+    static const char *const order[] = {"no_dpd", "target", "linear", "prediction", "output"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof order / sizeof *order && n < 4; i++) {
+        if (!json_object_get(ser, order[i])) continue;
+        const char *k = order[i];
+        names[n] = k;
+        s[n] = !strcmp(k, "no_dpd")       ? (style){SKY, 1.4, 1, "PA(x), no DPD"}
+               : !strcmp(k, "target")     ? (style){BLACK, 2.2, 0, dpd ? "target g\xC2\xB7x" : "measured y"}
+               : !strcmp(k, "linear")     ? (style){BLACK, 2.2, 0, gl}
+               : !strcmp(k, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA(DPD(x))" : "PA model"}
+                                          : (style){VERMILLION, 1.2, 0, "measured y"};
+        n++;
+    }
+    return n;
+}
+
+/* Page layout of a one-panel chart: the plot area. */
+#define PX 78
+#define PY 44
+#define PW (W - PX - 22)
+#define PH (H - PY - 60)
+
+/* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot. */
+static void bands(cairo_t *cr, const axes *a, json_t *b) {
+    static const char *const key[] = {"main", "adjacent_left", "adjacent_right"};
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(b, key[i]);
+        if (json_array_size(v) != 2) continue;
+        double x0 = ax_x(a, json_number_value(json_array_get(v, 0))), x1 = ax_x(a, json_number_value(json_array_get(v, 1)));
+        colour(cr, i ? YELLOW : GREY, i ? 0.35 : 0.16);
+        cairo_rectangle(cr, x0, a->py, x1 - x0, a->ph);
+        cairo_fill(cr);
+        colour(cr, 0x333333, 1);
+        text(cr, (x0 + x1) / 2, a->py + 5, 11, 0, 0.5, 0, i ? "adj." : "main channel");
+    }
+}
+
+/* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
+static void chart_psd(cairo_t *cr, json_t *doc) {
+    json_t *p = json_object_get(json_object_get(doc, "plots"), "psd"), *ser = json_object_get(p, "series");
+    json_t *f = json_object_get(p, "freq");
+    const char *names[4];
+    style s[4];
+    char gl[64];
+    int n = looks(doc, ser, names, s, gl);
+    range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
+    grow(&xr, f);
+    for (int i = 0; i < n; i++) grow(&yr, json_object_get(ser, names[i]));
+    yr.lo = fmax(yr.lo, yr.hi - 100);
+    title(cr, doc, "Power spectral density");
+    axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
+    axes_draw(cr, &a, "frequency (MHz)", "PSD (dB, relative)");
+    bands(cr, &a, json_object_get(p, "bands"));
+    for (int i = 0; i < n; i++) line(cr, &a, f, json_object_get(ser, names[i]), &s[i]);
+    legend(cr, &a, s, n, TOP_RIGHT, 0);
+}
+
+/* The spectrum of prediction - target, over the target's own spectrum for scale. */
+static void chart_residual(cairo_t *cr, json_t *doc) {
+    json_t *pl = json_object_get(doc, "plots"), *p = json_object_get(pl, "residual"), *f = json_object_get(p, "freq");
+    json_t *psd = json_object_get(pl, "psd"), *ser = json_object_get(psd, "series");
+    const char *names[4];
+    style look[4];
+    char gl[64];
+    int n = looks(doc, ser, names, look, gl), dpd = json_is_true(json_object_get(doc, "dpd"));
+    const char *ref = json_object_get(ser, "target") ? "target" : "linear";
+    style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
+    if (!strcmp(ref, "target")) s[1].label = dpd ? "PA(DPD(x)) \xE2\x88\x92 g\xC2\xB7x" : "PA model \xE2\x88\x92 measured y";
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], ref)) s[0].label = look[i].label;
+    range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
+    grow(&xr, f);
+    grow(&yr, json_object_get(p, "db"));
+    grow(&yr, json_object_get(ser, ref));
+    yr.lo = fmax(yr.lo, yr.hi - 100);
+    title(cr, doc, "Residual spectrum (error)");
+    axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
+    axes_draw(cr, &a, "frequency (MHz)", "PSD (dB, relative)");
+    bands(cr, &a, json_object_get(psd, "bands"));
+    line(cr, &a, json_object_get(psd, "freq"), json_object_get(ser, ref), &s[0]);
+    line(cr, &a, f, json_object_get(p, "db"), &s[1]);
+    legend(cr, &a, s, 2, TOP_RIGHT, 0);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* AM/AM or AM/PM: every series' points against the input amplitude. AM/PM's y range holds the
+ * middle 99 % of the points (the phase of near-zero samples is noise over +-180 degrees). */
+static void chart_scatter(cairo_t *cr, json_t *doc, const char *key, const char *what, const char *ylabel, int where) {
+    json_t *p = json_object_get(json_object_get(doc, "plots"), key), *ser = json_object_get(p, "series");
+    json_t *in = json_object_get(p, "input");
+    const char *names[4];
+    style s[4];
+    char gl[64];
+    int n = looks(doc, ser, names, s, gl);
+    range xr = {0, -INFINITY}, yr = !strcmp(key, "amam") ? (range){0, -INFINITY} : EMPTY_RANGE;
+    grow(&xr, in);
+    if (!strcmp(key, "ampm")) {
+        size_t m = 0, cap = 0;
+        for (int i = 0; i < n; i++) cap += json_array_size(json_object_get(ser, names[i]));
+        double *v = malloc((cap ? cap : 1) * sizeof *v);
+        for (int i = 0; v && i < n; i++) {
+            size_t j;
+            json_t *e;
+            json_array_foreach(json_object_get(ser, names[i]), j, e) if (json_is_number(e)) v[m++] = json_number_value(e);
+        }
+        if (v && m) {
+            qsort(v, m, sizeof *v, cmp_double);
+            yr = (range){v[m / 200], v[m - 1 - m / 200]};
+            double pad = 0.1 * (yr.hi - yr.lo);
+            yr.lo -= pad, yr.hi += pad;
+        }
+        free(v);
+    } else {
+        for (int i = 0; i < n; i++) grow(&yr, json_object_get(ser, names[i]));
+    }
+    for (int i = 0; i < n; i++) s[i].width = !strcmp(names[i], "target") || !strcmp(names[i], "linear") ? 3 : 2;
+    title(cr, doc, what);
+    axes a = axes_at(PX, PY, PW, PH, xr, yr, 0, 0);
+    axes_draw(cr, &a, "input amplitude |x| (normalized)", ylabel);
+    for (int i = 0; i < n; i++) dots(cr, &a, in, json_object_get(ser, names[i]), &s[i]);
+    legend(cr, &a, s, n, where, 1);
+}
+
+static void chart_amam(cairo_t *cr, json_t *doc) {
+    chart_scatter(cr, doc, "amam", "AM/AM: output amplitude against input amplitude", "output amplitude (normalized)", TOP_LEFT);
+}
+
+static void chart_ampm(cairo_t *cr, json_t *doc) {
+    chart_scatter(cr, doc, "ampm", "AM/PM: phase shift against input amplitude", "phase of output \xE2\x88\x92 input (degrees)", TOP_RIGHT);
+}
+
+/* I (top) and Q (bottom) of the first samples, every series. */
+static void chart_iq(cairo_t *cr, json_t *doc) {
+    json_t *p = json_object_get(json_object_get(doc, "plots"), "iq"), *ser = json_object_get(p, "series");
+    json_t *t = json_object_get(p, "sample");
+    const char *names[4];
+    style s[4];
+    char gl[64];
+    int n = looks(doc, ser, names, s, gl);
+    range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
+    grow(&xr, t);
+    for (int i = 0; i < n; i++) {
+        grow(&yr, json_object_get(json_object_get(ser, names[i]), "i"));
+        grow(&yr, json_object_get(json_object_get(ser, names[i]), "q"));
+    }
+    title(cr, doc, "I/Q: the first samples");
+    double ph = (H - PY - 60 - 20) / 2.0;
+    for (int c = 0; c < 2; c++) {
+        axes a = axes_at(PX, PY + c * (ph + 20), PW - LEGEND_W, ph, xr, yr, 1, 1);
+        axes_draw(cr, &a, c ? "sample" : NULL, c ? "Q (normalized)" : "I (normalized)");
+        for (int i = 0; i < n; i++) line(cr, &a, t, json_object_get(json_object_get(ser, names[i]), c ? "q" : "i"), &s[i]);
+        if (!c) legend(cr, &a, s, n, OUTSIDE, 0);
+    }
+}
+
+/* Column `name` of the history as an array of its values per row (a new reference). */
+static json_t *column(json_t *h, const char *name) {
+    json_t *cols = json_object_get(h, "columns"), *rows = json_object_get(h, "rows"), *out = json_array(), *v;
+    size_t k = json_array_size(cols), i;
+    json_array_foreach(cols, i, v) if (!strcmp(json_string_value(v) ? json_string_value(v) : "", name)) k = i;
+    json_array_foreach(rows, i, v) json_array_append(out, k < json_array_size(v) ? json_array_get(v, k) : json_null());
+    return out;
+}
+
+/* 10 log10 of each value (a loss in dB), null where it has none. */
+static json_t *to_db(json_t *a) {
+    json_t *out = json_array(), *v;
+    size_t i;
+    json_array_foreach(a, i, v) json_array_append_new(out, json_is_number(v) && json_number_value(v) > 0
+                                                               ? json_real(10 * log10(json_number_value(v)))
+                                                               : json_null());
+    json_decref(a);
+    return out;
+}
+
+/* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom). */
+static void chart_history(cairo_t *cr, json_t *doc) {
+    json_t *h = json_object_get(doc, "history");
+    if (!json_array_size(json_object_get(h, "rows"))) {
+        empty_chart(cr, doc, "Learning curves", "the run has no history.csv rows (no epoch completed)");
+        return;
+    }
+    json_t *ep = column(h, "EPOCH");
+    json_t *loss[3] = {to_db(column(h, "TRAIN_LOSS")), to_db(column(h, "VAL_LOSS")), to_db(column(h, "TEST_LOSS"))};
+    static const char *const met[3] = {"NMSE", "EVM", "ACLR_AVG"};
+    json_t *m[6];
+    for (int i = 0; i < 6; i++) {
+        char c[32];
+        snprintf(c, sizeof c, "%s_%s", i % 2 ? "TEST" : "VAL", met[i / 2]);
+        m[i] = column(h, c);
+    }
+    style ls[3] = {{BLACK, 2, 0, "train loss"}, {BLUE, 2, 0, "val loss"}, {VERMILLION, 2, 1, "test loss"}};
+    style ms[5] = {{BLUE, 2, 0, "NMSE"}, {GREEN, 2, 0, "EVM"}, {PURPLE, 2, 0, "ACLR_AVG"}, {BLACK, 2, 0, "val"}, {BLACK, 2, 1, "test"}};
+    range xr = EMPTY_RANGE, y1 = EMPTY_RANGE, y2 = EMPTY_RANGE;
+    grow(&xr, ep);
+    for (int i = 0; i < 3; i++) grow(&y1, loss[i]);
+    for (int i = 0; i < 6; i++) grow(&y2, m[i]);
+    int few = json_array_size(ep) <= 40; /* markers on the points too */
+    title(cr, doc, "Learning curves");
+    double ph = (H - PY - 60 - 20) / 2.0;
+    axes a = axes_at(PX, PY, PW - LEGEND_W, ph, xr, y1, 0, 1), b = axes_at(PX, PY + ph + 20, PW - LEGEND_W, ph, xr, y2, 0, 1);
+    axes_draw(cr, &a, NULL, "loss (dB, 10 log10 MSE)");
+    axes_draw(cr, &b, "epoch", "metric (dB, dBc)");
+    for (int i = 0; i < 3; i++) {
+        line(cr, &a, ep, loss[i], &ls[i]);
+        if (few) dots(cr, &a, ep, loss[i], &(style){ls[i].rgb, 5, 0, ""});
+    }
+    for (int i = 0; i < 6; i++) {
+        style s = ms[i / 2];
+        s.dashed = i % 2;
+        line(cr, &b, ep, m[i], &s);
+        if (few) dots(cr, &b, ep, m[i], &(style){s.rgb, 5, 0, ""});
+    }
+    legend(cr, &a, ls, 3, OUTSIDE, 0);
+    legend(cr, &b, ms, 5, OUTSIDE, 0);
+    json_decref(ep);
+    for (int i = 0; i < 3; i++) json_decref(loss[i]);
+    for (int i = 0; i < 6; i++) json_decref(m[i]);
+}
+
+typedef void (*chart_fn)(cairo_t *, json_t *);
+static const struct chart {
+    const char *name, *what; /* what: the title of the "nothing to plot" picture */
+    chart_fn draw;
+    int run_only; /* needs a run (its history) */
+} charts[] = {
+    {"psd", "Power spectral density", chart_psd, 0},
+    {"amam", "AM/AM", chart_amam, 0},
+    {"ampm", "AM/PM", chart_ampm, 0},
+    {"iq", "I/Q", chart_iq, 0},
+    {"residual", "Residual spectrum (error)", chart_residual, 0},
+    {"history", "Learning curves", chart_history, 1},
+};
+#define NCHARTS (sizeof charts / sizeof *charts)
+
+/* An RGB24 image as an 8-bit RGB PNG through libpng, at zlib level 1 without filters: several
+ * times faster than cairo_surface_write_to_png (libpng's adaptive filters at level 6), with files
+ * about as small (a chart is mostly flat colour). 0, or -1 with errno set. */
+static int write_png(cairo_surface_t *sf, const char *path) {
+    int w = cairo_image_surface_get_width(sf), h = cairo_image_surface_get_height(sf);
+    int stride = cairo_image_surface_get_stride(sf);
+    const unsigned char *data = cairo_image_surface_get_data(sf);
+    FILE *f = fopen(path, "wb");
+    unsigned char *row = malloc((size_t)w * 3);
+    png_structp png = f && row ? png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL) : NULL;
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    int rc = -1;
+    if (!info || setjmp(png_jmpbuf(png))) goto done; /* libpng's errors come back here */
+    png_init_io(png, f);
+    png_set_compression_level(png, 1);
+    png_set_filter(png, 0, PNG_FILTER_NONE);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < h; y++) {
+        const uint32_t *px = (const uint32_t *)(data + (size_t)y * stride); /* cairo: native-endian xRGB */
+        for (int x = 0; x < w; x++) row[3 * x] = px[x] >> 16 & 255, row[3 * x + 1] = px[x] >> 8 & 255, row[3 * x + 2] = px[x] & 255;
+        png_write_row(png, row);
+    }
+    png_write_end(png, NULL);
+    rc = 0;
+done:
+    png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
+    free(row);
+    if (f && fclose(f)) rc = -1;
+    if (!f || !row) errno = !f ? errno : ENOMEM;
+    else if (rc && !errno) errno = EIO;
+    return rc;
+}
+
+/* Draws chart c of doc into path (written whole to a temporary file, then renamed): an SVG, or
+ * a PNG through img, the one image surface every PNG chart is drawn on. */
+static dpd_status draw(const struct chart *c, json_t *doc, const char *path, cairo_surface_t *img, dpd_error *err) {
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    cairo_surface_t *sf = img ? cairo_surface_reference(img) : cairo_svg_surface_create(tmp, W, H);
+    if (!img) cairo_svg_surface_set_document_unit(sf, CAIRO_SVG_UNIT_PX); /* 800 x 500 pixels, not points */
+    cairo_t *cr = cairo_create(sf);
+    colour(cr, 0xFFFFFF, 1);
+    cairo_paint(cr);
+    const char *empty = json_string_value(json_object_get(json_object_get(doc, "plots"), "empty"));
+    if (empty && !c->run_only) empty_chart(cr, doc, c->what, empty);
+    else c->draw(cr, doc);
+    cairo_status_t st = cairo_status(cr);
+    cairo_destroy(cr);
+    if (img) cairo_surface_flush(img);
+    else cairo_surface_finish(sf); /* the SVG is written out here */
+    if (!st) st = cairo_surface_status(sf);
+    cairo_surface_destroy(sf);
+    errno = 0;
+    int bad = st || (img && write_png(img, tmp)), e = errno;
+    if (bad || rename(tmp, path)) {
+        if (!bad) e = errno;
+        unlink(tmp);
+        return cli_err(err, DPD_E_IO, "%s: cannot write the picture: %s", path, st ? cairo_status_to_string(st) : strerror(e));
+    }
+    return DPD_OK;
+}
+
+/* Sets up cairo's fonts: fontconfig's first use costs about as much as a chart. */
+static void *warm_fonts(void *unused) {
+    cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+    cairo_t *cr = cairo_create(sf);
+    text(cr, 0, 0, 12, 1, 0, 0, "0");
+    text(cr, 0, 0, 12, 0, 0, 0, "0");
+    cairo_destroy(cr);
+    cairo_surface_destroy(sf);
+    return unused;
+}
+
+static pthread_t warm_thread;
+static int warming; /* warm_thread runs (started by cli_plot_warm, joined by cli_plot_warm_wait) */
+
+void cli_plot_warm(void) {
+    if (!warming) warming = !pthread_create(&warm_thread, NULL, warm_fonts, NULL);
+}
+
+void cli_plot_warm_wait(void) {
+    if (warming) pthread_join(warm_thread, NULL);
+    warming = 0;
+}
+
+/* Two painters draw the charts at once, each on its own image surface (cairo shares only its
+ * font caches, under its own locks; the document is only read). The second starts before the
+ * plot data exist and sets up the fonts meanwhile, unless cli_plot_warm did. The pictures end a
+ * training run, so their time is the run's. */
+typedef struct painters {
+    pthread_mutex_t mu;
+    pthread_cond_t ready;
+    const plot_req *r;
+    const char *out;
+    json_t *doc;    /* the document, once go is 1 */
+    int go;         /* 0: wait; 1: draw; -1: stop */
+    size_t next;    /* the next chart to take */
+    dpd_error err;  /* the first failure (status 0: none) */
+    int warm;       /* set up the fonts first (cli_plot_warm did not) */
+} painters;
+
+static void paint(painters *p) {
+    cairo_surface_t *img = p->r->svg ? NULL : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->err.status ? NCHARTS : p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= NCHARTS) break;
+        if (charts[i].run_only && !p->r->run_dir) continue;
+        char path[4200];
+        dpd_error e = {0};
+        snprintf(path, sizeof path, "%s/%s.%s", p->out, charts[i].name, p->r->svg ? "svg" : "png");
+        if (!draw(&charts[i], p->doc, path, img, &e)) continue;
+        pthread_mutex_lock(&p->mu);
+        if (!p->err.status) p->err = e;
+        pthread_mutex_unlock(&p->mu);
+    }
+    cairo_surface_destroy(img);
+}
+
+static void *painter(void *arg) {
+    painters *p = arg;
+    if (p->warm) warm_fonts(NULL);
+    pthread_mutex_lock(&p->mu);
+    while (!p->go) pthread_cond_wait(&p->ready, &p->mu);
+    int go = p->go;
+    pthread_mutex_unlock(&p->mu);
+    if (go > 0) paint(p);
+    return NULL;
+}
+
+/* The whole job: plots.json, then every chart drawn from it. out receives the directory. */
+static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
+    if (r->out) snprintf(out, nout, "%s", r->out);
+    else snprintf(out, nout, "%s/plots", r->run_dir ? r->run_dir : r->data);
+    painters p = {.mu = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER, .r = r, .out = out, .warm = !warming};
+    pthread_t t;
+    int helper = !pthread_create(&t, NULL, painter, &p);
+    plot_doc d;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/plots.json", out);
+    dpd_status s = gather(r, &d, err);
+    if (!s && !(s = make_dirs(out, err))) {
+        clean_stale(out);
+        s = write_doc(&d, path, err);
+    }
+    cli_plot_warm_wait();
+    pthread_mutex_lock(&p.mu);
+    p.doc = d.doc, p.go = s ? -1 : 1;
+    pthread_cond_signal(&p.ready);
+    pthread_mutex_unlock(&p.mu);
+    if (!s) paint(&p);
+    if (helper) pthread_join(t, NULL);
+    if (!s && p.err.status) *err = p.err, s = p.err.status;
+    json_decref(d.doc);
+    free(d.text);
+    cairo_debug_reset_static_data(); /* every cairo object is gone: its font caches go too */
+    return s;
+}
+
+int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err) {
+    cli_plot_opts d = {0};
+    if (!o) o = &d;
+    const char *split = o->split ? o->split : o->kept && o->kept->epoch ? "val" : "test";
+    const char *format = o->format ? o->format : "png";
+    if (!run_dir || (strcmp(split, "test") && strcmp(split, "val")) || (strcmp(format, "png") && strcmp(format, "svg")))
+        return cli_err(err, DPD_E_INVAL, "plot: needs a run directory, the split test or val and the format png or svg");
+    plot_req r = {.run_dir = run_dir, .split = strcmp(split, "val") ? DPD_TEST : DPD_VAL, .out = o->out_dir,
+                  .svg = !strcmp(format, "svg"), .x = o->x, .kept = o->kept};
+    char out[4096];
+    return plot_write(&r, out, sizeof out, err);
+}
+
+static const char *const usage =
+    "dpd plot RUN_DIR [--split test|val] [--out DIR] [--format png|svg] [--data DIR]\n"
+    "       dpd plot --data DIR [--split test|val] [--out DIR] [--format png|svg]\n\n"
+    "Draws a run's best checkpoint on a split (a DPD run: the PA driven by the DPD and by x\n"
+    "itself, against g x): psd, amam, ampm, iq, residual and history (the learning curves), and\n"
+    "writes the numbers drawn as plots.json (docs/formats.md, run-plots-v1). With RUN_DIR,\n"
+    "--data names the dataset when config.json's path does not reach it from here. Without\n"
+    "RUN_DIR, --data draws the measured dataset: the output y next to g x, the input at the\n"
+    "PA's linear gain g = max|y_train| / max|x_train|. The default --out is RUN_DIR/plots (or\n"
+    "DIR/plots). Prints the paths written, one a line.";
+
+int cmd_plot(int argc, char **argv) {
+    char data[4096] = "", split[16] = "test", out[4096] = "", format[16] = "png";
+    cli_exec x = {0};
+    opt o[] = {
+        CLI_EXEC_OPTS(x),
+        {"split", OPT_STR, split, sizeof split, "test or val (test)", 0},
+        {"out", OPT_STR, out, sizeof out, "output directory (RUN_DIR/plots, or DIR/plots with --data alone)", 0},
+        {"format", OPT_STR, format, sizeof format, "png or svg (png)", 0},
+        {"data", OPT_STR, data, sizeof data, "the dataset: drawn alone without RUN_DIR, or the run's dataset", 0},
+    };
+    int n = sizeof o / sizeof *o;
+    /* RUN_DIR is the one argument that is not an option or an option's value */
+    char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
+    const char *run_dir = NULL;
+    int m = 0;
+    if (!rest) return 1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "--", 2) || !strcmp(a, "-h")) {
+            rest[m++] = argv[i];
+            opt *p = !strchr(a, '=') ? args_get(o, n, a + 2) : NULL;
+            if (p && p->type != OPT_FLAG && i + 1 < argc) rest[m++] = argv[++i];
+        } else if (!run_dir) {
+            run_dir = a;
+        } else {
+            fprintf(stderr, "dpd: plot takes one RUN_DIR (got '%s' and '%s')\n", run_dir, a);
+            free(rest);
+            return 2;
+        }
+    }
+    int r = args_parse(m, rest, o, n, usage);
+    free(rest);
+    if (r) return r == 1 ? 0 : 2;
+    if (!run_dir && !data[0]) {
+        fprintf(stderr, "dpd: plot needs a run directory (dpd plot RUN_DIR) or a dataset (dpd plot --data DIR)\n");
+        return 2;
+    }
+    if (strcmp(split, "test") && strcmp(split, "val")) {
+        fprintf(stderr, "dpd: --split must be test or val (got '%s')\n", split);
+        return 2;
+    }
+    if (strcmp(format, "png") && strcmp(format, "svg")) {
+        fprintf(stderr, "dpd: --format must be png or svg (got '%s')\n", format);
+        return 2;
+    }
+    if ((r = cli_exec_resolve(&x))) return r;
+    plot_req q = {.run_dir = run_dir, .data = data[0] ? data : NULL, .split = strcmp(split, "val") ? DPD_TEST : DPD_VAL,
+                  .out = out[0] ? out : NULL, .svg = !strcmp(format, "svg"), .x = &x};
+    dpd_error err = {0};
+    char dir[4096];
+    if (plot_write(&q, dir, sizeof dir, &err)) return cli_fail(&err);
+    printf("%s/plots.json\n", dir);
+    for (size_t i = 0; i < NCHARTS; i++)
+        if (run_dir || !charts[i].run_only) printf("%s/%s.%s\n", dir, charts[i].name, format);
+    return 0;
+}

@@ -1,0 +1,216 @@
+/* test_plot: the plot data (dpd_plot_json, plots-v1) against the functions it is made of. On a
+ * synthetic PA-like signal with a zero-padded tail: at most 4 000 points per curve; the PSD of
+ * each series equals dpd_psd's at the fixed stride, rounded to 3 decimals, on dpd_psd's own
+ * frequencies; the residual is the PSD of prediction - target; the bands are dpd_band_of's edges;
+ * AM/AM and AM/PM at the fixed stride are |y| and the phase against x of those samples, never of
+ * the padding; I/Q are the first samples; a third series is carried everywhere; the same input
+ * gives the same text. Then a silent input ("empty" with a reason, no series) and bad arguments. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dpd/dpd.h"
+
+static double r3(double v) { return round(v * 1e3) / 1e3; }
+static double r6(double v) { return round(v * 1e6) / 1e6; }
+
+/* Test signals (S, N, 2): x a sum of tones with random phases, ref = a soft compressor with
+ * AM/PM of x, pred = ref plus a little noise, other = 0.9 ref; the tail after n is zero. */
+typedef struct sig {
+    int S, N;
+    size_t n;
+    float *x, *ref, *pred, *other;
+} sig;
+
+static sig make(int S, int N, size_t n, uint64_t seed) {
+    sig g = {S, N, n, NULL, NULL, NULL, NULL};
+    size_t len = (size_t)S * N * 2;
+    g.x = calloc(len, sizeof(float)), g.ref = calloc(len, sizeof(float));
+    g.pred = calloc(len, sizeof(float)), g.other = calloc(len, sizeof(float));
+    dpd_rng r;
+    dpd_rng_seed(&r, seed);
+    double ph[40];
+    for (int k = 0; k < 40; k++) ph[k] = 2 * M_PI * dpd_rng_uniform(&r);
+    for (size_t i = 0; i < n; i++) {
+        double a = 0, b = 0;
+        for (int k = 0; k < 40; k++) { /* tones inside +-100 MHz at 800 MHz */
+            double w = 2 * M_PI * (k - 20) * 0.0061 * (double)i + ph[k];
+            a += 0.05 * cos(w), b += 0.05 * sin(w);
+        }
+        double amp = hypot(a, b), gain = 2.5 / (1 + 0.3 * amp * amp), rot = 0.3 * amp * amp;
+        double ya = gain * (a * cos(rot) - b * sin(rot)), yb = gain * (a * sin(rot) + b * cos(rot));
+        g.x[2 * i] = (float)a, g.x[2 * i + 1] = (float)b;
+        g.ref[2 * i] = (float)ya, g.ref[2 * i + 1] = (float)yb;
+        g.pred[2 * i] = (float)(ya + 0.01 * dpd_rng_normal(&r)), g.pred[2 * i + 1] = (float)(yb + 0.01 * dpd_rng_normal(&r));
+        g.other[2 * i] = (float)(0.9 * ya), g.other[2 * i + 1] = (float)(0.9 * yb);
+    }
+    return g;
+}
+
+static void sig_free(sig *g) { free(g->x), free(g->ref), free(g->pred), free(g->other); }
+
+static const dpd_spec spec = {.fs = 800e6, .bw_main = 200e6, .bw_sub = 20e6, .n_sub = 10};
+
+static json_t *plot(const sig *g, int other, char **text) {
+    dpd_plot_in in = {.x = g->x, .ref = g->ref, .pred = g->pred, .other = other ? g->other : NULL, .S = g->S,
+                      .N = g->N, .n = g->n, .spec = &spec, .other_name = other ? "no_dpd" : NULL};
+    dpd_error err = {0};
+    char *t = dpd_plot_json(&in, &err);
+    CHECK(t != NULL, "dpd_plot_json: %s", err.msg);
+    json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+    CHECK(j != NULL, "dpd_plot_json's text parses as JSON");
+    if (text) *text = t;
+    else free(t);
+    return j;
+}
+
+/* arr[k] == want[k * stride] (k < count), a non-finite want as null; name the first miss. */
+static void same(const char *what, json_t *arr, const double *want, size_t count, size_t stride) {
+    CHECK(json_array_size(arr) == count, "%s: %zu points, want %zu", what, json_array_size(arr), count);
+    for (size_t k = 0; k < count && k < json_array_size(arr); k++) {
+        json_t *v = json_array_get(arr, k);
+        double w = want[k * stride];
+        int ok = isfinite(w) ? json_is_number(v) && json_number_value(v) == w : json_is_null(v);
+        if (!ok) {
+            CHECK(0, "%s[%zu]: %.9g, want %.9g", what, k, json_number_value(v), w);
+            return;
+        }
+    }
+    check_passed++;
+}
+
+/* The PSD of sig (S, N, 2), rounded as the plot data round it: db to 3 decimals, freq in MHz to 6. */
+static void psd_of(const float *s, const sig *g, double *f, double *db) {
+    dpd_error err;
+    CHECK(dpd_psd(s, g->S, g->N, spec.fs, f, db, &err) == DPD_OK, "dpd_psd: %s", err.msg);
+    for (int k = 0; k < g->N; k++) f[k] = r6(f[k] / 1e6), db[k] = isfinite(db[k]) ? r3(db[k]) : db[k];
+}
+
+static void band_is(json_t *b, const char *name, int first, int last, int N) {
+    json_t *v = json_object_get(b, name);
+    double step = spec.fs / N / 1e6;
+    double lo = r6((first - N / 2) * step), hi = r6((last - N / 2) * step);
+    CHECK(json_array_size(v) == 2 && json_number_value(json_array_get(v, 0)) == lo &&
+              json_number_value(json_array_get(v, 1)) == hi,
+          "band %s: [%g, %g], want bins %d..%d = [%g, %g] MHz", name, json_number_value(json_array_get(v, 0)),
+          json_number_value(json_array_get(v, 1)), first, last, lo, hi);
+}
+
+static void test_case(int S, int N, size_t n) {
+    sig g = make(S, N, n, (uint64_t)N);
+    char *t1, *t2;
+    json_t *j = plot(&g, 1, &t1), *j2 = plot(&g, 1, &t2);
+    if (!j) goto out;
+    CHECK(t1 && t2 && !strcmp(t1, t2), "N=%d: the same input gives the same text", N);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "version")), "plots-v1"), "version plots-v1");
+    CHECK(json_is_null(json_object_get(j, "empty")), "a signal with power is not empty");
+    CHECK(json_integer_value(json_object_get(j, "segments")) == S && json_integer_value(json_object_get(j, "segment_samples")) == N &&
+              json_integer_value(json_object_get(j, "samples")) == (json_int_t)n && json_number_value(json_object_get(j, "fs_mhz")) == 800,
+          "segments, segment_samples, samples and fs_mhz");
+
+    /* PSD: dpd_psd's at stride ceil(N / 4000), dB to 3 decimals */
+    size_t ps = ((size_t)N + 3999) / 4000, pc = ((size_t)N + ps - 1) / ps;
+    double *f = malloc((size_t)N * sizeof *f), *db = malloc((size_t)N * sizeof *db);
+    json_t *psd = json_object_get(j, "psd"), *ser = json_object_get(psd, "series");
+    CHECK(pc <= 4000 && json_array_size(json_object_get(psd, "freq")) <= 4000, "N=%d: at most 4000 PSD points", N);
+    const float *sigs[3] = {g.ref, g.pred, g.other};
+    const char *names[3] = {"target", "prediction", "no_dpd"};
+    for (int i = 0; i < 3; i++) {
+        char what[64];
+        psd_of(sigs[i], &g, f, db);
+        snprintf(what, sizeof what, "N=%d psd.%s", N, names[i]);
+        same(what, json_object_get(ser, names[i]), db, pc, ps);
+        if (!i) same("psd.freq", json_object_get(psd, "freq"), f, pc, ps);
+    }
+    /* the residual: the PSD of prediction - target */
+    size_t len = (size_t)S * N * 2;
+    float *res = malloc(len * sizeof *res);
+    for (size_t i = 0; i < len; i++) res[i] = g.pred[i] - g.ref[i];
+    psd_of(res, &g, f, db);
+    same("residual.db", json_object_get(json_object_get(j, "residual"), "db"), db, pc, ps);
+    same("residual.freq", json_object_get(json_object_get(j, "residual"), "freq"), f, pc, ps);
+    free(res);
+    /* the bands: the first and last bin of what the ACLR sums */
+    dpd_band b;
+    dpd_error err;
+    CHECK(dpd_band_of(N, spec.fs, spec.bw_main, spec.n_sub, &b, &err) == DPD_OK, "dpd_band_of: %s", err.msg);
+    json_t *bands = json_object_get(psd, "bands");
+    band_is(bands, "main", b.left, b.right - 1, N);
+    band_is(bands, "adjacent_left", b.left - b.len, b.left - 1, N);
+    band_is(bands, "adjacent_right", b.right, b.right + b.len - 1, N);
+
+    /* AM/AM and AM/PM: every k-th real sample, k = ceil(n / 4000) */
+    size_t as = (n + 3999) / 4000, ac = (n + as - 1) / as;
+    double *amp = malloc(ac * sizeof *amp), *in = malloc(ac * sizeof *in), *deg = malloc(ac * sizeof *deg);
+    CHECK(ac <= 4000 && (ac - 1) * as < n, "N=%d: %zu AM/AM points, none from the zero-padded tail", N, ac);
+    for (int i = 0; i < 3; i++) {
+        for (size_t k = 0; k < ac; k++) {
+            const float *x = g.x + 2 * k * as, *y = sigs[i] + 2 * k * as;
+            amp[k] = r6(hypot(y[0], y[1])), in[k] = r6(hypot(x[0], x[1]));
+            deg[k] = r3(remainder(atan2(y[1], y[0]) - atan2(x[1], x[0]), 2 * M_PI) * 180 / M_PI);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "N=%d amam.%s", N, names[i]);
+        same(what, json_object_get(json_object_get(json_object_get(j, "amam"), "series"), names[i]), amp, ac, 1);
+        snprintf(what, sizeof what, "N=%d ampm.%s", N, names[i]);
+        same(what, json_object_get(json_object_get(json_object_get(j, "ampm"), "series"), names[i]), deg, ac, 1);
+    }
+    same("amam.input", json_object_get(json_object_get(j, "amam"), "input"), in, ac, 1);
+    same("ampm.input", json_object_get(json_object_get(j, "ampm"), "input"), in, ac, 1);
+    /* I/Q: the first 1 000 samples */
+    size_t m = n < 1000 ? n : 1000;
+    double *iq = malloc(m * sizeof *iq);
+    for (int c = 0; c < 2; c++) {
+        for (size_t k = 0; k < m; k++) iq[k] = r6(g.pred[2 * k + c]);
+        same(c ? "iq.prediction.q" : "iq.prediction.i",
+             json_object_get(json_object_get(json_object_get(json_object_get(j, "iq"), "series"), "prediction"), c ? "q" : "i"),
+             iq, m, 1);
+    }
+    free(iq), free(amp), free(in), free(deg), free(f), free(db);
+out:
+    json_decref(j), json_decref(j2);
+    free(t1), free(t2);
+    sig_free(&g);
+}
+
+static void test_silent(void) {
+    sig g = make(2, 256, 400, 1);
+    memset(g.ref, 0, 2 * 256 * 2 * sizeof(float));
+    memset(g.pred, 0, 2 * 256 * 2 * sizeof(float));
+    json_t *j = plot(&g, 0, NULL);
+    const char *why = json_string_value(json_object_get(j, "empty"));
+    CHECK(why && strstr(why, "silent"), "a silent target and prediction: empty says why (%s)", why ? why : "null");
+    CHECK(!json_object_get(j, "psd") && !json_object_get(j, "amam") && !json_object_get(j, "iq"), "a silent input has no series");
+    json_decref(j);
+    sig_free(&g);
+}
+
+static void test_bad_arguments(void) {
+    sig g = make(2, 256, 400, 2);
+    dpd_error err;
+    dpd_plot_in ok = {.x = g.x, .ref = g.ref, .pred = g.pred, .S = 2, .N = 256, .n = 400, .spec = &spec};
+    dpd_plot_in bad[7];
+    for (int i = 0; i < 7; i++) bad[i] = ok;
+    bad[0].x = NULL, bad[1].ref = NULL, bad[2].pred = NULL, bad[3].spec = NULL, bad[4].S = 0, bad[5].N = 1;
+    bad[6].n = 2 * 256 + 1;
+    for (int i = 0; i < 7; i++) {
+        memset(&err, 0, sizeof err);
+        char *t = dpd_plot_json(&bad[i], &err);
+        CHECK(!t && err.status == DPD_E_INVAL && err.msg[0], "bad argument %d: NULL with DPD_E_INVAL and a message (%s)", i,
+              err.msg);
+        free(t);
+    }
+    ok.n = 0;
+    CHECK(!dpd_plot_json(&ok, &err) && err.status == DPD_E_INVAL, "n = 0 is refused");
+    CHECK(!dpd_plot_json(NULL, &err) && err.status == DPD_E_INVAL, "no input is refused");
+    sig_free(&g);
+}
+
+int main(void) {
+    test_case(3, 2560, 3 * 2560 - 700); /* stride 1 for the PSD, 2 for AM/AM; a zero-padded tail */
+    test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
+    test_silent();
+    test_bad_arguments();
+    return check_done("plot_data");
+}
