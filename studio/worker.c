@@ -109,6 +109,7 @@ typedef struct ctx {
     worker *w;
     dpd_spec spec;
     int have_spec;
+    cli_plot_kept kept; /* the best epoch's validation predictions: the final pictures */
 } ctx;
 
 static int on_event(void *user, const dpd_event *e) {
@@ -135,6 +136,7 @@ static int on_event(void *user, const dpd_event *e) {
                                     e->improved, "val", cli_metrics_json(&e->val, 0), "test",
                                     cli_metrics_json(&e->test, 0)));
         live(w, e, c->have_spec ? &c->spec : NULL);
+        cli_plot_keep(&c->kept, e);
         break;
     case DPD_EV_CHECKPOINT:
         emit(w, "checkpoint", json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path));
@@ -195,12 +197,20 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     dpd_status s = dpd_train(&c, on_event, &cx, &res, &err);
     json_t *sum = NULL;
     if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */
+        cli_plot_kept_free(&cx.kept);
         char cmd[4400] = "";
         if (res.run_dir[0] && strcmp(j->verb, "fit-ls")) snprintf(cmd, sizeof cmd, "dpd %s --resume %s", j->verb, res.run_dir);
         sum = json_pack("{s:s?, s:i, s:s?}", "run_dir", res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
                         cmd[0] ? cmd : NULL);
         return finish(w, "cancelled", sum, NULL, "cancelled", NULL);
     }
+    if (!s) { /* the final pictures, as dpd train-pa draws them (plots/, served as GET /runs/{id}/plots) */
+        dpd_error perr = {0};
+        cli_plot_opts po = {.split = "val", .kept = &cx.kept};
+        if (cli_plot_run(res.run_dir, &po, &perr))
+            emit(w, "warning", json_pack("{s:s}", "message", perr.msg[0] ? perr.msg : "the final pictures could not be drawn"));
+    }
+    cli_plot_kept_free(&cx.kept);
     if (!s || res.run_dir[0]) sum = cli_summary_json(&res);
     if (s) return finish(w, s == DPD_E_DIVERGED ? "diverged" : "failed", sum, code_of(s), err.msg, err.field);
     return finish(w, "completed", sum, NULL, NULL, NULL);

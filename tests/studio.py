@@ -1844,6 +1844,12 @@ def t_real_train_pa_matches_cli(ctx):  # REAL end-to-end training (a few seconds
     res = s.get(f"/api/v1/runs/{rid}/results")
     check(res.status == 200 and res.json.get("outcome"), f"results: {res!r}")
     res = res.json
+    # the final pictures, as dpd train-pa draws them (run-plots-v1, served by GET /plots)
+    pl = s.get(f"/api/v1/runs/{rid}/plots")
+    check(pl.status == 200 and pl.json.get("version") == "run-plots-v1" and pl.json.get("split") == "val"
+          and set(pl.json["plots"]) >= {"psd", "amam", "ampm", "iq"}, f"plots: {pl!r}"[:300])
+    check(s.get(f"/api/v1/runs/{rid}").json.get("available", {}).get("plots") is True, "available.plots is not true")
+    check(os.path.isfile(os.path.join(res.get("run_dir") or "", "plots", "psd.png")), "no plots/psd.png in the run directory")
     ctx.soft("run_dir" in res and "val" in res, f"/results: the summary's fields are not beside outcome "
              f"(keys {sorted(res)}); the summary is read from 'summary'")
     if "run_dir" not in res and isinstance(res.get("summary"), dict):

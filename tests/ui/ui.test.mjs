@@ -368,13 +368,12 @@ try {
     assert(await page.locator('#result-cards .metric').count() > 0, 'no metric cards');
   });
 
-  await test('Result page of a real run falls back to the live snapshot', async () => {
+  await test('Result page of a real run draws its final plots', async () => {
     assert(ids.real, 'no real run');
     await nav(`#/result/${ids.real}`);
-    const hasPlots = await fetch(`${S}/api/v1/runs/${ids.real}/plots`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then((r) => r.status === 200);
     const src = await page.evaluate(() => window.__dpd.result.source);
-    const doc = hasPlots ? (await apiGet(`/runs/${ids.real}/plots`)).plots : (await apiGet(`/runs/${ids.real}/live`)).plots;
-    assert(src === (hasPlots ? 'final' : 'live'), `source ${src}`);
+    const doc = (await apiGet(`/runs/${ids.real}/plots`)).plots; // a real run ends with its final plots
+    assert(src === 'final', `source ${src}`);
     const psd = await chartData('psd');
     sameSeries(psd[0], doc.psd.freq, 'psd freq');
     sameSeries(psd[1], doc.psd.series.target, 'psd target');
