@@ -927,59 +927,27 @@ void cli_plot_warm_wait(void) {
     warming = 0;
 }
 
-/* Two painters draw the charts at once, each on its own image surface (cairo shares only its
- * font caches, under its own locks; the document is only read). The second starts before the
- * plot data exist and sets up the fonts meanwhile, unless cli_plot_warm did. The pictures end a
- * training run, so their time is the run's. */
-typedef struct painters {
-    pthread_mutex_t mu;
-    pthread_cond_t ready;
-    const plot_req *r;
-    const char *out;
-    json_t *doc;    /* the document, once go is 1 */
-    int go;         /* 0: wait; 1: draw; -1: stop */
-    size_t next;    /* the next chart to take */
-    dpd_error err;  /* the first failure (status 0: none) */
-    int warm;       /* set up the fonts first (cli_plot_warm did not) */
-} painters;
-
-static void paint(painters *p) {
-    cairo_surface_t *img = p->r->svg ? NULL : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        size_t i = p->err.status ? NCHARTS : p->next++;
-        pthread_mutex_unlock(&p->mu);
-        if (i >= NCHARTS) break;
-        if (charts[i].run_only && !p->r->run_dir) continue;
+/* The charts, drawn one after the other on one image surface. (Drawing on two threads at once
+ * was faster, but ThreadSanitizer reports races inside cairo's shared state; one thread draws,
+ * and only the fonts are set up beside the plot data, by cli_plot_warm's thread.) */
+static dpd_status paint(const plot_req *r, json_t *doc, const char *out, dpd_error *err) {
+    cairo_surface_t *img = r->svg ? NULL : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    dpd_status s = DPD_OK;
+    for (size_t i = 0; i < NCHARTS && !s; i++) {
+        if (charts[i].run_only && !r->run_dir) continue;
         char path[4200];
-        dpd_error e = {0};
-        snprintf(path, sizeof path, "%s/%s.%s", p->out, charts[i].name, p->r->svg ? "svg" : "png");
-        if (!draw(&charts[i], p->doc, path, img, &e)) continue;
-        pthread_mutex_lock(&p->mu);
-        if (!p->err.status) p->err = e;
-        pthread_mutex_unlock(&p->mu);
+        snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, r->svg ? "svg" : "png");
+        s = draw(&charts[i], doc, path, img, err);
     }
     cairo_surface_destroy(img);
-}
-
-static void *painter(void *arg) {
-    painters *p = arg;
-    if (p->warm) warm_fonts(NULL);
-    pthread_mutex_lock(&p->mu);
-    while (!p->go) pthread_cond_wait(&p->ready, &p->mu);
-    int go = p->go;
-    pthread_mutex_unlock(&p->mu);
-    if (go > 0) paint(p);
-    return NULL;
+    return s;
 }
 
 /* The whole job: plots.json, then every chart drawn from it. out receives the directory. */
 static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
     if (r->out) snprintf(out, nout, "%s", r->out);
     else snprintf(out, nout, "%s/plots", r->run_dir ? r->run_dir : r->data);
-    painters p = {.mu = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER, .r = r, .out = out, .warm = !warming};
-    pthread_t t;
-    int helper = !pthread_create(&t, NULL, painter, &p);
+    if (!warming) cli_plot_warm(); /* the fonts, beside the plot data */
     plot_doc d;
     char path[4200];
     snprintf(path, sizeof path, "%s/plots.json", out);
@@ -989,13 +957,7 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
         s = write_doc(&d, path, err);
     }
     cli_plot_warm_wait();
-    pthread_mutex_lock(&p.mu);
-    p.doc = d.doc, p.go = s ? -1 : 1;
-    pthread_cond_signal(&p.ready);
-    pthread_mutex_unlock(&p.mu);
-    if (!s) paint(&p);
-    if (helper) pthread_join(t, NULL);
-    if (!s && p.err.status) *err = p.err, s = p.err.status;
+    if (!s) s = paint(r, d.doc, out, err);
     json_decref(d.doc);
     free(d.text);
     cairo_debug_reset_static_data(); /* every cairo object is gone: its font caches go too */
