@@ -160,6 +160,12 @@ static void clean_stale(const char *dir) {
     if (d) closedir(d);
 }
 
+void cli_plot_sweep(const char *run_dir) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/plots", run_dir);
+    clean_stale(dir);
+}
+
 /* What is drawn: the library's plot data (text, and parsed into doc's "plots") and the rest of
  * the run-plots-v1 document. */
 typedef struct plot_doc {

@@ -242,6 +242,7 @@ static int train(int argc, char **argv, int dpd) {
     if (r) return r == 1 ? 0 : 2;
     dpd_error err = {0};
     if (c.resume[0]) {
+        cli_plot_sweep(c.resume);
         static const char *const keep[] = {"resume", "epochs", "json", "threads", "cpu-level", "kernels", "provider", "no-plots"};
         for (int i = 0; i < n; i++) {
             int ok = 0;
