@@ -141,8 +141,9 @@ typedef struct cli_plot_opts {
  * cli_plot_run(res.run_dir, NULL, &err) after dpd_train. */
 int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err);
 
-/* Removes RUN_DIR/plots' temporary files whose writer is gone (a run killed while it drew its
- * pictures); --resume calls it, whether or not the run has epochs left to train. */
+/* Removes the temporary files of RUN_DIR and RUN_DIR/plots whose writer is gone (a run killed
+ * while it drew its pictures or wrote its last files); --resume calls it, whether or not the
+ * run has epochs left to train. */
 void cli_plot_sweep(const char *run_dir);
 
 #endif

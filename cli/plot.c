@@ -164,6 +164,7 @@ void cli_plot_sweep(const char *run_dir) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/plots", run_dir);
     clean_stale(dir);
+    clean_stale(run_dir); /* a run killed after its last checkpoint: resume trains nothing */
 }
 
 /* What is drawn: the library's plot data (text, and parsed into doc's "plots") and the rest of
