@@ -196,7 +196,10 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 
 # The studio's boundary (tests/fuzz/http.c): the server's modules, libmicrohttpd and SQLite.
 FUZZ_STUDIO := $(patsubst studio/%.c,$(BUILD)/fuzz/studio/%.o,$(filter-out studio/worker.c studio/serve.c,$(wildcard studio/*.c))) \
-               $(BUILD)/fuzz/studio/assets.o
+               $(BUILD)/fuzz/studio/assets.o $(BUILD)/fuzz/cli/history.o $(BUILD)/fuzz/cli/flags.o
+$(BUILD)/fuzz/cli/%.o: cli/%.c cli/cli.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 $(BUILD)/fuzz/studio/assets.o: $(BUILD)/studio/assets.c studio/studio.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Istudio -c $< -o $@

@@ -34,9 +34,13 @@ int cli_is_help(const char *a);
 dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The dpd flag of a library configuration field: hidden -> --hidden, order -> --K,
+/* flags.c: the dpd flag of a library configuration field: hidden -> --hidden, order -> --K,
  * batch_eval -> --batch-eval, family -> --model, ... (buf receives it). */
 const char *cli_flag(const char *field, char *buf, size_t n);
+/* flags.c: the CLI's starting configuration of a verb (train-pa, train-dpd, fit-ls): the library's
+ * defaults, then the verb's own (polynomial sizes K 5, Q 20, M 2; a DPD's hidden 15; fit-ls: an
+ * MP of one epoch by least squares). Every front end that mirrors the CLI starts here. */
+void cli_train_defaults(dpd_train_cfg *c, const char *verb);
 
 /* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
  * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:
@@ -99,6 +103,9 @@ const char *cli_shell_quote(const char *s, char *buf, size_t n);
  * best_epoch, val, test (no_dpd, no_dpd_val), provider, config. NULL when out of memory. */
 json_t *cli_summary_json(const dpd_train_result *res);
 
+/* A session for the checkpoint at path on the session options of x (NULL: none). */
+dpd_status cli_session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err);
+
 /* ---- pictures (plot.c) ------------------------------------------------------------------------ */
 
 /* The validation predictions of a run's best epoch so far, copied from the DPD_EV_EPOCH events
@@ -145,5 +152,9 @@ int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err);
  * while it drew its pictures or wrote its last files); --resume calls it, whether or not the
  * run has epochs left to train. */
 void cli_plot_sweep(const char *run_dir);
+
+/* history.c: a run's history.csv as {"columns": [...], "rows": [[...], ...]}: numbers as numbers, nan as
+ * null, other fields (BACKBONE) as strings. NULL when the file does not exist or cannot be read. */
+json_t *cli_history_json(const char *path);
 
 #endif

@@ -47,16 +47,6 @@ static int same_file(const char *a, const char *b) {
     return !strcmp(ra, rb);
 }
 
-/* A session for checkpoint path on the options of x. */
-static dpd_status session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err) {
-    dpd_model *m = NULL;
-    *s = NULL;
-    dpd_status st = dpd_ckpt_load(path, &m, err);
-    if (!st) st = dpd_session_create(m, x->kv, x->nkv, s, err);
-    dpd_model_free(m);
-    return st;
-}
-
 /* "provider (why)" of a session. */
 static const char *chosen(const dpd_session *s, char *buf, size_t n) {
     snprintf(buf, n, "%s (%s)", dpd_session_provider(s), dpd_session_reason(s));
@@ -150,10 +140,10 @@ int cmd_eval(int argc, char **argv) {
             goto done;
         }
         if (dpd_eval_prepare(&e, &ds, k, g, &err) || dpd_eval_prepare(&e2, &ds, k, g, &err) ||
-            session_open(cp.path, &x, &sa, &err) || dpd_eval_run(&e, sa, EVAL_BATCH, sp, evm_fs, &err))
+            cli_session_open(cp.path, &x, &sa, &err) || dpd_eval_run(&e, sa, EVAL_BATCH, sp, evm_fs, &err))
             goto done;
         nod = e.m;
-        if (session_open(cm.path, &x, &sm, &err) || dpd_session_chain(sm, sa, &err) ||
+        if (cli_session_open(cm.path, &x, &sm, &err) || dpd_session_chain(sm, sa, &err) ||
             dpd_eval_run(&e2, sm, EVAL_BATCH, sp, evm_fs, &err))
             goto done;
         mod = e2.m;
@@ -193,7 +183,7 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
     }
     if (model[0]) {
-        if (session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, evm_fs, &err)) goto done;
+        if (cli_session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, evm_fs, &err)) goto done;
         mod = e.m;
         chosen(sm, prov, sizeof prov);
     }
@@ -290,7 +280,7 @@ int cmd_parity(int argc, char **argv) {
         dpd_error pe = {0};
         char prov[1200];
         dpd_eval ep = {0};
-        if (dpd_eval_prepare(&ep, &ds, k, 0, &pe) || session_open(cm.path, &px, &s, &pe) ||
+        if (dpd_eval_prepare(&ep, &ds, k, 0, &pe) || cli_session_open(cm.path, &px, &s, &pe) ||
             dpd_eval_run(&ep, s, EVAL_BATCH, &ds.spec, 0, &pe)) {
             if (json) json_array_append_new(arr, json_pack("{s:s, s:s}", "provider", p, "error", pe.msg));
             else printf("%-6s unavailable: %s\n", p, pe.msg);

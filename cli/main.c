@@ -21,25 +21,6 @@ dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...) {
     return s;
 }
 
-/* Library configuration fields whose flag is not "--" + the field with '_' -> '-'. */
-static const char *const flags[][2] = {
-    {"order", "--K"},          {"memory", "--Q"},         {"cross", "--M"},
-    {"ls_iterations", "--iterations"}, {"ls_iter", "--iterations"}, {"ls_reg", "--reg"},
-    {"family", "--model"},     {"model", "--model"},
-};
-
-const char *cli_flag(const char *field, char *buf, size_t n) {
-    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
-        if (!strcmp(field, flags[i][0])) {
-            snprintf(buf, n, "%s", flags[i][1]);
-            return buf;
-        }
-    snprintf(buf, n, "--%s", field);
-    for (char *p = buf + 2; *p; p++)
-        if (*p == '_') *p = '-';
-    return buf;
-}
-
 /* The configuration field a message starts with ("data: x does not exist"), when err->field
  * does not name one: a key of the configuration table, or resume. */
 static const char *leading_field(const char *msg) {
@@ -121,6 +102,15 @@ int cli_exec_resolve(cli_exec *x) {
     if (x->kernels[0]) x->kv[x->nkv++] = (dpd_kv){"kernels", x->kernels};
     if (x->threads) cli_exec_set(x, "threads", x->threads);
     return 0;
+}
+
+dpd_status cli_session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err) {
+    dpd_model *m = NULL;
+    *s = NULL;
+    dpd_status st = dpd_ckpt_load(path, &m, err);
+    if (!st) st = dpd_session_create(m, x ? x->kv : NULL, x ? x->nkv : 0, s, err);
+    dpd_model_free(m);
+    return st;
 }
 
 json_t *cli_jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }

@@ -89,43 +89,6 @@ static dpd_status config_get(const char *path, const char *key, char *out, size_
     return DPD_OK;
 }
 
-/* A session for a checkpoint on the options of x (NULL: none). */
-static dpd_status session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err) {
-    dpd_model *m = NULL;
-    *s = NULL;
-    dpd_status st = dpd_ckpt_load(path, &m, err);
-    if (!st) st = dpd_session_create(m, x ? x->kv : NULL, x ? x->nkv : 0, s, err);
-    dpd_model_free(m);
-    return st;
-}
-
-/* history.csv as {"columns": [...], "rows": [[...], ...]}: numbers as numbers, nan as null, other
- * fields (BACKBONE) as strings. NULL when the file does not exist or cannot be read. */
-static json_t *history_json(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    json_t *cols = json_array(), *rows = json_array();
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    for (int first = 1; (len = getline(&line, &cap, f)) > 0; first = 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        if (!len) continue;
-        json_t *row = first ? cols : json_array();
-        for (char *rest = line, *p; (p = strsep(&rest, ","));) {
-            char *end;
-            double v = strtod(p, &end);
-            int whole = strspn(p, "-0123456789") == strlen(p);
-            json_array_append_new(row, first || *end || end == p ? json_string(p)
-                                       : whole                   ? json_integer((json_int_t)strtoll(p, NULL, 10))
-                                                                 : cli_jnum(v));
-        }
-        if (!first) json_array_append_new(rows, row);
-    }
-    free(line);
-    fclose(f);
-    return json_pack("{s:o, s:o}", "columns", cols, "rows", rows);
-}
 
 /* mkdir -p. */
 static dpd_status make_dirs(const char *dir, dpd_error *err) {
@@ -228,7 +191,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
         in.S = e.S, in.N = e.N, in.n = e.n;
     } else if (kept) { /* what the run computed: x, the target and the prediction */
-        if (dpd && (dpd_eval_prepare(&e, &ds, r->split, 0, err) || session_open(pa, r->x, &sa, err) ||
+        if (dpd && (dpd_eval_prepare(&e, &ds, r->split, 0, err) || cli_session_open(pa, r->x, &sa, err) ||
                     dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err))) /* PA(x): the target is not used */
             goto fail;
         if (dpd && (e.S != kept->S || e.N != kept->N)) {
@@ -244,14 +207,14 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
             goto fail;
         }
         if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_eval_prepare(&e2, &ds, r->split, g, err) ||
-            session_open(pa, r->x, &sa, err) || dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err) ||
-            session_open(best, r->x, &sm, err) || dpd_session_chain(sm, sa, err) ||
+            cli_session_open(pa, r->x, &sa, err) || dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err) ||
+            cli_session_open(best, r->x, &sm, err) || dpd_session_chain(sm, sa, err) ||
             dpd_eval_run(&e2, sm, EVAL_BATCH, &ds.spec, 0, err))
             goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = e2.pred, in.other = e.pred, in.other_name = "no_dpd";
         in.S = e.S, in.N = e.N, in.n = e.n;
     } else { /* the PA model's prediction against the measured y */
-        if (dpd_eval_prepare(&e, &ds, r->split, 0, err) || session_open(best, r->x, &sm, err) ||
+        if (dpd_eval_prepare(&e, &ds, r->split, 0, err) || cli_session_open(best, r->x, &sm, err) ||
             dpd_eval_run(&e, sm, EVAL_BATCH, &ds.spec, 0, err))
             goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = e.pred, in.S = e.S, in.N = e.N, in.n = e.n;
@@ -275,7 +238,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     }
     if (r->run_dir) {
         snprintf(path, sizeof path, "%s/history.csv", r->run_dir);
-        json_t *h = history_json(path);
+        json_t *h = cli_history_json(path);
         if (h) json_object_set_new(d, "history", h);
     }
     out->doc = d;

@@ -183,11 +183,10 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     return summary(&res, json, plots);
 }
 
+
 static int train(int argc, char **argv, int dpd) {
     dpd_train_cfg c;
-    dpd_train_defaults(&c);
-    c.model.order = 5, c.model.memory = 20, c.model.cross = 2;
-    if (dpd) c.model.hidden = 15; /* OpenDPD's default DPD size */
+    cli_train_defaults(&c, dpd ? "train-dpd" : "train-pa");
     char preset[16] = "";
     int json = 0, legacy = 0, no_plots = 0;
     cli_exec x = {0};
@@ -291,9 +290,7 @@ static int fix_ls(dpd_error *err) {
 /* `dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--K --Q --M --reg --iterations] [--pa PA]` */
 int cmd_fit_ls(int argc, char **argv) {
     dpd_train_cfg c;
-    dpd_train_defaults(&c);
-    c.ls = 1, c.epochs = 1;
-    c.model = (dpd_model_cfg){.family = "mp", .hidden = 1, .layers = 1, .order = 5, .memory = 20, .cross = 2};
+    cli_train_defaults(&c, "fit-ls");
     char kind[16] = "mp", target[16] = "pa";
     int json = 0, legacy = 0;
     cli_exec x = {0};

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "http.h"
 #include "job.h"
 
@@ -168,20 +169,6 @@ static int write_file(const char *path, const void *p, size_t n) {
     return 0;
 }
 
-static void rm_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[4400];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (!lstat(p, &sb) && S_ISDIR(sb.st_mode)) rm_tree(p);
-        else unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
 
 /* ---- datasets ---- */
 
@@ -246,7 +233,7 @@ static int dataset_dir(http *h, const char *name, char *dir, size_t n, dpd_error
         dpd_synth_defaults(&c);
         int rc = dpd_synth_write(&c, tmp, err);
         if (!rc && rename(tmp, dir) && stat(dir, &sb)) rc = -1;
-        rm_tree(tmp);
+        studio_rmtree(tmp);
         if (rc && !err->msg[0]) snprintf(err->msg, sizeof err->msg, "dataset: the synthetic dataset could not be made");
         return rc ? -1 : 0;
     }
@@ -375,7 +362,7 @@ static enum MHD_Result datasets_upload(req *r) {
     snprintf(id, sizeof id, "upload:%s", name);
     rc = http_json(r, 201, json_pack("{s:s, s:s}", "name", id, "kind", "upload"));
 out:
-    if (staging[0]) rm_tree(staging);
+    if (staging[0]) studio_rmtree(staging);
     json_decref(j);
     return rc;
 }
@@ -451,17 +438,17 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     snprintf(path, sizeof path, "%s/job.json", rdir);
     if (!text || write_file(path, text, strlen(text))) {
         free(text);
-        rm_tree(rdir);
+        studio_rmtree(rdir);
         return http_error(r, 507, "storage_error", NULL, NULL, "cannot write job.json");
     }
     free(text);
     int existed = 0;
     if (store_insert(h->st, &rec, &existed)) {
-        rm_tree(rdir);
+        studio_rmtree(rdir);
         return http_error(r, 500, "service_error", NULL, NULL, "the job store refused the run");
     }
     if (existed) {
-        rm_tree(rdir);
+        studio_rmtree(rdir);
         return reply_run(r, 200, &rec);
     }
     char wait[128]; /* the supervisor keeps it current from now on */
@@ -600,8 +587,8 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
     char path[4600], dir[4400];
     run_dir_of(r->h, rec, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/history.csv", dir);
-    FILE *f = dir[0] ? fopen(path, "r") : NULL;
-    if (!f) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
+    json_t *hist = dir[0] ? cli_history_json(path) : NULL;
+    if (!hist) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
         snprintf(path, sizeof path, "%s/runs/%s/live.json", r->h->o.root, rec->id);
         json_t *live = json_load_file(path, 0, NULL);
         json_t *h = json_object_get(live, "history");
@@ -613,20 +600,7 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
         json_decref(live);
         return http_error(r, 404, "not_available", NULL, NULL, "no epoch has ended yet");
     }
-    json_t *cols = json_array(), *rows = json_array();
-    char line[8192];
-    for (int ln = 0; fgets(line, sizeof line, f); ln++) {
-        line[strcspn(line, "\r\n")] = 0;
-        json_t *row = ln ? json_array() : cols;
-        for (char *save, *t = strtok_r(line, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            char *end;
-            double x = strtod(t, &end);
-            json_array_append_new(row, ln && !*end && *t ? json_real(x) : json_string(t));
-        }
-        if (ln) json_array_append_new(rows, row);
-    }
-    fclose(f);
-    return http_json(r, 200, json_pack("{s:o, s:o}", "columns", cols, "rows", rows));
+    return http_json(r, 200, hist);
 }
 
 typedef struct art_ctx {

@@ -1,6 +1,8 @@
 /* job: a request resolved into a training configuration (job.h). */
 #include "job.h"
 
+#include "cli.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,13 +20,25 @@ static dpd_status fail(dpd_error *err, dpd_status s, const char *field, const ch
     return s;
 }
 
-/* CLI option names whose configuration field has another name. */
-static const char *const renames[][2] = {
-    {"model", "family"}, {"K", "order"}, {"Q", "memory"}, {"M", "cross"}, {"reg", "ls_reg"}, {"iterations", "ls_iterations"},
-};
+/* The configuration field whose CLI flag is --key (cli_flag: hidden, K -> order, model ->
+ * family, batch-eval -> batch_eval, ...), into field; 0 when no field has that flag. */
+static int field_of(const char *key, char *field, size_t n) {
+    char want[80], flag[80];
+    snprintf(want, sizeof want, "--%s", key);
+    for (char *p = want + 2; *p; p++)
+        if (*p == '_') *p = '-';
+    int nf;
+    const dpd_field *f = dpd_config_fields(&nf);
+    for (int i = 0; i < nf; i++)
+        if (!strcmp(cli_flag(f[i].key, flag, sizeof flag), want)) {
+            snprintf(field, n, "%s", f[i].key);
+            return 1;
+        }
+    return 0;
+}
 
 /* Options the studio decides (or that name files) and a request may not set. */
-static const char *const refused[] = {"data", "out", "resume", "least_squares", "ls_iter", "ls"};
+static const char *const refused[] = {"data", "out", "resume", "least_squares", "least-squares"};
 
 /* The option's value as the text the CLI would have received. */
 static int value_text(const json_t *v, char *out, size_t n) {
@@ -80,17 +94,13 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
     snprintf(j->verb, sizeof j->verb, "%s", verb);
     if (options && !json_is_object(options)) return fail(err, DPD_E_INVAL, "options", "options: must be an object");
     dpd_train_cfg *c = &j->cfg;
-    dpd_train_defaults(c);
-    if (!strcmp(verb, "fake")) return resolve_fake(j, options, err);
-    int ls = !strcmp(verb, "fit-ls"), dpd = !strcmp(verb, "train-dpd");
-    /* the CLI's defaults (cli/train.c) */
-    if (ls) {
-        c->ls = 1, c->epochs = 1;
-        c->model = (dpd_model_cfg){.family = "mp", .hidden = 1, .layers = 1, .order = 5, .memory = 20, .cross = 0};
-    } else {
-        c->model.order = 5, c->model.memory = 20, c->model.cross = 2;
-        if (dpd) c->model.hidden = 15;
+    if (!strcmp(verb, "fake")) {
+        dpd_train_defaults(c);
+        return resolve_fake(j, options, err);
     }
+    int ls = !strcmp(verb, "fit-ls"), dpd = !strcmp(verb, "train-dpd");
+    cli_train_defaults(c, verb);
+    if (ls) c->model.cross = 0; /* an MP until kind says gmp, as `dpd fit-ls` */
     const json_t *v;
     const char *key;
     /* the preset first, explicit options win */
@@ -126,14 +136,10 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             legacy = strcmp(text, "0") != 0;
             continue;
         }
-        snprintf(field, sizeof field, "%s", key);
-        for (char *p = field; *p; p++)
-            if (*p == '-') *p = '_';
-        for (size_t i = 0; i < sizeof renames / sizeof *renames; i++)
-            if (!strcmp(field, renames[i][0])) snprintf(field, sizeof field, "%s", renames[i][1]);
         for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-            if (!strcmp(field, refused[i]))
+            if (!strcmp(key, refused[i]))
                 return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
+        if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
         if (ls && !strcmp(field, "family"))
             return fail(err, DPD_E_INVAL, key, "%s: fit-ls names its model by kind (mp or gmp)", key);
         if (dpd_config_set(c, field, text, err)) {

@@ -110,19 +110,9 @@ static void clean(const char *root) {
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, ".staging-", 9)) continue;
-        char cmd[4400], path[4400];
+        char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        /* a directory of plain files, written by this server only */
-        DIR *s = opendir(path);
-        struct dirent *f;
-        while (s && (f = readdir(s)))
-            if (f->d_name[0] != '.') {
-                snprintf(cmd, sizeof cmd, "%s/%s", path, f->d_name);
-                unlink(cmd);
-            }
-        if (s) closedir(s);
-        rmdir(path);
+        if (!strncmp(e->d_name, ".staging-", 9)) studio_rmtree(path);
     }
     if (d) closedir(d);
 }

@@ -27,6 +27,7 @@ typedef struct studio_opts {
 double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
 void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */
+void studio_rmtree(const char *dir); /* removes dir and everything below it, links not followed */
 
 /* ---- supervisor (super.c) ---- */
 

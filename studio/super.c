@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -28,6 +29,8 @@
 #define TICK_MS 100
 
 enum { K_NONE, K_CANCEL, K_TIMEOUT, K_SHUTDOWN };
+
+#define NOT_STARTED "not started before the service stopped; retry it to run it"
 
 typedef struct active {
     int used;
@@ -72,6 +75,13 @@ void studio_iso(double t, char *out, size_t n) {
     size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(out + k, n - k, ".%03dZ", (int)((t - (double)sec) * 1000));
 }
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+    (void)sb, (void)flag, (void)f;
+    return remove(p), 0;
+}
+
+void studio_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 double studio_mono(void) {
     struct timespec ts;
@@ -123,20 +133,21 @@ static long long start_ticks(pid_t pid) {
 
 static const char *const worker_types[] = {"started", "progress", "metric", "checkpoint", "warning", "heartbeat", "ended"};
 
-/* Ingests what the run's events.jsonl holds past the stored offset (at most MAX_TICK bytes). */
-static void ingest(super *s, const char *id, active *a) {
+/* Ingests what the run's events.jsonl holds past the stored offset (at most MAX_TICK bytes).
+ * 1 when it advanced (there may be more), 0 otherwise. */
+static int ingest(super *s, const char *id, active *a) {
     run_rec r;
-    if (store_get(s->st, id, &r)) return;
+    if (store_get(s->st, id, &r)) return 0;
     char path[4400];
     run_path(s, id, "events.jsonl", path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO never blocks the supervisor */
-    if (fd < 0) return;
+    if (fd < 0) return 0;
     char *buf = malloc(MAX_TICK + 1);
     ssize_t n = buf ? pread(fd, buf, MAX_TICK, r.offset) : -1;
     close(fd);
     if (n <= 0) {
         free(buf);
-        return;
+        return 0;
     }
     st_event ev[256];
     char *datas[256];
@@ -198,20 +209,16 @@ static void ingest(super *s, const char *id, active *a) {
         if (datas[ne]) ne++;
     }
     if (a) a->skipping = skipping;
-    if (off != r.offset || ne)
-        store_append(s->st, id, ev, ne, off, epoch, epochs, steps_done, steps, ne ? studio_now() : 0, skipped);
+    int advanced = (off != r.offset || ne) &&
+                   !store_append(s->st, id, ev, ne, off, epoch, epochs, steps_done, steps, ne ? studio_now() : 0, skipped);
     for (int k = 0; k < ne; k++) free(datas[k]);
     free(buf);
+    return advanced;
 }
 
 /* Everything left in events.jsonl. */
 static void drain(super *s, const char *id, active *a) {
-    run_rec r;
-    for (int k = 0; k < 1000; k++) {
-        long long before = store_get(s->st, id, &r) ? -1 : r.offset;
-        ingest(s, id, a);
-        if (store_get(s->st, id, &r) || r.offset == before) break;
-    }
+    for (int k = 0; k < 1000 && ingest(s, id, a); k++) {}
 }
 
 /* ---- artifacts ---- */
@@ -597,7 +604,7 @@ static void recover(super *s) {
         if (store_get(s->st, ids[i], &r)) continue;
         active tmp = {0};
         drain(s, r.id, &tmp);
-        const char *why = "not started before the service stopped; retry it to run it";
+        const char *why = NOT_STARTED;
         if (r.status != ST_QUEUED) {
             why = "the service restarted and the worker was no longer running";
             if (r.pid > 0 && r.pid_start > 0 && start_ticks((pid_t)r.pid) == r.pid_start) {
@@ -697,7 +704,7 @@ void super_stop(super *s) {
     for (int i = 0; i < n; i++)
         set_status(s, ids[i], ST_INTERRUPTED,
                    &(st_change){.exit_code = -1, .reason_code = "service_restart",
-                                .reason = "not started before the service stopped; retry it to run it"});
+                                .reason = NOT_STARTED});
 }
 
 void super_free(super *s) {

@@ -6,17 +6,8 @@ DPD=${1:-build/dpd}
 SHARED=${DPD_SHARED:-../shared}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-ok()   { pass=$((pass + 1)); }
-bad()  { fail=$((fail + 1)); echo "FAIL cli: $*" >&2; }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-# expect CODE NEEDLE cmd...: exit status and a stderr substring
-expect() {
-    code=$1; needle=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"; rc=$?
-    if [ "$rc" -eq "$code" ] && grep -qF -- "$needle" "$T/err"; then ok
-    else bad "'$*' exited $rc (want $code), stderr: $(head -c 300 "$T/err") (want '$needle')"; fi
-}
+NAME=cli
+. "$(dirname "$0")/lib.sh"
 # field NAME FILE: the number after "NAME": in a one-line JSON file (first occurrence after an anchor)
 num() { sed -n "s/.*\"$1\":{[^}]*\"$2\":\(-*[0-9.]*\).*/\1/p" "$3"; }
 # isjson FILE: FILE holds exactly one valid JSON document

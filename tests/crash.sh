@@ -9,8 +9,8 @@ DPD=${1:-build/dpd}
 KILLS=${2:-24}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-check() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL crash: $2" >&2; fi; }
+NAME=crash
+. "$(dirname "$0")/lib.sh"
 data() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1" | sha256sum | cut -c1-16; }
 
 "$DPD" synth --out "$T/d" --seed 2 >/dev/null || exit 1

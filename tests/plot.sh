@@ -12,17 +12,9 @@ BUILD=${1:-build}
 DPD="$BUILD/dpd"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-pass=0; fail=0; skip=0
-ok()   { pass=$((pass + 1)); }
-bad()  { fail=$((fail + 1)); echo "FAIL plot: $*" >&2; }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-# expect CODE NEEDLE cmd...: exit status and a stderr substring
-expect() {
-    code=$1; needle=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"; rc=$?
-    if [ "$rc" -eq "$code" ] && grep -qF -- "$needle" "$T/err"; then ok
-    else bad "'$*' exited $rc (want $code), stderr: $(head -c 300 "$T/err") (want '$needle')"; fi
-}
+NAME=plot
+. "$(dirname "$0")/lib.sh"
+skip=0
 # data FILE: a digest of the data region of a safetensors file (weights and optimizer state, not the metadata)
 data() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1" | sha256sum | cut -c1-16; }
 # pycheck WHAT CHECK ARGS...: one of the Python checks below (it prints what failed)
