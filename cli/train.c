@@ -78,7 +78,8 @@ static int on_event(void *user, const dpd_event *e) {
         d->drawn = 0;
         break;
     case DPD_EV_CHECKPOINT:
-    case DPD_EV_RUN_ENDED: break;
+    case DPD_EV_RUN_ENDED:
+    case DPD_EV_PREVIEW: break;
     }
     return cancel_sig != 0;
 }

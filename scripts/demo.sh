@@ -1,7 +1,8 @@
 #!/bin/sh
 # make demo: the main job on built-in data — synthesize an OpenDPD-layout dataset, train a small
 # GRU PA model for a few epochs, print the metrics table and where the run went, then draw the
-# run's pictures (dpd plot) and print their paths.
+# run's pictures (dpd plot) and print their paths, and the command that opens the run in the
+# studio.
 set -eu
 DPD=${1:-build/dpd}
 OUT=${DEMO_OUT:-runs/demo}
@@ -16,3 +17,6 @@ cat "$OUT/train-pa.txt"
 RUN=$(sed -n 's/^run directory: //p' "$OUT/train-pa.txt")
 echo "== dpd plot: the run's pictures on the test split (the end of the run drew them on val)"
 "$DPD" plot "$RUN"
+echo "== the same run in the studio (stop it with Ctrl-C):"
+echo "   $DPD serve --root $OUT/studio --import $RUN"
+echo "   then open the sign-in link it prints"

@@ -93,7 +93,9 @@ static const char *const KERNELS[] = {"", "auto", "fast", "avx512", "avx2", "sse
     X("kernels", 's', 0, kernels, 0, 0, "", F_EXEC, KERNELS, M_NONE,                               \
       "cpu kernels: '' (auto), auto, fast, avx512, avx2, sse or ref")                              \
     X("provider", 's', 0, provider, 0, 0, "", F_EXEC, NULL, M_NONE,                                \
-      "where the steps run: '' (the settings), auto, cpu or an installed pack's name")
+      "where the steps run: '' (the settings), auto, cpu or an installed pack's name")             \
+    X("preview_every", 'i', 0, preview_every, 0, 1000000, "0", F_EXEC, NULL, M_NONE,               \
+      "steps between live previews (one extra forward pass of <= 16384 val samples), 0 = none")
 
 #define MEMBER(m) (((dpd_train_cfg *)0)->m)
 

@@ -16,6 +16,26 @@ void dpd_eval_free(dpd_eval *e) {
     memset(e, 0, sizeof *e);
 }
 
+static unsigned long long next_id(void) {
+    static atomic_ullong ids;
+    return atomic_fetch_add(&ids, 1) + 1;
+}
+
+dpd_status dpd_eval_head(dpd_eval *e, const dpd_eval *from, int S, dpd_error *err) {
+    memset(e, 0, sizeof *e);
+    if (!from->x || S < 1 || S > from->S) return dpd_fail(err, DPD_E_INVAL, "evaluation head: %d of %d segments", S, from->S);
+    size_t len = (size_t)S * (size_t)from->N * 2, n = (size_t)S * (size_t)from->N;
+    e->split = from->split, e->S = S, e->N = from->N, e->n = n < from->n ? n : from->n, e->id = next_id();
+    e->x = malloc(len * sizeof *e->x), e->ref = malloc(len * sizeof *e->ref), e->pred = calloc(len, sizeof *e->pred);
+    if (!e->x || !e->ref || !e->pred) {
+        dpd_eval_free(e);
+        return dpd_fail(err, DPD_E_NOMEM, "out of memory for a preview");
+    }
+    memcpy(e->x, from->x, len * sizeof *e->x);
+    memcpy(e->ref, from->ref, len * sizeof *e->ref);
+    return DPD_OK;
+}
+
 dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split, double gain, dpd_error *err) {
     memset(e, 0, sizeof *e);
     if (split != DPD_VAL && split != DPD_TEST)
@@ -23,8 +43,7 @@ dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split, doubl
     const dpd_split *sp = &ds->split[split];
     int N = ds->spec.nperseg;
     if (!sp->n) return dpd_fail(err, DPD_E_INVAL, "%s: the %s split is empty", ds->dir, split == DPD_VAL ? "val" : "test");
-    static atomic_ullong ids;
-    e->split = split, e->n = sp->n, e->N = N, e->id = atomic_fetch_add(&ids, 1) + 1;
+    e->split = split, e->n = sp->n, e->N = N, e->id = next_id();
     dpd_status s = dpd_segments(sp->x, sp->n, N, 1.0, &e->x, &e->S, err);
     if (!s) s = gain > 0 ? dpd_segments(sp->x, sp->n, N, gain, &e->ref, &e->S, err)
                          : dpd_segments(sp->y, sp->n, N, 1.0, &e->ref, &e->S, err);

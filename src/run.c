@@ -132,7 +132,8 @@ static json_t *metrics_json(const dpd_metrics *m, double loss) {
 }
 
 void dpd_run_event(dpd_rundir *d, dpd_event *e) {
-    static const char *const names[] = {"run_started", "progress", "epoch", "checkpoint", "warning", "run_ended"};
+    static const char *const names[] = {"run_started", "progress",  "epoch",  "checkpoint",
+                                        "warning",     "run_ended", "preview"};
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     e->seq = ++d->seq;
@@ -170,6 +171,7 @@ void dpd_run_event(dpd_rundir *d, dpd_event *e) {
         json_object_set_new(j, "status", json_string(dpd_status_str(e->status)));
         if (e->message) json_object_set_new(j, "message", json_string(e->message));
         break;
+    case DPD_EV_PREVIEW: break; /* not written (train.c): listed for the switch */
     }
     char *line = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (line) dpd_text_add(&d->events, "%s\n", line);

@@ -20,6 +20,10 @@ dpd_status dpd_session_attach_as(dpd_session *s, int k, const float *x, const fl
                                  unsigned long long id, dpd_error *err);
 int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, size_t n);
 
+/* The first S segments of `from` (S <= from->S) as an evaluation of their own (own copies and
+ * id; n the samples they hold of the split), for a bounded preview. */
+dpd_status dpd_eval_head(dpd_eval *e, const dpd_eval *from, int S, dpd_error *err);
+
 /* On the built-in cpu provider, s computes directly on m's parameter buffer (m must outlive s):
  * one copy of the weights, uploads and downloads become no-ops. Other providers: nothing. */
 void dpd_session_share(dpd_session *s, dpd_model *m);

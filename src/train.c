@@ -58,6 +58,7 @@ typedef struct run {
     double *losses;      /* one per step of an epoch */
     float *mom;          /* AdamW moments m, v (2 nparams) for checkpoints */
     dpd_eval ev[2];      /* val, test */
+    dpd_eval pv;         /* preview_every > 0: the first val segments (made at the first preview) */
     dpd_metrics nodpd[2]; /* DPD runs: PA(x) against g x */
     dpd_plateau plat;
     dpd_rng rng;
@@ -90,6 +91,7 @@ static void run_free(run *r) {
     dpd_model_free(r->pa);
     free(r->tx), free(r->ty), free(r->perm), free(r->losses), free(r->mom);
     for (int k = 0; k < 2; k++) dpd_eval_free(&r->ev[k]);
+    dpd_eval_free(&r->pv);
     dpd_run_free(&r->rd);
 }
 
@@ -232,6 +234,27 @@ static long chunk_steps(double sec_per_step) {
     return k < 1 ? 1 : k > 1024 ? 1024 : (long)k;
 }
 
+/* A PREVIEW event: the session's predictions on the first val segments (at most 16 384 samples,
+ * one segment at least). A forward pass only: the weights, the optimizer, the shuffle and the
+ * delta counters of the epoch are as without it. *cancel: the caller asked to stop. */
+static dpd_status preview(run *r, const dpd_run_state *st, long nb, int *cancel, dpd_error *err) {
+    dpd_eval *e = &r->pv;
+    const dpd_eval *v = &r->ev[0];
+    int S = 16384 / v->N < 1 ? 1 : 16384 / v->N;
+    dpd_status s = DPD_OK;
+    long long z[4];
+    if (!e->x) s = dpd_eval_head(e, v, S < v->S ? S : v->S, err);
+    if (!s && !dpd_session_resident(r->ses, e->split, e->id, (size_t)e->S * e->N))
+        s = dpd_session_attach_as(r->ses, e->split, e->x, NULL, (size_t)e->S * e->N, e->id, err);
+    if (!s) s = dpd_session_evaluate(r->ses, e->split, e->N, r->c->batch_eval, e->pred, err);
+    if (!s) s = dpd_session_zeros(r->ses, z, err); /* not the epoch's: dropped */
+    if (s) return s;
+    dpd_event ev = {.type = DPD_EV_PREVIEW, .epoch = st->epoch + 1, .steps_done = st->epoch_step, .steps = nb,
+                    .step = st->step, .val_eval = e};
+    *cancel = emit(r, &ev, 0);
+    return DPD_OK;
+}
+
 /* One epoch of whole steps on the session, in chunks, with a progress event (and the
  * cancellation check) after each. Starts at st->epoch_step (a resumed mid-epoch stop). On
  * cancellation st describes the steps done and DPD_E_ABORTED is returned. */
@@ -246,6 +269,8 @@ static dpd_status epoch_train(run *r, dpd_run_state *st, double *mean, dpd_error
     long first = st->epoch_step;
     while (st->epoch_step < nb) {
         long k0 = st->epoch_step, steps = k < nb - k0 ? k : nb - k0;
+        if (c->preview_every > 0 && steps > c->preview_every - st->step % c->preview_every)
+            steps = c->preview_every - st->step % c->preview_every; /* a chunk ends at each preview */
         size_t f0 = (size_t)k0 * c->batch, nf = (size_t)steps * c->batch;
         if (nf > r->nframes - f0) nf = r->nframes - f0;
         double tc = now();
@@ -264,7 +289,12 @@ static dpd_status epoch_train(run *r, dpd_run_state *st, double *mean, dpd_error
                        .samples_per_s = el > 0 ? (double)(st->epoch_step - first) * c->batch * c->frame / el : 0};
         int note = now() - r->last_note >= 5; /* events.jsonl gets a heartbeat, not every chunk */
         if (note) r->last_note = now();
-        if (emit(r, &e, note)) {
+        int stop = emit(r, &e, note);
+        if (!stop && c->preview_every > 0 && st->step % c->preview_every == 0) {
+            dpd_status ps = preview(r, st, nb, &stop, err);
+            if (ps) return ps;
+        }
+        if (stop) {
             if (st->epoch_step < nb) return dpd_fail(err, DPD_E_ABORTED, "cancelled");
             r->cancel = 1; /* the epoch is complete: stop after its evaluation and checkpoints */
         }

@@ -155,21 +155,6 @@ static json_t *body_json(req *r, enum MHD_Result *rc) {
     return j;
 }
 
-static int write_file(const char *path, const void *p, size_t n) {
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return -1;
-    int ok = write(fd, p, n) == (ssize_t)n && !fsync(fd);
-    ok &= !close(fd);
-    if (!ok || rename(tmp, path)) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-
 /* ---- datasets ---- */
 
 /* A stamp of a dataset directory's files (names, sizes, mtimes): a submission does not parse the
@@ -328,14 +313,14 @@ static enum MHD_Result datasets_upload(req *r) {
             goto out;
         }
         snprintf(path, sizeof path, "%s/%s", staging, fname);
-        if (write_file(path, json_string_value(v), json_string_length(v))) {
+        if (studio_write_file(path, json_string_value(v), json_string_length(v))) {
             rc = http_error(r, 507, "storage_error", NULL, NULL, "cannot write %s: %s", fname, strerror(errno));
             goto out;
         }
     }
     char *st = json_dumps(spec, JSON_INDENT(2));
     snprintf(path, sizeof path, "%s/spec.json", staging);
-    int w = st ? write_file(path, st, strlen(st)) : -1;
+    int w = st ? studio_write_file(path, st, strlen(st)) : -1;
     free(st);
     if (w) {
         rc = http_error(r, 507, "storage_error", NULL, NULL, "cannot write spec.json");
@@ -407,9 +392,6 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (idem && (!idem[0] || strlen(idem) > 256 || !printable))
         return http_error(r, 422, "invalid_config", "idempotency_key", NULL, "idempotency_key: 1 to 256 printable characters");
     run_rec rec = {0};
-    unsigned char rnd[6];
-    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) return http_error(r, 500, "service_error", NULL, NULL, "no random bytes");
-    snprintf(rec.id, sizeof rec.id, "r%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
     snprintf(rec.verb, sizeof rec.verb, "%s", verb);
     snprintf(rec.dataset, sizeof rec.dataset, "%s", dataset);
     snprintf(rec.idem, sizeof rec.idem, "%s", idem ? idem : "");
@@ -424,33 +406,14 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     }
     snprintf(rec.request, sizeof rec.request, "%s", opts);
     free(opts);
-    /* the run directory and job.json first: a queued run always has them */
-    char rdir[4400], path[4600];
-    snprintf(rdir, sizeof rdir, "%s/runs/%s", h->o.root, rec.id);
-    snprintf(path, sizeof path, "%s/logs", rdir);
-    if (mkdir(rdir, 0700) || mkdir(path, 0700))
-        return http_error(r, 507, "storage_error", NULL, NULL, "cannot create the run directory: %s", strerror(errno));
     json_t *jobj = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "verb", verb, "dataset", dataset, "dataset_dir", dir, "options",
                             options, "pa", j.pa, "pa_dir", pdir);
     json_decref(none);
-    char *text = jobj ? json_dumps(jobj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    char why[256];
+    int existed = 0, q = job_enqueue(h->st, h->o.root, &rec, jobj, &existed, why, sizeof why);
     json_decref(jobj);
-    snprintf(path, sizeof path, "%s/job.json", rdir);
-    if (!text || write_file(path, text, strlen(text))) {
-        free(text);
-        studio_rmtree(rdir);
-        return http_error(r, 507, "storage_error", NULL, NULL, "cannot write job.json");
-    }
-    free(text);
-    int existed = 0;
-    if (store_insert(h->st, &rec, &existed)) {
-        studio_rmtree(rdir);
-        return http_error(r, 500, "service_error", NULL, NULL, "the job store refused the run");
-    }
-    if (existed) {
-        studio_rmtree(rdir);
-        return reply_run(r, 200, &rec);
-    }
+    if (q) return http_error(r, q == 2 ? 507 : 500, q == 2 ? "storage_error" : "service_error", NULL, NULL, "%s", why);
+    if (existed) return reply_run(r, 200, &rec);
     char wait[128]; /* the supervisor keeps it current from now on */
     int queued = store_count(h->st, ST_QUEUED), busy = super_busy(h->sv);
     snprintf(wait, sizeof wait, "position %d of %d, %d of %d slot%s busy", queued, queued, busy, h->o.slots,
@@ -573,6 +536,52 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
     return http_json(r, 200, j);
 }
 
+/* GET /runs/{id}/logs?offset=&limit=: worker.log from byte offset, at most limit whole lines
+ * (and 256 KiB); a last line without its newline only once the run has ended. Invalid UTF-8
+ * becomes '?'; a line is shown up to its first 64 KiB. */
+static enum MHD_Result run_logs(req *r, const run_rec *rec) {
+    long offset, limit;
+    if (int_arg(r, "offset", 0, 0, 1L << 40, &offset) || int_arg(r, "limit", 500, 1, 2000, &limit))
+        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more; limit: 1..2000");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/runs/%s/logs/worker.log", r->h->o.root, rec->id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb = {0};
+    if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        return http_error(r, 500, "service_error", NULL, NULL, "worker.log is not a regular file");
+    }
+    if (offset > sb.st_size) {
+        if (fd >= 0) close(fd);
+        return http_error(r, 409, "cursor_out_of_range", "offset", "read from 0", "offset: %ld is past the log's end (%lld)",
+                          offset, (long long)sb.st_size);
+    }
+    enum { CAP = 256 * 1024, LINE = 64 * 1024 };
+    char *buf = malloc(CAP + 1);
+    ssize_t got = fd >= 0 && buf ? pread(fd, buf, CAP, offset) : 0;
+    if (fd >= 0) close(fd);
+    if (!buf || got < 0) {
+        free(buf);
+        return http_error(r, 500, "service_error", NULL, NULL, "cannot read worker.log");
+    }
+    int ended = store_terminal(rec->status);
+    json_t *lines = json_array();
+    size_t pos = 0;
+    while (pos < (size_t)got && json_array_size(lines) < (size_t)limit) {
+        char *nl = memchr(buf + pos, '\n', (size_t)got - pos);
+        size_t len = nl ? (size_t)(nl - (buf + pos)) : (size_t)got - pos;
+        if (!nl && !(ended && offset + got == sb.st_size) && len < LINE) break; /* unfinished: later */
+        char *l = strndup(buf + pos, len < LINE ? len : LINE);
+        if (l) store_utf8_fix(l), json_array_append_new(lines, json_string(l));
+        free(l);
+        pos += len + (nl != NULL);
+    }
+    free(buf);
+    long next = offset + (long)pos;
+    return http_json(r, 200, json_pack("{s:o, s:I, s:b, s:I}", "lines", lines, "next_offset", (json_int_t)next, "eof",
+                                       ended && next == sb.st_size, "size", (json_int_t)sb.st_size));
+}
+
 /* The final plot data the worker wrote into the run directory (plots/plots.json). */
 static enum MHD_Result run_plots(req *r, const run_rec *rec) {
     char dir[4400], path[4600];
@@ -659,6 +668,11 @@ static enum MHD_Result run_route(req *r, char **seg, int n) {
         if (!store_terminal(rec.status))
             return http_error(r, 409, "run_not_finished", NULL, "cancel it first, or wait", "the run is %s", store_status_name(rec.status));
         json_t *opts = json_loads(rec.request, 0, NULL);
+        if (json_object_get(opts, "imported_from")) {
+            json_decref(opts);
+            return http_error(r, 409, "not_retryable", NULL, "train it again with the CLI, or submit a new run",
+                              "an imported run cannot be run again here");
+        }
         enum MHD_Result x = submit(r, rec.verb, rec.dataset, opts, NULL, rec.id);
         json_decref(opts);
         return x;
@@ -682,6 +696,7 @@ static enum MHD_Result run_route(req *r, char **seg, int n) {
     }
     if (n == 2 && !strcmp(sub, "history")) return run_history(r, &rec);
     if (n == 2 && !strcmp(sub, "plots")) return run_plots(r, &rec);
+    if (n == 2 && !strcmp(sub, "logs")) return run_logs(r, &rec);
     if (n == 2 && !strcmp(sub, "live")) return run_file_json(r, &rec, "live.json", "the live snapshot (it comes with the first epoch)");
     if (n == 2 && !strcmp(sub, "results")) return run_file_json(r, &rec, "result.json", "the result (it comes when the worker ends)");
     if (n == 2 && !strcmp(sub, "artifacts")) {

@@ -2,11 +2,17 @@
 #include "job.h"
 
 #include "cli.h"
+#include "studio.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static dpd_status fail(dpd_error *err, dpd_status s, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -38,7 +44,8 @@ static int field_of(const char *key, char *field, size_t n) {
 }
 
 /* Options the studio decides (or that name files) and a request may not set. */
-static const char *const refused[] = {"data", "out", "resume", "least_squares", "least-squares"};
+static const char *const refused[] = {"data",          "out",          "resume", "least_squares", "least-squares",
+                                      "preview_every", "preview-every"};
 
 /* The option's value as the text the CLI would have received. */
 static int value_text(const json_t *v, char *out, size_t n) {
@@ -65,8 +72,22 @@ static int fake_int(const json_t *o, const char *key, int def, int lo, int hi, i
     return 0;
 }
 
+/* preview_every_batches: null or absent (the snapshot once per epoch, no extra pass) or 1..1e6
+ * batches between previews, into c->preview_every. */
+static dpd_status preview_opt(dpd_train_cfg *c, const json_t *o, dpd_error *err) {
+    const json_t *v = json_object_get(o, "preview_every_batches");
+    if (!v || json_is_null(v)) return DPD_OK;
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+    if (n < 1 || n > 1000000)
+        return fail(err, DPD_E_INVAL, "preview_every_batches",
+                    "preview_every_batches: null (once per epoch) or 1..1000000 batches");
+    c->preview_every = (int)n;
+    return DPD_OK;
+}
+
 static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
-    static const char *const keys[] = {"epochs", "epoch_ms", "ignore_cancel", "exit_code", "alloc_mb", "silent_ms"};
+    static const char *const keys[] = {"epochs",   "epoch_ms",  "ignore_cancel",        "exit_code",
+                                       "alloc_mb", "silent_ms", "preview_every_batches"};
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)o, k, v) {
@@ -82,7 +103,7 @@ static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
         return err->status;
     if (!json_object_get(o, "exit_code")) f->exit_code = -1;
     j->cfg.epochs = f->epochs;
-    return DPD_OK;
+    return preview_opt(&j->cfg, o, err);
 }
 
 dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake, dpd_error *err) {
@@ -113,6 +134,11 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
     json_object_foreach((json_t *)options, key, v) {
         char text[4096], field[64];
         if (!strcmp(key, "preset")) continue;
+        if (!strcmp(key, "preview_every_batches")) {
+            if (preview_opt(c, options, err)) return err->status;
+            if (ls && c->preview_every) return fail(err, DPD_E_INVAL, key, "preview_every_batches: fit-ls trains no batches");
+            continue;
+        }
         if (value_text(v, text, sizeof text))
             return fail(err, DPD_E_INVAL, key, "%s: must be a number, a string or a boolean", key);
         if (!strcmp(key, "pa")) {
@@ -178,4 +204,76 @@ dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err) {
         return fail(err, DPD_E_INVAL, "dataset", "dataset: the train split has %zu samples, fewer than one frame (%d)",
                     d->n[DPD_TRAIN], j->cfg.frame);
     return DPD_OK;
+}
+
+dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], dpd_error *err) {
+    char path[4200];
+    json_error_t je;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *c = json_load_file(path, 0, &je);
+    if (!c) return fail(err, DPD_E_INVAL, "import", "%s: not a dpd run directory (%s)", dir, je.text);
+    const char *step = json_string_value(json_object_get(c, "step")), *ds = json_string_value(json_object_get(c, "dataset"));
+    int ls = json_is_true(json_object_get(c, "least_squares"));
+    const char *v = !step                        ? NULL
+                    : ls                         ? "fit-ls"
+                    : !strcmp(step, "train_pa")  ? "train-pa"
+                    : !strcmp(step, "train_dpd") ? "train-dpd"
+                                                 : NULL;
+    if (!v || !ds || !ds[0] || strlen(ds) >= 256) {
+        json_decref(c);
+        return fail(err, DPD_E_INVAL, "import", "%s: no step (train_pa or train_dpd) or dataset name", path);
+    }
+    snprintf(verb, 16, "%s", v);
+    snprintf(dataset, 256, "%s", ds);
+    json_decref(c);
+    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    if (access(path, R_OK)) return fail(err, DPD_E_INVAL, "import", "%s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/events.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    char line[8192], last[8192] = "";
+    while (f && fgets(line, sizeof line, f))
+        if (line[0] == '{') snprintf(last, sizeof last, "%s", line);
+    if (f) fclose(f);
+    json_t *e = json_loads(last, 0, NULL);
+    const char *type = json_string_value(json_object_get(e, "type")), *out = json_string_value(json_object_get(e, "outcome"));
+    int done = type && out && !strcmp(type, "run_ended") && !strcmp(out, "completed");
+    json_decref(e);
+    if (!done)
+        return fail(err, DPD_E_INVAL, "import",
+                    "%s: the run did not complete (its last event is not a completed run_ended): finish it first "
+                    "(dpd %s --resume DIR)",
+                    path, verb);
+    return DPD_OK;
+}
+
+int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *existed, char *why, size_t n) {
+    unsigned char rnd[6];
+    *existed = 0;
+    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) return snprintf(why, n, "no random bytes"), 1;
+    snprintf(r->id, sizeof r->id, "r%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    /* the run directory and job.json first: a queued run always has them */
+    char rdir[4400], path[4600];
+    snprintf(rdir, sizeof rdir, "%s/runs/%s", root, r->id);
+    snprintf(path, sizeof path, "%s/logs", rdir);
+    if (mkdir(rdir, 0700) || mkdir(path, 0700)) {
+        snprintf(why, n, "cannot create the run directory %s: %s", rdir, strerror(errno));
+        studio_rmtree(rdir);
+        return 2;
+    }
+    char *text = jobj ? json_dumps(jobj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    snprintf(path, sizeof path, "%s/job.json", rdir);
+    if (!text || studio_write_file(path, text, strlen(text))) {
+        snprintf(why, n, "cannot write %s", path);
+        free(text);
+        studio_rmtree(rdir);
+        return 2;
+    }
+    free(text);
+    if (store_insert(st, r, existed)) {
+        snprintf(why, n, "the job store refused the run");
+        studio_rmtree(rdir);
+        return 1;
+    }
+    if (*existed) studio_rmtree(rdir);
+    return 0;
 }

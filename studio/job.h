@@ -1,12 +1,13 @@
 /* job: a studio run's request (verb, dataset, options named as the CLI's) turned into a training
  * configuration — one function for both the server, which validates a submission with it, and
- * the worker, which runs it. */
+ * the worker, which runs it — and the queueing of a run (its directory, job.json, the record). */
 #ifndef DPD_STUDIO_JOB_H
 #define DPD_STUDIO_JOB_H
 
 #include <jansson.h>
 
 #include "dpd/dpd.h"
+#include "store.h"
 
 /* The fake verb's parameters (docs/studio.md "The fake verb"). */
 typedef struct job_fake {
@@ -35,5 +36,17 @@ typedef struct job_data {
 dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err);
 /* Checks the dataset can serve j: val and test at least one segment, train at least one frame. */
 dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err);
+
+/* A directory `dpd train-pa`/`train-dpd`/`fit-ls` completed (config.json, best.safetensors, and
+ * events.jsonl ending in a completed run_ended), for `dpd serve --import`: its studio verb and
+ * dataset name into verb[16] and dataset[256]. DPD_E_INVAL naming the file and what is wrong. */
+dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], dpd_error *err);
+
+/* Queues run r (verb, dataset, idem, parent and request set by the caller): a fresh id into
+ * r->id, ROOT/runs/ID/ with logs/ and job.json (jobj, the worker's orders), then the store's
+ * record. With an idempotency key the store already holds, r becomes that run, *existed is set
+ * and nothing is left on disk. 0; 2 when the run directory cannot be written, 1 when the store
+ * or the random source fails (why says which). */
+int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *existed, char *why, size_t n);
 
 #endif

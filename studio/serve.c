@@ -13,13 +13,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "job.h"
 #include "studio.h"
 
 #define MARKER ".dpd-studio"
 
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
-               "                 [--max-runtime S] [--worker-memory MB] [--test-workers]\n\n"
+               "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
                "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
@@ -30,6 +31,9 @@ static int usage(FILE *f) {
                "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0)\n"
                "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0)\n"
                "  --worker PATH       the worker executable (default: this dpd)\n"
+               "  --import RUN_DIR    show a completed CLI run (dpd train-pa/train-dpd/fit-ls) as a studio run:\n"
+               "                      copied into the root once, with its events, metrics, plots and files\n"
+               "                      (repeatable; importing the same directory again finds the first import)\n"
                "  --test-workers      accept the fake verb (tests and benchmarks)\n");
     return f == stdout ? 0 : 2;
 }
@@ -103,6 +107,35 @@ static int prepare_root(const char *root) {
     return 0;
 }
 
+/* Queues the import of each completed CLI run directory (checked first); an import of the same
+ * directory (by its real path) is found again through its idempotency key. */
+static int imports(const studio_opts *o, store *st, char (*dirs)[PATH_MAX], int n) {
+    for (int i = 0; i < n; i++) {
+        run_rec r = {0};
+        dpd_error err = {0};
+        if (job_import_check(dirs[i], r.verb, r.dataset, &err)) {
+            fprintf(stderr, "dpd: --import: %s\n", err.msg);
+            return -1;
+        }
+        snprintf(r.idem, sizeof r.idem, "import:%.250s", dirs[i]);
+        json_t *opts = json_pack("{s:s}", "imported_from", dirs[i]);
+        char *text = opts ? json_dumps(opts, JSON_COMPACT) : NULL;
+        snprintf(r.request, sizeof r.request, "%s", text ? text : "{}");
+        free(text);
+        json_t *jobj = json_pack("{s:s, s:s, s:o, s:s}", "verb", r.verb, "dataset", r.dataset, "options", opts, "import",
+                                 dirs[i]);
+        char why[256];
+        int existed = 0, q = job_enqueue(st, o->root, &r, jobj, &existed, why, sizeof why);
+        json_decref(jobj);
+        if (q) {
+            fprintf(stderr, "dpd: --import %s: %s\n", dirs[i], why);
+            return -1;
+        }
+        printf("dpd studio: %s %s as run %s\n", existed ? "already imported" : "importing", dirs[i], r.id);
+    }
+    return 0;
+}
+
 /* Half-made leftovers of a killed server: dataset staging directories. */
 static void clean(const char *root) {
     char dir[4200];
@@ -119,8 +152,9 @@ static void clean(const char *root) {
 
 int cmd_serve(int argc, char **argv) {
     studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10};
-    static char data[STUDIO_MAX_DATA][4096];
+    static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
+    int nimp = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
@@ -157,6 +191,14 @@ int cmd_serve(int argc, char **argv) {
             }
             o.data[o.ndata] = data[o.ndata];
             o.ndata++;
+        } else if (!strcmp(a, "--import")) {
+            errno = 0;
+            if (nimp == 16 || !realpath(v, imp[nimp]) || strlen(imp[nimp]) > 250) {
+                fprintf(stderr, "dpd: --import %s: %s\n", v,
+                        nimp == 16 ? "at most 16 --import directories" : errno ? strerror(errno) : "path too long");
+                return 2;
+            }
+            nimp++;
         } else if (!strcmp(a, "--listen")) {
             const char *colon = strrchr(v, ':');
             char host[64];
@@ -231,15 +273,17 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "dpd: %s\n", err);
         return 1;
     }
-    super *sv = super_start(&o, st, err, sizeof err);
-    http *h = sv ? http_start(&o, st, sv, err, sizeof err) : NULL;
+    super *sv = super_start(&o, st, err, sizeof err); /* recovery first: then the imports are queued */
+    int bad = sv && imports(&o, st, imp, nimp);
+    http *h = sv && !bad ? http_start(&o, st, sv, err, sizeof err) : NULL;
     if (!h) {
-        fprintf(stderr, "dpd: %s\n", err);
+        if (!bad) fprintf(stderr, "dpd: %s\n", err);
         if (sv) super_stop(sv);
         super_free(sv);
         store_close(st);
         return 1;
     }
+    super_wake(sv);
     const char *host = strcmp(o.host, "::1") ? o.host : "[::1]";
     printf("dpd studio: listening on http://%s:%d\n", host, http_port(h));
     printf("dpd studio: sign in (once, within 10 minutes): http://%s:%d/api/v1/session/bootstrap?token=%s\n", host,

@@ -127,9 +127,16 @@ static double now(void) {
 void store_utf8_fix(char *s) {
     unsigned char *p = (unsigned char *)s;
     while (*p) {
-        int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-        int ok = len > 0;
-        for (int k = 1; ok && k < len; k++) ok = (p[k] & 0xC0) == 0x80;
+        /* the length of a sequence led by p[0], and the range of its second byte (RFC 3629:
+         * no overlong forms, no surrogates, nothing above U+10FFFF) */
+        unsigned c = p[0], lo = 0x80, hi = 0xBF;
+        int len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+        int ok = len > 0 && (len == 1 || (p[1] >= lo && p[1] <= hi));
+        for (int k = 2; ok && k < len; k++) ok = (p[k] & 0xC0) == 0x80;
         if (!ok) {
             *p++ = '?';
             continue;

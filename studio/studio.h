@@ -28,6 +28,8 @@ double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
 void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */
 void studio_rmtree(const char *dir); /* removes dir and everything below it, links not followed */
+/* Writes path whole and atomically (a 0600 temporary file, fsync, rename); 0, or -1 with errno. */
+int studio_write_file(const char *path, const void *p, size_t n);
 
 /* ---- supervisor (super.c) ---- */
 

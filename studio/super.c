@@ -83,6 +83,22 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 
 void studio_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
+int studio_write_file(const char *path, const void *p, size_t n) {
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -1;
+    int ok = write(fd, p, n) == (ssize_t)n && !fsync(fd), e = errno;
+    ok &= !close(fd);
+    if (!ok || rename(tmp, path)) {
+        e = ok ? errno : e;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
 double studio_mono(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -3,6 +3,7 @@
  * D/events.jsonl (a heartbeat at least every 5 s), rewrites D/live.json each epoch, writes
  * D/result.json last, and exits 0 (succeeded), 1 (failed) or 3 (cancelled). SIGTERM or a D/CANCEL
  * file stops it between chunks of steps. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -29,6 +30,9 @@ typedef struct worker {
     int ignore_cancel;
     int revision;          /* live.json */
     json_t *history;       /* the per-epoch rows for live.json */
+    int every;             /* preview_every_batches (0: the snapshot comes once per epoch) */
+    long previews;         /* extra forward passes made for previews */
+    int preview_revision;  /* live.json's revision of the last preview (in progress events) */
     char run_dir[4096];
     int stop;              /* the heartbeat thread ends */
     pthread_t hb;
@@ -92,13 +96,32 @@ static int write_json(const char *path, json_t *j) {
     return rc;
 }
 
+/* live.json (live-v1): the epochs so far, the policy, and the plots of the last epoch's
+ * validation predictions, or of the last preview (a PREVIEW event: the first val segments on
+ * the weights of that step). */
 static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
-    json_t *row = json_pack("{s:i, s:f, s:o, s:o, s:f}", "epoch", e->epoch, "train_loss", e->train_loss, "val",
-                            cli_metrics_json(&e->val, 0), "test", cli_metrics_json(&e->test, 0), "lr", e->lr);
-    json_array_append_new(w->history, row);
-    json_t *j = json_pack("{s:i, s:f, s:i, s:i, s:s, s:O, s:O, s:o}", "revision", ++w->revision, "updated_at",
-                          studio_now(), "epoch", e->epoch, "epochs", e->epochs, "source", "validation", "metrics", row,
-                          "history", w->history, "plots", spec ? plots(e->val_eval, spec) : json_null());
+    int pv = e->type == DPD_EV_PREVIEW;
+    if (pv)
+        w->previews++;
+    else
+        json_array_append_new(w->history, json_pack("{s:i, s:f, s:o, s:o, s:f}", "epoch", e->epoch, "train_loss",
+                                                    e->train_loss, "val", cli_metrics_json(&e->val, 0), "test",
+                                                    cli_metrics_json(&e->test, 0), "lr", e->lr));
+    size_t nh = json_array_size(w->history);
+    json_t *policy = json_pack("{s:s, s:o, s:f, s:i}", "mode", w->every ? "batch" : "epoch", "every_batches",
+                               w->every ? json_integer(w->every) : json_null(), "progress_seconds", 0.5,
+                               "max_preview_samples", 16384);
+    json_t *j = json_pack("{s:i, s:f, s:i, s:i, s:s, s:O, s:O, s:o, s:I, s:o}", "revision", ++w->revision, "updated_at",
+                          studio_now(), "epoch", e->epoch, "epochs", e->epochs, "source", pv ? "batch_probe" : "validation",
+                          "metrics", nh ? json_array_get(w->history, nh - 1) : json_null(), "history", w->history,
+                          "policy", policy, "previews", (json_int_t)w->previews, "plots",
+                          spec ? plots(e->val_eval, spec) : json_null());
+    if (j && pv) {
+        json_object_set_new(j, "step", json_integer(e->step));
+        json_object_set_new(j, "steps_done", json_integer(e->steps_done));
+        json_object_set_new(j, "steps", json_integer(e->steps));
+        w->preview_revision = w->revision;
+    }
     if (j) write_json("live.json", j);
     json_decref(j);
 }
@@ -125,11 +148,14 @@ static int on_event(void *user, const dpd_event *e) {
         double t = studio_now();
         if (e->steps_done != e->steps && e->steps_done > 1 && t - w->last_progress < 0.5) break;
         w->last_progress = t;
-        emit(w, "progress", json_pack("{s:i, s:i, s:I, s:I, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs,
-                                      "steps_done", (json_int_t)e->steps_done, "steps", (json_int_t)e->steps, "loss",
-                                      cli_jnum(e->loss), "samples_per_s", cli_jnum(e->samples_per_s)));
+        json_t *d = json_pack("{s:i, s:i, s:I, s:I, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs, "steps_done",
+                              (json_int_t)e->steps_done, "steps", (json_int_t)e->steps, "loss", cli_jnum(e->loss),
+                              "samples_per_s", cli_jnum(e->samples_per_s));
+        if (d && w->preview_revision) json_object_set_new(d, "preview_revision", json_integer(w->preview_revision));
+        emit(w, "progress", d);
         break;
     }
+    case DPD_EV_PREVIEW: live(w, e, c->have_spec ? &c->spec : NULL); break;
     case DPD_EV_EPOCH:
         emit(w, "metric", json_pack("{s:i, s:i, s:o, s:o, s:b, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs,
                                     "train_loss", cli_jnum(e->train_loss), "lr", cli_jnum(e->lr), "improved",
@@ -262,8 +288,19 @@ static int run_fake(worker *w, const job *j) {
         for (int k = 1; k <= 4; k++) {
             sleep_ms(f->epoch_ms / 4);
             if (cancelled(w)) return finish(w, "cancelled", NULL, NULL, "cancelled", NULL);
-            emit(w, "progress", json_pack("{s:i, s:i, s:i, s:i, s:f, s:f}", "epoch", ep, "epochs", f->epochs, "steps_done",
-                                          k, "steps", 4, "loss", 1.0 / (ep * 4 + k), "samples_per_s", 1000.0));
+            json_t *d = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f}", "epoch", ep, "epochs", f->epochs, "steps_done", k,
+                                  "steps", 4, "loss", 1.0 / (ep * 4 + k), "samples_per_s", 1000.0);
+            if (d && w->preview_revision) json_object_set_new(d, "preview_revision", json_integer(w->preview_revision));
+            emit(w, "progress", d);
+            long step = (ep - 1) * 4L + k;
+            if (w->every && step % w->every == 0) { /* a preview: the epoch's model output so far */
+                static float pbuf[6 * 4 * 256];
+                dpd_eval e;
+                fake_eval(&e, pbuf, ep, f->epochs);
+                dpd_event pv = {.type = DPD_EV_PREVIEW, .epoch = ep, .epochs = f->epochs, .steps_done = k, .steps = 4,
+                                .step = step, .val_eval = &e};
+                live(w, &pv, &fake_spec);
+            }
         }
         double nmse = -10.0 - ep;
         emit(w, "metric", json_pack("{s:i, s:i, s:f, s:f, s:b, s:{s:f}, s:{s:f}}", "epoch", ep, "epochs", f->epochs,
@@ -286,7 +323,9 @@ static int run_fake(worker *w, const job *j) {
             fclose(fp);
         }
         emit(w, "checkpoint", json_pack("{s:i, s:s}", "epoch", ep, "name", "best.safetensors"));
+        fprintf(stderr, "fake: epoch %d of %d\n", ep, f->epochs); /* worker.log, for the log view */
     }
+    fputs("fake: done", stderr); /* a last line without its newline: shown once the run has ended */
     { /* the run's final plot data (docs/formats.md, "Run plots"), as dpd plot writes it */
         static float buf[6 * 4 * 256];
         dpd_eval e;
@@ -304,6 +343,116 @@ static int run_fake(worker *w, const job *j) {
         _exit(f->exit_code);
     }
     return finish(w, "completed", json_pack("{s:s, s:i}", "run_dir", "out/fake", "epochs", f->epochs), NULL, NULL, NULL);
+}
+
+/* ---- import (dpd serve --import): a completed CLI run, shown as a studio run ---- */
+
+/* Copies the regular files of from into to (created), and those of its subdirectories one level
+ * down (plots/); links, devices and half-written temporaries are left out. 0, or -1 with errno. */
+static int copy_tree(const char *from, const char *to, int depth) {
+    if (mkdir(to, 0700) && errno != EEXIST) return -1;
+    DIR *d = opendir(from);
+    if (!d) return -1;
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        char a[4400], b[4400];
+        struct stat sb;
+        if (e->d_name[0] == '.' || strstr(e->d_name, ".tmp.")) continue;
+        snprintf(a, sizeof a, "%s/%s", from, e->d_name);
+        snprintf(b, sizeof b, "%s/%s", to, e->d_name);
+        if (lstat(a, &sb)) continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (depth < 1) rc = copy_tree(a, b, depth + 1);
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode)) continue;
+        int in = open(a, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int out = in < 0 ? -1 : open(b, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        char buf[1 << 16];
+        ssize_t n = 0;
+        while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n) n = -1;
+        rc = in < 0 || out < 0 || n < 0 ? -1 : 0;
+        if (in >= 0) close(in);
+        if (out >= 0 && close(out)) rc = -1;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The run's events.jsonl as the worker's events; *best: the last improved epoch's event (a new
+ * reference), *epochs the last epoch, provider copied out. */
+static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, char *provider, size_t np) {
+    char path[4200], line[65536];
+    snprintf(path, sizeof path, "%s/events.jsonl", run_dir);
+    FILE *f = fopen(path, "r");
+    json_int_t total = 0; /* the epochs of the run (run_started's) */
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *e = json_loads(line, 0, NULL), *ep = json_object_get(e, "epoch");
+        const char *t = json_string_value(json_object_get(e, "type"));
+        if (!t) {
+            json_decref(e);
+            continue;
+        }
+        if (!strcmp(t, "run_started")) {
+            total = json_integer_value(json_object_get(e, "epochs"));
+            snprintf(provider, np, "%s", json_string_value(json_object_get(e, "provider")) ?: "");
+            emit(w, "started", json_pack("{s:O?, s:s, s:O?, s:b}", "run_id", json_object_get(e, "run_id"), "run_dir",
+                                         run_dir, "provider", json_object_get(e, "provider"), "resumed", 0));
+        } else if (!strcmp(t, "progress")) {
+            emit(w, "progress", json_pack("{s:O, s:I, s:O?, s:O?, s:O?, s:O?}", "epoch", ep, "epochs", total,
+                                          "steps_done", json_object_get(e, "steps_done"), "steps",
+                                          json_object_get(e, "steps"), "loss", json_object_get(e, "loss"),
+                                          "samples_per_s", json_object_get(e, "samples_per_s")));
+        } else if (!strcmp(t, "epoch")) {
+            *epochs = (int)json_integer_value(ep);
+            if (json_is_true(json_object_get(e, "improved"))) json_decref(*best), *best = json_incref(e);
+            json_t *v = json_deep_copy(json_object_get(e, "val")), *ts = json_deep_copy(json_object_get(e, "test"));
+            json_object_del(v, "loss"), json_object_del(ts, "loss");
+            emit(w, "metric", json_pack("{s:O, s:I, s:O?, s:O?, s:O?, s:o?, s:o?}", "epoch", ep, "epochs", total,
+                                        "train_loss", json_object_get(e, "train_loss"), "lr", json_object_get(e, "lr"),
+                                        "improved", json_object_get(e, "improved"), "val", v, "test", ts));
+        } else if (!strcmp(t, "checkpoint")) {
+            emit(w, "checkpoint", json_pack("{s:O, s:O?}", "epoch", ep, "name", json_object_get(e, "path")));
+        } else if (!strcmp(t, "warning")) {
+            emit(w, "warning", json_pack("{s:O?}", "message", json_object_get(e, "message")));
+        }
+        json_decref(e);
+    }
+    if (f) fclose(f);
+}
+
+static int run_import(worker *w, const char *from) {
+    char verb[16], dataset[256], dest[4400], cwd[4096], provider[600] = "";
+    dpd_error err = {0};
+    if (job_import_check(from, verb, dataset, &err)) return finish(w, "failed", NULL, "invalid_job", err.msg, "import");
+    start_heartbeat(w);
+    const char *base = strrchr(from, '/');
+    base = base && base[1] ? base + 1 : from;
+    if (!getcwd(cwd, sizeof cwd) || mkdir("out", 0700) ||
+        (snprintf(dest, sizeof dest, "%s/out/%s", cwd, base), copy_tree(from, dest, 0)))
+        return finish(w, "failed", NULL, "io_error", strerror(errno), NULL);
+    snprintf(w->run_dir, sizeof w->run_dir, "%s", dest);
+    json_t *best = NULL;
+    int epochs = 0;
+    replay(w, dest, &best, &epochs, provider, sizeof provider);
+    char path[4500];
+    snprintf(path, sizeof path, "%s/plots/plots.json", dest);
+    if (access(path, F_OK)) { /* a run made with --no-plots: drawn now, when its dataset is reachable from here */
+        cli_plot_opts po = {.split = "val"};
+        if (cli_plot_run(dest, &po, &err))
+            emit(w, "warning", json_pack("{s:s}", "message", err.msg[0] ? err.msg : "the run's pictures could not be drawn"));
+    }
+    snprintf(path, sizeof path, "%s/config.json", dest);
+    json_t *v = json_deep_copy(json_object_get(best, "val")), *t = json_deep_copy(json_object_get(best, "test"));
+    json_object_del(v, "loss"), json_object_del(t, "loss");
+    json_t *sum = json_pack("{s:s, s:i, s:O?, s:o?, s:o?, s:s, s:o?, s:s}", "run_dir", dest, "epochs", epochs, "best_epoch",
+                            json_object_get(best, "epoch"), "val", v, "test", t, "provider", provider, "config",
+                            json_load_file(path, 0, NULL), "imported_from", from);
+    json_decref(best);
+    fprintf(stderr, "imported %s (%s on %s, %d epochs)\n", from, verb, dataset, epochs);
+    return finish(w, "completed", sum, NULL, NULL, NULL);
 }
 
 int cmd_worker(int argc, char **argv) {
@@ -333,9 +482,10 @@ int cmd_worker(int argc, char **argv) {
     job j;
     dpd_error err = {0};
     const char *verb = json_string_value(json_object_get(jj, "verb"));
-    if (!jj || job_resolve(&j, verb, json_object_get(jj, "options"), verb && !strcmp(verb, "fake"), &err))
+    const char *from = json_string_value(json_object_get(jj, "import")); /* dpd serve --import */
+    if (!jj || (!from && job_resolve(&j, verb, json_object_get(jj, "options"), verb && !strcmp(verb, "fake"), &err)))
         return finish(&w, "failed", NULL, "invalid_job", jj ? err.msg : je.text, jj ? err.field : NULL);
-    w.ignore_cancel = j.fake.ignore_cancel;
+    if (!from) w.ignore_cancel = j.fake.ignore_cancel, w.every = j.cfg.preview_every;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = w.ignore_cancel ? SIG_IGN : on_term;
@@ -343,7 +493,7 @@ int cmd_worker(int argc, char **argv) {
     sa.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    int rc = strcmp(j.verb, "fake") ? run_real(&w, &j, jj) : run_fake(&w, &j);
+    int rc = from ? run_import(&w, from) : strcmp(j.verb, "fake") ? run_real(&w, &j, jj) : run_fake(&w, &j);
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
     if (w.have_hb) pthread_join(w.hb, NULL);
     json_decref(jj);

@@ -1802,6 +1802,72 @@ def t_datasets(ctx):
         check(r.status in (409, 422), f"upload named {name!r}: {r!r}")
 
 
+@test()
+def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
+    s = ctx.server()
+    rid = s.submit(options=fake(3, 900))["id"]
+    s.wait_event(rid, "metric", 10)
+    r = s.get(f"/api/v1/runs/{rid}/logs")
+    check(r.status == 200 and set(r.json) == {"lines", "next_offset", "eof", "size"}, f"logs: {r!r}")
+    j = r.json
+    check(j["lines"][:1] == ["fake: epoch 1 of 3"] and "fake: done" not in j["lines"] and j["eof"] is False,
+          f"logs of a running run: {j}")
+    check(j["next_offset"] == len("".join(l + "\n" for l in j["lines"]).encode()), f"next_offset {j}")
+    expect_error(s.get(f"/api/v1/runs/{rid}/logs?offset={j['size'] + 1}"), 409, "cursor_out_of_range", "offset")
+    expect_error(s.get(f"/api/v1/runs/{rid}/logs?limit=0"), 422, "invalid_query")
+    expect_error(s.get(f"/api/v1/runs/{rid}/logs?offset=-1"), 422, "invalid_query")
+    s.wait_status(rid, TERMINAL, 20)
+    lines, off, pages = [], 0, 0
+    while True:  # one line a page
+        j = s.get(f"/api/v1/runs/{rid}/logs?offset={off}&limit=1").json
+        lines += j["lines"]
+        pages += 1
+        check(len(j["lines"]) <= 1 and pages < 10, f"page {pages}: {j}")
+        off = j["next_offset"]
+        if j["eof"]:
+            break
+    check(lines == ["fake: epoch 1 of 3", "fake: epoch 2 of 3", "fake: epoch 3 of 3", "fake: done"],
+          f"the whole log of an ended run: {lines}")
+    log = os.path.join(s.run_dir(rid), "logs", "worker.log")
+    check(off == os.path.getsize(log), f"next_offset {off} at eof, the log has {os.path.getsize(log)} bytes")
+    with open(log, "ab") as f:  # bytes that are not UTF-8 come back as '?'
+        f.write(b"\nbad \xff\xfe end\n")
+    j = s.get(f"/api/v1/runs/{rid}/logs?offset={off}").json
+    check(j["lines"] == ["", "bad ?? end"] and j["eof"] is True, f"invalid UTF-8: {j}")
+    other = s.submit(options=fake(1, 0))["id"]  # a queued or fresh run: an empty log is no error
+    j = s.get(f"/api/v1/runs/{other}/logs").json
+    check(isinstance(j["lines"], list) and j["next_offset"] <= j["size"], f"logs of a new run: {j}")
+
+
+@test()
+def t_preview_counts(ctx):  # H42 in the worker: no extra pass per epoch, floor(steps / N) per batch
+    s = ctx.server(args=("--slots", "2"))
+    opts = {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 2, "threads": 1}
+    a = s.submit("train-pa", "synth", dict(opts, preview_every_batches=None))["id"]
+    b = s.submit("train-pa", "synth", dict(opts, preview_every_batches=5))["id"]
+    for bad in (0, 1000001, "5", 2.5, True):
+        expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "synth",
+                                            "options": dict(opts, preview_every_batches=bad)}),
+                     422, "invalid_config", "preview_every_batches", f"preview_every_batches {bad!r}")
+    expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "synth", "options": dict(opts, preview_every=5)}),
+                 422, "invalid_config", "preview_every")
+    expect_error(s.post("/api/v1/runs", {"verb": "fit-ls", "dataset": "synth", "options": {"preview_every_batches": 5}}),
+                 422, "invalid_config", "preview_every_batches")
+    fa, fb = s.wait_status(a, TERMINAL, 90, 0.1), s.wait_status(b, TERMINAL, 90, 0.1)
+    check(fa["status"] == "succeeded" and fb["status"] == "succeeded", f"runs: {fa['status']}, {fb['status']}")
+    steps = max(e["data"]["steps"] for e in s.all_events(b) if e["type"] == "progress")
+    la, lb = s.get(f"/api/v1/runs/{a}/live").json, s.get(f"/api/v1/runs/{b}/live").json
+    check(la["policy"] == {"mode": "epoch", "every_batches": None, "progress_seconds": 0.5, "max_preview_samples": 16384}
+          and la["previews"] == 0, f"epoch mode: {la['policy']}, {la['previews']} previews")
+    check(lb["policy"]["mode"] == "batch" and lb["policy"]["every_batches"] == 5 and lb["previews"] == 2 * steps // 5,
+          f"batch mode: {lb['policy']}, {lb['previews']} previews for {2 * steps} steps")
+    prev = [e["data"].get("preview_revision") for e in s.all_events(b) if e["type"] == "progress"]
+    check(any(prev), "no progress event carries a preview_revision")
+    ra, rb = s.get(f"/api/v1/runs/{a}/results").json, s.get(f"/api/v1/runs/{b}/results").json
+    best = [open(os.path.join(r["run_dir"], "best.safetensors"), "rb").read() for r in (ra, rb)]
+    check(best[0] == best[1], "best.safetensors differs with per-batch previews")
+
+
 # ---- real training
 
 def _cli_train(ctx, data, out, extra=()):
@@ -1809,6 +1875,60 @@ def _cli_train(ctx, data, out, extra=()):
                         "--epochs", "2", "--out", out, "--json", *extra], capture_output=True, env=ctx.env, timeout=120)
     check(r.returncode == 0, f"CLI train-pa: exit {r.returncode}: {r.stderr[-300:]!r}")
     return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
+@test()
+def t_import_cli_run(ctx):  # dpd serve --import: a completed CLI run becomes a studio run, once
+    data = ctx.path("synth")
+    _synth(ctx, data)
+    cli = _cli_train(ctx, data, ctx.path("cli"), ("--no-plots",))
+    rd = cli["run_dir"]
+    s = Server(ctx, args=["--import", rd])
+    s.start()
+    line = s.wait_line(r"dpd studio: importing (\S+) as run (r[0-9a-f]+)", 5)
+    rid = line.group(2)
+    check(line.group(1) == os.path.realpath(rd), f"import line {line.group(0)!r}")
+    fin = s.wait_status(rid, TERMINAL, 60, 0.1)
+    check(fin["status"] == "succeeded" and fin["verb"] == "train-pa" and fin["dataset"] == "synth" and
+          fin["progress"]["epoch"] == 2 and fin["progress"]["epochs"] == 2, f"imported run: {fin}")
+    evs = s.all_events(rid)
+    check_run_consistency(fin, evs)
+    metrics = [e["data"] for e in evs if e["type"] == "metric"]
+    check([m["epoch"] for m in metrics] == [1, 2], f"imported metric events: {metrics}")
+    hist = s.get(f"/api/v1/runs/{rid}/history").json
+    k = hist["columns"].index("VAL_NMSE")
+    check([round(r[k], 6) for r in hist["rows"]] == [round(m["val"]["NMSE"], 6) for m in metrics],
+          f"history {hist} against the metric events")
+    res = s.get(f"/api/v1/runs/{rid}/results").json
+    check(res["outcome"] == "completed" and res["best_epoch"] == cli["best_epoch"] and
+          abs(res["val"]["NMSE"] - cli["val"]["NMSE"]) < 1e-9 and res.get("imported_from") == os.path.realpath(rd),
+          f"results {res} against the CLI's {cli}")
+    pl = s.get(f"/api/v1/runs/{rid}/plots")  # --no-plots: drawn at the import
+    check(pl.status == 200 and set(pl.json["plots"]) >= {"psd", "amam"}, f"plots of the import: {pl!r}"[:300])
+    arts = {a["name"]: a for a in s.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}
+    best = s.get(f"/api/v1/runs/{rid}/artifacts/{arts['best.safetensors']['id']}")
+    check(best.body == open(os.path.join(rd, "best.safetensors"), "rb").read(), "imported best.safetensors differs")
+    check("history.csv" in arts and os.path.isfile(os.path.join(res["run_dir"], "plots", "psd.png")),
+          f"artifacts {sorted(arts)}, or no plots/psd.png in {res['run_dir']}")
+    expect_error(s.post(f"/api/v1/runs/{rid}/retry"), 409, "not_retryable")
+    check(os.listdir(rd) and not os.path.exists(os.path.join(rd, "plots")), "the CLI's run directory was changed")
+    s.stop()
+    s2 = Server(ctx, root=s.root, args=["--import", rd])  # again: the same run, found by its key
+    s2.start()
+    again = s2.wait_line(r"dpd studio: already imported (\S+) as run (r[0-9a-f]+)", 5)
+    check(again.group(2) == rid, f"second import: {again.group(0)!r}, first {rid}")
+    check(s2.get("/api/v1/runs").json["total"] == 1, "the second import made another run")
+    s2.stop()
+    # refused: a directory that is not a completed run, before anything starts
+    bad = ctx.path("notarun")
+    os.makedirs(bad)
+    s3 = Server(ctx, root=ctx.path("root3"), args=["--import", bad])
+    s3.start(expect_listen=False)
+    check(s3.wait_exit(10) == 1 and "config.json" in s3.output(), f"import of a non-run: {s3.output()[-300:]!r}")
+    os.remove(os.path.join(rd, "best.safetensors"))
+    s4 = Server(ctx, root=ctx.path("root4"), args=["--import", rd])
+    s4.start(expect_listen=False)
+    check(s4.wait_exit(10) == 1 and "best.safetensors" in s4.output(), f"import without best.safetensors: {s4.output()[-300:]!r}")
 
 
 @test()

@@ -4,7 +4,8 @@
  * frequencies; the residual is the PSD of prediction - target; the bands are dpd_band_of's edges;
  * AM/AM and AM/PM at the fixed stride are |y| and the phase against x of those samples, never of
  * the padding; I/Q are the first samples; a third series is carried everywhere; the same input
- * gives the same text. Then a silent input ("empty" with a reason, no series) and bad arguments. */
+ * gives the same text. Then a silent input ("empty" with a reason, no series), the text itself
+ * (escaped names, numbers at the printer's edges) and bad arguments. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,42 @@ static void test_silent(void) {
     sig_free(&g);
 }
 
+/* The text itself: a name that needs escaping comes back as it was, one that is not UTF-8 is
+ * refused; numbers at the printer's edges (-0, halves, an integer-valued real, 1e9: past its
+ * fixed-point range) parse to exactly r6 of the sample, sign included; indices are integers. */
+static void test_text(void) {
+    sig g = make(2, 256, 400, 3);
+    static const float edge[] = {-1e-7f, 2.5f, -0.1f, 2.0f, 1e9f, 12345678.5f, 0.0000125f, -3e-6f};
+    size_t ne = sizeof edge / sizeof *edge;
+    for (size_t k = 0; k < ne; k++) g.pred[2 * k] = edge[k];
+    const char *name = "no \"dpd\" \\ \n\t/ \xc3\xa9";
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .other = g.other, .S = 2, .N = 256, .n = 400,
+                      .spec = &spec, .other_name = name};
+    dpd_error err = {0};
+    char *t = dpd_plot_json(&in, &err);
+    json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+    CHECK(j != NULL, "edge values and an escaped name: the text parses (%s)", err.msg);
+    json_t *iq = json_object_get(json_object_get(j, "iq"), "series");
+    CHECK(json_object_get(json_object_get(json_object_get(j, "psd"), "series"), name) &&
+              json_object_get(json_object_get(json_object_get(j, "amam"), "series"), name) && json_object_get(iq, name),
+          "a name that needs escaping comes back as it was");
+    json_t *i = json_object_get(json_object_get(iq, "prediction"), "i");
+    for (size_t k = 0; k < ne; k++) {
+        json_t *v = json_array_get(i, k);
+        double want = r6(edge[k]);
+        CHECK(json_is_real(v) && json_real_value(v) == want && !signbit(json_real_value(v)) == !signbit(want),
+              "iq.prediction.i[%zu]: %.17g, want a real %.17g", k, json_number_value(v), want);
+    }
+    json_t *s5 = json_array_get(json_object_get(json_object_get(j, "iq"), "sample"), 5);
+    CHECK(json_is_integer(s5) && json_integer_value(s5) == 5, "iq.sample[5] is the integer 5");
+    json_decref(j), free(t);
+    in.other_name = "\xff";
+    t = dpd_plot_json(&in, &err);
+    CHECK(!t && err.status == DPD_E_INVAL, "a name that is not UTF-8 is refused (%s)", err.msg);
+    free(t);
+    sig_free(&g);
+}
+
 static void test_bad_arguments(void) {
     sig g = make(2, 256, 400, 2);
     dpd_error err;
@@ -211,6 +248,7 @@ int main(void) {
     test_case(3, 2560, 3 * 2560 - 700); /* stride 1 for the PSD, 2 for AM/AM; a zero-padded tail */
     test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
     test_silent();
+    test_text();
     test_bad_arguments();
     return check_done("plot_data");
 }

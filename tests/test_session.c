@@ -183,6 +183,10 @@ typedef struct watch {
     int ordered;
     dpd_status end_status;
     int saw_preds;
+    long previews, preview_bad; /* PREVIEW events, and those not at a multiple of preview_every, with
+                                 * more than 16 384 samples, or written to events.jsonl */
+    int every;
+    long nb; /* steps per epoch (from the progress events) */
 } watch;
 
 static int on_event(void *user, const dpd_event *e) {
@@ -192,6 +196,7 @@ static int on_event(void *user, const dpd_event *e) {
     switch (e->type) {
     case DPD_EV_RUN_STARTED: w->started++; break;
     case DPD_EV_PROGRESS:
+        w->nb = e->steps;
         if (e->epoch == w->cancel_epoch && ++w->progress == w->cancel_progress) return 1;
         break;
     case DPD_EV_EPOCH:
@@ -200,6 +205,13 @@ static int on_event(void *user, const dpd_event *e) {
         if (e->epoch == w->cancel_epoch && !w->cancel_progress) return 1;
         break;
     case DPD_EV_RUN_ENDED: w->ended++, w->end_status = e->status; break;
+    case DPD_EV_PREVIEW: {
+        const dpd_eval *v = e->val_eval;
+        w->previews++;
+        w->preview_bad += !w->every || e->step % w->every || !v || !v->pred || (size_t)v->S * v->N > 16384 || v->S < 1 ||
+                          !isfinite(v->pred[0]) || e->seq != 0;
+        break;
+    }
     default: break;
     }
     return 0;
@@ -300,6 +312,37 @@ static void cancel_resume(const char *family, int dpd_pa, int cancel_epoch, int 
         CHECK(mono && k > 4 && strstr(ev, "\"outcome\":\"completed\""), "%s: events.jsonl numbered 1..%ld in order, ending completed", what, k);
         free(ev);
     }
+}
+
+/* preview_every: one PREVIEW every that many steps, and the run's files are byte-identical to
+ * the run without previews (a delta DPD too: its skip counters are not the previews'). */
+static void previews(const char *family, int dpd_pa, const char *what) {
+    dpd_train_cfg c, v;
+    dpd_train_result r0, r1;
+    dpd_error err = {0};
+    cfg_quick(&c, check_tmpdir(), family);
+    if (dpd_pa) {
+        dpd_train_cfg p;
+        cfg_quick(&p, check_tmpdir(), "gru");
+        p.epochs = 1;
+        CHECK(dpd_train(&p, NULL, NULL, &r0, &err) == DPD_OK, "PA: %s", err.msg);
+        snprintf(c.pa, sizeof c.pa, "%s", r0.run_dir);
+    }
+    v = c;
+    snprintf(v.out, sizeof v.out, "%s", check_tmpdir());
+    v.preview_every = 3;
+    watch w0 = {.ordered = 1}, w1 = {.ordered = 1, .every = 3};
+    CHECK(dpd_train(&c, on_event, &w0, &r0, &err) == DPD_OK, "%s: %s", what, err.msg);
+    CHECK(dpd_train(&v, on_event, &w1, &r1, &err) == DPD_OK, "%s with previews: %s", what, err.msg);
+    long want = w1.epochs * w1.nb / 3; /* floor(steps / preview_every) */
+    CHECK(w0.previews == 0 && w1.preview_bad == 0 && w1.previews == want && want > 0,
+          "%s: %ld previews without, %ld with (%ld bad; want %ld)", what, w0.previews, w1.previews, w1.preview_bad, want);
+    size_t n0 = 0, n1 = 0;
+    char *a = tensors(r0.run_dir, "last.safetensors", &n0), *b = tensors(r1.run_dir, "last.safetensors", &n1);
+    CHECK(a && b && n0 == n1 && !memcmp(a, b, n0), "%s: last.safetensors differs with previews", what);
+    char *h0 = history(r0.run_dir), *h1 = history(r1.run_dir);
+    CHECK(h0 && h1 && !strcmp(h0, h1), "%s: history.csv differs with previews:\n%s\nvs\n%s", what, h0 ? h0 : "", h1 ? h1 : "");
+    free(a), free(b), free(h0), free(h1);
 }
 
 static void cancel_early(void) {
@@ -619,6 +662,8 @@ int main(void) {
     cancel_resume("gru", 0, 1, 0, "PA GRU, cancelled after epoch 1");
     cancel_resume("tres_deltagru", 1, 2, 1, "DPD TRes-DeltaGRU, cancelled mid-epoch 2");
     cancel_resume("rvtdcnn", 1, 2, 0, "DPD RVTDCNN, cancelled after epoch 2");
+    previews("gru", 0, "PA GRU, a preview every 3 steps");
+    previews("tres_deltagru", 1, "DPD TRes-DeltaGRU, a preview every 3 steps");
     cancel_early();
     diverge();
     ls_resume();

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "check.h"
 #include "store.h"
 
@@ -54,7 +56,35 @@ static int seen_status(void *user, long seq, double ts, const char *type, const 
     return 0;
 }
 
+/* store_utf8_fix: every byte outside a well-formed UTF-8 sequence becomes '?' (overlong forms,
+ * surrogates and code points above U+10FFFF included), and jansson then takes the text. */
+static void utf8(void) {
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain ascii", "plain ascii"},
+        {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
+        {"G\xC0\xABx", "G??x"},         /* an overlong "+" */
+        {"\xE0\x80\xAF", "???"},        /* an overlong "/" in three bytes */
+        {"\xED\xA0\x80", "???"},        /* a UTF-16 surrogate */
+        {"\xF4\x90\x80\x80", "????"},  /* above U+10FFFF */
+        {"G\xF5\xBA\x8Ct", "G???t"},    /* no lead byte above F4 */
+        {"\xC3", "?"},                    /* cut short */
+        {"\xE2\x82", "??"},
+        {"\xFF\xFE ok \x80", "?? ok ?"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", cases[i].in);
+        store_utf8_fix(buf);
+        json_t *j = json_string(buf);
+        CHECK(!strcmp(buf, cases[i].out) && j, "utf8 case %zu: '%s' (jansson %s)", i, buf, j ? "takes it" : "refuses it");
+        json_decref(j);
+    }
+}
+
 int main(void) {
+    utf8();
     char db[4200], err[1024];
     snprintf(db, sizeof db, "%s/studio.db", check_tmpdir());
     store *st = store_open(db, err, sizeof err);

@@ -518,6 +518,8 @@ typedef struct dpd_train_cfg {
     int threads;        /* cpu worker threads, 0 = the settings' cpu_level; results do not depend on it */
     char kernels[16];   /* cpu kernels ("" = auto): a session option */
     char provider[32];  /* "" (the settings) | auto | cpu | a pack's name: where the steps run */
+    int preview_every;  /* > 0: a PREVIEW event every that many steps (0: none); results do not
+                         * depend on it */
 } dpd_train_cfg;
 
 /* The research recipe (reference §13) with GRU-23. */
@@ -555,7 +557,10 @@ typedef enum dpd_event_type {
     DPD_EV_EPOCH,           /* an epoch ended: every metric, the learning rate, the predictions */
     DPD_EV_CHECKPOINT,      /* path written */
     DPD_EV_WARNING,         /* message */
-    DPD_EV_RUN_ENDED        /* status, outcome */
+    DPD_EV_RUN_ENDED,       /* status, outcome */
+    DPD_EV_PREVIEW          /* preview_every > 0: the current weights' predictions on the first
+                             * segments of the val split (at most 16 384 samples), every
+                             * preview_every steps; never written to events.jsonl */
 } dpd_event_type;
 
 typedef struct dpd_event {
@@ -570,7 +575,8 @@ typedef struct dpd_event {
     const char *provider;  /* where the steps run, and why */
     int resumed;           /* 1: continued from last.safetensors */
     /* PROGRESS */
-    long steps_done, steps; /* within the epoch */
+    long steps_done, steps; /* within the epoch (PREVIEW too) */
+    long step;             /* PREVIEW: steps trained since the run began (a multiple of preview_every) */
     double loss;           /* the last step's */
     double samples_per_s;  /* frame samples trained per second over the epoch so far */
     double elapsed;        /* seconds since the epoch (or, at EPOCH, the run) started */
@@ -578,7 +584,8 @@ typedef struct dpd_event {
     double train_loss, val_loss, test_loss, lr; /* lr: the rate used during the epoch */
     dpd_metrics val, test;
     int improved;          /* 1: best.safetensors was replaced */
-    const dpd_eval *val_eval; /* the validation inputs, targets and predictions (valid during the call) */
+    const dpd_eval *val_eval; /* the validation inputs, targets and predictions (valid during the
+                               * call); PREVIEW: those of the first segments, loss and metrics unset */
     dpd_sparsity sparsity; /* delta DPD runs; zeros otherwise */
     /* CHECKPOINT */
     const char *path;      /* file name in run_dir: best.safetensors, last.safetensors */

@@ -151,6 +151,15 @@ const chartData = (name) => page.evaluate((n) => {
   return u ? JSON.parse(JSON.stringify(u.data)) : null;
 }, name);
 const text = (sel) => page.locator(sel).first().innerText();
+// The New run form: a quick two-epoch GRU-4 train-pa on synth.
+async function fillTrainPa() {
+  await page.selectOption('#f-verb', 'train-pa');
+  await page.selectOption('#f-dataset', 'synth');
+  await page.selectOption('#f-model', 'gru');
+  await page.fill('#f-hidden', '4');
+  await page.selectOption('#f-preset', 'quick');
+  await page.fill('#f-epochs', '2');
+}
 fs.mkdirSync(SHOTS, { recursive: true });
 
 const ids = {};
@@ -202,12 +211,7 @@ try {
   // New run: a real train-pa from the form (invalid first: the field error is shown)
   await test('New run: the form submits the options and shows the server\'s field errors', async () => {
     await nav('#/new');
-    await page.selectOption('#f-verb', 'train-pa');
-    await page.selectOption('#f-dataset', 'synth');
-    await page.selectOption('#f-model', 'gru');
-    await page.fill('#f-hidden', '4');
-    await page.selectOption('#f-preset', 'quick');
-    await page.fill('#f-epochs', '2');
+    await fillTrainPa();
     await page.click('#advanced summary');
     await page.fill('#f-advanced', 'threads = 1\nlr = -1');
     const nErr = consoleErrors.length;
@@ -226,7 +230,7 @@ try {
     ]);
     const body = req.postDataJSON();
     assert(body.verb === 'train-pa' && body.dataset === 'synth', `body ${JSON.stringify(body)}`);
-    assert(JSON.stringify(body.options) === JSON.stringify({ model: 'gru', hidden: 4, preset: 'quick', epochs: 2, threads: 1 }),
+    assert(JSON.stringify(body.options) === JSON.stringify({ model: 'gru', hidden: 4, preset: 'quick', epochs: 2, preview_every_batches: null, threads: 1 }),
       `options ${JSON.stringify(body.options)}`);
     assert(typeof body.idempotency_key === 'string' && body.idempotency_key.length > 8, 'no idempotency key');
     await page.waitForFunction(() => /^#\/run\/r/.test(location.hash) && window.__dpd.ready);
@@ -277,6 +281,9 @@ try {
     sameSeries(d[0], rows.map((r) => r.epoch), 'epochs');
     sameSeries(d[1], rows.map((r) => r.val.NMSE), 'val NMSE');
     sameSeries(d[2], rows.map((r) => r.test.NMSE), 'test NMSE');
+    await page.waitForFunction(() => /fake: done/.test(document.querySelector('#run-log').textContent), null, { timeout: 10000 });
+    const logText = await page.evaluate(() => document.querySelector('#run-log').textContent);
+    assert(logText === [1, 2, 3, 4, 5].map((e) => `fake: epoch ${e} of 5`).concat('fake: done').join('\n'), `log view: ${logText}`);
     const states = await page.evaluate((id) => window.__dpd.streamLog.filter((s) => s.run === id).map((s) => s.state), run.id);
     assert(states.indexOf('live') >= 0 && states.indexOf('live') < states.lastIndexOf('ended'), `stream states ${states}`);
     assert(!consoleErrors.length, `console errors: ${consoleErrors.join(' | ')}`);
@@ -383,7 +390,67 @@ try {
     sameSeries(curve[1], hist.rows.map((r) => r[col]), 'val NMSE from history.csv');
   });
 
-  await test('H42 per-batch preview', async () => ({ skip: 'the server has no per-batch preview (plots refresh once per epoch); the New run page says so instead of offering a control' }));
+  await test('Result page of a real DPD run: the spectrum with and without DPD equals GET /plots', async () => {
+    assert(ids.real, 'no real PA run');
+    const run = await apiPost('/runs', { verb: 'train-dpd', dataset: 'synth',
+      options: { pa: ids.real, model: 'gru', hidden: 4, preset: 'quick', epochs: 1, threads: 1 } });
+    const fin = await waitRun(run.id, terminal, 60000);
+    assert(fin.status === 'succeeded', `train-dpd ${fin.status}: ${JSON.stringify(fin.error)}`);
+    await nav(`#/result/${run.id}`);
+    const doc = await apiGet(`/runs/${run.id}/plots`);
+    assert(doc.dpd === true && doc.plots.psd.series.no_dpd, 'the plot data of a DPD run have no no_dpd series');
+    const psd = await chartData('psd');
+    const labels = await page.evaluate(() => window.__dpd.charts.psd.series.slice(1).map((s) => s.label));
+    const want = { 'target (G·x)': 'target', 'PA with DPD': 'prediction', 'PA without DPD': 'no_dpd' };
+    assert(labels.length === 3 && labels.every((l) => want[l]), `PSD series ${labels}`);
+    sameSeries(psd[0], doc.plots.psd.freq, 'DPD psd freq');
+    labels.forEach((l, i) => sameSeries(psd[i + 1], doc.plots.psd.series[want[l]], `DPD psd ${want[l]}`));
+    assert(/with and without DPD/.test(await text('main')), 'the page does not say with and without DPD');
+    await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
+  });
+
+  // H42: the per-batch preview is an explicit, red, warned opt-in; the worker counts its passes
+  await test('H42 per-batch preview: red option, warning, null by default, floor(steps/N) extra passes', async () => {
+    await nav('#/new');
+    await page.click('#advanced summary');
+    const red = (sel) => page.evaluate((q) => getComputedStyle(document.querySelector(q)).color, sel);
+    assert(await page.isHidden('#preview-warning') && await page.isHidden('#f-preview-batches'), 'the warning or N shows in epoch mode');
+    assert((await red('#f-preview option[value="batch"]')) === 'rgb(163, 58, 0)', `batch option colour ${await red('#f-preview option[value="batch"]')}`);
+    await page.selectOption('#f-preview', 'batch');
+    await page.locator('#preview-warning').waitFor();
+    assert((await page.getAttribute('#preview-warning', 'role')) === 'alert', 'the warning is not an alert');
+    assert(/slows training/.test(await text('#preview-warning')), `warning text: ${await text('#preview-warning')}`);
+    assert((await red('#f-preview')) === 'rgb(163, 58, 0)' && (await red('label[for="f-preview-batches"]')) === 'rgb(163, 58, 0)',
+      'the chosen batch mode and its field are not red');
+    assert((await page.inputValue('#f-preview-batches')) === '100', 'the default interval is not 100');
+    await fillTrainPa();
+    await page.fill('#f-preview-batches', '3');
+    await page.fill('#f-advanced', 'threads = 1');
+    const [req] = await Promise.all([
+      page.waitForRequest((r) => r.url().endsWith('/api/v1/runs') && r.method() === 'POST'),
+      page.click('#f-submit'),
+    ]);
+    assert(req.postDataJSON().options.preview_every_batches === 3, `options ${JSON.stringify(req.postDataJSON().options)}`);
+    await page.waitForFunction(() => /^#\/run\/r/.test(location.hash) && window.__dpd.ready);
+    const id = await page.evaluate(() => location.hash.split('/')[2]);
+    await page.locator('#run-status .chip[data-status="succeeded"]').waitFor({ timeout: 60000 });
+    const evs = (await apiGet(`/runs/${id}/events?limit=5000`)).events;
+    const steps = Math.max(...evs.filter((e) => e.type === 'progress').map((e) => e.data.steps));
+    const live = await apiGet(`/runs/${id}/live`);
+    assert(live.policy.mode === 'batch' && live.policy.every_batches === 3, `policy ${JSON.stringify(live.policy)}`);
+    assert(live.previews === Math.floor(2 * steps / 3), `${live.previews} previews for ${2 * steps} steps every 3`);
+    const plain = await apiGet(`/runs/${ids.real}/live`); // the form's first run: epoch mode
+    assert(plain.policy.mode === 'epoch' && plain.policy.every_batches === null && plain.previews === 0, `epoch mode: ${JSON.stringify(plain.policy)} ${plain.previews}`);
+    // a fake run in batch mode: the run page says so, in red, while previews arrive
+    const run = await fake({ epochs: 3, epoch_ms: 1200, preview_every_batches: 2 });
+    await nav(`#/run/${run.id}`);
+    await page.waitForFunction(() => /Preview at step/.test(document.querySelector('#live-note').textContent), null, { timeout: 20000 });
+    assert((await red('#live-note')) === 'rgb(163, 58, 0)', 'the preview note is not red');
+    await page.locator('#run-status .chip[data-status="succeeded"]').waitFor({ timeout: 30000 });
+    const fl = await apiGet(`/runs/${run.id}/live`);
+    assert(fl.previews === 6, `fake: ${fl.previews} previews for 12 steps every 2`);
+    await page.screenshot({ path: path.join(SHOTS, 'run-preview-1366.png'), fullPage: true });
+  });
 
   // H43: cancel and retry from the page
   await test('H43 cancel → Stopping… → Cancelled, then retry links to its parent', async () => {

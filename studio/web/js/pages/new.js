@@ -74,6 +74,18 @@ export default async function newPage(ctx) {
   const target = h('select', { id: 'f-target', name: 'target' }, h('option', { value: 'pa', text: 'pa: model the PA' }), h('option', { value: 'dpd', text: 'dpd: a predistorter for a PA run' }));
   const adv = h('textarea', { id: 'f-advanced', name: 'advanced', rows: 5, spellcheck: 'false', 'aria-describedby': 'f-advanced-help',
     placeholder: 'lr = 0.001\nseed = 7\nframe = 100\nthreads = 2' });
+  // Live preview: once per epoch (free) or every N batches (an extra forward pass: red, warned).
+  const previewMode = h('select', { id: 'f-preview', name: 'preview_every_batches', 'aria-describedby': 'f-preview-help' },
+    h('option', { value: 'epoch', text: 'epoch: once per epoch, from the validation pass (no extra cost)' }),
+    h('option', { value: 'batch', class: 'danger-text', text: 'batch: every N batches (slows training)' }));
+  const previewBatches = h('input', { id: 'f-preview-batches', name: 'preview_batches', type: 'number', min: 1, max: 1000000, step: 1,
+    inputmode: 'numeric', value: '100', class: 'danger-text' });
+  const previewWarn = banner('error', h('strong', { text: 'Per-batch preview slows training. ' }),
+    'Every N batches the worker runs one extra forward pass of the model on up to 16 384 validation samples and redraws the live plots; ' +
+    'with a small N this can take longer than the training itself. The results do not change. The default, once per epoch, costs nothing.');
+  previewWarn.id = 'preview-warning';
+  const fPreviewN = field('f-preview-batches', 'Batches between previews', previewBatches, '1 to 1 000 000.');
+  fPreviewN.classList.add('danger-text');
   const msg = h('div', { id: 'new-msg', 'aria-live': 'polite' });
   const submit = h('button', { type: 'submit', class: 'primary', id: 'f-submit', text: 'Start run' });
 
@@ -132,7 +144,9 @@ export default async function newPage(ctx) {
     h('details', { id: 'advanced' }, h('summary', { text: 'Advanced settings' }),
       field('f-advanced', 'More options, one per line', adv,
         'Any option of the CLI without its dashes, as name = value (lr, lr_end, seed, frame, stride, batch, patience, threads, K, Q, M, thx, thh…). The server checks them against the CLI\'s table.'),
-      h('p', { class: 'muted', id: 'preview-note', text: 'Live plots are refreshed once per epoch from the validation predictions the epoch already computed, at no extra cost. There is no per-batch preview: the server does not offer one.' })),
+      h('div', { class: 'form-grid' },
+        field('f-preview', 'Live preview', previewMode, 'How often the live plots of a running run are refreshed.'), fPreviewN),
+      previewWarn),
     msg,
     h('div', { class: 'actions' }, submit));
 
@@ -142,6 +156,10 @@ export default async function newPage(ctx) {
     const v = task.value;
     fPa.classList.toggle('hidden', !(v === 'train-dpd' || (v === 'fit-ls' && target.value === 'dpd')));
     fKind.classList.toggle('hidden', v !== 'fit-ls');
+    const batch = previewMode.value === 'batch' && v !== 'fit-ls';
+    previewMode.classList.toggle('danger-text', batch);
+    fPreviewN.classList.toggle('hidden', !batch);
+    previewWarn.classList.toggle('hidden', !batch);
     fTarget.classList.toggle('hidden', v !== 'fit-ls');
     document.getElementById('model-set').classList.toggle('hidden', v === 'fit-ls');
     const fam = FAMILIES.find((f) => f[0] === family.value);
@@ -150,6 +168,7 @@ export default async function newPage(ctx) {
   task.addEventListener('change', sync);
   target.addEventListener('change', sync);
   family.addEventListener('change', sync);
+  previewMode.addEventListener('change', sync);
   sync();
 
   function clearErrors() {
@@ -186,6 +205,7 @@ export default async function newPage(ctx) {
       if (preset.value) options.preset = preset.value;
       if (num(epochs) !== undefined) options.epochs = num(epochs);
       if (verb === 'train-dpd') options.pa = pa.value;
+      options.preview_every_batches = previewMode.value === 'batch' ? num(previewBatches) ?? 100 : null;
     }
     Object.assign(options, extra);
     const body = { verb, dataset: dataset.value, options, idempotency_key: idem };

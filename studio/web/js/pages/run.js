@@ -1,6 +1,7 @@
 // Run detail: status, live epoch and batch progress, the ETA of the whole run, live loss and
 // metric curves from the run's events (stream, resumed after a drop), a live spectrum from the
-// snapshot, stale and disconnected banners, cancel and retry, configuration, artifacts, events.
+// snapshot, stale and disconnected banners, cancel and retry, configuration, artifacts, the
+// worker's log (followed while the run is active) and the events.
 import * as api from '../api.js';
 import { RunFeed } from '../stream.js';
 import { ChartSet, METRICS, UNITS } from '../charts.js';
@@ -28,6 +29,7 @@ export default async function runPage(ctx) {
     best: null,
     ended: null,
     lastUpdate: null,
+    previewRev: 0,               // the last preview_revision seen in a progress event
   };
   for (const m of METRICS) { st.metric.val[m] = []; st.metric.test[m] = []; }
   window.__dpd.run = { id, state: st };
@@ -63,6 +65,7 @@ export default async function runPage(ctx) {
   const cfgBox = h('div', { id: 'run-config' });
   const artBox = h('div', { id: 'run-artifacts' });
   const evBox = h('pre', { class: 'events-log', id: 'run-events', tabindex: '0', 'aria-label': 'Event log' });
+  const logBox = h('pre', { class: 'events-log', id: 'run-log', tabindex: '0', 'aria-label': 'Worker log', text: 'No log yet.' });
   const resultLink = h('a', { id: 'result-link', class: 'button hidden', href: `#/result/${id}`, text: 'Open result' });
 
   ctx.main.append(
@@ -79,6 +82,7 @@ export default async function runPage(ctx) {
     h('h2', { text: 'Live signals' }), liveNote, liveBox,
     h('details', { open: true }, h('summary', { text: 'Configuration' }), cfgBox),
     h('details', { open: true }, h('summary', { text: 'Artifacts' }), artBox),
+    h('details', { open: true }, h('summary', { text: 'Log (worker.log)' }), logBox),
     h('details', null, h('summary', { text: 'Events' }), evBox));
 
   // ---- rendering ----
@@ -303,6 +307,7 @@ export default async function runPage(ctx) {
           break;
         case 'progress':
           st.cur = d;
+          if (d.preview_revision > st.previewRev) { st.previewRev = d.preview_revision; refreshLive(); }
           if (d.epochs) st.epochs = d.epochs;
           if (typeof d.loss === 'number' && d.steps) putLoss(d.epoch - 1 + d.steps_done / d.steps, d.loss, null);
           break;
@@ -379,8 +384,14 @@ export default async function runPage(ctx) {
     } catch (e) { return; }
     if (!ctx.alive()) return;
     if (!live) { liveNote.textContent = 'The live snapshot comes with the first epoch.'; return; }
-    liveNote.textContent = `Snapshot of epoch ${live.epoch}/${live.epochs} (${live.source || 'validation'} split), revision ${live.revision}. ` +
-      'Refreshed once per epoch from the predictions the epoch already computed.';
+    const batch = live.policy && live.policy.mode === 'batch';
+    liveNote.classList.toggle('danger-text', batch);
+    liveNote.textContent = live.source === 'batch_probe'
+      ? `Preview at step ${live.step} (epoch ${live.epoch}/${live.epochs}, batch ${live.steps_done}/${live.steps}), revision ${live.revision}: ` +
+        `the first validation segments on the weights of that step, every ${live.policy.every_batches} batches (an extra forward pass; ${live.previews} so far).`
+      : `Snapshot of epoch ${live.epoch}/${live.epochs} (${live.source || 'validation'} split), revision ${live.revision}. ` +
+        (batch ? `Previews every ${live.policy.every_batches} batches (${live.previews} so far) come between epochs.`
+          : 'Refreshed once per epoch from the predictions the epoch already computed.');
     const p = live.plots;
     if (!p || p.empty || !p.psd) { if (p && p.empty) liveNote.textContent += ` No plot data: ${p.empty}`; return; }
     const keys = Object.keys(p.psd.series);
@@ -398,9 +409,35 @@ export default async function runPage(ctx) {
     else charts.set('live:amam', am);
   }
 
+  // The worker's log, followed by byte offset: every 2 s while the run is active, then to its end.
+  const log = { offset: 0, lines: [], busy: false, done: false };
+  async function loadLog() {
+    if (log.busy || log.done) return;
+    log.busy = true;
+    try {
+      for (let i = 0; i < 20; i++) { // at most 20 pages a tick
+        const r = await api.get(`/runs/${id}/logs?offset=${log.offset}&limit=2000`);
+        if (!ctx.alive()) return;
+        log.lines.push(...r.lines);
+        if (log.lines.length > 5000) log.lines.splice(0, log.lines.length - 5000);
+        const moved = r.next_offset !== log.offset;
+        log.offset = r.next_offset;
+        log.done = r.eof;
+        if (!moved || r.eof) break;
+      }
+      const atEnd = logBox.scrollTop + logBox.clientHeight >= logBox.scrollHeight - 4;
+      logBox.textContent = log.lines.join('\n') || (isTerminal(run) ? 'The worker wrote nothing.' : 'No log yet.');
+      if (atEnd) logBox.scrollTop = logBox.scrollHeight;
+    } catch (e) { /* the feed shows a disconnection; the next tick tries again */ }
+    finally { log.busy = false; }
+  }
+  const logPoll = setInterval(loadLog, 2000);
+  ctx.onCleanup(() => clearInterval(logPoll));
+
   renderHeader();
   renderProgress();
   renderEvents();
+  loadLog();
   loadConfig();
   loadArtifacts();
   loadLive();
