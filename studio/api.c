@@ -418,7 +418,7 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     int queued = store_count(h->st, ST_QUEUED), busy = super_busy(h->sv);
     snprintf(wait, sizeof wait, "position %d of %d, %d of %d slot%s busy", queued, queued, busy, h->o.slots,
              h->o.slots == 1 ? "" : "s");
-    store_set_wait(h->st, rec.id, wait);
+    store_set_waits(h->st, 1, (const char(*)[24])rec.id, (const char(*)[128])wait);
     snprintf(rec.wait_reason, sizeof rec.wait_reason, "%s", wait);
     super_wake(h->sv);
     return reply_run(r, 201, &rec);

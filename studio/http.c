@@ -380,6 +380,7 @@ typedef struct sse {
     struct MHD_Connection *con;
     char id[24];
     long last;
+    unsigned long gen; /* store_gen when its events were last read */
     double last_send;
     int ended, done;
     char *pend;
@@ -419,6 +420,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         free(x->pend);
         x->pend = NULL, x->plen = x->poff = 0;
         if (x->ended || s->closing) return MHD_CONTENT_READER_END_OF_STREAM;
+        x->gen = store_gen(s->h.st, x->id);
         store_events(s->h.st, x->id, x->last, 100, sse_event, x);
         if (!x->plen) {
             run_rec r;
@@ -469,11 +471,21 @@ static void sse_free(void *cls) {
 }
 
 /* The supervisor's tick: every parked stream is resumed and looks for new events. */
+/* Each tick: the parked streams that may have something to say (an event of their run was
+ * stored since they last looked, a keep-alive is due, or the server is closing) go back to
+ * their threads; the others stay parked, at no cost. */
 static void resume_streams(void *user) {
     server *s = user;
+    double now = studio_mono();
     pthread_mutex_lock(&s->h.mu);
-    for (int i = 0; i < s->nstreams; i++) MHD_resume_connection(s->streams[i]->con);
-    s->nstreams = 0;
+    int kept = 0;
+    for (int i = 0; i < s->nstreams; i++) {
+        sse *x = s->streams[i];
+        if (x->gen != store_gen(s->h.st, x->id) || now - x->last_send >= KEEPALIVE_S || s->closing)
+            MHD_resume_connection(x->con);
+        else s->streams[kept++] = x;
+    }
+    s->nstreams = kept;
     pthread_mutex_unlock(&s->h.mu);
 }
 

@@ -35,7 +35,16 @@ int store_transition_ok(int from, int to) {
 struct store {
     sqlite3 *db;
     pthread_mutex_t mu;
+    unsigned long gen[4096]; /* events stored so far by hash of the run id (atomic): readers of a
+                              * run's events wait for its count to change (runs sharing a
+                              * bucket only wake each other) */
 };
+
+static unsigned long *gen_of(store *s, const char *run) {
+    unsigned h = 2166136261u; /* FNV-1a */
+    for (const char *p = run; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    return &s->gen[h % 4096];
+}
 
 static const char *const SCHEMA =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -240,8 +249,11 @@ static int event_locked(store *s, const char *id, double ts, const char *type, c
     sqlite3_bind_text(st, 5, data, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
+    __atomic_add_fetch(gen_of(s, id), 1, __ATOMIC_RELEASE); /* before the commit: a reader may wake early, never late */
     return rc == SQLITE_DONE ? 0 : -1;
 }
+
+unsigned long store_gen(store *s, const char *run) { return __atomic_load_n(gen_of(s, run), __ATOMIC_ACQUIRE); }
 
 static int status_event(store *s, const char *id, int from, int to, const char *reason, double t) {
     char why[1024];
@@ -430,16 +442,22 @@ out:
     return rc;
 }
 
-int store_set_wait(store *s, const char *id, const char *wait_reason) {
+int store_set_waits(store *s, int n, const char (*ids)[24], const char (*reasons)[128]) {
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st = prep(s, "UPDATE runs SET wait_reason=? WHERE id=? AND status=0");
     int rc = -1;
-    if (st) {
-        text(st, 1, wait_reason);
-        text(st, 2, id);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-        sqlite3_finalize(st);
+    sqlite3_stmt *st = NULL;
+    if (exec(s, "BEGIN IMMEDIATE")) goto out;
+    st = prep(s, "UPDATE runs SET wait_reason=? WHERE id=? AND status=0");
+    for (int i = 0; st && i < n; i++) {
+        sqlite3_reset(st);
+        text(st, 1, reasons[i]);
+        text(st, 2, ids[i]);
+        if (sqlite3_step(st) != SQLITE_DONE) goto out;
     }
+    rc = st ? exec(s, "COMMIT") : -1;
+out:
+    sqlite3_finalize(st);
+    if (rc) exec(s, "ROLLBACK");
     pthread_mutex_unlock(&s->mu);
     return rc;
 }

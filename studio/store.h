@@ -87,12 +87,16 @@ int store_ids(store *s, int status, char (*ids)[24], int max);
 /* Changes r's status to `to` with its `status` event {from, to, reason}, or refuses an illegal
  * change (returns 1, nothing written). 0 on success (r re-read), -1 on a database error. */
 int store_transition(store *s, const char *id, int to, const st_change *c, run_rec *r);
-int store_set_wait(store *s, const char *id, const char *wait_reason);
+/* Sets the wait reasons of n queued runs in one transaction (a run no longer queued is left). */
+int store_set_waits(store *s, int n, const char (*ids)[24], const char (*reasons)[128]);
 
 /* Appends n events with the next seqs, and sets the run's offset, progress and heartbeat, in one
  * transaction. progress (epoch < 0: unchanged). */
 int store_append(store *s, const char *id, const st_event *ev, int n, long long offset, int epoch, int epochs,
                  long steps_done, long steps, double heartbeat, long skipped);
+/* A number that changes whenever an event of run is stored (read it before reading the events:
+ * a later change means there may be more; it may also change for another run). */
+unsigned long store_gen(store *s, const char *run);
 /* Calls fn(user, seq, ts, type, data) for the events with seq > after, at most limit. */
 int store_events(store *s, const char *id, long after, int limit,
                  int (*fn)(void *, long, double, const char *, const char *), void *user);

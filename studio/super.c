@@ -527,13 +527,12 @@ static void dispatch(super *s) {
 }
 
 static void wait_reasons(super *s) {
-    char ids[512][24];
-    int n = store_ids(s->st, ST_QUEUED, ids, 512), b = busy(s);
-    for (int i = 0; i < n; i++) {
-        char w[128];
-        snprintf(w, sizeof w, "position %d of %d, %d of %d slot%s busy", i + 1, n, b, s->o.slots, s->o.slots == 1 ? "" : "s");
-        store_set_wait(s->st, ids[i], w);
-    }
+    char ids[512][24], w[512][128];
+    int n = store_ids(s->st, ST_QUEUED, ids, 512), all = store_count(s->st, ST_QUEUED), b = busy(s);
+    for (int i = 0; i < n; i++) /* the first 512: later ones keep the position they were given */
+        snprintf(w[i], sizeof w[i], "position %d of %d, %d of %d slot%s busy", i + 1, all, b, s->o.slots,
+                 s->o.slots == 1 ? "" : "s");
+    store_set_waits(s->st, n, (const char(*)[24])ids, (const char(*)[128])w); /* one transaction */
 }
 
 static void stop_group(active *a, int why, double grace) {
