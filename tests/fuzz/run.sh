@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs every libFuzzer harness of tests/fuzz/ for SECONDS each (default 15) on a scratch copy of
 # its corpus (tests/fuzz/corpus/<name>/ is never written), with its dictionary when there is one,
-# -timeout=10 and -rss_limit_mb=2048: one check per harness, failed on any crash, leak, timeout or
+# -timeout=10 (90 for http, whose health check may wait 70 s on a starved machine) and
+# -rss_limit_mb=2048: one check per harness, failed on any crash, leak, timeout or
 # out-of-memory. A failing input is kept under $BUILD/fuzz/artifacts/. Prints
 # "RESULT fuzz <passed> <failed>", or "SKIP fuzz: <why>" and "RESULT fuzz 0 0 1" when clang or
 # its libFuzzer runtime is missing. Builds the harnesses first (make fuzz-build) unless
@@ -41,7 +42,9 @@ for src in tests/fuzz/*.c; do
     [ -d "tests/fuzz/corpus/$name" ] && cp tests/fuzz/corpus/"$name"/* "$work/corpus/" 2>/dev/null
     dict=""
     [ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
-    "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    limit=10
+    [ "$name" = http ] && limit=90
+    "$bin" -max_total_time="$SECONDS_EACH" -timeout="$limit" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$art/$name-" $dict "$work/corpus" >"$work/log" 2>&1
     rc=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n 1)
