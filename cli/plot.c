@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -435,12 +436,212 @@ static void axes_draw(cairo_t *cr, const axes *a, const char *xlabel, const char
     }
 }
 
+/* ---- lines on an image: drawn into its pixels ------------------------------------------------- */
+
+/* A line's points are at most this far off the page: a farther coordinate is pulled in, so that
+ * every length and product below is finite and exact enough (the line's course over the page moves
+ * by a thousandth of a pixel at most where one coordinate is, as for a value far off a y range). */
+#define FAR 1e9
+
+/* Four of a pixel's samples at once (GCC vector extensions): lanes are samples. */
+typedef float f4 __attribute__((vector_size(16)));
+typedef int i4 __attribute__((vector_size(16)));
+
+/* One line being drawn into an RGB24 image: the pixels (H, stride / 4), each row's blocks of 32
+ * pixels the line may cover (bit b: pixels 32 b to 32 b + 31), and the clip, pixels [x0, x1) x
+ * [y0, y1). Each pixel is sampled at eight points (sample_at), and which of them the line covers
+ * is kept in the pixel's top byte, one bit each (the byte RGB24 leaves unused and cairo ignores;
+ * 255 again after), zeroed when its block is first reached: a line's segments overlap at every
+ * join and wherever the curve is dense, and or-ing their bits counts each sample once, so a pixel
+ * is as covered as the union of the segments is. The colour is blended once, when the line is
+ * done. */
+typedef struct ink {
+    uint32_t *px;
+    size_t stride;
+    uint32_t used[H]; /* (H) a bit a block */
+    int x0, x1, y0, y1;
+} ink;
+_Static_assert((W + 31) / 32 < 32, "a row's blocks are bits of a uint32_t");
+
+/* The first whole number at or above v, and the last at or below v, clamped to [lo, hi] (a NaN:
+ * lo); without libm's calls, which cost as much as the pixels of a short segment. */
+static int first_at(double v, int lo, int hi) {
+    if (!(v > lo)) return lo;
+    if (v >= hi) return hi;
+    int i = (int)v;
+    return i + (i < v);
+}
+static int last_at(double v, int lo, int hi) {
+    if (!(v >= lo)) return lo;
+    if (v >= hi) return hi;
+    int i = (int)v;
+    return i - (i > v);
+}
+
+static double lesser(double a, double b) { return a < b ? a : b; }
+static double greater(double a, double b) { return a > b ? a : b; }
+
+/* Makes pixels [x0, x1] of row y part of the line: their blocks, zero where newly reached. */
+static void reach(ink *k, int y, int x0, int x1) {
+    for (int b = x0 >> 5; b <= x1 >> 5; b++) {
+        if (k->used[y] >> b & 1) continue;
+        uint32_t *px = k->px + (size_t)y * k->stride + 32 * b;
+        for (int x = 0; x < 32 && 32 * b + x < W; x++) px[x] &= 0xFFFFFFu;
+        k->used[y] |= 1u << b;
+    }
+}
+
+/* Where a pixel is sampled, in 16ths of a pixel from its centre (x, y): eight points, no two in
+ * the same column or row, so that an edge at any angle moves through eight levels of coverage. */
+static const double sample_at[8][2] = {{1, -3}, {-1, 3}, {5, 1}, {-3, -5}, {-5, 5}, {-7, -1}, {3, 7}, {7, -7}};
+
+/* Covers segment a-b of half width hw, cut square at b and, unless round_a, at a: the segments of
+ * a line, each round where it starts, join round, and it ends square (cairo's butt caps and round
+ * joins). Each pixel's eight samples inside it are set in its top byte, one bit each: the bits of
+ * a line's segments are or-ed, so a pixel is as covered as the union of the segments is, wherever
+ * they overlap (joins, and dense curves). Worked in (major, minor) coordinates, the major axis the
+ * one the segment runs along most: each pixel column (or row) the segment reaches is visited, and
+ * across it only the pixels within reach; nothing outside the clip is touched, whatever a and b
+ * (finite) are. */
+static void cover_seg(ink *k, const double a[2], const double b[2], double hw, int round_a) {
+    int m = fabs(b[0] - a[0]) >= fabs(b[1] - a[1]) ? 0 : 1, o = 1 - m;
+    double dx = b[m] - a[m], dy = b[o] - a[o], len = sqrt(dx * dx + dy * dy);
+    double rad = hw + 0.625; /* a pixel's centre reached: its samples are 0.62 from it at most */
+    if (!(len > 1e-6)) return;
+    double ux = dx / len, uy = dy / len, slope = dy / dx, hw2 = hw * hw, lo = lesser(a[m], b[m]), hi = greater(a[m], b[m]);
+    f4 st[2], sn[2]; /* each sample's offset along the segment and across */
+    for (int s = 0; s < 8; s++) {
+        double om = sample_at[s][m] / 16, oo = sample_at[s][o] / 16;
+        st[s / 4][s % 4] = (float)(om * ux + oo * uy), sn[s / 4][s % 4] = (float)(om * uy - oo * ux);
+    }
+    /* a sample is in within hw of the segment: beside it (ts in [0, len]), or before a by dt if round there */
+    const f4 zero = {0, 0, 0, 0}, fhw2 = zero + (float)hw2, flen = zero + (float)len;
+    const f4 tlo = zero + (round_a ? -INFINITY : 0.0f), dtk = zero + (float)round_a;
+    const i4 weight[2] = {{1, 2, 4, 8}, {16, 32, 64, 128}};
+    int clo[2] = {k->x0, k->y0}, chi[2] = {k->x1 - 1, k->y1 - 1};
+    int i1 = last_at(hi + rad - 0.5, clo[m] - 1, chi[m]);
+    for (int i = first_at(lo - rad - 0.5, clo[m], chi[m] + 1); i <= i1; i++) {
+        double s0 = greater(lo, i + 0.5 - rad), s1 = lesser(hi, i + 0.5 + rad); /* the segment near i */
+        double v0 = a[o] + (s0 - a[m]) * slope, v1 = a[o] + (s1 - a[m]) * slope;
+        int j0 = first_at(lesser(v0, v1) - rad - 0.5, clo[o], chi[o] + 1), j1 = last_at(greater(v0, v1) + rad - 0.5, clo[o] - 1, chi[o]);
+        if (j0 > j1) continue;
+        if (m) reach(k, i, j0, j1);
+        double ex = i + 0.5 - a[m], ey = j0 + 0.5 - a[o];  /* pixel (i, j0) - a */
+        double t = ex * ux + ey * uy, n = ex * uy - ey * ux; /* along the segment, and across */
+        size_t step = m ? 1 : k->stride;
+        uint32_t *px = k->px + (m ? (size_t)i * k->stride + j0 : (size_t)j0 * k->stride + i);
+        for (int j = j0; j <= j1; j++, t += uy, n -= ux, px += step) {
+            i4 in = {0, 0, 0, 0};
+            for (int h = 0; h < 2; h++) {
+                f4 ts = (float)t + st[h], ns = (float)n + sn[h], dt = (f4)((i4)ts & (ts < zero)) * dtk; /* dt: ts < 0 */
+                in |= (ns * ns + dt * dt <= fhw2) & (ts >= tlo) & (ts <= flen) & weight[h];
+            }
+            unsigned bits = (unsigned)(in[0] | in[1] | in[2] | in[3]);
+            if (!m) reach(k, j, i, i);
+            *px |= bits << 24;
+        }
+    }
+}
+
+/* The part [*t0, *t1] of segment a-b (the points a + t (b - a)) within mg of the clip; 0: none. */
+static int clip_seg(const ink *k, const double a[2], const double b[2], double mg, double *t0, double *t1) {
+    double lo[2] = {k->x0 - mg, k->y0 - mg}, hi[2] = {k->x1 + mg, k->y1 + mg};
+    for (int i = 0; i < 2; i++) {
+        double d = b[i] - a[i];
+        if (d == 0 && (a[i] < lo[i] || a[i] > hi[i])) return 0;
+        if (d == 0) continue;
+        double e0 = (lo[i] - a[i]) / d, e1 = (hi[i] - a[i]) / d;
+        *t0 = fmax(*t0, fmin(e0, e1)), *t1 = fmin(*t1, fmax(e0, e1));
+    }
+    return *t0 <= *t1;
+}
+
+/* Covers segment a-b of a line in style s, *dist pixels along the line (the dashes' phase: 6 on,
+ * 4 off), which it advances; first: a starts the line (a square end, as every dash's ends are). */
+static void line_seg(ink *k, const double a[2], const double b[2], double *dist, const style *s, int first) {
+    double len = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1])), at = *dist, t0 = 0, t1 = 1, hw = s->width / 2;
+    *dist += len;
+    if (!clip_seg(k, a, b, hw + 1.5, &t0, &t1)) return; /* 1.5: the ends cut here are off the clip */
+    double p[2] = {a[0] + t0 * (b[0] - a[0]), a[1] + t0 * (b[1] - a[1])};
+    double q[2] = {a[0] + t1 * (b[0] - a[0]), a[1] + t1 * (b[1] - a[1])}, v = (t1 - t0) * len;
+    first &= t0 == 0;
+    if (!s->dashed) {
+        cover_seg(k, p, q, hw, !first);
+        return;
+    }
+    /* the dashes over [0, v] of p-q, the phase ph at u: on below 6; v is at most the clip's size */
+    for (double u = 0, ph = fmod(at + t0 * len, 10); u < v; ph = ph < 6 ? 6 : 0) {
+        double end = u + (ph < 6 ? 6 : 10) - ph;
+        if (ph < 6) {
+            double f0 = u / v, f1 = fmin(end, v) / v;
+            double e0[2] = {p[0] + f0 * (q[0] - p[0]), p[1] + f0 * (q[1] - p[1])};
+            double e1[2] = {p[0] + f1 * (q[0] - p[0]), p[1] + f1 * (q[1] - p[1])};
+            cover_seg(k, e0, e1, hw, u == 0 && ph > 0 && !first); /* round where a dash goes on past a join */
+        }
+        u = end;
+    }
+}
+
+/* Blends colour rgb over the line's blocks by the samples covered in each pixel, and gives the
+ * top bytes back. */
+static void blend(ink *k, unsigned rgb) {
+    for (int y = 0; y < H; y++)
+        for (int b = 0; k->used[y] >> b; b++) {
+            uint32_t *px = k->px + (size_t)y * k->stride + 32 * b;
+            if (!(k->used[y] >> b & 1)) continue;
+            for (int x = 0; x < 32 && 32 * b + x < W; x++) {
+                unsigned n = px[x] >> 24, out = 0xFF000000u;
+                n = (n & 0x55) + (n >> 1 & 0x55), n = (n & 0x33) + (n >> 2 & 0x33), n = (n & 0x0F) + (n >> 4); /* the samples */
+                for (int sh = 0; sh < 24 && n; sh += 8) out |= ((rgb >> sh & 255) * n + (px[x] >> sh & 255) * (8 - n) + 4) / 8 << sh;
+                px[x] = n ? out : px[x] | 0xFF000000u;
+            }
+        }
+}
+
+/* Point i of a line on the page, in pixels; 0 where there is none (a null, or a coordinate that
+ * is not finite). */
+static int point(const axes *a, json_t *xs, json_t *ys, size_t i, double p[2]) {
+    json_t *xv = json_array_get(xs, i), *yv = json_array_get(ys, i);
+    if (!json_is_number(xv) || !json_is_number(yv)) return 0;
+    p[0] = ax_x(a, json_number_value(xv)), p[1] = ax_y(a, json_number_value(yv));
+    if (!isfinite(p[0]) || !isfinite(p[1])) return 0;
+    p[0] = fmax(-FAR, fmin(FAR, p[0])), p[1] = fmax(-FAR, fmin(FAR, p[1]));
+    return 1;
+}
+
+/* line() of n points on the image sf: segment by segment between breaks, then blended. */
+static void line_pixels(cairo_surface_t *sf, const axes *a, json_t *xs, json_t *ys, size_t n, const style *s) {
+    ink k = {.x0 = first_at(a->px, 0, W), .y0 = first_at(a->py, 0, H)}; /* no block used */
+    k.x1 = last_at(a->px + a->pw, k.x0, W), k.y1 = last_at(a->py + a->ph, k.y0, H);
+    cairo_surface_flush(sf);
+    k.px = (uint32_t *)cairo_image_surface_get_data(sf), k.stride = (size_t)cairo_image_surface_get_stride(sf) / 4;
+    if (!k.px) return; /* a surface in error: nothing to draw on */
+    double dist = 0, p[2] = {0, 0}, q[2];
+    size_t run = 0; /* points since the last break; p: the one before */
+    for (size_t i = 0; i < n; i++) {
+        if (!point(a, xs, ys, i, q)) {
+            run = 0;
+            continue;
+        }
+        if (run++) line_seg(&k, p, q, &dist, s, run == 2);
+        p[0] = q[0], p[1] = q[1];
+    }
+    blend(&k, s->rgb);
+    cairo_surface_mark_dirty(sf);
+}
+
 /* ys against xs as a line (a null breaks it), clipped to the plot area. For speed (pictures end
- * every training run): stroked in pieces of 64 points, the dash pattern carried across (one
- * long path costs cairo a self-intersection search), with cairo's fast antialiasing. */
+ * every training run): on an image, drawn into its pixels by line_pixels (the union of the
+ * segments, as cairo strokes it, in about two thirds of the time); otherwise stroked in pieces of
+ * 64 points, the dash pattern carried across (one long path costs cairo a self-intersection
+ * search), with cairo's fast antialiasing. */
 static void line(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style *s) {
     static const double dash[] = {6, 4};
     size_t n = json_array_size(xs) < json_array_size(ys) ? json_array_size(xs) : json_array_size(ys);
+    if (cairo_surface_get_type(cairo_get_target(cr)) == CAIRO_SURFACE_TYPE_IMAGE) {
+        line_pixels(cairo_get_target(cr), a, xs, ys, n, s);
+        return;
+    }
     cairo_save(cr);
     cairo_rectangle(cr, a->px, a->py, a->pw, a->ph);
     cairo_clip(cr);
@@ -479,10 +680,12 @@ static void dots(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style
     cairo_surface_t *sf = cairo_get_target(cr);
     int raster = cairo_surface_get_type(sf) == CAIRO_SURFACE_TYPE_IMAGE;
     unsigned char *data = NULL;
-    int stride = 0, x0 = (int)ceil(a->px), x1 = (int)floor(a->px + a->pw), y0 = (int)ceil(a->py), y1 = (int)floor(a->py + a->ph);
+    int stride = 0, x0 = first_at(a->px, 0, W), x1 = last_at(a->px + a->pw, x0, W);
+    int y0 = first_at(a->py, 0, H), y1 = last_at(a->py + a->ph, y0, H);
     if (raster) {
         cairo_surface_flush(sf);
         data = cairo_image_surface_get_data(sf), stride = cairo_image_surface_get_stride(sf);
+        if (!data) return; /* a surface in error: nothing to draw on */
     } else {
         cairo_save(cr);
         cairo_rectangle(cr, a->px, a->py, a->pw, a->ph);
@@ -810,15 +1013,13 @@ static const struct chart {
 };
 #define NCHARTS (sizeof charts / sizeof *charts)
 
-/* An RGB24 image as an 8-bit RGB PNG through libpng, at zlib level 1 without filters: several
- * times faster than cairo_surface_write_to_png (libpng's adaptive filters at level 6), with files
- * about as small (a chart is mostly flat colour). 0, or -1 with errno set. */
-static int write_png(cairo_surface_t *sf, const char *path) {
-    int w = cairo_image_surface_get_width(sf), h = cairo_image_surface_get_height(sf);
-    int stride = cairo_image_surface_get_stride(sf);
-    const unsigned char *data = cairo_image_surface_get_data(sf);
+/* The pixels (H, stride) of an RGB24 image as an 8-bit RGB PNG through libpng, at zlib level 1
+ * without filters: several times faster than cairo_surface_write_to_png (libpng's adaptive
+ * filters at level 6), with files about as small (a chart is mostly flat colour). Plain memory
+ * in, no cairo: it runs on an encoder thread (see paint()). 0, or -1 with errno set. */
+static int write_png(const unsigned char *data, int stride, const char *path) {
     FILE *f = fopen(path, "wb");
-    unsigned char *row = malloc((size_t)w * 3);
+    unsigned char *row = malloc((size_t)W * 3);
     png_structp png = f && row ? png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL) : NULL;
     png_infop info = png ? png_create_info_struct(png) : NULL;
     int rc = -1;
@@ -826,12 +1027,12 @@ static int write_png(cairo_surface_t *sf, const char *path) {
     png_init_io(png, f);
     png_set_compression_level(png, 1);
     png_set_filter(png, 0, PNG_FILTER_NONE);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_IHDR(png, info, W, H, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
-    for (int y = 0; y < h; y++) {
+    for (int y = 0; y < H; y++) {
         const uint32_t *px = (const uint32_t *)(data + (size_t)y * stride); /* cairo: native-endian xRGB */
-        for (int x = 0; x < w; x++) row[3 * x] = px[x] >> 16 & 255, row[3 * x + 1] = px[x] >> 8 & 255, row[3 * x + 2] = px[x] & 255;
+        for (int x = 0; x < W; x++) row[3 * x] = px[x] >> 16 & 255, row[3 * x + 1] = px[x] >> 8 & 255, row[3 * x + 2] = px[x] & 255;
         png_write_row(png, row);
     }
     png_write_end(png, NULL);
@@ -845,13 +1046,8 @@ done:
     return rc;
 }
 
-/* Draws chart c of doc into path (written whole to a temporary file, then renamed): an SVG, or
- * a PNG through img, the one image surface every PNG chart is drawn on. */
-static dpd_status draw(const struct chart *c, json_t *doc, const char *path, cairo_surface_t *img, dpd_error *err) {
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    cairo_surface_t *sf = img ? cairo_surface_reference(img) : cairo_svg_surface_create(tmp, W, H);
-    if (!img) cairo_svg_surface_set_document_unit(sf, CAIRO_SVG_UNIT_PX); /* 800 x 500 pixels, not points */
+/* Draws chart c of doc on sf, white first. Returns cairo's status of the drawing. */
+static cairo_status_t render(const struct chart *c, json_t *doc, cairo_surface_t *sf) {
     cairo_t *cr = cairo_create(sf);
     colour(cr, 0xFFFFFF, 1);
     cairo_paint(cr);
@@ -860,56 +1056,182 @@ static dpd_status draw(const struct chart *c, json_t *doc, const char *path, cai
     else c->draw(cr, doc);
     cairo_status_t st = cairo_status(cr);
     cairo_destroy(cr);
-    if (img) cairo_surface_flush(img);
-    else cairo_surface_finish(sf); /* the SVG is written out here */
-    if (!st) st = cairo_surface_status(sf);
-    cairo_surface_destroy(sf);
-    errno = 0;
-    int bad = st || (img && write_png(img, tmp)), e = errno;
-    if (bad || rename(tmp, path)) {
-        if (!bad) e = errno;
-        unlink(tmp);
-        return cli_err(err, DPD_E_IO, "%s: cannot write the picture: %s", path, st ? cairo_status_to_string(st) : strerror(e));
-    }
-    return DPD_OK;
+    return st;
 }
 
-/* Sets up cairo's fonts: fontconfig's first use costs about as much as a chart. */
-static void *warm_fonts(void *unused) {
+/* Renames the finished temporary file tmp to path; or removes it and says why the picture is not
+ * written: st, cairo's status of the drawing, or bad, the encoder failed with errno e. */
+static dpd_status publish(const char *tmp, const char *path, cairo_status_t st, int bad, int e, dpd_error *err) {
+    if (!st && !bad && !rename(tmp, path)) return DPD_OK;
+    if (!st && !bad) e = errno;
+    unlink(tmp);
+    return cli_err(err, DPD_E_IO, "%s: cannot write the picture: %s", path, st ? cairo_status_to_string(st) : strerror(e));
+}
+
+/* Chart c of doc as an SVG at path (written whole to a temporary file, then renamed). */
+static dpd_status draw_svg(const struct chart *c, json_t *doc, const char *path, dpd_error *err) {
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    cairo_surface_t *sf = cairo_svg_surface_create(tmp, W, H);
+    cairo_svg_surface_set_document_unit(sf, CAIRO_SVG_UNIT_PX); /* 800 x 500 pixels, not points */
+    cairo_status_t st = render(c, doc, sf);
+    cairo_surface_finish(sf); /* the SVG is written out here */
+    if (!st) st = cairo_surface_status(sf);
+    cairo_surface_destroy(sf);
+    return publish(tmp, path, st, 0, 0, err);
+}
+
+/* A chart drawn as a PNG on an image of its own, sf, to be encoded into tmp (by the encoder thread
+ * or, once every chart is drawn, by the main thread: whichever takes it first), then renamed to
+ * path (png_finish). */
+typedef struct png_job {
+    char path[4200], tmp[4300];
+    cairo_surface_t *sf;
+    const unsigned char *data; /* (H, stride) sf's pixels, left alone until encoded */
+    int stride;
+    cairo_status_t st; /* the drawing failed: nothing to encode */
+    int rc, e;         /* write_png's result and errno */
+} png_job;
+
+/* The PNGs drawn, in order, and how far the encoders have taken them. A job is filled, then
+ * counted in drawn under mu, and taken under mu before it is read; its rc and e are read after
+ * the encoder thread is joined: every access is ordered. The encoder thread never uses cairo. */
+typedef struct png_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t more; /* a job is drawn, or the drawing is over */
+    png_job job[NCHARTS];
+    size_t drawn, taken;
+    int over;
+} png_queue;
+
+/* The next job drawn and not yet taken, waiting for one while the drawing goes on if wait; NULL:
+ * none left. */
+static png_job *take(png_queue *q, int wait) {
+    pthread_mutex_lock(&q->mu);
+    while (wait && q->taken == q->drawn && !q->over) pthread_cond_wait(&q->more, &q->mu);
+    png_job *j = q->taken < q->drawn ? &q->job[q->taken++] : NULL;
+    pthread_mutex_unlock(&q->mu);
+    return j;
+}
+
+/* Encodes j's pixels into its tmp, unless its drawing failed. */
+static void encode(png_job *j) {
+    errno = 0;
+    if (!j->st) j->rc = write_png(j->data, j->stride, j->tmp), j->e = errno;
+}
+
+static void *encoder(void *queue) {
+    for (png_job *j; (j = take(queue, 1));) encode(j);
+    return NULL;
+}
+
+/* The pixels of the charts' images, (NCHARTS, H, STRIDE): cairo's RGB24 rows of W pixels, one
+ * image a chart, in one block allocated and painted white by cli_plot_warm's thread. A fresh page
+ * costs the first to write it a fault: milliseconds for a chart's 1.6 MB in 4 KiB pages, so the
+ * block is asked for in 2 MiB ones (where the kernel has them: one fault each). NULL: not there,
+ * cairo allocates its own. Freed by warm_release. */
+#define STRIDE (W * 4)
+#define HUGE_PAGE ((size_t)2 << 20)
+static unsigned char *warm_px;
+
+/* Draws chart i of doc on an image (in warm_px where it can) into the next job of q, for path,
+ * and hands it to the encoders. Returns the drawing's status. */
+static cairo_status_t png_draw(png_queue *q, size_t i, json_t *doc, const char *path) {
+    png_job *j = &q->job[q->drawn]; /* only this thread writes drawn */
+    int warm = warm_px && cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, W) == STRIDE;
+    snprintf(j->path, sizeof j->path, "%s", path);
+    snprintf(j->tmp, sizeof j->tmp, "%s.tmp.%d", path, (int)getpid());
+    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + i * H * STRIDE, CAIRO_FORMAT_RGB24, W, H, STRIDE)
+                 : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    j->st = render(&charts[i], doc, j->sf);
+    cairo_surface_flush(j->sf);
+    if (!j->st) j->st = cairo_surface_status(j->sf);
+    j->data = cairo_image_surface_get_data(j->sf), j->stride = cairo_image_surface_get_stride(j->sf);
+    pthread_mutex_lock(&q->mu);
+    q->drawn++;
+    pthread_cond_signal(&q->more);
+    pthread_mutex_unlock(&q->mu);
+    return j->st;
+}
+
+/* Frees j's image and publishes its picture, once encoded. */
+static dpd_status png_finish(png_job *j, dpd_error *err) {
+    cairo_surface_destroy(j->sf);
+    return publish(j->tmp, j->path, j->st, j->rc, j->e, err);
+}
+
+static void warm_release(void) { free(warm_px), warm_px = NULL; }
+
+/* Sets up cairo's fonts (fontconfig's first use costs about as much as a chart) and the charts'
+ * pixels. */
+static void *warm_up(void *unused) {
     cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
     cairo_t *cr = cairo_create(sf);
     text(cr, 0, 0, 12, 1, 0, 0, "0");
     text(cr, 0, 0, 12, 0, 0, 0, "0");
     cairo_destroy(cr);
     cairo_surface_destroy(sf);
+    size_t size = (NCHARTS * H * STRIDE + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *px = NULL;
+    if (!warm_px && !posix_memalign(&px, HUGE_PAGE, size)) {
+#ifdef MADV_HUGEPAGE
+        madvise(px, size, MADV_HUGEPAGE); /* a hint: 4 KiB pages where it is not taken */
+#endif
+        memset(px, 255, size);
+        warm_px = px;
+    }
     return unused;
 }
 
 static pthread_t warm_thread;
-static int warming; /* warm_thread runs (started by cli_plot_warm, joined by cli_plot_warm_wait) */
+static int warming; /* warm_thread runs (started by cli_plot_warm, joined by warm_join) */
 
 void cli_plot_warm(void) {
-    if (!warming) warming = !pthread_create(&warm_thread, NULL, warm_fonts, NULL);
+    if (!warming) warming = !pthread_create(&warm_thread, NULL, warm_up, NULL);
 }
 
-void cli_plot_warm_wait(void) {
+static void warm_join(void) {
     if (warming) pthread_join(warm_thread, NULL);
     warming = 0;
 }
 
-/* The charts, drawn one after the other on one image surface. (Drawing on two threads at once
- * was faster, but ThreadSanitizer reports races inside cairo's shared state; one thread draws,
- * and only the fonts are set up beside the plot data, by cli_plot_warm's thread.) */
+void cli_plot_warm_wait(void) {
+    warm_join();
+    warm_release();
+}
+
+/* The charts, drawn one after the other on this thread: SVGs, or PNGs each on an image of its own,
+ * encoded by an encoder thread while the next ones are drawn, and by this thread too once they
+ * all are (the drawing never waits for the encoder). Only this thread uses cairo: drawing on two
+ * threads at once was faster, but ThreadSanitizer reports races inside cairo's shared state (the
+ * fonts and the pixels are set up beside the plot data, by cli_plot_warm's thread, joined
+ * before). Stops drawing at the first error; the first error in the charts' order is the one
+ * told. */
 static dpd_status paint(const plot_req *r, json_t *doc, const char *out, dpd_error *err) {
-    cairo_surface_t *img = r->svg ? NULL : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER};
+    pthread_t th;
+    int threaded = !r->svg && !pthread_create(&th, NULL, encoder, &q);
     dpd_status s = DPD_OK;
     for (size_t i = 0; i < NCHARTS && !s; i++) {
         if (charts[i].run_only && !r->run_dir) continue;
         char path[4200];
         snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, r->svg ? "svg" : "png");
-        s = draw(&charts[i], doc, path, img, err);
+        if (r->svg) s = draw_svg(&charts[i], doc, path, err);
+        else if (png_draw(&q, i, doc, path)) break;
     }
-    cairo_surface_destroy(img);
+    pthread_mutex_lock(&q.mu);
+    q.over = 1;
+    pthread_cond_signal(&q.more);
+    pthread_mutex_unlock(&q.mu);
+    for (png_job *j; (j = take(&q, 0));) encode(j);
+    if (threaded) pthread_join(th, NULL);
+    pthread_cond_destroy(&q.more);
+    pthread_mutex_destroy(&q.mu);
+    for (size_t i = 0; i < q.drawn; i++) {
+        dpd_error later;
+        dpd_status t = png_finish(&q.job[i], s ? &later : err);
+        if (!s) s = t;
+    }
     return s;
 }
 
@@ -917,7 +1239,7 @@ static dpd_status paint(const plot_req *r, json_t *doc, const char *out, dpd_err
 static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
     if (r->out) snprintf(out, nout, "%s", r->out);
     else snprintf(out, nout, "%s/plots", r->run_dir ? r->run_dir : r->data);
-    if (!warming) cli_plot_warm(); /* the fonts, beside the plot data */
+    if (!warming) cli_plot_warm(); /* the fonts and the pixels, beside the plot data */
     plot_doc d;
     char path[4200];
     snprintf(path, sizeof path, "%s/plots.json", out);
@@ -926,8 +1248,9 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
         clean_stale(out);
         s = write_doc(&d, path, err);
     }
-    cli_plot_warm_wait();
+    warm_join();
     if (!s) s = paint(r, d.doc, out, err);
+    warm_release();
     json_decref(d.doc);
     free(d.text);
     cairo_debug_reset_static_data(); /* every cairo object is gone: its font caches go too */
