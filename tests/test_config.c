@@ -22,6 +22,7 @@ static const char *sample(const dpd_field *f) {
         {"weight_decay", "1e-300"},                      {"clip", "0"},            {"seed", "18446744073709551615"},
         {"evm_fs", "800000000"}, {"preset", "quick"},    {"least_squares", "1"},   {"ls_reg", "5e-324"},
         {"ls_iterations", "100"}, {"threads", "0"},      {"kernels", "avx2"},      {"provider", "cuda"},
+        {"preview_every", "1000000"},
     };
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         if (!strcmp(v[i].key, f->key)) return v[i].value;
@@ -50,7 +51,7 @@ static void set_bad(const char *key, const char *value, const char *msg, const c
 static void test_table(void) {
     int n;
     const dpd_field *f = dpd_config_fields(&n);
-    CHECK(n == 33, "%d rows", n);
+    CHECK(n == 34, "%d rows", n);
     int model_rows = 0, seen_train = 0;
     for (int i = 0; i < n; i++) {
         CHECK(f[i].key && f[i].about && f[i].about[0], "row %d lacks a key or meaning", i);
@@ -157,6 +158,7 @@ static void test_messages(void) {
     set_bad("lr_schedule", "2", "lr_schedule: 2 is out of range 0..1", "lr_schedule");
     set_bad("ls_iterations", "0", "ls_iterations: 0 is out of range 1..100", "ls_iterations");
     set_bad("threads", "1025", "threads: 1025 is out of range 0..1024", "threads");
+    set_bad("preview_every", "-1", "preview_every: -1 is out of range 0..1000000", "preview_every");
     set_bad("seed", "-1", "seed: -1 is out of range 0..18446744073709551615", "seed");
     set_bad("seed", "18446744073709551616", "seed: 18446744073709551616 is out of range 0..18446744073709551615",
             "seed");
@@ -266,9 +268,10 @@ static void test_json(void) {
     CHECK(json_is_real(json_object_get(j, "clip")), "clip is a real");
     CHECK(json_is_integer(json_object_get(j, "ls_iterations")), "ls_iterations is an integer");
     CHECK(!json_object_get(j, "threads") && !json_object_get(j, "kernels") && !json_object_get(j, "provider") &&
+              !json_object_get(j, "preview_every") &&
               !json_object_get(j, "resume"),
           "execution options are not in config.json");
-    CHECK(k == 7 + 1 + (n - 9 - 3 - 3), "%d keys", k);
+    CHECK(k == 7 + 1 + (n - 9 - 3 - 4), "%d keys", k);
 
     dpd_config_defaults(&back);
     dpd_error err = {0};
@@ -276,7 +279,8 @@ static void test_json(void) {
     for (int i = 0; i < n; i++) {
         char a[4200], b[4200];
         CHECK(dpd_config_get(&c, f[i].key, a, sizeof a) && dpd_config_get(&back, f[i].key, b, sizeof b), "get");
-        int exec = !strcmp(f[i].key, "threads") || !strcmp(f[i].key, "kernels") || !strcmp(f[i].key, "provider");
+        int exec = !strcmp(f[i].key, "threads") || !strcmp(f[i].key, "kernels") || !strcmp(f[i].key, "provider") ||
+                   !strcmp(f[i].key, "preview_every");
         if (exec)
             CHECK(!strcmp(b, dpd_config_default(f[i].key)), "%s: execution option read from config.json", f[i].key);
         else
