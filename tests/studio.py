@@ -1809,7 +1809,9 @@ def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
     s.wait_event(rid, "metric", 10)
     r = s.get(f"/api/v1/runs/{rid}/logs")
     check(r.status == 200 and set(r.json) == {"lines", "next_offset", "eof", "size"}, f"logs: {r!r}")
-    j = r.json
+    # the worker writes its line just after the epoch's events: wait for it
+    j = wait_for(lambda: (lambda x: x if x["lines"] else None)(s.get(f"/api/v1/runs/{rid}/logs").json), 10,
+                 "the first line of worker.log", 0.05)
     check(j["lines"][:1] == ["fake: epoch 1 of 3"] and "fake: done" not in j["lines"] and j["eof"] is False,
           f"logs of a running run: {j}")
     check(j["next_offset"] == len("".join(l + "\n" for l in j["lines"]).encode()), f"next_offset {j}")
