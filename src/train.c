@@ -244,9 +244,7 @@ static dpd_status preview(run *r, const dpd_run_state *st, long nb, int *cancel,
     dpd_status s = DPD_OK;
     long long z[4];
     if (!e->x) s = dpd_eval_head(e, v, S < v->S ? S : v->S, err);
-    if (!s && !dpd_session_resident(r->ses, e->split, e->id, (size_t)e->S * e->N))
-        s = dpd_session_attach_as(r->ses, e->split, e->x, NULL, (size_t)e->S * e->N, e->id, err);
-    if (!s) s = dpd_session_evaluate(r->ses, e->split, e->N, r->c->batch_eval, e->pred, err);
+    if (!s) s = dpd_eval_run(e, r->ses, r->c->batch_eval, &r->ds.spec, r->c->evm_fs, err);
     if (!s) s = dpd_session_zeros(r->ses, z, err); /* not the epoch's: dropped */
     if (s) return s;
     dpd_event ev = {.type = DPD_EV_PREVIEW, .epoch = st->epoch + 1, .steps_done = st->epoch_step, .steps = nb,
@@ -269,8 +267,8 @@ static dpd_status epoch_train(run *r, dpd_run_state *st, double *mean, dpd_error
     long first = st->epoch_step;
     while (st->epoch_step < nb) {
         long k0 = st->epoch_step, steps = k < nb - k0 ? k : nb - k0;
-        if (c->preview_every > 0 && steps > c->preview_every - st->step % c->preview_every)
-            steps = c->preview_every - st->step % c->preview_every; /* a chunk ends at each preview */
+        long to_preview = c->preview_every > 0 ? c->preview_every - st->step % c->preview_every : steps;
+        if (steps > to_preview) steps = to_preview; /* a chunk ends at each preview */
         size_t f0 = (size_t)k0 * c->batch, nf = (size_t)steps * c->batch;
         if (nf > r->nframes - f0) nf = r->nframes - f0;
         double tc = now();

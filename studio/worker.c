@@ -73,6 +73,13 @@ static int cancelled(const worker *w) {
     return stop_sig != 0 || access("CANCEL", F_OK) == 0;
 }
 
+/* A progress line (data stolen), carrying the revision of live.json's last preview, if any: the
+ * run page's cue to read /live again. */
+static void progress(worker *w, json_t *d) {
+    if (d && w->preview_revision) json_object_set_new(d, "preview_revision", json_integer(w->preview_revision));
+    emit(w, "progress", d);
+}
+
 /* ---- the live snapshot (live.json) ---- */
 
 /* The library's plot data (plots-v1) of one epoch's validation predictions; null when none. */
@@ -148,11 +155,9 @@ static int on_event(void *user, const dpd_event *e) {
         double t = studio_now();
         if (e->steps_done != e->steps && e->steps_done > 1 && t - w->last_progress < 0.5) break;
         w->last_progress = t;
-        json_t *d = json_pack("{s:i, s:i, s:I, s:I, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs, "steps_done",
+        progress(w, json_pack("{s:i, s:i, s:I, s:I, s:o, s:o}", "epoch", e->epoch, "epochs", e->epochs, "steps_done",
                               (json_int_t)e->steps_done, "steps", (json_int_t)e->steps, "loss", cli_jnum(e->loss),
-                              "samples_per_s", cli_jnum(e->samples_per_s));
-        if (d && w->preview_revision) json_object_set_new(d, "preview_revision", json_integer(w->preview_revision));
-        emit(w, "progress", d);
+                              "samples_per_s", cli_jnum(e->samples_per_s)));
         break;
     }
     case DPD_EV_PREVIEW: live(w, e, c->have_spec ? &c->spec : NULL); break;
@@ -288,10 +293,8 @@ static int run_fake(worker *w, const job *j) {
         for (int k = 1; k <= 4; k++) {
             sleep_ms(f->epoch_ms / 4);
             if (cancelled(w)) return finish(w, "cancelled", NULL, NULL, "cancelled", NULL);
-            json_t *d = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f}", "epoch", ep, "epochs", f->epochs, "steps_done", k,
-                                  "steps", 4, "loss", 1.0 / (ep * 4 + k), "samples_per_s", 1000.0);
-            if (d && w->preview_revision) json_object_set_new(d, "preview_revision", json_integer(w->preview_revision));
-            emit(w, "progress", d);
+            progress(w, json_pack("{s:i, s:i, s:i, s:i, s:f, s:f}", "epoch", ep, "epochs", f->epochs, "steps_done", k,
+                                  "steps", 4, "loss", 1.0 / (ep * 4 + k), "samples_per_s", 1000.0));
             long step = (ep - 1) * 4L + k;
             if (w->every && step % w->every == 0) { /* a preview: the epoch's model output so far */
                 static float pbuf[6 * 4 * 256];
@@ -381,6 +384,14 @@ static int copy_tree(const char *from, const char *to, int depth) {
     return rc;
 }
 
+/* The metrics of split ("val", "test") of a CLI epoch event, as the studio's metric events carry
+ * them (without the loss): a new reference, NULL when there are none. */
+static json_t *scores(const json_t *epoch_event, const char *split) {
+    json_t *m = json_deep_copy(json_object_get(epoch_event, split));
+    json_object_del(m, "loss");
+    return m;
+}
+
 /* The run's events.jsonl as the worker's events; *best: the last improved epoch's event (a new
  * reference), *epochs the last epoch, provider copied out. */
 static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, char *provider, size_t np) {
@@ -408,11 +419,10 @@ static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, c
         } else if (!strcmp(t, "epoch")) {
             *epochs = (int)json_integer_value(ep);
             if (json_is_true(json_object_get(e, "improved"))) json_decref(*best), *best = json_incref(e);
-            json_t *v = json_deep_copy(json_object_get(e, "val")), *ts = json_deep_copy(json_object_get(e, "test"));
-            json_object_del(v, "loss"), json_object_del(ts, "loss");
             emit(w, "metric", json_pack("{s:O, s:I, s:O?, s:O?, s:O?, s:o?, s:o?}", "epoch", ep, "epochs", total,
                                         "train_loss", json_object_get(e, "train_loss"), "lr", json_object_get(e, "lr"),
-                                        "improved", json_object_get(e, "improved"), "val", v, "test", ts));
+                                        "improved", json_object_get(e, "improved"), "val", scores(e, "val"), "test",
+                                        scores(e, "test")));
         } else if (!strcmp(t, "checkpoint")) {
             emit(w, "checkpoint", json_pack("{s:O, s:O?}", "epoch", ep, "name", json_object_get(e, "path")));
         } else if (!strcmp(t, "warning")) {
@@ -445,10 +455,9 @@ static int run_import(worker *w, const char *from) {
             emit(w, "warning", json_pack("{s:s}", "message", err.msg[0] ? err.msg : "the run's pictures could not be drawn"));
     }
     snprintf(path, sizeof path, "%s/config.json", dest);
-    json_t *v = json_deep_copy(json_object_get(best, "val")), *t = json_deep_copy(json_object_get(best, "test"));
-    json_object_del(v, "loss"), json_object_del(t, "loss");
     json_t *sum = json_pack("{s:s, s:i, s:O?, s:o?, s:o?, s:s, s:o?, s:s}", "run_dir", dest, "epochs", epochs, "best_epoch",
-                            json_object_get(best, "epoch"), "val", v, "test", t, "provider", provider, "config",
+                            json_object_get(best, "epoch"), "val", scores(best, "val"), "test", scores(best, "test"),
+                            "provider", provider, "config",
                             json_load_file(path, 0, NULL), "imported_from", from);
     json_decref(best);
     fprintf(stderr, "imported %s (%s on %s, %d epochs)\n", from, verb, dataset, epochs);

@@ -585,7 +585,8 @@ typedef struct dpd_event {
     dpd_metrics val, test;
     int improved;          /* 1: best.safetensors was replaced */
     const dpd_eval *val_eval; /* the validation inputs, targets and predictions (valid during the
-                               * call); PREVIEW: those of the first segments, loss and metrics unset */
+                               * call); PREVIEW: those of the first segments, with their loss and
+                               * metrics */
     dpd_sparsity sparsity; /* delta DPD runs; zeros otherwise */
     /* CHECKPOINT */
     const char *path;      /* file name in run_dir: best.safetensors, last.safetensors */
