@@ -29,10 +29,10 @@ CLI_SRC += $(wildcard studio/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/studio/assets.o
 # libmicrohttpd and SQLite serve the studio only; the library never links them.
 STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 2>/dev/null) -lpthread
-# cairo draws `dpd plot`'s pictures and libpng writes them (cli/plot.c): the command links them,
-# the library never does.
-CAIRO_CFLAGS := $(shell pkg-config --cflags cairo libpng 2>/dev/null)
-CAIRO_LIBS   := $(shell pkg-config --libs cairo libpng 2>/dev/null)
+# cairo draws `dpd plot`'s pictures with FreeType's fonts, and libdeflate compresses the PNGs
+# (cli/plot.c): the command links them, the library never does.
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo freetype2 libdeflate 2>/dev/null)
+CAIRO_LIBS   := $(shell pkg-config --libs cairo freetype2 libdeflate 2>/dev/null)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
 FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so

@@ -22,9 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cairo-ft.h>
 #include <cairo-svg.h>
 #include <cairo.h>
-#include <png.h>
+#include <ft2build.h>
+#include FT_FREETYPE_H
+#include <libdeflate.h>
 
 #include "args.h"
 #include "cli.h"
@@ -131,15 +134,15 @@ void cli_plot_sweep(const char *run_dir) {
     clean_stale(run_dir); /* a run killed after its last checkpoint: resume trains nothing */
 }
 
-/* What is drawn: the library's plot data (text, and parsed into doc's "plots") and the rest of
- * the run-plots-v1 document. */
+/* What is drawn: the library's plot data, and the rest of the run-plots-v1 document (what it
+ * shows, and the run's history). */
 typedef struct plot_doc {
     json_t *doc;
-    char *text;
+    dpd_plot_data *p;
 } plot_doc;
 
 /* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
- * dataset itself, through dpd_plot_json. */
+ * dataset itself, through dpd_plot_compute. */
 static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     char path[4200], data[4096] = "", best[4096] = "", pa[4096] = "";
     dpd_ckpt_info info = {0};
@@ -147,7 +150,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     dpd_eval e = {0}, e2 = {0};
     dpd_session *sm = NULL, *sa = NULL;
     float *y = NULL;
-    json_t *plots = NULL, *d = NULL;
+    json_t *d = NULL;
     int dpd = 0, S;
     double g = 0;
     const dpd_eval *kept = r->kept && r->kept->epoch && r->split == DPD_VAL ? &r->kept->e : NULL;
@@ -220,19 +223,14 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
             goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = e.pred, in.S = e.S, in.N = e.N, in.n = e.n;
     }
-    json_error_t je;
-    plots = (out->text = dpd_plot_json(&in, err)) ? json_loads(out->text, 0, &je) : NULL;
-    if (!plots) {
-        if (out->text) cli_err(err, DPD_E_FORMAT, "plot: the library's plot data do not parse: %s", je.text);
-        goto fail;
-    }
+    if (!(out->p = dpd_plot_compute(&in, err))) goto fail;
     /* run_dir null and data set: a dataset's own picture, with the gain of its target g x */
     d = json_pack("{s:s, s:s?}", "version", "run-plots-v1", "run_dir", r->run_dir);
     if (d && !r->run_dir) json_object_set_new(d, "data", json_string(data));
     if (!d || json_object_set_new(d, "split", json_string(r->split == DPD_VAL ? "val" : "test")) ||
         json_object_set_new(d, "checkpoint", r->run_dir ? json_string("best.safetensors") : json_null()) ||
         json_object_set_new(d, "dpd", json_boolean(dpd)) ||
-        (!r->run_dir && json_object_set_new(d, "gain", cli_jnum(g))) || json_object_set_new(d, "plots", json_incref(plots))) {
+        (!r->run_dir && json_object_set_new(d, "gain", cli_jnum(g)))) {
         cli_err(err, DPD_E_NOMEM, "plot: out of memory");
         json_decref(d), d = NULL;
         goto fail;
@@ -244,7 +242,6 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     }
     out->doc = d;
 fail:
-    json_decref(plots);
     free(y);
     dpd_session_free(sm); /* chained to sa: freed first */
     dpd_session_free(sa);
@@ -252,15 +249,16 @@ fail:
     dpd_eval_free(&e2);
     dpd_dataset_free(&ds);
     if (out->doc) return DPD_OK;
-    free(out->text), out->text = NULL;
+    dpd_plot_free(out->p), out->p = NULL;
     return err->status ? err->status : cli_err(err, DPD_E_NOMEM, "plot: out of memory");
 }
 
-/* plots.json: the document with the library's text as it is (its numbers are not printed twice). */
+/* plots.json: the document with the library's plot data as its text (dpd_plot_text). */
 static dpd_status write_doc(const plot_doc *p, const char *path, dpd_error *err) {
     json_t *head = json_copy(p->doc);
-    json_object_del(head, "plots");
     json_object_del(head, "history");
+    char *plots = dpd_plot_text(p->p, err);
+    if (!plots) return json_decref(head), err->status;
     char *h = json_dumps(head, JSON_COMPACT | JSON_PRESERVE_ORDER);
     char *hist = json_object_get(p->doc, "history")
                      ? json_dumps(json_object_get(p->doc, "history"), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
@@ -272,13 +270,13 @@ static dpd_status write_doc(const plot_doc *p, const char *path, dpd_error *err)
     int bad = !f;
     if (f) {
         h[strlen(h) - 1] = 0; /* the closing brace: the plots and the history follow */
-        fprintf(f, "%s,\"plots\":%s", h, p->text);
+        fprintf(f, "%s,\"plots\":%s", h, plots);
         if (hist) fprintf(f, ",\"history\":%s", hist);
         fputs("}\n", f);
         bad = ferror(f) | fclose(f);
     }
     int e = errno;
-    free(h), free(hist);
+    free(h), free(hist), free(plots);
     if (bad || rename(tmp, path)) {
         unlink(tmp);
         return cli_err(err, DPD_E_IO, "%s: cannot write: %s", path, strerror(bad ? e : errno));
@@ -310,11 +308,63 @@ static void pen(cairo_t *cr, const style *s) {
     cairo_set_dash(cr, dash, s->dashed ? 2 : 0, 0);
 }
 
+/* The charts' typeface, DejaVu Sans and its bold, read by FreeType from where the distributions
+ * install it: what fontconfig picks for "sans-serif" on Debian, without fontconfig's set-up
+ * (parsing its configuration and caches costs 8 to 10 ms, a fifth of the end-of-run pictures,
+ * against 2 ms here). Where the files are not found, cairo's "sans-serif" through fontconfig.
+ * Opened by warm_up, closed by fonts_close once cairo holds no reference to them. */
+static struct {
+    FT_Library lib;
+    cairo_font_face_t *face[2]; /* regular, bold; NULL: fontconfig's */
+} fonts;
+
+static void fonts_open(void) {
+    static const char *const dir[] = {"/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu-sans-fonts",
+                                      "/usr/share/fonts/TTF", "/usr/share/fonts/dejavu"};
+    static const char *const file[2] = {"DejaVuSans.ttf", "DejaVuSans-Bold.ttf"};
+    FT_Face f[2] = {NULL, NULL};
+    if (fonts.lib) return;
+    if (FT_Init_FreeType(&fonts.lib)) {
+        fonts.lib = NULL;
+        return;
+    }
+    for (size_t d = 0; d < sizeof dir / sizeof *dir; d++) {
+        char path[256];
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir[d], file[i]);
+            if (FT_New_Face(fonts.lib, path, 0, &f[i])) f[i] = NULL;
+        }
+        if (f[0] && f[1]) break;
+        for (int i = 0; i < 2; i++)
+            if (f[i]) FT_Done_Face(f[i]), f[i] = NULL;
+    }
+    for (int i = 0; f[0] && i < 2; i++) { /* slight hinting, as fontconfig's default on Debian */
+        fonts.face[i] = cairo_ft_font_face_create_for_ft_face(f[i], FT_LOAD_TARGET_LIGHT);
+        if (cairo_font_face_status(fonts.face[i])) cairo_font_face_destroy(fonts.face[i]), fonts.face[i] = NULL;
+    }
+    if (!fonts.face[0] || !fonts.face[1]) /* fontconfig's for both */
+        for (int i = 0; i < 2; i++) cairo_font_face_destroy(fonts.face[i]), fonts.face[i] = NULL;
+}
+
+/* After the last cairo object is gone: cairo_debug_reset_static_data has let go of the faces'
+ * last references (its font caches), then FreeType frees them with the library. */
+static void fonts_close(void) {
+    for (int i = 0; i < 2; i++) cairo_font_face_destroy(fonts.face[i]), fonts.face[i] = NULL;
+    cairo_debug_reset_static_data();
+    if (fonts.lib) FT_Done_FreeType(fonts.lib);
+    fonts.lib = NULL;
+}
+
+static void font(cairo_t *cr, double size, int bold) {
+    if (fonts.face[bold]) cairo_set_font_face(cr, fonts.face[bold]);
+    else cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size);
+}
+
 /* text with its anchor at (x, y): ax, ay = 0 left/top, 0.5 centre, 1 right/bottom. */
 static void text(cairo_t *cr, double x, double y, double size, int bold, double ax, double ay, const char *s) {
     cairo_text_extents_t t;
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, size);
+    font(cr, size, bold);
     cairo_text_extents(cr, s, &t);
     cairo_move_to(cr, x - t.x_bearing - ax * t.width, y - t.y_bearing - ay * t.height);
     cairo_show_text(cr, s);
@@ -322,8 +372,7 @@ static void text(cairo_t *cr, double x, double y, double size, int bold, double 
 
 static double text_width(cairo_t *cr, double size, const char *s) {
     cairo_text_extents_t t;
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, size);
+    font(cr, size, 0);
     cairo_text_extents(cr, s, &t);
     return t.x_advance;
 }
@@ -350,19 +399,21 @@ typedef struct axes {
 static double ax_x(const axes *a, double v) { return a->px + (v - a->x0) / (a->x1 - a->x0) * a->pw; }
 static double ax_y(const axes *a, double v) { return a->py + a->ph - (v - a->y0) / (a->y1 - a->y0) * a->ph; }
 
-/* A data range, grown by values (nulls and non-finite values ignored). */
+/* n values, NaN where there is none (a null in plots.json). */
+typedef struct vec {
+    const double *v;
+    size_t n;
+} vec;
+
+/* A data range, grown by values (non-finite values ignored). */
 typedef struct range {
     double lo, hi;
 } range;
 #define EMPTY_RANGE ((range){INFINITY, -INFINITY})
 
-static void grow(range *r, json_t *arr) {
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v) {
-        double d = json_number_value(v);
-        if (json_is_number(v) && isfinite(d)) r->lo = fmin(r->lo, d), r->hi = fmax(r->hi, d);
-    }
+static void grow(range *r, vec a) {
+    for (size_t i = 0; i < a.n; i++)
+        if (isfinite(a.v[i])) r->lo = fmin(r->lo, a.v[i]), r->hi = fmax(r->hi, a.v[i]);
 }
 
 /* Scale [lo, hi] into *a0, *a1 with a 1-2-5 tick step of about 6 ticks: rounded out to whole
@@ -441,7 +492,7 @@ static void axes_draw(cairo_t *cr, const axes *a, const char *xlabel, const char
 /* A line's points are at most this far off the page: a farther coordinate is pulled in, so that
  * every length and product below is finite and exact enough (the line's course over the page moves
  * by a thousandth of a pixel at most where one coordinate is, as for a value far off a y range). */
-#define FAR 1e9
+#define OFF_PAGE 1e9
 
 /* Four of a pixel's samples at once (GCC vector extensions): lanes are samples. */
 typedef float f4 __attribute__((vector_size(16)));
@@ -598,19 +649,17 @@ static void blend(ink *k, unsigned rgb) {
         }
 }
 
-/* Point i of a line on the page, in pixels; 0 where there is none (a null, or a coordinate that
- * is not finite). */
-static int point(const axes *a, json_t *xs, json_t *ys, size_t i, double p[2]) {
-    json_t *xv = json_array_get(xs, i), *yv = json_array_get(ys, i);
-    if (!json_is_number(xv) || !json_is_number(yv)) return 0;
-    p[0] = ax_x(a, json_number_value(xv)), p[1] = ax_y(a, json_number_value(yv));
+/* Point i of a line on the page, in pixels; 0 where there is none (a coordinate that is not
+ * finite: a null in plots.json, or off any scale). */
+static int point(const axes *a, vec xs, vec ys, size_t i, double p[2]) {
+    p[0] = ax_x(a, xs.v[i]), p[1] = ax_y(a, ys.v[i]);
     if (!isfinite(p[0]) || !isfinite(p[1])) return 0;
-    p[0] = fmax(-FAR, fmin(FAR, p[0])), p[1] = fmax(-FAR, fmin(FAR, p[1]));
+    p[0] = fmax(-OFF_PAGE, fmin(OFF_PAGE, p[0])), p[1] = fmax(-OFF_PAGE, fmin(OFF_PAGE, p[1]));
     return 1;
 }
 
 /* line() of n points on the image sf: segment by segment between breaks, then blended. */
-static void line_pixels(cairo_surface_t *sf, const axes *a, json_t *xs, json_t *ys, size_t n, const style *s) {
+static void line_pixels(cairo_surface_t *sf, const axes *a, vec xs, vec ys, size_t n, const style *s) {
     ink k = {.x0 = first_at(a->px, 0, W), .y0 = first_at(a->py, 0, H)}; /* no block used */
     k.x1 = last_at(a->px + a->pw, k.x0, W), k.y1 = last_at(a->py + a->ph, k.y0, H);
     cairo_surface_flush(sf);
@@ -635,9 +684,9 @@ static void line_pixels(cairo_surface_t *sf, const axes *a, json_t *xs, json_t *
  * segments, as cairo strokes it, in about two thirds of the time); otherwise stroked in pieces of
  * 64 points, the dash pattern carried across (one long path costs cairo a self-intersection
  * search), with cairo's fast antialiasing. */
-static void line(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style *s) {
+static void line(cairo_t *cr, const axes *a, vec xs, vec ys, const style *s) {
     static const double dash[] = {6, 4};
-    size_t n = json_array_size(xs) < json_array_size(ys) ? json_array_size(xs) : json_array_size(ys);
+    size_t n = xs.n < ys.n ? xs.n : ys.n;
     if (cairo_surface_get_type(cairo_get_target(cr)) == CAIRO_SURFACE_TYPE_IMAGE) {
         line_pixels(cairo_get_target(cr), a, xs, ys, n, s);
         return;
@@ -651,12 +700,11 @@ static void line(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style
     int k = 0;                       /* points in the current piece */
     double lx = 0, ly = 0, dist = 0; /* the last point, and the length drawn (for the dashes) */
     for (size_t i = 0; i < n; i++) {
-        json_t *xv = json_array_get(xs, i), *yv = json_array_get(ys, i);
-        if (!json_is_number(xv) || !json_is_number(yv)) {
+        double x = ax_x(a, xs.v[i]), y = ax_y(a, ys.v[i]);
+        if (!isfinite(x) || !isfinite(y)) {
             k = 0;
             continue;
         }
-        double x = ax_x(a, json_number_value(xv)), y = ax_y(a, json_number_value(yv));
         if (k) cairo_line_to(cr, x, y), dist += hypot(x - lx, y - ly);
         else cairo_move_to(cr, x, y);
         lx = x, ly = y;
@@ -674,8 +722,8 @@ static void line(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style
 /* ys against xs as square dots of side s->width on whole pixels, inside the plot area. On an
  * image the squares are written into its pixels (thousands of them cost cairo's rasterizer
  * milliseconds, this loop microseconds); on a vector surface they are rectangles. */
-static void dots(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style *s) {
-    size_t n = json_array_size(xs) < json_array_size(ys) ? json_array_size(xs) : json_array_size(ys);
+static void dots(cairo_t *cr, const axes *a, vec xs, vec ys, const style *s) {
+    size_t n = xs.n < ys.n ? xs.n : ys.n;
     int w = (int)s->width, h = w / 2;
     cairo_surface_t *sf = cairo_get_target(cr);
     int raster = cairo_surface_get_type(sf) == CAIRO_SURFACE_TYPE_IMAGE;
@@ -693,9 +741,8 @@ static void dots(cairo_t *cr, const axes *a, json_t *xs, json_t *ys, const style
         colour(cr, s->rgb, 1);
     }
     for (size_t i = 0; i < n; i++) {
-        json_t *xv = json_array_get(xs, i), *yv = json_array_get(ys, i);
-        if (!json_is_number(xv) || !json_is_number(yv)) continue;
-        double fx = round(ax_x(a, json_number_value(xv))) - h, fy = round(ax_y(a, json_number_value(yv))) - h;
+        double fx = round(ax_x(a, xs.v[i])) - h, fy = round(ax_y(a, ys.v[i])) - h;
+        if (!isfinite(fx) || !isfinite(fy)) continue;
         if (!raster) {
             cairo_rectangle(cr, fx, fy, w, w);
             continue;
@@ -768,23 +815,27 @@ static void empty_chart(cairo_t *cr, json_t *doc, const char *what, const char *
     }
 }
 
-/* Series of a plots-v1 chart in drawing order (the third, then the target, the prediction on top),
- * with their look: colour, width, dash and what the legend calls them (gl: room for a label). */
-static int looks(json_t *doc, json_t *ser, const char **names, style *s, char gl[64]) {
+/* The signals of p in drawing order (the third, then the target, the prediction on top), with
+ * their look: colour, width, dash and what the legend calls them (gl: room for a label). sig[k]:
+ * the k-th's index in p's arrays. */
+static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char gl[64]) {
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     double g = json_number_value(json_object_get(doc, "gain"));
     snprintf(gl, 64, "g\xC2\xB7x, g = %.3f", g);
     static const char *const order[] = {"no_dpd", "target", "linear", "prediction", "output"};
     int n = 0;
-    for (size_t i = 0; i < sizeof order / sizeof *order && n < 4; i++) {
-        if (!json_object_get(ser, order[i])) continue;
-        const char *k = order[i];
-        names[n] = k;
-        s[n] = !strcmp(k, "no_dpd")       ? (style){SKY, 1.4, 1, "PA(x), no DPD"}
-               : !strcmp(k, "target")     ? (style){BLACK, 2.2, 0, dpd ? "target g\xC2\xB7x" : "measured y"}
-               : !strcmp(k, "linear")     ? (style){BLACK, 2.2, 0, gl}
-               : !strcmp(k, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA(DPD(x))" : "PA model"}
-                                          : (style){VERMILLION, 1.2, 0, "measured y"};
+    for (size_t i = 0; i < sizeof order / sizeof *order && n < 3; i++) {
+        int k = -1;
+        for (int j = 0; j < p->nsig; j++)
+            if (k < 0 && !strcmp(p->name[j], order[i])) k = j;
+        if (k < 0) continue;
+        const char *name = order[i];
+        sig[n] = k;
+        s[n] = !strcmp(name, "no_dpd")       ? (style){SKY, 1.4, 1, "PA(x), no DPD"}
+               : !strcmp(name, "target")     ? (style){BLACK, 2.2, 0, dpd ? "target g\xC2\xB7x" : "measured y"}
+               : !strcmp(name, "linear")     ? (style){BLACK, 2.2, 0, gl}
+               : !strcmp(name, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA(DPD(x))" : "PA model"}
+                                             : (style){VERMILLION, 1.2, 0, "measured y"};
         n++;
     }
     return n;
@@ -797,12 +848,9 @@ static int looks(json_t *doc, json_t *ser, const char **names, style *s, char gl
 #define PH (H - PY - 60)
 
 /* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot. */
-static void bands(cairo_t *cr, const axes *a, json_t *b) {
-    static const char *const key[] = {"main", "adjacent_left", "adjacent_right"};
-    for (int i = 0; i < 3; i++) {
-        json_t *v = json_object_get(b, key[i]);
-        if (json_array_size(v) != 2) continue;
-        double x0 = ax_x(a, json_number_value(json_array_get(v, 0))), x1 = ax_x(a, json_number_value(json_array_get(v, 1)));
+static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p) {
+    for (int i = 0; p->bands && i < 3; i++) {
+        double x0 = ax_x(a, p->band[i][0]), x1 = ax_x(a, p->band[i][1]);
         colour(cr, i ? YELLOW : GREY, i ? 0.35 : 0.16);
         cairo_rectangle(cr, x0, a->py, x1 - x0, a->ph);
         cairo_fill(cr);
@@ -812,49 +860,49 @@ static void bands(cairo_t *cr, const axes *a, json_t *b) {
 }
 
 /* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
-static void chart_psd(cairo_t *cr, json_t *doc) {
-    json_t *p = json_object_get(json_object_get(doc, "plots"), "psd"), *ser = json_object_get(p, "series");
-    json_t *f = json_object_get(p, "freq");
-    const char *names[4];
-    style s[4];
+static void chart_psd(cairo_t *cr, const plot_doc *d) {
+    const dpd_plot_data *p = d->p;
+    vec f = {p->freq, p->nf};
+    int sig[3];
+    style s[3];
     char gl[64];
-    int n = looks(doc, ser, names, s, gl);
+    int n = looks(d->doc, p, sig, s, gl);
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, f);
-    for (int i = 0; i < n; i++) grow(&yr, json_object_get(ser, names[i]));
+    for (int i = 0; i < n; i++) grow(&yr, (vec){p->psd[sig[i]], p->nf});
     yr.lo = fmax(yr.lo, yr.hi - 100);
-    title(cr, doc, "Power spectral density");
+    title(cr, d->doc, "Power spectral density");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
     axes_draw(cr, &a, "frequency (MHz)", "PSD (dB, relative)");
-    bands(cr, &a, json_object_get(p, "bands"));
-    for (int i = 0; i < n; i++) line(cr, &a, f, json_object_get(ser, names[i]), &s[i]);
+    bands(cr, &a, p);
+    for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     legend(cr, &a, s, n, TOP_RIGHT, 0);
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */
-static void chart_residual(cairo_t *cr, json_t *doc) {
-    json_t *pl = json_object_get(doc, "plots"), *p = json_object_get(pl, "residual"), *f = json_object_get(p, "freq");
-    json_t *psd = json_object_get(pl, "psd"), *ser = json_object_get(psd, "series");
-    const char *names[4];
-    style look[4];
+static void chart_residual(cairo_t *cr, const plot_doc *d) {
+    const dpd_plot_data *p = d->p;
+    vec f = {p->freq, p->nf}, res = {p->residual, p->nf};
+    int sig[3];
+    style look[3];
     char gl[64];
-    int n = looks(doc, ser, names, look, gl), dpd = json_is_true(json_object_get(doc, "dpd"));
-    const char *ref = json_object_get(ser, "target") ? "target" : "linear";
+    int n = looks(d->doc, p, sig, look, gl), dpd = json_is_true(json_object_get(d->doc, "dpd"));
+    const char *ref = strcmp(p->name[0], "target") ? "linear" : "target"; /* signal 0 */
     style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
     if (!strcmp(ref, "target")) s[1].label = dpd ? "PA(DPD(x)) \xE2\x88\x92 g\xC2\xB7x" : "PA model \xE2\x88\x92 measured y";
     for (int i = 0; i < n; i++)
-        if (!strcmp(names[i], ref)) s[0].label = look[i].label;
+        if (sig[i] == 0) s[0].label = look[i].label;
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, f);
-    grow(&yr, json_object_get(p, "db"));
-    grow(&yr, json_object_get(ser, ref));
+    grow(&yr, res);
+    grow(&yr, (vec){p->psd[0], p->nf});
     yr.lo = fmax(yr.lo, yr.hi - 100);
-    title(cr, doc, "Residual spectrum (error)");
+    title(cr, d->doc, "Residual spectrum (error)");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
     axes_draw(cr, &a, "frequency (MHz)", "PSD (dB, relative)");
-    bands(cr, &a, json_object_get(psd, "bands"));
-    line(cr, &a, json_object_get(psd, "freq"), json_object_get(ser, ref), &s[0]);
-    line(cr, &a, f, json_object_get(p, "db"), &s[1]);
+    bands(cr, &a, p);
+    line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
+    line(cr, &a, f, res, &s[1]);
     legend(cr, &a, s, 2, TOP_RIGHT, 0);
 }
 
@@ -863,26 +911,25 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* AM/AM or AM/PM: every series' points against the input amplitude. AM/PM's y range holds the
- * middle 99 % of the points (the phase of near-zero samples is noise over +-180 degrees). */
-static void chart_scatter(cairo_t *cr, json_t *doc, const char *key, const char *what, const char *ylabel, int where) {
-    json_t *p = json_object_get(json_object_get(doc, "plots"), key), *ser = json_object_get(p, "series");
-    json_t *in = json_object_get(p, "input");
-    const char *names[4];
-    style s[4];
+/* AM/AM (ys: p->am) or AM/PM (p->pm): every series' points against the input amplitude. AM/PM's
+ * y range holds the middle 99 % of the points (the phase of near-zero samples is noise over +-180
+ * degrees). */
+static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, const char *what, const char *ylabel,
+                          int where) {
+    const dpd_plot_data *p = d->p;
+    int pm = ys == p->pm, sig[3];
+    vec in = {p->amp, p->na};
+    style s[3];
     char gl[64];
-    int n = looks(doc, ser, names, s, gl);
-    range xr = {0, -INFINITY}, yr = !strcmp(key, "amam") ? (range){0, -INFINITY} : EMPTY_RANGE;
+    int n = looks(d->doc, p, sig, s, gl);
+    range xr = {0, -INFINITY}, yr = pm ? EMPTY_RANGE : (range){0, -INFINITY};
     grow(&xr, in);
-    if (!strcmp(key, "ampm")) {
-        size_t m = 0, cap = 0;
-        for (int i = 0; i < n; i++) cap += json_array_size(json_object_get(ser, names[i]));
+    if (pm) {
+        size_t m = 0, cap = (size_t)n * p->na;
         double *v = malloc((cap ? cap : 1) * sizeof *v);
-        for (int i = 0; v && i < n; i++) {
-            size_t j;
-            json_t *e;
-            json_array_foreach(json_object_get(ser, names[i]), j, e) if (json_is_number(e)) v[m++] = json_number_value(e);
-        }
+        for (int i = 0; v && i < n; i++)
+            for (size_t j = 0; j < p->na; j++)
+                if (isfinite(ys[sig[i]][j])) v[m++] = ys[sig[i]][j];
         if (v && m) {
             qsort(v, m, sizeof *v, cmp_double);
             yr = (range){v[m / 200], v[m - 1 - m / 200]};
@@ -891,114 +938,118 @@ static void chart_scatter(cairo_t *cr, json_t *doc, const char *key, const char 
         }
         free(v);
     } else {
-        for (int i = 0; i < n; i++) grow(&yr, json_object_get(ser, names[i]));
+        for (int i = 0; i < n; i++) grow(&yr, (vec){ys[sig[i]], p->na});
     }
-    for (int i = 0; i < n; i++) s[i].width = !strcmp(names[i], "target") || !strcmp(names[i], "linear") ? 3 : 2;
-    title(cr, doc, what);
+    for (int i = 0; i < n; i++) s[i].width = sig[i] == 0 ? 3 : 2; /* the target, or g x */
+    title(cr, d->doc, what);
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 0, 0);
     axes_draw(cr, &a, "input amplitude |x| (normalized)", ylabel);
-    for (int i = 0; i < n; i++) dots(cr, &a, in, json_object_get(ser, names[i]), &s[i]);
+    for (int i = 0; i < n; i++) dots(cr, &a, in, (vec){ys[sig[i]], p->na}, &s[i]);
     legend(cr, &a, s, n, where, 1);
 }
 
-static void chart_amam(cairo_t *cr, json_t *doc) {
-    chart_scatter(cr, doc, "amam", "AM/AM: output amplitude against input amplitude", "output amplitude (normalized)", TOP_LEFT);
+static void chart_amam(cairo_t *cr, const plot_doc *d) {
+    chart_scatter(cr, d, d->p->am, "AM/AM: output amplitude against input amplitude", "output amplitude (normalized)",
+                  TOP_LEFT);
 }
 
-static void chart_ampm(cairo_t *cr, json_t *doc) {
-    chart_scatter(cr, doc, "ampm", "AM/PM: phase shift against input amplitude", "phase of output \xE2\x88\x92 input (degrees)", TOP_RIGHT);
+static void chart_ampm(cairo_t *cr, const plot_doc *d) {
+    chart_scatter(cr, d, d->p->pm, "AM/PM: phase shift against input amplitude",
+                  "phase of output \xE2\x88\x92 input (degrees)", TOP_RIGHT);
 }
 
 /* I (top) and Q (bottom) of the first samples, every series. */
-static void chart_iq(cairo_t *cr, json_t *doc) {
-    json_t *p = json_object_get(json_object_get(doc, "plots"), "iq"), *ser = json_object_get(p, "series");
-    json_t *t = json_object_get(p, "sample");
-    const char *names[4];
-    style s[4];
+static void chart_iq(cairo_t *cr, const plot_doc *d) {
+    const dpd_plot_data *p = d->p;
+    int sig[3];
+    style s[3];
     char gl[64];
-    int n = looks(doc, ser, names, s, gl);
+    int n = looks(d->doc, p, sig, s, gl);
+    double *k = malloc((p->ni ? p->ni : 1) * sizeof *k); /* the sample numbers */
+    for (size_t i = 0; k && i < p->ni; i++) k[i] = (double)i;
+    vec t = {k, k ? p->ni : 0};
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, t);
-    for (int i = 0; i < n; i++) {
-        grow(&yr, json_object_get(json_object_get(ser, names[i]), "i"));
-        grow(&yr, json_object_get(json_object_get(ser, names[i]), "q"));
-    }
-    title(cr, doc, "I/Q: the first samples");
+    for (int i = 0; i < n; i++) grow(&yr, (vec){p->i[sig[i]], p->ni}), grow(&yr, (vec){p->q[sig[i]], p->ni});
+    title(cr, d->doc, "I/Q: the first samples");
     double ph = (H - PY - 60 - 20) / 2.0;
     for (int c = 0; c < 2; c++) {
         axes a = axes_at(PX, PY + c * (ph + 20), PW - LEGEND_W, ph, xr, yr, 1, 1);
         axes_draw(cr, &a, c ? "sample" : NULL, c ? "Q (normalized)" : "I (normalized)");
-        for (int i = 0; i < n; i++) line(cr, &a, t, json_object_get(json_object_get(ser, names[i]), c ? "q" : "i"), &s[i]);
+        for (int i = 0; i < n; i++) line(cr, &a, t, (vec){c ? p->q[sig[i]] : p->i[sig[i]], p->ni}, &s[i]);
         if (!c) legend(cr, &a, s, n, OUTSIDE, 0);
     }
+    free(k);
 }
 
-/* Column `name` of the history as an array of its values per row (a new reference). */
-static json_t *column(json_t *h, const char *name) {
-    json_t *cols = json_object_get(h, "columns"), *rows = json_object_get(h, "rows"), *out = json_array(), *v;
-    size_t k = json_array_size(cols), i;
+/* Column `name` of the history: its value in each row, NaN where there is none (malloc'd: rows
+ * values, or NULL). db: 10 log10 of each value instead (a loss in dB), NaN where it has none. */
+static double *column(json_t *h, const char *name, int db) {
+    json_t *cols = json_object_get(h, "columns"), *rows = json_object_get(h, "rows"), *v;
+    size_t k = json_array_size(cols), i, n = json_array_size(rows);
+    double *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) return NULL;
     json_array_foreach(cols, i, v) if (!strcmp(json_string_value(v) ? json_string_value(v) : "", name)) k = i;
-    json_array_foreach(rows, i, v) json_array_append(out, k < json_array_size(v) ? json_array_get(v, k) : json_null());
-    return out;
-}
-
-/* 10 log10 of each value (a loss in dB), null where it has none. */
-static json_t *to_db(json_t *a) {
-    json_t *out = json_array(), *v;
-    size_t i;
-    json_array_foreach(a, i, v) json_array_append_new(out, json_is_number(v) && json_number_value(v) > 0
-                                                               ? json_real(10 * log10(json_number_value(v)))
-                                                               : json_null());
-    json_decref(a);
+    json_array_foreach(rows, i, v) {
+        json_t *x = json_array_get(v, k); /* NULL past the row's end */
+        double y = json_is_number(x) ? json_number_value(x) : NAN;
+        out[i] = !db ? y : y > 0 ? 10 * log10(y) : NAN;
+    }
     return out;
 }
 
 /* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom). */
-static void chart_history(cairo_t *cr, json_t *doc) {
-    json_t *h = json_object_get(doc, "history");
-    if (!json_array_size(json_object_get(h, "rows"))) {
-        empty_chart(cr, doc, "Learning curves", "the run has no history.csv rows (no epoch completed)");
+static void chart_history(cairo_t *cr, const plot_doc *d) {
+    json_t *h = json_object_get(d->doc, "history");
+    size_t rows = json_array_size(json_object_get(h, "rows"));
+    if (!rows) {
+        empty_chart(cr, d->doc, "Learning curves", "the run has no history.csv rows (no epoch completed)");
         return;
     }
-    json_t *ep = column(h, "EPOCH");
-    json_t *loss[3] = {to_db(column(h, "TRAIN_LOSS")), to_db(column(h, "VAL_LOSS")), to_db(column(h, "TEST_LOSS"))};
+    double *ep = column(h, "EPOCH", 0), *loss[3] = {column(h, "TRAIN_LOSS", 1), column(h, "VAL_LOSS", 1),
+                                                    column(h, "TEST_LOSS", 1)};
     static const char *const met[3] = {"NMSE", "EVM", "ACLR_AVG"};
-    json_t *m[6];
+    double *m[6];
     for (int i = 0; i < 6; i++) {
         char c[32];
         snprintf(c, sizeof c, "%s_%s", i % 2 ? "TEST" : "VAL", met[i / 2]);
-        m[i] = column(h, c);
+        m[i] = column(h, c, 0);
     }
     style ls[3] = {{BLACK, 2, 0, "train loss"}, {BLUE, 2, 0, "val loss"}, {VERMILLION, 2, 1, "test loss"}};
     style ms[5] = {{BLUE, 2, 0, "NMSE"}, {GREEN, 2, 0, "EVM"}, {PURPLE, 2, 0, "ACLR_AVG"}, {BLACK, 2, 0, "val"}, {BLACK, 2, 1, "test"}};
-    range xr = EMPTY_RANGE, y1 = EMPTY_RANGE, y2 = EMPTY_RANGE;
-    grow(&xr, ep);
-    for (int i = 0; i < 3; i++) grow(&y1, loss[i]);
-    for (int i = 0; i < 6; i++) grow(&y2, m[i]);
-    int few = json_array_size(ep) <= 40; /* markers on the points too */
-    title(cr, doc, "Learning curves");
-    double ph = (H - PY - 60 - 20) / 2.0;
-    axes a = axes_at(PX, PY, PW - LEGEND_W, ph, xr, y1, 0, 1), b = axes_at(PX, PY + ph + 20, PW - LEGEND_W, ph, xr, y2, 0, 1);
-    axes_draw(cr, &a, NULL, "loss (dB, 10 log10 MSE)");
-    axes_draw(cr, &b, "epoch", "metric (dB, dBc)");
-    for (int i = 0; i < 3; i++) {
-        line(cr, &a, ep, loss[i], &ls[i]);
-        if (few) dots(cr, &a, ep, loss[i], &(style){ls[i].rgb, 5, 0, ""});
+    int ok = ep != NULL;
+    for (int i = 0; i < 3; i++) ok &= loss[i] != NULL;
+    for (int i = 0; i < 6; i++) ok &= m[i] != NULL;
+    if (ok) {
+        range xr = EMPTY_RANGE, y1 = EMPTY_RANGE, y2 = EMPTY_RANGE;
+        grow(&xr, (vec){ep, rows});
+        for (int i = 0; i < 3; i++) grow(&y1, (vec){loss[i], rows});
+        for (int i = 0; i < 6; i++) grow(&y2, (vec){m[i], rows});
+        int few = rows <= 40; /* markers on the points too */
+        title(cr, d->doc, "Learning curves");
+        double ph = (H - PY - 60 - 20) / 2.0;
+        axes a = axes_at(PX, PY, PW - LEGEND_W, ph, xr, y1, 0, 1), b = axes_at(PX, PY + ph + 20, PW - LEGEND_W, ph, xr, y2, 0, 1);
+        axes_draw(cr, &a, NULL, "loss (dB, 10 log10 MSE)");
+        axes_draw(cr, &b, "epoch", "metric (dB, dBc)");
+        for (int i = 0; i < 3; i++) {
+            line(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &ls[i]);
+            if (few) dots(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &(style){ls[i].rgb, 5, 0, ""});
+        }
+        for (int i = 0; i < 6; i++) {
+            style s = ms[i / 2];
+            s.dashed = i % 2;
+            line(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &s);
+            if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, 0, ""});
+        }
+        legend(cr, &a, ls, 3, OUTSIDE, 0);
+        legend(cr, &b, ms, 5, OUTSIDE, 0);
     }
-    for (int i = 0; i < 6; i++) {
-        style s = ms[i / 2];
-        s.dashed = i % 2;
-        line(cr, &b, ep, m[i], &s);
-        if (few) dots(cr, &b, ep, m[i], &(style){s.rgb, 5, 0, ""});
-    }
-    legend(cr, &a, ls, 3, OUTSIDE, 0);
-    legend(cr, &b, ms, 5, OUTSIDE, 0);
-    json_decref(ep);
-    for (int i = 0; i < 3; i++) json_decref(loss[i]);
-    for (int i = 0; i < 6; i++) json_decref(m[i]);
+    free(ep);
+    for (int i = 0; i < 3; i++) free(loss[i]);
+    for (int i = 0; i < 6; i++) free(m[i]);
 }
 
-typedef void (*chart_fn)(cairo_t *, json_t *);
+typedef void (*chart_fn)(cairo_t *, const plot_doc *);
 static const struct chart {
     const char *name, *what; /* what: the title of the "nothing to plot" picture */
     chart_fn draw;
@@ -1013,47 +1064,91 @@ static const struct chart {
 };
 #define NCHARTS (sizeof charts / sizeof *charts)
 
-/* The pixels (H, stride) of an RGB24 image as an 8-bit RGB PNG through libpng, at zlib level 1
- * without filters: several times faster than cairo_surface_write_to_png (libpng's adaptive
- * filters at level 6), with files about as small (a chart is mostly flat colour). Plain memory
- * in, no cairo: it runs on an encoder thread (see paint()). 0, or -1 with errno set. */
-static int write_png(const unsigned char *data, int stride, const char *path) {
-    FILE *f = fopen(path, "wb");
-    unsigned char *row = malloc((size_t)W * 3);
-    png_structp png = f && row ? png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL) : NULL;
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    int rc = -1;
-    if (!info || setjmp(png_jmpbuf(png))) goto done; /* libpng's errors come back here */
-    png_init_io(png, f);
-    png_set_compression_level(png, 1);
-    png_set_filter(png, 0, PNG_FILTER_NONE);
-    png_set_IHDR(png, info, W, H, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < H; y++) {
-        const uint32_t *px = (const uint32_t *)(data + (size_t)y * stride); /* cairo: native-endian xRGB */
-        for (int x = 0; x < W; x++) row[3 * x] = px[x] >> 16 & 255, row[3 * x + 1] = px[x] >> 8 & 255, row[3 * x + 2] = px[x] & 255;
-        png_write_row(png, row);
-    }
-    png_write_end(png, NULL);
-    rc = 0;
-done:
-    png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
-    free(row);
-    if (f && fclose(f)) rc = -1;
-    if (!f || !row) errno = !f ? errno : ENOMEM;
-    else if (rc && !errno) errno = EIO;
-    return rc;
+/* ---- PNG: the pixels compressed by libdeflate into the PNG container -------------------------- */
+
+/* zlib's deflate at level 1 (the fastest general setting, through libpng) took 2.5 to 5 ms a
+ * chart: half of the end-of-run pictures' time. libdeflate compresses a whole buffer at once,
+ * at level 3 1.7 times as fast as that and 20 % smaller. libpng has no way in for data already
+ * compressed, so the few bytes around it (PNG's signature and chunks, RFC 2083) are written
+ * here, each chunk with its CRC-32 (libdeflate's). */
+#define DEFLATE_LEVEL 3
+#define RAW ((size_t)H * (1 + 3 * W)) /* the scanlines: a filter byte (0: none), then R, G, B */
+
+/* One compressor and its output buffer (cap bytes, libdeflate's bound for RAW), for one thread:
+ * deflaters[0] the encoder thread's, [1] the drawing thread's. Set up by warm_up (out in the
+ * warm block) or, where that failed, by deflater_open (out malloc'd: own). */
+typedef struct deflater {
+    struct libdeflate_compressor *z;
+    unsigned char *out;
+    size_t cap;
+    int own;
+} deflater;
+static deflater deflaters[2];
+
+static void deflater_close(deflater *d) {
+    libdeflate_free_compressor(d->z);
+    if (d->own) free(d->out);
+    memset(d, 0, sizeof *d);
 }
 
-/* Draws chart c of doc on sf, white first. Returns cairo's status of the drawing. */
-static cairo_status_t render(const struct chart *c, json_t *doc, cairo_surface_t *sf) {
+/* d as it is, or (where warm_up did not set it up) a compressor and a malloc'd buffer. 0, or -1. */
+static int deflater_open(deflater *d) {
+    if (d->z) return 0;
+    if (!(d->z = libdeflate_alloc_compressor(DEFLATE_LEVEL))) return -1;
+    d->cap = libdeflate_zlib_compress_bound(d->z, RAW), d->own = 1;
+    if (!(d->out = malloc(d->cap))) return deflater_close(d), -1;
+    return 0;
+}
+
+
+static void be32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* One chunk: its length, type, data and the CRC-32 of type and data. 1 when written. */
+static int chunk(FILE *f, const char *type, const unsigned char *data, size_t n) {
+    unsigned char head[8], crc[4];
+    be32(head, (uint32_t)n);
+    memcpy(head + 4, type, 4);
+    uint32_t c = libdeflate_crc32(0, head + 4, 4);
+    be32(crc, n ? libdeflate_crc32(c, data, n) : c); /* a NULL buffer would start the CRC over */
+    return fwrite(head, 1, 8, f) == 8 && fwrite(data, 1, n, f) == n && fwrite(crc, 1, 4, f) == 4;
+}
+
+/* The pixels (H, stride) of an RGB24 image as an 8-bit RGB PNG at path, compressed with d. The
+ * scanlines are built in place, over the pixels (each is shorter than its row and starts no later:
+ * every byte is read before it is written over), so the image is spent. Plain memory in, no
+ * cairo: it runs on an encoder thread (see paint()). 0, or -1 with errno set. */
+static int write_png(unsigned char *data, int stride, deflater *d, const char *path) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    unsigned char ihdr[13] = {0, 0, 0, 0, 0, 0, 0, 0, 8, 2, 0, 0, 0}; /* 8 bits, RGB, deflate, no interlace */
+    for (int y = 0; y < H; y++) {
+        const uint32_t *px = (const uint32_t *)(data + (size_t)y * stride); /* cairo: native-endian xRGB */
+        unsigned char *o = data + (size_t)y * (1 + 3 * W);
+        for (int x = 0; x < W; x++) {
+            uint32_t v = px[x];
+            o[1 + 3 * x] = (unsigned char)(v >> 16), o[2 + 3 * x] = (unsigned char)(v >> 8), o[3 + 3 * x] = (unsigned char)v;
+        }
+        o[0] = 0; /* after the row: on the first, this byte was the first pixel's */
+    }
+    size_t n = libdeflate_zlib_compress(d->z, data, RAW, d->out, d->cap);
+    be32(ihdr, W), be32(ihdr + 4, H);
+    FILE *f = n ? fopen(path, "wb") : NULL;
+    int ok = f && fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) && chunk(f, "IDAT", d->out, n) &&
+             chunk(f, "IEND", NULL, 0);
+    if (!n) errno = ENOBUFS; /* not within libdeflate's own bound: never */
+    else if (!ok && !errno) errno = EIO;
+    if (f && fclose(f) && ok) ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* Draws chart c of d on sf, white first. Returns cairo's status of the drawing. */
+static cairo_status_t render(const struct chart *c, const plot_doc *d, cairo_surface_t *sf) {
     cairo_t *cr = cairo_create(sf);
     colour(cr, 0xFFFFFF, 1);
     cairo_paint(cr);
-    const char *empty = json_string_value(json_object_get(json_object_get(doc, "plots"), "empty"));
-    if (empty && !c->run_only) empty_chart(cr, doc, c->what, empty);
-    else c->draw(cr, doc);
+    if (d->p->empty && !c->run_only) empty_chart(cr, d->doc, c->what, d->p->empty);
+    else c->draw(cr, d);
     cairo_status_t st = cairo_status(cr);
     cairo_destroy(cr);
     return st;
@@ -1069,38 +1164,40 @@ static dpd_status publish(const char *tmp, const char *path, cairo_status_t st, 
 }
 
 /* Chart c of doc as an SVG at path (written whole to a temporary file, then renamed). */
-static dpd_status draw_svg(const struct chart *c, json_t *doc, const char *path, dpd_error *err) {
+static dpd_status draw_svg(const struct chart *c, const plot_doc *d, const char *path, dpd_error *err) {
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     cairo_surface_t *sf = cairo_svg_surface_create(tmp, W, H);
     cairo_svg_surface_set_document_unit(sf, CAIRO_SVG_UNIT_PX); /* 800 x 500 pixels, not points */
-    cairo_status_t st = render(c, doc, sf);
+    cairo_status_t st = render(c, d, sf);
     cairo_surface_finish(sf); /* the SVG is written out here */
     if (!st) st = cairo_surface_status(sf);
     cairo_surface_destroy(sf);
     return publish(tmp, path, st, 0, 0, err);
 }
 
-/* A chart drawn as a PNG on an image of its own, sf, to be encoded into tmp (by the encoder thread
- * or, once every chart is drawn, by the main thread: whichever takes it first), then renamed to
- * path (png_finish). */
+/* A chart drawn as a PNG on an image, sf, to be encoded into tmp (by the encoder thread or, once
+ * every chart is drawn, by the main thread: whichever takes it first), then renamed to path
+ * (png_finish). */
 typedef struct png_job {
     char path[4200], tmp[4300];
     cairo_surface_t *sf;
-    const unsigned char *data; /* (H, stride) sf's pixels, left alone until encoded */
+    unsigned char *data; /* (H, stride) sf's pixels, left alone until encoded (which spends them) */
     int stride;
     cairo_status_t st; /* the drawing failed: nothing to encode */
     int rc, e;         /* write_png's result and errno */
 } png_job;
 
 /* The PNGs drawn, in order, and how far the encoders have taken them. A job is filled, then
- * counted in drawn under mu, and taken under mu before it is read; its rc and e are read after
- * the encoder thread is joined: every access is ordered. The encoder thread never uses cairo. */
+ * counted in drawn under mu, and taken under mu before it is read; encoded counts the jobs the
+ * encoder thread has finished, in order, under mu. Its rc and e are read after the thread is
+ * joined: every access is ordered. The encoder thread never uses cairo. */
 typedef struct png_queue {
     pthread_mutex_t mu;
     pthread_cond_t more; /* a job is drawn, or the drawing is over */
+    pthread_cond_t done; /* the encoder thread has finished a job */
     png_job job[NCHARTS];
-    size_t drawn, taken;
+    size_t drawn, taken, encoded;
     int over;
 } png_queue;
 
@@ -1114,36 +1211,49 @@ static png_job *take(png_queue *q, int wait) {
     return j;
 }
 
-/* Encodes j's pixels into its tmp, unless its drawing failed. */
-static void encode(png_job *j) {
+/* Encodes j's pixels into its tmp with d, unless its drawing failed. */
+static void encode(png_job *j, deflater *d) {
     errno = 0;
-    if (!j->st) j->rc = write_png(j->data, j->stride, j->tmp), j->e = errno;
+    if (j->st) return;
+    if (deflater_open(d)) j->rc = -1, j->e = ENOMEM;
+    else j->rc = write_png(j->data, j->stride, d, j->tmp), j->e = errno;
 }
 
 static void *encoder(void *queue) {
-    for (png_job *j; (j = take(queue, 1));) encode(j);
+    png_queue *q = queue;
+    for (png_job *j; (j = take(q, 1));) {
+        encode(j, &deflaters[0]);
+        pthread_mutex_lock(&q->mu);
+        q->encoded++;
+        pthread_cond_signal(&q->done);
+        pthread_mutex_unlock(&q->mu);
+    }
     return NULL;
 }
 
-/* The pixels of the charts' images, (NCHARTS, H, STRIDE): cairo's RGB24 rows of W pixels, one
- * image a chart, in one block allocated and painted white by cli_plot_warm's thread. A fresh page
- * costs the first to write it a fault: milliseconds for a chart's 1.6 MB in 4 KiB pages, so the
- * block is asked for in 2 MiB ones (where the kernel has them: one fault each). NULL: not there,
- * cairo allocates its own. Freed by warm_release. */
+/* The images the charts are drawn on, SLOTS of them, (SLOTS, H, STRIDE): cairo's RGB24 rows of W
+ * pixels. Chart k is drawn on slot k % SLOTS once the encoder has finished chart k - SLOTS: two
+ * are enough for drawing and encoding to go on side by side. Then the deflaters' output buffers.
+ * One block, allocated and touched by cli_plot_warm's thread, in 2 MiB pages where the kernel has
+ * them: a fresh 4 KiB page costs a fault (on this project's virtual machines about 20 us: 8 ms
+ * for a chart's 1.6 MB), a 2 MiB one costs one fault for the lot. NULL: not there, cairo
+ * allocates an image per chart. Freed by warm_release. */
+#define SLOTS 2
 #define STRIDE (W * 4)
 #define HUGE_PAGE ((size_t)2 << 20)
 static unsigned char *warm_px;
 
-/* Draws chart i of doc on an image (in warm_px where it can) into the next job of q, for path,
- * and hands it to the encoders. Returns the drawing's status. */
-static cairo_status_t png_draw(png_queue *q, size_t i, json_t *doc, const char *path) {
+/* Draws chart i of d on an image (a slot of warm_px where it can) into the next job of q, for
+ * path, and hands it to the encoders. Returns the drawing's status. */
+static cairo_status_t png_draw(png_queue *q, size_t i, const plot_doc *d, const char *path) {
     png_job *j = &q->job[q->drawn]; /* only this thread writes drawn */
     int warm = warm_px && cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, W) == STRIDE;
     snprintf(j->path, sizeof j->path, "%s", path);
     snprintf(j->tmp, sizeof j->tmp, "%s.tmp.%d", path, (int)getpid());
-    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + i * H * STRIDE, CAIRO_FORMAT_RGB24, W, H, STRIDE)
+    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + q->drawn % SLOTS * H * STRIDE, CAIRO_FORMAT_RGB24, W,
+                                                       H, STRIDE)
                  : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
-    j->st = render(&charts[i], doc, j->sf);
+    j->st = render(&charts[i], d, j->sf);
     cairo_surface_flush(j->sf);
     if (!j->st) j->st = cairo_surface_status(j->sf);
     j->data = cairo_image_surface_get_data(j->sf), j->stride = cairo_image_surface_get_stride(j->sf);
@@ -1154,32 +1264,48 @@ static cairo_status_t png_draw(png_queue *q, size_t i, json_t *doc, const char *
     return j->st;
 }
 
+/* Before the next chart is drawn: a free slot. With the encoder thread, waits until it has
+ * finished the chart drawn SLOTS before; without it (threaded 0), encodes what is drawn here. */
+static void png_slot(png_queue *q, int threaded) {
+    if (!threaded) {
+        for (png_job *j; (j = take(q, 0));) encode(j, &deflaters[1]);
+        return;
+    }
+    pthread_mutex_lock(&q->mu);
+    while (q->drawn - q->encoded >= SLOTS) pthread_cond_wait(&q->done, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* Frees j's image and publishes its picture, once encoded. */
 static dpd_status png_finish(png_job *j, dpd_error *err) {
     cairo_surface_destroy(j->sf);
     return publish(j->tmp, j->path, j->st, j->rc, j->e, err);
 }
 
-static void warm_release(void) { free(warm_px), warm_px = NULL; }
+static void warm_release(void) {
+    for (int i = 0; i < 2; i++) deflater_close(&deflaters[i]);
+    free(warm_px), warm_px = NULL;
+}
 
-/* Sets up cairo's fonts (fontconfig's first use costs about as much as a chart) and the charts'
- * pixels. */
+/* Sets up the fonts, the deflaters and the charts' pixels. */
 static void *warm_up(void *unused) {
-    cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
-    cairo_t *cr = cairo_create(sf);
-    text(cr, 0, 0, 12, 1, 0, 0, "0");
-    text(cr, 0, 0, 12, 0, 0, 0, "0");
-    cairo_destroy(cr);
-    cairo_surface_destroy(sf);
-    size_t size = (NCHARTS * H * STRIDE + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    void *px = NULL;
-    if (!warm_px && !posix_memalign(&px, HUGE_PAGE, size)) {
-#ifdef MADV_HUGEPAGE
-        madvise(px, size, MADV_HUGEPAGE); /* a hint: 4 KiB pages where it is not taken */
-#endif
-        memset(px, 255, size);
-        warm_px = px;
+    fonts_open();
+    if (warm_px) return unused;
+    struct libdeflate_compressor *z[2] = {libdeflate_alloc_compressor(DEFLATE_LEVEL),
+                                          libdeflate_alloc_compressor(DEFLATE_LEVEL)};
+    size_t cap = z[0] ? libdeflate_zlib_compress_bound(z[0], RAW) : 0, px = SLOTS * H * STRIDE;
+    size_t size = (px + 2 * cap + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = NULL;
+    if (!z[0] || !z[1] || posix_memalign(&p, HUGE_PAGE, size)) {
+        for (int i = 0; i < 2; i++) libdeflate_free_compressor(z[i]);
+        return unused;
     }
+#ifdef MADV_HUGEPAGE
+    madvise(p, size, MADV_HUGEPAGE); /* a hint: 4 KiB pages where it is not taken */
+#endif
+    for (size_t k = 0; k < size; k += 4096) ((unsigned char *)p)[k] = 255; /* each page, once */
+    warm_px = p;
+    for (int i = 0; i < 2; i++) deflaters[i] = (deflater){z[i], warm_px + px + i * cap, cap, 0};
     return unused;
 }
 
@@ -1198,17 +1324,17 @@ static void warm_join(void) {
 void cli_plot_warm_wait(void) {
     warm_join();
     warm_release();
+    fonts_close();
 }
 
-/* The charts, drawn one after the other on this thread: SVGs, or PNGs each on an image of its own,
+/* The charts, drawn one after the other on this thread: SVGs, or PNGs on the slots' images,
  * encoded by an encoder thread while the next ones are drawn, and by this thread too once they
- * all are (the drawing never waits for the encoder). Only this thread uses cairo: drawing on two
- * threads at once was faster, but ThreadSanitizer reports races inside cairo's shared state (the
- * fonts and the pixels are set up beside the plot data, by cli_plot_warm's thread, joined
- * before). Stops drawing at the first error; the first error in the charts' order is the one
- * told. */
-static dpd_status paint(const plot_req *r, json_t *doc, const char *out, dpd_error *err) {
-    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER};
+ * all are. Only this thread uses cairo: drawing on two threads at once was faster, but
+ * ThreadSanitizer reports races inside cairo's shared state (the fonts and the pixels are set up
+ * beside the plot data, by cli_plot_warm's thread, joined before). Stops drawing at the first
+ * error; the first error in the charts' order is the one told. */
+static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, dpd_error *err) {
+    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
     pthread_t th;
     int threaded = !r->svg && !pthread_create(&th, NULL, encoder, &q);
     dpd_status s = DPD_OK;
@@ -1216,16 +1342,21 @@ static dpd_status paint(const plot_req *r, json_t *doc, const char *out, dpd_err
         if (charts[i].run_only && !r->run_dir) continue;
         char path[4200];
         snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, r->svg ? "svg" : "png");
-        if (r->svg) s = draw_svg(&charts[i], doc, path, err);
-        else if (png_draw(&q, i, doc, path)) break;
+        if (r->svg) {
+            s = draw_svg(&charts[i], d, path, err);
+            continue;
+        }
+        png_slot(&q, threaded);
+        if (png_draw(&q, i, d, path)) break;
     }
     pthread_mutex_lock(&q.mu);
     q.over = 1;
     pthread_cond_signal(&q.more);
     pthread_mutex_unlock(&q.mu);
-    for (png_job *j; (j = take(&q, 0));) encode(j);
+    for (png_job *j; (j = take(&q, 0));) encode(j, &deflaters[1]);
     if (threaded) pthread_join(th, NULL);
     pthread_cond_destroy(&q.more);
+    pthread_cond_destroy(&q.done);
     pthread_mutex_destroy(&q.mu);
     for (size_t i = 0; i < q.drawn; i++) {
         dpd_error later;
@@ -1249,11 +1380,11 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
         s = write_doc(&d, path, err);
     }
     warm_join();
-    if (!s) s = paint(r, d.doc, out, err);
-    warm_release();
+    if (!fonts.lib) fonts_open(); /* the thread did not start */
+    if (!s) s = paint(r, &d, out, err);
     json_decref(d.doc);
-    free(d.text);
-    cairo_debug_reset_static_data(); /* every cairo object is gone: its font caches go too */
+    dpd_plot_free(d.p);
+    cli_plot_warm_wait(); /* every cairo object is gone: the pixels, fonts and cairo's caches go */
     return s;
 }
 

@@ -1,6 +1,8 @@
 /* plot: bounded plot data from a model's output on a split (include/dpd/dpd.h, "plot data"):
  * the PSD the ACLR is computed from with its bands, the residual's spectrum, AM/AM, AM/PM and
- * an I/Q excerpt, as one JSON document ("plots-v1") that `dpd plot` draws and the studio serves.
+ * an I/Q excerpt. Computed once as numbers (dpd_plot_compute: what `dpd plot` draws, without
+ * reading its own text back, which cost a quarter of the end-of-run pictures), then written as
+ * one JSON document ("plots-v1", dpd_plot_text) that plots.json holds and the studio serves.
  * The text is written straight into one growing buffer by a fixed-point number printer: its
  * some 40 000 numbers as a jansson tree dumped with %.15g cost 7 times the time, most of it in
  * malloc and printf. jansson still escapes the strings (series names, messages). */
@@ -15,8 +17,6 @@
 #include "dpd/dpd.h"
 #include "status.h"
 
-#define MAX_POINTS 4000
-#define IQ_POINTS 1000
 
 /* ---- the text ---- */
 
@@ -111,153 +111,82 @@ static void put_num(text *t, double v, int dec) {
     t->len = (size_t)(o + n - t->p);
 }
 
-/* [v[0], v[k], v[2k], ...] of v[0, n), each divided by div, rounded to dec decimals. */
-static void put_every(text *t, const double *v, size_t n, size_t k, double div, int dec) {
+/* [v[0], ..., v[n - 1]], each to dec decimals (they are rounded already: printed exactly). */
+static void put_array(text *t, const double *v, size_t n, int dec) {
     put_char(t, '[');
-    for (size_t i = 0; i < n; i += k) {
+    for (size_t i = 0; i < n; i++) {
         if (i) put_char(t, ',');
-        put_num(t, v[i] / div, dec);
+        put_num(t, v[i], dec);
     }
     put_char(t, ']');
 }
 
-/* ---- the sections ---- */
+/* ---- the numbers ---- */
 
-/* A curve of one signal y (S, N, 2) against the input x, written by put_series. */
-typedef void curve_fn(text *t, const float *y, const float *x, size_t n, size_t stride);
-
-/* |y| of every stride-th of the first n samples, to 6 decimals. */
-static void amplitude(text *t, const float *y, const float *x, size_t n, size_t stride) {
-    put_char(t, '[');
-    for (size_t i = 0; i < n; i += stride) {
-        if (i) put_char(t, ',');
-        put_num(t, hypot(y[2 * i], y[2 * i + 1]), 6);
-    }
-    put_char(t, ']');
+/* v rounded to dec decimals as put_num writes it (and a reader gets it back), NaN if not finite. */
+static double rounded(double v, int dec) {
+    static const double scale[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+    double k = round(v * scale[dec]);
+    return isfinite(k) ? k / scale[dec] : NAN;
 }
 
-/* The phase of y against x in degrees in [-180, 180], of every stride-th of the first n samples,
- * to 3 decimals. */
-static void phase(text *t, const float *y, const float *x, size_t n, size_t stride) {
-    put_char(t, '[');
-    for (size_t i = 0; i < n; i += stride) {
-        if (i) put_char(t, ',');
-        const float *a = x + 2 * i, *b = y + 2 * i;
-        put_num(t, remainder(atan2(b[1], b[0]) - atan2(a[1], a[0]), 2 * M_PI) * 180 / M_PI, 3);
-    }
-    put_char(t, ']');
+static double *doubles(size_t n, int *oom) {
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) *oom = 1;
+    return v;
 }
 
-/* {"i": [...], "q": [...]}: the first n samples of y, to 6 decimals. */
-static void iq(text *t, const float *y, const float *x, size_t n, size_t stride) {
-    for (int c = 0; c < 2; c++) {
-        put(t, c ? ",\"q\":[" : "{\"i\":[");
-        for (size_t i = 0; i < n; i++) {
-            if (i) put_char(t, ',');
-            put_num(t, y[2 * i + c], 6);
-        }
-        put_char(t, ']');
-    }
-    put_char(t, '}');
-}
-
-/* {"<name>": curve, ...} of each signal sig[s] that is there (sig[0] always is). */
-static void put_series(text *t, const float *const *sig, const char *const *names, curve_fn *curve, const float *x,
-                       size_t n, size_t stride) {
-    put_char(t, '{');
-    for (int s = 0; s < 3; s++) {
-        if (!sig[s]) continue;
-        if (s) put_char(t, ',');
-        put_str(t, names[s]);
-        put_char(t, ':');
-        curve(t, sig[s], x, n, stride);
-    }
-    put_char(t, '}');
-}
-
-/* "key": [first, last] bin frequency in MHz of bins [a, b) of an N-point fftshifted grid at fs. */
-static void put_band(text *t, const char *key, int a, int b, int N, double fs) {
-    double step = fs / N;
-    put(t, key);
-    put_char(t, '[');
-    put_num(t, (double)(a - N / 2) * step / 1e6, 6);
-    put_char(t, ',');
-    put_num(t, (double)(b - 1 - N / 2) * step / 1e6, 6);
-    put_char(t, ']');
-}
-
-/* "psd": the PSD of each signal in dB at every k-th bin (at most MAX_POINTS) on its frequencies
- * in MHz, and the bands the ACLR sums (or why there are none). f, db: N doubles of scratch.
- * Fails as dpd_psd does. */
-static dpd_status put_psd(text *t, const dpd_plot_in *in, const float *const *sig, const char *const *names, double *f,
-                          double *db, dpd_error *err) {
+/* The PSDs of the signals, their frequencies, the residual's PSD and the bands, at every stride-th
+ * bin. f, db (N) and res (S, N, 2): scratch. Fails as dpd_psd does. */
+static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *const *sig, double *f, double *db,
+                          float *res, int *oom, dpd_error *err) {
     int N = in->N;
     double fs = in->spec->fs;
-    size_t stride = ((size_t)N + MAX_POINTS - 1) / MAX_POINTS;
-    put(t, ",\"psd\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
-    for (int i = 0; i < 3; i++) {
-        if (!sig[i]) continue;
-        dpd_status st = dpd_psd(sig[i], in->S, N, fs, f, db, err);
+    size_t stride = ((size_t)N + DPD_PLOT_POINTS - 1) / DPD_PLOT_POINTS, total = (size_t)in->S * (size_t)N;
+    d->nf = ((size_t)N + stride - 1) / stride;
+    for (int s = 0; s < 4; s++) {
+        if (s < 3 && !sig[s]) continue;
+        if (s == 3) /* the residual */
+            for (size_t i = 0; i < 2 * total; i++) res[i] = in->pred[i] - in->ref[i];
+        dpd_status st = dpd_psd(s < 3 ? sig[s] : res, in->S, N, fs, f, db, err);
         if (st) return st;
-        if (i == 0) { /* sig[0] is always there: its frequencies are every signal's */
-            put_every(t, f, (size_t)N, stride, 1e6, 6);
-            put(t, ",\"series\":{");
-        } else {
-            put_char(t, ',');
-        }
-        put_str(t, names[i]);
-        put_char(t, ':');
-        put_every(t, db, (size_t)N, stride, 1, 3);
+        double *out = doubles(d->nf, oom);
+        if (!out) return DPD_OK;
+        *(s < 3 ? &d->psd[s] : &d->residual) = out;
+        for (size_t k = 0; k < d->nf; k++) out[k] = rounded(db[k * stride], 3);
+        if (s == 0 && (d->freq = doubles(d->nf, oom))) /* sig[0] is always there: its frequencies are everyone's */
+            for (size_t k = 0; k < d->nf; k++) d->freq[k] = rounded(f[k * stride] / 1e6, 6);
     }
-    put(t, "},\"bands\":{");
     dpd_band b;
     dpd_error berr;
     if (!dpd_band_of(N, fs, in->spec->bw_main, in->spec->n_sub, &b, &berr)) { /* as dpd_aclr sums them */
-        put_band(t, "\"main\":", b.left, b.right, N, fs);
-        put_band(t, ",\"adjacent_left\":", b.left - b.len, b.left, N, fs);
-        put_band(t, ",\"adjacent_right\":", b.right, b.right + b.len, N, fs);
+        int edge[3][2] = {{b.left, b.right}, {b.left - b.len, b.left}, {b.right, b.right + b.len}};
+        d->bands = 1;
+        for (int i = 0; i < 3; i++)
+            for (int e = 0; e < 2; e++) d->band[i][e] = rounded((double)(edge[i][e] - e - N / 2) * (fs / N) / 1e6, 6);
     } else {
-        put(t, "\"why_none\":");
-        put_str(t, berr.msg);
+        snprintf(d->why_bands, sizeof d->why_bands, "%s", berr.msg);
     }
-    put(t, "}}");
     return DPD_OK;
 }
 
-/* "residual": the PSD of prediction - target, as put_psd's. res (S, N, 2), f, db (N): scratch. */
-static dpd_status put_residual(text *t, const dpd_plot_in *in, float *res, double *f, double *db, dpd_error *err) {
-    size_t total = (size_t)in->S * (size_t)in->N, stride = ((size_t)in->N + MAX_POINTS - 1) / MAX_POINTS;
-    for (size_t i = 0; i < 2 * total; i++) res[i] = in->pred[i] - in->ref[i];
-    dpd_status st = dpd_psd(res, in->S, in->N, in->spec->fs, f, db, err);
-    if (st) return st;
-    put(t, ",\"residual\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
-    put_every(t, f, (size_t)in->N, stride, 1e6, 6);
-    put(t, ",\"db\":");
-    put_every(t, db, (size_t)in->N, stride, 1, 3);
-    put_char(t, '}');
-    return DPD_OK;
-}
-
-/* "amam" and "ampm" at every k-th real sample (at most MAX_POINTS), then "iq": the first
- * IQ_POINTS samples. */
-static void put_curves(text *t, const dpd_plot_in *in, const float *const *sig, const char *const *names) {
-    size_t n = in->n, stride = (n + MAX_POINTS - 1) / MAX_POINTS, m = n < IQ_POINTS ? n : IQ_POINTS;
-    put(t, ",\"amam\":{\"x_unit\":\"input amplitude\",\"y_unit\":\"output amplitude\",\"input\":");
-    amplitude(t, in->x, NULL, n, stride);
-    put(t, ",\"series\":");
-    put_series(t, sig, names, amplitude, in->x, n, stride);
-    put(t, "},\"ampm\":{\"x_unit\":\"input amplitude\",\"y_unit\":\"degrees\",\"input\":");
-    amplitude(t, in->x, NULL, n, stride);
-    put(t, ",\"series\":");
-    put_series(t, sig, names, phase, in->x, n, stride);
-    put(t, "},\"iq\":{\"x_unit\":\"sample\",\"sample\":[");
-    for (size_t i = 0; i < m; i++) {
-        if (i) put_char(t, ',');
-        put_int(t, i);
+/* AM/AM and AM/PM at every stride-th real sample, and the first DPD_PLOT_IQ samples' I and Q. */
+static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *sig, int *oom) {
+    size_t stride = (in->n + DPD_PLOT_POINTS - 1) / DPD_PLOT_POINTS;
+    d->na = (in->n + stride - 1) / stride, d->ni = in->n < DPD_PLOT_IQ ? in->n : DPD_PLOT_IQ;
+    if ((d->amp = doubles(d->na, oom)))
+        for (size_t k = 0; k < d->na; k++) d->amp[k] = rounded(hypot(in->x[2 * k * stride], in->x[2 * k * stride + 1]), 6);
+    for (int s = 0; s < 3; s++) {
+        if (!sig[s] || !(d->am[s] = doubles(d->na, oom)) || !(d->pm[s] = doubles(d->na, oom)) ||
+            !(d->i[s] = doubles(d->ni, oom)) || !(d->q[s] = doubles(d->ni, oom)))
+            continue;
+        for (size_t k = 0; k < d->na; k++) {
+            const float *a = in->x + 2 * k * stride, *y = sig[s] + 2 * k * stride;
+            d->am[s][k] = rounded(hypot(y[0], y[1]), 6);
+            d->pm[s][k] = rounded(remainder(atan2(y[1], y[0]) - atan2(a[1], a[0]), 2 * M_PI) * 180 / M_PI, 3);
+        }
+        for (size_t k = 0; k < d->ni; k++) d->i[s][k] = rounded(sig[s][2 * k], 6), d->q[s][k] = rounded(sig[s][2 * k + 1], 6);
     }
-    put(t, "],\"series\":");
-    put_series(t, sig, names, iq, in->x, m, 1);
-    put_char(t, '}');
 }
 
 static int silent(const float *a, size_t n) {
@@ -274,7 +203,13 @@ static int utf8(const char *s) {
     return j != NULL;
 }
 
-char *dpd_plot_json(const dpd_plot_in *in, dpd_error *err) {
+static char *copy(const char *s, int *oom) {
+    char *c = strdup(s);
+    if (!c) *oom = 1;
+    return c;
+}
+
+dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
     if (!in || !in->x || !in->ref || !in->pred || !in->spec || in->S < 1 || in->N < 2 || in->n == 0 ||
         in->n > (size_t)in->S * (size_t)in->N) {
         dpd_fail(err, DPD_E_INVAL, "plot: needs x, ref, pred and spec, S >= 1 segments of N >= 2 samples, 0 < n <= S N");
@@ -290,39 +225,134 @@ char *dpd_plot_json(const dpd_plot_in *in, dpd_error *err) {
             dpd_fail(err, DPD_E_INVAL, "plot: %s is not UTF-8 text", field[i]);
             return NULL;
         }
-    text t = {0};
+    dpd_plot_data *d = calloc(1, sizeof *d);
     double *f = NULL, *db = NULL;
     float *res = NULL;
-    put(&t, "{\"version\":\"plots-v1\",\"segments\":");
-    put_int(&t, (unsigned long long)in->S);
-    put(&t, ",\"segment_samples\":");
-    put_int(&t, (unsigned long long)in->N);
-    put(&t, ",\"samples\":");
-    put_int(&t, in->n);
-    put(&t, ",\"fs_mhz\":");
-    put_num(&t, in->spec->fs / 1e6, 6);
-    put(&t, ",\"empty\":");
-    /* a silent capture: say so instead of drawing -inf */
-    if (silent(in->ref, total) && silent(in->pred, total)) {
-        put_str(&t, "the signals are silent (every sample is zero): nothing to plot");
+    int oom = !d;
+    dpd_status st = DPD_OK;
+    if (oom) goto done;
+    d->S = in->S, d->N = in->N, d->n = in->n, d->fs_mhz = rounded(in->spec->fs / 1e6, 6), d->nsig = in->other ? 3 : 2;
+    for (int i = 0; i < d->nsig; i++) d->name[i] = copy(names[i], &oom);
+    if (silent(in->ref, total) && silent(in->pred, total)) { /* say so instead of drawing -inf */
+        d->empty = copy("the signals are silent (every sample is zero): nothing to plot", &oom);
         goto done;
     }
-    put(&t, "null");
-    f = malloc((size_t)in->N * sizeof *f), db = malloc((size_t)in->N * sizeof *db);
+    f = doubles((size_t)in->N, &oom), db = doubles((size_t)in->N, &oom);
     res = malloc(2 * total * sizeof *res);
-    if (!f || !db || !res) goto nomem;
-    if (put_psd(&t, in, sig, names, f, db, err) || put_residual(&t, in, res, f, db, err)) goto fail;
-    put_curves(&t, in, sig, names);
+    if (oom || !res || (st = spectra(d, in, sig, f, db, res, &oom, err))) goto done;
+    curves(d, in, sig, &oom);
 done:
-    put_char(&t, '}');
-    if (!room(&t, 0)) goto nomem; /* room keeps a byte for the NUL */
-    t.p[t.len] = '\0';
     free(f), free(db), free(res);
-    return t.p;
-nomem:
-    dpd_fail(err, DPD_E_NOMEM, "plot: out of memory");
-fail:
-    free(t.p);
-    free(f), free(db), free(res);
+    if (!oom && !st) return d;
+    if (!st) dpd_fail(err, DPD_E_NOMEM, "plot: out of memory");
+    dpd_plot_free(d);
     return NULL;
+}
+
+void dpd_plot_free(dpd_plot_data *d) {
+    if (!d) return;
+    free(d->empty), free(d->freq), free(d->residual), free(d->amp);
+    for (int s = 0; s < 3; s++) free(d->name[s]), free(d->psd[s]), free(d->am[s]), free(d->pm[s]), free(d->i[s]), free(d->q[s]);
+    free(d);
+}
+
+/* ---- the text ---- */
+
+/* {"<name>": [v[s] ...], ...} of each signal, to dec decimals. */
+static void put_series(text *t, const dpd_plot_data *d, double *const *v, size_t n, int dec) {
+    put_char(t, '{');
+    for (int s = 0; s < d->nsig; s++) {
+        if (s) put_char(t, ',');
+        put_str(t, d->name[s]);
+        put_char(t, ':');
+        put_array(t, v[s], n, dec);
+    }
+    put_char(t, '}');
+}
+
+/* "psd" with its bands, "residual", "amam", "ampm" and "iq". */
+static void put_sections(text *t, const dpd_plot_data *d) {
+    put(t, ",\"psd\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
+    put_array(t, d->freq, d->nf, 6);
+    put(t, ",\"series\":");
+    put_series(t, d, d->psd, d->nf, 3);
+    put(t, ",\"bands\":{");
+    static const char *const band[3] = {"\"main\":[", ",\"adjacent_left\":[", ",\"adjacent_right\":["};
+    for (int i = 0; d->bands && i < 3; i++) {
+        put(t, band[i]);
+        put_num(t, d->band[i][0], 6);
+        put_char(t, ',');
+        put_num(t, d->band[i][1], 6);
+        put_char(t, ']');
+    }
+    if (!d->bands) {
+        put(t, "\"why_none\":");
+        put_str(t, d->why_bands);
+    }
+    put(t, "}},\"residual\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
+    put_array(t, d->freq, d->nf, 6);
+    put(t, ",\"db\":");
+    put_array(t, d->residual, d->nf, 3);
+    put(t, "},\"amam\":{\"x_unit\":\"input amplitude\",\"y_unit\":\"output amplitude\",\"input\":");
+    put_array(t, d->amp, d->na, 6);
+    put(t, ",\"series\":");
+    put_series(t, d, d->am, d->na, 6);
+    put(t, "},\"ampm\":{\"x_unit\":\"input amplitude\",\"y_unit\":\"degrees\",\"input\":");
+    put_array(t, d->amp, d->na, 6);
+    put(t, ",\"series\":");
+    put_series(t, d, d->pm, d->na, 3);
+    put(t, "},\"iq\":{\"x_unit\":\"sample\",\"sample\":[");
+    for (size_t k = 0; k < d->ni; k++) {
+        if (k) put_char(t, ',');
+        put_int(t, k);
+    }
+    put(t, "],\"series\":{");
+    for (int s = 0; s < d->nsig; s++) {
+        if (s) put_char(t, ',');
+        put_str(t, d->name[s]);
+        put(t, ":{\"i\":");
+        put_array(t, d->i[s], d->ni, 6);
+        put(t, ",\"q\":");
+        put_array(t, d->q[s], d->ni, 6);
+        put_char(t, '}');
+    }
+    put(t, "}}");
+}
+
+char *dpd_plot_text(const dpd_plot_data *d, dpd_error *err) {
+    if (!d) {
+        dpd_fail(err, DPD_E_INVAL, "plot: no plot data");
+        return NULL;
+    }
+    text t = {0};
+    put(&t, "{\"version\":\"plots-v1\",\"segments\":");
+    put_int(&t, (unsigned long long)d->S);
+    put(&t, ",\"segment_samples\":");
+    put_int(&t, (unsigned long long)d->N);
+    put(&t, ",\"samples\":");
+    put_int(&t, d->n);
+    put(&t, ",\"fs_mhz\":");
+    put_num(&t, d->fs_mhz, 6);
+    put(&t, ",\"empty\":");
+    if (d->empty) {
+        put_str(&t, d->empty);
+    } else {
+        put(&t, "null");
+        put_sections(&t, d);
+    }
+    put_char(&t, '}');
+    if (!room(&t, 0)) { /* room keeps a byte for the NUL */
+        free(t.p);
+        dpd_fail(err, DPD_E_NOMEM, "plot: out of memory");
+        return NULL;
+    }
+    t.p[t.len] = '\0';
+    return t.p;
+}
+
+char *dpd_plot_json(const dpd_plot_in *in, dpd_error *err) {
+    dpd_plot_data *d = dpd_plot_compute(in, err);
+    char *t = d ? dpd_plot_text(d, err) : NULL;
+    dpd_plot_free(d);
+    return t;
 }

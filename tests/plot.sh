@@ -1,8 +1,9 @@
 #!/bin/sh
 # Black-box tests of the pictures: `dpd plot` and the end-of-run pictures of train-pa/train-dpd.
 # A tiny synthetic dataset, a 2-epoch PA run and a 1-epoch DPD run through it, then: the files
-# exist; every SVG parses as XML and is 800 x 500; every PNG has the PNG signature and an IHDR of
-# 800 x 500; plots.json (run-plots-v1) holds the library's plot data (the same twice; the end-of-
+# exist; every SVG parses as XML and is 800 x 500; every PNG decodes as a decoder reads it (each
+# chunk's CRC, the zlib stream and its checksum) to 800 x 500 8-bit RGB scanlines, white at the
+# corners, with a drawing on them; plots.json (run-plots-v1) holds the library's plot data (the same twice; the end-of-
 # run pictures equal `dpd plot --split val` byte for byte; --data's AM/AM is |y| of the CSV at the
 # fixed stride), at most 4 000 points a curve, and history.csv as it is; a DPD run has no_dpd; a
 # silent dataset draws pictures that say why they are empty; --no-plots draws none and changes no
@@ -33,17 +34,35 @@ if [ ! -x "$DPD" ] || ! command -v python3 >/dev/null 2>&1; then
     echo "SKIP plot: needs $DPD and python3"; echo "RESULT plot 0 0 1"; exit 0
 fi
 cat >"$T/check.py" <<'EOF'
-import json, math, struct, sys, xml.etree.ElementTree as ET
+import json, math, struct, sys, xml.etree.ElementTree as ET, zlib
 
 def fail(msg):
     print(msg); sys.exit(1)
 
-def png(*paths):  # signature, IHDR 800 x 500
+def png(*paths):  # a whole PNG, read as a decoder would: 800 x 500 8-bit RGB, white paper, a drawing on it
     for path in paths:
-        b = open(path, 'rb').read(33)
+        b = open(path, 'rb').read()
         if b[:8] != b'\x89PNG\r\n\x1a\n' or b[12:16] != b'IHDR': fail('%s: not a PNG' % path)
         w, h = struct.unpack('>II', b[16:24])
         if (w, h) != (800, 500): fail('%s: %dx%d, want 800x500' % (path, w, h))
+        if b[24:29] != bytes([8, 2, 0, 0, 0]): fail('%s: IHDR %r, want 8-bit RGB, deflate, no interlace' % (path, b[24:29]))
+        i, idat, types = 8, b'', []
+        while i < len(b):
+            n, = struct.unpack('>I', b[i:i + 4])
+            t, d = b[i + 4:i + 8], b[i + 8:i + 8 + n]
+            if len(d) != n or struct.unpack('>I', b[i + 8 + n:i + 12 + n]) != (zlib.crc32(t + d),):
+                fail('%s: chunk %r at %d is cut short or fails its CRC' % (path, t, i))
+            types.append(t)
+            idat += d if t == b'IDAT' else b''
+            i += 12 + n
+        if types[0] != b'IHDR' or types[-1] != b'IEND' or b'IDAT' not in types: fail('%s: chunks %r' % (path, types))
+        raw = zlib.decompress(idat)  # checks the zlib stream's Adler-32 too
+        if len(raw) != h * (1 + 3 * w): fail('%s: %d bytes of scanlines, want %d' % (path, len(raw), h * (1 + 3 * w)))
+        if any(raw[y * (1 + 3 * w)] != 0 for y in range(h)): fail('%s: a scanline filter other than none' % path)
+        px = b''.join(raw[y * (1 + 3 * w) + 1:(y + 1) * (1 + 3 * w)] for y in range(h))
+        if px[:3] != b'\xff\xff\xff' or px[-3:] != b'\xff\xff\xff': fail('%s: the corners are not white' % path)
+        inked = sum(1 for k in range(0, len(px), 3) if px[k:k + 3] != b'\xff\xff\xff')
+        if inked < w * h // 100: fail('%s: %d pixels drawn, almost nothing' % (path, inked))
 
 def svg(*paths):  # well-formed XML, an <svg> of 800 x 500 with something drawn
     for path in paths:

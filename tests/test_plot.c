@@ -1,4 +1,5 @@
-/* test_plot: the plot data (dpd_plot_json, plots-v1) against the functions it is made of. On a
+/* test_plot: the plot data (dpd_plot_compute's numbers and dpd_plot_json's plots-v1 text) against
+ * the functions it is made of, and against each other. On a
  * synthetic PA-like signal with a zero-padded tail: at most 4 000 points per curve; the PSD of
  * each series equals dpd_psd's at the fixed stride, rounded to 3 decimals, on dpd_psd's own
  * frequencies; the residual is the PSD of prediction - target; the bands are dpd_band_of's edges;
@@ -244,10 +245,79 @@ static void test_bad_arguments(void) {
     sig_free(&g);
 }
 
+/* arr holds v[0, n) value for value, a NaN as null; names the first miss. */
+static void holds(const char *what, json_t *arr, const double *v, size_t n) {
+    if (!v || json_array_size(arr) != n) {
+        CHECK(0, "%s: the text has %zu values, the numbers %zu", what, json_array_size(arr), v ? n : 0);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        json_t *e = json_array_get(arr, k);
+        if (isnan(v[k]) ? !json_is_null(e) : !json_is_number(e) || json_number_value(e) != v[k]) {
+            CHECK(0, "%s[%zu]: the text has %.17g, the numbers %.17g", what, k, json_number_value(e), v[k]);
+            return;
+        }
+    }
+    check_passed++;
+}
+
+/* dpd_plot_compute's numbers are the text's (dpd_plot_text, which dpd_plot_json is): what `dpd
+ * plot` draws is what plots.json says, every value and every null (a silent third signal: all
+ * its dB are NaN). A silent input has the reason and no arrays; NULL data are refused. */
+static void test_numbers(void) {
+    sig g = make(2, 3000, 5000, 4);
+    memset(g.other, 0, 2 * 3000 * 2 * sizeof(float));
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .other = g.other, .S = 2, .N = 3000, .n = 5000,
+                      .spec = &spec, .other_name = "no_dpd"};
+    dpd_error err = {0};
+    dpd_plot_data *d = dpd_plot_compute(&in, &err);
+    char *t = d ? dpd_plot_text(d, &err) : NULL, *t2 = dpd_plot_json(&in, &err);
+    json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+    CHECK(d && j && t2 && !strcmp(t, t2), "dpd_plot_text of dpd_plot_compute is dpd_plot_json's text (%s)", err.msg);
+    if (!j) goto out;
+    CHECK(d->nsig == 3 && !strcmp(d->name[0], "target") && !strcmp(d->name[1], "prediction") && !strcmp(d->name[2], "no_dpd"),
+          "three signals, named");
+    CHECK(d->nf == 3000 && d->na == 2500 && d->ni == 1000, "nf %zu, na %zu, ni %zu", d->nf, d->na, d->ni);
+    json_t *psd = json_object_get(j, "psd"), *res = json_object_get(j, "residual");
+    json_t *am = json_object_get(j, "amam"), *pm = json_object_get(j, "ampm"), *iq = json_object_get(json_object_get(j, "iq"), "series");
+    holds("psd.freq", json_object_get(psd, "freq"), d->freq, d->nf);
+    holds("residual.freq", json_object_get(res, "freq"), d->freq, d->nf);
+    holds("residual.db", json_object_get(res, "db"), d->residual, d->nf);
+    holds("amam.input", json_object_get(am, "input"), d->amp, d->na);
+    holds("ampm.input", json_object_get(pm, "input"), d->amp, d->na);
+    for (int s = 0; s < 3; s++) {
+        const char *n = d->name[s];
+        holds(n, json_object_get(json_object_get(psd, "series"), n), d->psd[s], d->nf);
+        holds(n, json_object_get(json_object_get(am, "series"), n), d->am[s], d->na);
+        holds(n, json_object_get(json_object_get(pm, "series"), n), d->pm[s], d->na);
+        holds(n, json_object_get(json_object_get(iq, n), "i"), d->i[s], d->ni);
+        holds(n, json_object_get(json_object_get(iq, n), "q"), d->q[s], d->ni);
+    }
+    int nan = 1;
+    for (size_t k = 0; k < d->nf; k++) nan &= isnan(d->psd[2][k]);
+    CHECK(nan, "a silent third signal: every dB of its PSD is NaN (null in the text)");
+    static const char *const band[3] = {"main", "adjacent_left", "adjacent_right"};
+    for (int b = 0; b < 3; b++) holds(band[b], json_object_get(json_object_get(psd, "bands"), band[b]), d->band[b], 2);
+    CHECK(d->bands == 1, "the bands are there");
+out:
+    json_decref(j), free(t), free(t2);
+    dpd_plot_free(d);
+    memset(g.ref, 0, 2 * 3000 * 2 * sizeof(float));
+    memset(g.pred, 0, 2 * 3000 * 2 * sizeof(float));
+    d = dpd_plot_compute(&in, &err);
+    CHECK(d && d->empty && strstr(d->empty, "silent") && !d->freq && !d->psd[0] && !d->amp && !d->i[0] && d->nsig == 3,
+          "silent signals: the reason, no arrays");
+    dpd_plot_free(d);
+    CHECK(!dpd_plot_text(NULL, &err) && err.status == DPD_E_INVAL, "dpd_plot_text(NULL) is refused");
+    dpd_plot_free(NULL);
+    sig_free(&g);
+}
+
 int main(void) {
     test_case(3, 2560, 3 * 2560 - 700); /* stride 1 for the PSD, 2 for AM/AM; a zero-padded tail */
     test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
     test_silent();
+    test_numbers();
     test_text();
     test_bad_arguments();
     return check_done("plot_data");

@@ -399,12 +399,48 @@ typedef struct dpd_plot_in {
     const char *ref_name, *pred_name, *other_name; /* series names ("target", "prediction", "other") */
 } dpd_plot_in;
 
-/* The plot data of `in` as one JSON document, version "plots-v1" (docs/formats.md): the PSD the
- * ACLR is computed from (dpd_psd) with the main and adjacent bands, the residual's PSD, AM/AM and
- * AM/PM at every k-th real sample (at most 4 000 points, deterministic), the first 1 000 samples
- * of I and Q. dB rounded to 3 decimals, amplitudes to 6; a non-finite dB (a silent bin) is null.
- * Signals that are all zero give {"empty": "<why>"} and no series. malloc'd text; free() it.
- * NULL with err set on bad arguments or no memory. */
+/* The plot data of a dpd_plot_in, as numbers: the PSD the ACLR is computed from (dpd_psd) with
+ * the main and adjacent bands, the residual's PSD (pred - ref), AM/AM and AM/PM at every k-th real
+ * sample (at most DPD_PLOT_POINTS points, deterministic), the first DPD_PLOT_IQ samples of I and Q.
+ * Every value is already rounded as plots-v1 writes it (dB and degrees to 3 decimals, MHz and
+ * amplitudes to 6): round(v 10^d) / 10^d, what a JSON reader gets back from the text; a value that
+ * is not finite (the dB of a silent bin) is NaN, null in the text. Signal s of the arrays [3]:
+ * 0 the target, 1 the prediction, 2 the third signal (NULL arrays where there is none). */
+#define DPD_PLOT_POINTS 4000
+#define DPD_PLOT_IQ 1000
+typedef struct dpd_plot_data {
+    int S, N;
+    size_t n;
+    double fs_mhz;
+    char *empty;          /* NULL, or why there is nothing to plot (silent signals): then no arrays */
+    int nsig;             /* 2, or 3 with the third signal */
+    char *name[3];        /* the series' names */
+    size_t nf;            /* PSD points */
+    double *freq;         /* (nf) MHz, the PSDs' and the residual's */
+    double *psd[3];       /* (nf) dB */
+    double *residual;     /* (nf) dB: the PSD of pred - ref */
+    int bands;            /* 1: band[] holds the main, left and right adjacent channels' first and last
+                           * bin frequencies in MHz, as dpd_aclr sums them; 0: why_bands says why none */
+    double band[3][2];
+    char why_bands[256];
+    size_t na;            /* AM/AM and AM/PM points */
+    double *amp;          /* (na) |x| */
+    double *am[3], *pm[3]; /* (na) |y|; the phase of y against x in degrees in [-180, 180] */
+    size_t ni;            /* I/Q samples: 0, 1, ..., ni - 1 */
+    double *i[3], *q[3];  /* (ni) */
+} dpd_plot_data;
+
+/* The plot data of `in`; free with dpd_plot_free. NULL with err set on bad arguments (NULL
+ * signals or spec, S < 1, N < 2, n not in (0, S N], a name that is not UTF-8) or no memory. */
+DPD_API dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err);
+DPD_API void dpd_plot_free(dpd_plot_data *d); /* accepts NULL */
+
+/* d as one JSON document, version "plots-v1" (docs/formats.md): every number as d holds it (a
+ * NaN as null). Silent signals give {"empty": "<why>"} and no series. malloc'd text; free() it.
+ * NULL with err set when there is no memory. */
+DPD_API char *dpd_plot_text(const dpd_plot_data *d, dpd_error *err);
+
+/* dpd_plot_compute, then dpd_plot_text: the plot data of `in` as plots-v1 text. */
 DPD_API char *dpd_plot_json(const dpd_plot_in *in, dpd_error *err);
 
 /* ---- applying a model to a long recording (dpd run) --------------------------------------- */
