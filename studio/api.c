@@ -32,14 +32,14 @@ static int active(int st) { return st == ST_RUNNING || st == ST_CANCEL_REQUESTED
  * when it does not lie inside the run's out/ (the worker's word is checked, as for artifacts). */
 static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
     char path[4400], base[4400], real[PATH_MAX];
-    snprintf(path, sizeof path, "%s/runs/%s/result.json", h->o.root, rec->id);
+    studio_run_path(h->o.root, rec->ws, rec->id, "result.json", path, sizeof path);
     json_t *res = json_load_file(path, 0, NULL);
     const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
     out[0] = 0;
-    snprintf(base, sizeof base, "%s/runs/%s/out/", h->o.root, rec->id);
+    studio_run_path(h->o.root, rec->ws, rec->id, "out/", base, sizeof base);
     if (d && d[0]) {
         if (d[0] == '/') snprintf(path, sizeof path, "%s", d);
-        else snprintf(path, sizeof path, "%s/runs/%s/%s", h->o.root, rec->id, d);
+        else studio_run_path(h->o.root, rec->ws, rec->id, d, path, sizeof path);
         if (realpath(path, real) && !strncmp(real, base, strlen(base))) snprintf(out, n, "%s", real);
     }
     json_decref(res);
@@ -51,7 +51,7 @@ static int exists(const char *path) { return access(path, R_OK) == 0; }
  * for what exists instead of collecting 404s. */
 static json_t *available(http *h, const run_rec *r) {
     char dir[4400], p[4700], rd[4400];
-    snprintf(dir, sizeof dir, "%s/runs/%s", h->o.root, r->id);
+    studio_run_path(h->o.root, r->ws, r->id, NULL, dir, sizeof dir);
     run_dir_of(h, r, rd, sizeof rd);
     snprintf(p, sizeof p, "%s/live.json", dir);
     int live = exists(p);
@@ -358,10 +358,11 @@ static enum MHD_Result reply_run(req *r, unsigned status, const run_rec *rec) {
     return http_json(r, status, api_run_json(r->h, rec, 1));
 }
 
-/* The run directory a succeeded PA run wrote (its result.json), for train-dpd's pa. */
-static int pa_dir(http *h, const char *id, char *out, size_t n) {
+/* The run directory a succeeded PA run of workspace ws wrote (its result.json), for train-dpd's
+ * pa. */
+static int pa_dir(http *h, const char *ws, const char *id, char *out, size_t n) {
     run_rec p;
-    if (!id_ok(id, 'r', 23) || store_get(h->st, id, &p) || p.status != ST_SUCCEEDED ||
+    if (!id_ok(id, 'r', 23) || store_get_ws(h->st, ws, id, &p) || p.status != ST_SUCCEEDED ||
         (strcmp(p.verb, "train-pa") && strcmp(p.verb, "fit-ls")))
         return -1;
     run_dir_of(h, &p, out, n);
@@ -384,7 +385,7 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     job_data info;
     if (dataset_dir(h, dataset, dir, sizeof dir, &err) || data_info(h, dir, &info, &err) || job_check_data(&j, &info, &err))
         return http_error(r, 422, "invalid_dataset", "dataset", NULL, "%s", err.msg);
-    if (j.pa[0] && pa_dir(h, j.pa, pdir, sizeof pdir))
+    if (j.pa[0] && pa_dir(h, r->ws, j.pa, pdir, sizeof pdir))
         return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",
                           "pa: '%s' is not a succeeded PA run of this studio", j.pa);
     int printable = 1;
@@ -396,6 +397,7 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     snprintf(rec.dataset, sizeof rec.dataset, "%s", dataset);
     snprintf(rec.idem, sizeof rec.idem, "%s", idem ? idem : "");
     snprintf(rec.parent, sizeof rec.parent, "%s", parent);
+    snprintf(rec.ws, sizeof rec.ws, "%s", r->ws);
     json_t *none = json_object();
     if (!options) options = none;
     char *opts = json_dumps(options, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -415,7 +417,7 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (q) return http_error(r, q == 2 ? 507 : 500, q == 2 ? "storage_error" : "service_error", NULL, NULL, "%s", why);
     if (existed) return reply_run(r, 200, &rec);
     char wait[128]; /* the supervisor keeps it current from now on */
-    int queued = store_count(h->st, ST_QUEUED), busy = super_busy(h->sv);
+    int queued = store_count(h->st, NULL, ST_QUEUED), busy = super_busy(h->sv);
     snprintf(wait, sizeof wait, "position %d of %d, %d of %d slot%s busy", queued, queued, busy, h->o.slots,
              h->o.slots == 1 ? "" : "s");
     store_set_waits(h->st, 1, (const char(*)[24])rec.id, (const char(*)[128])wait);
@@ -479,7 +481,7 @@ static enum MHD_Result runs_list(req *r) {
     if (int_arg(r, "limit", 100, 1, 500, &limit) || int_arg(r, "offset", 0, 0, 1L << 30, &offset))
         return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..500, offset: 0 or more");
     list_ctx c = {r->h, json_array()};
-    if (store_list(r->h->st, status, (int)limit, (int)offset, list_one, &c, &total)) {
+    if (store_list(r->h->st, r->ws, status, (int)limit, (int)offset, list_one, &c, &total)) {
         json_decref(c.a);
         return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
     }
@@ -521,7 +523,7 @@ static enum MHD_Result run_events(req *r, const run_rec *rec) {
 /* A JSON file of the run directory (live.json, result.json) as the answer. */
 static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *name, const char *what) {
     char path[4400];
-    snprintf(path, sizeof path, "%s/runs/%s/%s", r->h->o.root, rec->id, name);
+    studio_run_path(r->h->o.root, rec->ws, rec->id, name, path, sizeof path);
     json_t *j = json_load_file(path, 0, NULL);
     if (!j) return http_error(r, 404, "not_available", NULL, NULL, "%s is not available yet", what);
     if (!strcmp(name, "result.json")) { /* the summary's fields, with outcome, error and the run's status */
@@ -544,7 +546,7 @@ static enum MHD_Result run_logs(req *r, const run_rec *rec) {
     if (int_arg(r, "offset", 0, 0, 1L << 40, &offset) || int_arg(r, "limit", 500, 1, 2000, &limit))
         return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more; limit: 1..2000");
     char path[4400];
-    snprintf(path, sizeof path, "%s/runs/%s/logs/worker.log", r->h->o.root, rec->id);
+    studio_run_path(r->h->o.root, rec->ws, rec->id, "logs/worker.log", path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat sb = {0};
     if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
@@ -598,7 +600,7 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
     snprintf(path, sizeof path, "%s/history.csv", dir);
     json_t *hist = dir[0] ? cli_history_json(path) : NULL;
     if (!hist) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
-        snprintf(path, sizeof path, "%s/runs/%s/live.json", r->h->o.root, rec->id);
+        studio_run_path(r->h->o.root, rec->ws, rec->id, "live.json", path, sizeof path);
         json_t *live = json_load_file(path, 0, NULL);
         json_t *h = json_object_get(live, "history");
         if (h) {
@@ -631,7 +633,7 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
     if (store_artifact(r->h->st, rec->id, aid, &a))
         return http_error(r, 404, "artifact_not_found", NULL, NULL, "no such artifact");
     char path[4600];
-    snprintf(path, sizeof path, "%s/runs/%s/%s", r->h->o.root, rec->id, a.rel);
+    studio_run_path(r->h->o.root, rec->ws, rec->id, a.rel, path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
@@ -653,7 +655,7 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
 static enum MHD_Result run_route(req *r, char **seg, int n) {
     http *h = r->h;
     run_rec rec;
-    int got = id_ok(seg[0], 'r', 23) ? store_get(h->st, seg[0], &rec) : 1;
+    int got = id_ok(seg[0], 'r', 23) ? store_get_ws(h->st, r->ws, seg[0], &rec) : 1;
     if (got < 0) return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
     if (got) return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
     int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"), post = !strcmp(r->method, "POST");
@@ -713,7 +715,7 @@ static enum MHD_Result run_route(req *r, char **seg, int n) {
 static enum MHD_Result system_status(req *r) {
     http *h = r->h;
     json_t *runs = json_object();
-    for (int s = 0; s < ST_COUNT; s++) json_object_set_new(runs, store_status_name(s), json_integer(store_count(h->st, s)));
+    for (int s = 0; s < ST_COUNT; s++) json_object_set_new(runs, store_status_name(s), json_integer(store_count(h->st, r->ws, s)));
     return http_json(r, 200, json_pack("{s:s, s:f, s:i, s:i, s:o}", "version", DPD_VERSION, "uptime_s",
                                        studio_now() - h->started, "slots", h->o.slots, "slots_busy", super_busy(h->sv),
                                        "runs", runs));

@@ -336,7 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (!r) {
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
-        r->con = con, r->method = method, r->path = url, r->h = &s->h;
+        r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "";
         return admit(s, r); /* a refusal queues its response now: then no body is read */
     }
     if (r->refused) { /* answered at the first call: the body is discarded */

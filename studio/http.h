@@ -20,6 +20,7 @@ typedef struct req {
     int too_large;
     int refused;   /* a response has been queued */
     http *h;
+    const char *ws; /* the requester's workspace (run_rec.ws): "" the local one */
 } req;
 
 /* What api.c sees of the server. */

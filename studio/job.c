@@ -253,7 +253,7 @@ int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *exis
     snprintf(r->id, sizeof r->id, "r%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
     /* the run directory and job.json first: a queued run always has them */
     char rdir[4400], path[4600];
-    snprintf(rdir, sizeof rdir, "%s/runs/%s", root, r->id);
+    studio_run_path(root, r->ws, r->id, NULL, rdir, sizeof rdir);
     snprintf(path, sizeof path, "%s/logs", rdir);
     if (mkdir(rdir, 0700) || mkdir(path, 0700)) {
         snprintf(why, n, "cannot create the run directory %s: %s", rdir, strerror(errno));

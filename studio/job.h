@@ -42,10 +42,10 @@ dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err);
  * dataset name into verb[16] and dataset[256]. DPD_E_INVAL naming the file and what is wrong. */
 dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], dpd_error *err);
 
-/* Queues run r (verb, dataset, idem, parent and request set by the caller): a fresh id into
- * r->id, ROOT/runs/ID/ with logs/ and job.json (jobj, the worker's orders), then the store's
- * record. With an idempotency key the store already holds, r becomes that run, *existed is set
- * and nothing is left on disk. 0; 2 when the run directory cannot be written, 1 when the store
+/* Queues run r (verb, dataset, idem, parent, ws and request set by the caller): a fresh id into
+ * r->id, its directory (studio_run_path: ROOT/runs/ID/ for the local workspace) with logs/ and
+ * job.json (jobj, the worker's orders), then the store's record. With an idempotency key the
+ * workspace already has, r becomes that run, *existed is set and nothing is left on disk. 0; 2 when the run directory cannot be written, 1 when the store
  * or the random source fails (why says which). */
 int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *existed, char *why, size_t n);
 

@@ -46,20 +46,38 @@ static unsigned long *gen_of(store *s, const char *run) {
     return &s->gen[h % 4096];
 }
 
+/* Schema 2: runs belong to a workspace (ws: '' the local one, or a public session's), and an
+ * idempotency key is unique within its workspace. */
+#define RUNS_TABLE(name)                                                                                         \
+    "CREATE TABLE IF NOT EXISTS " name "(id TEXT PRIMARY KEY, n INTEGER NOT NULL, status INTEGER NOT NULL,"      \
+    " verb TEXT NOT NULL, dataset TEXT NOT NULL, request TEXT NOT NULL, idem TEXT, parent TEXT,"                 \
+    " created REAL NOT NULL, started REAL, finished REAL, updated REAL NOT NULL, heartbeat REAL,"                 \
+    " reason_code TEXT, reason TEXT, err_code TEXT, err_msg TEXT, err_field TEXT, wait_reason TEXT,"             \
+    " pid INTEGER, pid_start INTEGER, exit_code INTEGER, last_seq INTEGER NOT NULL DEFAULT 0,"                   \
+    " offset INTEGER NOT NULL DEFAULT 0, epoch INTEGER NOT NULL DEFAULT 0, epochs INTEGER NOT NULL DEFAULT 0,"   \
+    " steps_done INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0," \
+    " ws TEXT NOT NULL DEFAULT '', UNIQUE(ws, idem));"
 static const char *const SCHEMA =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS runs(id TEXT PRIMARY KEY, n INTEGER NOT NULL, status INTEGER NOT NULL,"
-    " verb TEXT NOT NULL, dataset TEXT NOT NULL, request TEXT NOT NULL, idem TEXT UNIQUE, parent TEXT,"
-    " created REAL NOT NULL, started REAL, finished REAL, updated REAL NOT NULL, heartbeat REAL,"
-    " reason_code TEXT, reason TEXT, err_code TEXT, err_msg TEXT, err_field TEXT, wait_reason TEXT,"
-    " pid INTEGER, pid_start INTEGER, exit_code INTEGER, last_seq INTEGER NOT NULL DEFAULT 0,"
-    " offset INTEGER NOT NULL DEFAULT 0, epoch INTEGER NOT NULL DEFAULT 0, epochs INTEGER NOT NULL DEFAULT 0,"
-    " steps_done INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);" RUNS_TABLE("runs")
     "CREATE INDEX IF NOT EXISTS runs_status ON runs(status, n);"
+    "CREATE INDEX IF NOT EXISTS runs_ws ON runs(ws, n);"
     "CREATE TABLE IF NOT EXISTS events(run TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,"
     " type TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(run, seq)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS artifacts(run TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,"
     " kind TEXT NOT NULL, rel TEXT NOT NULL, size INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(run, id));";
+
+/* Schema 1 to 2: the runs table again with ws (every run the local workspace's) and the key
+ * unique per workspace; the rest is unchanged. Inside store_open's transaction. */
+static const char *const MIGRATE_1 =
+    RUNS_TABLE("runs_v2")
+    "INSERT INTO runs_v2(id, n, status, verb, dataset, request, idem, parent, created, started, finished, updated,"
+    " heartbeat, reason_code, reason, err_code, err_msg, err_field, wait_reason, pid, pid_start, exit_code, last_seq,"
+    " offset, epoch, epochs, steps_done, steps, skipped) SELECT id, n, status, verb, dataset, request, idem, parent,"
+    " created, started, finished, updated, heartbeat, reason_code, reason, err_code, err_msg, err_field, wait_reason,"
+    " pid, pid_start, exit_code, last_seq, offset, epoch, epochs, steps_done, steps, skipped FROM runs;"
+    "DROP TABLE runs;"
+    "ALTER TABLE runs_v2 RENAME TO runs;"
+    "UPDATE meta SET value='2' WHERE key='schema_version';";
 
 store *store_open(const char *path, char *err, size_t n) {
     store *s = calloc(1, sizeof *s);
@@ -88,11 +106,18 @@ store *store_open(const char *path, char *err, size_t n) {
         snprintf(err, n, "%s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
         goto fail;
     }
-    /* A database with a meta table of another version is refused before anything is written. */
+    /* A database of schema 1 is migrated; one of another version is refused before anything is
+     * written. */
     int version = -1;
     if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, NULL) == SQLITE_OK) {
         if (sqlite3_step(st) == SQLITE_ROW) version = atoi((const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
+        if (version == 1 && sqlite3_exec(s->db, MIGRATE_1, NULL, NULL, &msg) != SQLITE_OK) {
+            snprintf(err, n, "%s: cannot migrate schema 1 to %d: %s", path, STORE_SCHEMA, msg ? msg : sqlite3_errmsg(s->db));
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            goto fail;
+        }
+        if (version == 1) version = STORE_SCHEMA;
         if (version != STORE_SCHEMA) {
             snprintf(err, n, "%s: schema version %d, this dpd needs %d (use another --root, or the dpd that made it)",
                      path, version, STORE_SCHEMA);
@@ -186,7 +211,7 @@ static void col(sqlite3_stmt *st, int i, char *out, size_t n) {
 #define RUN_COLS                                                                                     \
     "id, status, verb, dataset, request, idem, parent, created, started, finished, updated, heartbeat," \
     " reason_code, reason, err_code, err_msg, err_field, pid, pid_start, exit_code, last_seq, offset,"  \
-    " epoch, epochs, steps_done, steps, skipped, wait_reason"
+    " epoch, epochs, steps_done, steps, skipped, wait_reason, ws"
 
 static void row(sqlite3_stmt *st, run_rec *r) {
     memset(r, 0, sizeof *r);
@@ -218,14 +243,18 @@ static void row(sqlite3_stmt *st, run_rec *r) {
     r->steps = (long)sqlite3_column_int64(st, 25);
     r->skipped = (long)sqlite3_column_int64(st, 26);
     col(st, 27, r->wait_reason, sizeof r->wait_reason);
+    col(st, 28, r->ws, sizeof r->ws);
 }
 
-static int get_locked(store *s, const char *col_name, const char *v, run_rec *r) {
+/* The run whose column col_name is v (and, ws not NULL, of workspace ws) into r: 0 found, 1 not,
+ * -1 error. */
+static int get_locked(store *s, const char *col_name, const char *v, const char *ws, run_rec *r) {
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs WHERE %s=?", col_name);
+    snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs WHERE %s=?%s", col_name, ws ? " AND ws=?" : "");
     sqlite3_stmt *st = prep(s, sql);
     if (!st) return -1;
     text(st, 1, v);
+    if (ws) text_nn(st, 2, ws);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) row(st, r);
     sqlite3_finalize(st);
@@ -277,7 +306,7 @@ int store_insert(store *s, run_rec *r, int *existed) {
     if (exec(s, "BEGIN IMMEDIATE")) goto out;
     if (r->idem[0]) {
         run_rec old;
-        int g = get_locked(s, "idem", r->idem, &old);
+        int g = get_locked(s, "idem", r->idem, r->ws, &old);
         if (g == 0) {
             *r = old;
             *existed = 1;
@@ -286,8 +315,8 @@ int store_insert(store *s, run_rec *r, int *existed) {
         }
         if (g < 0) goto rollback;
     }
-    sqlite3_stmt *st = prep(s, "INSERT INTO runs(id, n, status, verb, dataset, request, idem, parent, created, updated)"
-                               " VALUES(?, (SELECT IFNULL(MAX(n), 0) + 1 FROM runs), 0, ?, ?, ?, ?, ?, ?, ?)");
+    sqlite3_stmt *st = prep(s, "INSERT INTO runs(id, n, status, verb, dataset, request, idem, parent, created, updated, ws)"
+                               " VALUES(?, (SELECT IFNULL(MAX(n), 0) + 1 FROM runs), 0, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st) goto rollback;
     r->created = now();
     text_nn(st, 1, r->id);
@@ -298,10 +327,11 @@ int store_insert(store *s, run_rec *r, int *existed) {
     text(st, 6, r->parent);
     sqlite3_bind_double(st, 7, r->created);
     sqlite3_bind_double(st, 8, r->created);
+    text_nn(st, 9, r->ws);
     int ok = sqlite3_step(st) == SQLITE_DONE;
     sqlite3_finalize(st);
     if (!ok || status_event(s, r->id, -1, ST_QUEUED, "submitted", r->created) ||
-        get_locked(s, "id", r->id, r) || exec(s, "COMMIT"))
+        get_locked(s, "id", r->id, NULL, r) || exec(s, "COMMIT"))
         goto rollback;
     rc = 0;
     goto out;
@@ -314,25 +344,42 @@ out:
 
 int store_get(store *s, const char *id, run_rec *r) {
     pthread_mutex_lock(&s->mu);
-    int rc = get_locked(s, "id", id, r);
+    int rc = get_locked(s, "id", id, NULL, r);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
-int store_list(store *s, int status, int limit, int offset, int (*fn)(void *, const run_rec *), void *user,
-               long *total) {
+int store_get_ws(store *s, const char *ws, const char *id, run_rec *r) {
+    pthread_mutex_lock(&s->mu);
+    int rc = get_locked(s, "id", id, ws ? ws : "", r);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* " WHERE ..." for a status (< 0: any) and a workspace (NULL: any), and binds them from k. */
+static const char *filter(int status, const char *ws) {
+    return status < 0 ? ws ? " WHERE ws=?" : "" : ws ? " WHERE status=? AND ws=?" : " WHERE status=?";
+}
+static int bind_filter(sqlite3_stmt *st, int k, int status, const char *ws) {
+    if (status >= 0) sqlite3_bind_int(st, k++, status);
+    if (ws) text_nn(st, k++, ws);
+    return k;
+}
+
+int store_list(store *s, const char *ws, int status, int limit, int offset, int (*fn)(void *, const run_rec *),
+               void *user, long *total) {
     pthread_mutex_lock(&s->mu);
     int rc = -1;
-    sqlite3_stmt *st = prep(s, status < 0 ? "SELECT COUNT(*) FROM runs" : "SELECT COUNT(*) FROM runs WHERE status=?");
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM runs%s", filter(status, ws));
+    sqlite3_stmt *st = prep(s, sql);
     if (!st) goto out;
-    if (status >= 0) sqlite3_bind_int(st, 1, status);
+    bind_filter(st, 1, status, ws);
     *total = sqlite3_step(st) == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
-    st = prep(s, status < 0 ? "SELECT " RUN_COLS " FROM runs ORDER BY n DESC LIMIT ? OFFSET ?"
-                            : "SELECT " RUN_COLS " FROM runs WHERE status=? ORDER BY n DESC LIMIT ? OFFSET ?");
-    if (!st) goto out;
-    int k = 1;
-    if (status >= 0) sqlite3_bind_int(st, k++, status);
+    snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs%s ORDER BY n DESC LIMIT ? OFFSET ?", filter(status, ws));
+    if (!(st = prep(s, sql))) goto out;
+    int k = bind_filter(st, 1, status, ws);
     sqlite3_bind_int(st, k++, limit);
     sqlite3_bind_int(st, k, offset);
     static __thread run_rec r;
@@ -347,17 +394,43 @@ out:
     return rc;
 }
 
-int store_count(store *s, int status) {
+int store_count(store *s, const char *ws, int status) {
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st = prep(s, "SELECT COUNT(*) FROM runs WHERE status=?");
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM runs%s", filter(status, ws));
+    sqlite3_stmt *st = prep(s, sql);
     int n = 0;
     if (st) {
-        sqlite3_bind_int(st, 1, status);
+        bind_filter(st, 1, status, ws);
         if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
     }
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+int store_delete_ws(store *s, const char *ws) {
+    pthread_mutex_lock(&s->mu);
+    int rc = -1;
+    if (exec(s, "BEGIN IMMEDIATE")) goto out;
+    static const char *const sql[] = {"DELETE FROM events WHERE run IN (SELECT id FROM runs WHERE ws=?)",
+                                      "DELETE FROM artifacts WHERE run IN (SELECT id FROM runs WHERE ws=?)",
+                                      "DELETE FROM runs WHERE ws=?"};
+    for (int i = 0; i < 3; i++) {
+        sqlite3_stmt *st = prep(s, sql[i]);
+        if (!st) goto rollback;
+        text_nn(st, 1, ws);
+        int ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (!ok) goto rollback;
+    }
+    rc = exec(s, "COMMIT");
+    if (!rc) goto out;
+rollback:
+    exec(s, "ROLLBACK");
+out:
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 int store_ids(store *s, int status, char (*ids)[24], int max) {
@@ -392,7 +465,7 @@ int store_transition(store *s, const char *id, int to, const st_change *c, run_r
     int rc = -1;
     if (exec(s, "BEGIN IMMEDIATE")) goto out;
     run_rec cur;
-    if (get_locked(s, "id", id, &cur)) goto rollback;
+    if (get_locked(s, "id", id, NULL, &cur)) goto rollback;
     if (!store_transition_ok(cur.status, to)) {
         exec(s, "ROLLBACK");
         if (r) *r = cur;
@@ -431,7 +504,7 @@ int store_transition(store *s, const char *id, int to, const st_change *c, run_r
     int ok = sqlite3_step(st) == SQLITE_DONE;
     sqlite3_finalize(st);
     if (!ok || status_event(s, id, cur.status, to, c ? c->reason : NULL, t)) goto rollback;
-    if (r && get_locked(s, "id", id, r)) goto rollback;
+    if (r && get_locked(s, "id", id, NULL, r)) goto rollback;
     if (exec(s, "COMMIT")) goto rollback;
     rc = 0;
     goto out;

@@ -18,7 +18,7 @@ enum {
     ST_COUNT
 };
 
-#define STORE_SCHEMA 1
+#define STORE_SCHEMA 2
 
 const char *store_status_name(int s); /* "queued", ... ; "?" outside the range */
 int store_status_parse(const char *name); /* -1 when unknown */
@@ -48,6 +48,7 @@ typedef struct run_rec {
     long steps_done, steps;
     long skipped;        /* events.jsonl lines refused (too long, not JSON) */
     char wait_reason[128]; /* queued runs: why they wait */
+    char ws[49];         /* the workspace: "" the local one, or a public session's (hex) */
 } run_rec;
 
 /* What a status change also writes (NULL fields and zero pid: unchanged). */
@@ -72,15 +73,21 @@ typedef struct store store;
 store *store_open(const char *path, char *err, size_t n);
 void store_close(store *s);
 
-/* Inserts r (status queued, its first `status` event). With an idempotency key a run already
- * has, fills r with that run instead and sets *existed. 0 on success. */
+/* Inserts r (status queued, its first `status` event) into workspace r->ws. With an idempotency
+ * key a run of that workspace already has, fills r with that run instead and sets *existed. 0 on
+ * success. */
 int store_insert(store *s, run_rec *r, int *existed);
 int store_get(store *s, const char *id, run_rec *r); /* 0 found, 1 not found, -1 error */
-/* Calls fn for the runs (status < 0: all), newest first; *total = their count. */
-int store_list(store *s, int status, int limit, int offset, int (*fn)(void *, const run_rec *), void *user,
-               long *total);
+/* store_get of a run of workspace ws (NULL: ""): another workspace's run is not found. */
+int store_get_ws(store *s, const char *ws, const char *id, run_rec *r);
+/* Calls fn for the runs of workspace ws (NULL: every workspace) in a status (< 0: all), newest
+ * first; *total = their count. */
+int store_list(store *s, const char *ws, int status, int limit, int offset, int (*fn)(void *, const run_rec *),
+               void *user, long *total);
 int store_oldest_queued(store *s, run_rec *r); /* 0 found, 1 none, -1 error */
-int store_count(store *s, int status);
+int store_count(store *s, const char *ws, int status); /* ws NULL: every workspace; status < 0: any */
+/* Removes workspace ws's runs with their events and artifacts, in one transaction. 0, or -1. */
+int store_delete_ws(store *s, const char *ws);
 /* The runs in a status, in submission order: ids into ids[max][24]; returns how many. */
 int store_ids(store *s, int status, char (*ids)[24], int max);
 

@@ -28,6 +28,10 @@ double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
 void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */
 void studio_rmtree(const char *dir); /* removes dir and everything below it, links not followed */
+/* The path of name in the directory of run id of workspace ws under root: root/runs/ID/NAME for
+ * the local workspace (ws NULL or ""), root/sessions/WS/runs/ID/NAME for a public session's. name
+ * "": the directory with a final '/'; NULL: without it. */
+void studio_run_path(const char *root, const char *ws, const char *id, const char *name, char *out, size_t n);
 /* Writes path whole and atomically (a 0600 temporary file, fsync, rename); 0, or -1 with errno. */
 int studio_write_file(const char *path, const void *p, size_t n);
 

@@ -45,6 +45,7 @@ typedef struct active {
     int reaped, ws;   /* the worker has exited (wait status ws) but its outcome is not recorded yet */
     int tries;        /* attempts to record it */
     char run_dir[4096]; /* from the `started` event */
+    char space[49];     /* the run's workspace (run_rec.ws) */
 } active;
 
 struct super {
@@ -83,6 +84,12 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 
 void studio_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
+void studio_run_path(const char *root, const char *ws, const char *id, const char *name, char *out, size_t n) {
+    int local = !ws || !ws[0];
+    snprintf(out, n, "%s/%s%s%sruns/%s%s%s", root, local ? "" : "sessions/", local ? "" : ws, local ? "" : "/", id,
+             name ? "/" : "", name ? name : "");
+}
+
 int studio_write_file(const char *path, const void *p, size_t n) {
     char tmp[4400];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
@@ -115,8 +122,8 @@ static void log_line(const char *fmt, ...) {
     va_end(ap);
 }
 
-static void run_path(const super *s, const char *id, const char *name, char *out, size_t n) {
-    snprintf(out, n, "%s/runs/%s/%s", s->o.root, id, name);
+static void run_path(const super *s, const char *ws, const char *id, const char *name, char *out, size_t n) {
+    studio_run_path(s->o.root, ws, id, name, out, n);
 }
 
 /* Field 22 of /proc/PID/stat: the start time in clock ticks since boot; -1 when gone or dead
@@ -155,7 +162,7 @@ static int ingest(super *s, const char *id, active *a) {
     run_rec r;
     if (store_get(s->st, id, &r)) return 0;
     char path[4400];
-    run_path(s, id, "events.jsonl", path, sizeof path);
+    run_path(s, r.ws, id, "events.jsonl", path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO never blocks the supervisor */
     if (fd < 0) return 0;
     char *buf = malloc(MAX_TICK + 1);
@@ -276,10 +283,10 @@ static const char *kind_of(const char *name) {
     return "file";
 }
 
-static int add(super *s, const char *id, int *k, const char *rel, const char *name) {
+static int add(super *s, const char *ws, const char *id, int *k, const char *rel, const char *name) {
     char path[8400];
     art_rec a = {0};
-    snprintf(path, sizeof path, "%s/runs/%s/%s", s->o.root, id, rel);
+    run_path(s, ws, id, rel, path, sizeof path);
     if (sha256_file(path, a.sha256, &a.size)) return 0;
     snprintf(a.id, sizeof a.id, "a%d", ++*k);
     snprintf(a.name, sizeof a.name, "%s", name);
@@ -288,11 +295,11 @@ static int add(super *s, const char *id, int *k, const char *rel, const char *na
     return store_add_artifact(s->st, id, &a);
 }
 
-/* Registers the files of the run directory (which must lie inside ROOT/runs/ID/out) and the log. */
-static void register_artifacts(super *s, const char *id, const char *run_dir) {
+/* Registers the files of the run directory (which must lie inside the run's out/) and the log. */
+static void register_artifacts(super *s, const char *ws, const char *id, const char *run_dir) {
     char base[4400], real[PATH_MAX], rel[4400];
     int k = 0;
-    snprintf(base, sizeof base, "%s/runs/%s/", s->o.root, id);
+    run_path(s, ws, id, "", base, sizeof base); /* ends with '/' */
     if (run_dir && run_dir[0]) {
         snprintf(rel, sizeof rel, "%s%s", run_dir[0] == '/' ? "" : base, run_dir);
         if (realpath(rel, real) && !strncmp(real, base, strlen(base)) && !strncmp(real + strlen(base), "out/", 4)) {
@@ -314,12 +321,12 @@ static void register_artifacts(super *s, const char *id, const char *run_dir) {
             for (int i = 0; i < nn; i++) {
                 if (!names[i]) continue;
                 snprintf(rel, sizeof rel, "%s/%s", inner, names[i]);
-                add(s, id, &k, rel, names[i]);
+                add(s, ws, id, &k, rel, names[i]);
                 free(names[i]);
             }
         }
     }
-    add(s, id, &k, "logs/worker.log", "worker.log");
+    add(s, ws, id, &k, "logs/worker.log", "worker.log");
 }
 
 /* ---- workers ---- */
@@ -329,10 +336,10 @@ typedef struct result {
     char outcome[32], code[32], msg[1024], field[32], run_dir[4096];
 } result;
 
-static void read_result(super *s, const char *id, result *res) {
+static void read_result(super *s, const char *ws, const char *id, result *res) {
     char path[4400];
     memset(res, 0, sizeof *res);
-    run_path(s, id, "result.json", path, sizeof path);
+    run_path(s, ws, id, "result.json", path, sizeof path);
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
     json_t *e = json_object_get(j, "error");
     snprintf(res->outcome, sizeof res->outcome, "%s", json_string_value(json_object_get(j, "outcome")) ?: "");
@@ -366,7 +373,7 @@ static void finalise(super *s, active *a, int ws) {
         return;
     }
     result res;
-    read_result(s, a->id, &res);
+    read_result(s, a->space, a->id, &res);
     int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
     char msg[1400];
     st_change c = {.exit_code = code >= 0 ? code : 128 + sig};
@@ -406,20 +413,21 @@ static void finalise(super *s, active *a, int ws) {
     /* CANCEL and the artifacts before the status: a client that sees the run terminal sees its
      * files final */
     char cancel[4400];
-    run_path(s, a->id, "CANCEL", cancel, sizeof cancel);
+    run_path(s, a->space, a->id, "CANCEL", cancel, sizeof cancel);
     unlink(cancel);
-    register_artifacts(s, a->id, res.run_dir[0] ? res.run_dir : a->run_dir);
+    register_artifacts(s, a->space, a->id, res.run_dir[0] ? res.run_dir : a->run_dir);
     if (set_status(s, a->id, to, &c) < 0 && ++a->tries < 600) return; /* a minute of tries, then give up */
     log_line("run %s: %s (%s)", a->id, store_status_name(to), c.reason_code);
     memset(a, 0, sizeof *a);
     s->queue_dirty = 1;
 }
 
-/* Starts the worker of run id in slot a; 0 on success, else errno (and a is left unused). */
-static int spawn(super *s, const char *id, active *a) {
+/* Starts the worker of run r in slot a; 0 on success, else errno (and a is left unused). */
+static int spawn(super *s, const run_rec *r, active *a) {
+    const char *id = r->id;
     char dir[4400], log[4400];
-    run_path(s, id, "", dir, sizeof dir);
-    run_path(s, id, "logs/worker.log", log, sizeof log);
+    run_path(s, r->ws, id, "", dir, sizeof dir);
+    run_path(s, r->ws, id, "logs/worker.log", log, sizeof log);
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) return errno;
     int logfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -483,6 +491,7 @@ static int spawn(super *s, const char *id, active *a) {
     memset(a, 0, sizeof *a);
     a->used = 1;
     snprintf(a->id, sizeof a->id, "%s", id);
+    snprintf(a->space, sizeof a->space, "%s", r->ws);
     a->pid = pid;
     a->start_ticks = start_ticks(pid);
     a->t0 = studio_mono();
@@ -502,7 +511,7 @@ static void dispatch(super *s) {
         active *a = NULL;
         for (int i = 0; i < MAX_SLOTS && !a; i++)
             if (!s->a[i].used) a = &s->a[i];
-        int e = spawn(s, r.id, a);
+        int e = spawn(s, &r, a);
         if (e) {
             char msg[600];
             snprintf(msg, sizeof msg, "the worker could not be started: %s: %s", s->o.worker_exe, strerror(e));
@@ -528,7 +537,7 @@ static void dispatch(super *s) {
 
 static void wait_reasons(super *s) {
     char ids[512][24], w[512][128];
-    int n = store_ids(s->st, ST_QUEUED, ids, 512), all = store_count(s->st, ST_QUEUED), b = busy(s);
+    int n = store_ids(s->st, ST_QUEUED, ids, 512), all = store_count(s->st, NULL, ST_QUEUED), b = busy(s);
     for (int i = 0; i < n; i++) /* the first 512: later ones keep the position they were given */
         snprintf(w[i], sizeof w[i], "position %d of %d, %d of %d slot%s busy", i + 1, all, b, s->o.slots,
                  s->o.slots == 1 ? "" : "s");
@@ -541,9 +550,9 @@ static void stop_group(active *a, int why, double grace) {
     if (!a->kill_at) a->kill_at = studio_mono() + grace;
 }
 
-static void write_cancel(super *s, const char *id) {
+static void write_cancel(super *s, const char *ws, const char *id) {
     char path[4400];
-    run_path(s, id, "CANCEL", path, sizeof path);
+    run_path(s, ws, id, "CANCEL", path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) close(fd);
 }
@@ -583,7 +592,7 @@ static void *loop(void *arg) {
         if (s->stopping && !stop_sent) { /* graceful stop: every worker is cancelled, then killed after the grace */
             for (int i = 0; i < MAX_SLOTS; i++)
                 if (s->a[i].used) {
-                    write_cancel(s, s->a[i].id);
+                    write_cancel(s, s->a[i].space, s->a[i].id);
                     stop_group(&s->a[i], K_SHUTDOWN, s->o.grace_s); /* a pending cancel or timeout keeps its reason */
                 }
             stop_sent = 1;
@@ -631,8 +640,8 @@ static void recover(super *s) {
         set_status(s, r.id, ST_INTERRUPTED, &(st_change){.exit_code = -1, .reason_code = "service_restart", .reason = why});
         if (r.status != ST_QUEUED) {
             result res;
-            read_result(s, r.id, &res);
-            register_artifacts(s, r.id, res.run_dir[0] ? res.run_dir : tmp.run_dir);
+            read_result(s, r.ws, r.id, &res);
+            register_artifacts(s, r.ws, r.id, res.run_dir[0] ? res.run_dir : tmp.run_dir);
         }
         log_line("run %s: interrupted (%s)", r.id, why);
     }
@@ -696,7 +705,7 @@ int super_cancel(super *s, const char *id, run_rec *r) {
     } else if (!rc && r->status == ST_RUNNING) {
         for (int i = 0; i < MAX_SLOTS; i++)
             if (s->a[i].used && !strcmp(s->a[i].id, id)) {
-                write_cancel(s, id);
+                write_cancel(s, r->ws, id);
                 rc = store_transition(s->st, id, ST_CANCEL_REQUESTED,
                                       &(st_change){.exit_code = -1, .reason = "cancel requested"}, r);
                 rc = rc < 0 ? -1 : 0;

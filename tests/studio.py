@@ -1547,6 +1547,45 @@ def t_schema_version(ctx):  # A4
     check("987" in s2.output(), f"the message does not name version 987: {s2.output()[-300:]!r}")
 
 
+@test()
+def t_schema_migration(ctx):  # a root of the schema before workspaces (1) opens, and keeps its runs
+    s = ctx.server()
+    rid = s.submit(options=fake(1, 20), key="migrate-me")["id"]
+    s.wait_status(rid, ("succeeded",), 30)
+    events = s.get(f"/api/v1/runs/{rid}/events?after=0").json["events"]
+    root = s.root
+    check(s.stop() == 0, "SIGTERM exit status")
+    con = sqlite3.connect(os.path.join(root, "studio.db"))
+    try:  # the runs table as schema 1 had it: no ws, the key unique over every run
+        cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
+        check("ws" in cols, f"schema 2 has runs.ws: {cols}")
+        keep = ", ".join(c for c in cols if c != "ws")
+        sql = con.execute("SELECT sql FROM sqlite_master WHERE name='runs'").fetchone()[0]
+        v1 = sql.replace(", ws TEXT NOT NULL DEFAULT '', UNIQUE(ws, idem))", ")").replace("idem TEXT,", "idem TEXT UNIQUE,")
+        check(v1 != sql and "ws" not in v1.replace("runs", ""), f"cannot write the schema 1 table from {sql!r}")
+        con.executescript(f"ALTER TABLE runs RENAME TO runs2; {v1}; INSERT INTO runs SELECT {keep} FROM runs2;"
+                          "DROP TABLE runs2; CREATE INDEX runs_status ON runs(status, n);"
+                          "UPDATE meta SET value='1' WHERE key='schema_version';")
+        con.commit()
+    finally:
+        con.close()
+    s2 = Server(ctx, root=root)
+    s2.start()
+    run = s2.run(rid)
+    check(run["status"] == "succeeded", f"the run after the migration: {run}")
+    check(s2.get(f"/api/v1/runs/{rid}/events?after=0").json["events"] == events, "its events changed")
+    again = s2.submit(options=fake(1, 20), key="migrate-me", expect=200)
+    check(again["id"] == rid, f"its idempotency key names another run: {again['id']}")
+    lst = s2.get("/api/v1/runs").json
+    check([r["id"] for r in lst["runs"]] == [rid], f"runs after the migration: {lst}")
+    con = sqlite3.connect(os.path.join(root, "studio.db"))
+    try:
+        v = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+        check(v == "2", f"schema_version after the migration: {v}")
+    finally:
+        con.close()
+
+
 # ---- events and SSE
 
 @test()

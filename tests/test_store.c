@@ -1,6 +1,8 @@
 /* test_store: the studio's job store (studio/store.c) — the transition table over all 49 pairs
  * on a real database, refusals that write nothing, a status change and its event in one
- * transaction, gap-free event numbers, idempotency keys, the schema version check. */
+ * transaction, gap-free event numbers, idempotency keys, workspaces (a run, a key, a list and a
+ * count are a workspace's own; deleting one leaves the others), the schema version check and the
+ * migration of a schema 1 database. */
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,121 @@ static int seen_status(void *user, long seq, double ts, const char *type, const 
     if (!strcmp(type, "status")) snprintf(last, 256, "%s", data);
     return 0;
 }
+
+static int count_one(void *user, const run_rec *r) {
+    (*(int *)user)++;
+    return 0;
+}
+
+static int art_one(void *user, const art_rec *a) {
+    (*(int *)user)++;
+    return 0;
+}
+
+/* Inserts run id of workspace ws with key idem (may be "") as store_insert does (0 on success). */
+static int put(store *st, const char *id, const char *ws, const char *idem, run_rec *r, int *existed) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", id);
+    snprintf(r->verb, sizeof r->verb, "fake");
+    snprintf(r->request, sizeof r->request, "{}");
+    snprintf(r->ws, sizeof r->ws, "%s", ws);
+    snprintf(r->idem, sizeof r->idem, "%s", idem);
+    return store_insert(st, r, existed);
+}
+
+/* Workspaces: a run is found in its own only; one key makes a run in each; lists and counts are
+ * a workspace's own (NULL: all); deleting one removes its runs, events and artifacts only. */
+static void workspaces(store *st) {
+    run_rec r, got;
+    int e = 0;
+    static const char A[] = "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", B[] = "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b";
+    CHECK(!put(st, "rwsa1", A, "k", &r, &e) && !e && !strcmp(r.ws, A), "a run of A");
+    CHECK(!put(st, "rwsb1", B, "k", &r, &e) && !e && !strcmp(r.id, "rwsb1"), "B's key k is not A's: a new run (%s)", r.id);
+    CHECK(!put(st, "rwsa2", A, "k", &r, &e) && e && !strcmp(r.id, "rwsa1"), "A's key k again: A's run (%s)", r.id);
+    CHECK(!put(st, "rwsl1", "", "k", &r, &e) && !e && !strcmp(r.id, "rwsl1"), "the local workspace's key k: a new run");
+    CHECK(store_get_ws(st, A, "rwsa1", &got) == 0 && !strcmp(got.ws, A), "A's run in A");
+    CHECK(store_get_ws(st, B, "rwsa1", &got) == 1, "A's run is not found in B");
+    CHECK(store_get_ws(st, "", "rwsa1", &got) == 1 && store_get_ws(st, NULL, "rwsa1", &got) == 1,
+          "A's run is not found in the local workspace");
+    CHECK(store_get(st, "rwsa1", &got) == 0, "store_get finds any workspace's run");
+    int n = 0;
+    long total = -1;
+    CHECK(!store_list(st, B, -1, 100, 0, count_one, &n, &total) && n == 1 && total == 1, "B lists its one run (%d, %ld)", n,
+          total);
+    n = 0;
+    store_list(st, A, ST_QUEUED, 100, 0, count_one, &n, &total);
+    CHECK(n == 1 && total == 1, "A lists its one queued run");
+    CHECK(store_count(st, A, ST_QUEUED) == 1 && store_count(st, B, -1) == 1 && store_count(st, NULL, ST_QUEUED) >= 3 &&
+              store_count(st, "", ST_QUEUED) == store_count(st, NULL, ST_QUEUED) - 2,
+          "counts per workspace");
+    st_event ev = {1.0, "progress", "{}"};
+    art_rec art = {.id = "a1", .name = "x", .kind = "file", .rel = "x", .sha256 = "0", .size = 1};
+    CHECK(!store_append(st, "rwsa1", &ev, 1, 0, -1, 0, 0, 0, 0, 0) && !store_add_artifact(st, "rwsa1", &art) &&
+              !store_add_artifact(st, "rwsb1", &art),
+          "events and artifacts of A and B");
+    CHECK(!store_delete_ws(st, A), "delete A");
+    int arts = 0;
+    store_artifacts(st, "rwsa1", art_one, &arts);
+    char last[256] = "";
+    store_events(st, "rwsa1", 0, 1000, seen_status, last);
+    CHECK(store_get(st, "rwsa1", &got) == 1 && store_count(st, A, -1) == 0 && !arts && !last[0],
+          "A's run, events and artifacts are gone");
+    arts = 0;
+    store_artifacts(st, "rwsb1", art_one, &arts);
+    CHECK(store_get_ws(st, B, "rwsb1", &got) == 0 && arts == 1 && store_get(st, "rwsl1", &got) == 0,
+          "B's run and artifact and the local run are left");
+    CHECK(!put(st, "rwsa3", A, "k", &r, &e) && !e && !strcmp(r.id, "rwsa3"), "A's key k is free again after the delete");
+}
+
+/* A schema 1 database (the runs table before workspaces: idem unique over all runs) opens as
+ * schema 2 with its runs, events and artifacts, each run the local workspace's. */
+static void migration(const char *dir) {
+    char db[4200], err[1024];
+    snprintf(db, sizeof db, "%s/v1.db", dir);
+    sqlite3 *h;
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+              sqlite3_exec(h,
+                           "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                           "INSERT INTO meta VALUES('schema_version','1');"
+                           "CREATE TABLE runs(id TEXT PRIMARY KEY, n INTEGER NOT NULL, status INTEGER NOT NULL,"
+                           " verb TEXT NOT NULL, dataset TEXT NOT NULL, request TEXT NOT NULL, idem TEXT UNIQUE, parent TEXT,"
+                           " created REAL NOT NULL, started REAL, finished REAL, updated REAL NOT NULL, heartbeat REAL,"
+                           " reason_code TEXT, reason TEXT, err_code TEXT, err_msg TEXT, err_field TEXT, wait_reason TEXT,"
+                           " pid INTEGER, pid_start INTEGER, exit_code INTEGER, last_seq INTEGER NOT NULL DEFAULT 0,"
+                           " offset INTEGER NOT NULL DEFAULT 0, epoch INTEGER NOT NULL DEFAULT 0, epochs INTEGER NOT NULL DEFAULT 0,"
+                           " steps_done INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0);"
+                           "CREATE INDEX runs_status ON runs(status, n);"
+                           "CREATE TABLE events(run TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,"
+                           " type TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(run, seq)) WITHOUT ROWID;"
+                           "CREATE TABLE artifacts(run TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,"
+                           " kind TEXT NOT NULL, rel TEXT NOT NULL, size INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(run, id));"
+                           "INSERT INTO runs(id, n, status, verb, dataset, request, idem, created, updated, last_seq, epochs)"
+                           " VALUES('rold', 1, 3, 'train-pa', 'synth', '{}', 'key-old', 10, 20, 2, 5);"
+                           "INSERT INTO events VALUES('rold', 1, 10, 'status', '{}'), ('rold', 2, 20, 'status', '{}');"
+                           "INSERT INTO artifacts VALUES('rold', 'a1', 'x', 'file', 'x', 1, '0');",
+                           NULL, NULL, NULL) == SQLITE_OK,
+          "a schema 1 database: %s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+    store *st = store_open(db, err, sizeof err);
+    CHECK(st != NULL, "schema 1 opens: %s", err);
+    if (!st) return;
+    run_rec r;
+    int arts = 0, e = 0;
+    store_artifacts(st, "rold", art_one, &arts);
+    CHECK(store_get_ws(st, "", "rold", &r) == 0 && r.status == ST_SUCCEEDED && r.last_seq == 2 && r.epochs == 5 &&
+              !strcmp(r.idem, "key-old") && count_events(db, "rold") == 2 && arts == 1,
+          "the run, its events and artifact are there, in the local workspace");
+    CHECK(!put(st, "rnew", "", "key-old", &r, &e) && e && !strcmp(r.id, "rold"), "its key still names it");
+    CHECK(!put(st, "rnew2", "0c", "key-old", &r, &e) && !e, "the key is free in another workspace");
+    store_close(st);
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK, "reopen");
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key='schema_version'", -1, &q, NULL);
+    CHECK(sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "2"), "schema_version is 2");
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+}
+
 
 /* store_utf8_fix: every byte outside a well-formed UTF-8 sequence becomes '?' (overlong forms,
  * surrogates and code points above U+10FFFF included), and jansson then takes the text. */
@@ -172,7 +289,9 @@ int main(void) {
 
     /* FIFO: the oldest queued first (r0000, whose queued -> queued was refused) */
     CHECK(!store_oldest_queued(st, &got) && !strcmp(got.id, "r0000"), "oldest queued: %s", got.id);
+    workspaces(st);
     store_close(st);
+    migration(check_tmpdir());
 
     /* a database of another schema version is refused, and left as it was */
     sqlite3 *h;
@@ -180,7 +299,7 @@ int main(void) {
     sqlite3_exec(h, "UPDATE meta SET value='99' WHERE key='schema_version'", NULL, NULL, NULL);
     sqlite3_close(h);
     st = store_open(db, err, sizeof err);
-    CHECK(!st && strstr(err, "schema version 99") && strstr(err, "needs 1"), "schema 99 accepted: %s", err);
+    CHECK(!st && strstr(err, "schema version 99") && strstr(err, "needs 2"), "schema 99 accepted: %s", err);
     store_close(st);
     sqlite3_open(db, &h);
     sqlite3_stmt *q;
