@@ -223,7 +223,7 @@ static int dataset_dir(http *h, const char *name, char *dir, size_t n, dpd_error
         return rc ? -1 : 0;
     }
     if (!strncmp(name, "upload:", 7)) {
-        if (!name_ok(name + 7)) goto unknown;
+        if (h->o.public_mode || !name_ok(name + 7)) goto unknown;
         snprintf(dir, n, "%s/datasets/uploads/%s", h->o.root, name + 7);
         struct stat sb;
         if (stat(dir, &sb)) goto unknown;
@@ -246,7 +246,7 @@ static enum MHD_Result datasets_list(req *r) {
     json_t *a = json_array();
     json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "name", "synth", "kind", "synth", "about",
                                        "dpd synth's defaults: 10 carriers of 20 MHz at 800 MHz, 64-QAM"));
-    for (int i = -1; i < h->o.ndata; i++) {
+    for (int i = h->o.public_mode ? 0 : -1; i < h->o.ndata; i++) { /* public mode: no (shared) uploads */
         char base[4400];
         if (i < 0) snprintf(base, sizeof base, "%s/datasets/uploads", h->o.root);
         else snprintf(base, sizeof base, "%s", h->o.data[i]);
@@ -763,6 +763,9 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         if (post) return runs_post(r);
         if (get) return runs_list(r);
     } else if (n == 1 && !strcmp(seg[0], "datasets")) {
+        if (post && r->h->o.public_mode)
+            return http_error(r, 403, "not_in_public_mode", NULL, "use the built-in synthetic dataset",
+                              "uploads are not taken in public mode");
         if (post) return datasets_upload(r);
         if (get) return datasets_list(r);
     } else if (n == 2 && !strcmp(seg[0], "system") && !strcmp(seg[1], "status") && get) {
@@ -771,7 +774,7 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         return providers(r);
     } else if (n == 1 && !strcmp(seg[0], "models") && get) {
         return models(r);
-    } else if (n == 1 && !strcmp(seg[0], "settings") && get) {
+    } else if (n == 1 && !strcmp(seg[0], "settings") && get && !r->h->o.public_mode) { /* host paths: local only */
         return settings(r);
     }
     return http_error(r, 404, "not_found", NULL, NULL, "no such route");

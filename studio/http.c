@@ -2,6 +2,7 @@
  * check, the route's authentication (API token or session cookie; CSRF on cookie writes), the
  * body's size and type; then api.c answers it. */
 #include "http.h"
+#include "public.h"
 
 #include "dpd/dpd.h"
 
@@ -28,24 +29,6 @@
 
 /* ---- tokens ---- */
 
-static void sha256(const void *p, size_t n, unsigned char out[32]) {
-    unsigned int k = 32;
-    EVP_Digest(p, n, out, &k, EVP_sha256(), NULL);
-}
-
-static int random_token(char *out, size_t n) { /* 32 random bytes, base64url (43 characters) */
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    unsigned char raw[33] = {0};
-    if (n < 44 || getrandom(raw, 32, 0) != 32) return -1;
-    size_t j = 0;
-    for (int i = 0; i < 33; i += 3) {
-        unsigned v = (unsigned)raw[i] << 16 | (unsigned)raw[i + 1] << 8 | raw[i + 2];
-        for (int k = 0; k < 4 && j < 43; k++) out[j++] = b64[(v >> (18 - 6 * k)) & 63];
-    }
-    out[j] = 0;
-    return 0;
-}
-
 typedef struct sess {
     unsigned char digest[32];
     char csrf[44];
@@ -63,6 +46,7 @@ typedef struct boundary {
 typedef struct server {
     http h; /* first: api.c sees the http part */
     boundary b;
+    pub *pub; /* public mode's sessions; NULL in local mode */
     struct sse *streams[MAX_STREAMS]; /* suspended, waiting for the next tick */
     int nstreams;
     int active_streams;               /* open event streams (at most MAX_STREAMS) */
@@ -70,12 +54,6 @@ typedef struct server {
 } server;
 
 static server *srv_of(http *h) { return (server *)h; }
-
-static int token_is(const unsigned char want[32], const char *given, size_t n) {
-    unsigned char d[32];
-    sha256(given, n, d);
-    return CRYPTO_memcmp(d, want, 32) == 0;
-}
 
 /* The API token of ROOT/api-token, made (0600) at the first start. */
 static int api_token(server *s, char *err, size_t n) {
@@ -86,7 +64,7 @@ static int api_token(server *s, char *err, size_t n) {
         char tmp[4300];
         snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
         int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (w < 0 || random_token(tok, sizeof tok) || write(w, tok, strlen(tok)) != (ssize_t)strlen(tok) || fsync(w) ||
+        if (w < 0 || token_new(tok, sizeof tok) || write(w, tok, strlen(tok)) != (ssize_t)strlen(tok) || fsync(w) ||
             close(w) || rename(tmp, path)) {
             snprintf(err, n, "%s: cannot write: %s", path, strerror(errno));
             unlink(tmp);
@@ -103,7 +81,7 @@ static int api_token(server *s, char *err, size_t n) {
     }
     close(fd);
     while (k > 0 && (tok[k - 1] == '\n' || tok[k - 1] == '\r')) k--;
-    sha256(tok, (size_t)k, s->b.api);
+    token_digest(tok, (size_t)k, s->b.api);
     return 0;
 }
 
@@ -177,7 +155,7 @@ static sess *cookie_session(server *s, req *r) {
     const char *c = MHD_lookup_connection_value(r->con, MHD_COOKIE_KIND, "dpd_session");
     if (!c) return NULL;
     unsigned char d[32];
-    sha256(c, strlen(c), d);
+    token_digest(c, strlen(c), d);
     return s->b.has_session && !CRYPTO_memcmp(d, s->b.s.digest, 32) ? &s->b.s : NULL;
 }
 
@@ -202,10 +180,10 @@ static enum MHD_Result bootstrap(server *s, req *r) {
     char cookie[44] = "", csrf[44] = "";
     if (ok) {
         s->b.boot_used = 1;
-        if (random_token(cookie, sizeof cookie) || random_token(csrf, sizeof csrf)) ok = 0;
+        if (token_new(cookie, sizeof cookie) || token_new(csrf, sizeof csrf)) ok = 0;
     }
     if (ok) {
-        sha256(cookie, strlen(cookie), s->b.s.digest);
+        token_digest(cookie, strlen(cookie), s->b.s.digest);
         snprintf(s->b.s.csrf, sizeof s->b.s.csrf, "%s", csrf);
         s->b.has_session = 1;
     }
@@ -262,6 +240,35 @@ static enum MHD_Result serve_asset(req *r, const studio_asset *a) {
     return http_queue(r, 200, resp);
 }
 
+/* A declared body over the request's limit: 413 before it is read. */
+static enum MHD_Result length_ok(req *r) {
+    const char *cl = http_header(r, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > r->limit)
+        return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
+    return MHD_YES;
+}
+
+/* Public mode's authentication: `Authorization: Bearer TOKEN` of an open session, nothing else
+ * (no cookie, no query argument, no API token). Sets r's workspace. */
+static enum MHD_Result admit_public(server *s, req *r) {
+    if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
+        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    if (strncmp(r->path, "/api/", 5) || !strncmp(r->path, "/api/v1/session", 15))
+        return http_error(r, 404, "not_found", NULL, NULL, "no such route (public mode serves the API with a session's token)");
+    if (!strcmp(r->path, "/api/v1/web/sessions")) return MHD_YES; /* creating one needs none */
+    const char *a = http_header(r, "Authorization");
+    size_t n = a ? strlen(a) : 0;
+    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, r->wsbuf, &r->expires) : 1;
+    if (found == 2)
+        return http_error(r, 401, "session_expired", NULL, "create a new session: POST /api/v1/web/sessions",
+                          "the session's lease is over");
+    if (found)
+        return http_error(r, 401, "unauthorized", NULL, "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions",
+                          "authentication required");
+    r->ws = r->wsbuf;
+    return MHD_YES;
+}
+
 /* The checks of the first call (before any body is read): Host, authentication, CSRF, size. */
 static enum MHD_Result admit(server *s, req *r) {
     if (!host_ok(http_header(r, "Host"), s->h.port))
@@ -269,6 +276,11 @@ static enum MHD_Result admit(server *s, req *r) {
                           "the Host header must name the loopback interface");
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     if (!strcmp(r->path, "/healthz")) return MHD_YES;
+    if (s->pub) {
+        r->limit = BODY_LIMIT; /* no uploads in public mode */
+        enum MHD_Result v = admit_public(s, r);
+        return r->refused || v != MHD_YES ? v : length_ok(r);
+    }
     if (!strcmp(r->path, "/api/v1/session/bootstrap")) return MHD_YES;
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")))
         return MHD_YES; /* a page of the UI: answered on the next call, so the connection stays open */
@@ -291,15 +303,43 @@ static enum MHD_Result admit(server *s, req *r) {
             return http_error(r, 403, "csrf_required", NULL, "GET /api/v1/session gives the token for X-CSRF-Token",
                               "a write with the session cookie needs the X-CSRF-Token header");
     }
-    const char *cl = http_header(r, "Content-Length");
-    if (cl && strtoull(cl, NULL, 10) > r->limit)
-        return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
-    return MHD_YES;
+    return length_ok(r);
+}
+
+/* POST /api/v1/web/sessions (public mode): a new session, its token in the answer and nowhere
+ * else. The body is empty or {}. */
+static enum MHD_Result web_sessions(server *s, req *r) {
+    if (strcmp(r->method, "POST")) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    json_t *b = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, NULL) : json_object();
+    int ok = json_is_object(b) && !json_object_size(b);
+    json_decref(b);
+    if (!ok) return http_error(r, 422, "invalid_request", NULL, "send {} or no body", "a session takes no options");
+    char token[44], ws[49], err[4600] = "";
+    double expires = 0;
+    int rc = pub_create(s->pub, token, ws, &expires, err, sizeof err);
+    if (rc == 1)
+        return http_error(r, 503, "too_many_sessions", NULL, "try again later", "%d sessions are open, the most this server keeps",
+                          s->h.o.max_sessions);
+    if (rc) return http_error(r, 507, "storage_error", NULL, NULL, "%s", err);
+    char at[40], now[40];
+    studio_iso(expires, at, sizeof at), studio_iso(studio_now(), now, sizeof now);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "access_token", token, "token_type", "Bearer", "expires_at", at,
+                          "server_time", now, "mode", "public");
+    OPENSSL_cleanse(token, sizeof token);
+    return http_json(r, 201, o);
 }
 
 static enum MHD_Result answer(server *s, req *r) {
     if (!strcmp(r->path, "/healthz"))
         return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
+    if (s->pub && !strcmp(r->path, "/api/v1/web/sessions")) return web_sessions(s, r);
+    if (s->pub && !strcmp(r->path, "/api/v1/web/session")) {
+        if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
+            return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+        char at[40], now[40];
+        studio_iso(r->expires, at, sizeof at), studio_iso(studio_now(), now, sizeof now);
+        return http_json(r, 200, json_pack("{s:s, s:s, s:s}", "expires_at", at, "server_time", now, "mode", "public"));
+    }
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
         const studio_asset *a = asset(r->path);
         return a ? serve_asset(r, a) : http_error(r, 404, "not_found", NULL, NULL, "no such page");
@@ -524,12 +564,18 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    if (api_token(s, err, n) || random_token(s->b.boot_text, sizeof s->b.boot_text)) {
-        if (!err[0]) snprintf(err, n, "no random bytes for the bootstrap token");
+    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->max_sessions))) {
+        snprintf(err, n, "out of memory for %d sessions", o->max_sessions);
         free(s);
         return NULL;
     }
-    sha256(s->b.boot_text, strlen(s->b.boot_text), s->b.boot);
+    if (!o->public_mode && (api_token(s, err, n) || token_new(s->b.boot_text, sizeof s->b.boot_text))) {
+        if (!err[0]) snprintf(err, n, "no random bytes for the bootstrap token");
+        pub_close(s->pub);
+        free(s);
+        return NULL;
+    }
+    if (!o->public_mode) token_digest(s->b.boot_text, strlen(s->b.boot_text), s->b.boot);
     /* the socket first: the port is known before the daemon's threads read it (Host check) */
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
@@ -543,6 +589,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
         getsockname(fd, sa, &len)) {
         snprintf(err, n, "cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
         if (fd >= 0) close(fd);
+        pub_close(s->pub);
         free(s);
         return NULL;
     }
@@ -554,6 +601,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s->h.d) {
         snprintf(err, n, "cannot start the HTTP daemon on %s:%d", o->host, s->h.port);
         close(fd);
+        pub_close(s->pub);
         free(s);
         return NULL;
     }
@@ -573,5 +621,6 @@ void http_stop(http *h) {
     resume_streams(s); /* the streams end (closing) */
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->mu);
+    pub_close(s->pub);
     free(s);
 }

@@ -20,7 +20,9 @@ typedef struct req {
     int too_large;
     int refused;   /* a response has been queued */
     http *h;
-    const char *ws; /* the requester's workspace (run_rec.ws): "" the local one */
+    const char *ws; /* the requester's workspace (run_rec.ws): "" the local one, or wsbuf */
+    char wsbuf[49];
+    double expires; /* public mode: when the session's lease ends */
 } req;
 
 /* What api.c sees of the server. */

@@ -20,7 +20,8 @@
 
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
-               "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n\n"
+               "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
+               "                 [--public [--session-lease S] [--max-sessions N]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
                "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
@@ -34,7 +35,12 @@ static int usage(FILE *f) {
                "  --import RUN_DIR    show a completed CLI run (dpd train-pa/train-dpd/fit-ls) as a studio run:\n"
                "                      copied into the root once, with its events, metrics, plots and files\n"
                "                      (repeatable; importing the same directory again finds the first import)\n"
-               "  --test-workers      accept the fake verb (tests and benchmarks)\n");
+               "  --test-workers      accept the fake verb (tests and benchmarks)\n"
+               "  --public            public mode (being built; docs/studio.md \"Public mode\"): anonymous sessions,\n"
+               "                      each its own workspace, reached with a bearer token from\n"
+               "                      POST /api/v1/web/sessions; no local sign-in, no API token, no uploads\n"
+               "  --session-lease S   a public session's fixed lifetime in seconds, 60..2592000 (86400)\n"
+               "  --max-sessions N    public sessions open at once, 1..100000 (1024)\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -150,8 +156,25 @@ static void clean(const char *root) {
     if (d) closedir(d);
 }
 
+/* Public sessions live in memory: the ones a previous server had are over. Their runs (recovery
+ * has stopped their workers) and directories go. */
+static void end_sessions(const studio_opts *o, store *st) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sessions", o->root);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        char dir[4500];
+        snprintf(dir, sizeof dir, "%s/%s", path, e->d_name);
+        studio_rmtree(dir);
+    }
+    if (d) closedir(d);
+    if (store_delete_ws(st, NULL)) fprintf(stderr, "dpd studio: the ended sessions' runs could not be removed from the store\n");
+}
+
 int cmd_serve(int argc, char **argv) {
-    studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10};
+    studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024};
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0;
@@ -162,13 +185,21 @@ int cmd_serve(int argc, char **argv) {
             o.test_workers = 1;
             continue;
         }
+        if (!strcmp(a, "--public")) {
+            o.public_mode = 1;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "dpd: %s: unknown option, or its value is missing\n", a);
             return usage(stderr);
         }
         i++;
         if (!strcmp(a, "--root")) root = v;
-        else if (!strcmp(a, "--slots")) {
+        else if (!strcmp(a, "--session-lease")) {
+            if (int_opt("session-lease", v, 60, 2592000, &o.lease_s)) return 2;
+        } else if (!strcmp(a, "--max-sessions")) {
+            if (int_opt("max-sessions", v, 1, 100000, &o.max_sessions)) return 2;
+        } else if (!strcmp(a, "--slots")) {
             if (int_opt("slots", v, 1, 64, &o.slots)) return 2;
         } else if (!strcmp(a, "--grace")) {
             if (int_opt("grace", v, 1, 3600, &o.grace_s)) return 2;
@@ -219,6 +250,10 @@ int cmd_serve(int argc, char **argv) {
             return usage(stderr);
         }
     }
+    if (o.public_mode && nimp) {
+        fprintf(stderr, "dpd: --import is for the local studio, not --public (a public session cannot own a CLI run)\n");
+        return 2;
+    }
     char def[4096];
     if (!root) {
         const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
@@ -258,6 +293,8 @@ int cmd_serve(int argc, char **argv) {
     mkdir(path, 0700);
     snprintf(path, sizeof path, "%s/datasets/uploads", o.root);
     mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/sessions", o.root);
+    mkdir(path, 0700);
     clean(o.root);
     /* SIGINT and SIGTERM are taken by sigwait below; every thread inherits the mask */
     sigset_t set;
@@ -274,6 +311,7 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     super *sv = super_start(&o, st, err, sizeof err); /* recovery first: then the imports are queued */
+    if (sv) end_sessions(&o, st);
     int bad = sv && imports(&o, st, imp, nimp);
     http *h = sv && !bad ? http_start(&o, st, sv, err, sizeof err) : NULL;
     if (!h) {
@@ -286,9 +324,14 @@ int cmd_serve(int argc, char **argv) {
     super_wake(sv);
     const char *host = strcmp(o.host, "::1") ? o.host : "[::1]";
     printf("dpd studio: listening on http://%s:%d\n", host, http_port(h));
-    printf("dpd studio: sign in (once, within 10 minutes): http://%s:%d/api/v1/session/bootstrap?token=%s\n", host,
-           http_port(h), http_bootstrap(h));
-    printf("dpd studio: API token for scripts: %s/api-token\n", o.root);
+    if (o.public_mode) {
+        printf("dpd studio: public mode: POST /api/v1/web/sessions gives a session's token (%d s lease, %d sessions at "
+               "most)\n", o.lease_s, o.max_sessions);
+    } else {
+        printf("dpd studio: sign in (once, within 10 minutes): http://%s:%d/api/v1/session/bootstrap?token=%s\n", host,
+               http_port(h), http_bootstrap(h));
+        printf("dpd studio: API token for scripts: %s/api-token\n", o.root);
+    }
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);

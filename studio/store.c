@@ -413,13 +413,16 @@ int store_delete_ws(store *s, const char *ws) {
     pthread_mutex_lock(&s->mu);
     int rc = -1;
     if (exec(s, "BEGIN IMMEDIATE")) goto out;
-    static const char *const sql[] = {"DELETE FROM events WHERE run IN (SELECT id FROM runs WHERE ws=?)",
+    static const char *const one[] = {"DELETE FROM events WHERE run IN (SELECT id FROM runs WHERE ws=?)",
                                       "DELETE FROM artifacts WHERE run IN (SELECT id FROM runs WHERE ws=?)",
                                       "DELETE FROM runs WHERE ws=?"};
+    static const char *const all[] = {"DELETE FROM events WHERE run IN (SELECT id FROM runs WHERE ws<>'')",
+                                      "DELETE FROM artifacts WHERE run IN (SELECT id FROM runs WHERE ws<>'')",
+                                      "DELETE FROM runs WHERE ws<>''"};
     for (int i = 0; i < 3; i++) {
-        sqlite3_stmt *st = prep(s, sql[i]);
+        sqlite3_stmt *st = prep(s, ws ? one[i] : all[i]);
         if (!st) goto rollback;
-        text_nn(st, 1, ws);
+        if (ws) text_nn(st, 1, ws);
         int ok = sqlite3_step(st) == SQLITE_DONE;
         sqlite3_finalize(st);
         if (!ok) goto rollback;

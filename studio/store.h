@@ -86,7 +86,8 @@ int store_list(store *s, const char *ws, int status, int limit, int offset, int 
                void *user, long *total);
 int store_oldest_queued(store *s, run_rec *r); /* 0 found, 1 none, -1 error */
 int store_count(store *s, const char *ws, int status); /* ws NULL: every workspace; status < 0: any */
-/* Removes workspace ws's runs with their events and artifacts, in one transaction. 0, or -1. */
+/* Removes workspace ws's runs (NULL: every workspace's but the local one) with their events and
+ * artifacts, in one transaction. 0, or -1. */
 int store_delete_ws(store *s, const char *ws);
 /* The runs in a status, in submission order: ids into ids[max][24]; returns how many. */
 int store_ids(store *s, int status, char (*ids)[24], int max);

@@ -21,6 +21,9 @@ typedef struct studio_opts {
     int max_runtime_s;      /* 0: none */
     int worker_mb;          /* RLIMIT_AS of a worker, MiB; 0: none */
     int test_workers;       /* the fake verb is accepted */
+    int public_mode;        /* --public: anonymous sessions with bearer tokens (public.h), no local sign-in */
+    int lease_s;            /* a public session's lifetime */
+    int max_sessions;       /* public sessions open at once */
     char worker_exe[4096];  /* the worker executable: this dpd */
 } studio_opts;
 

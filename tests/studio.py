@@ -11,6 +11,7 @@ Python 3.11 standard library only. STUDIO_QUICK=1 skips the three slow backgroun
 no test clock); they otherwise run in threads beside the others (the suite takes ~65 s).
 Marked REAL: the tests that train for real (a few seconds each).
 """
+import copy
 import hashlib
 import http.client
 import json
@@ -306,9 +307,22 @@ class Server:
         check(m, f"listening line {line.group(0)!r} is not http://127.0.0.1:PORT")
         self.port = int(m.group(2))
         check(self.port > 0, "port 0 in the listening line")
+        if "--public" in self.args:  # no API token: the helpers act as a first session
+            self.token = self.new_session()
+            return
         with open(os.path.join(self.root, "api-token")) as f:
             self.token = f.read().strip()
         check(self.token, "ROOT/api-token is empty")
+
+    def new_session(self):  # public mode: a session's token
+        r = self.post("/api/v1/web/sessions", {}, auth=False)
+        check(r.status == 201 and isinstance(r.json, dict), f"POST /api/v1/web/sessions: {r!r}")
+        return r.json["access_token"]
+
+    def as_session(self, token):  # the same server, with another session's token
+        other = copy.copy(self)
+        other.token = token
+        return other
 
     def _reader(self):
         for raw in self.proc.stdout:
@@ -1584,6 +1598,144 @@ def t_schema_migration(ctx):  # a root of the schema before workspaces (1) opens
         check(v == "2", f"schema_version after the migration: {v}")
     finally:
         con.close()
+
+
+# ---- public mode (dpd serve --public): sessions, tokens, isolation
+
+def public_server(ctx, *args):
+    return ctx.server(args=["--public", *args])
+
+
+@test()
+def t_public_session_create(ctx):  # a session: a 43-character token, a lease, its own 0700 directory
+    s = public_server(ctx)
+    t0 = time.time()
+    r = s.post("/api/v1/web/sessions", {}, auth=False)
+    check(r.status == 201, f"create: {r!r}")
+    tok = r.json["access_token"]
+    check(re.fullmatch(r"[A-Za-z0-9_-]{43}", tok or ""), f"token {tok!r}")
+    check(r.json["token_type"] == "Bearer" and r.json["mode"] == "public", f"answer {r.json}")
+    exp = datetime.fromisoformat(r.json["expires_at"].replace("Z", "+00:00")).timestamp()
+    check(abs(exp - (t0 + 86400)) < 10, f"expires_at {r.json['expires_at']}: not 24 h from now")
+    check("Set-Cookie" not in r.headers, "a session sets no cookie")
+    for body in ('{"a": 1}', "[]", "x"):
+        b = s.post("/api/v1/web/sessions", raw=body, auth=False)
+        check(b.status == 422, f"body {body!r}: {b!r}")
+    check(s.post("/api/v1/web/sessions", auth=False).status == 201, "no body is {}")
+    check(s.get("/api/v1/web/sessions", auth=False).status == 405, "GET of the collection")
+    dirs = os.listdir(os.path.join(s.root, "sessions"))
+    check(len(dirs) == 3 and all(re.fullmatch(r"[0-9a-f]{48}", d) for d in dirs), f"session directories {dirs}")
+    for d in dirs:
+        mode = os.stat(os.path.join(s.root, "sessions", d)).st_mode & 0o777
+        check(mode == 0o700, f"sessions/{d}: mode {mode:o}")
+    me = s.as_session(tok).get("/api/v1/web/session")
+    check(me.status == 200 and me.json["expires_at"] == r.json["expires_at"], f"GET /web/session: {me!r}")
+
+
+@test()
+def t_public_token_auth(ctx):  # only the exact bearer token of an open session opens the API
+    s = public_server(ctx)
+    tok = s.token
+    def status(headers, path="/api/v1/runs"):
+        return s.get(path, auth=False, headers=headers).status
+    check(status({"Authorization": "Bearer " + tok}) == 200, "the token")
+    flipped = [tok[:i] + ("A" if tok[i] != "A" else "B") + tok[i + 1:] for i in (0, 21, 42)]
+    bad = [{}, {"Authorization": "Bearer " + tok + "A"}, {"Authorization": "Bearer " + tok[:-1]},
+           {"Authorization": "bearer " + tok}, {"Authorization": "Basic " + tok}, {"Authorization": "Bearer  " + tok},
+           {"Authorization": "Bearer " + "x" * 120}, {"Cookie": "dpd_session=" + tok}]
+    bad += [{"Authorization": "Bearer " + f} for f in flipped]
+    for h in bad:
+        r = s.get("/api/v1/runs", auth=False, headers=h)
+        check(r.status == 401 and r.json["error"]["code"] == "unauthorized", f"{h}: {r!r}")
+    check(status({}, f"/api/v1/runs?access_token={tok}") == 401, "a token in the query is not read")
+    check(not os.path.exists(os.path.join(s.root, "api-token")), "public mode wrote ROOT/api-token")
+    for path in ("/api/v1/session", "/api/v1/session/bootstrap?token=x", "/", "/index.html", "/api/v1/settings"):
+        r = s.get(path, headers={"Authorization": "Bearer " + tok}, auth=False)
+        check(r.status == 404 and "Set-Cookie" not in r.headers, f"{path} in public mode: {r!r}")
+    up = s.post("/api/v1/datasets", {})
+    check(up.status == 403 and up.json["error"]["code"] == "not_in_public_mode", f"upload: {up!r}")
+    names = [d["name"] for d in s.get("/api/v1/datasets").json["datasets"]]
+    check(not any(n.startswith("upload:") for n in names), f"datasets in public mode: {names}")
+
+
+@test()
+def t_public_isolation(ctx):  # no request of one session reaches another's run: 404 as for no run at all
+    s = public_server(ctx)
+    a, b = s, s.as_session(s.new_session())
+    rid = a.submit("train-pa", "synth", {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 1}, key="shared-key")["id"]
+    a.wait_status(rid, ("succeeded",), 90)
+    arts = a.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]
+    check(arts, "the run has artifacts")
+    aid = arts[0]["id"]
+    body = a.get(f"/api/v1/runs/{rid}/artifacts/{aid}").body
+    subs = ["", "/events?after=0", "/history", "/live", "/logs", "/plots", "/results", "/artifacts", f"/artifacts/{aid}"]
+    for sub in subs:
+        mine, none = b.get(f"/api/v1/runs/{rid}{sub}"), b.get(f"/api/v1/runs/r000000000000{sub}")
+        check(mine.status == 404 and mine.status == none.status and mine.json == none.json,
+              f"B GET {sub or '/'} of A's run: {mine!r}; of no run: {none!r}")
+    for sub in ("/cancel", "/retry"):
+        mine = b.post(f"/api/v1/runs/{rid}{sub}", {})
+        check(mine.status == 404 and mine.json["error"]["code"] == "run_not_found", f"B POST {sub}: {mine!r}")
+    ev = b.get(f"/api/v1/runs/{rid}/events/stream", timeout=5)
+    check(ev.status == 404, f"B's event stream of A's run: {ev!r}")
+    lst = b.get("/api/v1/runs").json
+    check(lst["runs"] == [] and lst["total"] == 0, f"B lists {lst}")
+    st = b.get("/api/v1/system/status").json
+    check(sum(st["runs"].values()) == 0, f"B's status counts A's runs: {st['runs']}")
+    dpd_opts = {"pa": rid, "model": "gru", "hidden": 4, "preset": "quick", "epochs": 1}
+    theirs = b.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": dpd_opts})
+    check(theirs.status == 422 and theirs.json["error"]["field"] == "pa", f"B's train-dpd on A's PA run: {theirs!r}")
+    own = a.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": dpd_opts})
+    check(own.status == 201, f"A's train-dpd on its own PA run: {own!r}")
+    a.post(f"/api/v1/runs/{own.json['id']}/cancel", {})
+    mine = b.submit(options=fake(1, 20), key="shared-key")
+    check(mine["id"] != rid, "A's idempotency key gave B A's run")
+    check(a.submit(options=fake(1, 20), key="shared-key", expect=200)["id"] == rid, "A's key names A's run")
+    check(a.get(f"/api/v1/runs/{rid}/artifacts/{aid}").body == body, "A's artifact changed")
+    check(a.run(rid)["status"] == "succeeded", "A's run changed")
+
+
+@test()
+def t_public_token_not_stored(ctx):  # the token is in no file, no log, no output; a restart ends every session
+    s = public_server(ctx)
+    rid = s.submit(options=fake(1, 20))["id"]
+    s.wait_status(rid, ("succeeded",), 30)
+    tok = s.token.encode()
+    hits = []
+    for dirpath, dirs, files in os.walk(s.root, followlinks=False):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            if os.path.islink(p) or not os.path.isfile(p):
+                continue
+            with open(p, "rb") as fh:
+                if tok in fh.read():
+                    hits.append(p)
+    check(not hits, f"the token is written in {hits}")
+    check(tok.decode() not in s.output(), "the token is in the server's output or log")
+    root = s.root
+    check(s.stop() == 0, "SIGTERM exit status")
+    s2 = Server(ctx, root=root, args=["--public"])
+    s2.start()
+    old = s2.get("/api/v1/runs", auth=False, headers={"Authorization": "Bearer " + tok.decode()})
+    check(old.status == 401, f"the old token after a restart: {old!r}")
+    left = [d for d in os.listdir(os.path.join(root, "sessions"))]
+    check(len(left) == 1, f"the old session's directory is left: {left}")  # the harness's new session only
+    check(s2.get("/api/v1/runs").json["total"] == 0, "the old session's run is listed")
+
+
+@test()
+def t_public_flags(ctx):  # the flags and their bounds
+    out = subprocess.run([DPD, "serve", "--help"], capture_output=True, text=True)
+    for f in ("--public", "--session-lease", "--max-sessions"):
+        check(f in out.stdout, f"serve --help lacks {f}")
+    for bad in (["--public", "--session-lease", "59"], ["--public", "--max-sessions", "0"],
+                ["--public", "--import", ctx.path("x")]):
+        r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), *bad], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2 and r.stderr, f"serve {bad}: exit {r.returncode}, {r.stderr!r}")
+    s = public_server(ctx, "--max-sessions", "2")  # the harness holds one
+    check(s.post("/api/v1/web/sessions", {}, auth=False).status == 201, "the second session")
+    full = s.post("/api/v1/web/sessions", {}, auth=False)
+    check(full.status == 503 and full.json["error"]["code"] == "too_many_sessions", f"a third: {full!r}")
 
 
 # ---- events and SSE

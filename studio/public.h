@@ -1,0 +1,35 @@
+/* public: the anonymous sessions of `dpd serve --public` (docs/studio.md "Public mode") and the
+ * tokens every part of the boundary uses. A session is a workspace (its runs, ROOT/sessions/WS/)
+ * reached with a bearer token: 32 bytes from getrandom(), base64url. The server keeps only the
+ * token's SHA-256 and compares digests in constant time; the token itself is handed out once and
+ * never written anywhere. Sessions live in memory: a restart ends them all. */
+#ifndef DPD_STUDIO_PUBLIC_H
+#define DPD_STUDIO_PUBLIC_H
+
+#include <stddef.h>
+
+#define TOKEN_LEN 43 /* base64url of 32 bytes, unpadded */
+
+/* A fresh token (TOKEN_LEN characters and a NUL) into out[n >= 44]. 0, or -1 (no random bytes). */
+int token_new(char *out, size_t n);
+void token_digest(const void *p, size_t n, unsigned char out[32]); /* SHA-256 */
+/* Whether the SHA-256 of given[0, n) is want, compared in constant time. */
+int token_is(const unsigned char want[32], const char *given, size_t n);
+
+typedef struct pub pub;
+
+/* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
+ * not extend it); at most max sessions at once. NULL when there is no memory. */
+pub *pub_open(const char *root, int lease_s, int max);
+void pub_close(pub *p);
+
+/* A new session: its token into token[44], its workspace (48 hex digits) into ws[49], when it
+ * ends into *expires (Unix seconds), and its directories ROOT/sessions/WS/runs/ made (0700).
+ * 0; 1 when max sessions are open; -1 on an error (why in err). */
+int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, size_t n);
+/* The session of token given[0, n): 0 found (ws and *expires filled), 1 no such session (or not
+ * a token), 2 its lease is over. */
+int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires);
+int pub_count(pub *p); /* sessions open */
+
+#endif
