@@ -258,7 +258,7 @@ static enum MHD_Result admit_public(server *s, req *r) {
     if (!strcmp(r->path, "/api/v1/web/sessions")) return MHD_YES; /* creating one needs none */
     const char *a = http_header(r, "Authorization");
     size_t n = a ? strlen(a) : 0;
-    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, r->wsbuf, &r->expires) : 1;
+    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, r->wsbuf, &r->expires, &r->slot) : 1;
     if (found == 2)
         return http_error(r, 401, "session_expired", NULL, "create a new session: POST /api/v1/web/sessions",
                           "the session's lease is over");
@@ -333,6 +333,11 @@ static enum MHD_Result answer(server *s, req *r) {
     if (!strcmp(r->path, "/healthz"))
         return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
     if (s->pub && !strcmp(r->path, "/api/v1/web/sessions")) return web_sessions(s, r);
+    if (s->pub && !strcmp(r->path, "/api/v1/web/sessions/end")) {
+        if (strcmp(r->method, "POST")) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+        pub_end(s->pub, r->slot);
+        return http_json(r, 200, json_pack("{s:b}", "ended", 1));
+    }
     if (s->pub && !strcmp(r->path, "/api/v1/web/session")) {
         if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
             return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
@@ -376,7 +381,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (!r) {
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
-        r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "";
+        r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "", r->slot = -1;
         return admit(s, r); /* a refusal queues its response now: then no body is read */
     }
     if (r->refused) { /* answered at the first call: the body is discarded */
@@ -407,6 +412,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     if (r) {
+        pub_release(((server *)cls)->pub, r->slot); /* after the answer's last byte: a download holds its session */
         free(r->body);
         free(r);
         *con_cls = NULL;
@@ -564,8 +570,8 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->max_sessions))) {
-        snprintf(err, n, "out of memory for %d sessions", o->max_sessions);
+    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->max_sessions, st, sv))) {
+        snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);
         return NULL;
     }

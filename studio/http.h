@@ -23,6 +23,7 @@ typedef struct req {
     const char *ws; /* the requester's workspace (run_rec.ws): "" the local one, or wsbuf */
     char wsbuf[49];
     double expires; /* public mode: when the session's lease ends */
+    int slot;       /* public mode: the session this request holds (pub_release when done), or -1 */
 } req;
 
 /* What api.c sees of the server. */

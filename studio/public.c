@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "public.h"
 #include "studio.h"
@@ -46,31 +47,96 @@ typedef struct session {
     char ws[49];
     double expires;
     int used;
+    int closing; /* its lease is over (or it was ended): requests get 401, the janitor ends it */
+    int refs;    /* requests in flight (a download holds one until its last byte) */
 } session;
 
 struct pub {
     char root[4096];
     int lease_s, max;
+    store *st;
+    super *sv;
     pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t janitor;
+    int stopping, started;
     session *s; /* (max) */
 };
 
-pub *pub_open(const char *root, int lease_s, int max) {
+#define JANITOR_MS 500
+
+/* Ends session k (closing, under p->mu): its runs stopped, then, once none will change and no
+ * request holds it, its runs gone from the store, its directory removed and its slot freed. The
+ * work outside the lock: the lock is taken again to free the slot. */
+static void end_one(pub *p, int k) {
+    char ws[49], dir[4200];
+    snprintf(ws, sizeof ws, "%s", p->s[k].ws);
+    pthread_mutex_unlock(&p->mu);
+    int busy = super_end_ws(p->sv, ws);
+    pthread_mutex_lock(&p->mu);
+    if (busy || p->s[k].refs) return; /* the next sweep */
+    pthread_mutex_unlock(&p->mu);
+    int bad = store_delete_ws(p->st, ws);
+    snprintf(dir, sizeof dir, "%s/sessions/%s", p->root, ws);
+    if (!bad) studio_rmtree(dir);
+    pthread_mutex_lock(&p->mu);
+    if (bad) return; /* the store failed: tried again at the next sweep */
+    OPENSSL_cleanse(&p->s[k], sizeof p->s[k]);
+    memset(&p->s[k], 0, sizeof p->s[k]);
+}
+
+static void *janitor(void *arg) {
+    pub *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        double now = studio_now();
+        for (int k = 0; k < p->max && !p->stopping; k++) {
+            if (!p->s[k].used) continue;
+            if (now >= p->s[k].expires) p->s[k].closing = 1;
+            if (p->s[k].closing) end_one(p, k);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += JANITOR_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        if (!p->stopping) pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+pub *pub_open(const char *root, int lease_s, int max, store *st, super *sv) {
     pub *p = calloc(1, sizeof *p);
     if (!p || !(p->s = calloc((size_t)max, sizeof *p->s))) {
         free(p);
         return NULL;
     }
     snprintf(p->root, sizeof p->root, "%s", root);
-    p->lease_s = lease_s, p->max = max;
+    p->lease_s = lease_s, p->max = max, p->st = st, p->sv = sv;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    p->started = !pthread_create(&p->janitor, NULL, janitor, p);
+    if (!p->started) {
+        pub_close(p);
+        return NULL;
+    }
     return p;
 }
 
 void pub_close(pub *p) {
     if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (p->started) pthread_join(p->janitor, NULL);
     OPENSSL_cleanse(p->s, (size_t)p->max * sizeof *p->s);
     free(p->s);
+    pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
@@ -103,28 +169,40 @@ int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, 
     return 1;
 }
 
-int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires) {
+int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires, int *slot) {
     if (n != TOKEN_LEN) return 1;
     unsigned char d[32];
     token_digest(given, n, d);
     int rc = 1;
     pthread_mutex_lock(&p->mu);
+    double now = studio_now();
     for (int i = 0; i < p->max; i++) { /* every slot, each compared in constant time */
         int hit = p->s[i].used & (CRYPTO_memcmp(d, p->s[i].digest, 32) == 0);
         if (hit && rc == 1) {
-            snprintf(ws, 49, "%s", p->s[i].ws);
-            *expires = p->s[i].expires;
-            rc = studio_now() < p->s[i].expires ? 0 : 2;
+            if (now >= p->s[i].expires) p->s[i].closing = 1;
+            rc = p->s[i].closing ? 2 : 0;
+            if (!rc) {
+                snprintf(ws, 49, "%s", p->s[i].ws);
+                *expires = p->s[i].expires, *slot = i;
+                p->s[i].refs++;
+            }
         }
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
 
-int pub_count(pub *p) {
-    int k = 0;
+void pub_release(pub *p, int slot) {
+    if (!p || slot < 0 || slot >= p->max) return;
     pthread_mutex_lock(&p->mu);
-    for (int i = 0; i < p->max; i++) k += p->s[i].used;
+    if (p->s[slot].refs > 0) p->s[slot].refs--;
     pthread_mutex_unlock(&p->mu);
-    return k;
+}
+
+void pub_end(pub *p, int slot) {
+    if (!p || slot < 0 || slot >= p->max) return;
+    pthread_mutex_lock(&p->mu);
+    p->s[slot].closing = 1;
+    pthread_cond_signal(&p->cv); /* the janitor's next sweep, now */
+    pthread_mutex_unlock(&p->mu);
 }

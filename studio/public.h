@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "studio.h"
+
 #define TOKEN_LEN 43 /* base64url of 32 bytes, unpadded */
 
 /* A fresh token (TOKEN_LEN characters and a NUL) into out[n >= 44]. 0, or -1 (no random bytes). */
@@ -19,17 +21,24 @@ int token_is(const unsigned char want[32], const char *given, size_t n);
 typedef struct pub pub;
 
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
- * not extend it); at most max sessions at once. NULL when there is no memory. */
-pub *pub_open(const char *root, int lease_s, int max);
+ * not extend it); at most max sessions at once. Its janitor thread ends each session whose lease
+ * is over (or that was ended): its runs are stopped through sv (queued ones interrupted, workers
+ * killed), and once none will change and no request holds the session (a download keeps it until
+ * its last byte), its runs leave st, its directory is removed and its slot is free. NULL when
+ * there is no memory or no thread. pub_close stops the janitor (what it has not ended is ended by
+ * the next start: sessions live in memory). */
+pub *pub_open(const char *root, int lease_s, int max, store *st, super *sv);
 void pub_close(pub *p);
 
 /* A new session: its token into token[44], its workspace (48 hex digits) into ws[49], when it
  * ends into *expires (Unix seconds), and its directories ROOT/sessions/WS/runs/ made (0700).
  * 0; 1 when max sessions are open; -1 on an error (why in err). */
 int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, size_t n);
-/* The session of token given[0, n): 0 found (ws and *expires filled), 1 no such session (or not
- * a token), 2 its lease is over. */
-int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires);
-int pub_count(pub *p); /* sessions open */
+/* The session of token given[0, n): 0 found (ws, *expires and *slot filled, and a reference
+ * taken: pub_release(p, *slot) when the request is done), 1 no such session (or not a token), 2
+ * it is over (its lease, or ended). */
+int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires, int *slot);
+void pub_release(pub *p, int slot);
+void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
 
 #endif

@@ -39,7 +39,8 @@ static int usage(FILE *f) {
                "  --public            public mode (being built; docs/studio.md \"Public mode\"): anonymous sessions,\n"
                "                      each its own workspace, reached with a bearer token from\n"
                "                      POST /api/v1/web/sessions; no local sign-in, no API token, no uploads\n"
-               "  --session-lease S   a public session's fixed lifetime in seconds, 60..2592000 (86400)\n"
+               "  --session-lease S   a public session's fixed lifetime in seconds, 1..2592000 (86400); then its\n"
+               "                      workers are killed and its runs and directory removed\n"
                "  --max-sessions N    public sessions open at once, 1..100000 (1024)\n");
     return f == stdout ? 0 : 2;
 }
@@ -196,7 +197,7 @@ int cmd_serve(int argc, char **argv) {
         i++;
         if (!strcmp(a, "--root")) root = v;
         else if (!strcmp(a, "--session-lease")) {
-            if (int_opt("session-lease", v, 60, 2592000, &o.lease_s)) return 2;
+            if (int_opt("session-lease", v, 1, 2592000, &o.lease_s)) return 2;
         } else if (!strcmp(a, "--max-sessions")) {
             if (int_opt("max-sessions", v, 1, 100000, &o.max_sessions)) return 2;
         } else if (!strcmp(a, "--slots")) {

@@ -51,6 +51,10 @@ void super_wake(super *s);
  * do for a terminal run), 1 no such run, -1 a store error. */
 int super_cancel(super *s, const char *id, run_rec *r);
 int super_busy(super *s); /* slots in use */
+/* Ends workspace ws's runs: queued ones become interrupted (session_ended), running workers are
+ * killed with their process groups (recorded interrupted when reaped). Returns how many of its
+ * workers are still to be reaped: 0 when none of its runs will change any more. */
+int super_end_ws(super *s, const char *ws);
 /* Called by the supervisor thread after each tick (the HTTP side resumes its event streams). */
 void super_on_tick(super *s, void (*fn)(void *), void *user);
 /* Graceful stop: cancels every running worker, waits up to the grace period, kills the rest,

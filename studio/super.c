@@ -28,7 +28,7 @@
 #define MAX_TICK (1024 * 1024)    /* bytes of one run's events ingested per tick */
 #define TICK_MS 100
 
-enum { K_NONE, K_CANCEL, K_TIMEOUT, K_SHUTDOWN };
+enum { K_NONE, K_CANCEL, K_TIMEOUT, K_SHUTDOWN, K_SESSION };
 
 #define NOT_STARTED "not started before the service stopped; retry it to run it"
 
@@ -384,6 +384,8 @@ static void finalise(super *s, active *a, int ws) {
         c.reason = to == ST_SUCCEEDED ? "completed" : "cancelled, but the run had already completed";
     } else if (a->why == K_SHUTDOWN) {
         to = ST_INTERRUPTED, c.reason_code = "service_restart", c.reason = "the service stopped while the run was running";
+    } else if (a->why == K_SESSION) {
+        to = ST_INTERRUPTED, c.reason_code = "session_ended", c.reason = "the session ended; its worker was killed";
     } else if (a->why == K_TIMEOUT) {
         to = ST_FAILED, c.reason_code = "timeout";
         snprintf(msg, sizeof msg, "the run exceeded the wall-time limit of %d s", s->o.max_runtime_s);
@@ -692,6 +694,33 @@ int super_busy(super *s) {
     int n = busy(s);
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+int super_end_ws(super *s, const char *ws) {
+    char ids[512][24];
+    pthread_mutex_lock(&s->mu);
+    int n = store_ids(s->st, ST_QUEUED, ids, 512), left = 0;
+    for (int i = 0; i < n; i++) {
+        run_rec r;
+        if (!store_get(s->st, ids[i], &r) && !strcmp(r.ws, ws))
+            set_status(s, r.id, ST_INTERRUPTED, &(st_change){.exit_code = -1, .reason_code = "session_ended",
+                                                             .reason = "the session ended before the run started"});
+    }
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        active *a = &s->a[i];
+        if (!a->used || strcmp(a->space, ws)) continue;
+        left++;
+        if (a->killed) continue;
+        a->why = K_SESSION; /* over any other reason: the session is gone */
+        kill(-a->pid, SIGKILL);
+        kill(a->pid, SIGKILL);
+        a->killed = 1;
+    }
+    s->queue_dirty = 1;
+    s->woken = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return left + (n == 512); /* a full page of queued runs: maybe more of its own */
 }
 
 int super_cancel(super *s, const char *id, run_rec *r) {

@@ -328,6 +328,13 @@ static int run_fake(worker *w, const job *j) {
         emit(w, "checkpoint", json_pack("{s:i, s:s}", "epoch", ep, "name", "best.safetensors"));
         fprintf(stderr, "fake: epoch %d of %d\n", ep, f->epochs); /* worker.log, for the log view */
     }
+    if (f->artifact_mb) { /* a large file among the artifacts (downloads), bytes i % 251 */
+        FILE *fp = fopen("out/fake/blob.bin", "w");
+        static unsigned char block[1 << 20];
+        for (size_t i = 0; i < sizeof block; i++) block[i] = (unsigned char)(i % 251);
+        for (int m = 0; fp && m < f->artifact_mb; m++) fwrite(block, 1, sizeof block, fp);
+        if (fp) fclose(fp);
+    }
     fputs("fake: done", stderr); /* a last line without its newline: shown once the run has ended */
     { /* the run's final plot data (docs/formats.md, "Run plots"), as dpd plot writes it */
         static float buf[6 * 4 * 256];

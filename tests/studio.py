@@ -1728,7 +1728,7 @@ def t_public_flags(ctx):  # the flags and their bounds
     out = subprocess.run([DPD, "serve", "--help"], capture_output=True, text=True)
     for f in ("--public", "--session-lease", "--max-sessions"):
         check(f in out.stdout, f"serve --help lacks {f}")
-    for bad in (["--public", "--session-lease", "59"], ["--public", "--max-sessions", "0"],
+    for bad in (["--public", "--session-lease", "0"], ["--public", "--max-sessions", "0"],
                 ["--public", "--import", ctx.path("x")]):
         r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), *bad], capture_output=True, text=True, timeout=10)
         check(r.returncode == 2 and r.stderr, f"serve {bad}: exit {r.returncode}, {r.stderr!r}")
@@ -1736,6 +1736,108 @@ def t_public_flags(ctx):  # the flags and their bounds
     check(s.post("/api/v1/web/sessions", {}, auth=False).status == 201, "the second session")
     full = s.post("/api/v1/web/sessions", {}, auth=False)
     check(full.status == 503 and full.json["error"]["code"] == "too_many_sessions", f"a third: {full!r}")
+
+
+def session_dir(srv, rid):  # the session directory holding run rid, or None
+    hits = [d for d in os.listdir(os.path.join(srv.root, "sessions"))
+            if os.path.isdir(os.path.join(srv.root, "sessions", d, "runs", rid))]
+    return os.path.join(srv.root, "sessions", hits[0]) if hits else None
+
+
+def ws_rows(srv, ws):  # the store's runs of workspace ws
+    con = sqlite3.connect(os.path.join(srv.root, "studio.db"))
+    try:
+        return con.execute("SELECT COUNT(*) FROM runs WHERE ws=?", (ws,)).fetchone()[0]
+    finally:
+        con.close()
+
+
+def gone(pid):  # no such process (a zombie is not gone: the supervisor reaps its workers)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@test()
+def t_public_lease_ends(ctx):  # a fixed lease: use does not extend it; at its end the workers die, the runs and files go
+    s = public_server(ctx, "--session-lease", "4")
+    t0 = time.monotonic()
+    a = s.as_session(s.new_session())
+    exp = a.get("/api/v1/web/session").json["expires_at"]
+    rid = a.submit(options=fake(100, 200))["id"]
+    run = a.wait_status(rid, ("running",), 10)
+    pid, home = run["pid"], session_dir(a, rid)
+    check(pid and home, f"a running worker {run} in a session directory {home}")
+    while time.monotonic() - t0 < 3.2:
+        r = a.get("/api/v1/web/session")
+        check(r.status == 200 and r.json["expires_at"] == exp, f"within the lease: {r!r} (expires_at was {exp})")
+        time.sleep(0.4)
+    while time.monotonic() - t0 < 4.3:
+        time.sleep(0.1)
+    r = a.get(f"/api/v1/runs/{rid}")
+    check(r.status == 401 and r.json["error"]["code"] == "session_expired", f"after the lease: {r!r}")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (os.path.exists(home) or not gone(pid)):
+        time.sleep(0.1)
+    check(gone(pid), f"the worker {pid} outlived its session")
+    check(not os.path.exists(home), f"{home} is left")
+    check(ws_rows(s, os.path.basename(home)) == 0, "the session's runs are left in the store")
+    check(s.get("/healthz", auth=False).status == 200, "healthz")
+    fresh = s.as_session(s.new_session())
+    check(fresh.get("/api/v1/runs").status == 200, "a new session works")
+
+
+@test()
+def t_public_end_defers_for_download(ctx):  # a download in flight keeps its session's files until its last byte
+    s = public_server(ctx, "--session-lease", "5")
+    t0 = time.monotonic()
+    a = s.as_session(s.new_session())
+    rid = a.submit(options={"epochs": 1, "epoch_ms": 10, "artifact_mb": 64})["id"]
+    a.wait_status(rid, ("succeeded",), 30)
+    arts = {x["name"]: x for x in a.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}
+    blob = arts.get("blob.bin")
+    check(blob and blob["size"] == 64 << 20, f"the 64 MiB artifact: {sorted(arts)}")
+    home = session_dir(a, rid)
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    conn.request("GET", f"/api/v1/runs/{rid}/artifacts/{blob['id']}", headers={"Authorization": "Bearer " + a.token})
+    resp = conn.getresponse()
+    check(resp.status == 200, f"download: {resp.status}")
+    h = hashlib.sha256(resp.read(65536))
+    while time.monotonic() - t0 < 7.5:  # past the lease and several sweeps
+        time.sleep(0.2)
+    check(a.get("/api/v1/runs").status == 401, "the session is over")
+    check(os.path.isdir(home), "the session's directory went while its download was in flight")
+    while True:
+        b = resp.read(1 << 20)
+        if not b:
+            break
+        h.update(b)
+    conn.close()
+    check(h.hexdigest() == blob["sha256"], "the download's bytes differ from the artifact's sha256")
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline and os.path.exists(home):
+        time.sleep(0.1)
+    check(not os.path.exists(home), f"{home} is left after the download ended")
+
+
+@test()
+def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
+    s = public_server(ctx)
+    a = s.as_session(s.new_session())
+    rid = a.submit(options=fake(100, 200))["id"]
+    pid = a.wait_status(rid, ("running",), 10)["pid"]
+    home = session_dir(a, rid)
+    r = a.post("/api/v1/web/sessions/end", {})
+    check(r.status == 200 and r.json == {"ended": True}, f"end: {r!r}")
+    r = a.get("/api/v1/runs")
+    check(r.status == 401 and r.json["error"]["code"] == "session_expired", f"the ended session's token: {r!r}")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (os.path.exists(home) or not gone(pid)):
+        time.sleep(0.1)
+    check(gone(pid) and not os.path.exists(home), f"worker {pid} gone: {gone(pid)}; {home} left: {os.path.exists(home)}")
+    check(s.get("/api/v1/runs").status == 200, "the other session is untouched")
 
 
 # ---- events and SSE
