@@ -258,14 +258,14 @@ static enum MHD_Result admit_public(server *s, req *r) {
     if (!strcmp(r->path, "/api/v1/web/sessions")) return MHD_YES; /* creating one needs none */
     const char *a = http_header(r, "Authorization");
     size_t n = a ? strlen(a) : 0;
-    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, r->wsbuf, &r->expires, &r->slot) : 1;
+    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, &r->sess) : 1;
     if (found == 2)
         return http_error(r, 401, "session_expired", NULL, "create a new session: POST /api/v1/web/sessions",
                           "the session's lease is over");
     if (found)
         return http_error(r, 401, "unauthorized", NULL, "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions",
                           "authentication required");
-    r->ws = r->wsbuf;
+    r->ws = r->sess.ws;
     return MHD_YES;
 }
 
@@ -306,6 +306,15 @@ static enum MHD_Result admit(server *s, req *r) {
     return length_ok(r);
 }
 
+/* A session's leases as the web routes answer them: expires_at, idle_expires_at (null without an
+ * inactivity lease), server_time, mode. */
+static json_t *leases(const pub_hold *h) {
+    char at[40], idle[40], now[40];
+    studio_iso(h->expires, at, sizeof at), studio_iso(h->idle_expires, idle, sizeof idle), studio_iso(studio_now(), now, sizeof now);
+    return json_pack("{s:s, s:s?, s:s, s:s}", "expires_at", at, "idle_expires_at", h->idle_expires > 0 ? idle : NULL,
+                     "server_time", now, "mode", "public");
+}
+
 /* POST /api/v1/web/sessions (public mode): a new session, its token in the answer and nowhere
  * else. The body is empty or {}. */
 static enum MHD_Result web_sessions(server *s, req *r) {
@@ -314,36 +323,45 @@ static enum MHD_Result web_sessions(server *s, req *r) {
     int ok = json_is_object(b) && !json_object_size(b);
     json_decref(b);
     if (!ok) return http_error(r, 422, "invalid_request", NULL, "send {} or no body", "a session takes no options");
-    char token[44], ws[49], err[4600] = "";
-    double expires = 0;
-    int rc = pub_create(s->pub, token, ws, &expires, err, sizeof err);
+    char token[44], err[4600] = "";
+    pub_hold h;
+    int rc = pub_create(s->pub, token, &h, err, sizeof err);
     if (rc == 1)
         return http_error(r, 503, "too_many_sessions", NULL, "try again later", "%d sessions are open, the most this server keeps",
                           s->h.o.max_sessions);
     if (rc) return http_error(r, 507, "storage_error", NULL, NULL, "%s", err);
-    char at[40], now[40];
-    studio_iso(expires, at, sizeof at), studio_iso(studio_now(), now, sizeof now);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "access_token", token, "token_type", "Bearer", "expires_at", at,
-                          "server_time", now, "mode", "public");
+    json_t *o = leases(&h);
+    json_object_set_new(o, "access_token", json_string(token));
+    json_object_set_new(o, "token_type", json_string("Bearer"));
     OPENSSL_cleanse(token, sizeof token);
     return http_json(r, 201, o);
+}
+
+/* The other /api/v1/web/ routes of a session (public mode): its leases, renewing the inactivity
+ * lease, ending it. *mine 0: the path is not one of them (nothing is answered). */
+static enum MHD_Result web_route(server *s, req *r, int *mine) {
+    const char *p = r->path + strlen("/api/v1/web/");
+    int post = !strcmp(r->method, "POST"), get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
+    *mine = !strcmp(p, "session") || !strcmp(p, "activity") || !strcmp(p, "sessions/end");
+    if (!*mine) return MHD_NO;
+    if (!strcmp(p, "session") ? !get : !post)
+        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    if (!strcmp(p, "sessions/end")) {
+        pub_end(s->pub, r->sess.slot);
+        return http_json(r, 200, json_pack("{s:b}", "ended", 1));
+    }
+    if (!strcmp(p, "activity")) pub_activity(s->pub, &r->sess); /* foreground use: the inactivity lease only */
+    return http_json(r, 200, leases(&r->sess));
 }
 
 static enum MHD_Result answer(server *s, req *r) {
     if (!strcmp(r->path, "/healthz"))
         return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
     if (s->pub && !strcmp(r->path, "/api/v1/web/sessions")) return web_sessions(s, r);
-    if (s->pub && !strcmp(r->path, "/api/v1/web/sessions/end")) {
-        if (strcmp(r->method, "POST")) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-        pub_end(s->pub, r->slot);
-        return http_json(r, 200, json_pack("{s:b}", "ended", 1));
-    }
-    if (s->pub && !strcmp(r->path, "/api/v1/web/session")) {
-        if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
-            return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-        char at[40], now[40];
-        studio_iso(r->expires, at, sizeof at), studio_iso(studio_now(), now, sizeof now);
-        return http_json(r, 200, json_pack("{s:s, s:s, s:s}", "expires_at", at, "server_time", now, "mode", "public"));
+    if (s->pub && !strncmp(r->path, "/api/v1/web/", 12)) {
+        int mine;
+        enum MHD_Result v = web_route(s, r, &mine);
+        if (mine) return v;
     }
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
         const studio_asset *a = asset(r->path);
@@ -381,7 +399,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (!r) {
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
-        r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "", r->slot = -1;
+        r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "", r->sess.slot = -1;
         return admit(s, r); /* a refusal queues its response now: then no body is read */
     }
     if (r->refused) { /* answered at the first call: the body is discarded */
@@ -412,7 +430,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     if (r) {
-        pub_release(((server *)cls)->pub, r->slot); /* after the answer's last byte: a download holds its session */
+        pub_release(((server *)cls)->pub, r->sess.slot); /* after the answer's last byte: a download holds its session */
         free(r->body);
         free(r);
         *con_cls = NULL;
@@ -570,7 +588,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->max_sessions, st, sv))) {
+    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);
         return NULL;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "job.h"
+#include "public.h"
 #include "studio.h"
 
 typedef struct req {
@@ -20,10 +21,8 @@ typedef struct req {
     int too_large;
     int refused;   /* a response has been queued */
     http *h;
-    const char *ws; /* the requester's workspace (run_rec.ws): "" the local one, or wsbuf */
-    char wsbuf[49];
-    double expires; /* public mode: when the session's lease ends */
-    int slot;       /* public mode: the session this request holds (pub_release when done), or -1 */
+    const char *ws; /* the requester's workspace (run_rec.ws): "" the local one, or sess.ws */
+    pub_hold sess;  /* public mode: the session this request holds (released when it is done) */
 } req;
 
 /* What api.c sees of the server. */

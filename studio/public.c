@@ -45,7 +45,7 @@ int token_is(const unsigned char want[32], const char *given, size_t n) {
 typedef struct session {
     unsigned char digest[32];
     char ws[49];
-    double expires;
+    double expires, idle_expires; /* idle_expires 0: no inactivity lease */
     int used;
     int closing; /* its lease is over (or it was ended): requests get 401, the janitor ends it */
     int refs;    /* requests in flight (a download holds one until its last byte) */
@@ -53,7 +53,7 @@ typedef struct session {
 
 struct pub {
     char root[4096];
-    int lease_s, max;
+    int lease_s, idle_s, max;
     store *st;
     super *sv;
     pthread_mutex_t mu;
@@ -64,6 +64,8 @@ struct pub {
 };
 
 #define JANITOR_MS 500
+
+static int over(const session *x, double now) { return now >= x->expires || (x->idle_expires > 0 && now >= x->idle_expires); }
 
 /* Ends session k (closing, under p->mu): its runs stopped, then, once none will change and no
  * request holds it, its runs gone from the store, its directory removed and its slot freed. The
@@ -92,7 +94,7 @@ static void *janitor(void *arg) {
         double now = studio_now();
         for (int k = 0; k < p->max && !p->stopping; k++) {
             if (!p->s[k].used) continue;
-            if (now >= p->s[k].expires) p->s[k].closing = 1;
+            if (over(&p->s[k], now)) p->s[k].closing = 1;
             if (p->s[k].closing) end_one(p, k);
         }
         struct timespec ts;
@@ -105,14 +107,14 @@ static void *janitor(void *arg) {
     return NULL;
 }
 
-pub *pub_open(const char *root, int lease_s, int max, store *st, super *sv) {
+pub *pub_open(const char *root, int lease_s, int idle_s, int max, store *st, super *sv) {
     pub *p = calloc(1, sizeof *p);
     if (!p || !(p->s = calloc((size_t)max, sizeof *p->s))) {
         free(p);
         return NULL;
     }
     snprintf(p->root, sizeof p->root, "%s", root);
-    p->lease_s = lease_s, p->max = max, p->st = st, p->sv = sv;
+    p->lease_s = lease_s, p->idle_s = idle_s, p->max = max, p->st = st, p->sv = sv;
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -141,8 +143,10 @@ void pub_close(pub *p) {
     free(p);
 }
 
-int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, size_t n) {
+int pub_create(pub *p, char token[44], pub_hold *h, char *err, size_t n) {
     unsigned char raw[24];
+    char *ws = h->ws;
+    h->slot = -1;
     if (token_new(token, 44) || getrandom(raw, sizeof raw, 0) != sizeof raw) return snprintf(err, n, "no random bytes"), -1;
     for (int i = 0; i < 24; i++) snprintf(ws + 2 * i, 3, "%02x", raw[i]); /* not derived from the token */
     char dir[4400];
@@ -158,7 +162,9 @@ int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, 
     if (free_slot) {
         token_digest(token, TOKEN_LEN, free_slot->digest);
         snprintf(free_slot->ws, sizeof free_slot->ws, "%s", ws);
-        free_slot->expires = *expires = studio_now() + p->lease_s;
+        double now = studio_now();
+        free_slot->expires = h->expires = now + p->lease_s;
+        free_slot->idle_expires = h->idle_expires = p->idle_s ? now + p->idle_s : 0;
         free_slot->used = 1;
     }
     pthread_mutex_unlock(&p->mu);
@@ -169,7 +175,7 @@ int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, 
     return 1;
 }
 
-int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires, int *slot) {
+int pub_find(pub *p, const char *given, size_t n, pub_hold *h) {
     if (n != TOKEN_LEN) return 1;
     unsigned char d[32];
     token_digest(given, n, d);
@@ -179,11 +185,11 @@ int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires, 
     for (int i = 0; i < p->max; i++) { /* every slot, each compared in constant time */
         int hit = p->s[i].used & (CRYPTO_memcmp(d, p->s[i].digest, 32) == 0);
         if (hit && rc == 1) {
-            if (now >= p->s[i].expires) p->s[i].closing = 1;
+            if (over(&p->s[i], now)) p->s[i].closing = 1;
             rc = p->s[i].closing ? 2 : 0;
             if (!rc) {
-                snprintf(ws, 49, "%s", p->s[i].ws);
-                *expires = p->s[i].expires, *slot = i;
+                snprintf(h->ws, sizeof h->ws, "%s", p->s[i].ws);
+                h->expires = p->s[i].expires, h->idle_expires = p->s[i].idle_expires, h->slot = i;
                 p->s[i].refs++;
             }
         }
@@ -196,6 +202,15 @@ void pub_release(pub *p, int slot) {
     if (!p || slot < 0 || slot >= p->max) return;
     pthread_mutex_lock(&p->mu);
     if (p->s[slot].refs > 0) p->s[slot].refs--;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pub_activity(pub *p, pub_hold *h) {
+    if (!p || h->slot < 0 || h->slot >= p->max) return;
+    pthread_mutex_lock(&p->mu);
+    session *x = &p->s[h->slot];
+    if (p->idle_s && !x->closing) x->idle_expires = studio_now() + p->idle_s;
+    h->idle_expires = x->idle_expires;
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -21,24 +21,35 @@ int token_is(const unsigned char want[32], const char *given, size_t n);
 typedef struct pub pub;
 
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
- * not extend it); at most max sessions at once. Its janitor thread ends each session whose lease
+ * not extend it); idle_s, its inactivity lease (0: none), renewed only by pub_activity; at most
+ * max sessions at once. Its janitor thread ends each session whose lease
  * is over (or that was ended): its runs are stopped through sv (queued ones interrupted, workers
  * killed), and once none will change and no request holds the session (a download keeps it until
  * its last byte), its runs leave st, its directory is removed and its slot is free. NULL when
  * there is no memory or no thread. pub_close stops the janitor (what it has not ended is ended by
  * the next start: sessions live in memory). */
-pub *pub_open(const char *root, int lease_s, int max, store *st, super *sv);
+pub *pub_open(const char *root, int lease_s, int idle_s, int max, store *st, super *sv);
 void pub_close(pub *p);
 
-/* A new session: its token into token[44], its workspace (48 hex digits) into ws[49], when it
- * ends into *expires (Unix seconds), and its directories ROOT/sessions/WS/runs/ made (0700).
- * 0; 1 when max sessions are open; -1 on an error (why in err). */
-int pub_create(pub *p, char token[44], char ws[49], double *expires, char *err, size_t n);
-/* The session of token given[0, n): 0 found (ws, *expires and *slot filled, and a reference
- * taken: pub_release(p, *slot) when the request is done), 1 no such session (or not a token), 2
- * it is over (its lease, or ended). */
-int pub_find(pub *p, const char *given, size_t n, char ws[49], double *expires, int *slot);
+/* What a request knows of its session. */
+typedef struct pub_hold {
+    char ws[49];         /* its workspace: 48 hex digits */
+    double expires;      /* the fixed lease's end, Unix seconds */
+    double idle_expires; /* the inactivity lease's end; 0: none */
+    int slot;            /* the reference pub_find took, for pub_release; -1: none */
+} pub_hold;
+
+/* A new session: its token into token[44], its workspace, leases and no slot into h, and its
+ * directories ROOT/sessions/WS/runs/ made (0700). 0; 1 when max sessions are open; -1 on an
+ * error (why in err). */
+int pub_create(pub *p, char token[44], pub_hold *h, char *err, size_t n);
+/* The session of token given[0, n): 0 found (h filled, and a reference taken: pub_release(p,
+ * h->slot) when the request is done), 1 no such session (or not a token), 2 it is over (a lease,
+ * or ended). */
+int pub_find(pub *p, const char *given, size_t n, pub_hold *h);
 void pub_release(pub *p, int slot);
 void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
+/* Renews the session's inactivity lease (POST /api/v1/web/activity); its new end into h. */
+void pub_activity(pub *p, pub_hold *h);
 
 #endif

@@ -21,7 +21,7 @@
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
                "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
-               "                 [--public [--session-lease S] [--max-sessions N]]\n\n"
+               "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
                "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
@@ -41,6 +41,8 @@ static int usage(FILE *f) {
                "                      POST /api/v1/web/sessions; no local sign-in, no API token, no uploads\n"
                "  --session-lease S   a public session's fixed lifetime in seconds, 1..2592000 (86400); then its\n"
                "                      workers are killed and its runs and directory removed\n"
+               "  --idle-lease S      a public session also ends after S seconds without POST /api/v1/web/activity\n"
+               "                      (reading and running jobs do not count), 0 = never, up to 2592000 (0)\n"
                "  --max-sessions N    public sessions open at once, 1..100000 (1024)\n");
     return f == stdout ? 0 : 2;
 }
@@ -198,6 +200,8 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(a, "--root")) root = v;
         else if (!strcmp(a, "--session-lease")) {
             if (int_opt("session-lease", v, 1, 2592000, &o.lease_s)) return 2;
+        } else if (!strcmp(a, "--idle-lease")) {
+            if (int_opt("idle-lease", v, 0, 2592000, &o.idle_s)) return 2;
         } else if (!strcmp(a, "--max-sessions")) {
             if (int_opt("max-sessions", v, 1, 100000, &o.max_sessions)) return 2;
         } else if (!strcmp(a, "--slots")) {

@@ -23,6 +23,7 @@ typedef struct studio_opts {
     int test_workers;       /* the fake verb is accepted */
     int public_mode;        /* --public: anonymous sessions with bearer tokens (public.h), no local sign-in */
     int lease_s;            /* a public session's lifetime */
+    int idle_s;             /* its inactivity lease, renewed only by POST /api/v1/web/activity; 0: none */
     int max_sessions;       /* public sessions open at once */
     char worker_exe[4096];  /* the worker executable: this dpd */
 } studio_opts;

@@ -1823,6 +1823,27 @@ def t_public_end_defers_for_download(ctx):  # a download in flight keeps its ses
 
 
 @test()
+def t_public_idle_lease(ctx):  # --idle-lease: only POST /web/activity renews it; reading does not
+    s = public_server(ctx, "--idle-lease", "2")
+    p, q = s.as_session(s.new_session()), s.as_session(s.new_session())
+    first = q.get("/api/v1/web/session").json
+    check(first["idle_expires_at"] and first["idle_expires_at"] < first["expires_at"], f"leases {first}")
+    t0 = time.monotonic()
+    codes, moved = [], False
+    while time.monotonic() - t0 < 4:
+        codes.append(p.get("/api/v1/runs").status)
+        a = q.post("/api/v1/web/activity", {})
+        check(a.status == 200, f"activity: {a!r}")
+        moved |= a.json["idle_expires_at"] > first["idle_expires_at"]
+        check(a.json["expires_at"] == first["expires_at"], "activity moved the fixed lease")
+        time.sleep(0.5)
+    check(codes[0] == 200 and codes[-1] == 401, f"the polled session's answers {codes}")
+    check(moved and q.get("/api/v1/runs").status == 200, "the active session lost its lease")
+    none = ctx.server(root=ctx.path("root-no-idle"), args=["--public"])
+    check(none.get("/api/v1/web/session").json["idle_expires_at"] is None, "no --idle-lease: no inactivity lease")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
