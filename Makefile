@@ -115,6 +115,11 @@ $(BUILD)/tests/test_store.o: CFLAGS += -Istudio
 $(BUILD)/tests/test_store: $(BUILD)/tests/test_store.o $(BUILD)/tests/check.o $(BUILD)/studio/store.o $(BUILD)/libdpd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS)
 
+# The studio's raw-byte JSON guard (studio/guard.c): no library beyond libc.
+$(BUILD)/tests/test_guard.o: CFLAGS += -Istudio
+$(BUILD)/tests/test_guard: $(BUILD)/tests/test_guard.o $(BUILD)/tests/check.o $(BUILD)/studio/guard.o $(BUILD)/libdpd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # The fault-injecting test provider (tests only; never installed by default).
 $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)

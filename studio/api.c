@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "guard.h"
 #include "http.h"
 #include "job.h"
 
-#define MAX_DEPTH 32
 
 static json_t *jtime(double t) {
     if (t <= 0) return json_null();
@@ -116,26 +116,14 @@ static int name_ok(const char *s) { /* a dataset name: one safe path component *
     return 1;
 }
 
-static int depth(const json_t *j, int d) {
-    if (d > MAX_DEPTH) return d;
-    int m = d;
-    const char *k;
-    json_t *v;
-    size_t i;
-    if (json_is_object(j)) json_object_foreach((json_t *)j, k, v) {
-            int x = depth(v, d + 1);
-            if (x > m) m = x;
-        }
-    if (json_is_array(j)) json_array_foreach(j, i, v) {
-            int x = depth(v, d + 1);
-            if (x > m) m = x;
-        }
-    return m;
-}
-
 /* The request body as a JSON object, or an error queued (NULL; *rc set). */
 static json_t *body_json(req *r, enum MHD_Result *rc) {
     json_error_t e;
+    char why[128];
+    if (json_guard(r->body ? r->body : "", r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)) {
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is refused before parsing: %s", why);
+        return NULL;
+    }
     json_t *j = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &e);
     if (!j) {
         *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is not JSON: %s (line %d, column %d)", e.text, e.line,
@@ -144,11 +132,6 @@ static json_t *body_json(req *r, enum MHD_Result *rc) {
     }
     if (!json_is_object(j)) {
         *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body must be a JSON object");
-        json_decref(j);
-        return NULL;
-    }
-    if (depth(j, 1) > MAX_DEPTH) {
-        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body nests deeper than %d levels", MAX_DEPTH);
         json_decref(j);
         return NULL;
     }

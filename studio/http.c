@@ -1,6 +1,7 @@
 /* http: the daemon and the request boundary (http.h). Every request passes, in order: the Host
  * check, the route's authentication (API token or session cookie; CSRF on cookie writes), the
  * body's size and type; then api.c answers it. */
+#include "guard.h"
 #include "http.h"
 #include "public.h"
 
@@ -172,7 +173,10 @@ static enum MHD_Result bootstrap(server *s, req *r) {
     if (!strcmp(r->method, "GET")) {
         tok = http_arg(r, "token");
     } else {
-        j = json_loadb(r->body ? r->body : "", r->len, 0, NULL);
+        char why[128];
+        j = json_guard(r->body ? r->body : "", r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)
+                ? NULL
+                : json_loadb(r->body ? r->body : "", r->len, 0, NULL);
         tok = json_string_value(json_object_get(j, "token"));
     }
     pthread_mutex_lock(&s->h.mu);
@@ -319,7 +323,11 @@ static json_t *leases(const pub_hold *h) {
  * else. The body is empty or {}. */
 static enum MHD_Result web_sessions(server *s, req *r) {
     if (strcmp(r->method, "POST")) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-    json_t *b = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, NULL) : json_object();
+    char why[128];
+    json_t *b = !r->len ? json_object()
+                : json_guard(r->body, r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)
+                    ? NULL
+                    : json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, NULL);
     int ok = json_is_object(b) && !json_object_size(b);
     json_decref(b);
     if (!ok) return http_error(r, 422, "invalid_request", NULL, "send {} or no body", "a session takes no options");

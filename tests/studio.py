@@ -825,6 +825,16 @@ def t_body_limits(ctx):
     expect_error(s.post("/api/v1/runs", raw=b'{"verb": "\xff\xfe"}'), 422, what="invalid UTF-8")
     deep = '{"verb": "fake", "dataset": "synth", "options": {"x": ' + "[" * 40 + "]" * 40 + "}}"
     expect_error(s.post("/api/v1/runs", raw=deep), 422, what="JSON 40 levels deep")
+    at = lambda d: '{"verb": "fake", "dataset": "synth", "options": {"x": ' + "[" * d + "]" * d + "}}"  # depth d + 2
+    r = s.post("/api/v1/runs", raw=at(14))
+    check(r.status == 422 and r.json["error"]["code"] == "invalid_config", f"16 levels reach validation: {r!r}")
+    r = s.post("/api/v1/runs", raw=at(15))
+    check(r.status == 422 and r.json["error"]["code"] == "invalid_json" and "before parsing" in r.json["error"]["message"],
+          f"17 levels are refused before parsing: {r!r}")
+    r = s.post("/api/v1/runs", raw='{"verb": "fake", "n": ' + "9" * 60000 + "}")
+    check(r.status == 422 and "longer than 64" in r.json["error"]["message"], f"a 60 000-digit number: {r!r}")
+    r = s.post("/api/v1/runs", raw=b'{"verb": "fake", "dataset": "syn\x00th"}')
+    check(r.status == 422 and "NUL byte at offset 32" in r.json["error"]["message"], f"a NUL byte in the body: {r!r}")
     very = "[" * 100000 + "]" * 100000
     expect_error(s.post("/api/v1/runs", raw=very), 413, what="100 000-deep JSON over 64 KiB")
     expect_error(s.post("/api/v1/runs", raw="[" * 30000 + "]" * 30000), 422, what="30 000-deep JSON")
