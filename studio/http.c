@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -273,8 +274,27 @@ static enum MHD_Result admit_public(server *s, req *r) {
     return MHD_YES;
 }
 
-/* The checks of the first call (before any body is read): Host, authentication, CSRF, size. */
+/* The headers a request must not carry twice: the server reads the first, a proxy or a cache
+ * before it may have read another. */
+static const char *const single[] = {"Host", "Origin", "Authorization", "Content-Length", "Content-Type", "Cookie",
+                                     "X-CSRF-Token", "Transfer-Encoding"};
+#define NSINGLE (sizeof single / sizeof *single)
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    int *n = cls;
+    for (size_t i = 0; key && i < NSINGLE; i++) n[i] += !strcasecmp(key, single[i]);
+    return MHD_YES;
+}
+
+/* The checks of the first call (before any body is read): headers given once, Host,
+ * authentication, CSRF, size. */
 static enum MHD_Result admit(server *s, req *r) {
+    int seen[NSINGLE] = {0};
+    MHD_get_connection_values(r->con, MHD_HEADER_KIND, count_header, seen);
+    for (size_t i = 0; i < NSINGLE; i++)
+        if (seen[i] > 1)
+            return http_error(r, 400, "ambiguous_headers", NULL, "send each of these headers once",
+                              "the %s header is given %d times", single[i], seen[i]);
     if (!host_ok(http_header(r, "Host"), s->h.port))
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");

@@ -844,6 +844,39 @@ def t_body_limits(ctx):
     check(s.get("/api/v1/runs").json["total"] == 0, "a refused body created a run")
 
 
+def raw_http(srv, head, body=b"", timeout=10):  # one request as raw bytes; the status code of the answer
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=timeout) as c:
+        c.sendall(head.encode() + body)
+        c.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            data += b
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", data)
+    return (int(m.group(1)) if m else None), data
+
+
+@test()
+def t_duplicate_headers(ctx):  # a header the server reads once, given twice: 400 ambiguous_headers, in both modes
+    for args in ([], ["--public"]):
+        s = ctx.server(root=ctx.path("dup-" + ("public" if args else "local")), args=args)
+        base = [f"Host: 127.0.0.1:{s.port}", f"Authorization: Bearer {s.token}"]
+        def get(headers):
+            return raw_http(s, "GET /api/v1/runs HTTP/1.1\r\n" + "".join(h + "\r\n" for h in headers) + "Connection: close\r\n\r\n")
+        check(get(base)[0] == 200, f"{args}: each header once")
+        for extra in (base[:1], base[1:], ["Origin: http://127.0.0.1"] * 2, ["Content-Type: application/json"] * 2):
+            st, data = get(base + extra)
+            check(st == 400 and b"ambiguous_headers" in data, f"{args}: {extra[0].split(':')[0]} twice: {st} {data[:200]!r}")
+        body = b'{"verb": "fake"}'
+        head = ("POST /api/v1/runs HTTP/1.1\r\n" + "".join(h + "\r\n" for h in base) + "Content-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n" * 2 + "Connection: close\r\n\r\n")
+        st, data = raw_http(s, head, body)
+        check(st == 400, f"{args}: Content-Length twice: {st} {data[:200]!r}")  # MHD's own 400, or ours
+        check(s.get("/healthz", auth=False).status == 200, "healthz after")
+
+
 # ---- submit validation
 
 @test()
