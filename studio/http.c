@@ -286,9 +286,37 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
     return MHD_YES;
 }
 
-/* The checks of the first call (before any body is read): headers given once, Host,
- * authentication, CSRF, size. */
+/* The URI's bounds: a path of at most MAX_PATH bytes; at most MAX_ARGS query arguments of at most
+ * MAX_QUERY bytes in all, names of at most 64 bytes, values of at most 1024 (decoded). */
+#define MAX_PATH 512
+#define MAX_ARGS 32
+#define MAX_QUERY 4096
+typedef struct args_seen {
+    int n;
+    size_t total;
+    int bad;   /* a name (1) or a value (2) over its bound */
+} args_seen;
+
+static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    args_seen *a = cls;
+    size_t k = key ? strlen(key) : 0, v = value ? strlen(value) : 0;
+    a->n++, a->total += k + v;
+    if (!a->bad && k > 64) a->bad = 1;
+    if (!a->bad && v > 1024) a->bad = 2;
+    return MHD_YES;
+}
+
+/* The checks of the first call (before any body is read): headers given once, the path and query
+ * bounds, Host, authentication, CSRF, size. */
 static enum MHD_Result admit(server *s, req *r) {
+    if (strlen(r->path) > MAX_PATH) return http_error(r, 414, "uri_too_long", NULL, NULL, "the path is over %d bytes", MAX_PATH);
+    args_seen q = {0};
+    MHD_get_connection_values(r->con, MHD_GET_ARGUMENT_KIND, count_arg, &q);
+    if (q.n > MAX_ARGS || q.total > MAX_QUERY)
+        return http_error(r, 414, "uri_too_long", NULL, NULL, "the query is over %d arguments or %d bytes", MAX_ARGS, MAX_QUERY);
+    if (q.bad)
+        return http_error(r, 422, "invalid_query", NULL, NULL, "a query argument's %s is over %d bytes", q.bad == 2 ? "value" : "name",
+                          q.bad == 2 ? 1024 : 64);
     int seen[NSINGLE] = {0};
     MHD_get_connection_values(r->con, MHD_HEADER_KIND, count_header, seen);
     for (size_t i = 0; i < NSINGLE; i++)
@@ -402,7 +430,6 @@ static enum MHD_Result answer(server *s, req *r) {
             return http_error(r, 415, "json_required", NULL, NULL, "the body must be application/json");
     }
     if (!strcmp(r->path, "/api/v1/session/bootstrap")) return bootstrap(s, r);
-    if (strlen(r->path) >= 1024) return http_error(r, 414, "uri_too_long", NULL, NULL, "the path is over 1023 bytes");
     if (!strcmp(r->path, "/api/v1/session")) {
         if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
             return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);

@@ -877,6 +877,20 @@ def t_duplicate_headers(ctx):  # a header the server reads once, given twice: 40
         check(s.get("/healthz", auth=False).status == 200, "healthz after")
 
 
+@test()
+def t_uri_limits(ctx):  # path over 512 bytes, more than 32 query arguments: 414; a name over 64 or a value over 1024: 422
+    s = ctx.server()
+    check(s.get("/api/v1/runs?limit=5").status == 200, "an ordinary query")
+    expect_error(s.get("/api/v1/runs/" + "r" * 520), 414, "uri_too_long", what="a 533-byte path")
+    expect_error(s.get("/api/v1/runs?" + "&".join(f"a{i}=1" for i in range(33))), 414, "uri_too_long", what="33 arguments")
+    expect_error(s.get("/api/v1/runs?" + "n" * 65 + "=1"), 422, "invalid_query", what="a 65-byte name")
+    expect_error(s.get("/api/v1/runs?limit=" + "1" * 1025), 422, "invalid_query", what="a 1025-byte value")
+    check(s.get("/api/v1/runs?limit=" + "0" * 1020 + "5").status == 200, "a 1021-byte value")
+    many = "&".join(f"a{i}=" + "x" * 1000 for i in range(5))
+    expect_error(s.get("/api/v1/runs?" + many), 414, "uri_too_long", what="5 values of 1000 bytes (over 4096 in all)")
+    check(s.get("/healthz", auth=False).status == 200, "healthz after")
+
+
 # ---- submit validation
 
 @test()
