@@ -96,6 +96,11 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     if (!MHD_get_response_header(resp, "Content-Security-Policy")) /* the UI's pages set their own */
         MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    if (r->retry_after > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", r->retry_after);
+        MHD_add_response_header(resp, "Retry-After", v);
+    }
     enum MHD_Result rc = MHD_queue_response(r->con, status, resp);
     MHD_destroy_response(resp);
     r->refused = 1;
@@ -253,6 +258,36 @@ static enum MHD_Result length_ok(req *r) {
     return MHD_YES;
 }
 
+/* The client's IP key: the address a reverse proxy put in --client-ip-header (trusted: the server
+ * listens on loopback, where only the proxy reaches it), or the TCP peer's; an IPv6 address by its
+ * /64 (its first four groups), so one host's many addresses are one key. "" when there is none. */
+static void client_key(server *s, req *r, char key[48]) {
+    char ip[INET6_ADDRSTRLEN] = "";
+    const char *h = s->h.o.client_ip_header[0] ? http_header(r, s->h.o.client_ip_header) : NULL;
+    if (h) {
+        snprintf(ip, sizeof ip, "%s", h);
+    } else {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+        if (sa && sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
+        if (sa && sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
+    }
+    struct in6_addr a6;
+    if (inet_pton(AF_INET6, ip, &a6) == 1 && !IN6_IS_ADDR_V4MAPPED(&a6)) {
+        memset(a6.s6_addr + 8, 0, 8);
+        inet_ntop(AF_INET6, &a6, ip, sizeof ip);
+    }
+    snprintf(key, 48, "%s", ip);
+}
+
+/* 429 rate_limited, with Retry-After: the seconds wait asks for, rounded up. */
+static enum MHD_Result too_many(req *r, double wait, const char *what) {
+    r->retry_after = (int)wait + ((double)(int)wait < wait);
+    if (r->retry_after < 1) r->retry_after = 1;
+    return http_error(r, 429, "rate_limited", NULL, "wait as Retry-After says", "too many %s; try again in %d s", what,
+                      r->retry_after);
+}
+
 /* Public mode's authentication: `Authorization: Bearer TOKEN` of an open session, nothing else
  * (no cookie, no query argument, no API token). Sets r's workspace. */
 static enum MHD_Result admit_public(server *s, req *r) {
@@ -260,7 +295,13 @@ static enum MHD_Result admit_public(server *s, req *r) {
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     if (strncmp(r->path, "/api/", 5) || !strncmp(r->path, "/api/v1/session", 15))
         return http_error(r, 404, "not_found", NULL, NULL, "no such route (public mode serves the API with a session's token)");
-    if (!strcmp(r->path, "/api/v1/web/sessions")) return MHD_YES; /* creating one needs none */
+    if (!strcmp(r->path, "/api/v1/web/sessions")) { /* creating one needs no session; its rate is the client's */
+        char ip[48];
+        client_key(s, r, ip);
+        if (!ip[0]) return http_error(r, 403, "bad_client_ip", NULL, NULL, "the client's address is not known");
+        double w = strcmp(r->method, "POST") ? 0 : pub_admit_ip(s->pub, ip);
+        return w > 0 ? too_many(r, w, "new sessions from this address") : MHD_YES;
+    }
     const char *a = http_header(r, "Authorization");
     size_t n = a ? strlen(a) : 0;
     int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, &r->sess) : 1;
@@ -271,7 +312,8 @@ static enum MHD_Result admit_public(server *s, req *r) {
         return http_error(r, 401, "unauthorized", NULL, "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions",
                           "authentication required");
     r->ws = r->sess.ws;
-    return MHD_YES;
+    double w = pub_request(s->pub, &r->sess);
+    return w > 0 ? too_many(r, w, "requests in this session") : MHD_YES;
 }
 
 /* The headers a request must not carry twice: the server reads the first, a proxy or a cache
@@ -643,7 +685,8 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, st, sv))) {
+    pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate};
+    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &rates, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);
         return NULL;

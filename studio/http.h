@@ -23,6 +23,7 @@ typedef struct req {
     http *h;
     const char *ws; /* the requester's workspace (run_rec.ws): "" the local one, or sess.ws */
     pub_hold sess;  /* public mode: the session this request holds (released when it is done) */
+    int retry_after; /* > 0: the answer says Retry-After (seconds) */
 } req;
 
 /* What api.c sees of the server. */

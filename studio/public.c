@@ -42,6 +42,32 @@ int token_is(const unsigned char want[32], const char *given, size_t n) {
 
 /* ---- sessions ---- */
 
+/* A token bucket: tokens at time t. */
+typedef struct bucket {
+    double tokens, t;
+} bucket;
+
+/* Takes one token from b (a burst of `burst`, `rate` a second; fresh: full) at now: 0, or the
+ * seconds until one is there. */
+static double take(bucket *b, double rate, double burst, double now) {
+    if (rate <= 0) return 0;
+    b->tokens = b->t > 0 ? b->tokens + (now - b->t) * rate : burst;
+    if (b->tokens > burst) b->tokens = burst;
+    b->t = now;
+    if (b->tokens >= 1) {
+        b->tokens -= 1;
+        return 0;
+    }
+    return (1 - b->tokens) / rate;
+}
+
+#define IP_KEYS 1024 /* the client IP keys tracked at once: the least recently seen is forgotten */
+
+typedef struct ip_key {
+    char ip[48];
+    bucket b;
+} ip_key;
+
 typedef struct session {
     unsigned char digest[32];
     char ws[49];
@@ -49,11 +75,14 @@ typedef struct session {
     int used;
     int closing; /* its lease is over (or it was ended): requests get 401, the janitor ends it */
     int refs;    /* requests in flight (a download holds one until its last byte) */
+    bucket rate; /* its requests */
 } session;
 
 struct pub {
     char root[4096];
     int lease_s, idle_s, max;
+    pub_rates rates;
+    ip_key ips[IP_KEYS];
     store *st;
     super *sv;
     pthread_mutex_t mu;
@@ -107,14 +136,14 @@ static void *janitor(void *arg) {
     return NULL;
 }
 
-pub *pub_open(const char *root, int lease_s, int idle_s, int max, store *st, super *sv) {
+pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_rates *rates, store *st, super *sv) {
     pub *p = calloc(1, sizeof *p);
     if (!p || !(p->s = calloc((size_t)max, sizeof *p->s))) {
         free(p);
         return NULL;
     }
     snprintf(p->root, sizeof p->root, "%s", root);
-    p->lease_s = lease_s, p->idle_s = idle_s, p->max = max, p->st = st, p->sv = sv;
+    p->lease_s = lease_s, p->idle_s = idle_s, p->max = max, p->rates = *rates, p->st = st, p->sv = sv;
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -203,6 +232,31 @@ void pub_release(pub *p, int slot) {
     pthread_mutex_lock(&p->mu);
     if (p->s[slot].refs > 0) p->s[slot].refs--;
     pthread_mutex_unlock(&p->mu);
+}
+
+double pub_request(pub *p, const pub_hold *h) {
+    if (!p || h->slot < 0 || h->slot >= p->max) return 0;
+    pthread_mutex_lock(&p->mu);
+    double w = take(&p->s[h->slot].rate, p->rates.request_rate, p->rates.request_burst, studio_now());
+    pthread_mutex_unlock(&p->mu);
+    return w;
+}
+
+double pub_admit_ip(pub *p, const char *ip) {
+    pthread_mutex_lock(&p->mu);
+    ip_key *k = NULL, *oldest = &p->ips[0];
+    for (int i = 0; i < IP_KEYS && !k; i++) {
+        if (!strcmp(p->ips[i].ip, ip) && p->ips[i].ip[0]) k = &p->ips[i];
+        else if (p->ips[i].b.t < oldest->b.t) oldest = &p->ips[i];
+    }
+    if (!k) { /* a new key takes the least recently seen one's place, with a full bucket */
+        k = oldest;
+        memset(k, 0, sizeof *k);
+        snprintf(k->ip, sizeof k->ip, "%s", ip);
+    }
+    double w = take(&k->b, p->rates.create_rate, p->rates.create_burst, studio_now());
+    pthread_mutex_unlock(&p->mu);
+    return w;
 }
 
 void pub_activity(pub *p, pub_hold *h) {

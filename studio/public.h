@@ -20,6 +20,13 @@ int token_is(const unsigned char want[32], const char *given, size_t n);
 
 typedef struct pub pub;
 
+/* The rates a public server allows (token buckets: a burst of `burst`, refilled at `rate` a
+ * second). 0 rate: no limit. */
+typedef struct pub_rates {
+    double create_rate, create_burst;   /* new sessions per client IP key */
+    double request_rate, request_burst; /* requests per session */
+} pub_rates;
+
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
  * not extend it); idle_s, its inactivity lease (0: none), renewed only by pub_activity; at most
  * max sessions at once. Its janitor thread ends each session whose lease
@@ -28,7 +35,7 @@ typedef struct pub pub;
  * its last byte), its runs leave st, its directory is removed and its slot is free. NULL when
  * there is no memory or no thread. pub_close stops the janitor (what it has not ended is ended by
  * the next start: sessions live in memory). */
-pub *pub_open(const char *root, int lease_s, int idle_s, int max, store *st, super *sv);
+pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_rates *rates, store *st, super *sv);
 void pub_close(pub *p);
 
 /* What a request knows of its session. */
@@ -47,6 +54,11 @@ int pub_create(pub *p, char token[44], pub_hold *h, char *err, size_t n);
  * h->slot) when the request is done), 1 no such session (or not a token), 2 it is over (a lease,
  * or ended). */
 int pub_find(pub *p, const char *given, size_t n, pub_hold *h);
+/* One request of the session h holds: 0 within its rate, or the seconds to wait (> 0). */
+double pub_request(pub *p, const pub_hold *h);
+/* One new session asked for from the client IP key ip ("203.0.113.9", or an IPv6 /64's first four
+ * groups): 0 within the rate, or the seconds to wait. */
+double pub_admit_ip(pub *p, const char *ip);
 void pub_release(pub *p, int slot);
 void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
 /* Renews the session's inactivity lease (POST /api/v1/web/activity); its new end into h. */

@@ -21,7 +21,8 @@
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
                "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
-               "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N]]\n\n"
+               "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
+               "                  [--request-rate N] [--client-ip-header NAME]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
                "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
@@ -43,7 +44,11 @@ static int usage(FILE *f) {
                "                      workers are killed and its runs and directory removed\n"
                "  --idle-lease S      a public session also ends after S seconds without POST /api/v1/web/activity\n"
                "                      (reading and running jobs do not count), 0 = never, up to 2592000 (0)\n"
-               "  --max-sessions N    public sessions open at once, 1..100000 (1024)\n");
+               "  --max-sessions N    public sessions open at once, 1..100000 (1024)\n"
+               "  --session-rate N    new sessions a minute from one client address (IPv6: its /64), 0 = no limit (10)\n"
+               "  --request-rate N    requests a second in one session, in bursts of up to 2N, 0 = no limit (20)\n"
+               "  --client-ip-header NAME  the header a reverse proxy on this host puts the client's address in\n"
+               "                      (default: the TCP peer's address)\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -177,7 +182,8 @@ static void end_sessions(const studio_opts *o, store *st) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024};
+    studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024,
+                     .session_rate = 10, .request_rate = 20};
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0;
@@ -202,6 +208,19 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("session-lease", v, 1, 2592000, &o.lease_s)) return 2;
         } else if (!strcmp(a, "--idle-lease")) {
             if (int_opt("idle-lease", v, 0, 2592000, &o.idle_s)) return 2;
+        } else if (!strcmp(a, "--session-rate")) {
+            if (int_opt("session-rate", v, 0, 1000000, &o.session_rate)) return 2;
+        } else if (!strcmp(a, "--request-rate")) {
+            if (int_opt("request-rate", v, 0, 1000000, &o.request_rate)) return 2;
+        } else if (!strcmp(a, "--client-ip-header")) {
+            size_t k = strlen(v), ok = k > 0 && k < sizeof o.client_ip_header;
+            for (size_t j = 0; ok && j < k; j++)
+                ok = (v[j] >= 'A' && v[j] <= 'Z') || (v[j] >= 'a' && v[j] <= 'z') || (v[j] >= '0' && v[j] <= '9') || v[j] == '-';
+            if (!ok) {
+                fprintf(stderr, "dpd: --client-ip-header must be a header name (letters, digits, '-'; got '%s')\n", v);
+                return 2;
+            }
+            snprintf(o.client_ip_header, sizeof o.client_ip_header, "%s", v);
         } else if (!strcmp(a, "--max-sessions")) {
             if (int_opt("max-sessions", v, 1, 100000, &o.max_sessions)) return 2;
         } else if (!strcmp(a, "--slots")) {

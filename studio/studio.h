@@ -25,6 +25,9 @@ typedef struct studio_opts {
     int lease_s;            /* a public session's lifetime */
     int idle_s;             /* its inactivity lease, renewed only by POST /api/v1/web/activity; 0: none */
     int max_sessions;       /* public sessions open at once */
+    int session_rate;       /* new public sessions a minute per client IP key; 0: no limit */
+    int request_rate;       /* requests a second per public session (bursts of twice that); 0: no limit */
+    char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char worker_exe[4096];  /* the worker executable: this dpd */
 } studio_opts;
 

@@ -1901,6 +1901,39 @@ def t_public_idle_lease(ctx):  # --idle-lease: only POST /web/activity renews it
 
 
 @test()
+def t_public_rate_limits(ctx):  # token buckets: new sessions per client address (IPv6 by /64), requests per session
+    s = public_server(ctx, "--session-rate", "3", "--request-rate", "5", "--client-ip-header", "X-Test-Client-IP")
+    def create(ip):
+        return s.post("/api/v1/web/sessions", {}, auth=False, headers={"X-Test-Client-IP": ip})
+    for ip, other in (("203.0.113.7", "203.0.113.8"), ("2001:db8::1", "2001:db8:0:1::1")):
+        codes = [create(ip).status for _ in range(3)]
+        check(codes == [201] * 3, f"{ip}: the burst of 3: {codes}")
+        r = create(ip if ":" not in ip else "2001:db8::2")  # the same /64
+        check(r.status == 429 and r.json["error"]["code"] == "rate_limited" and int(r.headers["Retry-After"]) >= 1,
+              f"{ip}: a fourth session: {r!r} {dict(r.headers)}")
+        check(create(other).status == 201, f"{other}, another key, is served meanwhile")
+    a = s.as_session(create("198.51.100.1").json["access_token"])
+    results = []
+    def hit():
+        r = a.get("/api/v1/runs")
+        results.append((r.status, r.headers.get("Retry-After")))
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=hit) for _ in range(40)]  # at once: the bucket cannot refill meanwhile
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - t0
+    ok = sum(1 for c, _ in results if c == 200)
+    limited = [ra for c, ra in results if c == 429]
+    check(10 <= ok <= 10 + 5 * took + 1, f"{ok} of 40 requests served in {took:.2f} s (a burst of 10, 5 a second)")
+    check(limited and all(ra and int(ra) >= 1 for ra in limited), f"the rest get 429 with Retry-After: {results}")
+    time.sleep(1.2)
+    check(a.get("/api/v1/runs").status == 200, "the session is served again after a second")
+    check(s.get("/api/v1/runs").status == 200, "another session is not limited by this one")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
