@@ -308,12 +308,26 @@ static enum MHD_Result admit_public(server *s, req *r) {
     if (found == 2)
         return http_error(r, 401, "session_expired", NULL, "create a new session: POST /api/v1/web/sessions",
                           "the session's lease is over");
+    if (found == 3) {
+        r->retry_after = 1;
+        return http_error(r, 429, "too_many_in_flight", NULL, "wait for an answer (or close an event stream) first",
+                          "the session has %d requests in flight, the most it may", s->h.o.session_inflight);
+    }
     if (found)
         return http_error(r, 401, "unauthorized", NULL, "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions",
                           "authentication required");
     r->ws = r->sess.ws;
     double w = pub_request(s->pub, &r->sess);
-    return w > 0 ? too_many(r, w, "requests in this session") : MHD_YES;
+    if (w > 0) return too_many(r, w, "requests in this session");
+    /* a submission or a retry: one at a time (cancel, activity and ending the session never wait) */
+    int change = !strcmp(r->method, "POST") && (!strcmp(r->path, "/api/v1/runs") ||
+                                                 (strlen(r->path) > 6 && !strcmp(r->path + strlen(r->path) - 6, "/retry")));
+    if (change && pub_mutate(s->pub, &r->sess)) {
+        r->retry_after = 1;
+        return http_error(r, 429, "change_in_progress", NULL, "wait for the other submission's answer",
+                          "another submission of this session is in progress");
+    }
+    return MHD_YES;
 }
 
 /* The headers a request must not carry twice: the server reads the first, a proxy or a cache
@@ -527,7 +541,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     if (r) {
-        pub_release(((server *)cls)->pub, r->sess.slot); /* after the answer's last byte: a download holds its session */
+        pub_release(((server *)cls)->pub, &r->sess); /* after the answer's last byte: a download holds its session */
         free(r->body);
         free(r);
         *con_cls = NULL;
@@ -685,7 +699,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate};
+    pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight};
     if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &rates, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);

@@ -76,6 +76,7 @@ typedef struct session {
     int closing; /* its lease is over (or it was ended): requests get 401, the janitor ends it */
     int refs;    /* requests in flight (a download holds one until its last byte) */
     bucket rate; /* its requests */
+    int mutating; /* a change of it is in progress */
 } session;
 
 struct pub {
@@ -215,10 +216,10 @@ int pub_find(pub *p, const char *given, size_t n, pub_hold *h) {
         int hit = p->s[i].used & (CRYPTO_memcmp(d, p->s[i].digest, 32) == 0);
         if (hit && rc == 1) {
             if (over(&p->s[i], now)) p->s[i].closing = 1;
-            rc = p->s[i].closing ? 2 : 0;
+            rc = p->s[i].closing ? 2 : p->rates.inflight > 0 && p->s[i].refs >= p->rates.inflight ? 3 : 0;
             if (!rc) {
                 snprintf(h->ws, sizeof h->ws, "%s", p->s[i].ws);
-                h->expires = p->s[i].expires, h->idle_expires = p->s[i].idle_expires, h->slot = i;
+                h->expires = p->s[i].expires, h->idle_expires = p->s[i].idle_expires, h->slot = i, h->mutating = 0;
                 p->s[i].refs++;
             }
         }
@@ -227,11 +228,21 @@ int pub_find(pub *p, const char *given, size_t n, pub_hold *h) {
     return rc;
 }
 
-void pub_release(pub *p, int slot) {
-    if (!p || slot < 0 || slot >= p->max) return;
+void pub_release(pub *p, const pub_hold *h) {
+    if (!p || h->slot < 0 || h->slot >= p->max) return;
     pthread_mutex_lock(&p->mu);
-    if (p->s[slot].refs > 0) p->s[slot].refs--;
+    if (p->s[h->slot].refs > 0) p->s[h->slot].refs--;
+    if (h->mutating) p->s[h->slot].mutating = 0;
     pthread_mutex_unlock(&p->mu);
+}
+
+int pub_mutate(pub *p, pub_hold *h) {
+    if (!p || h->slot < 0 || h->slot >= p->max) return 0;
+    pthread_mutex_lock(&p->mu);
+    int busy = p->s[h->slot].mutating;
+    if (!busy) p->s[h->slot].mutating = h->mutating = 1;
+    pthread_mutex_unlock(&p->mu);
+    return busy;
 }
 
 double pub_request(pub *p, const pub_hold *h) {

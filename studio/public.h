@@ -25,6 +25,7 @@ typedef struct pub pub;
 typedef struct pub_rates {
     double create_rate, create_burst;   /* new sessions per client IP key */
     double request_rate, request_burst; /* requests per session */
+    int inflight;                       /* requests of one session at once (an event stream is one) */
 } pub_rates;
 
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
@@ -44,22 +45,26 @@ typedef struct pub_hold {
     double expires;      /* the fixed lease's end, Unix seconds */
     double idle_expires; /* the inactivity lease's end; 0: none */
     int slot;            /* the reference pub_find took, for pub_release; -1: none */
+    int mutating;        /* this request holds the session's change lock (pub_mutate) */
 } pub_hold;
 
 /* A new session: its token into token[44], its workspace, leases and no slot into h, and its
  * directories ROOT/sessions/WS/runs/ made (0700). 0; 1 when max sessions are open; -1 on an
  * error (why in err). */
 int pub_create(pub *p, char token[44], pub_hold *h, char *err, size_t n);
-/* The session of token given[0, n): 0 found (h filled, and a reference taken: pub_release(p,
- * h->slot) when the request is done), 1 no such session (or not a token), 2 it is over (a lease,
- * or ended). */
+/* The session of token given[0, n): 0 found (h filled, and a reference taken: pub_release(p, h)
+ * when the request is done), 1 no such session (or not a token), 2 it is over (a lease,
+ * or ended), 3 it has its most requests in flight already (no reference taken). */
 int pub_find(pub *p, const char *given, size_t n, pub_hold *h);
 /* One request of the session h holds: 0 within its rate, or the seconds to wait (> 0). */
 double pub_request(pub *p, const pub_hold *h);
 /* One new session asked for from the client IP key ip ("203.0.113.9", or an IPv6 /64's first four
  * groups): 0 within the rate, or the seconds to wait. */
 double pub_admit_ip(pub *p, const char *ip);
-void pub_release(pub *p, int slot);
+void pub_release(pub *p, const pub_hold *h);
+/* A change (a submission, a retry) of the session h holds begins: 0, or 1 when one is already in
+ * progress. pub_release ends it with the request. */
+int pub_mutate(pub *p, pub_hold *h);
 void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
 /* Renews the session's inactivity lease (POST /api/v1/web/activity); its new end into h. */
 void pub_activity(pub *p, pub_hold *h);

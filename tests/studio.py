@@ -1934,6 +1934,40 @@ def t_public_rate_limits(ctx):  # token buckets: new sessions per client address
 
 
 @test()
+def t_public_inflight(ctx):  # a session's requests at once are bounded (an event stream is one); one submission at a time
+    m = ctx.server(root=ctx.path("root-changes"), args=["--public", "--session-inflight", "0", "--request-rate", "0"])
+    results = []
+    def submit():
+        r = m.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+        results.append((r.status, r.json))
+    threads = [threading.Thread(target=submit) for _ in range(4)]  # the first makes the synthetic dataset: slow
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(c for c, _ in results)
+    busy = [j["error"]["code"] for c, j in results if c == 429]
+    check(201 in codes and all(c in (201, 429) for c in codes), f"concurrent submissions: {codes}")
+    check(busy and set(busy) == {"change_in_progress"}, f"submissions while one is in progress: {results}")
+    s = public_server(ctx, "--session-inflight", "2", "--request-rate", "0")
+    rid = s.submit(options=fake(100, 200))["id"]
+    s.wait_status(rid, ("running",), 10)
+    streams = [SSE(s, rid), SSE(s, rid)]
+    r = s.get("/api/v1/runs")
+    check(r.status == 429 and r.json["error"]["code"] == "too_many_in_flight" and r.headers.get("Retry-After") == "1",
+          f"a third request beside two streams: {r!r}")
+    other = s.as_session(s.new_session())
+    check(other.get("/api/v1/runs").status == 200, "another session is not bounded by this one")
+    streams[0].close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and s.get("/api/v1/runs").status == 429:
+        time.sleep(0.1)
+    check(s.get(f"/api/v1/runs/{rid}").status == 200, "a stream closed: a request is served again")
+    streams[1].close()
+    s.post(f"/api/v1/runs/{rid}/cancel", {})
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
