@@ -362,6 +362,20 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     dpd_error err = {0};
     if (job_resolve(&j, verb, options, h->o.test_workers, &err))
         return http_error(r, 422, "invalid_config", err.field, NULL, "%s", err.msg);
+    if (h->o.public_mode && job_public_check(&j, &err))
+        return http_error(r, 422, "compute_limit", err.field, "public mode bounds each run (docs/studio.md)", "%s", err.msg);
+    run_rec same;
+    if (h->o.public_mode && !(idem && !store_get_idem(h->st, r->ws, idem, &same))) { /* a repeat is never refused */
+        int all = store_count(h->st, r->ws, -1), pending = store_count(h->st, r->ws, ST_QUEUED) +
+                                                           store_count(h->st, r->ws, ST_RUNNING) +
+                                                           store_count(h->st, r->ws, ST_CANCEL_REQUESTED);
+        if (all >= h->o.session_runs)
+            return http_error(r, 429, "run_quota", NULL, "a new session has its own quota",
+                              "the session has submitted %d runs, the most it may", all);
+        if (pending >= h->o.session_pending)
+            return http_error(r, 429, "pending_quota", NULL, "wait for a run to finish, or cancel one",
+                              "the session has %d runs queued or running, the most it may", pending);
+    }
     if (!dataset) return http_error(r, 422, "invalid_config", "dataset", NULL, "dataset: required");
     char dir[4400], pdir[4096] = "";
     memset(&err, 0, sizeof err);

@@ -195,6 +195,25 @@ dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err) {
     return DPD_OK;
 }
 
+dpd_status job_public_check(const job *j, dpd_error *err) {
+    static const struct {
+        const char *key;
+        double max;
+    } limit[] = {{"epochs", 300},      {"batch", 256}, {"batch_eval", 256}, {"frame", 400},  {"stride", 400},
+                 {"hidden", 128},      {"layers", 2},  {"order", 128},      {"memory", 128}, {"cross", 128},
+                 {"units", 128},       {"thx", 128},   {"thh", 128},        {"threads", 4},  {"ls_iterations", 60},
+                 {"seed", 4294967295.0}};
+    for (size_t i = 0; i < sizeof limit / sizeof *limit; i++) {
+        char v[64];
+        if (!dpd_config_get(&j->cfg, limit[i].key, v, sizeof v)) continue;
+        double x = strtod(v, NULL);
+        if (!(x <= limit[i].max))
+            return fail(err, DPD_E_INVAL, limit[i].key, "%s: %s is over public mode's limit of %.10g", limit[i].key, v,
+                        limit[i].max);
+    }
+    return DPD_OK;
+}
+
 dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err) {
     static const char *const names[] = {"train", "val", "test"};
     for (int k = DPD_VAL; k <= DPD_TEST; k++)

@@ -36,6 +36,11 @@ typedef struct job_data {
 dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err);
 /* Checks the dataset can serve j: val and test at least one segment, train at least one frame. */
 dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err);
+/* Public mode's compute bounds (docs/studio.md "Public mode"): each bounded field of j's resolved
+ * configuration at most its limit (epochs 300, batch and batch_eval 256, frame and stride 400,
+ * model sizes 128, layers 2, threads 4, ls_iterations 60, seed 2^32 - 1). DPD_E_INVAL naming
+ * the field and its limit (the API answers 422 compute_limit). */
+dpd_status job_public_check(const job *j, dpd_error *err);
 
 /* A directory `dpd train-pa`/`train-dpd`/`fit-ls` completed (config.json, best.safetensors, and
  * events.jsonl ending in a completed run_ended), for `dpd serve --import`: its studio verb and

@@ -22,7 +22,8 @@ static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
                "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
-               "                  [--request-rate N] [--session-inflight N] [--client-ip-header NAME]]\n\n"
+               "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
+               "                  [--client-ip-header NAME]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
                "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
@@ -48,6 +49,8 @@ static int usage(FILE *f) {
                "  --session-rate N    new sessions a minute from one client address (IPv6: its /64), 0 = no limit (10)\n"
                "  --request-rate N    requests a second in one session, in bursts of up to 2N, 0 = no limit (20)\n"
                "  --session-inflight N  requests of one session at once (an event stream is one), 0 = no limit (16)\n"
+               "  --session-runs N    runs one session may submit, 1..100000 (8)\n"
+               "  --session-pending N runs of one session queued or running at once, 1..100000 (2)\n"
                "  --client-ip-header NAME  the header a reverse proxy on this host puts the client's address in\n"
                "                      (default: the TCP peer's address)\n");
     return f == stdout ? 0 : 2;
@@ -184,7 +187,7 @@ static void end_sessions(const studio_opts *o, store *st) {
 
 int cmd_serve(int argc, char **argv) {
     studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024,
-                     .session_rate = 10, .request_rate = 20, .session_inflight = 16};
+                     .session_rate = 10, .request_rate = 20, .session_inflight = 16, .session_runs = 8, .session_pending = 2};
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0;
@@ -211,6 +214,10 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("idle-lease", v, 0, 2592000, &o.idle_s)) return 2;
         } else if (!strcmp(a, "--session-rate")) {
             if (int_opt("session-rate", v, 0, 1000000, &o.session_rate)) return 2;
+        } else if (!strcmp(a, "--session-runs")) {
+            if (int_opt("session-runs", v, 1, 100000, &o.session_runs)) return 2;
+        } else if (!strcmp(a, "--session-pending")) {
+            if (int_opt("session-pending", v, 1, 100000, &o.session_pending)) return 2;
         } else if (!strcmp(a, "--session-inflight")) {
             if (int_opt("session-inflight", v, 0, 100000, &o.session_inflight)) return 2;
         } else if (!strcmp(a, "--request-rate")) {

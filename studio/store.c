@@ -356,6 +356,13 @@ int store_get_ws(store *s, const char *ws, const char *id, run_rec *r) {
     return rc;
 }
 
+int store_get_idem(store *s, const char *ws, const char *idem, run_rec *r) {
+    pthread_mutex_lock(&s->mu);
+    int rc = get_locked(s, "idem", idem, ws ? ws : "", r);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 /* " WHERE ..." for a status (< 0: any) and a workspace (NULL: any), and binds them from k. */
 static const char *filter(int status, const char *ws) {
     return status < 0 ? ws ? " WHERE ws=?" : "" : ws ? " WHERE status=? AND ws=?" : " WHERE status=?";

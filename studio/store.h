@@ -80,6 +80,8 @@ int store_insert(store *s, run_rec *r, int *existed);
 int store_get(store *s, const char *id, run_rec *r); /* 0 found, 1 not found, -1 error */
 /* store_get of a run of workspace ws (NULL: ""): another workspace's run is not found. */
 int store_get_ws(store *s, const char *ws, const char *id, run_rec *r);
+/* The run of workspace ws (NULL: "") with idempotency key idem: 0 found, 1 not, -1 error. */
+int store_get_idem(store *s, const char *ws, const char *idem, run_rec *r);
 /* Calls fn for the runs of workspace ws (NULL: every workspace) in a status (< 0: all), newest
  * first; *total = their count. */
 int store_list(store *s, const char *ws, int status, int limit, int offset, int (*fn)(void *, const run_rec *),

@@ -28,6 +28,8 @@ typedef struct studio_opts {
     int session_rate;       /* new public sessions a minute per client IP key; 0: no limit */
     int request_rate;       /* requests a second per public session (bursts of twice that); 0: no limit */
     int session_inflight;   /* requests of one public session at once; 0: no limit */
+    int session_runs;       /* runs one public session may submit in its life */
+    int session_pending;    /* runs of one public session queued or running at once */
     char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char worker_exe[4096];  /* the worker executable: this dpd */
 } studio_opts;

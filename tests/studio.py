@@ -1968,6 +1968,44 @@ def t_public_inflight(ctx):  # a session's requests at once are bounded (an even
 
 
 @test()
+def t_public_compute_limits(ctx):  # each bound at its limit passes, at limit + 1 is 422 compute_limit naming the field
+    s = public_server(ctx, "--session-pending", "100", "--session-runs", "100")
+    base = {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 1}
+    for key, limit in (("epochs", 300), ("batch", 256), ("frame", 400), ("hidden", 128), ("layers", 2), ("threads", 4),
+                       ("seed", 4294967295)):
+        over = s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "synth", "options": {**base, key: limit + 1}})
+        check(over.status == 422 and over.json["error"]["code"] == "compute_limit" and over.json["error"]["field"] == key,
+              f"{key} = {limit + 1}: {over!r}")
+        at = s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "synth", "options": {**base, key: limit}})
+        check(at.status == 201 or (at.status == 422 and at.json["error"]["code"] != "compute_limit"),
+              f"{key} = {limit}: {at!r}")
+        if at.status == 201:
+            s.post(f"/api/v1/runs/{at.json['id']}/cancel", {})
+    local = ctx.server(root=ctx.path("root-local"))
+    r = local.post("/api/v1/runs", {"verb": "train-pa", "dataset": "synth", "options": {**base, "hidden": 129}})
+    check(r.status == 201, f"the local studio has no such bound: {r!r}")
+    local.post(f"/api/v1/runs/{r.json['id']}/cancel", {})
+
+
+@test()
+def t_public_run_quotas(ctx):  # runs a session may submit, and have queued or running at once: 429; a repeat is not refused
+    s = public_server(ctx, "--session-runs", "3", "--session-pending", "2")
+    a = s.submit(options=fake(100, 200), key="k1")["id"]
+    s.submit(options=fake(100, 200))
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+    check(r.status == 429 and r.json["error"]["code"] == "pending_quota", f"a third pending run: {r!r}")
+    check(s.submit(options=fake(100, 200), key="k1", expect=200)["id"] == a, "the repeat of a submission is answered")
+    s.post(f"/api/v1/runs/{a}/cancel", {})
+    s.wait_status(a, TERMINAL, 20)
+    s.submit(options=fake(1, 10))
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+    check(r.status == 429 and r.json["error"]["code"] == "run_quota", f"a fourth run: {r!r}")
+    other = s.as_session(s.new_session())
+    check(other.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).status == 201,
+          "another session has its own quota")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
