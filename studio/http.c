@@ -96,6 +96,13 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     if (!MHD_get_response_header(resp, "Content-Security-Policy")) /* the UI's pages set their own */
         MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+    if (srv_of(r->h)->pub) { /* public mode: answers differ by Origin; the configured one may read them */
+        MHD_add_response_header(resp, "Vary", "Origin");
+        if (r->cors) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Origin", r->h->o.origin);
+            MHD_add_response_header(resp, "Access-Control-Expose-Headers", "Retry-After, Content-Disposition");
+        }
+    }
     if (r->retry_after > 0) {
         char v[16];
         snprintf(v, sizeof v, "%d", r->retry_after);
@@ -290,7 +297,33 @@ static enum MHD_Result too_many(req *r, double wait, const char *what) {
 
 /* Public mode's authentication: `Authorization: Bearer TOKEN` of an open session, nothing else
  * (no cookie, no query argument, no API token). Sets r's workspace. */
+/* A CORS preflight (OPTIONS) from the allowed origin (r->cors): for GET or POST, asking only for
+ * the headers the API reads: 204 with what may be sent; anything else 403. */
+static enum MHD_Result preflight(req *r) {
+    const char *m = http_header(r, "Access-Control-Request-Method"), *hs = http_header(r, "Access-Control-Request-Headers");
+    int ok = r->cors && m && (!strcmp(m, "GET") || !strcmp(m, "POST"));
+    char list[256];
+    snprintf(list, sizeof list, "%s", hs ? hs : "");
+    char *save;
+    for (char *t = strtok_r(list, ", ", &save); ok && t; t = strtok_r(NULL, ", ", &save))
+        ok = !strcasecmp(t, "authorization") || !strcasecmp(t, "content-type") || !strcasecmp(t, "accept");
+    if (!ok || (hs && strlen(hs) >= sizeof list))
+        return http_error(r, 403, "preflight_refused", NULL, "GET or POST, with Authorization, Content-Type and Accept only",
+                          "this cross-origin request is not allowed");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, Accept");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    return http_queue(r, 204, resp);
+}
+
 static enum MHD_Result admit_public(server *s, req *r) {
+    const char *origin = http_header(r, "Origin");
+    if (origin && (!s->h.o.origin[0] || strcmp(origin, s->h.o.origin)))
+        return http_error(r, 403, "origin_not_allowed", NULL, "pages of the configured origin (--origin) only",
+                          "requests from this origin are not allowed");
+    r->cors = origin != NULL; /* the configured origin: its answers say so */
+    if (!strcmp(r->method, "OPTIONS")) return preflight(r);
     if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     if (strncmp(r->path, "/api/", 5) || !strncmp(r->path, "/api/v1/session", 15))

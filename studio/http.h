@@ -24,6 +24,7 @@ typedef struct req {
     const char *ws; /* the requester's workspace (run_rec.ws): "" the local one, or sess.ws */
     pub_hold sess;  /* public mode: the session this request holds (released when it is done) */
     int retry_after; /* > 0: the answer says Retry-After (seconds) */
+    int cors;        /* public mode: the request comes from the configured --origin */
 } req;
 
 /* What api.c sees of the server. */

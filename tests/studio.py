@@ -2006,6 +2006,37 @@ def t_public_run_quotas(ctx):  # runs a session may submit, and have queued or r
 
 
 @test()
+def t_public_origin(ctx):  # --origin: only that Origin (or none) is served; CORS for it alone; preflights
+    good = "https://studio.example"
+    s = public_server(ctx, "--origin", good)
+    plain = s.get("/api/v1/runs")
+    check(plain.status == 200 and "Access-Control-Allow-Origin" not in plain.headers and plain.headers.get("Vary") == "Origin",
+          f"no Origin: {plain!r} {dict(plain.headers)}")
+    mine = s.get("/api/v1/runs", headers={"Origin": good})
+    check(mine.status == 200 and mine.headers.get("Access-Control-Allow-Origin") == good
+          and "Retry-After" in mine.headers.get("Access-Control-Expose-Headers", ""), f"the origin: {dict(mine.headers)}")
+    for bad in ("https://evil.example", "null", good + ".evil.example", "http://studio.example"):
+        r = s.get("/api/v1/runs", headers={"Origin": bad})
+        check(r.status == 403 and r.json["error"]["code"] == "origin_not_allowed", f"Origin {bad}: {r!r}")
+    def pre(origin, method="POST", hdrs="authorization, content-type"):
+        h = {"Access-Control-Request-Method": method, "Access-Control-Request-Headers": hdrs}
+        if origin:
+            h["Origin"] = origin
+        return s.req("OPTIONS", "/api/v1/runs", headers=h, auth=False)
+    ok = pre(good)
+    check(ok.status == 204 and ok.body == b"" and ok.headers.get("Access-Control-Max-Age") == "600"
+          and ok.headers.get("Access-Control-Allow-Origin") == good, f"an allowed preflight: {ok!r} {dict(ok.headers)}")
+    for args in ((good, "POST", "x-forwarded-for"), (good, "DELETE", ""), ("https://evil.example",), (None,)):
+        r = pre(*args)
+        check(r.status == 403, f"preflight {args}: {r!r}")
+    for r in (plain, mine, ok):
+        check("Set-Cookie" not in r.headers and "Access-Control-Allow-Credentials" not in r.headers, f"{dict(r.headers)}")
+    other = ctx.server(root=ctx.path("root-no-origin"), args=["--public"])
+    r = other.get("/api/v1/runs", headers={"Origin": good})
+    check(r.status == 403, f"no --origin: every Origin is refused: {r!r}")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
