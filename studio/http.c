@@ -149,7 +149,16 @@ const char *http_header(req *r, const char *name) { return MHD_lookup_connection
 
 /* ---- the boundary ---- */
 
-/* Host must name the loopback interface (DNS rebinding). */
+/* Host must name the loopback interface (DNS rebinding), or, in public mode, one of the names a
+ * reverse proxy serves it as (--public-host: NAME or NAME:PORT, compared without case). */
+static int public_host(const studio_opts *o, const char *host) {
+    size_t n = host ? strcspn(host, ":") : 0;
+    if (host && host[n] && (!host[n + 1] || strspn(host + n + 1, "0123456789") != strlen(host + n + 1))) return 0;
+    for (int i = 0; host && i < o->npublic_hosts; i++)
+        if (strlen(o->public_hosts[i]) == n && !strncasecmp(host, o->public_hosts[i], n)) return 1;
+    return 0;
+}
+
 static int host_ok(const char *host, int port) {
     static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
     if (!host) return 0;
@@ -412,7 +421,7 @@ static enum MHD_Result admit(server *s, req *r) {
         if (seen[i] > 1)
             return http_error(r, 400, "ambiguous_headers", NULL, "send each of these headers once",
                               "the %s header is given %d times", single[i], seen[i]);
-    if (!host_ok(http_header(r, "Host"), s->h.port))
+    if (!host_ok(http_header(r, "Host"), s->h.port) && !(s->pub && public_host(&s->h.o, http_header(r, "Host"))))
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;

@@ -23,7 +23,7 @@ static int usage(FILE *f) {
                "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
-               "                  [--origin URL] [--client-ip-header NAME]]\n\n"
+               "                  [--public-host NAME]... [--origin URL] [--client-ip-header NAME]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
                "  --root DIR          data root (default $XDG_DATA_HOME/dpd/studio)\n"
@@ -51,6 +51,8 @@ static int usage(FILE *f) {
                "  --session-inflight N  requests of one session at once (an event stream is one), 0 = no limit (16)\n"
                "  --session-runs N    runs one session may submit, 1..100000 (8)\n"
                "  --session-pending N runs of one session queued or running at once, 1..100000 (2)\n"
+               "  --public-host NAME  a Host name a reverse proxy serves this as, accepted besides the loopback\n"
+               "                      names (repeatable, 8 at most)\n"
                "  --origin URL        the web origin (https://HOST[:PORT]) whose pages may call the API; requests\n"
                "                      with any other Origin are refused (default: none)\n"
                "  --client-ip-header NAME  the header a reverse proxy on this host puts the client's address in\n"
@@ -224,6 +226,15 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("session-inflight", v, 0, 100000, &o.session_inflight)) return 2;
         } else if (!strcmp(a, "--request-rate")) {
             if (int_opt("request-rate", v, 0, 1000000, &o.request_rate)) return 2;
+        } else if (!strcmp(a, "--public-host")) {
+            size_t k = strlen(v), ok = o.npublic_hosts < 8 && k > 0 && k < sizeof o.public_hosts[0];
+            for (size_t j = 0; ok && j < k; j++)
+                ok = (v[j] >= 'A' && v[j] <= 'Z') || (v[j] >= 'a' && v[j] <= 'z') || (v[j] >= '0' && v[j] <= '9') || v[j] == '-' || v[j] == '.';
+            if (!ok) {
+                fprintf(stderr, "dpd: --public-host: a host name (letters, digits, '-', '.'), at most 8 of them (got '%s')\n", v);
+                return 2;
+            }
+            snprintf(o.public_hosts[o.npublic_hosts++], sizeof o.public_hosts[0], "%s", v);
         } else if (!strcmp(a, "--origin")) {
             if (strncmp(v, "https://", 8) && strncmp(v, "http://", 7)) {
                 fprintf(stderr, "dpd: --origin must be a web origin, https://HOST[:PORT] (got '%s')\n", v);

@@ -32,6 +32,8 @@ typedef struct studio_opts {
     int session_pending;    /* runs of one public session queued or running at once */
     char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char origin[256];       /* public mode: the one web origin whose pages may call the API ("": none) */
+    char public_hosts[8][128]; /* public mode: Host names served besides the loopback ones */
+    int npublic_hosts;
     char worker_exe[4096];  /* the worker executable: this dpd */
 } studio_opts;
 

@@ -2037,6 +2037,16 @@ def t_public_origin(ctx):  # --origin: only that Origin (or none) is served; COR
 
 
 @test()
+def t_public_hosts(ctx):  # --public-host: the names a reverse proxy serves the API as, besides loopback
+    s = public_server(ctx, "--public-host", "studio.example")
+    for host, want in (("studio.example", 200), ("studio.example:443", 200), ("STUDIO.Example", 200),
+                       ("evil.example", 403), ("studio.example.evil", 403), ("studio.example:", 403),
+                       ("studio.example:44x", 403), (f"127.0.0.1:{s.port}", 200)):
+        r = s.get("/api/v1/runs", headers={"Host": host})
+        check(r.status == want, f"Host {host}: {r!r} (want {want})")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
