@@ -1935,12 +1935,17 @@ def t_public_rate_limits(ctx):  # token buckets: new sessions per client address
 
 @test()
 def t_public_inflight(ctx):  # a session's requests at once are bounded (an event stream is one); one submission at a time
-    m = ctx.server(root=ctx.path("root-changes"), args=["--public", "--session-inflight", "0", "--request-rate", "0"])
+    data = ctx.path("data")
+    os.makedirs(data)
+    subprocess.run([DPD, "synth", "--out", os.path.join(data, "big"), "--length", "384000"], check=True,
+                   stdout=subprocess.DEVNULL, timeout=60)  # 19 MB of CSV: reading it first takes a while
+    m = ctx.server(root=ctx.path("root-changes"), args=["--public", "--session-inflight", "0", "--request-rate", "0",
+                                                        "--session-pending", "100", "--data", data])
     results = []
     def submit():
-        r = m.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+        r = m.post("/api/v1/runs", {"verb": "fake", "dataset": "big", "options": fake(1, 10)})
         results.append((r.status, r.json))
-    threads = [threading.Thread(target=submit) for _ in range(4)]  # the first makes the synthetic dataset: slow
+    threads = [threading.Thread(target=submit) for _ in range(4)]  # the first one in reads the dataset: slow
     for t in threads:
         t.start()
     for t in threads:
