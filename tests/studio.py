@@ -1795,6 +1795,12 @@ def t_public_flags(ctx):  # the flags and their bounds
     check(full.status == 503 and full.json["error"]["code"] == "too_many_sessions", f"a third: {full!r}")
 
 
+def lease_end(sess):  # time.monotonic() at which the session's fixed lease ends, by the server's own clock
+    j = sess.get("/api/v1/web/session").json
+    iso = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+    return time.monotonic() + iso(j["expires_at"]) - iso(j["server_time"])
+
+
 def session_dir(srv, rid):  # the session directory holding run rid, or None
     hits = [d for d in os.listdir(os.path.join(srv.root, "sessions"))
             if os.path.isdir(os.path.join(srv.root, "sessions", d, "runs", rid))]
@@ -1820,18 +1826,17 @@ def gone(pid):  # no such process (a zombie is not gone: the supervisor reaps it
 @test()
 def t_public_lease_ends(ctx):  # a fixed lease: use does not extend it; at its end the workers die, the runs and files go
     s = public_server(ctx, "--session-lease", "4")
-    t0 = time.monotonic()
     a = s.as_session(s.new_session())
-    exp = a.get("/api/v1/web/session").json["expires_at"]
+    exp, end = a.get("/api/v1/web/session").json["expires_at"], lease_end(a)
     rid = a.submit(options=fake(100, 200))["id"]
     run = a.wait_status(rid, ("running",), 10)
     pid, home = run["pid"], session_dir(a, rid)
     check(pid and home, f"a running worker {run} in a session directory {home}")
-    while time.monotonic() - t0 < 3.2:
+    while time.monotonic() < end - 0.8:
         r = a.get("/api/v1/web/session")
         check(r.status == 200 and r.json["expires_at"] == exp, f"within the lease: {r!r} (expires_at was {exp})")
         time.sleep(0.4)
-    while time.monotonic() - t0 < 4.3:
+    while time.monotonic() < end + 0.3:
         time.sleep(0.1)
     r = a.get(f"/api/v1/runs/{rid}")
     check(r.status == 401 and r.json["error"]["code"] == "session_expired", f"after the lease: {r!r}")
@@ -1848,9 +1853,9 @@ def t_public_lease_ends(ctx):  # a fixed lease: use does not extend it; at its e
 
 @test()
 def t_public_end_defers_for_download(ctx):  # a download in flight keeps its session's files until its last byte
-    s = public_server(ctx, "--session-lease", "5")
-    t0 = time.monotonic()
+    s = public_server(ctx, "--session-lease", "8")
     a = s.as_session(s.new_session())
+    end = lease_end(a)
     rid = a.submit(options={"epochs": 1, "epoch_ms": 10, "artifact_mb": 64})["id"]
     a.wait_status(rid, ("succeeded",), 30)
     arts = {x["name"]: x for x in a.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}
@@ -1862,7 +1867,8 @@ def t_public_end_defers_for_download(ctx):  # a download in flight keeps its ses
     resp = conn.getresponse()
     check(resp.status == 200, f"download: {resp.status}")
     h = hashlib.sha256(resp.read(65536))
-    while time.monotonic() - t0 < 7.5:  # past the lease and several sweeps
+    check(time.monotonic() < end, "the run and the first bytes took the whole lease: lengthen it")
+    while time.monotonic() < end + 2.5:  # past the lease and several sweeps
         time.sleep(0.2)
     check(a.get("/api/v1/runs").status == 401, "the session is over")
     check(os.path.isdir(home), "the session's directory went while its download was in flight")
