@@ -649,63 +649,65 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
     return http_queue(r, 200, resp);
 }
 
-static enum MHD_Result run_route(req *r, char **seg, int n) {
-    http *h = r->h;
-    run_rec rec;
-    int got = id_ok(seg[0], 'r', 23) ? store_get_ws(h->st, r->ws, seg[0], &rec) : 1;
-    if (got < 0) return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
-    if (got) return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
-    int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"), post = !strcmp(r->method, "POST");
-    const char *sub = n > 1 ? seg[1] : "";
-    if (n == 1 && get) return reply_run(r, 200, &rec);
-    if (n == 2 && post && !strcmp(sub, "cancel")) {
-        int rc = super_cancel(h->sv, rec.id, &rec);
-        if (rc) return http_error(r, rc > 0 ? 404 : 500, rc > 0 ? "run_not_found" : "service_error", NULL, NULL, "cancel failed");
-        return reply_run(r, 200, &rec);
-    }
-    if (n == 2 && post && !strcmp(sub, "retry")) {
-        if (!store_terminal(rec.status))
-            return http_error(r, 409, "run_not_finished", NULL, "cancel it first, or wait", "the run is %s", store_status_name(rec.status));
-        json_t *opts = json_loads(rec.request, 0, NULL);
-        if (json_object_get(opts, "imported_from")) {
-            json_decref(opts);
-            return http_error(r, 409, "not_retryable", NULL, "train it again with the CLI, or submit a new run",
-                              "an imported run cannot be run again here");
-        }
-        enum MHD_Result x = submit(r, rec.verb, rec.dataset, opts, NULL, rec.id);
-        json_decref(opts);
-        return x;
-    }
-    if (!get) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-    if (n == 2 && !strcmp(sub, "events")) return run_events(r, &rec);
-    if (n == 3 && !strcmp(sub, "events") && !strcmp(seg[2], "stream")) {
-        long after;
-        const char *last = http_header(r, "Last-Event-ID");
-        char *end;
-        if (last) {
-            errno = 0;
-            after = strtol(last, &end, 10);
-            if (!*last || *end || errno || after < 0) return http_error(r, 422, "invalid_query", "Last-Event-ID", NULL, "Last-Event-ID: not a sequence number");
-        } else if (int_arg(r, "after", 0, 0, 1L << 40, &after)) {
-            return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more");
-        }
-        if (after > rec.last_seq)
-            return http_error(r, 409, "cursor_out_of_range", "after", NULL, "%ld is past the last event (%ld)", after, rec.last_seq);
-        return http_stream(r, rec.id, after);
-    }
-    if (n == 2 && !strcmp(sub, "history")) return run_history(r, &rec);
-    if (n == 2 && !strcmp(sub, "plots")) return run_plots(r, &rec);
-    if (n == 2 && !strcmp(sub, "logs")) return run_logs(r, &rec);
-    if (n == 2 && !strcmp(sub, "live")) return run_file_json(r, &rec, "live.json", "the live snapshot (it comes with the first epoch)");
-    if (n == 2 && !strcmp(sub, "results")) return run_file_json(r, &rec, "result.json", "the result (it comes when the worker ends)");
-    if (n == 2 && !strcmp(sub, "artifacts")) {
-        art_ctx c = {json_array()};
-        store_artifacts(h->st, rec.id, art_one, &c);
-        return http_json(r, 200, json_pack("{s:o, s:b}", "artifacts", c.a, "final", store_terminal(rec.status)));
-    }
-    if (n == 3 && !strcmp(sub, "artifacts")) return run_artifact(r, &rec, seg[2]);
-    return http_error(r, 404, "not_found", NULL, NULL, "no such route");
+/* ---- the run routes: rec is the request's workspace's run the path names ---- */
+
+static enum MHD_Result run_get(req *r, run_rec *rec, char **arg) { return reply_run(r, 200, rec); }
+
+static enum MHD_Result run_cancel(req *r, run_rec *rec, char **arg) {
+    int rc = super_cancel(r->h->sv, rec->id, rec);
+    if (rc) return http_error(r, rc > 0 ? 404 : 500, rc > 0 ? "run_not_found" : "service_error", NULL, NULL, "cancel failed");
+    return reply_run(r, 200, rec);
 }
+
+static enum MHD_Result run_retry(req *r, run_rec *rec, char **arg) {
+    if (!store_terminal(rec->status))
+        return http_error(r, 409, "run_not_finished", NULL, "cancel it first, or wait", "the run is %s", store_status_name(rec->status));
+    json_t *opts = json_loads(rec->request, 0, NULL);
+    if (json_object_get(opts, "imported_from")) {
+        json_decref(opts);
+        return http_error(r, 409, "not_retryable", NULL, "train it again with the CLI, or submit a new run",
+                          "an imported run cannot be run again here");
+    }
+    enum MHD_Result x = submit(r, rec->verb, rec->dataset, opts, NULL, rec->id);
+    json_decref(opts);
+    return x;
+}
+
+static enum MHD_Result run_stream(req *r, run_rec *rec, char **arg) {
+    long after;
+    const char *last = http_header(r, "Last-Event-ID");
+    char *end;
+    if (last) {
+        errno = 0;
+        after = strtol(last, &end, 10);
+        if (!*last || *end || errno || after < 0) return http_error(r, 422, "invalid_query", "Last-Event-ID", NULL, "Last-Event-ID: not a sequence number");
+    } else if (int_arg(r, "after", 0, 0, 1L << 40, &after)) {
+        return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more");
+    }
+    if (after > rec->last_seq)
+        return http_error(r, 409, "cursor_out_of_range", "after", NULL, "%ld is past the last event (%ld)", after, rec->last_seq);
+    return http_stream(r, rec->id, after);
+}
+
+static enum MHD_Result run_live(req *r, run_rec *rec, char **arg) {
+    return run_file_json(r, rec, "live.json", "the live snapshot (it comes with the first epoch)");
+}
+
+static enum MHD_Result run_results(req *r, run_rec *rec, char **arg) {
+    return run_file_json(r, rec, "result.json", "the result (it comes when the worker ends)");
+}
+
+static enum MHD_Result run_artifacts(req *r, run_rec *rec, char **arg) {
+    art_ctx c = {json_array()};
+    store_artifacts(r->h->st, rec->id, art_one, &c);
+    return http_json(r, 200, json_pack("{s:o, s:b}", "artifacts", c.a, "final", store_terminal(rec->status)));
+}
+
+static enum MHD_Result run_artifact_get(req *r, run_rec *rec, char **arg) { return run_artifact(r, rec, arg[0]); }
+static enum MHD_Result run_events_get(req *r, run_rec *rec, char **arg) { return run_events(r, rec); }
+static enum MHD_Result run_history_get(req *r, run_rec *rec, char **arg) { return run_history(r, rec); }
+static enum MHD_Result run_plots_get(req *r, run_rec *rec, char **arg) { return run_plots(r, rec); }
+static enum MHD_Result run_logs_get(req *r, run_rec *rec, char **arg) { return run_logs(r, rec); }
 
 /* ---- system ---- */
 
@@ -753,26 +755,96 @@ static enum MHD_Result settings(req *r) {
                                        s.gpu_memory, "path", dpd_settings_path()));
 }
 
-enum MHD_Result api_route(req *r, char **seg, int n) {
-    int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"), post = !strcmp(r->method, "POST");
-    if (n >= 2 && !strcmp(seg[0], "runs")) return run_route(r, seg + 1, n - 1);
-    if (n == 1 && !strcmp(seg[0], "runs")) {
-        if (post) return runs_post(r);
-        if (get) return runs_list(r);
-    } else if (n == 1 && !strcmp(seg[0], "datasets")) {
-        if (post && r->h->o.public_mode)
-            return http_error(r, 403, "not_in_public_mode", NULL, "use the built-in synthetic dataset",
-                              "uploads are not taken in public mode");
-        if (post) return datasets_upload(r);
-        if (get) return datasets_list(r);
-    } else if (n == 2 && !strcmp(seg[0], "system") && !strcmp(seg[1], "status") && get) {
-        return system_status(r);
-    } else if (n == 1 && !strcmp(seg[0], "providers") && get) {
-        return providers(r);
-    } else if (n == 1 && !strcmp(seg[0], "models") && get) {
-        return models(r);
-    } else if (n == 1 && !strcmp(seg[0], "settings") && get && !r->h->o.public_mode) { /* host paths: local only */
-        return settings(r);
+/* ---- the route table: every route the API serves, the only way to a handler ---- */
+
+static enum MHD_Result runs_post_of(req *r, run_rec *rec, char **arg) { return runs_post(r); }
+static enum MHD_Result runs_list_of(req *r, run_rec *rec, char **arg) { return runs_list(r); }
+static enum MHD_Result datasets_list_of(req *r, run_rec *rec, char **arg) { return datasets_list(r); }
+static enum MHD_Result datasets_upload_of(req *r, run_rec *rec, char **arg) { return datasets_upload(r); }
+static enum MHD_Result system_status_of(req *r, run_rec *rec, char **arg) { return system_status(r); }
+static enum MHD_Result providers_of(req *r, run_rec *rec, char **arg) { return providers(r); }
+static enum MHD_Result models_of(req *r, run_rec *rec, char **arg) { return models(r); }
+static enum MHD_Result settings_of(req *r, run_rec *rec, char **arg) { return settings(r); }
+
+/* Which mode serves a route: both, or the local studio only (a public session gets 403
+ * feature_unavailable: host paths, uploads shared by every session). */
+enum { BOTH, LOCAL_ONLY };
+
+/* A pattern's segments are literals, or {run} (the run of the request's workspace: the handler gets
+ * it in rec, 404 run_not_found when there is none) or {artifact} (passed in arg[0]). */
+static const struct route {
+    const char *method; /* GET also answers HEAD */
+    const char *pattern;
+    enum MHD_Result (*fn)(req *r, run_rec *rec, char **arg);
+    int mode;
+} routes[] = {
+    {"POST", "runs", runs_post_of, BOTH},
+    {"GET", "runs", runs_list_of, BOTH},
+    {"GET", "runs/{run}", run_get, BOTH},
+    {"POST", "runs/{run}/cancel", run_cancel, BOTH},
+    {"POST", "runs/{run}/retry", run_retry, BOTH},
+    {"GET", "runs/{run}/events", run_events_get, BOTH},
+    {"GET", "runs/{run}/events/stream", run_stream, BOTH},
+    {"GET", "runs/{run}/history", run_history_get, BOTH},
+    {"GET", "runs/{run}/plots", run_plots_get, BOTH},
+    {"GET", "runs/{run}/logs", run_logs_get, BOTH},
+    {"GET", "runs/{run}/live", run_live, BOTH},
+    {"GET", "runs/{run}/results", run_results, BOTH},
+    {"GET", "runs/{run}/artifacts", run_artifacts, BOTH},
+    {"GET", "runs/{run}/artifacts/{artifact}", run_artifact_get, BOTH},
+    {"GET", "datasets", datasets_list_of, BOTH},
+    {"POST", "datasets", datasets_upload_of, LOCAL_ONLY},
+    {"GET", "system/status", system_status_of, BOTH},
+    {"GET", "providers", providers_of, BOTH},
+    {"GET", "models", models_of, BOTH},
+    {"GET", "settings", settings_of, LOCAL_ONLY},
+};
+#define NROUTES (sizeof routes / sizeof *routes)
+
+/* Whether seg[0, n) has pattern p's shape; the {artifact} segment into *art. */
+static int shaped(const char *p, char **seg, int n, char **art) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", p);
+    char *save, *t = strtok_r(buf, "/", &save);
+    int i = 0;
+    for (; t; t = strtok_r(NULL, "/", &save), i++) {
+        if (i == n) return 0;
+        if (!strcmp(t, "{artifact}")) *art = seg[i];
+        else if (strcmp(t, "{run}") && strcmp(t, seg[i])) return 0;
     }
+    return i == n;
+}
+
+void api_routes_print(FILE *f) {
+    for (size_t i = 0; i < NROUTES; i++)
+        fprintf(f, "{\"method\": \"%s\", \"path\": \"/api/v1/%s\", \"modes\": \"%s\"}\n", routes[i].method, routes[i].pattern,
+                routes[i].mode == BOTH ? "local public" : "local");
+}
+
+enum MHD_Result api_route(req *r, char **seg, int n) {
+    int head = !strcmp(r->method, "HEAD"), shape = 0;
+    for (size_t i = 0; i < NROUTES; i++) {
+        const struct route *rt = &routes[i];
+        char *art = NULL;
+        if (!shaped(rt->pattern, seg, n, &art)) continue;
+        shape = 1;
+        if (strcmp(rt->method, r->method) && !(head && !strcmp(rt->method, "GET"))) continue;
+        if (rt->mode == LOCAL_ONLY && r->h->o.public_mode)
+            return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s /api/v1/%s is not served in public mode", rt->method,
+                              rt->pattern);
+        run_rec rec;
+        if (strstr(rt->pattern, "{run}")) {
+            int got = id_ok(seg[1], 'r', 23) ? store_get_ws(r->h->st, r->ws, seg[1], &rec) : 1;
+            if (got < 0) return http_error(r, 500, "service_error", NULL, NULL, "the job store failed");
+            if (got) return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
+        }
+        return rt->fn(r, &rec, &art);
+    }
+    if (n >= 2 && !strcmp(seg[0], "runs")) { /* under runs/ID/ the run first: an unknown one is run_not_found */
+        run_rec rec;
+        if (!id_ok(seg[1], 'r', 23) || store_get_ws(r->h->st, r->ws, seg[1], &rec))
+            return http_error(r, 404, "run_not_found", NULL, NULL, "no such run");
+    }
+    if (shape) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     return http_error(r, 404, "not_found", NULL, NULL, "no such route");
 }

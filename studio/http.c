@@ -542,7 +542,9 @@ static enum MHD_Result answer(server *s, req *r) {
     int n = split(path, seg, 16);
     if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
         return http_error(r, 404, "not_found", NULL, NULL, "no such route");
-    return api_route(r, seg + 2, n - 2);
+    enum MHD_Result v = api_route(r, seg + 2, n - 2);
+    pub_mutated(s->pub, &r->sess); /* the submission is stored (or refused) and answered */
+    return v;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url, const char *method,

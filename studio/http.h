@@ -56,8 +56,10 @@ enum MHD_Result http_stream(req *r, const char *id, long after);
 const char *http_arg(req *r, const char *name);   /* a query argument, or NULL */
 const char *http_header(req *r, const char *name);
 
-/* api.c: answers an authenticated request (path split into seg[0..n)). */
+/* api.c: answers an authenticated request (path split into seg[0..n)), through its one table of
+ * routes, each with the modes that serve it. */
 enum MHD_Result api_route(req *r, char **seg, int n);
+void api_routes_print(FILE *f); /* the table, a JSON object a line: method, path, modes (dpd serve --routes) */
 /* The run object of docs/studio.md; detail adds `available` (it reads the run's files). */
 json_t *api_run_json(http *h, const run_rec *rec, int detail);
 

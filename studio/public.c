@@ -236,6 +236,13 @@ void pub_release(pub *p, const pub_hold *h) {
     pthread_mutex_unlock(&p->mu);
 }
 
+void pub_mutated(pub *p, pub_hold *h) {
+    if (!p || !h->mutating || h->slot < 0 || h->slot >= p->max) return;
+    pthread_mutex_lock(&p->mu);
+    p->s[h->slot].mutating = h->mutating = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
 int pub_mutate(pub *p, pub_hold *h) {
     if (!p || h->slot < 0 || h->slot >= p->max) return 0;
     pthread_mutex_lock(&p->mu);

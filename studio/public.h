@@ -63,8 +63,10 @@ double pub_request(pub *p, const pub_hold *h);
 double pub_admit_ip(pub *p, const char *ip);
 void pub_release(pub *p, const pub_hold *h);
 /* A change (a submission, a retry) of the session h holds begins: 0, or 1 when one is already in
- * progress. pub_release ends it with the request. */
+ * progress. pub_mutated ends it once its answer is queued (a client that sends the next one after
+ * reading the answer is never refused); pub_release too, if it was not. */
 int pub_mutate(pub *p, pub_hold *h);
+void pub_mutated(pub *p, pub_hold *h);
 void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
 /* Renews the session's inactivity lease (POST /api/v1/web/activity); its new end into h. */
 void pub_activity(pub *p, pub_hold *h);

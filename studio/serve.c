@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "job.h"
+#include "http.h"
 #include "studio.h"
 
 #define MARKER ".dpd-studio"
@@ -38,6 +39,7 @@ static int usage(FILE *f) {
                "                      copied into the root once, with its events, metrics, plots and files\n"
                "                      (repeatable; importing the same directory again finds the first import)\n"
                "  --test-workers      accept the fake verb (tests and benchmarks)\n"
+               "  --routes            print the API's routes, a JSON object a line, and exit\n"
                "  --public            public mode (being built; docs/studio.md \"Public mode\"): anonymous sessions,\n"
                "                      each its own workspace, reached with a bearer token from\n"
                "                      POST /api/v1/web/sessions; no local sign-in, no API token, no uploads\n"
@@ -198,6 +200,10 @@ int cmd_serve(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
+        if (!strcmp(a, "--routes")) { /* the API's route table (docs/studio.md) */
+            api_routes_print(stdout);
+            return 0;
+        }
         if (!strcmp(a, "--test-workers")) {
             o.test_workers = 1;
             continue;

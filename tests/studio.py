@@ -1706,11 +1706,11 @@ def t_public_token_auth(ctx):  # only the exact bearer token of an open session 
         check(r.status == 401 and r.json["error"]["code"] == "unauthorized", f"{h}: {r!r}")
     check(status({}, f"/api/v1/runs?access_token={tok}") == 401, "a token in the query is not read")
     check(not os.path.exists(os.path.join(s.root, "api-token")), "public mode wrote ROOT/api-token")
-    for path in ("/api/v1/session", "/api/v1/session/bootstrap?token=x", "/", "/index.html", "/api/v1/settings"):
+    for path in ("/api/v1/session", "/api/v1/session/bootstrap?token=x", "/", "/index.html"):
         r = s.get(path, headers={"Authorization": "Bearer " + tok}, auth=False)
         check(r.status == 404 and "Set-Cookie" not in r.headers, f"{path} in public mode: {r!r}")
-    up = s.post("/api/v1/datasets", {})
-    check(up.status == 403 and up.json["error"]["code"] == "not_in_public_mode", f"upload: {up!r}")
+    for r in (s.get("/api/v1/settings"), s.post("/api/v1/datasets", {})):
+        check(r.status == 403 and r.json["error"]["code"] == "feature_unavailable", f"a local-only route: {r!r}")
     names = [d["name"] for d in s.get("/api/v1/datasets").json["datasets"]]
     check(not any(n.startswith("upload:") for n in names), f"datasets in public mode: {names}")
 
@@ -2055,6 +2055,36 @@ def t_public_hosts(ctx):  # --public-host: the names a reverse proxy serves the 
                        ("studio.example:44x", 403), (f"127.0.0.1:{s.port}", 200)):
         r = s.get("/api/v1/runs", headers={"Host": host})
         check(r.status == want, f"Host {host}: {r!r} (want {want})")
+
+
+@test()
+def t_route_table(ctx):  # every route is in one table with the modes that serve it; public mode refuses the local ones
+    out = subprocess.run([DPD, "serve", "--routes"], capture_output=True, text=True, timeout=10)
+    check(out.returncode == 0, f"serve --routes: {out.returncode} {out.stderr!r}")
+    table = [json.loads(l) for l in out.stdout.splitlines()]
+    check(len(table) >= 20 and all(set(t) == {"method", "path", "modes"} for t in table), f"the table: {table}")
+    check(all(t["modes"] in ("local public", "local") for t in table), "a route without a class")
+    check(len({(t["method"], t["path"]) for t in table}) == len(table), "a route twice")
+    pub, local = public_server(ctx), ctx.server(root=ctx.path("root-local"))
+    rid = pub.submit(options=fake(1, 10))["id"]
+    lrid = local.submit(options=fake(1, 10))["id"]
+    pub.wait_status(rid, TERMINAL, 20), local.wait_status(lrid, TERMINAL, 20)
+    for t in table:
+        for srv, run in ((pub, rid), (local, lrid)):
+            path = t["path"].replace("{run}", run).replace("{artifact}", "a1")
+            if path.endswith("/events/stream"):
+                path += "?after=0"
+            r = srv.req(t["method"], path, body={} if t["method"] == "POST" else None, timeout=20)
+            err = r.json.get("error") if isinstance(r.json, dict) else None
+            code = err.get("code") if isinstance(err, dict) else None
+            if srv is pub and t["modes"] == "local":
+                check(r.status == 403 and code == "feature_unavailable", f"public {t['method']} {path}: {r!r}")
+            else:
+                check(code not in ("not_found", "feature_unavailable", "method_not_allowed", "run_not_found"),
+                      f"{'public' if srv is pub else 'local'} {t['method']} {path}: {r!r}")
+    for srv in (pub, local):
+        check(srv.get("/api/v1/nosuch").status == 404 and srv.post("/api/v1/system/status", {}).status == 405,
+              "a path in no route is 404, a route in another method 405")
 
 
 @test()
