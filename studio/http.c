@@ -555,8 +555,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
         r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "", r->sess.slot = -1;
+        r->t0 = studio_mono();
         return admit(s, r); /* a refusal queues its response now: then no body is read */
     }
+    if (*upload_size && s->pub && studio_mono() - r->t0 > s->h.o.body_timeout_s)
+        return MHD_NO; /* a body sent too slowly (public mode): the connection is closed */
     if (r->refused) { /* answered at the first call: the body is discarded */
         *upload_size = 0;
         return MHD_YES;
@@ -775,9 +778,10 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     }
     s->h.port = ntohs(v6 ? a6.sin6_port : a4.sin_port);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0);
+    unsigned idle = o->public_mode ? 30 : 120; /* seconds a connection may send nothing (streams keep alive every 15) */
     s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
                               MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 1000,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 120, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+                              MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
     if (!s->h.d) {
         snprintf(err, n, "cannot start the HTTP daemon on %s:%d", o->host, s->h.port);
         close(fd);

@@ -25,6 +25,7 @@ typedef struct req {
     pub_hold sess;  /* public mode: the session this request holds (released when it is done) */
     int retry_after; /* > 0: the answer says Retry-After (seconds) */
     int cors;        /* public mode: the request comes from the configured --origin */
+    double t0;       /* when its headers came (studio_mono): the body's deadline counts from here */
 } req;
 
 /* What api.c sees of the server. */

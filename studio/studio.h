@@ -29,6 +29,7 @@ typedef struct studio_opts {
     int request_rate;       /* requests a second per public session (bursts of twice that); 0: no limit */
     int session_inflight;   /* requests of one public session at once; 0: no limit */
     int session_runs;       /* runs one public session may submit in its life */
+    int body_timeout_s;     /* public mode: seconds from a request's headers to the end of its body */
     int session_pending;    /* runs of one public session queued or running at once */
     char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char origin[256];       /* public mode: the one web origin whose pages may call the API ("": none) */

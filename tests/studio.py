@@ -2088,6 +2088,28 @@ def t_route_table(ctx):  # every route is in one table with the modes that serve
 
 
 @test()
+def t_public_body_deadline(ctx):  # a body that comes too slowly ends the connection; a prompt one is served
+    s = public_server(ctx, "--body-timeout", "2")
+    body = json.dumps({"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).encode()
+    head = (f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nAuthorization: Bearer {s.token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        c.sendall(head + body[:10])
+        time.sleep(2.5)
+        try:
+            c.sendall(body[10:20])
+            time.sleep(0.5)
+            c.sendall(body[20:])
+            data = c.recv(65536)
+        except OSError:
+            data = b""
+    check(not data.startswith(b"HTTP/1.1 201"), f"a body over 2.5 s was taken: {data[:120]!r}")
+    check(s.get("/api/v1/runs").json["total"] == 0, "the slow body made a run")
+    st, data = raw_http(s, head.decode(), body)
+    check(st == 201, f"a prompt body: {st} {data[:200]!r}")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
