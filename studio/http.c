@@ -52,6 +52,7 @@ typedef struct server {
     struct sse *streams[MAX_STREAMS]; /* suspended, waiting for the next tick */
     int nstreams;
     int active_streams;               /* open event streams (at most MAX_STREAMS) */
+    int inflight;                     /* public mode: requests being answered (atomic) */
     int closing;
 } server;
 
@@ -332,15 +333,28 @@ static enum MHD_Result admit_public(server *s, req *r) {
         return http_error(r, 403, "origin_not_allowed", NULL, "pages of the configured origin (--origin) only",
                           "requests from this origin are not allowed");
     r->cors = origin != NULL; /* the configured origin: its answers say so */
+    char ip[48];
+    client_key(s, r, ip);
+    if (!ip[0]) return http_error(r, 403, "bad_client_ip", NULL, NULL, "the client's address is not known");
+    int max = s->h.o.max_inflight;
+    if (__atomic_add_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL) > max && max > 0) {
+        __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL);
+        r->retry_after = 1;
+        return http_error(r, 503, "server_busy", NULL, "try again in a moment", "the server is answering %d requests, its most", max);
+    }
+    r->counted = 1;
+    if (pub_ip_enter(s->pub, ip)) {
+        r->retry_after = 1;
+        return http_error(r, 429, "too_many_in_flight", NULL, "wait for an answer first",
+                          "this address has %d requests in flight, the most it may", s->h.o.ip_inflight);
+    }
+    snprintf(r->ip, sizeof r->ip, "%s", ip); /* left by on_done */
     if (!strcmp(r->method, "OPTIONS")) return preflight(r);
     if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     if (strncmp(r->path, "/api/", 5) || !strncmp(r->path, "/api/v1/session", 15))
         return http_error(r, 404, "not_found", NULL, NULL, "no such route (public mode serves the API with a session's token)");
     if (!strcmp(r->path, "/api/v1/web/sessions")) { /* creating one needs no session; its rate is the client's */
-        char ip[48];
-        client_key(s, r, ip);
-        if (!ip[0]) return http_error(r, 403, "bad_client_ip", NULL, NULL, "the client's address is not known");
         double w = strcmp(r->method, "POST") ? 0 : pub_admit_ip(s->pub, ip);
         return w > 0 ? too_many(r, w, "new sessions from this address") : MHD_YES;
     }
@@ -588,7 +602,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     if (r) {
-        pub_release(((server *)cls)->pub, &r->sess); /* after the answer's last byte: a download holds its session */
+        server *s = cls;
+        pub_release(s->pub, &r->sess); /* after the answer's last byte: a download holds its session */
+        pub_ip_leave(s->pub, r->ip);
+        if (r->counted) __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL);
         free(r->body);
         free(r);
         *con_cls = NULL;
@@ -746,7 +763,8 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight};
+    pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight,
+                       o->ip_inflight};
     if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &rates, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);

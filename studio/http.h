@@ -26,6 +26,8 @@ typedef struct req {
     int retry_after; /* > 0: the answer says Retry-After (seconds) */
     int cors;        /* public mode: the request comes from the configured --origin */
     double t0;       /* when its headers came (studio_mono): the body's deadline counts from here */
+    char ip[48];     /* public mode: the client IP key whose in-flight count it holds ("": none) */
+    int counted;     /* public mode: it holds one of the server's in-flight requests */
 } req;
 
 /* What api.c sees of the server. */

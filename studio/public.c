@@ -65,7 +65,8 @@ static double take(bucket *b, double rate, double burst, double now) {
 
 typedef struct ip_key {
     char ip[48];
-    bucket b;
+    bucket b;     /* its new sessions */
+    int inflight; /* its requests being answered (a key in use is never forgotten) */
 } ip_key;
 
 typedef struct session {
@@ -260,21 +261,50 @@ double pub_request(pub *p, const pub_hold *h) {
     return w;
 }
 
-double pub_admit_ip(pub *p, const char *ip) {
-    pthread_mutex_lock(&p->mu);
-    ip_key *k = NULL, *oldest = &p->ips[0];
+/* The entry of ip (under p->mu): found, or the least recently seen idle one's place taken, with a
+ * full bucket; NULL when every entry has requests in flight. */
+static ip_key *key_of(pub *p, const char *ip) {
+    ip_key *k = NULL, *oldest = NULL;
     for (int i = 0; i < IP_KEYS && !k; i++) {
-        if (!strcmp(p->ips[i].ip, ip) && p->ips[i].ip[0]) k = &p->ips[i];
-        else if (p->ips[i].b.t < oldest->b.t) oldest = &p->ips[i];
+        ip_key *e = &p->ips[i];
+        if (e->ip[0] && !strcmp(e->ip, ip)) k = e;
+        else if (!e->inflight && (!oldest || e->b.t < oldest->b.t)) oldest = e;
     }
-    if (!k) { /* a new key takes the least recently seen one's place, with a full bucket */
+    if (!k && oldest) {
         k = oldest;
         memset(k, 0, sizeof *k);
         snprintf(k->ip, sizeof k->ip, "%s", ip);
+        k->b.t = studio_now(), k->b.tokens = p->rates.create_burst; /* seen now, so it is not the next to go */
     }
-    double w = take(&k->b, p->rates.create_rate, p->rates.create_burst, studio_now());
+    return k;
+}
+
+double pub_admit_ip(pub *p, const char *ip) {
+    pthread_mutex_lock(&p->mu);
+    ip_key *k = key_of(p, ip);
+    double w = k ? take(&k->b, p->rates.create_rate, p->rates.create_burst, studio_now()) : 1;
     pthread_mutex_unlock(&p->mu);
     return w;
+}
+
+int pub_ip_enter(pub *p, const char *ip) {
+    pthread_mutex_lock(&p->mu);
+    ip_key *k = key_of(p, ip);
+    int ok = k && (p->rates.ip_inflight <= 0 || k->inflight < p->rates.ip_inflight);
+    if (ok) k->inflight++;
+    pthread_mutex_unlock(&p->mu);
+    return ok ? 0 : -1;
+}
+
+void pub_ip_leave(pub *p, const char *ip) {
+    if (!p || !ip[0]) return;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < IP_KEYS; i++)
+        if (p->ips[i].ip[0] && !strcmp(p->ips[i].ip, ip) && p->ips[i].inflight > 0) {
+            p->ips[i].inflight--;
+            break;
+        }
+    pthread_mutex_unlock(&p->mu);
 }
 
 void pub_activity(pub *p, pub_hold *h) {

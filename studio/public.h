@@ -26,6 +26,7 @@ typedef struct pub_rates {
     double create_rate, create_burst;   /* new sessions per client IP key */
     double request_rate, request_burst; /* requests per session */
     int inflight;                       /* requests of one session at once (an event stream is one) */
+    int ip_inflight;                    /* requests of one client IP key at once */
 } pub_rates;
 
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
@@ -61,6 +62,10 @@ double pub_request(pub *p, const pub_hold *h);
 /* One new session asked for from the client IP key ip ("203.0.113.9", or an IPv6 /64's first four
  * groups): 0 within the rate, or the seconds to wait. */
 double pub_admit_ip(pub *p, const char *ip);
+/* A request of the client IP key ip begins: 0, or -1 when the key has its most in flight (or the
+ * table is full of keys in use). pub_ip_leave when it is done. */
+int pub_ip_enter(pub *p, const char *ip);
+void pub_ip_leave(pub *p, const char *ip);
 void pub_release(pub *p, const pub_hold *h);
 /* A change (a submission, a retry) of the session h holds begins: 0, or 1 when one is already in
  * progress. pub_mutated ends it once its answer is queued (a client that sends the next one after

@@ -24,7 +24,7 @@ static int usage(FILE *f) {
                "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
-               "                  [--body-timeout S]\n"
+               "                  [--body-timeout S] [--ip-inflight N] [--max-inflight N]\n"
                "                  [--public-host NAME]... [--origin URL] [--client-ip-header NAME]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
@@ -54,6 +54,8 @@ static int usage(FILE *f) {
                "  --session-inflight N  requests of one session at once (an event stream is one), 0 = no limit (16)\n"
                "  --session-runs N    runs one session may submit, 1..100000 (8)\n"
                "  --body-timeout S    seconds a request's body may take after its headers, 1..3600 (10)\n"
+               "  --ip-inflight N     requests of one client address at once, 0 = no limit (32)\n"
+               "  --max-inflight N    requests being answered at once, every client, 0 = no limit (256)\n"
                "  --session-pending N runs of one session queued or running at once, 1..100000 (2)\n"
                "  --public-host NAME  a Host name a reverse proxy serves this as, accepted besides the loopback\n"
                "                      names (repeatable, 8 at most)\n"
@@ -196,7 +198,7 @@ static void end_sessions(const studio_opts *o, store *st) {
 int cmd_serve(int argc, char **argv) {
     studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024,
                      .session_rate = 10, .request_rate = 20, .session_inflight = 16, .session_runs = 8, .session_pending = 2,
-                     .body_timeout_s = 10};
+                     .body_timeout_s = 10, .ip_inflight = 32, .max_inflight = 256};
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0;
@@ -227,6 +229,10 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("idle-lease", v, 0, 2592000, &o.idle_s)) return 2;
         } else if (!strcmp(a, "--session-rate")) {
             if (int_opt("session-rate", v, 0, 1000000, &o.session_rate)) return 2;
+        } else if (!strcmp(a, "--ip-inflight")) {
+            if (int_opt("ip-inflight", v, 0, 100000, &o.ip_inflight)) return 2;
+        } else if (!strcmp(a, "--max-inflight")) {
+            if (int_opt("max-inflight", v, 0, 100000, &o.max_inflight)) return 2;
         } else if (!strcmp(a, "--body-timeout")) {
             if (int_opt("body-timeout", v, 1, 3600, &o.body_timeout_s)) return 2;
         } else if (!strcmp(a, "--session-runs")) {

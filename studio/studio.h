@@ -28,6 +28,8 @@ typedef struct studio_opts {
     int session_rate;       /* new public sessions a minute per client IP key; 0: no limit */
     int request_rate;       /* requests a second per public session (bursts of twice that); 0: no limit */
     int session_inflight;   /* requests of one public session at once; 0: no limit */
+    int ip_inflight;        /* requests of one client IP key at once; 0: no limit */
+    int max_inflight;       /* public mode: requests being answered at once, every client; 0: no limit */
     int session_runs;       /* runs one public session may submit in its life */
     int body_timeout_s;     /* public mode: seconds from a request's headers to the end of its body */
     int session_pending;    /* runs of one public session queued or running at once */

@@ -1908,7 +1908,8 @@ def t_public_idle_lease(ctx):  # --idle-lease: only POST /web/activity renews it
 
 @test()
 def t_public_rate_limits(ctx):  # token buckets: new sessions per client address (IPv6 by /64), requests per session
-    s = public_server(ctx, "--session-rate", "3", "--request-rate", "5", "--client-ip-header", "X-Test-Client-IP")
+    s = public_server(ctx, "--session-rate", "3", "--request-rate", "5", "--client-ip-header", "X-Test-Client-IP",
+                      "--ip-inflight", "0")
     def create(ip):
         return s.post("/api/v1/web/sessions", {}, auth=False, headers={"X-Test-Client-IP": ip})
     for ip, other in (("203.0.113.7", "203.0.113.8"), ("2001:db8::1", "2001:db8:0:1::1")):
@@ -2107,6 +2108,38 @@ def t_public_body_deadline(ctx):  # a body that comes too slowly ends the connec
     check(s.get("/api/v1/runs").json["total"] == 0, "the slow body made a run")
     st, data = raw_http(s, head.decode(), body)
     check(st == 201, f"a prompt body: {st} {data[:200]!r}")
+
+
+@test()
+def t_public_inflight_caps(ctx):  # requests in flight per client address and in all: 429 and 503
+    s = public_server(ctx, "--max-inflight", "3", "--ip-inflight", "2", "--session-inflight", "0",
+                      "--client-ip-header", "X-Test-Client-IP")
+    rid = s.submit(options=fake(100, 200))["id"]
+    s.wait_status(rid, ("running",), 10)
+    def stream(ip):  # an open event stream from ip: a request in flight until closed
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        c.sendall((f"GET /api/v1/runs/{rid}/events/stream HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n"
+                   f"Authorization: Bearer {s.token}\r\nX-Test-Client-IP: {ip}\r\n\r\n").encode())
+        check(c.recv(12).startswith(b"HTTP/1.1 200"), f"a stream from {ip}")
+        return c
+    def get(ip):
+        return s.get("/api/v1/runs", headers={"X-Test-Client-IP": ip})
+    open_ = [stream("203.0.113.1"), stream("203.0.113.1")]
+    r = get("203.0.113.1")
+    check(r.status == 429 and r.json["error"]["code"] == "too_many_in_flight" and r.headers.get("Retry-After") == "1",
+          f"a third request of one address: {r!r}")
+    check(get("203.0.113.2").status == 200, "another address is served")
+    open_.append(stream("203.0.113.2"))
+    r = get("203.0.113.3")
+    check(r.status == 503 and r.json["error"]["code"] == "server_busy" and r.headers.get("Retry-After") == "1",
+          f"a fourth request in all: {r!r}")
+    for c in open_:
+        c.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and get("203.0.113.1").status != 200:
+        time.sleep(0.1)
+    check(get("203.0.113.1").status == 200, "served again once the streams are closed")
+    s.post(f"/api/v1/runs/{rid}/cancel", {})
 
 
 @test()
