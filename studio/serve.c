@@ -21,7 +21,8 @@
 
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
-               "                 [--max-runtime S] [--worker-memory MB] [--import RUN_DIR]... [--test-workers]\n"
+               "                 [--max-runtime S] [--worker-memory MB] [--worker-file-mb MB] [--import RUN_DIR]...\n"
+               "                 [--test-workers] [--routes]\n"
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
                "                  [--body-timeout S] [--ip-inflight N] [--max-inflight N]\n"
@@ -35,6 +36,7 @@ static int usage(FILE *f) {
                "  --grace S           seconds a cancelled worker gets before it is killed, 1..3600 (10)\n"
                "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0)\n"
                "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0)\n"
+               "  --worker-file-mb MB the largest file a worker may write, 0 = none (0; 64 with --public)\n"
                "  --worker PATH       the worker executable (default: this dpd)\n"
                "  --import RUN_DIR    show a completed CLI run (dpd train-pa/train-dpd/fit-ls) as a studio run:\n"
                "                      copied into the root once, with its events, metrics, plots and files\n"
@@ -201,7 +203,7 @@ int cmd_serve(int argc, char **argv) {
                      .body_timeout_s = 10, .ip_inflight = 32, .max_inflight = 256};
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
-    int nimp = 0;
+    int nimp = 0, file_set = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
@@ -285,6 +287,9 @@ int cmd_serve(int argc, char **argv) {
                 fprintf(stderr, "dpd: --worker-memory must be 0 (no limit) or at least 128 MiB (got %d)\n", o.worker_mb);
                 return 2;
             }
+        } else if (!strcmp(a, "--worker-file-mb")) {
+            if (int_opt("worker-file-mb", v, 0, 1 << 24, &o.worker_file_mb)) return 2;
+            file_set = 1;
         } else if (!strcmp(a, "--worker")) {
             snprintf(o.worker_exe, sizeof o.worker_exe, "%s", v);
         } else if (!strcmp(a, "--data")) {
@@ -324,6 +329,7 @@ int cmd_serve(int argc, char **argv) {
             return usage(stderr);
         }
     }
+    if (o.public_mode && !file_set) o.worker_file_mb = 64;
     if (o.public_mode && nimp) {
         fprintf(stderr, "dpd: --import is for the local studio, not --public (a public session cannot own a CLI run)\n");
         return 2;

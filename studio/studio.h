@@ -20,6 +20,7 @@ typedef struct studio_opts {
     int grace_s;            /* cancel -> SIGKILL of the group */
     int max_runtime_s;      /* 0: none */
     int worker_mb;          /* RLIMIT_AS of a worker, MiB; 0: none */
+    int worker_file_mb;     /* RLIMIT_FSIZE of a worker, MiB (the largest file it may write); 0: none */
     int test_workers;       /* the fake verb is accepted */
     int public_mode;        /* --public: anonymous sessions with bearer tokens (public.h), no local sign-in */
     int lease_s;            /* a public session's lifetime */

@@ -439,6 +439,11 @@ static int spawn(super *s, const run_rec *r, active *a) {
         return e;
     }
     char *argv[] = {"dpd", "worker", "--run-dir", dir, NULL};
+    /* public mode: an environment of its own, nothing of the server's (no settings, no secrets) */
+    char home[4500], tmp[4500];
+    snprintf(home, sizeof home, "HOME=%s", dir), snprintf(tmp, sizeof tmp, "TMPDIR=%s", dir);
+    char *clean[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home, tmp, "LC_ALL=C", NULL};
+    char **env = s->o.public_mode ? clean : environ;
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -465,11 +470,15 @@ static int spawn(super *s, const run_rec *r, active *a) {
             struct rlimit as = {(rlim_t)s->o.worker_mb << 20, (rlim_t)s->o.worker_mb << 20};
             setrlimit(RLIMIT_AS, &as);
         }
+        if (s->o.worker_file_mb > 0) { /* a larger file: SIGXFSZ ends the worker */
+            struct rlimit fs = {(rlim_t)s->o.worker_file_mb << 20, (rlim_t)s->o.worker_file_mb << 20};
+            setrlimit(RLIMIT_FSIZE, &fs);
+        }
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL), signal(SIGPIPE, SIG_DFL);
-        execve(s->o.worker_exe, argv, environ);
+        execve(s->o.worker_exe, argv, env);
     fail:;
         int e = errno;
         ssize_t w = write(pfd[1], &e, sizeof e);

@@ -2143,6 +2143,28 @@ def t_public_inflight_caps(ctx):  # requests in flight per client address and in
 
 
 @test()
+def t_public_worker_limits(ctx):  # a public worker: an environment of its own, and no file over --worker-file-mb
+    os.environ["DPD_STUDIO_SECRET"] = "do-not-leak"
+    try:
+        s = public_server(ctx, "--worker-file-mb", "16")
+    finally:
+        del os.environ["DPD_STUDIO_SECRET"]
+    rid = s.submit(options=fake(100, 200))["id"]
+    pid = s.wait_status(rid, ("running",), 10)["pid"]
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if kv)
+    check(set(env) == {b"PATH", b"HOME", b"TMPDIR", b"LC_ALL"} and env[b"HOME"] == env[b"TMPDIR"],
+          f"the worker's environment: {sorted(env)}")
+    s.post(f"/api/v1/runs/{rid}/cancel", {})
+    s.wait_status(rid, TERMINAL, 20)
+    big = s.submit(options={"epochs": 1, "epoch_ms": 10, "artifact_mb": 32})["id"]
+    fin = s.wait_status(big, TERMINAL, 30)
+    check(fin["status"] == "failed" and "signal 25" in (fin["reason"] or ""), f"a 32 MiB file under a 16 MiB limit: {fin}")
+    ok = s.submit(options={"epochs": 1, "epoch_ms": 10, "artifact_mb": 8})["id"]
+    check(s.wait_status(ok, TERMINAL, 30)["status"] == "succeeded", "an 8 MiB file")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
