@@ -115,6 +115,19 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
     return rc;
 }
 
+/* What a public request holds (its session, its address's and the server's in-flight counts),
+ * given back once: when a whole answer is queued (a client that sends its next request as soon as
+ * it has read one is never counted twice), or in on_done for an answer that goes on (an event
+ * stream, a download). */
+static void settle(server *s, req *r) {
+    pub_release(s->pub, &r->sess);
+    r->sess.slot = -1, r->sess.mutating = 0;
+    pub_ip_leave(s->pub, r->ip);
+    r->ip[0] = 0;
+    if (r->counted) __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL);
+    r->counted = 0;
+}
+
 enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
     char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
@@ -130,7 +143,9 @@ enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
-    return http_queue(r, status, resp);
+    enum MHD_Result v = http_queue(r, status, resp);
+    settle(srv_of(r->h), r); /* the whole answer is queued */
+    return v;
 }
 
 enum MHD_Result http_error(req *r, unsigned status, const char *code, const char *field, const char *hint,
@@ -324,7 +339,9 @@ static enum MHD_Result preflight(req *r) {
     MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST");
     MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type, Accept");
     MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
-    return http_queue(r, 204, resp);
+    enum MHD_Result v = http_queue(r, 204, resp);
+    settle(srv_of(r->h), r);
+    return v;
 }
 
 static enum MHD_Result admit_public(server *s, req *r) {
@@ -602,10 +619,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     if (r) {
-        server *s = cls;
-        pub_release(s->pub, &r->sess); /* after the answer's last byte: a download holds its session */
-        pub_ip_leave(s->pub, r->ip);
-        if (r->counted) __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL);
+        settle(cls, r); /* after the answer's last byte: a download holds its session */
         free(r->body);
         free(r);
         *con_cls = NULL;
