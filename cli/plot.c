@@ -1170,7 +1170,7 @@ static int chunk(FILE *f, const char *type, const unsigned char *data, size_t n)
     memcpy(head + 4, type, 4);
     uint32_t c = libdeflate_crc32(0, head + 4, 4);
     be32(crc, n ? libdeflate_crc32(c, data, n) : c); /* a NULL buffer would start the CRC over */
-    return fwrite(head, 1, 8, f) == 8 && fwrite(data, 1, n, f) == n && fwrite(crc, 1, 4, f) == 4;
+    return fwrite(head, 1, 8, f) == 8 && (!n || fwrite(data, 1, n, f) == n) && fwrite(crc, 1, 4, f) == 4;
 }
 
 /* The pixels (H, stride) of an RGB24 image as an 8-bit RGB PNG at path, compressed with d. The
