@@ -366,9 +366,7 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
         return http_error(r, 422, "compute_limit", err.field, "public mode bounds each run (docs/studio.md)", "%s", err.msg);
     run_rec same;
     if (h->o.public_mode && !(idem && !store_get_idem(h->st, r->ws, idem, &same))) { /* a repeat is never refused */
-        int all = store_count(h->st, r->ws, -1), pending = store_count(h->st, r->ws, ST_QUEUED) +
-                                                           store_count(h->st, r->ws, ST_RUNNING) +
-                                                           store_count(h->st, r->ws, ST_CANCEL_REQUESTED);
+        int all = store_count(h->st, r->ws, -1), pending = store_pending(h->st, r->ws);
         if (all >= h->o.session_runs)
             return http_error(r, 429, "run_quota", NULL, "a new session has its own quota",
                               "the session has submitted %d runs, the most it may", all);

@@ -416,6 +416,19 @@ int store_count(store *s, const char *ws, int status) {
     return n;
 }
 
+int store_pending(store *s, const char *ws) {
+    pthread_mutex_lock(&s->mu);
+    sqlite3_stmt *st = prep(s, "SELECT COUNT(*) FROM runs WHERE ws=? AND status IN (0, 1, 2)"); /* one reading */
+    int n = 0;
+    if (st) {
+        text_nn(st, 1, ws ? ws : "");
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 int store_delete_ws(store *s, const char *ws) {
     pthread_mutex_lock(&s->mu);
     int rc = -1;

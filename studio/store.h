@@ -88,6 +88,9 @@ int store_list(store *s, const char *ws, int status, int limit, int offset, int 
                void *user, long *total);
 int store_oldest_queued(store *s, run_rec *r); /* 0 found, 1 none, -1 error */
 int store_count(store *s, const char *ws, int status); /* ws NULL: every workspace; status < 0: any */
+/* Workspace ws's runs queued, running or being cancelled, counted in one reading (a run moving from
+ * queued to running is counted once). */
+int store_pending(store *s, const char *ws);
 /* Removes workspace ws's runs (NULL: every workspace's but the local one) with their events and
  * artifacts, in one transaction. 0, or -1. */
 int store_delete_ws(store *s, const char *ws);

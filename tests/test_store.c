@@ -121,6 +121,11 @@ static void workspaces(store *st) {
     CHECK(store_get_ws(st, B, "rwsb1", &got) == 0 && arts == 1 && store_get(st, "rwsl1", &got) == 0,
           "B's run and artifact and the local run are left");
     CHECK(!put(st, "rwsa3", A, "k", &r, &e) && !e && !strcmp(r.id, "rwsa3"), "A's key k is free again after the delete");
+    CHECK(store_pending(st, B) == 1, "B has one pending run");
+    store_transition(st, "rwsb1", ST_RUNNING, &(st_change){.exit_code = -1}, NULL);
+    CHECK(store_pending(st, B) == 1, "running is pending too");
+    store_transition(st, "rwsb1", ST_SUCCEEDED, &(st_change){.exit_code = 0}, NULL);
+    CHECK(store_pending(st, B) == 0 && store_pending(st, A) == 1, "a finished run is not pending; A's new one is");
 }
 
 /* A schema 1 database (the runs table before workspaces: idem unique over all runs) opens as
