@@ -393,8 +393,11 @@ static enum MHD_Result admit_public(server *s, req *r) {
     double w = pub_request(s->pub, &r->sess);
     if (w > 0) return too_many(r, w, "requests in this session");
     /* a submission or a retry: one at a time (cancel, activity and ending the session never wait) */
-    int change = !strcmp(r->method, "POST") && (!strcmp(r->path, "/api/v1/runs") ||
-                                                 (strlen(r->path) > 6 && !strcmp(r->path + strlen(r->path) - 6, "/retry")));
+    char path[1024], *seg[8];
+    snprintf(path, sizeof path, "%s", r->path);
+    int k = split(path, seg, 8); /* as the routes see the path: empty segments dropped */
+    int change = !strcmp(r->method, "POST") && k >= 3 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") &&
+                 !strcmp(seg[2], "runs") && (k == 3 || (k == 5 && !strcmp(seg[4], "retry")));
     if (change && pub_mutate(s->pub, &r->sess)) {
         r->retry_after = 1;
         return http_error(r, 429, "change_in_progress", NULL, "wait for the other submission's answer",

@@ -456,12 +456,13 @@ out:
     return rc;
 }
 
-int store_ids(store *s, int status, char (*ids)[24], int max) {
+int store_ids(store *s, const char *ws, int status, char (*ids)[24], int max) {
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st = prep(s, "SELECT id FROM runs WHERE status=? ORDER BY n");
+    sqlite3_stmt *st = prep(s, ws ? "SELECT id FROM runs WHERE status=? AND ws=? ORDER BY n" : "SELECT id FROM runs WHERE status=? ORDER BY n");
     int n = 0;
     if (st) {
         sqlite3_bind_int(st, 1, status);
+        if (ws) text_nn(st, 2, ws);
         while (n < max && sqlite3_step(st) == SQLITE_ROW) col(st, 0, ids[n++], 24);
         sqlite3_finalize(st);
     }

@@ -95,7 +95,7 @@ int store_pending(store *s, const char *ws);
  * artifacts, in one transaction. 0, or -1. */
 int store_delete_ws(store *s, const char *ws);
 /* The runs in a status, in submission order: ids into ids[max][24]; returns how many. */
-int store_ids(store *s, int status, char (*ids)[24], int max);
+int store_ids(store *s, const char *ws, int status, char (*ids)[24], int max); /* ws NULL: every workspace */
 
 /* Changes r's status to `to` with its `status` event {from, to, reason}, or refuses an illegal
  * change (returns 1, nothing written). 0 on success (r re-read), -1 on a database error. */

@@ -548,7 +548,7 @@ static void dispatch(super *s) {
 
 static void wait_reasons(super *s) {
     char ids[512][24], w[512][128];
-    int n = store_ids(s->st, ST_QUEUED, ids, 512), all = store_count(s->st, NULL, ST_QUEUED), b = busy(s);
+    int n = store_ids(s->st, NULL, ST_QUEUED, ids, 512), all = store_count(s->st, NULL, ST_QUEUED), b = busy(s);
     for (int i = 0; i < n; i++) /* the first 512: later ones keep the position they were given */
         snprintf(w[i], sizeof w[i], "position %d of %d, %d of %d slot%s busy", i + 1, all, b, s->o.slots,
                  s->o.slots == 1 ? "" : "s");
@@ -633,7 +633,7 @@ static void *loop(void *arg) {
 static void recover(super *s) {
     char ids[4096][24];
     int n = 0;
-    for (int st = ST_QUEUED; st <= ST_CANCEL_REQUESTED; st++) n += store_ids(s->st, st, ids + n, 4096 - n);
+    for (int st = ST_QUEUED; st <= ST_CANCEL_REQUESTED; st++) n += store_ids(s->st, NULL, st, ids + n, 4096 - n);
     for (int i = 0; i < n; i++) {
         run_rec r;
         if (store_get(s->st, ids[i], &r)) continue;
@@ -708,13 +708,10 @@ int super_busy(super *s) {
 int super_end_ws(super *s, const char *ws) {
     char ids[512][24];
     pthread_mutex_lock(&s->mu);
-    int n = store_ids(s->st, ST_QUEUED, ids, 512), left = 0;
-    for (int i = 0; i < n; i++) {
-        run_rec r;
-        if (!store_get(s->st, ids[i], &r) && !strcmp(r.ws, ws))
-            set_status(s, r.id, ST_INTERRUPTED, &(st_change){.exit_code = -1, .reason_code = "session_ended",
-                                                             .reason = "the session ended before the run started"});
-    }
+    int n = store_ids(s->st, ws, ST_QUEUED, ids, 512), left = 0; /* its own queued runs only */
+    for (int i = 0; i < n; i++)
+        set_status(s, ids[i], ST_INTERRUPTED, &(st_change){.exit_code = -1, .reason_code = "session_ended",
+                                                           .reason = "the session ended before the run started"});
     for (int i = 0; i < MAX_SLOTS; i++) {
         active *a = &s->a[i];
         if (!a->used || strcmp(a->space, ws)) continue;
@@ -762,7 +759,7 @@ void super_stop(super *s) {
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->th, NULL); /* the loop ends when its last worker has ended */
     char ids[4096][24];
-    int n = store_ids(s->st, ST_QUEUED, ids, 4096);
+    int n = store_ids(s->st, NULL, ST_QUEUED, ids, 4096);
     for (int i = 0; i < n; i++)
         set_status(s, ids[i], ST_INTERRUPTED,
                    &(st_change){.exit_code = -1, .reason_code = "service_restart",
