@@ -266,10 +266,11 @@ dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], d
     return DPD_OK;
 }
 
-int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *existed, char *why, size_t n) {
+int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, const store_quota *q, int *existed, char *why,
+                size_t n) {
     unsigned char rnd[6];
     *existed = 0;
-    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) return snprintf(why, n, "no random bytes"), 1;
+    if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) return snprintf(why, n, "no random bytes"), JOB_FAILED;
     snprintf(r->id, sizeof r->id, "r%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
     /* the run directory and job.json first: a queued run always has them */
     char rdir[4400], path[4600];
@@ -278,7 +279,7 @@ int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *exis
     if (mkdir(rdir, 0700) || mkdir(path, 0700)) {
         snprintf(why, n, "cannot create the run directory %s: %s", rdir, strerror(errno));
         studio_rmtree(rdir);
-        return 2;
+        return JOB_NO_DISK;
     }
     char *text = jobj ? json_dumps(jobj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     snprintf(path, sizeof path, "%s/job.json", rdir);
@@ -286,13 +287,16 @@ int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *exis
         snprintf(why, n, "cannot write %s", path);
         free(text);
         studio_rmtree(rdir);
-        return 2;
+        return JOB_NO_DISK;
     }
     free(text);
-    if (store_insert(st, r, existed)) {
-        snprintf(why, n, "the job store refused the run");
+    int in = store_insert(st, r, q, existed);
+    if (in) {
+        snprintf(why, n, in == STORE_RUN_QUOTA ? "the workspace has as many runs as it may"
+                         : in == STORE_PENDING_QUOTA ? "the workspace has as many runs queued or running as it may"
+                                                     : "the job store refused the run");
         studio_rmtree(rdir);
-        return 1;
+        return in == STORE_RUN_QUOTA ? JOB_RUN_QUOTA : in == STORE_PENDING_QUOTA ? JOB_PENDING_QUOTA : JOB_FAILED;
     }
     if (*existed) studio_rmtree(rdir);
     return 0;

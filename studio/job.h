@@ -49,9 +49,16 @@ dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], d
 
 /* Queues run r (verb, dataset, idem, parent, ws and request set by the caller): a fresh id into
  * r->id, its directory (studio_run_path: ROOT/runs/ID/ for the local workspace) with logs/ and
- * job.json (jobj, the worker's orders), then the store's record. With an idempotency key the
- * workspace already has, r becomes that run, *existed is set and nothing is left on disk. 0; 2 when the run directory cannot be written, 1 when the store
- * or the random source fails (why says which). */
-int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, int *existed, char *why, size_t n);
+ * job.json (jobj, the worker's orders), then the store's record, refused by quota q (NULL: none;
+ * store_insert). With an idempotency key the workspace already has, r becomes that run, *existed is
+ * set and nothing is left on disk. 0, or one of these (why says what): */
+enum {
+    JOB_FAILED = 1,    /* the store or the random source failed */
+    JOB_NO_DISK,       /* the run directory cannot be written */
+    JOB_RUN_QUOTA,     /* q->runs reached */
+    JOB_PENDING_QUOTA, /* q->pending reached */
+};
+int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, const store_quota *q, int *existed, char *why,
+                size_t n);
 
 #endif

@@ -155,7 +155,7 @@ static int imports(const studio_opts *o, store *st, char (*dirs)[PATH_MAX], int 
         json_t *jobj = json_pack("{s:s, s:s, s:o, s:s}", "verb", r.verb, "dataset", r.dataset, "options", opts, "import",
                                  dirs[i]);
         char why[256];
-        int existed = 0, q = job_enqueue(st, o->root, &r, jobj, &existed, why, sizeof why);
+        int existed = 0, q = job_enqueue(st, o->root, &r, jobj, NULL, &existed, why, sizeof why);
         json_decref(jobj);
         if (q) {
             fprintf(stderr, "dpd: --import %s: %s\n", dirs[i], why);

@@ -299,7 +299,21 @@ static int status_event(store *s, const char *id, int from, int to, const char *
 
 /* ---- runs ---- */
 
-int store_insert(store *s, run_rec *r, int *existed) {
+/* Workspace ws's runs (pending: queued, running or being cancelled), counted in one reading; s->mu
+ * held. */
+static int count_ws(store *s, const char *ws, int pending) {
+    sqlite3_stmt *st = prep(s, pending ? "SELECT COUNT(*) FROM runs WHERE ws=? AND status IN (0, 1, 2)"
+                                       : "SELECT COUNT(*) FROM runs WHERE ws=?");
+    int n = 0;
+    if (st) {
+        text_nn(st, 1, ws ? ws : "");
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    return n;
+}
+
+int store_insert(store *s, run_rec *r, const store_quota *q, int *existed) {
     *existed = 0;
     pthread_mutex_lock(&s->mu);
     int rc = -1;
@@ -314,6 +328,14 @@ int store_insert(store *s, run_rec *r, int *existed) {
             goto out;
         }
         if (g < 0) goto rollback;
+    }
+    if (q && q->runs && count_ws(s, r->ws, 0) >= q->runs) { /* counted and inserted in one transaction */
+        rc = STORE_RUN_QUOTA;
+        goto rollback;
+    }
+    if (q && q->pending && count_ws(s, r->ws, 1) >= q->pending) {
+        rc = STORE_PENDING_QUOTA;
+        goto rollback;
     }
     sqlite3_stmt *st = prep(s, "INSERT INTO runs(id, n, status, verb, dataset, request, idem, parent, created, updated, ws)"
                                " VALUES(?, (SELECT IFNULL(MAX(n), 0) + 1 FROM runs), 0, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -418,13 +440,7 @@ int store_count(store *s, const char *ws, int status) {
 
 int store_pending(store *s, const char *ws) {
     pthread_mutex_lock(&s->mu);
-    sqlite3_stmt *st = prep(s, "SELECT COUNT(*) FROM runs WHERE ws=? AND status IN (0, 1, 2)"); /* one reading */
-    int n = 0;
-    if (st) {
-        text_nn(st, 1, ws ? ws : "");
-        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-    }
+    int n = count_ws(s, ws, 1);
     pthread_mutex_unlock(&s->mu);
     return n;
 }

@@ -73,10 +73,18 @@ typedef struct store store;
 store *store_open(const char *path, char *err, size_t n);
 void store_close(store *s);
 
+/* A workspace's limits, checked by store_insert in the transaction that inserts (0: no limit). */
+typedef struct {
+    int runs;    /* runs it has ever had */
+    int pending; /* runs queued, running or being cancelled */
+} store_quota;
+enum { STORE_RUN_QUOTA = 1, STORE_PENDING_QUOTA = 2 }; /* store_insert's refusals */
+
 /* Inserts r (status queued, its first `status` event) into workspace r->ws. With an idempotency
- * key a run of that workspace already has, fills r with that run instead and sets *existed. 0 on
- * success. */
-int store_insert(store *s, run_rec *r, int *existed);
+ * key a run of that workspace already has, fills r with that run instead and sets *existed (never
+ * refused). 0 on success; STORE_RUN_QUOTA or STORE_PENDING_QUOTA when q (NULL: none) refuses it,
+ * nothing written; -1 on a database error. */
+int store_insert(store *s, run_rec *r, const store_quota *q, int *existed);
 int store_get(store *s, const char *id, run_rec *r); /* 0 found, 1 not found, -1 error */
 /* store_get of a run of workspace ws (NULL: ""): another workspace's run is not found. */
 int store_get_ws(store *s, const char *ws, const char *id, run_rec *r);

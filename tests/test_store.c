@@ -3,6 +3,7 @@
  * transaction, gap-free event numbers, idempotency keys, workspaces (a run, a key, a list and a
  * count are a workspace's own; deleting one leaves the others), the schema version check and the
  * migration of a schema 1 database. */
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,63 @@ static int put(store *st, const char *id, const char *ws, const char *idem, run_
     snprintf(r->request, sizeof r->request, "{}");
     snprintf(r->ws, sizeof r->ws, "%s", ws);
     snprintf(r->idem, sizeof r->idem, "%s", idem);
-    return store_insert(st, r, existed);
+    return store_insert(st, r, NULL, existed);
+}
+
+static const char QWS[] = "0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c";
+typedef struct {
+    store *st;
+    int i, rc;
+} racer;
+
+static void *race(void *arg) { /* one submission of workspace QWS under a pending quota of 3 */
+    racer *a = arg;
+    run_rec r = {0};
+    snprintf(r.id, sizeof r.id, "rq%02d", a->i);
+    snprintf(r.verb, sizeof r.verb, "fake");
+    snprintf(r.request, sizeof r.request, "{}");
+    snprintf(r.ws, sizeof r.ws, "%s", QWS);
+    int e = 0;
+    a->rc = store_insert(a->st, &r, &(store_quota){.pending = 3}, &e);
+    return NULL;
+}
+
+/* Quotas are counted in the transaction that inserts: of 8 submissions at once under a pending
+ * quota of 3, exactly 3 are stored; a refusal writes nothing; a repeated key is never refused. */
+static void quotas(store *st) {
+    racer a[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        a[i] = (racer){st, i, -9};
+        pthread_create(&th[i], NULL, race, &a[i]);
+    }
+    int stored = 0, refused = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        stored += a[i].rc == 0;
+        refused += a[i].rc == STORE_PENDING_QUOTA;
+    }
+    CHECK(stored == 3 && refused == 5 && store_count(st, QWS, -1) == 3, "8 at once under a pending quota of 3: %d stored, %d refused, %d in the store",
+          stored, refused, store_count(st, QWS, -1));
+    run_rec r = {0};
+    snprintf(r.id, sizeof r.id, "rq-key");
+    snprintf(r.request, sizeof r.request, "{}");
+    snprintf(r.ws, sizeof r.ws, "%s", QWS);
+    snprintf(r.idem, sizeof r.idem, "qk");
+    int e = 0;
+    CHECK(store_insert(st, &r, &(store_quota){.pending = 3}, &e) == STORE_PENDING_QUOTA && store_count(st, QWS, -1) == 3,
+          "a fourth pending run is refused and nothing is written");
+    CHECK(store_insert(st, &r, &(store_quota){.pending = 4}, &e) == 0 && !e, "with room, it is stored");
+    run_rec again = r;
+    snprintf(again.id, sizeof again.id, "rq-key2");
+    CHECK(store_insert(st, &again, &(store_quota){.pending = 1, .runs = 1}, &e) == 0 && e && !strcmp(again.id, "rq-key"),
+          "its key again at both quotas: the same run (%s), not a refusal", again.id);
+    snprintf(again.id, sizeof again.id, "rq-key2");
+    snprintf(again.idem, sizeof again.idem, "qk2");
+    CHECK(store_insert(st, &again, &(store_quota){.runs = 4}, &e) == STORE_RUN_QUOTA, "a fifth run under a run quota of 4");
+    store_transition(st, "rq-key", ST_CANCELLED, &(st_change){.exit_code = -1}, NULL);
+    CHECK(store_insert(st, &again, &(store_quota){.pending = 4, .runs = 5}, &e) == 0 && !e,
+          "a pending slot freed by a cancel, under a run quota of 5: stored");
 }
 
 /* Workspaces: a run is found in its own only; one key makes a run in each; lists and counts are
@@ -229,7 +286,7 @@ int main(void) {
             snprintf(r.dataset, sizeof r.dataset, "synth");
             snprintf(r.request, sizeof r.request, "{}");
             int existed = 1;
-            CHECK(!store_insert(st, &r, &existed) && !existed && r.status == ST_QUEUED && r.last_seq == 1, "insert");
+            CHECK(!store_insert(st, &r, NULL, &existed) && !existed && r.status == ST_QUEUED && r.last_seq == 1, "insert");
             CHECK(!walk(st, r.id, a), "walk to %s", store_status_name(a));
             run_rec before, after;
             store_get(st, r.id, &before);
@@ -261,7 +318,7 @@ int main(void) {
     snprintf(r.id, sizeof r.id, "rlate");
     snprintf(r.verb, sizeof r.verb, "fake");
     snprintf(r.request, sizeof r.request, "{}");
-    store_insert(st, &r, &existed);
+    store_insert(st, &r, NULL, &existed);
     store_transition(st, r.id, ST_RUNNING, &(st_change){.exit_code = -1}, NULL);
     store_transition(st, r.id, ST_CANCEL_REQUESTED, &(st_change){.exit_code = -1}, NULL);
     store_transition(st, r.id, ST_CANCELLED, &(st_change){.exit_code = -1}, NULL);
@@ -288,13 +345,14 @@ int main(void) {
     snprintf(a.request, sizeof a.request, "{}");
     snprintf(b.request, sizeof b.request, "{}");
     int e1 = 1, e2 = 0;
-    CHECK(!store_insert(st, &a, &e1) && !e1, "first insert");
-    CHECK(!store_insert(st, &b, &e2) && e2 && !strcmp(b.id, "ridem1"), "idempotent insert gave %s", b.id);
+    CHECK(!store_insert(st, &a, NULL, &e1) && !e1, "first insert");
+    CHECK(!store_insert(st, &b, NULL, &e2) && e2 && !strcmp(b.id, "ridem1"), "idempotent insert gave %s", b.id);
     CHECK(store_get(st, "ridem2", &got) == 1, "the repeated submission made a run");
 
     /* FIFO: the oldest queued first (r0000, whose queued -> queued was refused) */
     CHECK(!store_oldest_queued(st, &got) && !strcmp(got.id, "r0000"), "oldest queued: %s", got.id);
     workspaces(st);
+    quotas(st);
     store_close(st);
     migration(check_tmpdir());
 
