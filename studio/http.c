@@ -291,13 +291,18 @@ static enum MHD_Result length_ok(req *r) {
 }
 
 /* The client's IP key: the address a reverse proxy put in --client-ip-header (trusted: the server
- * listens on loopback, where only the proxy reaches it), or the TCP peer's; an IPv6 address by its
- * /64 (its first four groups), so one host's many addresses are one key. "" when there is none. */
+ * listens on loopback, where only the proxy reaches it; of a list, the last element, the one the
+ * proxy itself added), or the TCP peer's; an IPv6 address by its /64 (its first four groups), so
+ * one host's many addresses are one key. "" when there is none, or the header is not an address. */
 static void client_key(server *s, req *r, char key[48]) {
     char ip[INET6_ADDRSTRLEN] = "";
     const char *h = s->h.o.client_ip_header[0] ? http_header(r, s->h.o.client_ip_header) : NULL;
     if (h) {
-        snprintf(ip, sizeof ip, "%s", h);
+        const char *last = strrchr(h, ',');
+        last = last ? last + 1 : h;
+        last += strspn(last, " \t");
+        size_t n = strcspn(last, " \t");
+        if (n < sizeof ip && !last[n + strspn(last + n, " \t")]) memcpy(ip, last, n), ip[n] = 0;
     } else {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         const struct sockaddr *sa = ci ? ci->client_addr : NULL;
@@ -305,11 +310,18 @@ static void client_key(server *s, req *r, char key[48]) {
         if (sa && sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof ip);
     }
     struct in6_addr a6;
-    if (inet_pton(AF_INET6, ip, &a6) == 1 && !IN6_IS_ADDR_V4MAPPED(&a6)) {
-        memset(a6.s6_addr + 8, 0, 8);
-        inet_ntop(AF_INET6, &a6, ip, sizeof ip);
+    struct in_addr a4;
+    key[0] = 0;
+    if (inet_pton(AF_INET, ip, &a4) == 1) {
+        inet_ntop(AF_INET, &a4, key, 48); /* one spelling of each address */
+    } else if (inet_pton(AF_INET6, ip, &a6) == 1) {
+        if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+            inet_ntop(AF_INET, a6.s6_addr + 12, key, 48);
+        } else {
+            memset(a6.s6_addr + 8, 0, 8);
+            inet_ntop(AF_INET6, &a6, key, 48);
+        }
     }
-    snprintf(key, 48, "%s", ip);
 }
 
 /* 429 rate_limited, with Retry-After: the seconds wait asks for, rounded up. */
@@ -320,8 +332,6 @@ static enum MHD_Result too_many(req *r, double wait, const char *what) {
                       r->retry_after);
 }
 
-/* Public mode's authentication: `Authorization: Bearer TOKEN` of an open session, nothing else
- * (no cookie, no query argument, no API token). Sets r's workspace. */
 /* A CORS preflight (OPTIONS) from the allowed origin (r->cors): for GET or POST, asking only for
  * the headers the API reads: 204 with what may be sent; anything else 403. */
 static enum MHD_Result preflight(req *r) {
@@ -344,6 +354,10 @@ static enum MHD_Result preflight(req *r) {
     return v;
 }
 
+/* Public mode's boundary, in order (docs/studio.md "Public mode"): the origin, the client's address,
+ * the in-flight caps, the route's class, then authentication by `Authorization: Bearer TOKEN` of an
+ * open session, nothing else (no cookie, no query argument, no API token), which sets r's
+ * workspace; the session's rate and its one change at a time. */
 static enum MHD_Result admit_public(server *s, req *r) {
     const char *origin = http_header(r, "Origin");
     if (origin && (!s->h.o.origin[0] || strcmp(origin, s->h.o.origin)))
@@ -513,7 +527,10 @@ static enum MHD_Result web_sessions(server *s, req *r) {
     if (!ok) return http_error(r, 422, "invalid_request", NULL, "send {} or no body", "a session takes no options");
     char token[44], err[4600] = "";
     pub_hold h;
-    int rc = pub_create(s->pub, token, &h, err, sizeof err);
+    int rc = pub_create(s->pub, r->ip, token, &h, err, sizeof err);
+    if (rc == 2)
+        return http_error(r, 429, "session_quota", NULL, "end one of them (POST /api/v1/web/sessions/end), or wait for its lease",
+                          "this address has %d sessions open, the most it may", s->h.o.ip_sessions);
     if (rc == 1)
         return http_error(r, 503, "too_many_sessions", NULL, "try again later", "%d sessions are open, the most this server keeps",
                           s->h.o.max_sessions);
@@ -781,7 +798,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
     pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight,
-                       o->ip_inflight};
+                       o->ip_inflight, o->ip_sessions};
     if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &rates, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);

@@ -78,6 +78,7 @@ typedef struct session {
     int refs;    /* requests in flight (a download holds one until its last byte) */
     bucket rate; /* its requests */
     int mutating; /* a change of it is in progress */
+    char ip[48];  /* the client IP key that created it (memory only) */
 } session;
 
 struct pub {
@@ -174,36 +175,47 @@ void pub_close(pub *p) {
     free(p);
 }
 
-int pub_create(pub *p, char token[44], pub_hold *h, char *err, size_t n) {
+int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, size_t n) {
     unsigned char raw[24];
     char *ws = h->ws;
     h->slot = -1;
+    pthread_mutex_lock(&p->mu); /* the address's sessions are counted again as one is taken */
+    int mine = 0;
+    for (int i = 0; i < p->max; i++) mine += p->s[i].used && !p->s[i].closing && !strcmp(p->s[i].ip, ip);
+    pthread_mutex_unlock(&p->mu);
+    if (p->rates.ip_sessions > 0 && mine >= p->rates.ip_sessions) return 2;
     if (token_new(token, 44) || getrandom(raw, sizeof raw, 0) != sizeof raw) return snprintf(err, n, "no random bytes"), -1;
     for (int i = 0; i < 24; i++) snprintf(ws + 2 * i, 3, "%02x", raw[i]); /* not derived from the token */
     char dir[4400];
     snprintf(dir, sizeof dir, "%s/sessions/%s", p->root, ws);
     if (mkdir(dir, 0700) || (snprintf(dir, sizeof dir, "%s/sessions/%s/runs", p->root, ws), mkdir(dir, 0700))) {
-        snprintf(err, n, "cannot create the session's directory %s: %s", dir, strerror(errno));
+        snprintf(err, n, "cannot create the session's directory: %s", strerror(errno));
+        fprintf(stderr, "dpd studio: cannot create %s: %s\n", dir, strerror(errno)); /* the path for the operator only */
         return -1;
     }
     pthread_mutex_lock(&p->mu);
     session *free_slot = NULL;
-    for (int i = 0; i < p->max && !free_slot; i++)
-        if (!p->s[i].used) free_slot = &p->s[i];
-    if (free_slot) {
+    mine = 0;
+    for (int i = 0; i < p->max; i++) {
+        mine += p->s[i].used && !p->s[i].closing && !strcmp(p->s[i].ip, ip);
+        if (!p->s[i].used && !free_slot) free_slot = &p->s[i];
+    }
+    int full = p->rates.ip_sessions > 0 && mine >= p->rates.ip_sessions;
+    if (free_slot && !full) {
         token_digest(token, TOKEN_LEN, free_slot->digest);
         snprintf(free_slot->ws, sizeof free_slot->ws, "%s", ws);
+        snprintf(free_slot->ip, sizeof free_slot->ip, "%s", ip);
         double now = studio_now();
         free_slot->expires = h->expires = now + p->lease_s;
         free_slot->idle_expires = h->idle_expires = p->idle_s ? now + p->idle_s : 0;
         free_slot->used = 1;
     }
     pthread_mutex_unlock(&p->mu);
-    if (free_slot) return 0;
+    if (free_slot && !full) return 0;
     snprintf(dir, sizeof dir, "%s/sessions/%s", p->root, ws);
     studio_rmtree(dir);
     OPENSSL_cleanse(token, 44);
-    return 1;
+    return full ? 2 : 1;
 }
 
 int pub_find(pub *p, const char *given, size_t n, pub_hold *h) {

@@ -27,6 +27,7 @@ typedef struct pub_rates {
     double request_rate, request_burst; /* requests per session */
     int inflight;                       /* requests of one session at once (an event stream is one) */
     int ip_inflight;                    /* requests of one client IP key at once */
+    int ip_sessions;                    /* sessions open at once created from one client IP key; 0: no limit */
 } pub_rates;
 
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
@@ -49,10 +50,10 @@ typedef struct pub_hold {
     int mutating;        /* this request holds the session's change lock (pub_mutate) */
 } pub_hold;
 
-/* A new session: its token into token[44], its workspace, leases and no slot into h, and its
- * directories ROOT/sessions/WS/runs/ made (0700). 0; 1 when max sessions are open; -1 on an
- * error (why in err). */
-int pub_create(pub *p, char token[44], pub_hold *h, char *err, size_t n);
+/* A new session for the client IP key ip: its token into token[44], its workspace, leases and no
+ * slot into h, and its directories ROOT/sessions/WS/runs/ made (0700). 0; 1 when max sessions are
+ * open; 2 when ip has its most sessions open (rates.ip_sessions); -1 on an error (why in err). */
+int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, size_t n);
 /* The session of token given[0, n): 0 found (h filled, and a reference taken: pub_release(p, h)
  * when the request is done), 1 no such session (or not a token), 2 it is over (a lease,
  * or ended), 3 it has its most requests in flight already (no reference taken). */

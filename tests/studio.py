@@ -1783,7 +1783,7 @@ def t_public_token_not_stored(ctx):  # the token is in no file, no log, no outpu
 @test()
 def t_public_flags(ctx):  # the flags and their bounds
     out = subprocess.run([DPD, "serve", "--help"], capture_output=True, text=True)
-    for f in ("--public", "--session-lease", "--max-sessions"):
+    for f in ("--public", "--session-lease", "--max-sessions", "--ip-sessions"):
         check(f in out.stdout, f"serve --help lacks {f}")
     for bad in (["--public", "--session-lease", "0"], ["--public", "--max-sessions", "0"],
                 ["--public", "--import", ctx.path("x")]):
@@ -1938,6 +1938,26 @@ def t_public_rate_limits(ctx):  # token buckets: new sessions per client address
     time.sleep(1.2)
     check(a.get("/api/v1/runs").status == 200, "the session is served again after a second")
     check(s.get("/api/v1/runs").status == 200, "another session is not limited by this one")
+
+
+@test()
+def t_public_ip_sessions(ctx):  # sessions open at once per client address; the proxy's header: its last address only
+    s = public_server(ctx, "--ip-sessions", "2", "--session-rate", "0", "--client-ip-header", "X-Test-Client-IP")
+    def create(ip):
+        return s.post("/api/v1/web/sessions", {}, auth=False, headers={"X-Test-Client-IP": ip})
+    first = create("203.0.113.9")
+    check(first.status == 201 and create("203.0.113.9").status == 201, "two sessions of one address")
+    for spelling in ("203.0.113.9", "::ffff:203.0.113.9", "198.51.100.1, 203.0.113.9", " 203.0.113.9 "):
+        r = create(spelling)
+        check(r.status == 429 and r.json["error"]["code"] == "session_quota", f"a third from {spelling!r}: {r!r}")
+    check(create("203.0.113.9, 198.51.100.1").status == 201, "a list's last address is the client (the proxy adds it)")
+    for bad in ("not-an-address", "203.0.113.9 198.51.100.1", "203.0.113.999", ""):
+        r = create(bad)
+        check(r.status == 403 and r.json["error"]["code"] == "bad_client_ip", f"X-Test-Client-IP: {bad!r}: {r!r}")
+    ended = s.as_session(first.json["access_token"]).post("/api/v1/web/sessions/end", {})
+    check(ended.status == 200, f"end one: {ended!r}")
+    r = create("203.0.113.9")
+    check(r.status == 201, f"an ended session no longer counts: {r!r}")
 
 
 @test()
