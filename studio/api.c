@@ -352,13 +352,17 @@ static int pa_dir(http *h, const char *ws, const char *id, char *out, size_t n) 
     return out[0] ? 0 : -1;
 }
 
-/* 429 for a session at its quota (JOB_RUN_QUOTA or JOB_PENDING_QUOTA) of n runs. */
+/* 429 for a submission over a quota (JOB_RUN_QUOTA, JOB_PENDING_QUOTA, JOB_QUEUE_FULL) of n runs. */
 static enum MHD_Result quota_error(req *r, int which, int n) {
     if (which == JOB_RUN_QUOTA)
         return http_error(r, 429, "run_quota", NULL, "a new session has its own quota",
                           "the session has submitted %d runs, the most it may", n);
-    return http_error(r, 429, "pending_quota", NULL, "wait for a run to finish, or cancel one",
-                      "the session has %d runs queued or running, the most it may", n);
+    if (which == JOB_PENDING_QUOTA)
+        return http_error(r, 429, "pending_quota", NULL, "wait for a run to finish, or cancel one",
+                          "the session has %d runs queued or running, the most it may", n);
+    r->retry_after = 60;
+    return http_error(r, 429, "queue_full", NULL, "try again later",
+                      "the server has %d runs queued or running, the most it takes", n);
 }
 
 /* Validates and queues a run; parent "" for a new one. */
@@ -374,11 +378,12 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (h->o.public_mode && job_public_check(&j, &err))
         return http_error(r, 422, "compute_limit", err.field, "public mode bounds each run (docs/studio.md)", "%s", err.msg);
     run_rec same; /* the quotas are checked first (cheap), then again as the run is stored (atomic) */
-    store_quota quota = {h->o.session_runs, h->o.session_pending}, *q = h->o.public_mode ? &quota : NULL;
+    store_quota quota = {h->o.session_runs, h->o.session_pending, h->o.max_pending}, *q = h->o.public_mode ? &quota : NULL;
     if (q && !(idem && !store_get_idem(h->st, r->ws, idem, &same))) { /* a repeat is never refused */
-        int all = store_count(h->st, r->ws, -1), pending = store_pending(h->st, r->ws);
+        int all = store_count(h->st, r->ws, -1), pending = store_pending(h->st, r->ws), queue = store_pending(h->st, NULL);
         if (all >= q->runs) return quota_error(r, JOB_RUN_QUOTA, all);
         if (pending >= q->pending) return quota_error(r, JOB_PENDING_QUOTA, pending);
+        if (q->queue && queue >= q->queue) return quota_error(r, JOB_QUEUE_FULL, queue);
     }
     if (!dataset) return http_error(r, 422, "invalid_config", "dataset", NULL, "dataset: required");
     char dir[4400], pdir[4096] = "";
@@ -415,7 +420,8 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     char why[256];
     int existed = 0, e = job_enqueue(h->st, h->o.root, &rec, jobj, q, &existed, why, sizeof why);
     json_decref(jobj);
-    if (e == JOB_RUN_QUOTA || e == JOB_PENDING_QUOTA) return quota_error(r, e, e == JOB_RUN_QUOTA ? q->runs : q->pending);
+    if (e && e < JOB_FAILED)
+        return quota_error(r, e, e == JOB_RUN_QUOTA ? q->runs : e == JOB_PENDING_QUOTA ? q->pending : q->queue);
     if (e) return http_error(r, e == JOB_NO_DISK ? 507 : 500, e == JOB_NO_DISK ? "storage_error" : "service_error", NULL, NULL,
                              "%s", why);
     if (existed) return reply_run(r, 200, &rec);

@@ -292,11 +292,9 @@ int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, const sto
     free(text);
     int in = store_insert(st, r, q, existed);
     if (in) {
-        snprintf(why, n, in == STORE_RUN_QUOTA ? "the workspace has as many runs as it may"
-                         : in == STORE_PENDING_QUOTA ? "the workspace has as many runs queued or running as it may"
-                                                     : "the job store refused the run");
+        snprintf(why, n, "%s", in > 0 ? "a quota refused the run" : "the job store refused the run");
         studio_rmtree(rdir);
-        return in == STORE_RUN_QUOTA ? JOB_RUN_QUOTA : in == STORE_PENDING_QUOTA ? JOB_PENDING_QUOTA : JOB_FAILED;
+        return in > 0 ? in : JOB_FAILED;
     }
     if (*existed) studio_rmtree(rdir);
     return 0;

@@ -53,10 +53,11 @@ dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], d
  * store_insert). With an idempotency key the workspace already has, r becomes that run, *existed is
  * set and nothing is left on disk. 0, or one of these (why says what): */
 enum {
-    JOB_FAILED = 1,    /* the store or the random source failed */
-    JOB_NO_DISK,       /* the run directory cannot be written */
-    JOB_RUN_QUOTA,     /* q->runs reached */
-    JOB_PENDING_QUOTA, /* q->pending reached */
+    JOB_RUN_QUOTA = STORE_RUN_QUOTA,         /* q->runs reached */
+    JOB_PENDING_QUOTA = STORE_PENDING_QUOTA, /* q->pending reached */
+    JOB_QUEUE_FULL = STORE_QUEUE_FULL,       /* q->queue reached */
+    JOB_FAILED = 16,                         /* the store or the random source failed */
+    JOB_NO_DISK,                             /* the run directory cannot be written */
 };
 int job_enqueue(store *st, const char *root, run_rec *r, json_t *jobj, const store_quota *q, int *existed, char *why,
                 size_t n);

@@ -299,14 +299,16 @@ static int status_event(store *s, const char *id, int from, int to, const char *
 
 /* ---- runs ---- */
 
-/* Workspace ws's runs (pending: queued, running or being cancelled), counted in one reading; s->mu
- * held. */
+/* Workspace ws's runs (NULL: every workspace's; pending: queued, running or being cancelled),
+ * counted in one reading; s->mu held. */
 static int count_ws(store *s, const char *ws, int pending) {
-    sqlite3_stmt *st = prep(s, pending ? "SELECT COUNT(*) FROM runs WHERE ws=? AND status IN (0, 1, 2)"
-                                       : "SELECT COUNT(*) FROM runs WHERE ws=?");
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM runs WHERE %s%s", ws ? "ws=?" : "1",
+             pending ? " AND status IN (0, 1, 2)" : "");
+    sqlite3_stmt *st = prep(s, sql);
     int n = 0;
     if (st) {
-        text_nn(st, 1, ws ? ws : "");
+        if (ws) text_nn(st, 1, ws);
         if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
     }
@@ -335,6 +337,10 @@ int store_insert(store *s, run_rec *r, const store_quota *q, int *existed) {
     }
     if (q && q->pending && count_ws(s, r->ws, 1) >= q->pending) {
         rc = STORE_PENDING_QUOTA;
+        goto rollback;
+    }
+    if (q && q->queue && count_ws(s, NULL, 1) >= q->queue) {
+        rc = STORE_QUEUE_FULL;
         goto rollback;
     }
     sqlite3_stmt *st = prep(s, "INSERT INTO runs(id, n, status, verb, dataset, request, idem, parent, created, updated, ws)"

@@ -77,12 +77,13 @@ void store_close(store *s);
 typedef struct {
     int runs;    /* runs it has ever had */
     int pending; /* runs queued, running or being cancelled */
+    int queue;   /* runs queued, running or being cancelled, every workspace's */
 } store_quota;
-enum { STORE_RUN_QUOTA = 1, STORE_PENDING_QUOTA = 2 }; /* store_insert's refusals */
+enum { STORE_RUN_QUOTA = 1, STORE_PENDING_QUOTA, STORE_QUEUE_FULL }; /* store_insert's refusals */
 
 /* Inserts r (status queued, its first `status` event) into workspace r->ws. With an idempotency
  * key a run of that workspace already has, fills r with that run instead and sets *existed (never
- * refused). 0 on success; STORE_RUN_QUOTA or STORE_PENDING_QUOTA when q (NULL: none) refuses it,
+ * refused). 0 on success; a STORE_ refusal above when q (NULL: none) refuses it,
  * nothing written; -1 on a database error. */
 int store_insert(store *s, run_rec *r, const store_quota *q, int *existed);
 int store_get(store *s, const char *id, run_rec *r); /* 0 found, 1 not found, -1 error */
@@ -96,8 +97,8 @@ int store_list(store *s, const char *ws, int status, int limit, int offset, int 
                void *user, long *total);
 int store_oldest_queued(store *s, run_rec *r); /* 0 found, 1 none, -1 error */
 int store_count(store *s, const char *ws, int status); /* ws NULL: every workspace; status < 0: any */
-/* Workspace ws's runs queued, running or being cancelled, counted in one reading (a run moving from
- * queued to running is counted once). */
+/* Workspace ws's runs (NULL: every workspace's) queued, running or being cancelled, counted in one
+ * reading (a run moving from queued to running is counted once). */
 int store_pending(store *s, const char *ws);
 /* Removes workspace ws's runs (NULL: every workspace's but the local one) with their events and
  * artifacts, in one transaction. 0, or -1. */

@@ -35,6 +35,7 @@ typedef struct studio_opts {
     int session_runs;       /* runs one public session may submit in its life */
     int body_timeout_s;     /* public mode: seconds from a request's headers to the end of its body */
     int session_pending;    /* runs of one public session queued or running at once */
+    int max_pending;        /* public mode: runs queued or running at once, every session's; 0: no limit */
     char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char origin[256];       /* public mode: the one web origin whose pages may call the API ("": none) */
     char public_hosts[8][128]; /* public mode: Host names served besides the loopback ones */

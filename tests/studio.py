@@ -1961,6 +1961,23 @@ def t_public_ip_sessions(ctx):  # sessions open at once per client address; the 
 
 
 @test()
+def t_public_queue_full(ctx):  # runs queued or running in all, every session's: --max-pending
+    s = public_server(ctx, "--max-pending", "2")
+    other = s.as_session(s.new_session())
+    a = s.submit(options=fake(100, 200))["id"]
+    s.wait_status(a, ("running",), 10)
+    other.submit(options=fake(100, 200))
+    third = s.as_session(s.new_session())
+    r = third.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+    check(r.status == 429 and r.json["error"]["code"] == "queue_full" and int(r.headers.get("Retry-After", 0)) >= 1,
+          f"a third pending run in all: {r!r}")
+    s.post(f"/api/v1/runs/{a}/cancel", {})
+    s.wait_status(a, ("cancelled",), 20)
+    check(third.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).status == 201,
+          "one ended: the next is taken")
+
+
+@test()
 def t_public_inflight(ctx):  # a session's requests at once are bounded (an event stream is one); one submission at a time
     m = ctx.server(root=ctx.path("root-changes"), args=["--public", "--session-inflight", "0", "--request-rate", "0",
                                                         "--session-pending", "100"])

@@ -132,7 +132,12 @@ static void quotas(store *st) {
     snprintf(again.idem, sizeof again.idem, "qk2");
     CHECK(store_insert(st, &again, &(store_quota){.runs = 4}, &e) == STORE_RUN_QUOTA, "a fifth run under a run quota of 4");
     store_transition(st, "rq-key", ST_CANCELLED, &(st_change){.exit_code = -1}, NULL);
-    CHECK(store_insert(st, &again, &(store_quota){.pending = 4, .runs = 5}, &e) == 0 && !e,
+    int all = store_pending(st, NULL);
+    snprintf(again.ws, sizeof again.ws, "0d0d");
+    CHECK(all >= 3 && store_insert(st, &again, &(store_quota){.queue = all}, &e) == STORE_QUEUE_FULL,
+          "another workspace's run with %d pending in all under a queue limit of as many", all);
+    snprintf(again.ws, sizeof again.ws, "%s", QWS);
+    CHECK(store_insert(st, &again, &(store_quota){.pending = 4, .runs = 5, .queue = all + 1}, &e) == 0 && !e,
           "a pending slot freed by a cancel, under a run quota of 5: stored");
 }
 
