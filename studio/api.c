@@ -380,6 +380,10 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     run_rec same; /* the quotas are checked first (cheap), then again as the run is stored (atomic) */
     store_quota quota = {h->o.session_runs, h->o.session_pending, h->o.max_pending}, *q = h->o.public_mode ? &quota : NULL;
     if (q && !(idem && !store_get_idem(h->st, r->ws, idem, &same))) { /* a repeat is never refused */
+        if (r->sess.over)
+            return http_error(r, 413, "workspace_limit", NULL, "download what you need, then start a new session",
+                              "the session's files are over its storage quota of %d MiB", h->o.quota_mb);
+        if (http_disk_low(h)) return http_error(r, 507, "storage_busy", NULL, "try again later", "the server's disk is nearly full");
         int all = store_count(h->st, r->ws, -1), pending = store_pending(h->st, r->ws), queue = store_pending(h->st, NULL);
         if (all >= q->runs) return quota_error(r, JOB_RUN_QUOTA, all);
         if (pending >= q->pending) return quota_error(r, JOB_PENDING_QUOTA, pending);

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -504,13 +505,23 @@ static enum MHD_Result admit(server *s, req *r) {
     return length_ok(r);
 }
 
-/* A session's leases as the web routes answer them: expires_at, idle_expires_at (null without an
- * inactivity lease), server_time, mode. */
-static json_t *leases(const pub_hold *h) {
+int http_disk_low(http *h) {
+    struct statvfs v;
+    return h->o.reserve_mb > 0 && !statvfs(h->o.root, &v) &&
+           (unsigned long long)v.f_bavail * v.f_frsize < (unsigned long long)h->o.reserve_mb << 20;
+}
+
+/* A session's leases and storage as the web routes answer them: expires_at, idle_expires_at (null
+ * without an inactivity lease), server_time, mode, storage {used_bytes (null: not measured yet),
+ * quota_bytes (null: none), over_quota}. */
+static json_t *leases(const server *s, const pub_hold *h) {
     char at[40], idle[40], now[40];
     studio_iso(h->expires, at, sizeof at), studio_iso(h->idle_expires, idle, sizeof idle), studio_iso(studio_now(), now, sizeof now);
-    return json_pack("{s:s, s:s?, s:s, s:s}", "expires_at", at, "idle_expires_at", h->idle_expires > 0 ? idle : NULL,
-                     "server_time", now, "mode", "public");
+    json_t *used = h->bytes >= 0 ? json_integer(h->bytes) : json_null(),
+           *quota = s->h.o.quota_mb ? json_integer((json_int_t)s->h.o.quota_mb << 20) : json_null();
+    return json_pack("{s:s, s:s?, s:s, s:s, s:{s:o, s:o, s:b}}", "expires_at", at, "idle_expires_at",
+                     h->idle_expires > 0 ? idle : NULL, "server_time", now, "mode", "public", "storage", "used_bytes", used,
+                     "quota_bytes", quota, "over_quota", h->over);
 }
 
 /* POST /api/v1/web/sessions (public mode): a new session, its token in the answer and nowhere
@@ -526,6 +537,8 @@ static enum MHD_Result web_sessions(server *s, req *r) {
     json_decref(b);
     if (!ok) return http_error(r, 422, "invalid_request", NULL, "send {} or no body", "a session takes no options");
     char token[44], err[4600] = "";
+    if (http_disk_low(&s->h))
+        return http_error(r, 507, "storage_busy", NULL, "try again later", "the server's disk is nearly full");
     pub_hold h;
     int rc = pub_create(s->pub, r->ip, token, &h, err, sizeof err);
     if (rc == 2)
@@ -535,7 +548,7 @@ static enum MHD_Result web_sessions(server *s, req *r) {
         return http_error(r, 503, "too_many_sessions", NULL, "try again later", "%d sessions are open, the most this server keeps",
                           s->h.o.max_sessions);
     if (rc) return http_error(r, 507, "storage_error", NULL, NULL, "%s", err);
-    json_t *o = leases(&h);
+    json_t *o = leases(s, &h);
     json_object_set_new(o, "access_token", json_string(token));
     json_object_set_new(o, "token_type", json_string("Bearer"));
     OPENSSL_cleanse(token, sizeof token);
@@ -556,7 +569,7 @@ static enum MHD_Result web_route(server *s, req *r, int *mine) {
         return http_json(r, 200, json_pack("{s:b}", "ended", 1));
     }
     if (!strcmp(p, "activity")) pub_activity(s->pub, &r->sess); /* foreground use: the inactivity lease only */
-    return http_json(r, 200, leases(&r->sess));
+    return http_json(r, 200, leases(s, &r->sess));
 }
 
 static enum MHD_Result answer(server *s, req *r) {
@@ -797,9 +810,9 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     if (!s) return NULL;
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
-    pub_rates rates = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight,
-                       o->ip_inflight, o->ip_sessions};
-    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &rates, st, sv))) {
+    pub_limits lim = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight,
+                      o->ip_inflight, o->ip_sessions, (long long)o->quota_mb << 20};
+    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &lim, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         free(s);
         return NULL;

@@ -58,6 +58,9 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp);
 enum MHD_Result http_stream(req *r, const char *id, long after);
 const char *http_arg(req *r, const char *name);   /* a query argument, or NULL */
 const char *http_header(req *r, const char *name);
+/* Whether the data root's file system has less than o.reserve_mb free (public mode: then no new
+ * session or run is taken, 507 storage_busy). */
+int http_disk_low(http *h);
 
 /* api.c: answers an authenticated request (path split into seg[0..n)), through its one table of
  * routes, each with the modes that serve it. */

@@ -87,7 +87,8 @@ static dpd_status preview_opt(dpd_train_cfg *c, const json_t *o, dpd_error *err)
 
 static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
     static const char *const keys[] = {"epochs",   "epoch_ms",  "ignore_cancel",         "exit_code",
-                                       "alloc_mb", "silent_ms", "preview_every_batches", "artifact_mb"};
+                                       "alloc_mb", "silent_ms", "preview_every_batches", "artifact_mb",
+                                       "fill_mb"};
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)o, k, v) {
@@ -100,7 +101,7 @@ static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
         fake_int(o, "ignore_cancel", 0, 0, 1, &f->ignore_cancel, err) ||
         fake_int(o, "exit_code", -1, 0, 255, &f->exit_code, err) || fake_int(o, "alloc_mb", 0, 0, 65536, &f->alloc_mb, err) ||
         fake_int(o, "silent_ms", 0, 0, 600000, &f->silent_ms, err) ||
-        fake_int(o, "artifact_mb", 0, 0, 256, &f->artifact_mb, err))
+        fake_int(o, "artifact_mb", 0, 0, 256, &f->artifact_mb, err) || fake_int(o, "fill_mb", 0, 0, 256, &f->fill_mb, err))
         return err->status;
     if (!json_object_get(o, "exit_code")) f->exit_code = -1;
     j->cfg.epochs = f->epochs;

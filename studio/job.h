@@ -11,7 +11,7 @@
 
 /* The fake verb's parameters (docs/studio.md "The fake verb"). */
 typedef struct job_fake {
-    int epochs, epoch_ms, ignore_cancel, exit_code, alloc_mb, silent_ms, artifact_mb;
+    int epochs, epoch_ms, ignore_cancel, exit_code, alloc_mb, silent_ms, artifact_mb, fill_mb;
 } job_fake;
 
 typedef struct job {

@@ -79,12 +79,15 @@ typedef struct session {
     bucket rate; /* its requests */
     int mutating; /* a change of it is in progress */
     char ip[48];  /* the client IP key that created it (memory only) */
+    long long bytes; /* its directory's size as last measured (-1: not yet) */
+    double scanned;  /* then (monotonic seconds) */
+    int over;        /* over its storage quota: its runs were ended, it takes no more */
 } session;
 
 struct pub {
     char root[4096];
     int lease_s, idle_s, max;
-    pub_rates rates;
+    pub_limits lim;
     ip_key ips[IP_KEYS];
     store *st;
     super *sv;
@@ -92,7 +95,8 @@ struct pub {
     pthread_cond_t cv;
     pthread_t janitor;
     int stopping, started;
-    session *s; /* (max) */
+    int next_scan; /* the slot the next storage scan starts at (a rotation) */
+    session *s;    /* (max) */
 };
 
 #define JANITOR_MS 500
@@ -106,7 +110,7 @@ static void end_one(pub *p, int k) {
     char ws[49], dir[4200];
     snprintf(ws, sizeof ws, "%s", p->s[k].ws);
     pthread_mutex_unlock(&p->mu);
-    int busy = super_end_ws(p->sv, ws);
+    int busy = super_end_ws(p->sv, ws, SUPER_SESSION_ENDED);
     pthread_mutex_lock(&p->mu);
     if (busy || p->s[k].refs) return; /* the next sweep */
     pthread_mutex_unlock(&p->mu);
@@ -119,6 +123,42 @@ static void end_one(pub *p, int k) {
     memset(&p->s[k], 0, sizeof p->s[k]);
 }
 
+#define SCAN_BATCH 16 /* sessions measured in one sweep, at most */
+
+/* Measures the storage of the sessions not measured for PUB_SCAN_S (SCAN_BATCH at most, in
+ * rotation), under p->mu, the measuring outside it; one over the quota has its runs ended. */
+static void scan(pub *p) {
+    if (!p->lim.quota) return;
+    int k[SCAN_BATCH], n = 0;
+    char ws[SCAN_BATCH][49];
+    double t = studio_mono();
+    for (int i = 0, start = p->next_scan; i < p->max && n < SCAN_BATCH; i++) {
+        int j = (start + i) % p->max;
+        session *x = &p->s[j];
+        if (!x->used || x->closing || x->over || (x->bytes >= 0 && t - x->scanned < PUB_SCAN_S)) continue;
+        k[n] = j, snprintf(ws[n++], sizeof ws[0], "%s", x->ws);
+        p->next_scan = (j + 1) % p->max;
+    }
+    for (int i = 0; i < n; i++) {
+        char dir[4200];
+        long long bytes = 0;
+        snprintf(dir, sizeof dir, "%s/sessions/%s", p->root, ws[i]);
+        pthread_mutex_unlock(&p->mu);
+        int rc = studio_du(dir, PUB_SCAN_ENTRIES, &bytes);
+        pthread_mutex_lock(&p->mu);
+        session *x = &p->s[k[i]];
+        if (rc < 0 || !x->used || strcmp(x->ws, ws[i])) continue; /* ended meanwhile */
+        x->bytes = bytes, x->scanned = studio_mono();
+        if (rc == 0 && bytes <= p->lim.quota) continue;
+        x->over = 1;
+        pthread_mutex_unlock(&p->mu);
+        fprintf(stderr, "dpd studio: a session is over its storage quota (%lld bytes%s): its runs are ended\n", bytes,
+                rc ? ", or too many files" : "");
+        super_end_ws(p->sv, ws[i], SUPER_OVER_QUOTA);
+        pthread_mutex_lock(&p->mu);
+    }
+}
+
 static void *janitor(void *arg) {
     pub *p = arg;
     pthread_mutex_lock(&p->mu);
@@ -129,6 +169,7 @@ static void *janitor(void *arg) {
             if (over(&p->s[k], now)) p->s[k].closing = 1;
             if (p->s[k].closing) end_one(p, k);
         }
+        if (!p->stopping) scan(p);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += JANITOR_MS * 1000000L;
@@ -139,14 +180,14 @@ static void *janitor(void *arg) {
     return NULL;
 }
 
-pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_rates *rates, store *st, super *sv) {
+pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_limits *lim, store *st, super *sv) {
     pub *p = calloc(1, sizeof *p);
     if (!p || !(p->s = calloc((size_t)max, sizeof *p->s))) {
         free(p);
         return NULL;
     }
     snprintf(p->root, sizeof p->root, "%s", root);
-    p->lease_s = lease_s, p->idle_s = idle_s, p->max = max, p->rates = *rates, p->st = st, p->sv = sv;
+    p->lease_s = lease_s, p->idle_s = idle_s, p->max = max, p->lim = *lim, p->st = st, p->sv = sv;
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -183,7 +224,7 @@ int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, s
     int mine = 0;
     for (int i = 0; i < p->max; i++) mine += p->s[i].used && !p->s[i].closing && !strcmp(p->s[i].ip, ip);
     pthread_mutex_unlock(&p->mu);
-    if (p->rates.ip_sessions > 0 && mine >= p->rates.ip_sessions) return 2;
+    if (p->lim.ip_sessions > 0 && mine >= p->lim.ip_sessions) return 2;
     if (token_new(token, 44) || getrandom(raw, sizeof raw, 0) != sizeof raw) return snprintf(err, n, "no random bytes"), -1;
     for (int i = 0; i < 24; i++) snprintf(ws + 2 * i, 3, "%02x", raw[i]); /* not derived from the token */
     char dir[4400];
@@ -200,7 +241,7 @@ int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, s
         mine += p->s[i].used && !p->s[i].closing && !strcmp(p->s[i].ip, ip);
         if (!p->s[i].used && !free_slot) free_slot = &p->s[i];
     }
-    int full = p->rates.ip_sessions > 0 && mine >= p->rates.ip_sessions;
+    int full = p->lim.ip_sessions > 0 && mine >= p->lim.ip_sessions;
     if (free_slot && !full) {
         token_digest(token, TOKEN_LEN, free_slot->digest);
         snprintf(free_slot->ws, sizeof free_slot->ws, "%s", ws);
@@ -208,6 +249,8 @@ int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, s
         double now = studio_now();
         free_slot->expires = h->expires = now + p->lease_s;
         free_slot->idle_expires = h->idle_expires = p->idle_s ? now + p->idle_s : 0;
+        free_slot->bytes = h->bytes = -1;
+        h->over = 0;
         free_slot->used = 1;
     }
     pthread_mutex_unlock(&p->mu);
@@ -229,10 +272,11 @@ int pub_find(pub *p, const char *given, size_t n, pub_hold *h) {
         int hit = p->s[i].used & (CRYPTO_memcmp(d, p->s[i].digest, 32) == 0);
         if (hit && rc == 1) {
             if (over(&p->s[i], now)) p->s[i].closing = 1;
-            rc = p->s[i].closing ? 2 : p->rates.inflight > 0 && p->s[i].refs >= p->rates.inflight ? 3 : 0;
+            rc = p->s[i].closing ? 2 : p->lim.inflight > 0 && p->s[i].refs >= p->lim.inflight ? 3 : 0;
             if (!rc) {
                 snprintf(h->ws, sizeof h->ws, "%s", p->s[i].ws);
                 h->expires = p->s[i].expires, h->idle_expires = p->s[i].idle_expires, h->slot = i, h->mutating = 0;
+                h->bytes = p->s[i].bytes, h->over = p->s[i].over;
                 p->s[i].refs++;
             }
         }
@@ -268,7 +312,7 @@ int pub_mutate(pub *p, pub_hold *h) {
 double pub_request(pub *p, const pub_hold *h) {
     if (!p || h->slot < 0 || h->slot >= p->max) return 0;
     pthread_mutex_lock(&p->mu);
-    double w = take(&p->s[h->slot].rate, p->rates.request_rate, p->rates.request_burst, studio_now());
+    double w = take(&p->s[h->slot].rate, p->lim.request_rate, p->lim.request_burst, studio_now());
     pthread_mutex_unlock(&p->mu);
     return w;
 }
@@ -286,7 +330,7 @@ static ip_key *key_of(pub *p, const char *ip) {
         k = oldest;
         memset(k, 0, sizeof *k);
         snprintf(k->ip, sizeof k->ip, "%s", ip);
-        k->b.t = studio_now(), k->b.tokens = p->rates.create_burst; /* seen now, so it is not the next to go */
+        k->b.t = studio_now(), k->b.tokens = p->lim.create_burst; /* seen now, so it is not the next to go */
     }
     return k;
 }
@@ -294,7 +338,7 @@ static ip_key *key_of(pub *p, const char *ip) {
 double pub_admit_ip(pub *p, const char *ip) {
     pthread_mutex_lock(&p->mu);
     ip_key *k = key_of(p, ip);
-    double w = k ? take(&k->b, p->rates.create_rate, p->rates.create_burst, studio_now()) : 1;
+    double w = k ? take(&k->b, p->lim.create_rate, p->lim.create_burst, studio_now()) : 1;
     pthread_mutex_unlock(&p->mu);
     return w;
 }
@@ -302,7 +346,7 @@ double pub_admit_ip(pub *p, const char *ip) {
 int pub_ip_enter(pub *p, const char *ip) {
     pthread_mutex_lock(&p->mu);
     ip_key *k = key_of(p, ip);
-    int ok = k && (p->rates.ip_inflight <= 0 || k->inflight < p->rates.ip_inflight);
+    int ok = k && (p->lim.ip_inflight <= 0 || k->inflight < p->lim.ip_inflight);
     if (ok) k->inflight++;
     pthread_mutex_unlock(&p->mu);
     return ok ? 0 : -1;

@@ -20,15 +20,21 @@ int token_is(const unsigned char want[32], const char *given, size_t n);
 
 typedef struct pub pub;
 
-/* The rates a public server allows (token buckets: a burst of `burst`, refilled at `rate` a
- * second). 0 rate: no limit. */
-typedef struct pub_rates {
+/* The limits of a public server: rates (token buckets: a burst of `burst`, refilled at `rate` a
+ * second; 0 rate: no limit), counts, and each session's storage. */
+typedef struct pub_limits {
     double create_rate, create_burst;   /* new sessions per client IP key */
     double request_rate, request_burst; /* requests per session */
     int inflight;                       /* requests of one session at once (an event stream is one) */
     int ip_inflight;                    /* requests of one client IP key at once */
     int ip_sessions;                    /* sessions open at once created from one client IP key; 0: no limit */
-} pub_rates;
+    long long quota;                    /* bytes a session's directory may take (0: no limit): the janitor
+                                         * measures each at most every PUB_SCAN_S seconds; one over it has
+                                         * its runs ended (SUPER_OVER_QUOTA) and takes no more */
+} pub_limits;
+
+#define PUB_SCAN_S 2.0 /* a session's storage is measured again after this many seconds */
+#define PUB_SCAN_ENTRIES 100000 /* a session's directory holding more entries is over its quota */
 
 /* The session table of a public server on root: lease_s, each session's fixed lifetime (use does
  * not extend it); idle_s, its inactivity lease (0: none), renewed only by pub_activity; at most
@@ -38,7 +44,7 @@ typedef struct pub_rates {
  * its last byte), its runs leave st, its directory is removed and its slot is free. NULL when
  * there is no memory or no thread. pub_close stops the janitor (what it has not ended is ended by
  * the next start: sessions live in memory). */
-pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_rates *rates, store *st, super *sv);
+pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_limits *lim, store *st, super *sv);
 void pub_close(pub *p);
 
 /* What a request knows of its session. */
@@ -48,11 +54,13 @@ typedef struct pub_hold {
     double idle_expires; /* the inactivity lease's end; 0: none */
     int slot;            /* the reference pub_find took, for pub_release; -1: none */
     int mutating;        /* this request holds the session's change lock (pub_mutate) */
+    long long bytes;     /* its storage as last measured (-1: not yet) */
+    int over;            /* it is over its storage quota: it takes no more runs */
 } pub_hold;
 
 /* A new session for the client IP key ip: its token into token[44], its workspace, leases and no
  * slot into h, and its directories ROOT/sessions/WS/runs/ made (0700). 0; 1 when max sessions are
- * open; 2 when ip has its most sessions open (rates.ip_sessions); -1 on an error (why in err). */
+ * open; 2 when ip has its most sessions open (lim.ip_sessions); -1 on an error (why in err). */
 int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, size_t n);
 /* The session of token given[0, n): 0 found (h filled, and a reference taken: pub_release(p, h)
  * when the request is done), 1 no such session (or not a token), 2 it is over (a lease,

@@ -26,7 +26,7 @@ static int usage(FILE *f) {
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
                "                  [--body-timeout S] [--ip-inflight N] [--max-inflight N] [--ip-sessions N]\n"
-               "                  [--max-pending N]\n"
+               "                  [--max-pending N] [--session-quota-mb MB] [--disk-reserve-mb MB]\n"
                "                  [--public-host NAME]... [--origin URL] [--client-ip-header NAME]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
@@ -62,6 +62,9 @@ static int usage(FILE *f) {
                "  --ip-sessions N     sessions open at once created from one client address, 0 = no limit (64)\n"
                "  --session-pending N runs of one session queued or running at once, 1..100000 (2)\n"
                "  --max-pending N     runs queued or running at once, every session's, 0 = no limit (128)\n"
+               "  --session-quota-mb MB  the disk space a session's files may take, measured every 2 s; over it,\n"
+               "                      its runs are ended and it takes no more, 0 = no limit (256)\n"
+               "  --disk-reserve-mb MB   no new session or run while the root's disk has less free (256)\n"
                "  --public-host NAME  a Host name a reverse proxy serves this as, accepted besides the loopback\n"
                "                      names (repeatable, 8 at most)\n"
                "  --origin URL        the web origin (https://HOST[:PORT]) whose pages may call the API; requests\n"
@@ -204,7 +207,7 @@ int cmd_serve(int argc, char **argv) {
     studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024,
                      .session_rate = 10, .request_rate = 20, .session_inflight = 16, .session_runs = 8, .session_pending = 2,
                      .body_timeout_s = 10, .ip_inflight = 32, .max_inflight = 256, .ip_sessions = 64,
-                     .max_pending = 128};
+                     .max_pending = 128, .quota_mb = 256, .reserve_mb = 256};
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0, file_set = 0;
@@ -237,6 +240,10 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("session-rate", v, 0, 1000000, &o.session_rate)) return 2;
         } else if (!strcmp(a, "--ip-inflight")) {
             if (int_opt("ip-inflight", v, 0, 100000, &o.ip_inflight)) return 2;
+        } else if (!strcmp(a, "--session-quota-mb")) {
+            if (int_opt("session-quota-mb", v, 0, 1 << 24, &o.quota_mb)) return 2;
+        } else if (!strcmp(a, "--disk-reserve-mb")) {
+            if (int_opt("disk-reserve-mb", v, 0, 1 << 30, &o.reserve_mb)) return 2;
         } else if (!strcmp(a, "--max-pending")) {
             if (int_opt("max-pending", v, 0, 1000000, &o.max_pending)) return 2;
         } else if (!strcmp(a, "--ip-sessions")) {

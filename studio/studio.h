@@ -36,6 +36,8 @@ typedef struct studio_opts {
     int body_timeout_s;     /* public mode: seconds from a request's headers to the end of its body */
     int session_pending;    /* runs of one public session queued or running at once */
     int max_pending;        /* public mode: runs queued or running at once, every session's; 0: no limit */
+    int quota_mb;           /* public mode: a session's storage quota, MiB; 0: none */
+    int reserve_mb;         /* public mode: free disk space below which no session or run is taken, MiB */
     char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char origin[256];       /* public mode: the one web origin whose pages may call the API ("": none) */
     char public_hosts[8][128]; /* public mode: Host names served besides the loopback ones */
@@ -47,6 +49,10 @@ double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
 void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */
 void studio_rmtree(const char *dir); /* removes dir and everything below it, links not followed */
+/* The disk space dir and everything below it take (st_blocks), links not followed, into *bytes: 0;
+ * 1 when it holds more than max_entries entries or is nested deeper than 64 (*bytes so far); -1
+ * when dir cannot be opened. */
+int studio_du(const char *dir, long max_entries, long long *bytes);
 /* The path of name in the directory of run id of workspace ws under root: root/runs/ID/NAME for
  * the local workspace (ws NULL or ""), root/sessions/WS/runs/ID/NAME for a public session's. name
  * "": the directory with a final '/'; NULL: without it. */
@@ -67,10 +73,16 @@ void super_wake(super *s);
  * do for a terminal run), 1 no such run, -1 a store error. */
 int super_cancel(super *s, const char *id, run_rec *r);
 int super_busy(super *s); /* slots in use */
-/* Ends workspace ws's runs: queued ones become interrupted (session_ended), running workers are
- * killed with their process groups (recorded interrupted when reaped). Returns how many of its
- * workers are still to be reaped: 0 when none of its runs will change any more. */
-int super_end_ws(super *s, const char *ws);
+/* Why super_end_ws ends a workspace's runs. */
+enum {
+    SUPER_SESSION_ENDED, /* queued and running runs become interrupted (session_ended) */
+    SUPER_OVER_QUOTA,    /* the workspace is over its storage quota: queued runs become interrupted and
+                          * running ones failed (storage_quota) */
+};
+/* Ends workspace ws's runs for `why`: queued ones at once, running workers killed with their process
+ * groups (recorded when reaped). Returns how many of its workers are still to be reaped: 0 when
+ * none of its runs will change any more. */
+int super_end_ws(super *s, const char *ws, int why);
 /* Called by the supervisor thread after each tick (the HTTP side resumes its event streams). */
 void super_on_tick(super *s, void (*fn)(void *), void *user);
 /* Graceful stop: cancels every running worker, waits up to the grace period, kills the rest,

@@ -28,7 +28,7 @@
 #define MAX_TICK (1024 * 1024)    /* bytes of one run's events ingested per tick */
 #define TICK_MS 100
 
-enum { K_NONE, K_CANCEL, K_TIMEOUT, K_SHUTDOWN, K_SESSION };
+enum { K_NONE, K_CANCEL, K_TIMEOUT, K_SHUTDOWN, K_SESSION, K_QUOTA };
 
 #define NOT_STARTED "not started before the service stopped; retry it to run it"
 
@@ -83,6 +83,37 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 }
 
 void studio_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* studio_du below the directory dfd (taken over), depth levels down. */
+static int du_at(int dfd, long long *bytes, long *left, int depth) {
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc <= 0 && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        struct stat st;
+        if (--*left < 0) rc = 1;
+        else if (!fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW)) { /* else: gone meanwhile */
+            *bytes += (long long)st.st_blocks * 512;
+            int fd = S_ISDIR(st.st_mode) ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+            if (fd >= 0 && depth >= 64) close(fd), rc = 1;
+            else if (fd >= 0 && du_at(fd, bytes, left, depth + 1) > 0) rc = 1;
+        }
+    }
+    closedir(d);
+    return rc > 0;
+}
+
+int studio_du(const char *dir, long max_entries, long long *bytes) {
+    *bytes = 0;
+    long left = max_entries;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd < 0 ? -1 : du_at(fd, bytes, &left, 0);
+}
 
 void studio_run_path(const char *root, const char *ws, const char *id, const char *name, char *out, size_t n) {
     int local = !ws || !ws[0];
@@ -386,6 +417,9 @@ static void finalise(super *s, active *a, int ws) {
         to = ST_INTERRUPTED, c.reason_code = "service_restart", c.reason = "the service stopped while the run was running";
     } else if (a->why == K_SESSION) {
         to = ST_INTERRUPTED, c.reason_code = "session_ended", c.reason = "the session ended; its worker was killed";
+    } else if (a->why == K_QUOTA) {
+        to = ST_FAILED, c.reason_code = "storage_quota", c.err_code = "storage_quota";
+        c.reason = c.err_msg = "the session's files grew over its storage quota; its worker was killed";
     } else if (a->why == K_TIMEOUT) {
         to = ST_FAILED, c.reason_code = "timeout";
         snprintf(msg, sizeof msg, "the run exceeded the wall-time limit of %d s", s->o.max_runtime_s);
@@ -705,19 +739,20 @@ int super_busy(super *s) {
     return n;
 }
 
-int super_end_ws(super *s, const char *ws) {
+int super_end_ws(super *s, const char *ws, int why) {
     char ids[512][24];
+    int quota = why == SUPER_OVER_QUOTA;
+    st_change c = {.exit_code = -1, .reason_code = quota ? "storage_quota" : "session_ended",
+                   .reason = quota ? "the session's files are over its storage quota" : "the session ended before the run started"};
     pthread_mutex_lock(&s->mu);
     int n = store_ids(s->st, ws, ST_QUEUED, ids, 512), left = 0; /* its own queued runs only */
-    for (int i = 0; i < n; i++)
-        set_status(s, ids[i], ST_INTERRUPTED, &(st_change){.exit_code = -1, .reason_code = "session_ended",
-                                                           .reason = "the session ended before the run started"});
+    for (int i = 0; i < n; i++) set_status(s, ids[i], ST_INTERRUPTED, &c); /* queued -> failed is not a change */
     for (int i = 0; i < MAX_SLOTS; i++) {
         active *a = &s->a[i];
         if (!a->used || strcmp(a->space, ws)) continue;
         left++;
         if (a->killed) continue;
-        a->why = K_SESSION; /* over any other reason: the session is gone */
+        a->why = quota ? K_QUOTA : K_SESSION; /* over any other reason */
         kill(-a->pid, SIGKILL);
         kill(a->pid, SIGKILL);
         a->killed = 1;

@@ -256,6 +256,15 @@ static void sleep_ms(int ms) {
 
 /* The fake run's epoch ep of `epochs` as a model output: a deterministic two-tone signal through
  * a soft compressor (the target) and a prediction that approaches it epoch by epoch. Fills e. */
+/* Writes path: mb MiB of bytes i % 251 (and whole: the worker dies on a file size limit first). */
+static void blob(const char *path, int mb) {
+    FILE *fp = fopen(path, "w");
+    static unsigned char block[1 << 20];
+    for (size_t i = 0; i < sizeof block; i++) block[i] = (unsigned char)(i % 251);
+    for (int m = 0; fp && m < mb; m++) fwrite(block, 1, sizeof block, fp);
+    if (fp) fclose(fp);
+}
+
 static void fake_eval(dpd_eval *e, float *buf, int ep, int epochs) {
     enum { S = 4, N = 256 };
     float *x = buf, *ref = buf + 2 * S * N, *pred = buf + 4 * S * N;
@@ -289,6 +298,7 @@ static int run_fake(worker *w, const job *j) {
     snprintf(w->run_dir, sizeof w->run_dir, "out/fake");
     emit(w, "started", json_pack("{s:s, s:s, s:s, s:b}", "run_id", "FAKE", "run_dir", "out/fake", "provider", "fake",
                                  "resumed", 0));
+    if (f->fill_mb) blob("out/fake/fill.bin", f->fill_mb); /* before its epochs (storage quota tests) */
     for (int ep = 1; ep <= f->epochs; ep++) {
         for (int k = 1; k <= 4; k++) {
             sleep_ms(f->epoch_ms / 4);
@@ -328,13 +338,7 @@ static int run_fake(worker *w, const job *j) {
         emit(w, "checkpoint", json_pack("{s:i, s:s}", "epoch", ep, "name", "best.safetensors"));
         fprintf(stderr, "fake: epoch %d of %d\n", ep, f->epochs); /* worker.log, for the log view */
     }
-    if (f->artifact_mb) { /* a large file among the artifacts (downloads), bytes i % 251 */
-        FILE *fp = fopen("out/fake/blob.bin", "w");
-        static unsigned char block[1 << 20];
-        for (size_t i = 0; i < sizeof block; i++) block[i] = (unsigned char)(i % 251);
-        for (int m = 0; fp && m < f->artifact_mb; m++) fwrite(block, 1, sizeof block, fp);
-        if (fp) fclose(fp);
-    }
+    if (f->artifact_mb) blob("out/fake/blob.bin", f->artifact_mb); /* a large file among the artifacts (downloads) */
     fputs("fake: done", stderr); /* a last line without its newline: shown once the run has ended */
     { /* the run's final plot data (docs/formats.md, "Run plots"), as dpd plot writes it */
         static float buf[6 * 4 * 256];

@@ -1977,6 +1977,71 @@ def t_public_queue_full(ctx):  # runs queued or running in all, every session's:
           "one ended: the next is taken")
 
 
+def web_storage(sess):  # the session's storage as GET /api/v1/web/session tells it
+    r = sess.get("/api/v1/web/session")
+    check(r.status == 200 and isinstance(r.json.get("storage"), dict), f"GET /api/v1/web/session: {r!r}")
+    return r.json["storage"]
+
+
+@test()
+def t_public_storage_quota(ctx):  # measured every 2 s, links not followed; over it: runs ended, 413 workspace_limit
+    s = public_server(ctx, "--session-quota-mb", "4", "--worker-file-mb", "16")
+    st = web_storage(s)
+    check(st["quota_bytes"] == 4 << 20 and st["over_quota"] is False, f"a new session's storage: {st}")
+    b = s.as_session(s.new_session())
+    bdir = [os.path.join(s.root, "sessions", d) for d in os.listdir(os.path.join(s.root, "sessions"))]
+    outside = ctx.path("outside.bin")
+    with open(outside, "wb") as f:
+        f.truncate(0)
+        f.write(b"\1" * (8 << 20))
+    for d in bdir:  # a link in every session's directory to 8 MiB outside it: not counted
+        os.symlink(outside, os.path.join(d, "link.bin"))
+    big = s.submit(options={"epochs": 100, "epoch_ms": 100, "fill_mb": 8})["id"]
+    s.wait_status(big, ("running",), 10)
+    queued = s.submit(options=fake(1, 10))["id"]
+    r = s.wait_status(big, ("failed",), 15)
+    check(r["reason_code"] == "storage_quota" and r["error"]["code"] == "storage_quota", f"the run that filled it: {r}")
+    q = s.wait_status(queued, ("interrupted",), 10)
+    check(q["reason_code"] == "storage_quota", f"its queued run: {q}")
+    st = web_storage(s)
+    check(st["over_quota"] is True and st["used_bytes"] >= 8 << 20, f"the session over its quota: {st}")
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+    check(r.status == 413 and r.json["error"]["code"] == "workspace_limit", f"a submission over the quota: {r!r}")
+    check(s.get(f"/api/v1/runs/{big}").status == 200, "its runs can still be read")
+    deadline = time.monotonic() + 10
+    while web_storage(b)["used_bytes"] is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    st = web_storage(b)
+    check(st["used_bytes"] is not None and st["used_bytes"] < 1 << 20 and st["over_quota"] is False,
+          f"another session, with a link to 8 MiB outside it: {st}")
+    check(b.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).status == 201,
+          "another session is served")
+
+
+@test()
+def t_public_disk_reserve(ctx):  # no new session or run while the disk has less than --disk-reserve-mb free
+    root = ctx.path("root-reserve")
+    os.makedirs(root)
+    v = os.statvfs(root)
+    free_mb = v.f_bavail * v.f_frsize >> 20
+    if free_mb < 2048:
+        raise Skip(f"{free_mb} MiB free: too little to take 1 GiB away")
+    s = ctx.server(root=root, args=["--public", "--disk-reserve-mb", str(free_mb - 512)])
+    filler = ctx.path("filler")
+    fd = os.open(filler, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, 1 << 30)  # the disk now has about 512 MiB less free than the reserve
+        r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
+        check(r.status == 507 and r.json["error"]["code"] == "storage_busy", f"a submission: {r!r}")
+        r = s.post("/api/v1/web/sessions", {}, auth=False)
+        check(r.status == 507 and r.json["error"]["code"] == "storage_busy", f"a new session: {r!r}")
+    finally:
+        os.close(fd)
+        os.unlink(filler)
+    check(s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).status == 201,
+          "with the space back, a submission is taken")
+
+
 @test()
 def t_public_inflight(ctx):  # a session's requests at once are bounded (an event stream is one); one submission at a time
     m = ctx.server(root=ctx.path("root-changes"), args=["--public", "--session-inflight", "0", "--request-rate", "0",
