@@ -28,7 +28,7 @@ CLI_SRC := $(wildcard cli/*.c)
 CLI_SRC += $(wildcard studio/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/studio/assets.o
 # libmicrohttpd and SQLite serve the studio only; the library never links them.
-STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 2>/dev/null) -lpthread
+STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 libseccomp 2>/dev/null) -lpthread
 # cairo draws `dpd plot`'s pictures with FreeType's fonts, and libdeflate compresses the PNGs
 # (cli/plot.c): the command links them, the library never does.
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo freetype2 libdeflate 2>/dev/null)

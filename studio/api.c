@@ -662,7 +662,9 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
     snprintf(cd, sizeof cd, "attachment; filename=\"%s\"", a.name);
     MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
     MHD_add_response_header(resp, "Content-Disposition", cd);
-    return http_queue(r, 200, resp);
+    enum MHD_Result v = http_queue(r, 200, resp);
+    http_download(r);
+    return v;
 }
 
 /* ---- the run routes: rec is the request's workspace's run the path names ---- */

@@ -27,7 +27,6 @@
 #define BODY_LIMIT (64 * 1024)
 #define UPLOAD_LIMIT (64 * 1024 * 1024)
 #define BOOTSTRAP_S 600
-#define MAX_STREAMS 256
 #define KEEPALIVE_S 15
 
 /* ---- tokens ---- */
@@ -50,10 +49,12 @@ typedef struct server {
     http h; /* first: api.c sees the http part */
     boundary b;
     pub *pub; /* public mode's sessions; NULL in local mode */
-    struct sse *streams[MAX_STREAMS]; /* suspended, waiting for the next tick */
+    struct sse **streams; /* suspended, waiting for the next tick (room for o.max_streams) */
     int nstreams;
-    int active_streams;               /* open event streams (at most MAX_STREAMS) */
+    int active_streams;   /* open event streams (at most o.max_streams) */
     int inflight;                     /* public mode: requests being answered (atomic) */
+    req **downloads;                  /* public mode: downloads in flight (room for o.max_connections) */
+    int ndownloads;
     int closing;
 } server;
 
@@ -649,8 +650,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     return answer(s, r);
 }
 
+void http_download(req *r) {
+    server *s = srv_of(r->h);
+    if (!s->pub) return;
+    pthread_mutex_lock(&s->h.mu);
+    if (s->ndownloads < s->h.o.max_connections) s->downloads[s->ndownloads++] = r, r->dl_start = studio_mono();
+    pthread_mutex_unlock(&s->h.mu);
+}
+
+/* Cuts the downloads that have taken o.download_s (under h.mu): their sockets are shut down, and
+ * libmicrohttpd ends them (on_done). */
+static void cut_downloads(server *s) {
+    double now = studio_mono();
+    for (int i = 0; i < s->ndownloads; i++) {
+        req *r = s->downloads[i];
+        if (r->dl_start <= 0 || now - r->dl_start < s->h.o.download_s) continue;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) shutdown(ci->connect_fd, SHUT_RDWR);
+        r->dl_start = -1; /* once */
+    }
+}
+
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
+    if (r && r->dl_start != 0) { /* a tracked download: the cutter forgets it before it is freed */
+        server *s = cls;
+        pthread_mutex_lock(&s->h.mu);
+        for (int i = 0; i < s->ndownloads; i++)
+            if (s->downloads[i] == r) s->downloads[i] = s->downloads[--s->ndownloads];
+        pthread_mutex_unlock(&s->h.mu);
+    }
     if (r) {
         settle(cls, r); /* after the answer's last byte: a download holds its session */
         free(r->body);
@@ -727,7 +756,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         if (!x->plen) { /* nothing to say: park the connection until the next tick */
             pthread_mutex_lock(&s->h.mu);
-            if (!s->closing) { /* room: at most MAX_STREAMS streams are open (http_stream) */
+            if (!s->closing) { /* room: at most o.max_streams streams are open (http_stream) */
                 s->streams[s->nstreams++] = x;
                 MHD_suspend_connection(x->con);
                 pthread_mutex_unlock(&s->h.mu);
@@ -772,18 +801,23 @@ static void resume_streams(void *user) {
         else s->streams[kept++] = x;
     }
     s->nstreams = kept;
+    cut_downloads(s);
     pthread_mutex_unlock(&s->h.mu);
 }
 
 enum MHD_Result http_stream(req *r, const char *id, long after) {
     server *s = srv_of(r->h);
     pthread_mutex_lock(&s->h.mu);
-    int room = s->active_streams < MAX_STREAMS;
+    int room = s->active_streams < s->h.o.max_streams;
     if (room) s->active_streams++;
     pthread_mutex_unlock(&s->h.mu);
     if (!room)
         return http_error(r, 503, "too_many_streams", NULL, "poll GET /api/v1/runs/{id}/events?after=N instead",
-                          "%d event streams are open, the most this server keeps", MAX_STREAMS);
+                          "%d event streams are open, the most this server keeps", s->h.o.max_streams);
+    if (r->counted) { /* streams have their own bound: not the requests' in flight (--max-inflight) */
+        __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL);
+        r->counted = 0;
+    }
     sse *x = calloc(1, sizeof *x);
     if (!x) {
         pthread_mutex_lock(&s->h.mu);
@@ -805,22 +839,35 @@ enum MHD_Result http_stream(req *r, const char *id, long after) {
 
 /* ---- the daemon ---- */
 
+#define CONNECTION_MEMORY (32 * 1024) /* libmicrohttpd's pool of one connection: its headers and URI */
+
+static void server_free(server *s) {
+    pub_close(s->pub);
+    free(s->streams);
+    free(s->downloads);
+    free(s);
+}
+
 http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n) {
     server *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s || !(s->streams = calloc((size_t)o->max_streams, sizeof *s->streams)) ||
+        !(s->downloads = calloc((size_t)o->max_connections, sizeof *s->downloads))) {
+        if (s) free(s->streams);
+        free(s);
+        return NULL;
+    }
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
     pub_limits lim = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight,
                       o->ip_inflight, o->ip_sessions, (long long)o->quota_mb << 20};
     if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &lim, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
-        free(s);
+        server_free(s);
         return NULL;
     }
     if (!o->public_mode && (api_token(s, err, n) || token_new(s->b.boot_text, sizeof s->b.boot_text))) {
         if (!err[0]) snprintf(err, n, "no random bytes for the bootstrap token");
-        pub_close(s->pub);
-        free(s);
+        server_free(s);
         return NULL;
     }
     if (!o->public_mode) token_digest(s->b.boot_text, strlen(s->b.boot_text), s->b.boot);
@@ -837,21 +884,24 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
         getsockname(fd, sa, &len)) {
         snprintf(err, n, "cannot listen on %s:%d: %s", o->host, o->port, strerror(errno));
         if (fd >= 0) close(fd);
-        pub_close(s->pub);
-        free(s);
+        server_free(s);
         return NULL;
     }
     s->h.port = ntohs(v6 ? a6.sin6_port : a4.sin_port);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0);
     unsigned idle = o->public_mode ? 30 : 120; /* seconds a connection may send nothing (streams keep alive every 15) */
+    /* connections at once, of one peer address (public mode; a proxy's are all one: 0 then), and
+     * each connection's memory for its headers (larger ones get 431) */
+    unsigned per_ip = o->public_mode ? (unsigned)o->ip_connections : 0;
     s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
-                              MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, 1000,
-                              MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+                              MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                              (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_LISTEN_SOCKET, fd,
+                              MHD_OPTION_END);
     if (!s->h.d) {
         snprintf(err, n, "cannot start the HTTP daemon on %s:%d", o->host, s->h.port);
         close(fd);
-        pub_close(s->pub);
-        free(s);
+        server_free(s);
         return NULL;
     }
     super_on_tick(sv, resume_streams, s);
@@ -870,6 +920,5 @@ void http_stop(http *h) {
     resume_streams(s); /* the streams end (closing) */
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->mu);
-    pub_close(s->pub);
-    free(s);
+    server_free(s);
 }

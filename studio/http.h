@@ -28,6 +28,7 @@ typedef struct req {
     double t0;       /* when its headers came (studio_mono): the body's deadline counts from here */
     char ip[48];     /* public mode: the client IP key whose in-flight count it holds ("": none) */
     int counted;     /* public mode: it holds one of the server's in-flight requests */
+    double dl_start; /* public mode: > 0 while it is a download in flight (http_download), since then */
 } req;
 
 /* What api.c sees of the server. */
@@ -54,6 +55,9 @@ enum MHD_Result http_error(req *r, unsigned status, const char *code, const char
                            const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Adds the headers every response carries and queues it. */
 enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp);
+/* Public mode: r's answer, just queued, is a download: once it has taken o.download_s seconds its
+ * connection is cut (a slow reader holds its session, and with it the session's files, no longer). */
+void http_download(req *r);
 /* A server-sent event stream of run id from after `after`. */
 enum MHD_Result http_stream(req *r, const char *id, long after);
 const char *http_arg(req *r, const char *name);   /* a query argument, or NULL */

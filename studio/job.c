@@ -88,7 +88,7 @@ static dpd_status preview_opt(dpd_train_cfg *c, const json_t *o, dpd_error *err)
 static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
     static const char *const keys[] = {"epochs",   "epoch_ms",  "ignore_cancel",         "exit_code",
                                        "alloc_mb", "silent_ms", "preview_every_batches", "artifact_mb",
-                                       "fill_mb"};
+                                       "fill_mb",  "probe"};
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)o, k, v) {
@@ -104,6 +104,11 @@ static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
         fake_int(o, "artifact_mb", 0, 0, 256, &f->artifact_mb, err) || fake_int(o, "fill_mb", 0, 0, 256, &f->fill_mb, err))
         return err->status;
     if (!json_object_get(o, "exit_code")) f->exit_code = -1;
+    const json_t *probe = json_object_get(o, "probe");
+    const char *pv = json_string_value(probe);
+    if (probe && (!pv || (strcmp(pv, "socket") && strcmp(pv, "exec") && strcmp(pv, "fork") && strcmp(pv, "write"))))
+        return fail(err, DPD_E_INVAL, "probe", "probe: one of socket, exec, fork, write");
+    snprintf(f->probe, sizeof f->probe, "%s", pv ? pv : "");
     j->cfg.epochs = f->epochs;
     return preview_opt(&j->cfg, o, err);
 }

@@ -12,6 +12,7 @@
 /* The fake verb's parameters (docs/studio.md "The fake verb"). */
 typedef struct job_fake {
     int epochs, epoch_ms, ignore_cancel, exit_code, alloc_mb, silent_ms, artifact_mb, fill_mb;
+    char probe[8]; /* a probe of the worker's sandbox (sandbox_probe), "": none */
 } job_fake;
 
 typedef struct job {

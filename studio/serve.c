@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@ static int usage(FILE *f) {
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
                "                  [--body-timeout S] [--ip-inflight N] [--max-inflight N] [--ip-sessions N]\n"
                "                  [--max-pending N] [--session-quota-mb MB] [--disk-reserve-mb MB]\n"
+               "                  [--max-connections N] [--ip-connections N] [--max-streams N]\n"
+               "                  [--download-timeout S]\n"
                "                  [--public-host NAME]... [--origin URL] [--client-ip-header NAME]]\n\n"
                "The studio service on the loopback interface (docs/studio.md): a job queue in SQLite, one worker\n"
                "process per run, an HTTP API with live event streams. SIGINT or SIGTERM stops it gracefully.\n\n"
@@ -65,6 +68,11 @@ static int usage(FILE *f) {
                "  --session-quota-mb MB  the disk space a session's files may take, measured every 2 s; over it,\n"
                "                      its runs are ended and it takes no more, 0 = no limit (256)\n"
                "  --disk-reserve-mb MB   no new session or run while the root's disk has less free (256)\n"
+               "  --max-connections N TCP connections open at once, 16..60000 (1000)\n"
+               "  --max-streams N     event streams open at once, 1..60000 (1000)\n"
+               "  --download-timeout S  seconds a download may take; then its connection is cut, 1..86400 (600)\n"
+               "  --ip-connections N  connections of one peer address at once, 0 = no limit (64; 0 with\n"
+               "                      --client-ip-header: behind a proxy every connection is the proxy's)\n"
                "  --public-host NAME  a Host name a reverse proxy serves this as, accepted besides the loopback\n"
                "                      names (repeatable, 8 at most)\n"
                "  --origin URL        the web origin (https://HOST[:PORT]) whose pages may call the API; requests\n"
@@ -204,10 +212,8 @@ static void end_sessions(const studio_opts *o, store *st) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    studio_opts o = {.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400, .max_sessions = 1024,
-                     .session_rate = 10, .request_rate = 20, .session_inflight = 16, .session_runs = 8, .session_pending = 2,
-                     .body_timeout_s = 10, .ip_inflight = 32, .max_inflight = 256, .ip_sessions = 64,
-                     .max_pending = 128, .quota_mb = 256, .reserve_mb = 256};
+    studio_opts o;
+    studio_defaults(&o);
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0, file_set = 0;
@@ -240,6 +246,14 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("session-rate", v, 0, 1000000, &o.session_rate)) return 2;
         } else if (!strcmp(a, "--ip-inflight")) {
             if (int_opt("ip-inflight", v, 0, 100000, &o.ip_inflight)) return 2;
+        } else if (!strcmp(a, "--max-connections")) {
+            if (int_opt("max-connections", v, 16, 60000, &o.max_connections)) return 2;
+        } else if (!strcmp(a, "--download-timeout")) {
+            if (int_opt("download-timeout", v, 1, 86400, &o.download_s)) return 2;
+        } else if (!strcmp(a, "--max-streams")) {
+            if (int_opt("max-streams", v, 1, 60000, &o.max_streams)) return 2;
+        } else if (!strcmp(a, "--ip-connections")) {
+            if (int_opt("ip-connections", v, 0, 60000, &o.ip_connections)) return 2;
         } else if (!strcmp(a, "--session-quota-mb")) {
             if (int_opt("session-quota-mb", v, 0, 1 << 24, &o.quota_mb)) return 2;
         } else if (!strcmp(a, "--disk-reserve-mb")) {
@@ -345,6 +359,13 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (o.public_mode && !file_set) o.worker_file_mb = 64;
+    if (o.ip_connections < 0) o.ip_connections = o.client_ip_header[0] ? 0 : 64;
+    struct rlimit nf; /* a descriptor for each connection, and the server's own files */
+    rlim_t want = (rlim_t)o.max_connections + 256;
+    if (!getrlimit(RLIMIT_NOFILE, &nf) && nf.rlim_cur < want) {
+        nf.rlim_cur = nf.rlim_max < want ? nf.rlim_max : want;
+        setrlimit(RLIMIT_NOFILE, &nf);
+    }
     if (o.public_mode && nimp) {
         fprintf(stderr, "dpd: --import is for the local studio, not --public (a public session cannot own a CLI run)\n");
         return 2;

@@ -37,6 +37,10 @@ typedef struct studio_opts {
     int session_pending;    /* runs of one public session queued or running at once */
     int max_pending;        /* public mode: runs queued or running at once, every session's; 0: no limit */
     int quota_mb;           /* public mode: a session's storage quota, MiB; 0: none */
+    int max_connections;    /* TCP connections open at once */
+    int max_streams;        /* event streams open at once */
+    int download_s;         /* public mode: seconds a download may take before it is cut */
+    int ip_connections;     /* public mode: connections of one peer address at once; 0: no limit */
     int reserve_mb;         /* public mode: free disk space below which no session or run is taken, MiB */
     char client_ip_header[64]; /* the header a reverse proxy puts the client's address in; "": the TCP peer */
     char origin[256];       /* public mode: the one web origin whose pages may call the API ("": none) */
@@ -45,6 +49,9 @@ typedef struct studio_opts {
     char worker_exe[4096];  /* the worker executable: this dpd */
 } studio_opts;
 
+/* dpd serve's defaults (its --help): loopback port 8765, one slot, public mode's limits;
+ * ip_connections -1: decided by client_ip_header once the options are read. */
+void studio_defaults(studio_opts *o);
 double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
 void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "studio.h"
 
 #define MAX_SLOTS 64
@@ -80,6 +81,15 @@ void studio_iso(double t, char *out, size_t n) {
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
     (void)sb, (void)flag, (void)f;
     return remove(p), 0;
+}
+
+void studio_defaults(studio_opts *o) {
+    *o = (studio_opts){.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .lease_s = 86400,
+                       .max_sessions = 1024, .session_rate = 10, .request_rate = 20, .session_inflight = 16,
+                       .session_runs = 8, .session_pending = 2, .body_timeout_s = 10, .ip_inflight = 32,
+                       .max_inflight = 256, .ip_sessions = 64, .max_pending = 128, .quota_mb = 256, .reserve_mb = 256,
+                       .max_connections = 1000, .ip_connections = -1, .max_streams = 1000,
+                       .download_s = 600};
 }
 
 void studio_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
@@ -185,7 +195,8 @@ static long long start_ticks(pid_t pid) {
 
 /* ---- events ---- */
 
-static const char *const worker_types[] = {"started", "progress", "metric", "checkpoint", "warning", "heartbeat", "ended"};
+static const char *const worker_types[] = {"started", "progress", "metric", "checkpoint", "warning", "heartbeat", "ended",
+                                           "sandbox"};
 
 /* Ingests what the run's events.jsonl holds past the stored offset (at most MAX_TICK bytes).
  * 1 when it advanced (there may be more), 0 otherwise. */
@@ -437,6 +448,9 @@ static void finalise(super *s, active *a, int ws) {
         c.reason_code = !strcmp(res.code, "oom") ? "oom" : !strcmp(res.outcome, "diverged") ? "diverged" : "worker_failed";
         c.reason = res.msg[0] ? res.msg : "the worker failed";
         c.err_code = res.code[0] ? res.code : "failed", c.err_msg = c.reason, c.err_field = res.field;
+    } else if (sig == SIGSYS) { /* public mode's seccomp filter (sandbox.h) */
+        to = ST_FAILED, c.reason_code = "sandbox_violation", c.err_code = "sandbox_violation";
+        c.reason = c.err_msg = "the worker made a system call its sandbox forbids and was killed (signal 31, SIGSYS)";
     } else {
         to = ST_FAILED, c.reason_code = "worker_died", c.err_code = "worker_died";
         if (sig)
@@ -476,9 +490,12 @@ static int spawn(super *s, const run_rec *r, active *a) {
     /* public mode: an environment of its own, nothing of the server's (no settings, no secrets) */
     char home[4500], tmp[4500];
     snprintf(home, sizeof home, "HOME=%s", dir), snprintf(tmp, sizeof tmp, "TMPDIR=%s", dir);
-    char *clean[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home, tmp, "LC_ALL=C", NULL};
+    char walls[64] = SANDBOX_ENV "=none"; /* filled in by sandbox_enter */
+    char *clean[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home, tmp, "LC_ALL=C", walls, NULL};
     char **env = s->o.public_mode ? clean : environ;
     pid_t parent = getpid();
+    uid_t uid = getuid();
+    gid_t gid = getgid();
     pid_t pid = fork();
     if (pid == 0) {
         /* the child: only async-signal-safe calls until execve */
@@ -490,7 +507,9 @@ static int spawn(super *s, const run_rec *r, active *a) {
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
         for (int fd = 3; fd < 1024; fd++)
             if (fd != pfd[1]) close(fd);
-        if (chdir(dir)) goto fail;
+        /* public mode: namespaces where the kernel allows; half-made walls are no walls */
+        if (s->o.public_mode && sandbox_enter(dir, uid, gid, walls, sizeof walls) < -1) goto fail;
+        if (chdir(dir)) goto fail; /* after: the writable run directory is the new mount */
         umask(077);
         struct rlimit core = {0, 0}, files = {256, 256};
         setrlimit(RLIMIT_CORE, &core);

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "job.h"
+#include "sandbox.h"
 #include "studio.h"
 
 static volatile sig_atomic_t stop_sig;
@@ -299,6 +300,9 @@ static int run_fake(worker *w, const job *j) {
     emit(w, "started", json_pack("{s:s, s:s, s:s, s:b}", "run_id", "FAKE", "run_dir", "out/fake", "provider", "fake",
                                  "resumed", 0));
     if (f->fill_mb) blob("out/fake/fill.bin", f->fill_mb); /* before its epochs (storage quota tests) */
+    if (f->probe[0]) /* the sandbox's walls, tried (a kill ends the worker here) */
+        emit(w, "warning", json_pack("{s:s, s:s, s:o}", "message", "sandbox probe", "probe", f->probe, "result",
+                                     sandbox_probe(f->probe)));
     for (int ep = 1; ep <= f->epochs; ep++) {
         for (int k = 1; k <= 4; k++) {
             sleep_ms(f->epoch_ms / 4);
@@ -506,6 +510,12 @@ int cmd_worker(int argc, char **argv) {
     if (!jj || (!from && job_resolve(&j, verb, json_object_get(jj, "options"), verb && !strcmp(verb, "fake"), &err)))
         return finish(&w, "failed", NULL, "invalid_job", jj ? err.msg : je.text, jj ? err.field : NULL);
     if (!from) w.ignore_cancel = j.fake.ignore_cancel, w.every = j.cfg.preview_every;
+    const char *walls = getenv(SANDBOX_ENV); /* a public session's worker (sandbox.h) */
+    if (walls) {
+        char why[256];
+        if (sandbox_seal(why, sizeof why)) return finish(&w, "failed", NULL, "sandbox_failed", why, NULL);
+        emit(&w, "sandbox", sandbox_report(walls));
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = w.ignore_cancel ? SIG_IGN : on_term;

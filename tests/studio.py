@@ -440,6 +440,11 @@ class Server:
 
     def run(self, rid):
         r = self.get(f"/api/v1/runs/{rid}")
+        for _ in range(5):  # a public session polling fast meets its request rate: waits as a client would
+            if r.status != 429 or r.json["error"]["code"] != "rate_limited":
+                break
+            time.sleep(int(r.headers.get("Retry-After", "1")))
+            r = self.get(f"/api/v1/runs/{rid}")
         check(r.status == 200, f"GET run {rid}: {r!r}")
         return r.json
 
@@ -1783,7 +1788,7 @@ def t_public_token_not_stored(ctx):  # the token is in no file, no log, no outpu
 @test()
 def t_public_flags(ctx):  # the flags and their bounds
     out = subprocess.run([DPD, "serve", "--help"], capture_output=True, text=True)
-    for f in ("--public", "--session-lease", "--max-sessions", "--ip-sessions"):
+    for f in ("--public", "--session-lease", "--max-sessions", "--ip-sessions", "--ip-connections", "--max-connections"):
         check(f in out.stdout, f"serve --help lacks {f}")
     for bad in (["--public", "--session-lease", "0"], ["--public", "--max-sessions", "0"],
                 ["--public", "--import", ctx.path("x")]):
@@ -1883,6 +1888,45 @@ def t_public_end_defers_for_download(ctx):  # a download in flight keeps its ses
     while time.monotonic() < deadline and os.path.exists(home):
         time.sleep(0.1)
     check(not os.path.exists(home), f"{home} is left after the download ended")
+
+
+@test()
+def t_public_download_cut(ctx):  # a download that takes longer than --download-timeout is cut; its session then goes
+    s = public_server(ctx, "--session-lease", "6", "--download-timeout", "3")
+    a = s.as_session(s.new_session())
+    end = lease_end(a)
+    rid = a.submit(options={"epochs": 1, "epoch_ms": 10, "artifact_mb": 64})["id"]
+    a.wait_status(rid, ("succeeded",), 30)
+    blob = {x["name"]: x for x in a.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}["blob.bin"]
+    home = session_dir(a, rid)
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.sendall((f"GET /api/v1/runs/{rid}/artifacts/{blob['id']} HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n"
+               f"Authorization: Bearer {a.token}\r\n\r\n").encode())
+    got, stop = [0], threading.Event()
+    def slow():  # 4 KiB every 50 ms, 80 KiB/s: the 64 MiB would take 13 minutes
+        while not stop.is_set():
+            try:
+                b = c.recv(4096)
+            except OSError:
+                return
+            if not b:
+                return
+            got[0] += len(b)
+            time.sleep(0.05)
+    reader = threading.Thread(target=slow)
+    reader.start()
+    try:
+        deadline = end + 4  # the lease's end (past the 3 s timeout), then a few sweeps
+        while time.monotonic() < deadline and os.path.exists(home):
+            time.sleep(0.1)
+        gone = not os.path.exists(home)
+    finally:
+        stop.set()
+        reader.join()
+        c.close()
+    check(gone and got[0] < 64 << 20, f"the ended session's files went once its slow download ({got[0]} bytes read) was cut")
+    check(s.get("/healthz").status == 200, "the server is healthy")
 
 
 @test()
@@ -2040,6 +2084,37 @@ def t_public_disk_reserve(ctx):  # no new session or run while the disk has less
         os.unlink(filler)
     check(s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).status == 201,
           "with the space back, a submission is taken")
+
+
+@test()
+def t_public_ip_connections(ctx):  # libmicrohttpd's limit of connections from one peer address
+    s = public_server(ctx, "--ip-connections", "4")
+    idle = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(4)]
+    time.sleep(0.2)
+    extra = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+    try:
+        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        got = extra.recv(100)
+    except OSError:  # reset
+        got = b""
+    check(got == b"", f"a fifth connection from one address is closed unanswered: {got!r}")
+    for c in idle:
+        c.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if s.get("/healthz").status == 200:
+                break
+        except OSError:
+            time.sleep(0.1)
+    check(s.get("/healthz").status == 200, "served again once they are closed")
+    # libmicrohttpd answers this one itself, before the server sees a request (docs/studio.md: its
+    # own answers carry none of the server's headers), so it is read raw, not through the helpers
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+    c.sendall(f"GET /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: {'x' * 40000}\r\n\r\n".encode())
+    head = c.recv(64)
+    c.close()
+    check(head.startswith((b"HTTP/1.1 431", b"HTTP/1.1 413")), f"40 KB of headers (over a connection's 32 KiB): {head!r}")
 
 
 @test()
@@ -2254,7 +2329,7 @@ def t_public_worker_limits(ctx):  # a public worker: an environment of its own, 
     pid = s.wait_status(rid, ("running",), 10)["pid"]
     with open(f"/proc/{pid}/environ", "rb") as f:
         env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if kv)
-    check(set(env) == {b"PATH", b"HOME", b"TMPDIR", b"LC_ALL"} and env[b"HOME"] == env[b"TMPDIR"],
+    check(set(env) == {b"PATH", b"HOME", b"TMPDIR", b"LC_ALL", b"DPD_SANDBOX"} and env[b"HOME"] == env[b"TMPDIR"],
           f"the worker's environment: {sorted(env)}")
     s.post(f"/api/v1/runs/{rid}/cancel", {})
     s.wait_status(rid, TERMINAL, 20)
@@ -2263,6 +2338,55 @@ def t_public_worker_limits(ctx):  # a public worker: an environment of its own, 
     check(fin["status"] == "failed" and "signal 25" in (fin["reason"] or ""), f"a 32 MiB file under a 16 MiB limit: {fin}")
     ok = s.submit(options={"epochs": 1, "epoch_ms": 10, "artifact_mb": 8})["id"]
     check(s.wait_status(ok, TERMINAL, 30)["status"] == "succeeded", "an 8 MiB file")
+
+
+def sandbox_event(srv, rid):  # the data of a run's `sandbox` event (what its worker's walls are), or None
+    for e in srv.all_events(rid):
+        if e["type"] == "sandbox":
+            return e["data"]
+    return None
+
+
+@test()
+def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every public worker; each wall probed
+    s = public_server(ctx)
+    rid = s.submit(options=fake(100, 200))["id"]
+    pid = s.wait_status(rid, ("running",), 10)["pid"]
+    deadline = time.monotonic() + 10
+    while sandbox_event(s, rid) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    walls = sandbox_event(s, rid)
+    check(walls and walls["seccomp"] == 2 and walls["no_new_privs"] == 1, f"the run's sandbox event: {walls}")
+    status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status").read().splitlines() if ":" in l)
+    check(status["Seccomp"].strip() == "2" and status["NoNewPrivs"].strip() == "1",
+          f"/proc/{pid}/status: Seccomp {status['Seccomp'].strip()}, NoNewPrivs {status['NoNewPrivs'].strip()}")
+    rdir = os.path.realpath(os.path.join(session_dir(s, rid), "runs", rid))
+    fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    for fd, target in fds.items():  # stdin /dev/null; everything else its log or files of its own directory
+        check(target == "/dev/null" if fd == "0" else target.startswith(rdir + "/"), f"the worker's descriptor {fd}: {target}")
+    namespaced = walls["namespaces"] == ["user", "mount", "net", "ipc", "uts"]
+    if namespaced:
+        for ns in ("net", "mnt", "user", "ipc", "uts"):
+            check(os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}"), f"the worker shares the {ns} namespace")
+    else:
+        check(walls["namespaces"] == [] and walls["refused"], f"namespaces neither applied nor refused: {walls}")
+    s.post(f"/api/v1/runs/{rid}/cancel", {})
+    s.wait_status(rid, TERMINAL, 20)
+    for probe in ("socket", "exec", "fork"):  # each ends the worker; the server goes on
+        fin = s.wait_status(s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": probe})["id"], TERMINAL, 20)
+        check(fin["status"] == "failed" and fin["reason_code"] == "sandbox_violation" and "SIGSYS" in fin["reason"],
+              f"probe {probe}: {fin['status']}/{fin['reason_code']}: {fin['reason']}")
+        check(s.get("/healthz").status == 200, f"the server after probe {probe}")
+    wid = s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": "write"})["id"]
+    check(s.wait_status(wid, TERMINAL, 20)["status"] == "succeeded", "the write probe's run")
+    tried = [e["data"]["result"] for e in s.all_events(wid) if e["type"] == "warning" and e["data"].get("probe") == "write"]
+    check(len(tried) == 1 and len(tried[0]) == 5, f"the write probe's results: {tried}")
+    leaked = [p for p in ("/tmp", "/dev/shm", s.root) for f in os.listdir(p) if f.startswith(("escape-", "dpd-escape-"))]
+    if not namespaced:
+        raise Skip(f"the kernel refused namespaces ({walls['refused']}): writing outside the run directory is not "
+                   "walled off (seccomp, the environment and the descriptors were checked)")
+    check(all(v != "ok" for v in tried[0].values()) and not leaked, f"writes outside the run directory: {tried[0]} {leaked}")
+    check(all(v == "Read-only file system" for v in tried[0].values()), f"the mount view is read-only: {tried[0]}")
 
 
 @test()

@@ -88,7 +88,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     char path[4096], err[1024] = "";
     fz_xdg();
-    studio_opts o = {.host = "127.0.0.1", .port = 0, .slots = 0, .grace_s = 1, .test_workers = 1};
+    studio_opts o;
+    studio_defaults(&o);
+    o.port = 0, o.slots = 0, o.grace_s = 1, o.test_workers = 1, o.ip_connections = 0;
     snprintf(o.root, sizeof o.root, "%s", fz_path(path, "root"));
     snprintf(o.worker_exe, sizeof o.worker_exe, "%s", fz_path(path, "no-such-worker"));
     fz_mkdir(o.root);

@@ -1,0 +1,237 @@
+/* sandbox: namespaces and a seccomp filter for public workers (sandbox.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+/* a sanitizer's runtime (gcc's macros, clang's features): its leak check at exit traces the process */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+#define NAMESPACES (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+/* ---- between fork and execve: system calls and hand-made strings only ---- */
+
+/* Appends s to out[*at, n). */
+static void put(char *out, size_t n, size_t *at, const char *s) {
+    while (*s && *at + 1 < n) out[(*at)++] = *s++;
+    out[*at < n ? *at : n - 1] = 0;
+}
+
+static void put_num(char *out, size_t n, size_t *at, unsigned long v) {
+    char d[24];
+    int k = 0;
+    do d[k++] = (char)('0' + v % 10); while ((v /= 10) && k < 23);
+    char r[24];
+    for (int i = 0; i < k; i++) r[i] = d[k - 1 - i];
+    r[k] = 0;
+    put(out, n, at, r);
+}
+
+static int write_file(const char *path, const char *text, size_t len) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int ok = write(fd, text, len) == (ssize_t)len;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/* "ID ID 1": id mapped to itself. */
+static int map_id(const char *path, unsigned long id) {
+    char m[64];
+    size_t at = 0;
+    put_num(m, sizeof m, &at, id), put(m, sizeof m, &at, " "), put_num(m, sizeof m, &at, id), put(m, sizeof m, &at, " 1\n");
+    return write_file(path, m, at);
+}
+
+int sandbox_enter(const char *dir, uid_t uid, gid_t gid, char *slot, size_t n) {
+    size_t at = 0;
+    put(slot, n, &at, SANDBOX_ENV "=");
+    if (unshare(NAMESPACES)) { /* refused as a whole (a container's policy, a kernel setting): none */
+        int e = errno;
+        put(slot, n, &at, "none:"), put_num(slot, n, &at, (unsigned long)e), put(slot, n, &at, ":unshare");
+        return -1;
+    }
+    /* from here on a failure leaves the process half-walled: the caller must not run the worker */
+    const char *step = "setgroups";
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID}, rw = {.attr_clr = MOUNT_ATTR_RDONLY};
+    if (write_file("/proc/self/setgroups", "deny", 4) && errno != ENOENT) goto fail;
+    step = "uid_map";
+    if (map_id("/proc/self/uid_map", uid)) goto fail;
+    step = "gid_map";
+    if (map_id("/proc/self/gid_map", gid)) goto fail;
+    step = "mount";
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) || mount(dir, dir, NULL, MS_BIND | MS_REC, NULL)) goto fail;
+    step = "mount_setattr";
+    if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) ||
+        syscall(SYS_mount_setattr, AT_FDCWD, dir, 0, &rw, sizeof rw))
+        goto fail;
+    put(slot, n, &at, "ns");
+    return 0;
+fail:;
+    int e = errno;
+    put(slot, n, &at, "failed:"), put_num(slot, n, &at, (unsigned long)e), put(slot, n, &at, ":"), put(slot, n, &at, step);
+    return -2;
+}
+
+/* ---- in the worker ---- */
+
+/* What a worker calls (training threads, files in its run directory, the clock). */
+static const char *const allowed[] = {
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close", "open", "openat", "creat",
+    "fstat", "newfstatat", "stat", "lstat", "statx", "access", "faccessat", "faccessat2", "readlink", "readlinkat",
+    "getdents64", "getdents", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rename", "renameat", "renameat2", "unlink",
+    "unlinkat", "rmdir", "fsync", "fdatasync", "ftruncate", "fcntl", "dup", "dup2", "dup3", "flock", "fadvise64",
+    "fallocate", "statfs", "fstatfs", "umask", "fchmod", "mmap", "munmap", "mprotect", "mremap", "brk", "madvise",
+    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "exit", "exit_group", "sched_yield",
+    "sched_getaffinity", "gettid", "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid",
+    "getresgid", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "restart_syscall", "clock_gettime",
+    "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "times", "getrusage", "getrandom",
+    "prlimit64", "getrlimit", "sysinfo", "uname", "arch_prctl", "membarrier",
+#ifdef SANITIZED
+    /* the sanitizers' runtimes: LeakSanitizer stops the world with a traced helper at exit */
+    "ptrace", "wait4", "prctl", "sched_setaffinity",
+#endif
+};
+
+/* What ends the worker at once: processes, programs, the network, other processes' memory,
+ * mounts, namespaces, identities, the kernel's own state. */
+static const char *const killing[] = {
+    "fork", "vfork", "execve", "execveat", "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    "sendto", "sendmsg", "sendmmsg", "recvfrom", "recvmsg", "recvmmsg", "getsockopt", "setsockopt",
+#ifndef SANITIZED
+    "ptrace",
+#endif
+    "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsmount",
+    "fsconfig", "fspick", "move_mount", "open_tree", "mount_setattr", "setuid", "setgid", "setreuid", "setregid",
+    "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid", "capset", "unshare", "setns", "bpf", "keyctl",
+    "add_key", "request_key", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "reboot", "swapon", "swapoff", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "open_by_handle_at", "name_to_handle_at", "personality", "pidfd_open", "pidfd_getfd",
+    "kcmp", "iopl", "ioperm", "quotactl", "acct", "settimeofday", "clock_settime", "adjtimex", "sethostname",
+    "setdomainname", "mknod", "mknodat",
+};
+
+int sandbox_seal(char *why, size_t n) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return snprintf(why, n, "no_new_privs: %s", strerror(errno)), -1;
+    scmp_filter_ctx c = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+    if (!c) return snprintf(why, n, "seccomp_init failed"), -1;
+    int rc = seccomp_attr_set(c, SCMP_FLTATR_CTL_TSYNC, 1);
+    const char *bad = rc ? "tsync" : NULL;
+    for (size_t i = 0; !rc && i < sizeof allowed / sizeof *allowed; i++) {
+        int nr = seccomp_syscall_resolve_name(allowed[i]);
+        if (nr != __NR_SCMP_ERROR && (rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, nr, 0))) bad = allowed[i];
+    }
+    for (size_t i = 0; !rc && i < sizeof killing / sizeof *killing; i++) {
+        int nr = seccomp_syscall_resolve_name(killing[i]);
+        if (nr != __NR_SCMP_ERROR && (rc = seccomp_rule_add(c, SCMP_ACT_KILL_PROCESS, nr, 0))) bad = killing[i];
+    }
+    pid_t me = getpid();
+    if (!rc) { /* threads, not processes (glibc falls back from clone3, whose flags a filter cannot read) */
+        bad = "clone";
+#ifdef SANITIZED
+        const scmp_datum_t shared = CLONE_VM; /* LeakSanitizer's helper shares the memory, as threads do */
+#else
+        const scmp_datum_t shared = CLONE_THREAD;
+#endif
+        rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, shared, shared));
+        if (!rc) rc = seccomp_rule_add(c, SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, shared, 0));
+        if (!rc) rc = seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        /* signals to itself only (raise, abort) */
+        if (!rc) rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)me));
+        if (!rc) rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)me));
+        if (!rc) rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, TCGETS)); /* isatty */
+    }
+    if (!rc) bad = "load";
+    if (!rc) rc = seccomp_load(c);
+    seccomp_release(c);
+    if (rc) return snprintf(why, n, "seccomp: %s: %s", bad ? bad : "?", strerror(-rc)), -1;
+    return 0;
+}
+
+/* The number after `key` in /proc/self/status, or -1. */
+static int status_field(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int v = -1;
+    size_t k = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':') v = atoi(line + k + 1);
+    if (f) fclose(f);
+    return v;
+}
+
+json_t *sandbox_report(const char *applied) {
+    json_t *ns = json_array();
+    int on = applied && !strcmp(applied, "ns");
+    static const char *const names[] = {"user", "mount", "net", "ipc", "uts"};
+    for (size_t i = 0; on && i < sizeof names / sizeof *names; i++) json_array_append_new(ns, json_string(names[i]));
+    char refused[160] = "";
+    if (applied && !on) { /* "none:ERRNO:STEP" */
+        int e = atoi(applied + strcspn(applied, ":") + 1);
+        const char *step = strrchr(applied, ':');
+        snprintf(refused, sizeof refused, "%s: %s", step ? step + 1 : "unshare", strerror(e));
+    }
+    return json_pack("{s:i, s:i, s:o, s:s?}", "seccomp", status_field("Seccomp"), "no_new_privs",
+                     status_field("NoNewPrivs"), "namespaces", ns, "refused", refused[0] ? refused : NULL);
+}
+
+json_t *sandbox_probe(const char *what) {
+    if (!strcmp(what, "socket")) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0) close(fd);
+        return json_pack("{s:s}", "socket", fd >= 0 ? "ok" : strerror(errno));
+    }
+    if (!strcmp(what, "exec")) {
+        char *argv[] = {"sh", "-c", "true", NULL}, *env[] = {NULL};
+        execve("/bin/sh", argv, env);
+        return json_pack("{s:s}", "exec", strerror(errno));
+    }
+    if (!strcmp(what, "fork")) {
+        int made = 0;
+        for (; made < 64; made++) {
+            pid_t p = fork();
+            if (p == 0) _exit(0);
+            if (p < 0) break;
+            waitpid(p, NULL, 0);
+        }
+        return json_pack("{s:i}", "fork", made);
+    }
+    if (strcmp(what, "write")) return NULL;
+    json_t *o = json_object();
+    char paths[4][64];
+    int pid = (int)getpid();
+    snprintf(paths[0], sizeof paths[0], "../escape-%d", pid);          /* the session's runs directory */
+    snprintf(paths[1], sizeof paths[1], "../../../../escape-%d", pid); /* the data root */
+    snprintf(paths[2], sizeof paths[2], "/tmp/dpd-escape-%d", pid);
+    snprintf(paths[3], sizeof paths[3], "/dev/shm/dpd-escape-%d", pid);
+    for (int i = 0; i < 4; i++) {
+        int fd = open(paths[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        json_object_set_new(o, paths[i], json_string(fd >= 0 ? "ok" : strerror(errno)));
+        if (fd >= 0) close(fd), unlink(paths[i]);
+    }
+    int fd = open("../../../../studio.db", O_WRONLY | O_APPEND | O_CLOEXEC); /* opened, never written */
+    json_object_set_new(o, "../../../../studio.db", json_string(fd >= 0 ? "ok" : strerror(errno)));
+    if (fd >= 0) close(fd);
+    return o;
+}
