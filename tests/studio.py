@@ -2287,7 +2287,7 @@ def t_public_body_deadline(ctx):  # a body that comes too slowly ends the connec
 
 
 @test()
-def t_public_inflight_caps(ctx):  # requests in flight per client address and in all: 429 and 503
+def t_public_inflight_caps(ctx):  # requests in flight per client address (streams too) and in all (not streams): 429, 503
     s = public_server(ctx, "--max-inflight", "3", "--ip-inflight", "2", "--session-inflight", "0",
                       "--client-ip-header", "X-Test-Client-IP")
     rid = s.submit(options=fake(100, 200))["id"]
@@ -2305,8 +2305,18 @@ def t_public_inflight_caps(ctx):  # requests in flight per client address and in
     check(r.status == 429 and r.json["error"]["code"] == "too_many_in_flight" and r.headers.get("Retry-After") == "1",
           f"a third request of one address: {r!r}")
     check(get("203.0.113.2").status == 200, "another address is served")
-    open_.append(stream("203.0.113.2"))
-    r = get("203.0.113.3")
+    def held(ip):  # a request whose body is still arriving: in flight from its headers on
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        c.sendall((f"POST /api/v1/web/activity HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nAuthorization: Bearer {s.token}\r\n"
+                   f"X-Test-Client-IP: {ip}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{").encode())
+        return c
+    open_ += [held("203.0.113.4"), held("203.0.113.5")]
+    time.sleep(0.3)
+    check(get("203.0.113.6").status == 200, "two held requests and two streams: a third request in all is served "
+          "(streams are bounded apart, by --max-streams)")
+    open_.append(held("203.0.113.6"))
+    time.sleep(0.3)
+    r = get("203.0.113.7")
     check(r.status == 503 and r.json["error"]["code"] == "server_busy" and r.headers.get("Retry-After") == "1",
           f"a fourth request in all: {r!r}")
     for c in open_:
