@@ -21,14 +21,19 @@ args = [DPD, "serve", "--public", "--test-workers", "--root", root, "--listen", 
         "--ip-sessions", "0", "--request-rate", "0", "--session-inflight", "0", "--ip-inflight", "0", "--max-inflight", "0",
         "--max-streams", str(NSTREAMS + 16), "--max-connections", str(NSTREAMS + 64), "--ip-connections", "0",
         "--client-ip-header", "X-Bench-IP", "--max-sessions", "2048", "--disk-reserve-mb", "0"]
-server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-port = None
-for line in server.stdout:
-    m = re.search(rb"listening on http://127.0.0.1:(\d+)", line)
-    if m:
-        port = int(m.group(1))
-        break
-threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+
+
+def start(argv):  # a server and its port
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    for line in p.stdout:
+        m = re.search(rb"listening on http://127.0.0.1:(\d+)", line)
+        if m:
+            threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+            return p, int(m.group(1))
+    raise SystemExit("dpd serve did not start")
+
+
+server, port = start(args)
 rows = []
 
 
@@ -141,13 +146,7 @@ try:
     server.wait(30)
     args2 = [DPD, "serve", "--public", "--test-workers", "--root", os.path.join(tmp, "root2"), "--listen", "127.0.0.1:0",
              "--client-ip-header", "X-Bench-IP", "--disk-reserve-mb", "0"]
-    server = subprocess.Popen(args2, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    for line in server.stdout:
-        m = re.search(rb"listening on http://127.0.0.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+    server, port = start(args2)
     flooder = json.loads(req("POST", "/api/v1/web/sessions", body={}, ip="198.51.100.66")[1])["access_token"]
     victim = json.loads(req("POST", "/api/v1/web/sessions", body={}, ip="198.51.100.77")[1])["access_token"]
     codes, stop = {}, threading.Event()
