@@ -540,6 +540,9 @@ static enum MHD_Result web_sessions(server *s, req *r) {
     char token[44], err[4600] = "";
     if (http_disk_low(&s->h))
         return http_error(r, 507, "storage_busy", NULL, "try again later", "the server's disk is nearly full");
+    if (pub_stuck(s->pub))
+        return http_error(r, 503, "cleanup_failed", NULL, "try again later",
+                          "the server cannot remove an ended session's files; it takes no new session until it can");
     pub_hold h;
     int rc = pub_create(s->pub, r->ip, token, &h, err, sizeof err);
     if (rc == 2)
@@ -574,8 +577,13 @@ static enum MHD_Result web_route(server *s, req *r, int *mine) {
 }
 
 static enum MHD_Result answer(server *s, req *r) {
-    if (!strcmp(r->path, "/healthz"))
+    if (!strcmp(r->path, "/healthz")) {
+        int stuck = pub_stuck(s->pub);
+        if (stuck)
+            return http_json(r, 503, json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "version", DPD_VERSION, "reason",
+                                               "cleanup_failed", "sessions_not_removed", stuck));
         return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
+    }
     if (s->pub && !strcmp(r->path, "/api/v1/web/sessions")) return web_sessions(s, r);
     if (s->pub && !strncmp(r->path, "/api/v1/web/", 12)) {
         int mine;

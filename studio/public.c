@@ -82,6 +82,7 @@ typedef struct session {
     long long bytes; /* its directory's size as last measured (-1: not yet) */
     double scanned;  /* then (monotonic seconds) */
     int over;        /* over its storage quota: its runs were ended, it takes no more */
+    int stuck;       /* ended, but its directory could not be removed (tried at every sweep) */
 } session;
 
 struct pub {
@@ -96,6 +97,7 @@ struct pub {
     pthread_t janitor;
     int stopping, started;
     int next_scan; /* the slot the next storage scan starts at (a rotation) */
+    int stuck;     /* sessions whose directory could not be removed */
     session *s;    /* (max) */
 };
 
@@ -116,9 +118,14 @@ static void end_one(pub *p, int k) {
     pthread_mutex_unlock(&p->mu);
     int bad = store_delete_ws(p->st, ws);
     snprintf(dir, sizeof dir, "%s/sessions/%s", p->root, ws);
+    struct stat st;
     if (!bad) studio_rmtree(dir);
+    int left = !bad && !lstat(dir, &st); /* something in it could not be removed */
+    if (left && !p->s[k].stuck) fprintf(stderr, "dpd studio: an ended session's directory cannot be removed: %s\n", dir);
     pthread_mutex_lock(&p->mu);
-    if (bad) return; /* the store failed: tried again at the next sweep */
+    if (p->s[k].stuck != left) p->stuck += left ? 1 : -1;
+    p->s[k].stuck = left;
+    if (bad || left) return; /* tried again at the next sweep */
     OPENSSL_cleanse(&p->s[k], sizeof p->s[k]);
     memset(&p->s[k], 0, sizeof p->s[k]);
 }
@@ -370,6 +377,14 @@ void pub_activity(pub *p, pub_hold *h) {
     if (p->idle_s && !x->closing) x->idle_expires = studio_now() + p->idle_s;
     h->idle_expires = x->idle_expires;
     pthread_mutex_unlock(&p->mu);
+}
+
+int pub_stuck(pub *p) {
+    if (!p) return 0;
+    pthread_mutex_lock(&p->mu);
+    int n = p->stuck;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void pub_end(pub *p, int slot) {

@@ -82,6 +82,9 @@ void pub_release(pub *p, const pub_hold *h);
 int pub_mutate(pub *p, pub_hold *h);
 void pub_mutated(pub *p, pub_hold *h);
 void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
+/* How many ended sessions' directories could not be removed (the janitor tries again at each
+ * sweep): while any, the server is unhealthy and takes no new session. */
+int pub_stuck(pub *p);
 /* Renews the session's inactivity lease (POST /api/v1/web/activity); its new end into h. */
 void pub_activity(pub *p, pub_hold *h);
 

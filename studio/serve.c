@@ -212,6 +212,7 @@ static void end_sessions(const studio_opts *o, store *st) {
 }
 
 int cmd_serve(int argc, char **argv) {
+    umask(077); /* everything the server writes is its own (files 0600, directories 0700) */
     studio_opts o;
     studio_defaults(&o);
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];

@@ -2400,6 +2400,58 @@ def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every publi
 
 
 @test()
+def t_public_cleanup_failed(ctx):  # an ended session whose files cannot be removed: /healthz 503, no new session
+    s = public_server(ctx)
+    a = s.as_session(s.new_session())
+    rid = a.submit(options=fake(1, 10))["id"]
+    a.wait_status(rid, ("succeeded",), 20)
+    home = session_dir(a, rid)
+    pinned = os.path.join(home, "pinned")
+    open(pinned, "w").close()
+    if subprocess.run(["chattr", "+i", pinned], capture_output=True).returncode != 0:
+        raise Skip("chattr +i is refused here (not root, or the file system has no immutable files)")
+    try:
+        check(a.post("/api/v1/web/sessions/end", {}).status == 200, "end the session")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and s.get("/healthz", auth=False).status == 200:
+            time.sleep(0.1)
+        h = s.get("/healthz", auth=False)
+        check(h.status == 503 and h.json["reason"] == "cleanup_failed" and h.json["sessions_not_removed"] == 1,
+              f"/healthz with an undeletable session directory: {h!r}")
+        r = s.post("/api/v1/web/sessions", {}, auth=False)
+        check(r.status == 503 and r.json["error"]["code"] == "cleanup_failed", f"a new session meanwhile: {r!r}")
+        check(s.get("/api/v1/runs").status == 200 and s.submit(options=fake(1, 10))["id"], "the other sessions work on")
+    finally:
+        subprocess.run(["chattr", "-i", pinned], capture_output=True)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (os.path.exists(home) or s.get("/healthz", auth=False).status != 200):
+        time.sleep(0.1)
+    check(not os.path.exists(home) and s.get("/healthz", auth=False).status == 200, "removed at a later sweep: healthy again")
+    check(s.post("/api/v1/web/sessions", {}, auth=False).status == 201, "new sessions are taken again")
+
+
+@test()
+def t_public_modes(ctx):  # the server's umask 077: its files 0600, its directories 0700; no core files from workers
+    s = public_server(ctx)
+    rid = s.submit(options=fake(100, 200))["id"]
+    pid = s.wait_status(rid, ("running",), 10)["pid"]
+    umask = [l for l in open(f"/proc/{s.proc.pid}/status").read().splitlines() if l.startswith("Umask:")]
+    check(umask and umask[0].split()[1] == "0077", f"the server's {umask}")
+    core = [l for l in open(f"/proc/{pid}/limits").read().splitlines() if l.startswith("Max core file size")]
+    check(core and core[0].split()[4:6] == ["0", "0"], f"the worker's {core}")
+    s.post(f"/api/v1/runs/{rid}/cancel", {})
+    s.wait_status(rid, TERMINAL, 20)
+    loose = []
+    for d, dirs, files in os.walk(s.root):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            st = os.lstat(p)
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                loose.append(f"{os.path.relpath(p, s.root)} {oct(st.st_mode & 0o777)}")
+    check(not loose, f"files or directories open to others: {loose[:8]}")
+
+
+@test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
     a = s.as_session(s.new_session())
