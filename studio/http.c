@@ -517,7 +517,8 @@ int http_disk_low(http *h) {
  * quota_bytes (null: none), over_quota}. */
 static json_t *leases(const server *s, const pub_hold *h) {
     char at[40], idle[40], now[40];
-    studio_iso(h->expires, at, sizeof at), studio_iso(h->idle_expires, idle, sizeof idle), studio_iso(studio_now(), now, sizeof now);
+    studio_iso(h->expires, at, sizeof at), studio_iso(h->idle_expires, idle, sizeof idle);
+    studio_iso(pub_now(s->pub), now, sizeof now);
     json_t *used = h->bytes >= 0 ? json_integer(h->bytes) : json_null(),
            *quota = s->h.o.quota_mb ? json_integer((json_int_t)s->h.o.quota_mb << 20) : json_null();
     return json_pack("{s:s, s:s?, s:s, s:s, s:{s:o, s:o, s:b}}", "expires_at", at, "idle_expires_at",
@@ -564,8 +565,19 @@ static enum MHD_Result web_sessions(server *s, req *r) {
 static enum MHD_Result web_route(server *s, req *r, int *mine) {
     const char *p = r->path + strlen("/api/v1/web/");
     int post = !strcmp(r->method, "POST"), get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
-    *mine = !strcmp(p, "session") || !strcmp(p, "activity") || !strcmp(p, "sessions/end");
+    *mine = !strcmp(p, "session") || !strcmp(p, "activity") || !strcmp(p, "sessions/end") ||
+            (s->h.o.test_workers && !strcmp(p, "test/clock"));
     if (!*mine) return MHD_NO;
+    if (!strcmp(p, "test/clock")) { /* tests only (--test-workers): {"advance_s": S} moves the sessions' clock */
+        json_t *b = post && r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        json_t *v = json_object_get(b, "advance_s");
+        double adv = json_is_number(v) ? json_number_value(v) : -1;
+        json_decref(b);
+        if (!post || !(adv >= 0 && adv <= 1e8))
+            return http_error(r, 422, "invalid_request", "advance_s", NULL, "POST {\"advance_s\": 0..1e8 seconds}");
+        pub_advance(s->pub, adv);
+        return http_json(r, 200, leases(s, &r->sess));
+    }
     if (!strcmp(p, "session") ? !get : !post)
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     if (!strcmp(p, "sessions/end")) {

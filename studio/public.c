@@ -98,10 +98,22 @@ struct pub {
     int stopping, started;
     int next_scan; /* the slot the next storage scan starts at (a rotation) */
     int stuck;     /* sessions whose directory could not be removed */
+    long long offset_ms; /* the test clock's advance (pub_advance; atomic) */
     session *s;    /* (max) */
 };
 
 #define JANITOR_MS 500
+
+double pub_now(pub *p) {
+    return studio_now() + (p ? (double)__atomic_load_n(&p->offset_ms, __ATOMIC_ACQUIRE) / 1000 : 0);
+}
+
+void pub_advance(pub *p, double s) {
+    pthread_mutex_lock(&p->mu);
+    __atomic_add_fetch(&p->offset_ms, (long long)(s * 1000), __ATOMIC_ACQ_REL);
+    pthread_cond_signal(&p->cv); /* a sweep at the new time, now */
+    pthread_mutex_unlock(&p->mu);
+}
 
 static int over(const session *x, double now) { return now >= x->expires || (x->idle_expires > 0 && now >= x->idle_expires); }
 
@@ -170,7 +182,7 @@ static void *janitor(void *arg) {
     pub *p = arg;
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
-        double now = studio_now();
+        double now = pub_now(p);
         for (int k = 0; k < p->max && !p->stopping; k++) {
             if (!p->s[k].used) continue;
             if (over(&p->s[k], now)) p->s[k].closing = 1;
@@ -253,7 +265,7 @@ int pub_create(pub *p, const char *ip, char token[44], pub_hold *h, char *err, s
         token_digest(token, TOKEN_LEN, free_slot->digest);
         snprintf(free_slot->ws, sizeof free_slot->ws, "%s", ws);
         snprintf(free_slot->ip, sizeof free_slot->ip, "%s", ip);
-        double now = studio_now();
+        double now = pub_now(p);
         free_slot->expires = h->expires = now + p->lease_s;
         free_slot->idle_expires = h->idle_expires = p->idle_s ? now + p->idle_s : 0;
         free_slot->bytes = h->bytes = -1;
@@ -274,7 +286,7 @@ int pub_find(pub *p, const char *given, size_t n, pub_hold *h) {
     token_digest(given, n, d);
     int rc = 1;
     pthread_mutex_lock(&p->mu);
-    double now = studio_now();
+    double now = pub_now(p);
     for (int i = 0; i < p->max; i++) { /* every slot, each compared in constant time */
         int hit = p->s[i].used & (CRYPTO_memcmp(d, p->s[i].digest, 32) == 0);
         if (hit && rc == 1) {
@@ -319,7 +331,7 @@ int pub_mutate(pub *p, pub_hold *h) {
 double pub_request(pub *p, const pub_hold *h) {
     if (!p || h->slot < 0 || h->slot >= p->max) return 0;
     pthread_mutex_lock(&p->mu);
-    double w = take(&p->s[h->slot].rate, p->lim.request_rate, p->lim.request_burst, studio_now());
+    double w = take(&p->s[h->slot].rate, p->lim.request_rate, p->lim.request_burst, pub_now(p));
     pthread_mutex_unlock(&p->mu);
     return w;
 }
@@ -337,7 +349,7 @@ static ip_key *key_of(pub *p, const char *ip) {
         k = oldest;
         memset(k, 0, sizeof *k);
         snprintf(k->ip, sizeof k->ip, "%s", ip);
-        k->b.t = studio_now(), k->b.tokens = p->lim.create_burst; /* seen now, so it is not the next to go */
+        k->b.t = pub_now(p), k->b.tokens = p->lim.create_burst; /* seen now, so it is not the next to go */
     }
     return k;
 }
@@ -345,7 +357,7 @@ static ip_key *key_of(pub *p, const char *ip) {
 double pub_admit_ip(pub *p, const char *ip) {
     pthread_mutex_lock(&p->mu);
     ip_key *k = key_of(p, ip);
-    double w = k ? take(&k->b, p->lim.create_rate, p->lim.create_burst, studio_now()) : 1;
+    double w = k ? take(&k->b, p->lim.create_rate, p->lim.create_burst, pub_now(p)) : 1;
     pthread_mutex_unlock(&p->mu);
     return w;
 }
@@ -374,7 +386,7 @@ void pub_activity(pub *p, pub_hold *h) {
     if (!p || h->slot < 0 || h->slot >= p->max) return;
     pthread_mutex_lock(&p->mu);
     session *x = &p->s[h->slot];
-    if (p->idle_s && !x->closing) x->idle_expires = studio_now() + p->idle_s;
+    if (p->idle_s && !x->closing) x->idle_expires = pub_now(p) + p->idle_s;
     h->idle_expires = x->idle_expires;
     pthread_mutex_unlock(&p->mu);
 }

@@ -82,6 +82,12 @@ void pub_release(pub *p, const pub_hold *h);
 int pub_mutate(pub *p, pub_hold *h);
 void pub_mutated(pub *p, pub_hold *h);
 void pub_end(pub *p, int slot); /* ends the session now (POST /api/v1/web/sessions/end) */
+/* The sessions' clock: Unix seconds, wall clock, plus what pub_advance added (p NULL: the wall
+ * clock). Leases, rates and the answers' server_time read it. */
+double pub_now(pub *p);
+/* Moves the sessions' clock s seconds ahead (tests: POST /api/v1/web/test/clock with
+ * --test-workers), and sweeps at once. */
+void pub_advance(pub *p, double s);
 /* How many ended sessions' directories could not be removed (the janitor tries again at each
  * sweep): while any, the server is unhealthy and takes no new session. */
 int pub_stuck(pub *p);

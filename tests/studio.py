@@ -2451,6 +2451,64 @@ def t_public_modes(ctx):  # the server's umask 077: its files 0600, its director
     check(not loose, f"files or directories open to others: {loose[:8]}")
 
 
+def advance(sess, seconds):  # the server's test clock (--test-workers): the sessions' time moves on
+    r = sess.post("/api/v1/web/test/clock", {"advance_s": seconds})
+    check(r.status == 200, f"advance the clock {seconds} s: {r!r}")
+    return r.json
+
+
+@test()
+def t_public_clock_lease(ctx):  # the default 24 h lease, on the test clock: an hour of use moves nothing; then it ends
+    s = public_server(ctx)
+    a = s.as_session(s.new_session())
+    rid = a.submit(options=fake(1, 10))["id"]
+    a.wait_status(rid, ("succeeded",), 20)
+    home = session_dir(a, rid)
+    first = a.get("/api/v1/web/session").json
+    for _ in range(6):  # an hour of use, in 10-minute steps
+        advance(s, 600)
+        check(a.get("/api/v1/runs").status == 200 and a.post("/api/v1/web/activity", {}).status == 200, "the session in use")
+    now = a.get("/api/v1/web/session").json
+    iso = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+    check(now["expires_at"] == first["expires_at"] and iso(now["server_time"]) - iso(first["server_time"]) >= 3600,
+          f"an hour later: expires_at {first['expires_at']} -> {now['expires_at']}, server_time {now['server_time']}")
+    advance(s, 23 * 3600)
+    r = a.get("/api/v1/runs")
+    check(r.status == 401 and r.json["error"]["code"] == "session_expired", f"past 24 h: {r!r}")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and os.path.exists(home):
+        time.sleep(0.1)
+    check(not os.path.exists(home), "the next sweep removed its directory")
+    check(s.post("/api/v1/web/test/clock", {"advance_s": -1}).status == 401, "the ended session cannot move the clock")
+
+
+@test()
+def t_public_clock_idle(ctx):  # a 2 h inactivity lease: polling and a running job do not renew it; activity does
+    s = public_server(ctx, "--idle-lease", "7200")
+    busy, used = s.as_session(s.new_session()), s.as_session(s.new_session())
+    rid = busy.submit(options=fake(100, 200))["id"]
+    busy.wait_status(rid, ("running",), 10)
+    for _ in range(7):  # 2 h 20 min in 20-minute steps: the poller polls, the other also says it is in use
+        advance(s, 1200)
+        used.post("/api/v1/web/activity", {})
+        if busy.get(f"/api/v1/runs/{rid}").status != 200:
+            break
+    r = busy.get(f"/api/v1/runs/{rid}")
+    check(r.status == 401 and r.json["error"]["code"] == "session_expired", f"polled for over 2 h without activity: {r!r}")
+    check(used.get("/api/v1/runs").status == 200, "the session with activity every 20 minutes is open")
+    def rows():
+        con = sqlite3.connect(os.path.join(s.root, "studio.db"))
+        try:
+            return con.execute("SELECT COUNT(*) FROM runs WHERE id=?", (rid,)).fetchone()[0]
+        finally:
+            con.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and rows():
+        time.sleep(0.1)
+    run = rows()
+    check(not run, f"the expired session's running job was stopped and its run removed: {run}")
+
+
 @test()
 def t_public_end_session(ctx):  # POST /web/sessions/end: the token stops working, the workers die, the files go
     s = public_server(ctx)
