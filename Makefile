@@ -199,7 +199,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
 
-# The studio's boundary (tests/fuzz/http.c): the server's modules, libmicrohttpd and SQLite.
+# The studio's boundary (tests/fuzz/http.c, and public.c: the same in public mode): the server's
+# modules, libmicrohttpd and SQLite.
 FUZZ_STUDIO := $(patsubst studio/%.c,$(BUILD)/fuzz/studio/%.o,$(filter-out studio/worker.c studio/serve.c,$(wildcard studio/*.c))) \
                $(BUILD)/fuzz/studio/assets.o $(BUILD)/fuzz/cli/history.o $(BUILD)/fuzz/cli/flags.o
 $(BUILD)/fuzz/cli/%.o: cli/%.c cli/cli.h
@@ -211,7 +212,7 @@ $(BUILD)/fuzz/studio/assets.o: $(BUILD)/studio/assets.c studio/studio.h
 $(BUILD)/fuzz/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icli -c $< -o $@
-$(BUILD)/fuzz/http: tests/fuzz/http.c tests/fuzz/fuzz.h $(FUZZ_STUDIO) $(FUZZ_LIB)
+$(BUILD)/fuzz/http $(BUILD)/fuzz/public: $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/http.c tests/fuzz/fuzz.h $(FUZZ_STUDIO) $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Istudio -o $@ $< $(FUZZ_STUDIO) $(FUZZ_LIB) $(LDLIBS) $(STUDIO_LIBS)
 

@@ -60,6 +60,19 @@ typedef struct server {
 
 static server *srv_of(http *h) { return (server *)h; }
 
+/* The routes the boundary answers itself (the table `own`, with their handlers, below); api.c's
+ * table has the rest (dpd serve --routes prints both). A route serves the modes in `modes`
+ * (R_TEST: only with --test-workers); `open` ones need no authentication (OPEN_ALL: no admission
+ * at all, not even public mode's counting). */
+enum { R_LOCAL = 1, R_PUBLIC = 2, R_TEST = 4 };
+enum { AUTH, OPEN, OPEN_ALL };
+struct own_route {
+    const char *method, *path; /* GET serves HEAD too */
+    int modes, open;
+    enum MHD_Result (*fn)(server *, req *);
+};
+static const struct own_route *own_route(const server *s, const req *r, int *other);
+
 /* The API token of ROOT/api-token, made (0600) at the first start. */
 static int api_token(server *s, char *err, size_t n) {
     char path[4200], tok[64] = {0};
@@ -387,8 +400,10 @@ static enum MHD_Result admit_public(server *s, req *r) {
         return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     if (strncmp(r->path, "/api/", 5) || !strncmp(r->path, "/api/v1/session", 15))
         return http_error(r, 404, "not_found", NULL, NULL, "no such route (public mode serves the API with a session's token)");
-    if (!strcmp(r->path, "/api/v1/web/sessions")) { /* creating one needs no session; its rate is the client's */
-        double w = strcmp(r->method, "POST") ? 0 : pub_admit_ip(s->pub, ip);
+    int other;
+    const struct own_route *o = own_route(s, r, &other);
+    if (o && o->open) { /* creating a session needs none; its rate is the client's */
+        double w = other ? 0 : pub_admit_ip(s->pub, ip);
         return w > 0 ? too_many(r, w, "new sessions from this address") : MHD_YES;
     }
     const char *a = http_header(r, "Authorization");
@@ -475,13 +490,15 @@ static enum MHD_Result admit(server *s, req *r) {
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
-    if (!strcmp(r->path, "/healthz")) return MHD_YES;
+    int other;
+    const struct own_route *o = own_route(s, r, &other);
+    if (o && o->open == OPEN_ALL) return MHD_YES;
     if (s->pub) {
         r->limit = BODY_LIMIT; /* no uploads in public mode */
         enum MHD_Result v = admit_public(s, r);
         return r->refused || v != MHD_YES ? v : length_ok(r);
     }
-    if (!strcmp(r->path, "/api/v1/session/bootstrap")) return MHD_YES;
+    if (o && o->open) return MHD_YES;
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")))
         return MHD_YES; /* a page of the UI: answered on the next call, so the connection stays open */
     if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
@@ -529,7 +546,6 @@ static json_t *leases(const server *s, const pub_hold *h) {
 /* POST /api/v1/web/sessions (public mode): a new session, its token in the answer and nowhere
  * else. The body is empty or {}. */
 static enum MHD_Result web_sessions(server *s, req *r) {
-    if (strcmp(r->method, "POST")) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     char why[128];
     json_t *b = !r->len ? json_object()
                 : json_guard(r->body, r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)
@@ -560,49 +576,90 @@ static enum MHD_Result web_sessions(server *s, req *r) {
     return http_json(r, 201, o);
 }
 
-/* The other /api/v1/web/ routes of a session (public mode): its leases, renewing the inactivity
- * lease, ending it. *mine 0: the path is not one of them (nothing is answered). */
-static enum MHD_Result web_route(server *s, req *r, int *mine) {
-    const char *p = r->path + strlen("/api/v1/web/");
-    int post = !strcmp(r->method, "POST"), get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
-    *mine = !strcmp(p, "session") || !strcmp(p, "activity") || !strcmp(p, "sessions/end") ||
-            (s->h.o.test_workers && !strcmp(p, "test/clock"));
-    if (!*mine) return MHD_NO;
-    if (!strcmp(p, "test/clock")) { /* tests only (--test-workers): {"advance_s": S} moves the sessions' clock */
-        json_t *b = post && r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, NULL) : NULL;
-        json_t *v = json_object_get(b, "advance_s");
-        double adv = json_is_number(v) ? json_number_value(v) : -1;
-        json_decref(b);
-        if (!post || !(adv >= 0 && adv <= 1e8))
-            return http_error(r, 422, "invalid_request", "advance_s", NULL, "POST {\"advance_s\": 0..1e8 seconds}");
-        pub_advance(s->pub, adv);
-        return http_json(r, 200, leases(s, &r->sess));
-    }
-    if (!strcmp(p, "session") ? !get : !post)
-        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-    if (!strcmp(p, "sessions/end")) {
-        pub_end(s->pub, r->sess.slot);
-        return http_json(r, 200, json_pack("{s:b}", "ended", 1));
-    }
-    if (!strcmp(p, "activity")) pub_activity(s->pub, &r->sess); /* foreground use: the inactivity lease only */
+/* The other /api/v1/web/ routes of a session (public mode). */
+static enum MHD_Result web_session(server *s, req *r) { return http_json(r, 200, leases(s, &r->sess)); }
+
+static enum MHD_Result web_activity(server *s, req *r) {
+    pub_activity(s->pub, &r->sess); /* foreground use: the inactivity lease only */
     return http_json(r, 200, leases(s, &r->sess));
 }
 
+static enum MHD_Result web_end(server *s, req *r) {
+    pub_end(s->pub, r->sess.slot);
+    return http_json(r, 200, json_pack("{s:b}", "ended", 1));
+}
+
+/* Tests only (--test-workers): {"advance_s": S} moves the sessions' clock. */
+static enum MHD_Result web_clock(server *s, req *r) {
+    json_t *b = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    json_t *v = json_object_get(b, "advance_s");
+    double adv = json_is_number(v) ? json_number_value(v) : -1;
+    json_decref(b);
+    if (!(adv >= 0 && adv <= 1e8))
+        return http_error(r, 422, "invalid_request", "advance_s", NULL, "POST {\"advance_s\": 0..1e8 seconds}");
+    pub_advance(s->pub, adv);
+    return http_json(r, 200, leases(s, &r->sess));
+}
+
+static enum MHD_Result healthz(server *s, req *r) {
+    int stuck = pub_stuck(s->pub);
+    if (stuck)
+        return http_json(r, 503, json_pack("{s:b, s:s, s:i, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION,
+                                           "sessions_not_removed", stuck, "error", "code", "cleanup_failed", "message",
+                                           "an ended session's files cannot be removed", "field", "hint"));
+    return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
+}
+
+/* GET /api/v1/session (local mode): how the browser is signed in, and its CSRF token. */
+static enum MHD_Result session_get(server *s, req *r) {
+    pthread_mutex_lock(&s->h.mu);
+    sess *x = cookie_session(s, r);
+    json_t *o = json_pack("{s:s?, s:s}", "csrf", x ? x->csrf : NULL, "auth", x ? "cookie" : "token");
+    pthread_mutex_unlock(&s->h.mu);
+    return http_json(r, 200, o);
+}
+
+/* The boundary's own routes (struct own_route, above). */
+static const struct own_route own[] = {
+    {"GET", "/healthz", R_LOCAL | R_PUBLIC, OPEN_ALL, healthz},
+    {"GET", "/api/v1/session/bootstrap", R_LOCAL, OPEN, bootstrap},
+    {"POST", "/api/v1/session/bootstrap", R_LOCAL, OPEN, bootstrap},
+    {"GET", "/api/v1/session", R_LOCAL, AUTH, session_get},
+    {"POST", "/api/v1/web/sessions", R_PUBLIC, OPEN, web_sessions},
+    {"GET", "/api/v1/web/session", R_PUBLIC, AUTH, web_session},
+    {"POST", "/api/v1/web/activity", R_PUBLIC, AUTH, web_activity},
+    {"POST", "/api/v1/web/sessions/end", R_PUBLIC, AUTH, web_end},
+    {"POST", "/api/v1/web/test/clock", R_PUBLIC | R_TEST, AUTH, web_clock},
+};
+#define NOWN (sizeof own / sizeof *own)
+
+/* The boundary's route for r's path in this server's mode: the one of r's method, else any (*other
+ * set: a 405); NULL when the path is none of them here. */
+static const struct own_route *own_route(const server *s, const req *r, int *other) {
+    const struct own_route *any = NULL;
+    int mode = s->pub ? R_PUBLIC : R_LOCAL, head = !strcmp(r->method, "HEAD");
+    for (size_t i = 0; i < NOWN; i++) {
+        const struct own_route *o = &own[i];
+        if (strcmp(o->path, r->path) || !(o->modes & mode) || ((o->modes & R_TEST) && !s->h.o.test_workers)) continue;
+        if (!strcmp(o->method, r->method) || (head && !strcmp(o->method, "GET"))) return *other = 0, o;
+        any = o;
+    }
+    *other = any != NULL;
+    return any;
+}
+
+void http_routes_print(FILE *f) {
+    for (size_t i = 0; i < NOWN; i++)
+        fprintf(f, "{\"method\": \"%s\", \"path\": \"%s\", \"modes\": \"%s%s%s%s\"}\n", own[i].method, own[i].path,
+                own[i].modes & R_LOCAL ? "local" : "", own[i].modes == (R_LOCAL | R_PUBLIC) ? " " : "",
+                own[i].modes & R_PUBLIC ? "public" : "", own[i].modes & R_TEST ? " test" : "");
+    api_routes_print(f);
+}
+
 static enum MHD_Result answer(server *s, req *r) {
-    if (!strcmp(r->path, "/healthz")) {
-        int stuck = pub_stuck(s->pub);
-        if (stuck)
-            return http_json(r, 503, json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "version", DPD_VERSION, "reason",
-                                               "cleanup_failed", "sessions_not_removed", stuck));
-        return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
-    }
-    if (s->pub && !strcmp(r->path, "/api/v1/web/sessions")) return web_sessions(s, r);
-    if (s->pub && !strncmp(r->path, "/api/v1/web/", 12)) {
-        int mine;
-        enum MHD_Result v = web_route(s, r, &mine);
-        if (mine) return v;
-    }
-    if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
+    int other;
+    const struct own_route *o = own_route(s, r, &other);
+    if (!o && strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
         const studio_asset *a = asset(r->path);
         return a ? serve_asset(r, a) : http_error(r, 404, "not_found", NULL, NULL, "no such page");
     }
@@ -612,16 +669,8 @@ static enum MHD_Result answer(server *s, req *r) {
         if (!ct || strncmp(ct, "application/json", 16) || (ct[16] && ct[16] != ';' && ct[16] != ' '))
             return http_error(r, 415, "json_required", NULL, NULL, "the body must be application/json");
     }
-    if (!strcmp(r->path, "/api/v1/session/bootstrap")) return bootstrap(s, r);
-    if (!strcmp(r->path, "/api/v1/session")) {
-        if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
-            return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-        pthread_mutex_lock(&s->h.mu);
-        sess *x = cookie_session(s, r);
-        json_t *o = json_pack("{s:s?, s:s}", "csrf", x ? x->csrf : NULL, "auth", x ? "cookie" : "token");
-        pthread_mutex_unlock(&s->h.mu);
-        return http_json(r, 200, o);
-    }
+    if (o && other) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    if (o) return o->fn(s, r);
     char path[1024], *seg[16];
     snprintf(path, sizeof path, "%s", r->path);
     int n = split(path, seg, 16);

@@ -69,7 +69,9 @@ int http_disk_low(http *h);
 /* api.c: answers an authenticated request (path split into seg[0..n)), through its one table of
  * routes, each with the modes that serve it. */
 enum MHD_Result api_route(req *r, char **seg, int n);
-void api_routes_print(FILE *f); /* the table, a JSON object a line: method, path, modes (dpd serve --routes) */
+void api_routes_print(FILE *f); /* the table, a JSON object a line: method, path, modes */
+/* Every route, the boundary's own (health, sign-in, public sessions) then api.c's: dpd serve --routes. */
+void http_routes_print(FILE *f);
 /* The run object of docs/studio.md; detail adds `available` (it reads the run's files). */
 json_t *api_run_json(http *h, const run_rec *rec, int detail);
 

@@ -222,7 +222,7 @@ int cmd_serve(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
         if (!strcmp(a, "--routes")) { /* the API's route table (docs/studio.md) */
-            api_routes_print(stdout);
+            http_routes_print(stdout);
             return 0;
         }
         if (!strcmp(a, "--test-workers")) {

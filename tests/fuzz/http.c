@@ -5,7 +5,12 @@
  * submission that passes every check stays queued (nothing is forked), and its `synth` dataset is
  * a small one made here (the server makes a full one only when it is missing). Oracle besides
  * the sanitizers: whatever comes back starts with an HTTP status line, and the server still
- * answers GET /healthz (checked after every 16th input). */
+ * answers GET /healthz (checked after every 16th input).
+ *
+ * Built as tests/fuzz/public.c with FUZZ_PUBLIC 1, the server is `dpd serve --public` (rates and
+ * in-flight caps lifted, 60 s leases) and the harness holds a session: `Bearer TOKEN` in an input
+ * is replaced by the session's bearer token before it is sent, so the same corpus reaches the
+ * authenticated routes; the session is made again whenever an input has ended it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -17,7 +22,12 @@
 
 #define TOKEN "fuzz-api-token-0123456789abcdefghijklmnopqrstuvw"
 
+#ifndef FUZZ_PUBLIC
+#define FUZZ_PUBLIC 0
+#endif
+
 static int port;
+static char session[44]; /* public mode: the harness's session's token */
 
 static int connect_server(void) {
     for (int tries = 0; tries < 100; tries++) {
@@ -91,12 +101,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     studio_opts o;
     studio_defaults(&o);
     o.port = 0, o.slots = 0, o.grace_s = 1, o.test_workers = 1, o.ip_connections = 0;
+    if (FUZZ_PUBLIC) { /* every input is one client: nothing but the boundary's own checks refuses it */
+        o.public_mode = 1, o.lease_s = 60, o.session_rate = 0, o.request_rate = 0, o.session_inflight = 0;
+        o.ip_inflight = 0, o.max_inflight = 0, o.ip_sessions = 0, o.reserve_mb = 0, o.session_runs = 1 << 30;
+        o.session_pending = 1 << 30, o.worker_file_mb = 64;
+    }
     snprintf(o.root, sizeof o.root, "%s", fz_path(path, "root"));
     snprintf(o.worker_exe, sizeof o.worker_exe, "%s", fz_path(path, "no-such-worker"));
     fz_mkdir(o.root);
     fz_mkdir(fz_path(path, "root/runs"));
     fz_mkdir(fz_path(path, "root/datasets"));
     fz_mkdir(fz_path(path, "root/datasets/uploads"));
+    fz_mkdir(fz_path(path, "root/sessions"));
     dpd_synth_cfg sc;
     dpd_error e;
     dpd_synth_defaults(&sc);
@@ -112,8 +128,48 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0; /* the server lives as long as the process */
 }
 
+/* Public mode: a session of the harness's own, made anew when the one it has is over. */
+static void hold_session(void) {
+    static char answer[1 << 12];
+    char req[512];
+    if (session[0]) {
+        snprintf(req, sizeof req, "GET /api/v1/web/session HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                 "Connection: close\r\n\r\n", session);
+        memset(answer, 0, sizeof answer);
+        exchange(req, strlen(req), answer, 12, 10000, 10000);
+        if (!strncmp(answer, "HTTP/1.1 200", 12)) return;
+    }
+    static const char create[] = "POST /api/v1/web/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    memset(answer, 0, sizeof answer);
+    exchange(create, sizeof create - 1, answer, sizeof answer - 1, 10000, 10000);
+    const char *t = strstr(answer, "\"access_token\":\"");
+    if (t && strlen(t + 16) > 43 && t[16 + 43] == '"') memcpy(session, t + 16, 43), session[43] = 0;
+}
+
+/* data with every "Bearer TOKEN" made the session's bearer token (public mode): into out; its size. */
+static size_t with_session(const uint8_t *data, size_t size, uint8_t *out) {
+    static const char from[] = "Bearer " TOKEN;
+    size_t k = sizeof from - 1, n = 0;
+    for (size_t i = 0; i < size;) {
+        if (session[0] && size - i >= k && !memcmp(data + i, from, k)) {
+            n += (size_t)sprintf((char *)out + n, "Bearer %s", session);
+            i += k;
+        } else {
+            out[n++] = data[i++];
+        }
+    }
+    return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char head[16] = {0};
+    static uint8_t *sub;
+    if (FUZZ_PUBLIC) { /* the token is shorter than TOKEN: the input cannot grow */
+        if (!session[0]) hold_session();
+        if (!(sub = realloc(sub, size + 1))) abort();
+        size = with_session(data, size, sub);
+        data = sub;
+    }
     int whole = whole_request((const char *)data, size);
     size_t got = exchange(data, size, head, sizeof head - 1, whole ? 200 : 2, whole ? 30 : 2);
     if (got && strncmp(head, "HTTP/1.", 7)) {
@@ -136,5 +192,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fprintf(stderr, "http fuzz: the server no longer answers /healthz (%.15s)\n", head);
         abort();
     }
+    if (FUZZ_PUBLIC) hold_session();
     return 0;
 }

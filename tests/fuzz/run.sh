@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs every libFuzzer harness of tests/fuzz/ for SECONDS each (default 15) on a scratch copy of
 # its corpus (tests/fuzz/corpus/<name>/ is never written), with its dictionary when there is one,
-# -timeout=10 (90 for http, whose health check may wait 70 s on a starved machine) and
+# -timeout=10 (90 for http and public, whose health check may wait 70 s on a starved machine) and
 # -rss_limit_mb=2048: one check per harness, failed on any crash, leak, timeout or
 # out-of-memory. A failing input is kept under $BUILD/fuzz/artifacts/. Prints
 # "RESULT fuzz <passed> <failed>", or "SKIP fuzz: <why>" and "RESULT fuzz 0 0 1" when clang or
@@ -43,7 +43,7 @@ for src in tests/fuzz/*.c; do
     dict=""
     [ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
     limit=10
-    [ "$name" = http ] && limit=90
+    case $name in http|public) limit=90 ;; esac
     "$bin" -max_total_time="$SECONDS_EACH" -timeout="$limit" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$art/$name-" $dict "$work/corpus" >"$work/log" 2>&1
     rc=$?
