@@ -72,7 +72,7 @@ json_t *api_run_json(http *h, const run_rec *r, int detail) {
     if (r->err_code[0] && !strcmp(r->err_code, "worker_died"))
         json_object_set_new(err, "hint", json_string("see the run's worker.log; a worker killed by the system for memory ends this way"));
     double beat = r->heartbeat > 0 ? r->heartbeat : r->started;
-    int stale = active(r->status) && beat > 0 && studio_now() - beat > 60;
+    int stale = active(r->status) && beat > 0 && studio_now() - beat > h->o.stale_s;
     json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", r->id, "verb", r->verb, "dataset", r->dataset,
                           "options", opts ? opts : json_object(), "status", store_status_name(r->status), "reason_code",
                           jstr(r->reason_code), "reason", jstr(r->reason), "wait_reason",

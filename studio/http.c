@@ -742,10 +742,10 @@ static void cut_downloads(server *s) {
 
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
-    if (r && r->dl_start != 0) { /* a tracked download: the cutter forgets it before it is freed */
-        server *s = cls;
+    server *s = cls;
+    if (r && s->pub) { /* a tracked download: the cutter forgets it before it is freed (dl_start is the cutter's) */
         pthread_mutex_lock(&s->h.mu);
-        for (int i = 0; i < s->ndownloads; i++)
+        for (int i = 0; r->dl_start != 0 && i < s->ndownloads; i++)
             if (s->downloads[i] == r) s->downloads[i] = s->downloads[--s->ndownloads];
         pthread_mutex_unlock(&s->h.mu);
     }

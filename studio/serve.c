@@ -23,7 +23,7 @@
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
                "                 [--max-runtime S] [--worker-memory MB] [--worker-file-mb MB] [--import RUN_DIR]...\n"
-               "                 [--test-workers] [--routes]\n"
+               "                 [--stale-after S] [--test-workers] [--routes]\n"
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
                "                  [--body-timeout S] [--ip-inflight N] [--max-inflight N] [--ip-sessions N]\n"
@@ -39,6 +39,7 @@ static int usage(FILE *f) {
                "  --data DIR          offer DIR's dataset subdirectories by name (repeatable)\n"
                "  --grace S           seconds a cancelled worker gets before it is killed, 1..3600 (10)\n"
                "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0)\n"
+               "  --stale-after S     a running worker silent this long shows heartbeat_stale, 1..3600 (60)\n"
                "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0)\n"
                "  --worker-file-mb MB the largest file a worker may write, 0 = none (0; 64 with --public)\n"
                "  --worker PATH       the worker executable (default: this dpd)\n"
@@ -309,6 +310,8 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("slots", v, 1, 64, &o.slots)) return 2;
         } else if (!strcmp(a, "--grace")) {
             if (int_opt("grace", v, 1, 3600, &o.grace_s)) return 2;
+        } else if (!strcmp(a, "--stale-after")) {
+            if (int_opt("stale-after", v, 1, 3600, &o.stale_s)) return 2;
         } else if (!strcmp(a, "--max-runtime")) {
             if (int_opt("max-runtime", v, 0, 100000000, &o.max_runtime_s)) return 2;
         } else if (!strcmp(a, "--worker-memory")) {

@@ -19,6 +19,7 @@ typedef struct studio_opts {
     int ndata;
     int grace_s;            /* cancel -> SIGKILL of the group */
     int max_runtime_s;      /* 0: none */
+    int stale_s;            /* a running run whose worker has been silent this long is heartbeat_stale */
     int worker_mb;          /* RLIMIT_AS of a worker, MiB; 0: none */
     int worker_file_mb;     /* RLIMIT_FSIZE of a worker, MiB (the largest file it may write); 0: none */
     int test_workers;       /* the fake verb is accepted */

@@ -1915,9 +1915,10 @@ def t_public_download_cut(ctx):  # a download that takes longer than --download-
             got[0] += len(b)
             time.sleep(0.05)
     reader = threading.Thread(target=slow)
+    t_dl = time.monotonic()
     reader.start()
     try:
-        deadline = end + 4  # the lease's end (past the 3 s timeout), then a few sweeps
+        deadline = max(end, t_dl + 3) + 6  # the lease's end and the 3 s timeout, then sweeps (slow under sanitizers)
         while time.monotonic() < deadline and os.path.exists(home):
             time.sleep(0.1)
         gone = not os.path.exists(home)
@@ -2652,6 +2653,24 @@ def t_heartbeat_stale(ctx):  # C18, 60 s real time (no test clock in the contrac
     wait_for(lambda: s.run(rid)["heartbeat_stale"] is False, 10, "heartbeat_stale to clear after SIGCONT", 0.2)
     s.cancel(rid)
     check(s.wait_status(rid, TERMINAL, 10)["status"] == "cancelled", "cancel after SIGCONT")
+
+
+@test()
+def t_stale_after(ctx):  # --stale-after S: the same flag after S seconds of silence (the UI test's banner uses it)
+    s = ctx.server(grace=2, args=["--stale-after", "3"])
+    rid = s.submit(options=fake(1000, 200))["id"]
+    _, pid, _ = s.wait_running_pid(rid)
+    s.wait_event(rid, "progress", 5)
+    os.kill(pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        r = wait_for(lambda: (lambda x: x if x["heartbeat_stale"] else None)(s.run(rid)), 15, "heartbeat_stale", 0.2)
+        dt = time.monotonic() - t0
+        check(r["status"] == "running" and 2.5 <= dt <= 6, f"heartbeat_stale after {dt:.1f} s under --stale-after 3")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: s.run(rid)["heartbeat_stale"] is False, 10, "heartbeat_stale to clear after SIGCONT", 0.2)
+    s.cancel(rid)
 
 
 @test()

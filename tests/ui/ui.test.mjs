@@ -52,7 +52,8 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpd-ui-'));
 const root = path.join(tmp, 'root');
 const env = { ...process.env, XDG_DATA_HOME: path.join(tmp, 'data'), XDG_CONFIG_HOME: path.join(tmp, 'config'),
   XDG_CACHE_HOME: path.join(tmp, 'cache'), HOME: tmp };
-const server = spawn(DPD, ['serve', '--root', root, '--listen', '127.0.0.1:0', '--test-workers', '--grace', '2'],
+const server = spawn(DPD, ['serve', '--root', root, '--listen', '127.0.0.1:0', '--test-workers', '--grace', '2',
+  '--stale-after', '3'], // a worker silent 3 s is stale: the banner's test waits seconds, not a minute
   { env, stdio: ['ignore', 'pipe', 'pipe'] });
 let serverOut = '';
 server.stderr.on('data', (d) => { serverOut += d; });
@@ -326,6 +327,16 @@ try {
     assert(bar === 4, `epoch bar ${bar}`);
   });
   allowNetErrors = false;
+
+  await test('a silent worker: the no-heartbeat banner, gone when the run ends', async () => {
+    const run = await fake({ epochs: 1, epoch_ms: 10, silent_ms: 7000 }); // nothing for 7 s, then a short run
+    await waitRun(run.id, (r) => r.heartbeat_stale);
+    await nav(`#/run/${run.id}`);
+    await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 5000 });
+    assert(/No heartbeat/.test(await text('#stale-banner')), 'banner text');
+    await page.waitForFunction(() => document.querySelector('#stream-chip').dataset.state === 'ended', null, { timeout: 30000 });
+    await page.locator('#stale-banner').waitFor({ state: 'hidden', timeout: 15000 });
+  });
 
   await test('fallback: the page polls the event pages when the stream cannot be read', async () => {
     await page.route('**/events/stream*', (r) => r.abort());
