@@ -15,6 +15,7 @@
 #include "guard.h"
 #include "http.h"
 #include "job.h"
+#include "public.h"
 
 
 static json_t *jtime(double t) {
@@ -422,8 +423,14 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
                             options, "pa", j.pa, "pa_dir", pdir);
     json_decref(none);
     char why[256];
+    if (q && pub_ip_run(h->pub, r->ip, 1)) {
+        json_decref(jobj);
+        return http_error(r, 429, "ip_run_quota", NULL, "try again later",
+                          "this address has submitted %d runs, the most it may", h->o.ip_runs);
+    }
     int existed = 0, e = job_enqueue(h->st, h->o.root, &rec, jobj, q, &existed, why, sizeof why);
     json_decref(jobj);
+    if (q && (e || existed)) pub_ip_run(h->pub, r->ip, -1); /* not a new run */
     if (e && e < JOB_FAILED)
         return quota_error(r, e, e == JOB_RUN_QUOTA ? q->runs : e == JOB_PENDING_QUOTA ? q->pending : q->queue);
     if (e) return http_error(r, e == JOB_NO_DISK ? 507 : 500, e == JOB_NO_DISK ? "storage_error" : "service_error", NULL, NULL,

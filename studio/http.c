@@ -48,7 +48,6 @@ typedef struct boundary {
 typedef struct server {
     http h; /* first: api.c sees the http part */
     boundary b;
-    pub *pub; /* public mode's sessions; NULL in local mode */
     struct sse **streams; /* suspended, waiting for the next tick (room for o.max_streams) */
     int nstreams;
     int active_streams;   /* open event streams (at most o.max_streams) */
@@ -112,7 +111,7 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     if (!MHD_get_response_header(resp, "Content-Security-Policy")) /* the UI's pages set their own */
         MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
-    if (srv_of(r->h)->pub) { /* public mode: answers differ by Origin; the configured one may read them */
+    if (srv_of(r->h)->h.pub) { /* public mode: answers differ by Origin; the configured one may read them */
         MHD_add_response_header(resp, "Vary", "Origin");
         if (r->cors) {
             MHD_add_response_header(resp, "Access-Control-Allow-Origin", r->h->o.origin);
@@ -135,9 +134,9 @@ enum MHD_Result http_queue(req *r, unsigned status, struct MHD_Response *resp) {
  * it has read one is never counted twice), or in on_done for an answer that goes on (an event
  * stream, a download). */
 static void settle(server *s, req *r) {
-    pub_release(s->pub, &r->sess);
+    pub_release(s->h.pub, &r->sess);
     r->sess.slot = -1, r->sess.mutating = 0;
-    pub_ip_leave(s->pub, r->ip);
+    pub_ip_leave(s->h.pub, r->ip);
     r->ip[0] = 0;
     if (r->counted) __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_ACQ_REL);
     r->counted = 0;
@@ -389,7 +388,7 @@ static enum MHD_Result admit_public(server *s, req *r) {
         return http_error(r, 503, "server_busy", NULL, "try again in a moment", "the server is answering %d requests, its most", max);
     }
     r->counted = 1;
-    if (pub_ip_enter(s->pub, ip)) {
+    if (pub_ip_enter(s->h.pub, ip)) {
         r->retry_after = 1;
         return http_error(r, 429, "too_many_in_flight", NULL, "wait for an answer first",
                           "this address has %d requests in flight, the most it may", s->h.o.ip_inflight);
@@ -403,12 +402,12 @@ static enum MHD_Result admit_public(server *s, req *r) {
     int other;
     const struct own_route *o = own_route(s, r, &other);
     if (o && o->open) { /* creating a session needs none; its rate is the client's */
-        double w = other ? 0 : pub_admit_ip(s->pub, ip);
+        double w = other ? 0 : pub_admit_ip(s->h.pub, ip);
         return w > 0 ? too_many(r, w, "new sessions from this address") : MHD_YES;
     }
     const char *a = http_header(r, "Authorization");
     size_t n = a ? strlen(a) : 0;
-    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->pub, a + 7, n - 7, &r->sess) : 1;
+    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->h.pub, a + 7, n - 7, &r->sess) : 1;
     if (found == 2)
         return http_error(r, 401, "session_expired", NULL, "create a new session: POST /api/v1/web/sessions",
                           "the session's lease is over");
@@ -421,7 +420,7 @@ static enum MHD_Result admit_public(server *s, req *r) {
         return http_error(r, 401, "unauthorized", NULL, "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions",
                           "authentication required");
     r->ws = r->sess.ws;
-    double w = pub_request(s->pub, &r->sess);
+    double w = pub_request(s->h.pub, &r->sess);
     if (w > 0) return too_many(r, w, "requests in this session");
     /* a submission or a retry: one at a time (cancel, activity and ending the session never wait) */
     char path[1024], *seg[8];
@@ -429,7 +428,7 @@ static enum MHD_Result admit_public(server *s, req *r) {
     int k = split(path, seg, 8); /* as the routes see the path: empty segments dropped */
     int change = !strcmp(r->method, "POST") && k >= 3 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") &&
                  !strcmp(seg[2], "runs") && (k == 3 || (k == 5 && !strcmp(seg[4], "retry")));
-    if (change && pub_mutate(s->pub, &r->sess)) {
+    if (change && pub_mutate(s->h.pub, &r->sess)) {
         r->retry_after = 1;
         return http_error(r, 429, "change_in_progress", NULL, "wait for the other submission's answer",
                           "another submission of this session is in progress");
@@ -486,14 +485,14 @@ static enum MHD_Result admit(server *s, req *r) {
         if (seen[i] > 1)
             return http_error(r, 400, "ambiguous_headers", NULL, "send each of these headers once",
                               "the %s header is given %d times", single[i], seen[i]);
-    if (!host_ok(http_header(r, "Host"), s->h.port) && !(s->pub && public_host(&s->h.o, http_header(r, "Host"))))
+    if (!host_ok(http_header(r, "Host"), s->h.port) && !(s->h.pub && public_host(&s->h.o, http_header(r, "Host"))))
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     int other;
     const struct own_route *o = own_route(s, r, &other);
     if (o && o->open == OPEN_ALL) return MHD_YES;
-    if (s->pub) {
+    if (s->h.pub) {
         r->limit = BODY_LIMIT; /* no uploads in public mode */
         enum MHD_Result v = admit_public(s, r);
         return r->refused || v != MHD_YES ? v : length_ok(r);
@@ -535,7 +534,7 @@ int http_disk_low(http *h) {
 static json_t *leases(const server *s, const pub_hold *h) {
     char at[40], idle[40], now[40];
     studio_iso(h->expires, at, sizeof at), studio_iso(h->idle_expires, idle, sizeof idle);
-    studio_iso(pub_now(s->pub), now, sizeof now);
+    studio_iso(pub_now(s->h.pub), now, sizeof now);
     json_t *used = h->bytes >= 0 ? json_integer(h->bytes) : json_null(),
            *quota = s->h.o.quota_mb ? json_integer((json_int_t)s->h.o.quota_mb << 20) : json_null();
     return json_pack("{s:s, s:s?, s:s, s:s, s:{s:o, s:o, s:b}}", "expires_at", at, "idle_expires_at",
@@ -557,11 +556,11 @@ static enum MHD_Result web_sessions(server *s, req *r) {
     char token[44], err[4600] = "";
     if (http_disk_low(&s->h))
         return http_error(r, 507, "storage_busy", NULL, "try again later", "the server's disk is nearly full");
-    if (pub_stuck(s->pub))
+    if (pub_stuck(s->h.pub))
         return http_error(r, 503, "cleanup_failed", NULL, "try again later",
                           "the server cannot remove an ended session's files; it takes no new session until it can");
     pub_hold h;
-    int rc = pub_create(s->pub, r->ip, token, &h, err, sizeof err);
+    int rc = pub_create(s->h.pub, r->ip, token, &h, err, sizeof err);
     if (rc == 2)
         return http_error(r, 429, "session_quota", NULL, "end one of them (POST /api/v1/web/sessions/end), or wait for its lease",
                           "this address has %d sessions open, the most it may", s->h.o.ip_sessions);
@@ -580,12 +579,12 @@ static enum MHD_Result web_sessions(server *s, req *r) {
 static enum MHD_Result web_session(server *s, req *r) { return http_json(r, 200, leases(s, &r->sess)); }
 
 static enum MHD_Result web_activity(server *s, req *r) {
-    pub_activity(s->pub, &r->sess); /* foreground use: the inactivity lease only */
+    pub_activity(s->h.pub, &r->sess); /* foreground use: the inactivity lease only */
     return http_json(r, 200, leases(s, &r->sess));
 }
 
 static enum MHD_Result web_end(server *s, req *r) {
-    pub_end(s->pub, r->sess.slot);
+    pub_end(s->h.pub, r->sess.slot);
     return http_json(r, 200, json_pack("{s:b}", "ended", 1));
 }
 
@@ -597,12 +596,12 @@ static enum MHD_Result web_clock(server *s, req *r) {
     json_decref(b);
     if (!(adv >= 0 && adv <= 1e8))
         return http_error(r, 422, "invalid_request", "advance_s", NULL, "POST {\"advance_s\": 0..1e8 seconds}");
-    pub_advance(s->pub, adv);
+    pub_advance(s->h.pub, adv);
     return http_json(r, 200, leases(s, &r->sess));
 }
 
 static enum MHD_Result healthz(server *s, req *r) {
-    int stuck = pub_stuck(s->pub);
+    int stuck = pub_stuck(s->h.pub);
     if (stuck)
         return http_json(r, 503, json_pack("{s:b, s:s, s:i, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION,
                                            "sessions_not_removed", stuck, "error", "code", "cleanup_failed", "message",
@@ -637,7 +636,7 @@ static const struct own_route own[] = {
  * set: a 405); NULL when the path is none of them here. */
 static const struct own_route *own_route(const server *s, const req *r, int *other) {
     const struct own_route *any = NULL;
-    int mode = s->pub ? R_PUBLIC : R_LOCAL, head = !strcmp(r->method, "HEAD");
+    int mode = s->h.pub ? R_PUBLIC : R_LOCAL, head = !strcmp(r->method, "HEAD");
     for (size_t i = 0; i < NOWN; i++) {
         const struct own_route *o = &own[i];
         if (strcmp(o->path, r->path) || !(o->modes & mode) || ((o->modes & R_TEST) && !s->h.o.test_workers)) continue;
@@ -677,7 +676,7 @@ static enum MHD_Result answer(server *s, req *r) {
     if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
         return http_error(r, 404, "not_found", NULL, NULL, "no such route");
     enum MHD_Result v = api_route(r, seg + 2, n - 2);
-    pub_mutated(s->pub, &r->sess); /* the submission is stored (or refused) and answered */
+    pub_mutated(s->h.pub, &r->sess); /* the submission is stored (or refused) and answered */
     return v;
 }
 
@@ -692,7 +691,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         r->t0 = studio_mono();
         return admit(s, r); /* a refusal queues its response now: then no body is read */
     }
-    if (*upload_size && s->pub && studio_mono() - r->t0 > s->h.o.body_timeout_s)
+    if (*upload_size && s->h.pub && studio_mono() - r->t0 > s->h.o.body_timeout_s)
         return MHD_NO; /* a body sent too slowly (public mode): the connection is closed */
     if (r->refused) { /* answered at the first call: the body is discarded */
         *upload_size = 0;
@@ -721,7 +720,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 
 void http_download(req *r) {
     server *s = srv_of(r->h);
-    if (!s->pub) return;
+    if (!s->h.pub) return;
     pthread_mutex_lock(&s->h.mu);
     if (s->ndownloads < s->h.o.max_connections) s->downloads[s->ndownloads++] = r, r->dl_start = studio_mono();
     pthread_mutex_unlock(&s->h.mu);
@@ -743,7 +742,7 @@ static void cut_downloads(server *s) {
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     server *s = cls;
-    if (r && s->pub) { /* a tracked download: the cutter forgets it before it is freed (dl_start is the cutter's) */
+    if (r && s->h.pub) { /* a tracked download: the cutter forgets it before it is freed (dl_start is the cutter's) */
         pthread_mutex_lock(&s->h.mu);
         for (int i = 0; r->dl_start != 0 && i < s->ndownloads; i++)
             if (s->downloads[i] == r) s->downloads[i] = s->downloads[--s->ndownloads];
@@ -911,7 +910,7 @@ enum MHD_Result http_stream(req *r, const char *id, long after) {
 #define CONNECTION_MEMORY (32 * 1024) /* libmicrohttpd's pool of one connection: its headers and URI */
 
 static void server_free(server *s) {
-    pub_close(s->pub);
+    pub_close(s->h.pub);
     free(s->streams);
     free(s->downloads);
     free(s);
@@ -928,8 +927,8 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();
     pthread_mutex_init(&s->h.mu, NULL);
     pub_limits lim = {o->session_rate / 60.0, o->session_rate, o->request_rate, 2.0 * o->request_rate, o->session_inflight,
-                      o->ip_inflight, o->ip_sessions, (long long)o->quota_mb << 20};
-    if (o->public_mode && !(s->pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &lim, st, sv))) {
+                      o->ip_inflight, o->ip_sessions, o->ip_runs, (long long)o->quota_mb << 20};
+    if (o->public_mode && !(s->h.pub = pub_open(o->root, o->lease_s, o->idle_s, o->max_sessions, &lim, st, sv))) {
         snprintf(err, n, "no memory or thread for %d sessions", o->max_sessions);
         server_free(s);
         return NULL;

@@ -36,6 +36,7 @@ struct http {
     studio_opts o;
     store *st;
     super *sv;
+    pub *pub; /* public mode's sessions; NULL in local mode */
     struct MHD_Daemon *d;
     int port;
     int refuse_writes;

@@ -67,6 +67,7 @@ typedef struct ip_key {
     char ip[48];
     bucket b;     /* its new sessions */
     int inflight; /* its requests being answered (a key in use is never forgotten) */
+    int runs;     /* runs submitted from it */
 } ip_key;
 
 typedef struct session {
@@ -380,6 +381,16 @@ void pub_ip_leave(pub *p, const char *ip) {
             break;
         }
     pthread_mutex_unlock(&p->mu);
+}
+
+int pub_ip_run(pub *p, const char *ip, int delta) {
+    if (!p) return 0;
+    pthread_mutex_lock(&p->mu);
+    ip_key *k = key_of(p, ip);
+    int full = !k || (delta > 0 && p->lim.ip_runs > 0 && k->runs >= p->lim.ip_runs);
+    if (!full && (delta > 0 || k->runs > 0)) k->runs += delta;
+    pthread_mutex_unlock(&p->mu);
+    return full;
 }
 
 void pub_activity(pub *p, pub_hold *h) {

@@ -28,6 +28,7 @@ typedef struct pub_limits {
     int inflight;                       /* requests of one session at once (an event stream is one) */
     int ip_inflight;                    /* requests of one client IP key at once */
     int ip_sessions;                    /* sessions open at once created from one client IP key; 0: no limit */
+    int ip_runs;                        /* runs submitted from one client IP key (while it is tracked); 0: no limit */
     long long quota;                    /* bytes a session's directory may take (0: no limit): the janitor
                                          * measures each at most every PUB_SCAN_S seconds; one over it has
                                          * its runs ended (SUPER_OVER_QUOTA) and takes no more */
@@ -75,6 +76,10 @@ double pub_admit_ip(pub *p, const char *ip);
  * table is full of keys in use). pub_ip_leave when it is done. */
 int pub_ip_enter(pub *p, const char *ip);
 void pub_ip_leave(pub *p, const char *ip);
+/* A run submitted from the client IP key ip (delta 1; 0, or 1 when the key has submitted
+ * lim.ip_runs already), or one given back (delta -1: it was not stored). The count lives with
+ * the key: in memory, among the most recently seen keys. */
+int pub_ip_run(pub *p, const char *ip, int delta);
 void pub_release(pub *p, const pub_hold *h);
 /* A change (a submission, a retry) of the session h holds begins: 0, or 1 when one is already in
  * progress. pub_mutated ends it once its answer is queued (a client that sends the next one after

@@ -27,7 +27,7 @@ static int usage(FILE *f) {
                "                 [--public [--session-lease S] [--idle-lease S] [--max-sessions N] [--session-rate N]\n"
                "                  [--request-rate N] [--session-inflight N] [--session-runs N] [--session-pending N]\n"
                "                  [--body-timeout S] [--ip-inflight N] [--max-inflight N] [--ip-sessions N]\n"
-               "                  [--max-pending N] [--session-quota-mb MB] [--disk-reserve-mb MB]\n"
+               "                  [--max-pending N] [--ip-runs N] [--session-quota-mb MB] [--disk-reserve-mb MB]\n"
                "                  [--max-connections N] [--ip-connections N] [--max-streams N]\n"
                "                  [--download-timeout S]\n"
                "                  [--public-host NAME]... [--origin URL] [--client-ip-header NAME]]\n\n"
@@ -66,6 +66,7 @@ static int usage(FILE *f) {
                "  --ip-sessions N     sessions open at once created from one client address, 0 = no limit (64)\n"
                "  --session-pending N runs of one session queued or running at once, 1..100000 (2)\n"
                "  --max-pending N     runs queued or running at once, every session's, 0 = no limit (128)\n"
+               "  --ip-runs N         runs submitted from one client address, 0 = no limit (96)\n"
                "  --session-quota-mb MB  the disk space a session's files may take, measured every 2 s; over it,\n"
                "                      its runs are ended and it takes no more, 0 = no limit (256)\n"
                "  --disk-reserve-mb MB   no new session or run while the root's disk has less free (256)\n"
@@ -260,6 +261,8 @@ int cmd_serve(int argc, char **argv) {
             if (int_opt("session-quota-mb", v, 0, 1 << 24, &o.quota_mb)) return 2;
         } else if (!strcmp(a, "--disk-reserve-mb")) {
             if (int_opt("disk-reserve-mb", v, 0, 1 << 30, &o.reserve_mb)) return 2;
+        } else if (!strcmp(a, "--ip-runs")) {
+            if (int_opt("ip-runs", v, 0, 1000000, &o.ip_runs)) return 2;
         } else if (!strcmp(a, "--max-pending")) {
             if (int_opt("max-pending", v, 0, 1000000, &o.max_pending)) return 2;
         } else if (!strcmp(a, "--ip-sessions")) {

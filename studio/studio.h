@@ -33,6 +33,7 @@ typedef struct studio_opts {
     int ip_inflight;        /* requests of one client IP key at once; 0: no limit */
     int max_inflight;       /* public mode: requests being answered at once, every client; 0: no limit */
     int ip_sessions;        /* public sessions open at once created from one client IP key; 0: no limit */
+    int ip_runs;            /* public mode: runs submitted from one client IP key; 0: no limit */
     int session_runs;       /* runs one public session may submit in its life */
     int body_timeout_s;     /* public mode: seconds from a request's headers to the end of its body */
     int session_pending;    /* runs of one public session queued or running at once */

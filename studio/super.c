@@ -87,7 +87,7 @@ void studio_defaults(studio_opts *o) {
     *o = (studio_opts){.host = "127.0.0.1", .port = 8765, .slots = 1, .grace_s = 10, .stale_s = 60, .lease_s = 86400,
                        .max_sessions = 1024, .session_rate = 10, .request_rate = 20, .session_inflight = 16,
                        .session_runs = 8, .session_pending = 2, .body_timeout_s = 10, .ip_inflight = 32,
-                       .max_inflight = 256, .ip_sessions = 64, .max_pending = 128, .quota_mb = 256, .reserve_mb = 256,
+                       .max_inflight = 256, .ip_sessions = 64, .ip_runs = 96, .max_pending = 128, .quota_mb = 256, .reserve_mb = 256,
                        .max_connections = 1000, .ip_connections = -1, .max_streams = 1000,
                        .download_s = 600};
 }

@@ -2006,6 +2006,26 @@ def t_public_ip_sessions(ctx):  # sessions open at once per client address; the 
 
 
 @test()
+def t_public_ip_runs(ctx):  # runs submitted from one client address, over all its sessions: --ip-runs
+    s = public_server(ctx, "--ip-runs", "3", "--session-pending", "100", "--client-ip-header", "X-Test-Client-IP")
+    def session(ip):
+        r = s.post("/api/v1/web/sessions", {}, auth=False, headers={"X-Test-Client-IP": ip})
+        return s.as_session(r.json["access_token"])
+    def submit(sess, ip, key=None):
+        body = {"verb": "fake", "dataset": "synth", "options": fake(1, 10)}
+        if key:
+            body["idempotency_key"] = key
+        return sess.post("/api/v1/runs", body, headers={"X-Test-Client-IP": ip})
+    a1, a2, b = session("203.0.113.20"), session("203.0.113.20"), session("203.0.113.21")
+    codes = [submit(a1, "203.0.113.20", key="k1").status, submit(a1, "203.0.113.20").status,
+             submit(a1, "203.0.113.20", key="k1").status, submit(a2, "203.0.113.20").status]
+    check(codes == [201, 201, 200, 201], f"three runs and a repeat (not counted) from one address: {codes}")
+    r = submit(a2, "203.0.113.20")
+    check(r.status == 429 and r.json["error"]["code"] == "ip_run_quota", f"a fourth run from the address: {r!r}")
+    check(submit(b, "203.0.113.21").status == 201, "another address is not counted with it")
+
+
+@test()
 def t_public_queue_full(ctx):  # runs queued or running in all, every session's: --max-pending
     s = public_server(ctx, "--max-pending", "2")
     other = s.as_session(s.new_session())
