@@ -37,7 +37,8 @@ json_t *sandbox_report(const char *applied);
 
 /* A probe of the walls, for the tests (the fake verb's `probe`; the worker's cwd is its run
  * directory): "socket", "exec", "fork" (each should kill the process; if it returns, the object
- * says what happened), or "write" (tries to create a file in the session's runs directory, the
+ * says what happened), "proc" (reads the server's /proc environ, mem and maps: file -> "ok" or the
+ * error), or "write" (tries to create a file in the session's runs directory, the
  * data root, /tmp and /dev/shm, and to open the data root's studio.db for writing: path -> "ok"
  * or the error; whatever was created is removed). NULL for an unknown probe. */
 json_t *sandbox_probe(const char *what);

@@ -2419,6 +2419,11 @@ def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every publi
                    "walled off (seccomp, the environment and the descriptors were checked)")
     check(all(v != "ok" for v in tried[0].values()) and not leaked, f"writes outside the run directory: {tried[0]} {leaked}")
     check(all(v == "Read-only file system" for v in tried[0].values()), f"the mount view is read-only: {tried[0]}")
+    pid_ = s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": "proc"})["id"]
+    check(s.wait_status(pid_, TERMINAL, 20)["status"] == "succeeded", "the proc probe's run")
+    seen = [e["data"]["result"] for e in s.all_events(pid_) if e["type"] == "warning" and e["data"].get("probe") == "proc"]
+    check(seen and set(seen[0]) == {"environ", "mem", "maps"} and all(v == "Permission denied" for v in seen[0].values()),
+          f"the server's /proc files from inside the user namespace: {seen}")
 
 
 @test()
