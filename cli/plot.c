@@ -1247,15 +1247,13 @@ typedef struct png_job {
 } png_job;
 
 /* The PNGs drawn, in order, and how far the encoders have taken them. A job is filled, then
- * counted in drawn under mu, and taken under mu before it is read; encoded counts the jobs the
- * encoder thread has finished, in order, under mu. Its rc and e are read after the thread is
- * joined: every access is ordered. The encoder thread never uses cairo. */
+ * counted in drawn under mu, and taken under mu before it is read; its rc and e are read after
+ * the encoder thread is joined: every access is ordered. The encoder thread never uses cairo. */
 typedef struct png_queue {
     pthread_mutex_t mu;
     pthread_cond_t more; /* a job is drawn, or the drawing is over */
-    pthread_cond_t done; /* the encoder thread has finished a job */
     png_job job[NCHARTS];
-    size_t drawn, taken, encoded;
+    size_t drawn, taken;
     int over;
 } png_queue;
 
@@ -1279,25 +1277,19 @@ static void encode(png_job *j, deflater *d) {
 
 static void *encoder(void *queue) {
     png_queue *q = queue;
-    for (png_job *j; (j = take(q, 1));) {
-        encode(j, &deflaters[0]);
-        pthread_mutex_lock(&q->mu);
-        q->encoded++;
-        pthread_cond_signal(&q->done);
-        pthread_mutex_unlock(&q->mu);
-    }
+    for (png_job *j; (j = take(q, 1));) encode(j, &deflaters[0]);
     return NULL;
 }
 
-/* The images the charts are drawn on, SLOTS of them, (SLOTS, H, STRIDE): cairo's RGB24 rows of W
- * pixels. Chart k is drawn on slot k % SLOTS once the encoder has finished chart k - SLOTS. One a
- * chart: the drawing never waits, and once it is done this thread encodes what the encoder thread
- * has not taken (2 slots: 26 ms for the six, 4: 24.8, 6: 24.0). Then the deflaters' buffers.
+/* The images the charts are drawn on, one a chart, (SLOTS, H, STRIDE): cairo's RGB24 rows of W
+ * pixels. The drawing never waits for an encoder, and once it is done this thread encodes what
+ * the encoder thread has not taken (fewer images, reused once encoded, cost more: 2 for the six
+ * charts, 26 ms; 4, 24.8; 6, 24.0). Then the deflaters' buffers.
  * One block, allocated and touched by cli_plot_warm's thread, in 2 MiB pages where the kernel has
  * them: a fresh 4 KiB page costs a fault (on this project's virtual machines about 20 us: 8 ms
  * for a chart's 1.6 MB), a 2 MiB one costs one fault for the lot. NULL: not there, cairo
  * allocates an image per chart. Freed by warm_release. */
-#define SLOTS 6
+#define SLOTS NCHARTS
 #define STRIDE (W * 4)
 #define HUGE_PAGE ((size_t)2 << 20)
 static unsigned char *warm_px;
@@ -1309,8 +1301,7 @@ static cairo_status_t png_draw(png_queue *q, size_t i, const plot_doc *d, const 
     int warm = warm_px && cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, W) == STRIDE;
     snprintf(j->path, sizeof j->path, "%s", path);
     snprintf(j->tmp, sizeof j->tmp, "%s.tmp.%d", path, (int)getpid());
-    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + q->drawn % SLOTS * H * STRIDE, CAIRO_FORMAT_RGB24, W,
-                                                       H, STRIDE)
+    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + q->drawn * H * STRIDE, CAIRO_FORMAT_RGB24, W, H, STRIDE)
                  : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
     j->st = render(&charts[i], d, j->sf);
     cairo_surface_flush(j->sf);
@@ -1323,16 +1314,9 @@ static cairo_status_t png_draw(png_queue *q, size_t i, const plot_doc *d, const 
     return j->st;
 }
 
-/* Before the next chart is drawn: a free slot. With the encoder thread, waits until it has
- * finished the chart drawn SLOTS before; without it (threaded 0), encodes what is drawn here. */
-static void png_slot(png_queue *q, int threaded) {
-    if (!threaded) {
-        for (png_job *j; (j = take(q, 0));) encode(j, &deflaters[1]);
-        return;
-    }
-    pthread_mutex_lock(&q->mu);
-    while (q->drawn - q->encoded >= SLOTS) pthread_cond_wait(&q->done, &q->mu);
-    pthread_mutex_unlock(&q->mu);
+/* Encodes here what is drawn and not yet taken (without an encoder thread: before the next chart). */
+static void drain(png_queue *q) {
+    for (png_job *j; (j = take(q, 0));) encode(j, &deflaters[1]);
 }
 
 /* Frees j's image and publishes its picture, once encoded. */
@@ -1398,7 +1382,7 @@ void cli_plot_warm_wait(void) {
  * beside the plot data, by cli_plot_warm's thread, joined before). Stops drawing at the first
  * error; the first error in the charts' order is the one told. */
 static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, dpd_error *err) {
-    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER};
     pthread_t th;
     int threaded = !r->svg && !pthread_create(&th, NULL, encoder, &q);
     dpd_status s = DPD_OK;
@@ -1410,17 +1394,16 @@ static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, d
             s = draw_svg(&charts[i], d, path, err);
             continue;
         }
-        png_slot(&q, threaded);
+        if (!threaded) drain(&q);
         if (png_draw(&q, i, d, path)) break;
     }
     pthread_mutex_lock(&q.mu);
     q.over = 1;
     pthread_cond_signal(&q.more);
     pthread_mutex_unlock(&q.mu);
-    for (png_job *j; (j = take(&q, 0));) encode(j, &deflaters[1]);
+    drain(&q);
     if (threaded) pthread_join(th, NULL);
     pthread_cond_destroy(&q.more);
-    pthread_cond_destroy(&q.done);
     pthread_mutex_destroy(&q.mu);
     for (size_t i = 0; i < q.drawn; i++) {
         dpd_error later;
