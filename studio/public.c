@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "public.h"
 #include "studio.h"
@@ -190,11 +189,7 @@ static void *janitor(void *arg) {
             if (p->s[k].closing) end_one(p, k);
         }
         if (!p->stopping) scan(p);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += JANITOR_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-        if (!p->stopping) pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        if (!p->stopping) studio_cond_wait_ms(&p->cv, &p->mu, JANITOR_MS);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -209,11 +204,7 @@ pub *pub_open(const char *root, int lease_s, int idle_s, int max, const pub_limi
     snprintf(p->root, sizeof p->root, "%s", root);
     p->lease_s = lease_s, p->idle_s = idle_s, p->max = max, p->lim = *lim, p->st = st, p->sv = sv;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    studio_cond_init(&p->cv);
     p->started = !pthread_create(&p->janitor, NULL, janitor, p);
     if (!p->started) {
         pub_close(p);

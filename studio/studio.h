@@ -4,6 +4,7 @@
 #ifndef DPD_STUDIO_H
 #define DPD_STUDIO_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "store.h"
@@ -56,6 +57,10 @@ typedef struct studio_opts {
 void studio_defaults(studio_opts *o);
 double studio_now(void); /* Unix seconds, wall clock */
 double studio_mono(void); /* seconds, monotonic */
+/* A condition variable on the monotonic clock (wall-clock jumps do not stall its waits), and a wait
+ * on it of at most ms milliseconds (mu held). */
+void studio_cond_init(pthread_cond_t *cv);
+void studio_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
 void studio_iso(double t, char *out, size_t n); /* "2026-11-30T13:00:00.123Z" */
 void studio_rmtree(const char *dir); /* removes dir and everything below it, links not followed */
 /* The disk space dir and everything below it take (st_blocks), links not followed, into *bytes: 0;

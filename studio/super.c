@@ -147,6 +147,23 @@ int studio_write_file(const char *path, const void *p, size_t n) {
     return 0;
 }
 
+void studio_cond_init(pthread_cond_t *cv) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void studio_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 double studio_mono(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -669,11 +686,7 @@ static void *loop(void *arg) {
         }
         if (s->tick) s->tick(s->tick_user);
         if (!s->woken) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts); /* the condition variable's clock: wall-clock jumps do not stall it */
-            ts.tv_nsec += TICK_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+            studio_cond_wait_ms(&s->cv, &s->mu, TICK_MS);
         }
         s->woken = 0;
     }
@@ -723,11 +736,7 @@ super *super_start(const studio_opts *o, store *st, char *err, size_t n) {
     s->st = st;
     s->queue_dirty = 1;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    studio_cond_init(&s->cv);
     recover(s);
     if (pthread_create(&s->th, NULL, loop, s)) {
         snprintf(err, n, "cannot start the supervisor thread");
