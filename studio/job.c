@@ -107,8 +107,8 @@ static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
     const json_t *probe = json_object_get(o, "probe");
     const char *pv = json_string_value(probe);
     if (probe && (!pv || (strcmp(pv, "socket") && strcmp(pv, "exec") && strcmp(pv, "fork") && strcmp(pv, "write") &&
-                          strcmp(pv, "proc"))))
-        return fail(err, DPD_E_INVAL, "probe", "probe: one of socket, exec, fork, write, proc");
+                          strcmp(pv, "proc") && strcmp(pv, "read"))))
+        return fail(err, DPD_E_INVAL, "probe", "probe: one of socket, exec, fork, write, proc, read");
     snprintf(f->probe, sizeof f->probe, "%s", pv ? pv : "");
     j->cfg.epochs = f->epochs;
     return preview_opt(&j->cfg, o, err);

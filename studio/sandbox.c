@@ -1,7 +1,9 @@
 /* sandbox: namespaces and a seccomp filter for public workers (sandbox.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/securebits.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -12,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -64,15 +67,61 @@ static int map_id(const char *path, unsigned long id) {
     return write_file(path, m, at);
 }
 
-int sandbox_enter(const char *dir, uid_t uid, gid_t gid, char *slot, size_t n) {
+pid_t sandbox_clone(int (*fn)(void *), void *arg, int *walled, char *slot, size_t n) {
+    size_t at = 0, size = 256 << 10;
+    put(slot, n, &at, SANDBOX_ENV "=");
+    char *stack = malloc(size); /* the child's copy of it is its stack: this one goes at once */
+    int e = ENOMEM;
+    if (stack) {
+        *walled = 1;
+        pid_t pid = clone(fn, stack + size, NAMESPACES | CLONE_NEWPID | SIGCHLD, arg);
+        e = errno;
+        free(stack);
+        if (pid >= 0) return pid;
+        if (e != EPERM && e != EINVAL && e != ENOSPC && e != EUSERS) return errno = e, -1; /* not a refusal */
+    }
+    /* refused as a whole (a container's policy, a kernel setting): no namespaces */
+    put(slot, n, &at, "none:"), put_num(slot, n, &at, (unsigned long)e), put(slot, n, &at, ":clone");
+    *walled = 0;
+    pid_t pid = fork();
+    if (!pid) _exit(fn(arg));
+    return pid;
+}
+
+/* root/a/b into out[4400] (system calls' strings, no stdio). */
+static const char *path3(char *out, const char *root, const char *a, const char *b) {
+    size_t at = 0;
+    put(out, 4400, &at, root), put(out, 4400, &at, "/"), put(out, 4400, &at, a);
+    if (b) put(out, 4400, &at, "/"), put(out, 4400, &at, b);
+    return out;
+}
+
+/* Covers root with an empty read-only file system but for root/datasets and root/sessions/WS,
+ * bound back from descriptors opened before: the worker sees no other session and not the store. */
+static int hide_root(const char *root, const char *ws) {
+    char p[4400], src[64];
+    int data = open(path3(p, root, "datasets", NULL), O_PATH | O_DIRECTORY | O_CLOEXEC),
+        mine = open(path3(p, root, "sessions", ws), O_PATH | O_DIRECTORY | O_CLOEXEC), rc = -1;
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    size_t at;
+    if (mine < 0 || mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64k")) goto out;
+    if (mkdir(path3(p, root, "sessions", NULL), 0700) || mkdir(path3(p, root, "sessions", ws), 0700)) goto out;
+    at = 0, put(src, sizeof src, &at, "/proc/self/fd/"), put_num(src, sizeof src, &at, (unsigned long)mine);
+    if (mount(src, p, NULL, MS_BIND | MS_REC, NULL)) goto out;
+    if (data >= 0) {
+        at = 0, put(src, sizeof src, &at, "/proc/self/fd/"), put_num(src, sizeof src, &at, (unsigned long)data);
+        if (mkdir(path3(p, root, "datasets", NULL), 0700) || mount(src, p, NULL, MS_BIND | MS_REC, NULL)) goto out;
+    }
+    rc = (int)syscall(SYS_mount_setattr, AT_FDCWD, root, 0, &ro, sizeof ro);
+out:
+    if (data >= 0) close(data);
+    if (mine >= 0) close(mine);
+    return rc;
+}
+
+int sandbox_walls(const char *root, const char *ws, const char *dir, uid_t uid, gid_t gid, char *slot, size_t n) {
     size_t at = 0;
     put(slot, n, &at, SANDBOX_ENV "=");
-    if (unshare(NAMESPACES)) { /* refused as a whole (a container's policy, a kernel setting): none */
-        int e = errno;
-        put(slot, n, &at, "none:"), put_num(slot, n, &at, (unsigned long)e), put(slot, n, &at, ":unshare");
-        return -1;
-    }
-    /* from here on a failure leaves the process half-walled: the caller must not run the worker */
     const char *step = "setgroups";
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID}, rw = {.attr_clr = MOUNT_ATTR_RDONLY};
     if (write_file("/proc/self/setgroups", "deny", 4) && errno != ENOENT) goto fail;
@@ -86,12 +135,35 @@ int sandbox_enter(const char *dir, uid_t uid, gid_t gid, char *slot, size_t n) {
     if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) ||
         syscall(SYS_mount_setattr, AT_FDCWD, dir, 0, &rw, sizeof rw))
         goto fail;
+    step = "hide_root";
+    if (hide_root(root, ws)) goto fail;
     put(slot, n, &at, "ns");
+    /* the namespace's own /proc: its processes only (where the kernel will not mount one over the
+     * host's, a masked /proc in a container, the host's stays, read-only) */
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL)) put(slot, n, &at, ":host-proc");
     return 0;
 fail:;
     int e = errno;
     put(slot, n, &at, "failed:"), put_num(slot, n, &at, (unsigned long)e), put(slot, n, &at, ":"), put(slot, n, &at, step);
-    return -2;
+    return -1;
+}
+
+int sandbox_drop_caps(void) {
+    for (int cap = 0; cap < 64; cap++) /* the bounding set: past the last one, EINVAL */
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL) return -1;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL) return -1;
+    return prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                        SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) ? -1 : 0;
+}
+
+void sandbox_reap(pid_t worker) {
+    int st = 0;
+    for (;;) { /* orphans come to the namespace's init too: reaped on the way */
+        pid_t p = waitpid(-1, &st, 0);
+        if (p == worker) break;
+        if (p < 0 && errno != EINTR) _exit(127);
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
 /* ---- in the worker ---- */
@@ -169,22 +241,25 @@ int sandbox_seal(char *why, size_t n) {
     return 0;
 }
 
-/* The number after `key` in /proc/self/status, or -1. */
-static int status_field(const char *key) {
+/* The value after `key` in /proc/self/status into out[n] ("" when there is none). */
+static const char *status_field(const char *key, char *out, size_t n) {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
-    int v = -1;
     size_t k = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ':') v = atoi(line + k + 1);
+    out[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *v = line + k + 1;
+        v += strspn(v, " \t");
+        if (!strncmp(line, key, k) && line[k] == ':') snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
+    }
     if (f) fclose(f);
-    return v;
+    return out;
 }
 
 json_t *sandbox_report(const char *applied) {
     json_t *ns = json_array();
-    int on = applied && !strcmp(applied, "ns");
-    static const char *const names[] = {"user", "mount", "net", "ipc", "uts"};
+    int on = applied && !strncmp(applied, "ns", 2), own_proc = on && !strstr(applied, "host-proc");
+    static const char *const names[] = {"user", "mount", "pid", "net", "ipc", "uts"};
     for (size_t i = 0; on && i < sizeof names / sizeof *names; i++) json_array_append_new(ns, json_string(names[i]));
     char refused[160] = "";
     if (applied && !on) { /* "none:ERRNO:STEP" */
@@ -192,8 +267,11 @@ json_t *sandbox_report(const char *applied) {
         const char *step = strrchr(applied, ':');
         snprintf(refused, sizeof refused, "%s: %s", step ? step + 1 : "unshare", strerror(e));
     }
-    return json_pack("{s:i, s:i, s:o, s:s?}", "seccomp", status_field("Seccomp"), "no_new_privs",
-                     status_field("NoNewPrivs"), "namespaces", ns, "refused", refused[0] ? refused : NULL);
+    char sec[32], nnp[32], cap[32];
+    status_field("Seccomp", sec, sizeof sec), status_field("NoNewPrivs", nnp, sizeof nnp);
+    return json_pack("{s:i, s:i, s:s, s:o, s:b, s:s?}", "seccomp", sec[0] ? atoi(sec) : -1, "no_new_privs",
+                     nnp[0] ? atoi(nnp) : -1, "capabilities", status_field("CapEff", cap, sizeof cap), "namespaces", ns,
+                     "own_proc", own_proc, "refused", refused[0] ? refused : NULL);
 }
 
 json_t *sandbox_probe(const char *what) {
@@ -229,6 +307,18 @@ json_t *sandbox_probe(const char *what) {
             json_object_set_new(o, files[i], json_string(n >= 0 ? "ok" : strerror(errno)));
             if (fd >= 0) close(fd);
         }
+        return o;
+    }
+    if (!strcmp(what, "read")) { /* what of the data root it can see (cwd: ROOT/sessions/WS/runs/ID) */
+        json_t *o = json_object(), *names = json_array();
+        DIR *d = opendir("../../..");
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (e->d_name[0] != '.') json_array_append_new(names, json_string(e->d_name));
+        if (d) closedir(d);
+        json_object_set_new(o, "sessions", names);
+        int fd = open("../../../../studio.db", O_RDONLY | O_CLOEXEC);
+        json_object_set_new(o, "studio.db", json_string(fd >= 0 ? "ok" : strerror(errno)));
+        if (fd >= 0) close(fd);
         return o;
     }
     if (strcmp(what, "write")) return NULL;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -377,6 +378,9 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "dpd: --import is for the local studio, not --public (a public session cannot own a CLI run)\n");
         return 2;
     }
+    /* public mode: no process of this user without privileges (a worker, were it not walled in)
+     * reads this one's memory or environment through /proc */
+    if (o.public_mode) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     char def[4096];
     if (!root) {
         const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");

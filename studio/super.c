@@ -44,6 +44,7 @@ typedef struct active {
     int killed;       /* SIGKILL sent */
     int skipping;     /* inside an over-long line */
     int reaped, ws;   /* the worker has exited (wait status ws) but its outcome is not recorded yet */
+    int walled;       /* pid is the init of the worker's namespaces (sandbox_reap): 128 + N is signal N */
     int tries;        /* attempts to record it */
     char run_dir[4096]; /* from the `started` event */
     char space[49];     /* the run's workspace (run_rec.ws) */
@@ -434,6 +435,7 @@ static void finalise(super *s, active *a, int ws) {
     result res;
     read_result(s, a->space, a->id, &res);
     int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+    if (a->walled && code > 128 && code < 128 + 65 && !res.outcome[0]) sig = code - 128, code = -1;
     char msg[1400];
     st_change c = {.exit_code = code >= 0 ? code : 128 + sig};
     int to;
@@ -489,6 +491,74 @@ static void finalise(super *s, active *a, int ws) {
     s->queue_dirty = 1;
 }
 
+/* What the worker's process needs between fork (or clone) and execve. */
+typedef struct child {
+    const super *s;
+    const char *dir, *ws;       /* the run directory, its workspace */
+    char **argv, **env, *walls; /* walls: the SANDBOX_ENV entry of env, (nwalls) */
+    size_t nwalls;
+    int logfd, errfd; /* errfd: the pipe an exec failure's errno is written to */
+    int walled;       /* in new namespaces (sandbox_clone) */
+    pid_t parent;
+    uid_t uid;
+    gid_t gid;
+} child;
+
+/* The worker's process until execve: only async-signal-safe calls. Walled, it is PID 1 of its
+ * namespaces: it puts the walls up, forks the worker and stays as its reaper (sandbox_reap). */
+static int child_main(void *arg) {
+    const child *c = arg;
+    const super *s = c->s;
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (!c->walled && getppid() != c->parent) _exit(127); /* (a new PID namespace does not see its parent) */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL), signal(SIGPIPE, SIG_DFL);
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul < 0 || dup2(nul, 0) < 0 || dup2(c->logfd, 1) < 0 || dup2(c->logfd, 2) < 0) goto fail;
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != c->errfd) close(fd);
+    if (c->walled) { /* half-made walls are no walls: a failure fails the spawn */
+        if (sandbox_walls(s->o.root, c->ws, c->dir, c->uid, c->gid, c->walls, c->nwalls)) goto fail;
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* the init's memory (a copy of the server's) is no one's to read */
+        pid_t w = _Fork(); /* fork() is not async-signal-safe: a lock another server thread held stays held */
+        if (w < 0) goto fail;
+        if (w > 0) {
+            close(c->errfd); /* the worker's copy tells the server whether its exec failed */
+            sandbox_reap(w);
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+    }
+    if (s->o.public_mode && sandbox_drop_caps()) goto fail; /* the worker holds no capability, even as uid 0 */
+    if (chdir(c->dir)) goto fail; /* after the walls: the writable run directory is the new mount */
+    umask(077);
+    struct rlimit core = {0, 0}, files = {256, 256};
+    setrlimit(RLIMIT_CORE, &core);
+    setrlimit(RLIMIT_NOFILE, &files);
+    if (s->o.max_runtime_s > 0) { /* CPU seconds: a backstop behind the wall-time limit */
+        rlim_t cpu = (rlim_t)s->o.max_runtime_s * 64 + 60;
+        struct rlimit lim = {cpu, cpu};
+        setrlimit(RLIMIT_CPU, &lim);
+    }
+    if (s->o.worker_mb > 0) {
+        struct rlimit as = {(rlim_t)s->o.worker_mb << 20, (rlim_t)s->o.worker_mb << 20};
+        setrlimit(RLIMIT_AS, &as);
+    }
+    if (s->o.worker_file_mb > 0) { /* a larger file: SIGXFSZ ends the worker */
+        struct rlimit fs = {(rlim_t)s->o.worker_file_mb << 20, (rlim_t)s->o.worker_file_mb << 20};
+        setrlimit(RLIMIT_FSIZE, &fs);
+    }
+    execve(s->o.worker_exe, c->argv, c->env);
+fail:;
+    int e = errno;
+    ssize_t w = write(c->errfd, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
 /* Starts the worker of run r in slot a; 0 on success, else errno (and a is left unused). */
 static int spawn(super *s, const run_rec *r, active *a) {
     const char *id = r->id;
@@ -507,53 +577,16 @@ static int spawn(super *s, const run_rec *r, active *a) {
     /* public mode: an environment of its own, nothing of the server's (no settings, no secrets) */
     char home[4500], tmp[4500];
     snprintf(home, sizeof home, "HOME=%s", dir), snprintf(tmp, sizeof tmp, "TMPDIR=%s", dir);
-    char walls[64] = SANDBOX_ENV "=none"; /* filled in by sandbox_enter */
+    char walls[64] = ""; /* filled in by sandbox_clone or sandbox_walls */
     char *clean[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home, tmp, "LC_ALL=C", walls, NULL};
-    char **env = s->o.public_mode ? clean : environ;
-    pid_t parent = getpid();
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* the child: only async-signal-safe calls until execve */
-        setsid();
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        if (getppid() != parent) _exit(127);
-        int nul = open("/dev/null", O_RDONLY);
-        if (nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) goto fail;
-        for (int fd = 3; fd < 1024; fd++)
-            if (fd != pfd[1]) close(fd);
-        /* public mode: namespaces where the kernel allows; half-made walls are no walls */
-        if (s->o.public_mode && sandbox_enter(dir, uid, gid, walls, sizeof walls) < -1) goto fail;
-        if (chdir(dir)) goto fail; /* after: the writable run directory is the new mount */
-        umask(077);
-        struct rlimit core = {0, 0}, files = {256, 256};
-        setrlimit(RLIMIT_CORE, &core);
-        setrlimit(RLIMIT_NOFILE, &files);
-        if (s->o.max_runtime_s > 0) { /* CPU seconds: a backstop behind the wall-time limit */
-            rlim_t cpu = (rlim_t)s->o.max_runtime_s * 64 + 60;
-            struct rlimit c = {cpu, cpu};
-            setrlimit(RLIMIT_CPU, &c);
-        }
-        if (s->o.worker_mb > 0) {
-            struct rlimit as = {(rlim_t)s->o.worker_mb << 20, (rlim_t)s->o.worker_mb << 20};
-            setrlimit(RLIMIT_AS, &as);
-        }
-        if (s->o.worker_file_mb > 0) { /* a larger file: SIGXFSZ ends the worker */
-            struct rlimit fs = {(rlim_t)s->o.worker_file_mb << 20, (rlim_t)s->o.worker_file_mb << 20};
-            setrlimit(RLIMIT_FSIZE, &fs);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL), signal(SIGPIPE, SIG_DFL);
-        execve(s->o.worker_exe, argv, env);
-    fail:;
-        int e = errno;
-        ssize_t w = write(pfd[1], &e, sizeof e);
-        (void)w;
-        _exit(127);
+    child c = {.s = s, .dir = dir, .ws = r->ws, .argv = argv, .env = s->o.public_mode ? clean : environ, .walls = walls,
+               .nwalls = sizeof walls, .logfd = logfd, .errfd = pfd[1], .parent = getpid(), .uid = getuid(),
+               .gid = getgid()};
+    pid_t pid;
+    if (s->o.public_mode) {
+        pid = sandbox_clone(child_main, &c, &c.walled, walls, sizeof walls);
+    } else if (!(pid = fork())) {
+        child_main(&c);
     }
     int e = pid < 0 ? errno : 0;
     close(pfd[1]);
@@ -562,7 +595,7 @@ static int spawn(super *s, const run_rec *r, active *a) {
         int ce = 0;
         ssize_t n;
         while ((n = read(pfd[0], &ce, sizeof ce)) < 0 && errno == EINTR) {}
-        if (n == (ssize_t)sizeof ce) { /* exec failed */
+        if (n == (ssize_t)sizeof ce) { /* the walls or the exec failed */
             waitpid(pid, NULL, 0);
             e = ce ? ce : ENOEXEC;
         }
@@ -574,6 +607,7 @@ static int spawn(super *s, const run_rec *r, active *a) {
     snprintf(a->id, sizeof a->id, "%s", id);
     snprintf(a->space, sizeof a->space, "%s", r->ws);
     a->pid = pid;
+    a->walled = c.walled;
     a->start_ticks = start_ticks(pid);
     a->t0 = studio_mono();
     return 0;

@@ -2358,7 +2358,7 @@ def t_public_worker_limits(ctx):  # a public worker: an environment of its own, 
     finally:
         del os.environ["DPD_STUDIO_SECRET"]
     rid = s.submit(options=fake(100, 200))["id"]
-    pid = s.wait_status(rid, ("running",), 10)["pid"]
+    pid = worker_of(s.wait_status(rid, ("running",), 10)["pid"])
     with open(f"/proc/{pid}/environ", "rb") as f:
         env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if kv)
     check(set(env) == {b"PATH", b"HOME", b"TMPDIR", b"LC_ALL", b"DPD_SANDBOX"} and env[b"HOME"] == env[b"TMPDIR"],
@@ -2372,6 +2372,17 @@ def t_public_worker_limits(ctx):  # a public worker: an environment of its own, 
     check(s.wait_status(ok, TERMINAL, 30)["status"] == "succeeded", "an 8 MiB file")
 
 
+def worker_of(pid, timeout=10):  # the worker of a run's pid: in public mode its namespaces' init's one child
+    path = f"/proc/{pid}/task/{pid}/children"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = open(path).read().split() if os.path.exists(path) else []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.05)
+    return pid  # no child: the worker itself (no namespaces)
+
+
 def sandbox_event(srv, rid):  # the data of a run's `sandbox` event (what its worker's walls are), or None
     for e in srv.all_events(rid):
         if e["type"] == "sandbox":
@@ -2382,23 +2393,27 @@ def sandbox_event(srv, rid):  # the data of a run's `sandbox` event (what its wo
 @test()
 def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every public worker; each wall probed
     s = public_server(ctx)
+    s.new_session()  # another session's directory, for the worker not to see
     rid = s.submit(options=fake(100, 200))["id"]
-    pid = s.wait_status(rid, ("running",), 10)["pid"]
+    pid = worker_of(s.wait_status(rid, ("running",), 10)["pid"])
     deadline = time.monotonic() + 10
     while sandbox_event(s, rid) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     walls = sandbox_event(s, rid)
-    check(walls and walls["seccomp"] == 2 and walls["no_new_privs"] == 1, f"the run's sandbox event: {walls}")
+    check(walls and walls["seccomp"] == 2 and walls["no_new_privs"] == 1 and walls["capabilities"] == "0000000000000000",
+          f"the run's sandbox event: {walls}")
     status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status").read().splitlines() if ":" in l)
-    check(status["Seccomp"].strip() == "2" and status["NoNewPrivs"].strip() == "1",
-          f"/proc/{pid}/status: Seccomp {status['Seccomp'].strip()}, NoNewPrivs {status['NoNewPrivs'].strip()}")
+    check(status["Seccomp"].strip() == "2" and status["NoNewPrivs"].strip() == "1" and
+          int(status["CapEff"], 16) == int(status["CapPrm"], 16) == int(status["CapBnd"], 16) == 0,
+          f"/proc/{pid}/status: Seccomp {status['Seccomp'].strip()}, NoNewPrivs {status['NoNewPrivs'].strip()}, "
+          f"CapEff {status['CapEff'].strip()}, CapBnd {status['CapBnd'].strip()}")
     rdir = os.path.realpath(os.path.join(session_dir(s, rid), "runs", rid))
     fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
     for fd, target in fds.items():  # stdin /dev/null; everything else its log or files of its own directory
         check(target == "/dev/null" if fd == "0" else target.startswith(rdir + "/"), f"the worker's descriptor {fd}: {target}")
-    namespaced = walls["namespaces"] == ["user", "mount", "net", "ipc", "uts"]
+    namespaced = walls["namespaces"] == ["user", "mount", "pid", "net", "ipc", "uts"]
     if namespaced:
-        for ns in ("net", "mnt", "user", "ipc", "uts"):
+        for ns in ("net", "mnt", "user", "ipc", "uts", "pid"):
             check(os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}"), f"the worker shares the {ns} namespace")
     else:
         check(walls["namespaces"] == [] and walls["refused"], f"namespaces neither applied nor refused: {walls}")
@@ -2418,12 +2433,20 @@ def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every publi
         raise Skip(f"the kernel refused namespaces ({walls['refused']}): writing outside the run directory is not "
                    "walled off (seccomp, the environment and the descriptors were checked)")
     check(all(v != "ok" for v in tried[0].values()) and not leaked, f"writes outside the run directory: {tried[0]} {leaked}")
-    check(all(v == "Read-only file system" for v in tried[0].values()), f"the mount view is read-only: {tried[0]}")
+    check(all(v == "Read-only file system" for k, v in tried[0].items() if "studio.db" not in k) and
+          tried[0]["../../../../studio.db"] == "No such file or directory", f"the mount view is read-only: {tried[0]}")
+    rid_ = s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": "read"})["id"]
+    check(s.wait_status(rid_, TERMINAL, 20)["status"] == "succeeded", "the read probe's run")
+    saw = [e["data"]["result"] for e in s.all_events(rid_) if e["type"] == "warning" and e["data"].get("probe") == "read"]
+    mine = os.path.basename(session_dir(s, rid_))
+    check(len(os.listdir(os.path.join(s.root, "sessions"))) >= 2, "two sessions on the server")
+    check(saw and saw[0]["sessions"] == [mine] and saw[0]["studio.db"] == "No such file or directory",
+          f"the data root as the worker sees it (only its own session {mine}, no store): {saw}")
     pid_ = s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": "proc"})["id"]
     check(s.wait_status(pid_, TERMINAL, 20)["status"] == "succeeded", "the proc probe's run")
     seen = [e["data"]["result"] for e in s.all_events(pid_) if e["type"] == "warning" and e["data"].get("probe") == "proc"]
     check(seen and set(seen[0]) == {"environ", "mem", "maps"} and all(v == "Permission denied" for v in seen[0].values()),
-          f"the server's /proc files from inside the user namespace: {seen}")
+          f"its parent's /proc files (the server's, or its namespaces' init's: a copy of the server): {seen}")
 
 
 @test()
@@ -2462,7 +2485,7 @@ def t_public_cleanup_failed(ctx):  # an ended session whose files cannot be remo
 def t_public_modes(ctx):  # the server's umask 077: its files 0600, its directories 0700; no core files from workers
     s = public_server(ctx)
     rid = s.submit(options=fake(100, 200))["id"]
-    pid = s.wait_status(rid, ("running",), 10)["pid"]
+    pid = worker_of(s.wait_status(rid, ("running",), 10)["pid"])
     umask = [l for l in open(f"/proc/{s.proc.pid}/status").read().splitlines() if l.startswith("Umask:")]
     check(umask and umask[0].split()[1] == "0077", f"the server's {umask}")
     core = [l for l in open(f"/proc/{pid}/limits").read().splitlines() if l.startswith("Max core file size")]
