@@ -380,8 +380,9 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
         return http_error(r, 422, "compute_limit", err.field, "public mode bounds each run (docs/studio.md)", "%s", err.msg);
     run_rec same; /* the quotas are checked first (cheap), then again as the run is stored (atomic) */
     store_quota quota = {h->o.session_runs, h->o.session_pending, h->o.max_pending}, *q = h->o.public_mode ? &quota : NULL;
-    if (q && !(idem && !store_get_idem(h->st, r->ws, idem, &same))) { /* a repeat is never refused */
-        if (r->sess.over)
+    int repeat = q && idem && !store_get_idem(h->st, r->ws, idem, &same); /* a repeat is never refused */
+    if (q && !repeat) {
+        if (pub_over(h->pub, &r->sess)) /* as it is now: the session may have gone over since the request came */
             return http_error(r, 413, "workspace_limit", NULL, "download what you need, then start a new session",
                               "the session's files are over its storage quota of %d MiB", h->o.quota_mb);
         if (http_disk_low(h)) return http_error(r, 507, "storage_busy", NULL, "try again later", "the server's disk is nearly full");
@@ -423,14 +424,14 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
                             options, "pa", j.pa, "pa_dir", pdir);
     json_decref(none);
     char why[256];
-    if (q && pub_ip_run(h->pub, r->ip, 1)) {
+    if (q && !repeat && pub_ip_run(h->pub, r->ip, 1)) {
         json_decref(jobj);
         return http_error(r, 429, "ip_run_quota", NULL, "try again later",
                           "this address has submitted %d runs, the most it may", h->o.ip_runs);
     }
     int existed = 0, e = job_enqueue(h->st, h->o.root, &rec, jobj, q, &existed, why, sizeof why);
     json_decref(jobj);
-    if (q && (e || existed)) pub_ip_run(h->pub, r->ip, -1); /* not a new run */
+    if (q && !repeat && (e || existed)) pub_ip_run(h->pub, r->ip, -1); /* not a new run */
     if (e && e < JOB_FAILED)
         return quota_error(r, e, e == JOB_RUN_QUOTA ? q->runs : e == JOB_PENDING_QUOTA ? q->pending : q->queue);
     if (e) return http_error(r, e == JOB_NO_DISK ? 507 : 500, e == JOB_NO_DISK ? "storage_error" : "service_error", NULL, NULL,

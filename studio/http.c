@@ -442,9 +442,16 @@ static const char *const single[] = {"Host", "Origin", "Authorization", "Content
                                      "X-CSRF-Token", "Transfer-Encoding"};
 #define NSINGLE (sizeof single / sizeof *single)
 
+/* How often each of single[] and the configured client-address header (the last count) is given. */
+typedef struct headers_seen {
+    const char *client_ip; /* --client-ip-header, or "" */
+    int n[NSINGLE + 1];
+} headers_seen;
+
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    int *n = cls;
-    for (size_t i = 0; key && i < NSINGLE; i++) n[i] += !strcasecmp(key, single[i]);
+    headers_seen *h = cls;
+    for (size_t i = 0; key && i < NSINGLE; i++) h->n[i] += !strcasecmp(key, single[i]);
+    h->n[NSINGLE] += key && h->client_ip[0] && !strcasecmp(key, h->client_ip);
     return MHD_YES;
 }
 
@@ -479,12 +486,12 @@ static enum MHD_Result admit(server *s, req *r) {
     if (q.bad)
         return http_error(r, 422, "invalid_query", NULL, NULL, "a query argument's %s is over %d bytes", q.bad == 2 ? "value" : "name",
                           q.bad == 2 ? 1024 : 64);
-    int seen[NSINGLE] = {0};
-    MHD_get_connection_values(r->con, MHD_HEADER_KIND, count_header, seen);
-    for (size_t i = 0; i < NSINGLE; i++)
-        if (seen[i] > 1)
+    headers_seen seen = {.client_ip = s->h.o.client_ip_header};
+    MHD_get_connection_values(r->con, MHD_HEADER_KIND, count_header, &seen);
+    for (size_t i = 0; i <= NSINGLE; i++) /* the client-address header too: a proxy that adds a line keeps the client's */
+        if (seen.n[i] > 1)
             return http_error(r, 400, "ambiguous_headers", NULL, "send each of these headers once",
-                              "the %s header is given %d times", single[i], seen[i]);
+                              "the %s header is given %d times", i < NSINGLE ? single[i] : seen.client_ip, seen.n[i]);
     if (!host_ok(http_header(r, "Host"), s->h.port) && !(s->h.pub && public_host(&s->h.o, http_header(r, "Host"))))
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");

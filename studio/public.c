@@ -64,6 +64,7 @@ static double take(bucket *b, double rate, double burst, double now) {
 
 typedef struct ip_key {
     char ip[48];
+    double seen;  /* when a request of it last came (the least recent idle key is forgotten first) */
     bucket b;     /* its new sessions */
     int inflight; /* its requests being answered (a key in use is never forgotten) */
     int runs;     /* runs submitted from it */
@@ -154,7 +155,7 @@ static void scan(pub *p) {
     for (int i = 0, start = p->next_scan; i < p->max && n < SCAN_BATCH; i++) {
         int j = (start + i) % p->max;
         session *x = &p->s[j];
-        if (!x->used || x->closing || x->over || (x->bytes >= 0 && t - x->scanned < PUB_SCAN_S)) continue;
+        if (!x->used || x->closing || (x->bytes >= 0 && t - x->scanned < PUB_SCAN_S)) continue;
         k[n] = j, snprintf(ws[n++], sizeof ws[0], "%s", x->ws);
         p->next_scan = (j + 1) % p->max;
     }
@@ -169,11 +170,13 @@ static void scan(pub *p) {
         if (rc < 0 || !x->used || strcmp(x->ws, ws[i])) continue; /* ended meanwhile */
         x->bytes = bytes, x->scanned = studio_mono();
         if (rc == 0 && bytes <= p->lim.quota) continue;
+        int first = !x->over;
         x->over = 1;
         pthread_mutex_unlock(&p->mu);
-        fprintf(stderr, "dpd studio: a session is over its storage quota (%lld bytes%s): its runs are ended\n", bytes,
-                rc ? ", or too many files" : "");
-        super_end_ws(p->sv, ws[i], SUPER_OVER_QUOTA);
+        if (first)
+            fprintf(stderr, "dpd studio: a session is over its storage quota (%lld bytes%s): its runs are ended\n", bytes,
+                    rc ? ", or too many files" : "");
+        super_end_ws(p->sv, ws[i], SUPER_OVER_QUOTA); /* at every measurement: a run that slipped in is ended too */
         pthread_mutex_lock(&p->mu);
     }
 }
@@ -328,21 +331,21 @@ double pub_request(pub *p, const pub_hold *h) {
     return w;
 }
 
-/* The entry of ip (under p->mu): found, or the least recently seen idle one's place taken, with a
- * full bucket; NULL when every entry has requests in flight. */
+/* The entry of ip (under p->mu), seen now: found, or the least recently seen idle one's place
+ * taken, with a full bucket; NULL when every entry has requests in flight. */
 static ip_key *key_of(pub *p, const char *ip) {
     ip_key *k = NULL, *oldest = NULL;
     for (int i = 0; i < IP_KEYS && !k; i++) {
         ip_key *e = &p->ips[i];
         if (e->ip[0] && !strcmp(e->ip, ip)) k = e;
-        else if (!e->inflight && (!oldest || e->b.t < oldest->b.t)) oldest = e;
+        else if (!e->inflight && (!oldest || e->seen < oldest->seen)) oldest = e;
     }
     if (!k && oldest) {
         k = oldest;
         memset(k, 0, sizeof *k);
         snprintf(k->ip, sizeof k->ip, "%s", ip);
-        k->b.t = pub_now(p), k->b.tokens = p->lim.create_burst; /* seen now, so it is not the next to go */
     }
+    if (k) k->seen = studio_mono();
     return k;
 }
 
@@ -391,6 +394,14 @@ void pub_activity(pub *p, pub_hold *h) {
     if (p->idle_s && !x->closing) x->idle_expires = pub_now(p) + p->idle_s;
     h->idle_expires = x->idle_expires;
     pthread_mutex_unlock(&p->mu);
+}
+
+int pub_over(pub *p, const pub_hold *h) {
+    if (!p || h->slot < 0 || h->slot >= p->max) return 0;
+    pthread_mutex_lock(&p->mu);
+    int over = p->s[h->slot].over;
+    pthread_mutex_unlock(&p->mu);
+    return over;
 }
 
 int pub_stuck(pub *p) {

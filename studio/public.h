@@ -93,6 +93,9 @@ double pub_now(pub *p);
 /* Moves the sessions' clock s seconds ahead (tests: POST /api/v1/web/test/clock with
  * --test-workers), and sweeps at once. */
 void pub_advance(pub *p, double s);
+/* Whether the session h holds is over its storage quota now (pub_hold.over is as it was when the
+ * request came). */
+int pub_over(pub *p, const pub_hold *h);
 /* How many ended sessions' directories could not be removed (the janitor tries again at each
  * sweep): while any, the server is unhealthy and takes no new session. */
 int pub_stuck(pub *p);

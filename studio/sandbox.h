@@ -54,7 +54,7 @@ json_t *sandbox_report(const char *applied);
  * directory): "socket", "exec", "fork" (each should kill the process; if it returns, the object
  * says what happened), "proc" (reads the server's /proc environ, mem and maps: file -> "ok" or the
  * error), "read" (the names in the data root's sessions/ and whether studio.db opens), or "write" (tries to create a file in the session's runs directory, the
- * data root, /tmp and /dev/shm, and to open the data root's studio.db for writing: path -> "ok"
+ * data root, /tmp and /dev/shm, and to open the data root's studio.db and /dev/kmsg for writing: path -> "ok"
  * or the error; whatever was created is removed). NULL for an unknown probe. */
 json_t *sandbox_probe(const char *what);
 

@@ -454,6 +454,13 @@ int cmd_serve(int argc, char **argv) {
     if (o.public_mode) {
         printf("dpd studio: public mode: POST /api/v1/web/sessions gives a session's token (%d s lease, %d sessions at "
                "most)\n", o.lease_s, o.max_sessions);
+        if (!geteuid())
+            fprintf(stderr, "dpd studio: warning: public mode as root: a worker's sandbox keeps this user, so a worker made "
+                            "to run an attacker's code could read root's files; run it as a user of its own "
+                            "(docs/studio.md, the systemd unit)\n");
+        if (o.test_workers)
+            fprintf(stderr, "dpd studio: warning: --test-workers with --public: any session may run the fake verb and move "
+                            "the sessions' clock; for tests only\n");
     } else {
         printf("dpd studio: sign in (once, within 10 minutes): http://%s:%d/api/v1/session/bootstrap?token=%s\n", host,
                http_port(h), http_bootstrap(h));

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -517,17 +518,21 @@ static int child_main(void *arg) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL), signal(SIGPIPE, SIG_DFL);
-    int nul = open("/dev/null", O_RDONLY);
+    int nul = open("/dev/null", O_RDONLY), errfd = c->errfd;
     if (nul < 0 || dup2(nul, 0) < 0 || dup2(c->logfd, 1) < 0 || dup2(c->logfd, 2) < 0) goto fail;
-    for (int fd = 3; fd < 1024; fd++)
-        if (fd != c->errfd) close(fd);
+    /* every other descriptor of the server goes, however high (its limit is raised for connections);
+     * the error pipe as 3, closed by the worker's exec */
+    if (dup2(errfd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC)) goto fail;
+    errfd = 3;
+    if (syscall(SYS_close_range, 4U, ~0U, 0U))
+        for (int fd = 4; fd < 65536; fd++) close(fd); /* a kernel without close_range */
     if (c->walled) { /* half-made walls are no walls: a failure fails the spawn */
         if (sandbox_walls(s->o.root, c->ws, c->dir, c->uid, c->gid, c->walls, c->nwalls)) goto fail;
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* the init's memory (a copy of the server's) is no one's to read */
         pid_t w = _Fork(); /* fork() is not async-signal-safe: a lock another server thread held stays held */
         if (w < 0) goto fail;
         if (w > 0) {
-            close(c->errfd); /* the worker's copy tells the server whether its exec failed */
+            close(errfd); /* the worker's copy tells the server whether its exec failed */
             sandbox_reap(w);
         }
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -554,7 +559,7 @@ static int child_main(void *arg) {
     execve(s->o.worker_exe, c->argv, c->env);
 fail:;
     int e = errno;
-    ssize_t w = write(c->errfd, &e, sizeof e);
+    ssize_t w = write(errfd, &e, sizeof e);
     (void)w;
     _exit(127);
 }

@@ -1996,6 +1996,13 @@ def t_public_ip_sessions(ctx):  # sessions open at once per client address; the 
         r = create(spelling)
         check(r.status == 429 and r.json["error"]["code"] == "session_quota", f"a third from {spelling!r}: {r!r}")
     check(create("203.0.113.9, 198.51.100.1").status == 201, "a list's last address is the client (the proxy adds it)")
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=10)  # a header twice: written by hand
+    c.sendall((f"POST /api/v1/web/sessions HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nX-Test-Client-IP: 10.9.9.9\r\n"
+               f"X-Test-Client-IP: 203.0.113.9\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").encode())
+    two = c.recv(4096)
+    c.close()
+    check(two.startswith(b"HTTP/1.1 400") and b"ambiguous_headers" in two,
+          f"the client-address header twice (a proxy that adds a line keeps the client's): {two[:120]!r}")
     for bad in ("not-an-address", "203.0.113.9 198.51.100.1", "203.0.113.999", ""):
         r = create(bad)
         check(r.status == 403 and r.json["error"]["code"] == "bad_client_ip", f"X-Test-Client-IP: {bad!r}: {r!r}")
@@ -2022,6 +2029,7 @@ def t_public_ip_runs(ctx):  # runs submitted from one client address, over all i
     check(codes == [201, 201, 200, 201], f"three runs and a repeat (not counted) from one address: {codes}")
     r = submit(a2, "203.0.113.20")
     check(r.status == 429 and r.json["error"]["code"] == "ip_run_quota", f"a fourth run from the address: {r!r}")
+    check(submit(a1, "203.0.113.20", key="k1").status == 200, "a repeat at the address's cap is answered, not refused")
     check(submit(b, "203.0.113.21").status == 201, "another address is not counted with it")
 
 
@@ -2064,10 +2072,19 @@ def t_public_storage_quota(ctx):  # measured every 2 s, links not followed; over
     big = s.submit(options={"epochs": 100, "epoch_ms": 100, "fill_mb": 8})["id"]
     s.wait_status(big, ("running",), 10)
     queued = s.submit(options=fake(1, 10))["id"]
+    body = json.dumps({"verb": "fake", "dataset": "synth", "options": fake(1, 10)}).encode()
+    held = socket.create_connection(("127.0.0.1", s.port), timeout=10)  # a submission begun before the session is over
+    held.sendall((f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nAuthorization: Bearer {s.token}\r\n"
+                  f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body[:5])
     r = s.wait_status(big, ("failed",), 15)
     check(r["reason_code"] == "storage_quota" and r["error"]["code"] == "storage_quota", f"the run that filled it: {r}")
     q = s.wait_status(queued, ("interrupted",), 10)
     check(q["reason_code"] == "storage_quota", f"its queued run: {q}")
+    held.sendall(body[5:])
+    late = held.recv(65536)
+    held.close()
+    check(late.startswith(b"HTTP/1.1 413") and b"workspace_limit" in late,
+          f"a submission begun before the session went over, finished after: {late[:160]!r}")
     st = web_storage(s)
     check(st["over_quota"] is True and st["used_bytes"] >= 8 << 20, f"the session over its quota: {st}")
     r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
@@ -2395,7 +2412,11 @@ def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every publi
     s = public_server(ctx)
     s.new_session()  # another session's directory, for the worker not to see
     rid = s.submit(options=fake(100, 200))["id"]
-    pid = worker_of(s.wait_status(rid, ("running",), 10)["pid"])
+    init = s.wait_status(rid, ("running",), 10)["pid"]
+    pid = worker_of(init)
+    if pid != init:  # the namespaces' init holds nothing of the server's: its stdin, the log, nothing else
+        held = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+        check(sorted(held) == ["0", "1", "2"] and held["0"] == "/dev/null", f"the init's descriptors: {held}")
     deadline = time.monotonic() + 10
     while sandbox_event(s, rid) is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -2427,14 +2448,15 @@ def t_public_sandbox(ctx):  # namespaces and a seccomp filter around every publi
     wid = s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": "write"})["id"]
     check(s.wait_status(wid, TERMINAL, 20)["status"] == "succeeded", "the write probe's run")
     tried = [e["data"]["result"] for e in s.all_events(wid) if e["type"] == "warning" and e["data"].get("probe") == "write"]
-    check(len(tried) == 1 and len(tried[0]) == 5, f"the write probe's results: {tried}")
+    check(len(tried) == 1 and len(tried[0]) == 6, f"the write probe's results: {tried}")
     leaked = [p for p in ("/tmp", "/dev/shm", s.root) for f in os.listdir(p) if f.startswith(("escape-", "dpd-escape-"))]
     if not namespaced:
         raise Skip(f"the kernel refused namespaces ({walls['refused']}): writing outside the run directory is not "
                    "walled off (seccomp, the environment and the descriptors were checked)")
     check(all(v != "ok" for v in tried[0].values()) and not leaked, f"writes outside the run directory: {tried[0]} {leaked}")
-    check(all(v == "Read-only file system" for k, v in tried[0].items() if "studio.db" not in k) and
-          tried[0]["../../../../studio.db"] == "No such file or directory", f"the mount view is read-only: {tried[0]}")
+    check(all(v == "Read-only file system" for k, v in tried[0].items() if k.startswith(("..", "/tmp", "/dev/shm"))
+              and "studio.db" not in k) and tried[0]["../../../../studio.db"] == "No such file or directory" and
+          tried[0]["/dev/kmsg"] == "Permission denied", f"the mount view is read-only and has no devices: {tried[0]}")
     rid_ = s.submit(options={"epochs": 1, "epoch_ms": 10, "probe": "read"})["id"]
     check(s.wait_status(rid_, TERMINAL, 20)["status"] == "succeeded", "the read probe's run")
     saw = [e["data"]["result"] for e in s.all_events(rid_) if e["type"] == "warning" and e["data"].get("probe") == "read"]
@@ -2531,6 +2553,9 @@ def t_public_clock_lease(ctx):  # the default 24 h lease, on the test clock: an 
         time.sleep(0.1)
     check(not os.path.exists(home), "the next sweep removed its directory")
     check(s.post("/api/v1/web/test/clock", {"advance_s": -1}).status == 401, "the ended session cannot move the clock")
+    b = s.as_session(s.new_session())
+    r = b.post("/api/v1/web/test/clock", {"advance_s": -1})
+    check(r.status == 422 and r.json["error"]["field"] == "advance_s", f"the clock does not go back: {r!r}")
 
 
 @test()
