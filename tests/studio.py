@@ -2127,15 +2127,17 @@ def t_public_disk_reserve(ctx):  # no new session or run while the disk has less
 @test()
 def t_public_ip_connections(ctx):  # libmicrohttpd's limit of connections from one peer address
     s = public_server(ctx, "--ip-connections", "4")
-    idle = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(4)]
-    time.sleep(0.2)
-    extra = socket.create_connection(("127.0.0.1", s.port), timeout=5)
-    try:
-        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        got = extra.recv(100)
-    except OSError:  # reset
-        got = b""
-    check(got == b"", f"a fifth connection from one address is closed unanswered: {got!r}")
+    idle = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(5)]
+    time.sleep(0.3)
+    answers = []
+    for c in idle:  # the daemon's threads take them in any order: whichever came fifth is closed
+        try:
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            answers.append(c.recv(100)[:12])
+        except OSError:  # reset
+            answers.append(b"")
+    served = answers.count(b"HTTP/1.1 200")  # (the harness's own last connection may not be cleaned up yet: 3)
+    check(3 <= served <= 4 and served + answers.count(b"") == 5, f"five connections from one address under 4: {answers}")
     for c in idle:
         c.close()
     deadline = time.monotonic() + 5
