@@ -49,7 +49,7 @@ static int usage(FILE *f) {
                "                      (repeatable; importing the same directory again finds the first import)\n"
                "  --test-workers      accept the fake verb (tests and benchmarks)\n"
                "  --routes            print the API's routes, a JSON object a line, and exit\n"
-               "  --public            public mode (being built; docs/studio.md \"Public mode\"): anonymous sessions,\n"
+               "  --public            public mode (docs/studio.md \"Public mode\"): anonymous sessions,\n"
                "                      each its own workspace, reached with a bearer token from\n"
                "                      POST /api/v1/web/sessions; no local sign-in, no API token, no uploads\n"
                "  --session-lease S   a public session's fixed lifetime in seconds, 1..2592000 (86400); then its\n"
