@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,38 @@ static void end_sessions(const studio_opts *o, store *st) {
     if (store_delete_ws(st, NULL)) fprintf(stderr, "dpd studio: the ended sessions' runs could not be removed from the store\n");
 }
 
+/* dpd serve's integer options with nothing else to check: flag, bounds, field. */
+static const struct int_flag {
+    const char *name;
+    int lo, hi;
+    size_t off; /* in studio_opts */
+} int_flags[] = {
+    {"session-lease", 1, 2592000, offsetof(studio_opts, lease_s)},
+    {"idle-lease", 0, 2592000, offsetof(studio_opts, idle_s)},
+    {"session-rate", 0, 1000000, offsetof(studio_opts, session_rate)},
+    {"ip-inflight", 0, 100000, offsetof(studio_opts, ip_inflight)},
+    {"max-connections", 16, 60000, offsetof(studio_opts, max_connections)},
+    {"download-timeout", 1, 86400, offsetof(studio_opts, download_s)},
+    {"max-streams", 1, 60000, offsetof(studio_opts, max_streams)},
+    {"ip-connections", 0, 60000, offsetof(studio_opts, ip_connections)},
+    {"session-quota-mb", 0, 1 << 24, offsetof(studio_opts, quota_mb)},
+    {"disk-reserve-mb", 0, 1 << 30, offsetof(studio_opts, reserve_mb)},
+    {"ip-runs", 0, 1000000, offsetof(studio_opts, ip_runs)},
+    {"max-pending", 0, 1000000, offsetof(studio_opts, max_pending)},
+    {"ip-sessions", 0, 100000, offsetof(studio_opts, ip_sessions)},
+    {"max-inflight", 0, 100000, offsetof(studio_opts, max_inflight)},
+    {"body-timeout", 1, 3600, offsetof(studio_opts, body_timeout_s)},
+    {"session-runs", 1, 100000, offsetof(studio_opts, session_runs)},
+    {"session-pending", 1, 100000, offsetof(studio_opts, session_pending)},
+    {"session-inflight", 0, 100000, offsetof(studio_opts, session_inflight)},
+    {"request-rate", 0, 1000000, offsetof(studio_opts, request_rate)},
+    {"max-sessions", 1, 100000, offsetof(studio_opts, max_sessions)},
+    {"slots", 1, 64, offsetof(studio_opts, slots)},
+    {"grace", 1, 3600, offsetof(studio_opts, grace_s)},
+    {"stale-after", 1, 3600, offsetof(studio_opts, stale_s)},
+    {"max-runtime", 0, 100000000, offsetof(studio_opts, max_runtime_s)},
+};
+
 int cmd_serve(int argc, char **argv) {
     umask(077); /* everything the server writes is its own (files 0600, directories 0700) */
     studio_opts o;
@@ -241,45 +274,13 @@ int cmd_serve(int argc, char **argv) {
             return usage(stderr);
         }
         i++;
-        if (!strcmp(a, "--root")) root = v;
-        else if (!strcmp(a, "--session-lease")) {
-            if (int_opt("session-lease", v, 1, 2592000, &o.lease_s)) return 2;
-        } else if (!strcmp(a, "--idle-lease")) {
-            if (int_opt("idle-lease", v, 0, 2592000, &o.idle_s)) return 2;
-        } else if (!strcmp(a, "--session-rate")) {
-            if (int_opt("session-rate", v, 0, 1000000, &o.session_rate)) return 2;
-        } else if (!strcmp(a, "--ip-inflight")) {
-            if (int_opt("ip-inflight", v, 0, 100000, &o.ip_inflight)) return 2;
-        } else if (!strcmp(a, "--max-connections")) {
-            if (int_opt("max-connections", v, 16, 60000, &o.max_connections)) return 2;
-        } else if (!strcmp(a, "--download-timeout")) {
-            if (int_opt("download-timeout", v, 1, 86400, &o.download_s)) return 2;
-        } else if (!strcmp(a, "--max-streams")) {
-            if (int_opt("max-streams", v, 1, 60000, &o.max_streams)) return 2;
-        } else if (!strcmp(a, "--ip-connections")) {
-            if (int_opt("ip-connections", v, 0, 60000, &o.ip_connections)) return 2;
-        } else if (!strcmp(a, "--session-quota-mb")) {
-            if (int_opt("session-quota-mb", v, 0, 1 << 24, &o.quota_mb)) return 2;
-        } else if (!strcmp(a, "--disk-reserve-mb")) {
-            if (int_opt("disk-reserve-mb", v, 0, 1 << 30, &o.reserve_mb)) return 2;
-        } else if (!strcmp(a, "--ip-runs")) {
-            if (int_opt("ip-runs", v, 0, 1000000, &o.ip_runs)) return 2;
-        } else if (!strcmp(a, "--max-pending")) {
-            if (int_opt("max-pending", v, 0, 1000000, &o.max_pending)) return 2;
-        } else if (!strcmp(a, "--ip-sessions")) {
-            if (int_opt("ip-sessions", v, 0, 100000, &o.ip_sessions)) return 2;
-        } else if (!strcmp(a, "--max-inflight")) {
-            if (int_opt("max-inflight", v, 0, 100000, &o.max_inflight)) return 2;
-        } else if (!strcmp(a, "--body-timeout")) {
-            if (int_opt("body-timeout", v, 1, 3600, &o.body_timeout_s)) return 2;
-        } else if (!strcmp(a, "--session-runs")) {
-            if (int_opt("session-runs", v, 1, 100000, &o.session_runs)) return 2;
-        } else if (!strcmp(a, "--session-pending")) {
-            if (int_opt("session-pending", v, 1, 100000, &o.session_pending)) return 2;
-        } else if (!strcmp(a, "--session-inflight")) {
-            if (int_opt("session-inflight", v, 0, 100000, &o.session_inflight)) return 2;
-        } else if (!strcmp(a, "--request-rate")) {
-            if (int_opt("request-rate", v, 0, 1000000, &o.request_rate)) return 2;
+        const struct int_flag *f = NULL;
+        for (size_t k = 0; k < sizeof int_flags / sizeof *int_flags && !f; k++)
+            if (!strncmp(a, "--", 2) && !strcmp(a + 2, int_flags[k].name)) f = &int_flags[k];
+        if (f) {
+            if (int_opt(f->name, v, f->lo, f->hi, (int *)((char *)&o + f->off))) return 2;
+        } else if (!strcmp(a, "--root")) {
+            root = v;
         } else if (!strcmp(a, "--public-host")) {
             size_t k = strlen(v), ok = o.npublic_hosts < 8 && k > 0 && k < sizeof o.public_hosts[0];
             for (size_t j = 0; ok && j < k; j++)
@@ -308,16 +309,6 @@ int cmd_serve(int argc, char **argv) {
                 return 2;
             }
             snprintf(o.client_ip_header, sizeof o.client_ip_header, "%s", v);
-        } else if (!strcmp(a, "--max-sessions")) {
-            if (int_opt("max-sessions", v, 1, 100000, &o.max_sessions)) return 2;
-        } else if (!strcmp(a, "--slots")) {
-            if (int_opt("slots", v, 1, 64, &o.slots)) return 2;
-        } else if (!strcmp(a, "--grace")) {
-            if (int_opt("grace", v, 1, 3600, &o.grace_s)) return 2;
-        } else if (!strcmp(a, "--stale-after")) {
-            if (int_opt("stale-after", v, 1, 3600, &o.stale_s)) return 2;
-        } else if (!strcmp(a, "--max-runtime")) {
-            if (int_opt("max-runtime", v, 0, 100000000, &o.max_runtime_s)) return 2;
         } else if (!strcmp(a, "--worker-memory")) {
             if (int_opt("worker-memory", v, 0, 1 << 24, &o.worker_mb)) return 2;
             if (o.worker_mb && o.worker_mb < 128) { /* below this the worker cannot even load its libraries */
