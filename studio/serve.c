@@ -217,34 +217,34 @@ static void end_sessions(const studio_opts *o, store *st) {
 
 /* dpd serve's integer options with nothing else to check: flag, bounds, field. */
 static const struct int_flag {
-    const char *name;
+    const char *flag; /* "--slots" */
     int lo, hi;
     size_t off; /* in studio_opts */
 } int_flags[] = {
-    {"session-lease", 1, 2592000, offsetof(studio_opts, lease_s)},
-    {"idle-lease", 0, 2592000, offsetof(studio_opts, idle_s)},
-    {"session-rate", 0, 1000000, offsetof(studio_opts, session_rate)},
-    {"ip-inflight", 0, 100000, offsetof(studio_opts, ip_inflight)},
-    {"max-connections", 16, 60000, offsetof(studio_opts, max_connections)},
-    {"download-timeout", 1, 86400, offsetof(studio_opts, download_s)},
-    {"max-streams", 1, 60000, offsetof(studio_opts, max_streams)},
-    {"ip-connections", 0, 60000, offsetof(studio_opts, ip_connections)},
-    {"session-quota-mb", 0, 1 << 24, offsetof(studio_opts, quota_mb)},
-    {"disk-reserve-mb", 0, 1 << 30, offsetof(studio_opts, reserve_mb)},
-    {"ip-runs", 0, 1000000, offsetof(studio_opts, ip_runs)},
-    {"max-pending", 0, 1000000, offsetof(studio_opts, max_pending)},
-    {"ip-sessions", 0, 100000, offsetof(studio_opts, ip_sessions)},
-    {"max-inflight", 0, 100000, offsetof(studio_opts, max_inflight)},
-    {"body-timeout", 1, 3600, offsetof(studio_opts, body_timeout_s)},
-    {"session-runs", 1, 100000, offsetof(studio_opts, session_runs)},
-    {"session-pending", 1, 100000, offsetof(studio_opts, session_pending)},
-    {"session-inflight", 0, 100000, offsetof(studio_opts, session_inflight)},
-    {"request-rate", 0, 1000000, offsetof(studio_opts, request_rate)},
-    {"max-sessions", 1, 100000, offsetof(studio_opts, max_sessions)},
-    {"slots", 1, 64, offsetof(studio_opts, slots)},
-    {"grace", 1, 3600, offsetof(studio_opts, grace_s)},
-    {"stale-after", 1, 3600, offsetof(studio_opts, stale_s)},
-    {"max-runtime", 0, 100000000, offsetof(studio_opts, max_runtime_s)},
+    {"--session-lease", 1, 2592000, offsetof(studio_opts, lease_s)},
+    {"--idle-lease", 0, 2592000, offsetof(studio_opts, idle_s)},
+    {"--session-rate", 0, 1000000, offsetof(studio_opts, session_rate)},
+    {"--ip-inflight", 0, 100000, offsetof(studio_opts, ip_inflight)},
+    {"--max-connections", 16, 60000, offsetof(studio_opts, max_connections)},
+    {"--download-timeout", 1, 86400, offsetof(studio_opts, download_s)},
+    {"--max-streams", 1, 60000, offsetof(studio_opts, max_streams)},
+    {"--ip-connections", 0, 60000, offsetof(studio_opts, ip_connections)},
+    {"--session-quota-mb", 0, 1 << 24, offsetof(studio_opts, quota_mb)},
+    {"--disk-reserve-mb", 0, 1 << 30, offsetof(studio_opts, reserve_mb)},
+    {"--ip-runs", 0, 1000000, offsetof(studio_opts, ip_runs)},
+    {"--max-pending", 0, 1000000, offsetof(studio_opts, max_pending)},
+    {"--ip-sessions", 0, 100000, offsetof(studio_opts, ip_sessions)},
+    {"--max-inflight", 0, 100000, offsetof(studio_opts, max_inflight)},
+    {"--body-timeout", 1, 3600, offsetof(studio_opts, body_timeout_s)},
+    {"--session-runs", 1, 100000, offsetof(studio_opts, session_runs)},
+    {"--session-pending", 1, 100000, offsetof(studio_opts, session_pending)},
+    {"--session-inflight", 0, 100000, offsetof(studio_opts, session_inflight)},
+    {"--request-rate", 0, 1000000, offsetof(studio_opts, request_rate)},
+    {"--max-sessions", 1, 100000, offsetof(studio_opts, max_sessions)},
+    {"--slots", 1, 64, offsetof(studio_opts, slots)},
+    {"--grace", 1, 3600, offsetof(studio_opts, grace_s)},
+    {"--stale-after", 1, 3600, offsetof(studio_opts, stale_s)},
+    {"--max-runtime", 0, 100000000, offsetof(studio_opts, max_runtime_s)},
 };
 
 int cmd_serve(int argc, char **argv) {
@@ -276,9 +276,9 @@ int cmd_serve(int argc, char **argv) {
         i++;
         const struct int_flag *f = NULL;
         for (size_t k = 0; k < sizeof int_flags / sizeof *int_flags && !f; k++)
-            if (!strncmp(a, "--", 2) && !strcmp(a + 2, int_flags[k].name)) f = &int_flags[k];
+            if (!strcmp(a, int_flags[k].flag)) f = &int_flags[k];
         if (f) {
-            if (int_opt(f->name, v, f->lo, f->hi, (int *)((char *)&o + f->off))) return 2;
+            if (int_opt(f->flag + 2, v, f->lo, f->hi, (int *)((char *)&o + f->off))) return 2;
         } else if (!strcmp(a, "--root")) {
             root = v;
         } else if (!strcmp(a, "--public-host")) {
