@@ -38,7 +38,7 @@ FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
-.PHONY: all test demo bench deps clean cuda pack-cuda
+.PHONY: all test demo bench deps clean cuda pack-cuda opencl pack-opencl
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
@@ -151,14 +151,37 @@ cuda:
 # The CUDA runtime pack (dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.
 # After `cuda`, so that under -j one nvcc builds the library, not two.
 pack-cuda: cuda
-	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh; \
+	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh cuda; \
 	else echo "make pack-cuda: nvcc not found, skipping the CUDA pack"; fi
+
+# The OpenCL provider (providers/opencl/), where the OpenCL headers and ICD loader are installed
+# (scripts/deps.sh): the kernels' source embedded as a string, the library linked against the ICD
+# loader alone. A second build with the test hooks (DPD_OPENCL_FAIL) serves the tests only.
+OPENCL_OK := $(shell test -f /usr/include/CL/cl.h && $(CC) -print-file-name=libOpenCL.so | grep -q / && echo yes)
+OPENCL    := $(BUILD)/opencl/libdpd-opencl.so $(BUILD)/opencl/test/libdpd-opencl.so
+$(BUILD)/opencl/kernels.c: providers/opencl/kernels.cl
+	@mkdir -p $(dir $@)
+	{ echo 'const char dpd_opencl_kernels[] ='; sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } >$@
+$(BUILD)/opencl/libdpd-opencl.so: providers/opencl/provider.c $(BUILD)/opencl/kernels.c include/dpd/provider.h
+	$(CC) $(CFLAGS) -shared -o $@ providers/opencl/provider.c $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
+$(BUILD)/opencl/test/libdpd-opencl.so: providers/opencl/provider.c $(BUILD)/opencl/kernels.c include/dpd/provider.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDPD_TEST_HOOKS -shared -o $@ providers/opencl/provider.c $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
+
+opencl:
+	@if [ "$(OPENCL_OK)" = yes ]; then $(MAKE) --no-print-directory $(OPENCL); \
+	else echo "make opencl: no OpenCL headers or ICD loader (scripts/deps.sh installs them), skipping"; fi
+
+# The OpenCL runtime pack (dist/dpd-pack-opencl-<version>-linux-x86_64.tar.gz).
+pack-opencl: opencl
+	@if [ "$(OPENCL_OK)" = yes ]; then BUILD=$(BUILD) scripts/pack.sh opencl; \
+	else echo "make pack-opencl: no OpenCL build, skipping the pack"; fi
 
 deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/dpd-shared $(EXAMPLES) $(TESTS) $(FAKE) $(BLAS) cuda pack-cuda
+	@$(MAKE) --no-print-directory all $(BUILD)/dpd-shared $(EXAMPLES) $(TESTS) $(FAKE) $(BLAS) cuda pack-cuda opencl pack-opencl
 	@BUILD=$(BUILD) tests/run.sh $(TESTS) $$(ls $(BUILD)/cuda/check 2>/dev/null)
 
 demo: deps

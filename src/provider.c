@@ -21,7 +21,6 @@
 #include "settings.h"
 #include "status.h"
 
-#define CPU_SCORE 1
 
 DPD_API const char *dpd_packs_dir(void) {
     static _Thread_local char path[4096]; /* per thread: the environment may differ between calls */
@@ -164,7 +163,7 @@ static dpd_status open_pack(entry *e) {
     dpd_provider_score_fn score = (dpd_provider_score_fn)dlsym(e->lib, DPD_PROVIDER_SCORE);
     dpd_provider_init_fn init = (dpd_provider_init_fn)dlsym(e->lib, DPD_PROVIDER_INIT);
     if (!init) return snprintf(e->msg, sizeof e->msg, "%s: does not export %s", lib, DPD_PROVIDER_INIT), DPD_E_FORMAT;
-    e->score = score ? score(e->why, sizeof e->why) : CPU_SCORE; /* no score: usable, ranked as cpu */
+    e->score = score ? score(e->why, sizeof e->why) : DPD_CPU_RANK; /* no score: usable, ranked as cpu */
     if (e->score <= 0) {
         e->score = 0;
         snprintf(e->msg, sizeof e->msg, "%s: not usable on this machine: %s", lib, e->why);
@@ -343,7 +342,14 @@ dpd_status dpd_provider_select(const char *want, const dpd_provider **out, char 
         else if (!best || e->score > best->score) best = e; /* names are sorted: ties go to the first */
     }
     free(names);
-    if (best) { /* a usable pack scores at least 1: before cpu at equal score */
+    if (best && best->score < DPD_CPU_RANK) { /* usable, but ranked below the built-in cpu (PoCL) */
+        char below[600];
+        snprintf(below, sizeof below, "%s ranks below cpu (%d < %d%s%s)", best->p.i->name, best->score, DPD_CPU_RANK,
+                 best->why[0] ? ": " : "", best->why);
+        append(why, sizeof why, below);
+        best = NULL;
+    }
+    if (best) { /* before cpu at equal score */
         *out = &best->p;
         snprintf(reason, nreason, "%s from %s", best->p.i->name, best->dir);
         return DPD_OK;
@@ -399,7 +405,7 @@ DPD_API int dpd_provider_list(dpd_provider_info *out, int max) {
         return 0;
     }
     snprintf(all[0].name, sizeof all[0].name, "cpu");
-    all[0].usable = 1, all[0].score = CPU_SCORE;
+    all[0].usable = 1, all[0].score = DPD_CPU_RANK;
     info_of(dpd_provider_cpu(), &all[0]);
     for (int k = 0; k < n; k++) {
         dpd_provider_info *o = &all[k + 1];

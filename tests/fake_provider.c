@@ -10,7 +10,7 @@
  *            devfail (a device failure in every computing call) |
  *            nochain (no training through a PA model: forward_keep, backward, clip, chain NULL) |
  *            gruonly (supports GRU models only)
- *   DPD_FAKE_SCORE=K   the score (default 10; cpu ranks 1).
+ *   DPD_FAKE_SCORE=K   the score (default 10, cpu's rank DPD_CPU_RANK: auto takes a pack at or above it).
  *   DPD_FAKE_LOG=FILE  appends the batch size of every forward and evaluate call.
  *   DPD_FAKE_LOADS=FILE appends "load" when the library is loaded and "init NAME VERSION" at
  *                      every init call (tests count how often the registry loads a pack).

@@ -602,7 +602,7 @@ static void many(void) {
     for (int i = 0; i < 100; i++) {
         char score[8];
         snprintf(want, sizeof want, "fake%d", i % 9 + 1);
-        snprintf(score, sizeof score, "%d", i % 9 + 1);
+        snprintf(score, sizeof score, "%d", (i % 9 + 1) * DPD_CPU_RANK); /* the lowest ties cpu */
         setenv("DPD_FAKE_NAME", want, 1), setenv("DPD_FAKE_SCORE", score, 1); /* read at the first load only */
         ok += choose(want, name, why, sizeof why) == DPD_OK && !strcmp(name, want);
         if (i < 9) CHECK(!strcmp(name, want), "selection %d: %s", i, why);
@@ -628,9 +628,10 @@ static void many(void) {
     int n = dpd_provider_list(info, 16), ranked = n == 10;
     for (int k = 0; k < 9 && ranked; k++) {
         snprintf(want, sizeof want, "fake%d", 9 - k);
-        ranked = !strcmp(info[k].name, want) && info[k].usable && info[k].score == 9 - k && info[k].ndevices == 1;
+        ranked = !strcmp(info[k].name, want) && info[k].usable && info[k].score == (9 - k) * DPD_CPU_RANK &&
+                 info[k].ndevices == 1;
     }
-    CHECK(ranked && !strcmp(info[9].name, "cpu") && info[9].score == 1 && info[9].ndevices == 1,
+    CHECK(ranked && !strcmp(info[9].name, "cpu") && info[9].score == DPD_CPU_RANK && info[9].ndevices == 1,
           "dpd_provider_list ranks by score, a pack before cpu at equal score (%d entries, first %s)", n,
           n ? info[0].name : "");
     CHECK(dpd_provider_list(info, 3) == 3 && !strcmp(info[0].name, "fake9"), "dpd_provider_list fills at most max");

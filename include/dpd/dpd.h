@@ -672,7 +672,7 @@ typedef struct dpd_provider_info {
     char name[32];      /* "cpu", "cuda", ... */
     char pack[4096];    /* the active pack directory, "" for cpu */
     int usable;         /* 1: loaded and scored usable here */
-    int score;          /* the provider's own score (higher ranks first; cpu 1) */
+    int score;          /* the provider's own score (higher ranks first; cpu DPD_CPU_RANK, 10) */
     char why[512];      /* why it is not usable */
     int ndevices;
     dpd_device_info device[8];

@@ -94,7 +94,10 @@ typedef struct dpd_provider {
 /* The two symbols a loadable provider exports. init fills *out when api_version is one it serves
  * (else DPD_E_UNSUPPORTED naming both versions); score returns 0 when the provider is not usable
  * on this machine (no device, driver too old), so it is skipped quietly, and otherwise a rank
- * (higher first; the built-in cpu ranks 1). */
+ * (higher first; the built-in cpu ranks DPD_CPU_RANK, and `auto` takes a pack only at or above
+ * it: a provider on a device slower than the host's own kernels, such as OpenCL on the CPU,
+ * scores below). why may explain a usable score too. */
+#define DPD_CPU_RANK 10
 #define DPD_PROVIDER_INIT "dpd_provider_init"
 #define DPD_PROVIDER_SCORE "dpd_provider_score"
 typedef dpd_status (*dpd_provider_init_fn)(uint32_t api_version, dpd_provider *out, char *err, size_t nerr);

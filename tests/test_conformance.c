@@ -1,0 +1,210 @@
+/* test_conformance: the provider conformance suite (docs/providers.md). Every provider present —
+ * the built-in cpu, the fault-injecting fake ($DPD_FAKE_LIB, in its ok mode) and the OpenCL
+ * provider ($DPD_OPENCL_LIB, default $BUILD/opencl/test/libdpd-opencl.so, on the first device the
+ * OpenCL ICD loader finds: PoCL in CI) — runs every family of the fast path (gru in one and two
+ * layers, dgru, lstm, tres_gru, rvtdcnn) at the shapes B x T = 3 x 24, 7 x 50 and 64 x 200 through
+ * the ABI v2 table, against a separate session of the CPU provider (the reference):
+ *  - evaluate: the predictions;
+ *  - one training step without clipping: the loss, and every gradient (AdamW's first moment after
+ *    one step from zero is (1 - beta1) g);
+ *  - four more steps with clipping at 1.0 over 3 B + 1 frames (a short last batch): each loss, the
+ *    parameters and both AdamW moments, and the step count;
+ *  - the same five steps in a second session: bitwise equal (losses, parameters, moments);
+ *  - a DPD (gru-6) trained through the family's model as a frozen PA (chain): evaluate and five
+ *    steps as above.
+ * Each comparison is max |a - b| / max |b| <= 1e-5 over the tensor. A configuration the provider
+ * does not support must be refused by session_open with DPD_E_UNSUPPORTED and a reason. A provider
+ * that is absent or has no device here is a counted skip with its reason. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dpd/provider.h"
+
+#define TOL 1e-5
+
+typedef struct shape {
+    int B, T;
+} shape;
+
+static const shape shapes[] = {{3, 24}, {7, 50}, {64, 200}};
+static const dpd_model_cfg families[] = {
+    {"gru", 8, 1}, {"gru", 6, 2}, {"dgru", 7, 1}, {"lstm", 6, 1}, {"tres_gru", 5, 1}, {"rvtdcnn", 6, 1}};
+static const dpd_model_cfg dpd_cfg = {"gru", 6, 1}; /* the DPD of the chain */
+
+/* max |a - b| / max |b| over n. */
+static double rel(const float *a, const float *b, size_t n) {
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i])), m = fmax(m, fabs((double)b[i]));
+    return isfinite(d) ? d / (m > 0 ? m : 1) : INFINITY;
+}
+
+static double reld(const double *a, const double *b, size_t n) {
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
+    return isfinite(d) ? d / (m > 0 ? m : 1) : INFINITY;
+}
+
+/* A provider table from a library (NULL with why when it cannot be had here). */
+static const dpd_provider *load(const char *lib, char *why, size_t nwhy) {
+    static dpd_provider p[4];
+    static int np;
+    void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!h) return snprintf(why, nwhy, "%s", lib ? dlerror() : "no library given"), NULL;
+    dpd_provider_init_fn init = (dpd_provider_init_fn)dlsym(h, DPD_PROVIDER_INIT);
+    dpd_provider_score_fn score = (dpd_provider_score_fn)dlsym(h, DPD_PROVIDER_SCORE);
+    char msg[512] = "";
+    if (!init || !score) return snprintf(why, nwhy, "%s: no provider symbols", lib), NULL;
+    if (!score(msg, sizeof msg)) return snprintf(why, nwhy, "no device: %s", msg), NULL;
+    if (np >= 4 || init(DPD_PROVIDER_API, &p[np], msg, sizeof msg)) return snprintf(why, nwhy, "init: %s", msg), NULL;
+    return &p[np++];
+}
+
+/* A session of p for model m (its parameters uploaded): NULL, with the status in *st. */
+static void *open_session(const dpd_provider *p, const dpd_model *m, int B, int T, dpd_status *st, char *msg,
+                          size_t nmsg) {
+    dpd_tensor t[128]; /* more than any family has (src/family.h) */
+    int nt = dpd_model_ntensors(m);
+    for (int k = 0; k < nt; k++) t[k] = *dpd_model_tensor(m, k);
+    const dpd_kv o[1] = {{"threads", "1"}};
+    void *s = NULL;
+    *st = p->i->session_open(p->ctx, 0, dpd_model_config(m), t, nt, B, T, o, 1, &s, msg, nmsg);
+    if (!*st && (*st = p->i->upload(s, dpd_model_params((dpd_model *)m), msg, nmsg))) p->i->session_free(s), s = NULL;
+    return s;
+}
+
+/* What five steps leave: losses, parameters, moments, step count. */
+typedef struct trace {
+    double loss[8];
+    float *p, *m, *v, *m1; /* m1: the first moment after the first step (0.1 g) */
+    float *pred;
+    long step;
+    int ok;
+} trace;
+
+static void trace_free(trace *t) {
+    free(t->p), free(t->m), free(t->v), free(t->m1), free(t->pred);
+    memset(t, 0, sizeof *t);
+}
+
+/* Evaluate on the val split, one unclipped step on frames 0..B, then 4 clipped steps over 3 B + 1
+ * frames, on session s of p (chained to pa, a session of p holding the PA, when pa is not NULL). */
+static void run(const dpd_provider *p, void *s, void *pa, size_t np, int B, int T, const float *x, const float *y,
+                const char *what, trace *t) {
+    char msg[512] = "";
+    size_t n = (size_t)B * T * 2; /* samples of the train split: frames at stride T, 2 B of them */
+    uint32_t *fr = malloc((3 * (size_t)B + 1) * sizeof *fr), f0[64];
+    for (int i = 0; i < B; i++) f0[i] = (uint32_t)i;
+    for (size_t i = 0; i < 3 * (size_t)B + 1; i++) fr[i] = (uint32_t)((i * 7 + 3) % (2 * (size_t)B));
+    t->p = malloc(np * 4), t->m = malloc(np * 4), t->v = malloc(np * 4), t->m1 = malloc(np * 4);
+    t->pred = malloc((size_t)B * T * 2 * 4);
+    float *v1 = malloc(np * 4);
+    dpd_status st = p->i->chain(s, pa, msg, sizeof msg);
+    if (!st) st = p->i->attach(s, DPD_TRAIN, x, y, n, msg, sizeof msg);
+    if (!st) st = p->i->attach(s, DPD_VAL, x, NULL, (size_t)B * T, msg, sizeof msg);
+    if (!st) st = p->i->evaluate(s, DPD_VAL, T, B, t->pred, msg, sizeof msg);
+    if (!st) st = p->i->train_steps(s, f0, (size_t)B, B, T, T, 1e-3, 0.01, 0, t->loss, msg, sizeof msg);
+    if (!st) st = p->i->get_state(s, t->m1, v1, &t->step, msg, sizeof msg);
+    if (!st) st = p->i->train_steps(s, fr, 3 * (size_t)B + 1, B, T, T, 1e-3, 0.01, 1.0, t->loss + 1, msg, sizeof msg);
+    if (!st) st = p->i->download(s, t->p, msg, sizeof msg);
+    if (!st) st = p->i->get_state(s, t->m, t->v, &t->step, msg, sizeof msg);
+    CHECK(!st, "%s: %s", what, msg);
+    t->ok = !st;
+    free(fr), free(v1);
+}
+
+/* dut against ref: predictions, losses, gradients, parameters, moments. */
+static void compare(const trace *dut, const trace *ref, size_t np, size_t npred, const char *what) {
+    if (!dut->ok || !ref->ok) return;
+    double e[6] = {rel(dut->pred, ref->pred, npred), reld(dut->loss, ref->loss, 5), rel(dut->m1, ref->m1, np),
+                   rel(dut->p, ref->p, np), rel(dut->m, ref->m, np), rel(dut->v, ref->v, np)};
+    CHECK(e[0] <= TOL, "%s: evaluate %.3g", what, e[0]);
+    CHECK(e[1] <= TOL, "%s: losses %.3g (first %.9g vs %.9g)", what, e[1], dut->loss[0], ref->loss[0]);
+    CHECK(e[2] <= TOL, "%s: gradients %.3g", what, e[2]);
+    CHECK(e[3] <= TOL && e[4] <= TOL && e[5] <= TOL, "%s: after 5 AdamW steps: parameters %.3g, m %.3g, v %.3g", what,
+          e[3], e[4], e[5]);
+    CHECK(dut->step == 5 && ref->step == 5, "%s: step count %ld", what, dut->step);
+}
+
+static int same(const trace *a, const trace *b, size_t np) {
+    return a->ok && b->ok && !memcmp(a->loss, b->loss, 5 * sizeof *a->loss) && !memcmp(a->p, b->p, np * 4) &&
+           !memcmp(a->m, b->m, np * 4) && !memcmp(a->v, b->v, np * 4);
+}
+
+/* One provider, one family, one shape. */
+static void one(const dpd_provider *p, const char *pname, const dpd_model_cfg *c, shape sh) {
+    const dpd_provider *cpu = dpd_provider_cpu();
+    char what[160], msg[512] = "";
+    snprintf(what, sizeof what, "%s %s-%d x %d, %d x %d", pname, c->family, c->hidden, c->layers, sh.B, sh.T);
+    dpd_rng r;
+    dpd_rng_seed(&r, (uint64_t)(sh.B * 1000 + sh.T));
+    dpd_model *m = check_model(c, &r), *d = check_model(&dpd_cfg, &r);
+    size_t np = dpd_model_nparams(m), nd = dpd_model_nparams(d), n = (size_t)sh.B * sh.T * 2;
+    float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4);
+    for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = (float)(0.3 * dpd_rng_normal(&r));
+    dpd_status st;
+    if (!p->i->supports(p->ctx, c)) {
+        void *s = open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg);
+        CHECK(!s && st == DPD_E_UNSUPPORTED && msg[0], "%s: unsupported, refused with a reason (%d: %s)", what, (int)st, msg);
+        if (s) p->i->session_free(s);
+        goto done;
+    }
+    void *ref = open_session(cpu, m, sh.B, sh.T, &st, msg, sizeof msg), *a = open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg);
+    void *b = a ? open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg) : NULL;
+    CHECK(ref && a && b, "%s: sessions: %s", what, msg);
+    trace tr = {0}, ta = {0}, tb = {0};
+    if (ref && a && b) {
+        run(cpu, ref, NULL, np, sh.B, sh.T, x, y, what, &tr);
+        run(p, a, NULL, np, sh.B, sh.T, x, y, what, &ta);
+        run(p, b, NULL, np, sh.B, sh.T, x, y, what, &tb);
+        compare(&ta, &tr, np, (size_t)sh.B * sh.T * 2, what);
+        CHECK(same(&ta, &tb, np) && !memcmp(ta.pred, tb.pred, (size_t)sh.B * sh.T * 2 * 4),
+              "%s: the same steps in a second session are bitwise equal", what);
+    }
+    trace_free(&tr), trace_free(&ta), trace_free(&tb);
+    /* a DPD through this model as the frozen PA: fresh PA sessions (their weights never change) */
+    if (p->i->supports(p->ctx, &dpd_cfg)) {
+        char cw[200];
+        snprintf(cw, sizeof cw, "%s, chained DPD gru-6", what);
+        void *rpa = open_session(cpu, m, sh.B, sh.T, &st, msg, sizeof msg), *rd = open_session(cpu, d, sh.B, sh.T, &st, msg, sizeof msg);
+        void *apa = open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg), *ad = open_session(p, d, sh.B, sh.T, &st, msg, sizeof msg);
+        CHECK(rpa && rd && apa && ad, "%s: sessions: %s", cw, msg);
+        if (rpa && rd && apa && ad) {
+            run(cpu, rd, rpa, nd, sh.B, sh.T, x, y, cw, &tr);
+            run(p, ad, apa, nd, sh.B, sh.T, x, y, cw, &ta);
+            compare(&ta, &tr, nd, (size_t)sh.B * sh.T * 2, cw);
+        }
+        trace_free(&tr), trace_free(&ta);
+        void *all[4] = {rd, ad, rpa, apa}; /* the DPD sessions first: they run through the PAs */
+        for (int k = 0; k < 4; k++)
+            if (all[k]) (k % 2 ? p : cpu)->i->session_free(all[k]);
+    }
+    if (ref) cpu->i->session_free(ref);
+    if (a) p->i->session_free(a);
+    if (b) p->i->session_free(b);
+done:
+    free(x), free(y);
+    dpd_model_free(m), dpd_model_free(d);
+}
+
+static void suite(const dpd_provider *p, const char *name) {
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) one(p, name, &families[f], shapes[k]);
+}
+
+int main(void) {
+    char why[600], path[4200];
+    suite(dpd_provider_cpu(), "cpu");
+    const dpd_provider *fake = load(getenv("DPD_FAKE_LIB"), why, sizeof why);
+    if (fake) suite(fake, "fake");
+    else check_skip("conformance fake", why);
+    const char *lib = getenv("DPD_OPENCL_LIB");
+    if (!lib) snprintf(path, sizeof path, "%s/opencl/test/libdpd-opencl.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
+    const dpd_provider *ocl = load(lib, why, sizeof why);
+    if (ocl) suite(ocl, "opencl");
+    else check_skip("conformance opencl", why);
+    return check_done("conformance");
+}
