@@ -3,7 +3,8 @@
  * provider ($DPD_OPENCL_LIB, default $BUILD/opencl/test/libdpd-opencl.so, on the first device the
  * OpenCL ICD loader finds: PoCL in CI) — runs every family of the fast path (gru in one and two
  * layers, dgru, lstm, tres_gru, rvtdcnn) at the shapes B x T = 3 x 24, 7 x 50 and 64 x 200 through
- * the ABI v2 table, against a separate session of the CPU provider (the reference):
+ * the ABI v2 table, against a separate session of the CPU provider (the reference); the CPU
+ * provider's reference kernels (session option kernels=ref) run the suite as a provider too:
  *  - evaluate: the predictions;
  *  - one training step without clipping: the loss, and every gradient (AdamW's first moment after
  *    one step from zero is (1 - beta1) g);
@@ -12,7 +13,8 @@
  *  - the same five steps in a second session: bitwise equal (losses, parameters, moments);
  *  - a DPD (gru-6) trained through the family's model as a frozen PA (chain): evaluate and five
  *    steps as above.
- * Each comparison is max |a - b| / max |b| <= 1e-5 over the tensor. A configuration the provider
+ * Each comparison is max |a - b| / max |b| <= 1e-5 over the tensor (a chain through a DGRU PA:
+ * 1e-4, see TOL_DGRU_CHAIN). A configuration the provider
  * does not support must be refused by session_open with DPD_E_UNSUPPORTED and a reason. A provider
  * that is absent or has no device here is a counted skip with its reason. */
 #include <dlfcn.h>
@@ -25,6 +27,10 @@
 #include "dpd/provider.h"
 
 #define TOL 1e-5
+/* A chain through a DGRU PA: its features Q/A and I/A amplify the last bit of a DPD output near
+ * zero amplitude by 1/A (random data has such samples), so two correct implementations differ
+ * by more: the CPU provider's own reference and fast kernels by 6.4e-5 at 64 x 200. */
+#define TOL_DGRU_CHAIN 1e-4
 
 typedef struct shape {
     int B, T;
@@ -64,14 +70,14 @@ static const dpd_provider *load(const char *lib, char *why, size_t nwhy) {
 }
 
 /* A session of p for model m (its parameters uploaded): NULL, with the status in *st. */
-static void *open_session(const dpd_provider *p, const dpd_model *m, int B, int T, dpd_status *st, char *msg,
-                          size_t nmsg) {
+static void *open_session(const dpd_provider *p, const char *kernels, const dpd_model *m, int B, int T,
+                          dpd_status *st, char *msg, size_t nmsg) {
     dpd_tensor t[128]; /* more than any family has (src/family.h) */
     int nt = dpd_model_ntensors(m);
     for (int k = 0; k < nt; k++) t[k] = *dpd_model_tensor(m, k);
-    const dpd_kv o[1] = {{"threads", "1"}};
+    const dpd_kv o[2] = {{"threads", "1"}, {"kernels", kernels}};
     void *s = NULL;
-    *st = p->i->session_open(p->ctx, 0, dpd_model_config(m), t, nt, B, T, o, 1, &s, msg, nmsg);
+    *st = p->i->session_open(p->ctx, 0, dpd_model_config(m), t, nt, B, T, o, 2, &s, msg, nmsg);
     if (!*st && (*st = p->i->upload(s, dpd_model_params((dpd_model *)m), msg, nmsg))) p->i->session_free(s), s = NULL;
     return s;
 }
@@ -116,15 +122,17 @@ static void run(const dpd_provider *p, void *s, void *pa, size_t np, int B, int 
     free(fr), free(v1);
 }
 
-/* dut against ref: predictions, losses, gradients, parameters, moments. */
-static void compare(const trace *dut, const trace *ref, size_t np, size_t npred, const char *what) {
+/* dut against ref: predictions, losses, gradients, parameters, moments, within tol. */
+static void compare(const trace *dut, const trace *ref, size_t np, size_t npred, double tol, const char *what) {
     if (!dut->ok || !ref->ok) return;
     double e[6] = {rel(dut->pred, ref->pred, npred), reld(dut->loss, ref->loss, 5), rel(dut->m1, ref->m1, np),
                    rel(dut->p, ref->p, np), rel(dut->m, ref->m, np), rel(dut->v, ref->v, np)};
-    CHECK(e[0] <= TOL, "%s: evaluate %.3g", what, e[0]);
-    CHECK(e[1] <= TOL, "%s: losses %.3g (first %.9g vs %.9g)", what, e[1], dut->loss[0], ref->loss[0]);
-    CHECK(e[2] <= TOL, "%s: gradients %.3g", what, e[2]);
-    CHECK(e[3] <= TOL && e[4] <= TOL && e[5] <= TOL, "%s: after 5 AdamW steps: parameters %.3g, m %.3g, v %.3g", what,
+    printf("%-48s evaluate %.1e  losses %.1e  gradients %.1e  parameters %.1e  m %.1e  v %.1e\n", what, e[0], e[1],
+           e[2], e[3], e[4], e[5]);
+    CHECK(e[0] <= tol, "%s: evaluate %.3g", what, e[0]);
+    CHECK(e[1] <= tol, "%s: losses %.3g (first %.9g vs %.9g)", what, e[1], dut->loss[0], ref->loss[0]);
+    CHECK(e[2] <= tol, "%s: gradients %.3g", what, e[2]);
+    CHECK(e[3] <= tol && e[4] <= tol && e[5] <= tol, "%s: after 5 AdamW steps: parameters %.3g, m %.3g, v %.3g", what,
           e[3], e[4], e[5]);
     CHECK(dut->step == 5 && ref->step == 5, "%s: step count %ld", what, dut->step);
 }
@@ -134,8 +142,8 @@ static int same(const trace *a, const trace *b, size_t np) {
            !memcmp(a->m, b->m, np * 4) && !memcmp(a->v, b->v, np * 4);
 }
 
-/* One provider, one family, one shape. */
-static void one(const dpd_provider *p, const char *pname, const dpd_model_cfg *c, shape sh) {
+/* One provider (its sessions with kernels, a session option), one family, one shape. */
+static void one(const dpd_provider *p, const char *pname, const char *kernels, const dpd_model_cfg *c, shape sh) {
     const dpd_provider *cpu = dpd_provider_cpu();
     char what[160], msg[512] = "";
     snprintf(what, sizeof what, "%s %s-%d x %d, %d x %d", pname, c->family, c->hidden, c->layers, sh.B, sh.T);
@@ -147,20 +155,20 @@ static void one(const dpd_provider *p, const char *pname, const dpd_model_cfg *c
     for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = (float)(0.3 * dpd_rng_normal(&r));
     dpd_status st;
     if (!p->i->supports(p->ctx, c)) {
-        void *s = open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg);
+        void *s = open_session(p, kernels, m, sh.B, sh.T, &st, msg, sizeof msg);
         CHECK(!s && st == DPD_E_UNSUPPORTED && msg[0], "%s: unsupported, refused with a reason (%d: %s)", what, (int)st, msg);
         if (s) p->i->session_free(s);
         goto done;
     }
-    void *ref = open_session(cpu, m, sh.B, sh.T, &st, msg, sizeof msg), *a = open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg);
-    void *b = a ? open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg) : NULL;
+    void *ref = open_session(cpu, "auto", m, sh.B, sh.T, &st, msg, sizeof msg), *a = open_session(p, kernels, m, sh.B, sh.T, &st, msg, sizeof msg);
+    void *b = a ? open_session(p, kernels, m, sh.B, sh.T, &st, msg, sizeof msg) : NULL;
     CHECK(ref && a && b, "%s: sessions: %s", what, msg);
     trace tr = {0}, ta = {0}, tb = {0};
     if (ref && a && b) {
         run(cpu, ref, NULL, np, sh.B, sh.T, x, y, what, &tr);
         run(p, a, NULL, np, sh.B, sh.T, x, y, what, &ta);
         run(p, b, NULL, np, sh.B, sh.T, x, y, what, &tb);
-        compare(&ta, &tr, np, (size_t)sh.B * sh.T * 2, what);
+        compare(&ta, &tr, np, (size_t)sh.B * sh.T * 2, TOL, what);
         CHECK(same(&ta, &tb, np) && !memcmp(ta.pred, tb.pred, (size_t)sh.B * sh.T * 2 * 4),
               "%s: the same steps in a second session are bitwise equal", what);
     }
@@ -169,13 +177,13 @@ static void one(const dpd_provider *p, const char *pname, const dpd_model_cfg *c
     if (p->i->supports(p->ctx, &dpd_cfg)) {
         char cw[200];
         snprintf(cw, sizeof cw, "%s, chained DPD gru-6", what);
-        void *rpa = open_session(cpu, m, sh.B, sh.T, &st, msg, sizeof msg), *rd = open_session(cpu, d, sh.B, sh.T, &st, msg, sizeof msg);
-        void *apa = open_session(p, m, sh.B, sh.T, &st, msg, sizeof msg), *ad = open_session(p, d, sh.B, sh.T, &st, msg, sizeof msg);
+        void *rpa = open_session(cpu, "auto", m, sh.B, sh.T, &st, msg, sizeof msg), *rd = open_session(cpu, "auto", d, sh.B, sh.T, &st, msg, sizeof msg);
+        void *apa = open_session(p, kernels, m, sh.B, sh.T, &st, msg, sizeof msg), *ad = open_session(p, kernels, d, sh.B, sh.T, &st, msg, sizeof msg);
         CHECK(rpa && rd && apa && ad, "%s: sessions: %s", cw, msg);
         if (rpa && rd && apa && ad) {
             run(cpu, rd, rpa, nd, sh.B, sh.T, x, y, cw, &tr);
             run(p, ad, apa, nd, sh.B, sh.T, x, y, cw, &ta);
-            compare(&ta, &tr, nd, (size_t)sh.B * sh.T * 2, cw);
+            compare(&ta, &tr, nd, (size_t)sh.B * sh.T * 2, strcmp(c->family, "dgru") ? TOL : TOL_DGRU_CHAIN, cw);
         }
         trace_free(&tr), trace_free(&ta);
         void *all[4] = {rd, ad, rpa, apa}; /* the DPD sessions first: they run through the PAs */
@@ -190,21 +198,22 @@ done:
     dpd_model_free(m), dpd_model_free(d);
 }
 
-static void suite(const dpd_provider *p, const char *name) {
+static void suite(const dpd_provider *p, const char *name, const char *kernels) {
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) one(p, name, &families[f], shapes[k]);
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) one(p, name, kernels, &families[f], shapes[k]);
 }
 
 int main(void) {
     char why[600], path[4200];
-    suite(dpd_provider_cpu(), "cpu");
+    suite(dpd_provider_cpu(), "cpu", "auto");
+    suite(dpd_provider_cpu(), "cpu-ref", "ref"); /* the CPU provider's reference kernels against its fast ones */
     const dpd_provider *fake = load(getenv("DPD_FAKE_LIB"), why, sizeof why);
-    if (fake) suite(fake, "fake");
+    if (fake) suite(fake, "fake", "auto");
     else check_skip("conformance fake", why);
     const char *lib = getenv("DPD_OPENCL_LIB");
     if (!lib) snprintf(path, sizeof path, "%s/opencl/test/libdpd-opencl.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
     const dpd_provider *ocl = load(lib, why, sizeof why);
-    if (ocl) suite(ocl, "opencl");
+    if (ocl) suite(ocl, "opencl", "auto");
     else check_skip("conformance opencl", why);
     return check_done("conformance");
 }

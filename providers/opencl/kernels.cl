@@ -1,21 +1,26 @@
 /* kernels (opencl): the OpenCL C kernels of the OpenCL provider, embedded in libdpd-opencl.so
  * and built at session creation with the hidden size as a compile-time constant:
- *   -D H=<hidden> -D IM=<the largest layer input, max(H, features)>
+ *   -D H=<hidden> -D IM=<the largest layer input, max(H, 6)>
  * Layouts are dpd's (docs/formats.md): a batch is (B, T, 2) floats, a layer's output (B, T, H),
- * parameters one buffer in the safetensors order, addressed by the offsets of the family's tensor
- * table (passed as arguments, never restated here).
+ * rows r = b T + t; parameters one buffer in the safetensors order, addressed by the offsets of
+ * the family's tensor table (arguments, never restated here; -1: the tensor is absent). The host
+ * (provider.c) composes a family from these pieces: features, recurrent layers, dense layers,
+ * TRes-GRU's dilated convolution and RVTDCNN's feature-image convolution, forward and backward.
  *
  * Determinism (docs/providers.md): no atomics; every sum runs in an order fixed by indices (time
  * order inside a sequence, batch order across sequences, a fixed tree for the gradient norm); the
- * work-group geometry comes from the batch and the hidden size, never from the device. The same
- * run twice on one device is therefore bitwise identical.
+ * work-group geometry comes from the batch and the hidden size, never from the device; every
+ * work-item of a group passes every barrier (an early return before a barrier is undefined, and
+ * PoCL miscompiles it). The same run twice on one device is therefore bitwise identical.
  *
  * Gradients are per-sequence partials, gp (B, np): the backward kernels each write their own
- * parameters' slots of their sequence's row, and `adamw` sums the rows in batch order. */
-
-#define G3 (3 * H)
+ * parameters' slots of their sequence's row (every slot of the model, every step), and `adamw`
+ * sums the rows in batch order. */
 
 static float sigm(float a) { return 1.0f / (1.0f + exp(-a)); }
+static float hswish(float v) { return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6; }
+static float hswish_d(float v) { return v < -3 ? 0 : v <= 3 ? v / 3 + 0.5f : 1; }
+static float amp(float i, float q) { return sqrt(i * i + q * q); }
 
 /* bx, by (B, L, 2) = frames frames[f0 .. f0 + B) of length L at stride S of the resident x, y. */
 __kernel void gather(__global const float *x, __global const float *y, __global const uint *frames, int f0, int L,
@@ -26,9 +31,51 @@ __kernel void gather(__global const float *x, __global const float *y, __global 
     by[i] = y[src];
 }
 
-/* One GRU layer, one work-group of H work-items per sequence, work-item j the hidden unit j:
- * in (B, T, I) at in + off -> hs (B, T, H); sv (B, T, 4 H) keeps r, z, n and g = W_hn h + b_hn
- * for the backward. PyTorch's gate order r, z, n. */
+/* ---- features (one work-item a row) ---------------------------------------------------------- */
+
+/* f (R, 6) of x (R, 2) at x + off, sequences of T: kind 1 DGRU's (I, Q, A, A^3, Q/A, I/A), kind 2
+ * TRes-GRU's (I, Q, A, A^3, I[t+1], Q[t+1]), the next sample taken circularly in the sequence. */
+__kernel void features(__global const float *x, int off, int T, int kind, __global float *f) {
+    size_t r = get_global_id(0), b = r / T;
+    int t = r % T;
+    __global const float *xs = x + off + 2 * r, *xn = x + off + 2 * (b * T + (t + 1) % T);
+    float i = xs[0], q = xs[1], a = amp(i, q);
+    __global float *o = f + 6 * r;
+    o[0] = i, o[1] = q, o[2] = a, o[3] = a * a * a;
+    if (kind == 1) o[4] = a > 0 ? q / a : 0, o[5] = a > 0 ? i / a : 0;
+    else o[4] = xn[0], o[5] = xn[1];
+}
+
+/* dx (R, 2) from the features' gradients df (and df2 added, when has2) by the chain rule of
+ * `features`; TRes-GRU's next-sample terms gathered from row t - 1 of the sequence. */
+__kernel void features_bwd(__global const float *x, int off, int T, int kind, __global const float *df,
+                           __global const float *df2, int has2, __global float *dx) {
+    size_t r = get_global_id(0), b = r / T;
+    int t = r % T;
+    float g[6], i = x[off + 2 * r], q = x[off + 2 * r + 1], a = amp(i, q);
+    for (int k = 0; k < 6; k++) g[k] = df[6 * r + k] + (has2 ? df2[6 * r + k] : 0);
+    float di = g[0], dq = g[1];
+    if (kind == 1) {
+        if (a > 0) {
+            float a3 = a * a * a, dA = g[2] + 3 * a * a * g[3];
+            di += dA * i / a + g[4] * (-q * i / a3) + g[5] * (q * q / a3);
+            dq += dA * q / a + g[4] * (i * i / a3) + g[5] * (-i * q / a3);
+        }
+    } else {
+        if (a > 0) {
+            float dA = g[2] + 3 * a * a * g[3];
+            di += dA * i / a, dq += dA * q / a;
+        }
+        size_t p = b * T + (t + T - 1) % T; /* the row whose next sample this is */
+        di += df[6 * p + 4] + (has2 ? df2[6 * p + 4] : 0), dq += df[6 * p + 5] + (has2 ? df2[6 * p + 5] : 0);
+    }
+    dx[2 * r] = di, dx[2 * r + 1] = dq;
+}
+
+/* ---- GRU layer: one work-group of H work-items a sequence, work-item j the hidden unit j ----- */
+
+/* in (B, T, I) at in + off -> hs (B, T, H); sv (B, T, 4 H) keeps r, z, n and g = W_hn h + b_hn
+ * for the backward. PyTorch's gate order r, z, n; o_bih, o_bhh -1: bias-free. */
 __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_fwd(
     __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
     int o_bhh, __global float *hs, __global float *sv) {
@@ -39,8 +86,9 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_fwd(
     h[j] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < T; t++) {
-        float ar = p[o_bih + j], az = p[o_bih + H + j], an = p[o_bih + 2 * H + j];
-        float gr = p[o_bhh + j], gz = p[o_bhh + H + j], gn = p[o_bhh + 2 * H + j];
+        float ar = 0, az = 0, an = 0, gr = 0, gz = 0, gn = 0;
+        if (o_bih >= 0) ar = p[o_bih + j], az = p[o_bih + H + j], an = p[o_bih + 2 * H + j];
+        if (o_bhh >= 0) gr = p[o_bhh + j], gz = p[o_bhh + H + j], gn = p[o_bhh + 2 * H + j];
         for (int i = 0; i < I; i++) {
             float xi = x[t * I + i];
             ar += wih[j * I + i] * xi, az += wih[(H + j) * I + i] * xi, an += wih[(2 * H + j) * I + i] * xi;
@@ -60,16 +108,16 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_fwd(
     }
 }
 
-/* The backward of gru_fwd for one sequence a work-group: dh (B, T, H), the gradient reaching hs
- * from above, in; dx (B, T, I) written when want_dx; the layer's parameter gradients written into
- * the sequence's row of gp (np a row) when want_dw. Work-item j accumulates the rows j, H + j and
- * 2 H + j of each weight over time, T - 1 down to 0. */
+/* The backward of gru_fwd: dh (B, T, H), the gradient reaching hs from above, in; dx (B, T, I)
+ * written when want_dx; the layer's parameter gradients into the sequence's row of gp (np a
+ * row) when want_dw. Work-item j accumulates the rows j, H + j and 2 H + j of each weight over
+ * time, T - 1 down to 0. */
 __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_bwd(
     __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
     int o_bhh, __global const float *hs, __global const float *sv, __global const float *dh, __global float *dx,
     int want_dx, __global float *gp, int np, int want_dw) {
     int b = get_group_id(0), j = get_local_id(0);
-    __local float da[G3], dah[G3];
+    __local float da[3 * H], dah[3 * H];
     __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
     float gwih[3 * IM], gwhh[3 * H], gbih[3] = {0, 0, 0}, gbhh[3] = {0, 0, 0}, dn = 0;
     for (int q = 0; q < 3 * IM; q++) gwih[q] = 0;
@@ -83,7 +131,7 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_bwd(
         dah[j] = dar, dah[H + j] = daz, dah[2 * H + j] = dan * r;
         barrier(CLK_LOCAL_MEM_FENCE);
         float s = 0;
-        for (int q = 0; q < G3; q++) s += whh[q * H + j] * dah[q];
+        for (int q = 0; q < 3 * H; q++) s += whh[q * H + j] * dah[q];
         dn = s + dd * z;
         if (want_dw) {
             float a[3] = {dar, daz, dan}, c[3] = {dar, daz, dan * r};
@@ -97,54 +145,305 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_bwd(
         if (want_dx)
             for (int i = j; i < I; i += H) {
                 float e = 0;
-                for (int q = 0; q < G3; q++) e += wih[q * I + i] * da[q];
+                for (int q = 0; q < 3 * H; q++) e += wih[q * I + i] * da[q];
                 dx[((size_t)b * T + t) * I + i] = e;
             }
         barrier(CLK_LOCAL_MEM_FENCE); /* da is read by all before the next step writes it */
     }
-    if (!want_dw) return;
-    __global float *row = gp + (size_t)b * np;
-    for (int k = 0; k < 3; k++) {
-        int q = k * H + j;
-        for (int i = 0; i < I; i++) row[o_wih + q * I + i] = gwih[k * IM + i];
-        for (int m = 0; m < H; m++) row[o_whh + q * H + m] = gwhh[k * H + m];
-        row[o_bih + q] = gbih[k], row[o_bhh + q] = gbhh[k];
+    if (want_dw) {
+        __global float *row = gp + (size_t)b * np;
+        for (int k = 0; k < 3; k++) {
+            int q = k * H + j;
+            for (int i = 0; i < I; i++) row[o_wih + q * I + i] = gwih[k * IM + i];
+            for (int m = 0; m < H; m++) row[o_whh + q * H + m] = gwhh[k * H + m];
+            if (o_bih >= 0) row[o_bih + q] = gbih[k];
+            if (o_bhh >= 0) row[o_bhh + q] = gbhh[k];
+        }
     }
 }
 
-/* A dense layer over rows: out (R, M) = in (R, K) W^T + b, W (M, K) at p + o_w, b at p + o_b. */
-__kernel void dense_fwd(__global const float *in, int K, __global const float *p, int o_w, int o_b, int M,
-                        __global float *out) {
-    size_t i = get_global_id(0), r = i / M;
-    int m = i % M;
-    float s = p[o_b + m];
-    for (int k = 0; k < K; k++) s += p[o_w + m * K + k] * in[r * K + k];
-    out[i] = s;
+/* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o ---- */
+
+__kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_fwd(
+    __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
+    int o_bhh, __global float *hs, __global float *sv) {
+    int b = get_group_id(0), j = get_local_id(0);
+    __local float h[H];
+    __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
+    float hj = 0, cj = 0;
+    h[j] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < T; t++) {
+        float a[4];
+        for (int k = 0; k < 4; k++) a[k] = p[o_bih + k * H + j] + p[o_bhh + k * H + j];
+        for (int i = 0; i < I; i++) {
+            float xi = x[t * I + i];
+            for (int k = 0; k < 4; k++) a[k] += wih[(k * H + j) * I + i] * xi;
+        }
+        for (int m = 0; m < H; m++) {
+            float hm = h[m];
+            for (int k = 0; k < 4; k++) a[k] += whh[(k * H + j) * H + m] * hm;
+        }
+        float ig = sigm(a[0]), fg = sigm(a[1]), gg = tanh(a[2]), og = sigm(a[3]);
+        cj = fg * cj + ig * gg;
+        hj = og * tanh(cj);
+        size_t o = ((size_t)b * T + t) * H;
+        hs[o + j] = hj;
+        sv[5 * o + j] = cj, sv[5 * o + H + j] = ig, sv[5 * o + 2 * H + j] = fg, sv[5 * o + 3 * H + j] = gg;
+        sv[5 * o + 4 * H + j] = og;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        h[j] = hj;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
 }
 
-/* The input gradient of dense_fwd: din (R, K) = dy (R, M) W. */
-__kernel void dense_bwd_in(__global const float *dy, int M, __global const float *p, int o_w, int K,
+__kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_bwd(
+    __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
+    int o_bhh, __global const float *hs, __global const float *sv, __global const float *dh, __global float *dx,
+    int want_dx, __global float *gp, int np, int want_dw) {
+    int b = get_group_id(0), j = get_local_id(0);
+    __local float da[4 * H];
+    __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
+    float gwih[4 * IM], gwhh[4 * H], gb[4] = {0, 0, 0, 0}, dn = 0, dcn = 0;
+    for (int q = 0; q < 4 * IM; q++) gwih[q] = 0;
+    for (int q = 0; q < 4 * H; q++) gwhh[q] = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        size_t o = ((size_t)b * T + t) * H;
+        float c = sv[5 * o + j], ig = sv[5 * o + H + j], fg = sv[5 * o + 2 * H + j], gg = sv[5 * o + 3 * H + j];
+        float og = sv[5 * o + 4 * H + j], cp = t ? sv[5 * (o - H) + j] : 0, tc = tanh(c);
+        float d = dh[o + j] + dn, dc = dcn + d * og * (1 - tc * tc);
+        float a[4] = {dc * gg * ig * (1 - ig), dc * cp * fg * (1 - fg), dc * ig * (1 - gg * gg), d * tc * og * (1 - og)};
+        for (int k = 0; k < 4; k++) da[k * H + j] = a[k];
+        dcn = dc * fg;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float s = 0;
+        for (int q = 0; q < 4 * H; q++) s += whh[q * H + j] * da[q];
+        dn = s;
+        if (want_dw)
+            for (int k = 0; k < 4; k++) {
+                gb[k] += a[k];
+                for (int i = 0; i < I; i++) gwih[k * IM + i] += a[k] * x[t * I + i];
+                if (t)
+                    for (int m = 0; m < H; m++) gwhh[k * H + m] += a[k] * hs[o - H + m];
+            }
+        if (want_dx)
+            for (int i = j; i < I; i += H) {
+                float e = 0;
+                for (int q = 0; q < 4 * H; q++) e += wih[q * I + i] * da[q];
+                dx[((size_t)b * T + t) * I + i] = e;
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (want_dw) {
+        __global float *row = gp + (size_t)b * np;
+        for (int k = 0; k < 4; k++) {
+            int q = k * H + j;
+            for (int i = 0; i < I; i++) row[o_wih + q * I + i] = gwih[k * IM + i];
+            for (int m = 0; m < H; m++) row[o_whh + q * H + m] = gwhh[k * H + m];
+            row[o_bih + q] = gb[k], row[o_bhh + q] = gb[k];
+        }
+    }
+}
+
+/* ---- dense layers over rows: out (R, M) = act([in1 in2] W^T + b) ---------------------------- */
+
+/* in1 (R, K1) and in2 (R, K2) side by side (K2 0: none), W (M, K1 + K2) at p + o_w, b at p + o_b
+ * (-1: none); act 0 none, 1 ReLU, 2 tanh. */
+__kernel void dense_fwd(__global const float *in1, int K1, __global const float *in2, int K2, __global const float *p,
+                        int o_w, int o_b, int M, int act, __global float *out) {
+    size_t i = get_global_id(0), r = i / M;
+    int m = i % M, K = K1 + K2;
+    float s = o_b >= 0 ? p[o_b + m] : 0;
+    for (int k = 0; k < K1; k++) s += p[o_w + m * K + k] * in1[r * K1 + k];
+    for (int k = 0; k < K2; k++) s += p[o_w + m * K + K1 + k] * in2[r * K2 + k];
+    out[i] = act == 1 ? (s > 0 ? s : 0) : act == 2 ? tanh(s) : s;
+}
+
+/* d *= act'(y), y the activation's output (ReLU: y > 0; tanh: 1 - y^2). */
+__kernel void act_bwd(__global float *d, __global const float *y, int act) {
+    size_t i = get_global_id(0);
+    float v = y[i];
+    d[i] *= act == 1 ? (v > 0 ? 1.0f : 0.0f) : 1 - v * v;
+}
+
+/* din (R, K) = dy (R, M) W[:, col0 .. col0 + K), W (M, Kw). */
+__kernel void dense_bwd_in(__global const float *dy, int M, __global const float *p, int o_w, int Kw, int col0, int K,
                            __global float *din) {
     size_t i = get_global_id(0), r = i / K;
     int k = i % K;
     float s = 0;
-    for (int m = 0; m < M; m++) s += p[o_w + m * K + k] * dy[r * M + m];
+    for (int m = 0; m < M; m++) s += p[o_w + m * Kw + col0 + k] * dy[r * M + m];
     din[i] = s;
 }
 
-/* The parameter gradients of dense_fwd per sequence of T rows, into gp's row of the sequence:
- * work-item (b, q), q over the M K weights then the M biases, sums over t in order. */
-__kernel void dense_bwd_w(__global const float *dy, int M, __global const float *in, int K, int T,
-                          __global float *gp, int np, int o_w, int o_b) {
-    size_t i = get_global_id(0), per = (size_t)M * (K + 1), b = i / per;
+/* The parameter gradients of dense_fwd (dy: past the activation) per sequence of T rows into
+ * gp's row of the sequence: work-item (b, q), q over the M (K1 + K2) weights then the M biases
+ * (none when o_b is -1), each a sum over t in order. */
+__kernel void dense_bwd_w(__global const float *dy, int M, __global const float *in1, int K1, __global const float *in2,
+                          int K2, int T, __global float *gp, int np, int o_w, int o_b) {
+    int K = K1 + K2, nb = o_b >= 0 ? M : 0;
+    size_t i = get_global_id(0), per = (size_t)M * K + nb, b = i / per;
     int q = i % per, m = q < M * K ? q / K : q - M * K, k = q < M * K ? q % K : -1;
     float s = 0;
     for (int t = 0; t < T; t++) {
         size_t r = b * T + t;
-        s += dy[r * M + m] * (k < 0 ? 1.0f : in[r * K + k]);
+        float v = k < 0 ? 1.0f : k < K1 ? in1[r * K1 + k] : in2[r * K2 + k - K1];
+        s += dy[r * M + m] * v;
     }
     gp[b * np + (k < 0 ? o_b + m : o_w + q)] = s;
 }
+
+/* ---- TRes-GRU's skip: y += Hardswish(W2 Hardswish(W0 *_16 x)), W0 (3, 2, 3) dilation 16 ------ */
+
+static float tap(__global const float *xb, int T, int t, int k, int ch) {
+    int u = t + (k - 1) * 16;
+    return u < 0 || u >= T ? 0 : xb[2 * u + ch];
+}
+
+/* One row: c1 (R, 3) and c2 (R, 2) the pre-activations, kept for the backward. */
+__kernel void tcn_fwd(__global const float *x, int off, int T, __global const float *p, int o_w0, int o_w2,
+                      __global float *c1, __global float *c2, __global float *y) {
+    size_t r = get_global_id(0), b = r / T;
+    int t = r % T;
+    __global const float *xb = x + off + b * T * 2;
+    float a1[3];
+    for (int o = 0; o < 3; o++) {
+        float v = 0;
+        for (int ch = 0; ch < 2; ch++)
+            for (int k = 0; k < 3; k++) v += p[o_w0 + (o * 2 + ch) * 3 + k] * tap(xb, T, t, k, ch);
+        c1[3 * r + o] = v, a1[o] = hswish(v);
+    }
+    for (int o = 0; o < 2; o++) {
+        float v = p[o_w2 + 3 * o] * a1[0] + p[o_w2 + 3 * o + 1] * a1[1] + p[o_w2 + 3 * o + 2] * a1[2];
+        c2[2 * r + o] = v;
+        y[2 * r + o] += hswish(v);
+    }
+}
+
+/* d2 (R, 2) = dy hswish'(c2); d1 (R, 3) = (W2^T d2) hswish'(c1). */
+__kernel void tcn_bwd_d(__global const float *dy, __global const float *c1, __global const float *c2,
+                        __global const float *p, int o_w2, __global float *d1, __global float *d2) {
+    size_t r = get_global_id(0);
+    float e[2];
+    for (int o = 0; o < 2; o++) e[o] = dy[2 * r + o] * hswish_d(c2[2 * r + o]), d2[2 * r + o] = e[o];
+    for (int k = 0; k < 3; k++) d1[3 * r + k] = (p[o_w2 + k] * e[0] + p[o_w2 + 3 + k] * e[1]) * hswish_d(c1[3 * r + k]);
+}
+
+/* The skip's weight gradients per sequence: work-item (b, q), q over W0's 18 then W2's 6. */
+__kernel void tcn_bwd_w(__global const float *x, int off, int T, __global const float *c1, __global const float *d1,
+                        __global const float *d2, __global float *gp, int np, int o_w0, int o_w2) {
+    size_t i = get_global_id(0), b = i / 24;
+    int q = i % 24;
+    __global const float *xb = x + off + b * T * 2;
+    float s = 0;
+    for (int t = 0; t < T; t++) {
+        size_t r = b * T + t;
+        if (q < 18) s += d1[3 * r + q / 6] * tap(xb, T, t, q % 3, q / 3 % 2);
+        else s += d2[2 * r + (q - 18) / 3] * hswish(c1[3 * r + (q - 18) % 3]);
+    }
+    gp[b * np + (q < 18 ? o_w0 + q : o_w2 + q - 18)] = s;
+}
+
+/* dx (R, 2) += the skip's input gradient: every output t whose taps reach row u. */
+__kernel void tcn_bwd_x(__global const float *d1, __global const float *p, int o_w0, int T, __global float *dx) {
+    size_t r = get_global_id(0), b = r / T;
+    int u = r % T;
+    for (int ch = 0; ch < 2; ch++) {
+        float s = 0;
+        for (int k = 0; k < 3; k++) {
+            int t = u - (k - 1) * 16;
+            if (t < 0 || t >= T) continue;
+            for (int o = 0; o < 3; o++) s += p[o_w0 + (o * 2 + ch) * 3 + k] * d1[3 * (b * T + t) + o];
+        }
+        dx[2 * r + ch] += s;
+    }
+}
+
+/* ---- RVTDCNN's feature image: (I, Q, A, A^2, A^3) of samples t-3..t (rows wrap in the
+ * sequence), a 3x3 convolution 1 -> 3 with a zero row above and below, tanh: a (R, 36) -------- */
+
+static void image(__global const float *xb, int T, int t, float *img) {
+    for (int r = 0; r < 4; r++) {
+        int u = ((t - 3 + r) % T + T) % T;
+        float i = xb[2 * u], q = xb[2 * u + 1], a = amp(i, q);
+        img[5 * r] = i, img[5 * r + 1] = q, img[5 * r + 2] = a, img[5 * r + 3] = a * a, img[5 * r + 4] = a * a * a;
+    }
+}
+
+__kernel void rvt_fwd(__global const float *x, int off, int T, __global const float *p, int o_wc, int o_bc,
+                      __global float *a) {
+    size_t r = get_global_id(0), b = r / T;
+    float img[20];
+    image(x + off + b * T * 2, T, r % T, img);
+    for (int ch = 0; ch < 3; ch++)
+        for (int row = 0; row < 4; row++)
+            for (int j = 0; j < 3; j++) {
+                float v = p[o_bc + ch];
+                for (int kr = 0; kr < 3; kr++) {
+                    int rr = row + kr - 1;
+                    if (rr < 0 || rr >= 4) continue;
+                    for (int kc = 0; kc < 3; kc++) v += p[o_wc + ch * 9 + kr * 3 + kc] * img[rr * 5 + j + kc];
+                }
+                a[36 * r + ch * 12 + row * 3 + j] = tanh(v);
+            }
+}
+
+/* The convolution's weight (27) and bias (3) gradients per sequence, d (R, 36) past the tanh. */
+__kernel void rvt_bwd_w(__global const float *x, int off, int T, __global const float *d, __global float *gp, int np,
+                        int o_wc, int o_bc) {
+    size_t i = get_global_id(0), b = i / 30;
+    int q = i % 30, ch = q < 27 ? q / 9 : q - 27, kr = q % 9 / 3, kc = q % 3;
+    float s = 0;
+    for (int t = 0; t < T; t++) {
+        size_t r = b * T + t;
+        float img[20];
+        if (q < 27) image(x + off + b * T * 2, T, t, img);
+        for (int row = 0; row < 4; row++)
+            for (int j = 0; j < 3; j++) {
+                float g = d[36 * r + ch * 12 + row * 3 + j];
+                int rr = row + kr - 1;
+                if (q >= 27) s += g;
+                else if (rr >= 0 && rr < 4) s += g * img[rr * 5 + j + kc];
+            }
+    }
+    gp[b * np + (q < 27 ? o_wc + q : o_bc + ch)] = s;
+}
+
+/* The image's gradient (R, 20) from d (R, 36) past the tanh. */
+__kernel void rvt_bwd_img(__global const float *d, __global const float *p, int o_wc, __global float *dimg) {
+    size_t r = get_global_id(0);
+    float g[20];
+    for (int k = 0; k < 20; k++) g[k] = 0;
+    for (int ch = 0; ch < 3; ch++)
+        for (int row = 0; row < 4; row++)
+            for (int j = 0; j < 3; j++) {
+                float e = d[36 * r + ch * 12 + row * 3 + j];
+                for (int kr = 0; kr < 3; kr++) {
+                    int rr = row + kr - 1;
+                    if (rr < 0 || rr >= 4) continue;
+                    for (int kc = 0; kc < 3; kc++) g[rr * 5 + j + kc] += p[o_wc + ch * 9 + kr * 3 + kc] * e;
+                }
+            }
+    for (int k = 0; k < 20; k++) dimg[20 * r + k] = g[k];
+}
+
+/* dx (R, 2): every image holding sample u (row r of the image of t = u + 3 - r, circularly). */
+__kernel void rvt_bwd_x(__global const float *x, int off, int T, __global const float *dimg, __global float *dx) {
+    size_t u = get_global_id(0), b = u / T;
+    int s = u % T;
+    float i = x[off + 2 * u], q = x[off + 2 * u + 1], a = amp(i, q), di = 0, dq = 0;
+    for (int row = 0; row < 4; row++) {
+        __global const float *g = dimg + 20 * (b * T + (s + 3 - row) % T) + 5 * row;
+        di += g[0], dq += g[1];
+        if (a > 0) {
+            float dA = g[2] + 2 * a * g[3] + 3 * a * a * g[4];
+            di += dA * i / a, dq += dA * q / a;
+        }
+    }
+    dx[2 * u] = di, dx[2 * u + 1] = dq;
+}
+
+/* ---- loss and update ------------------------------------------------------------------------- */
 
 /* The MSE's pieces for sequence b (one work-item each, per = T * 2 values): lp[b] the sum of
  * squared differences in order, dy = 2 (y - t) / n, n the batch's count of values. */
@@ -183,7 +482,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void adamw(
         if (!bad && !isfinite(loss)) bad = *stop = 1;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    int skip = bad; /* every work-item goes through every barrier (no early return) */
+    int skip = bad;
     float ss = 0;
     for (int i = l; i < np && !skip; i += WG) {
         float s = 0;

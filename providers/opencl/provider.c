@@ -139,20 +139,51 @@ static dpd_status device_info(void *ctx, int d, dpd_device_info *out) {
     return DPD_OK;
 }
 
+/* ---- families ------------------------------------------------------------------------------ */
+
+/* How a family is composed from the kernels (kernels.cl): optional features, recurrent layers,
+ * a head, TRes-GRU's skip, or RVTDCNN's feature image and MLP. */
+enum { FEAT_NONE, FEAT_DGRU, FEAT_TRES };
+enum { CELL_NONE, CELL_GRU, CELL_LSTM };
+enum { HEAD_LINEAR, HEAD_DGRU, HEAD_RVT };
+
+typedef struct plan {
+    const char *family;
+    int feats, cell, head, tcn, layers; /* layers: the most the family has */
+} plan;
+
+static const plan plans[] = {
+    {"gru", FEAT_NONE, CELL_GRU, HEAD_LINEAR, 0, MAX_LAYERS},  {"lstm", FEAT_NONE, CELL_LSTM, HEAD_LINEAR, 0, MAX_LAYERS},
+    {"dgru", FEAT_DGRU, CELL_GRU, HEAD_DGRU, 0, MAX_LAYERS},   {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1},
+    {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1}};
+
+static const plan *plan_of(const dpd_model_cfg *m) {
+    for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
+        if (!strcmp(m->family, plans[i].family)) return &plans[i];
+    return NULL;
+}
+
 static int supports(void *ctx, const dpd_model_cfg *m) {
     (void)ctx;
-    return !strcmp(m->family, "gru") && m->layers >= 1 && m->layers <= MAX_LAYERS && m->hidden >= 1 &&
-           m->hidden <= MAX_HIDDEN;
+    const plan *f = plan_of(m);
+    return f && m->layers >= 1 && m->layers <= f->layers && m->hidden >= 1 && m->hidden <= MAX_HIDDEN;
 }
 
 /* ---- sessions ------------------------------------------------------------------------------ */
 
-enum { K_GATHER, K_GRU_FWD, K_GRU_BWD, K_DENSE_FWD, K_DENSE_BWD_IN, K_DENSE_BWD_W, K_MSE, K_ADAMW, NK };
-static const char *const kname[NK] = {"gather", "gru_fwd", "gru_bwd", "dense_fwd", "dense_bwd_in", "dense_bwd_w",
-                                      "mse", "adamw"};
+enum {
+    K_GATHER, K_FEATURES, K_FEATURES_BWD, K_GRU_FWD, K_GRU_BWD, K_LSTM_FWD, K_LSTM_BWD, K_DENSE_FWD, K_ACT_BWD,
+    K_DENSE_BWD_IN, K_DENSE_BWD_W, K_TCN_FWD, K_TCN_BWD_D, K_TCN_BWD_W, K_TCN_BWD_X, K_RVT_FWD, K_RVT_BWD_W,
+    K_RVT_BWD_IMG, K_RVT_BWD_X, K_MSE, K_ADAMW, NK
+};
+static const char *const kname[NK] = {
+    "gather", "features", "features_bwd", "gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd", "dense_fwd", "act_bwd",
+    "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w", "tcn_bwd_x", "rvt_fwd", "rvt_bwd_w",
+    "rvt_bwd_img", "rvt_bwd_x", "mse", "adamw"};
+enum { ACT_NONE, ACT_RELU, ACT_TANH };
 
 typedef struct layer {
-    int I, wih, whh, bih, bhh; /* input width; the tensors' offsets */
+    int I, wih, whh, bih, bhh; /* input width; the tensors' offsets (-1: none) */
 } layer;
 
 /* A device buffer of cap floats (or uints), grown on demand. */
@@ -161,19 +192,33 @@ typedef struct buf {
     size_t cap;
 } buf;
 
+/* The offsets of the tensors outside the recurrent layers (-1: the family has none). */
+typedef struct heads {
+    int wo, bo, wh, bh; /* fc_out, fc_hid */
+    int w0, w2;         /* TRes-GRU's skip */
+    int wc, bc;         /* RVTDCNN's convolution */
+} heads;
+
 typedef struct session {
     int dev;
     cl_context ctx;
     cl_command_queue q;
     cl_kernel k[NK];
-    int H, L, np, ow, ob; /* hidden, layers, parameters, the head's weight and bias offsets */
+    const plan *f;
+    int H, L, np; /* hidden, layers, parameters */
     layer ly[MAX_LAYERS];
+    heads t;
     buf p, g, m, v;                  /* parameters, gradient, AdamW moments (np) */
     buf x[3], y[3];                  /* resident splits */
     size_t n[3];                     /* their sample counts */
     buf gp, lp;                      /* per-sequence gradient rows (B, np) and loss sums (B) */
-    buf bx, bt, out, dy, da, db, du; /* batch (R, 2), output (R, 2), its gradient, (R, H) x 2, (R, 2) */
+    buf bx, bt, out, dy, du;         /* batch x and target, output, its gradient, a chained DPD's (R, 2) */
+    buf da, db;                      /* gradients at a layer's output and input (R, max(H, 6)) */
     buf hs[MAX_LAYERS], sv[MAX_LAYERS];
+    buf ft, df, dg;                  /* features and their gradients (R, 6) */
+    buf u, dh;                       /* a head's hidden layer and its gradient (R, H) */
+    buf c, dc, dimg;                 /* RVTDCNN: the image's convolution (R, 36), its gradient, (R, 20) */
+    buf c1, c2, d1, d2;              /* TRes-GRU's skip: (R, 3), (R, 2) and their gradients */
     buf fr, loss, stop; /* frames, per-step losses, the divergence flag */
     long step;
     struct session *pa; /* chained frozen PA, or NULL */
@@ -200,8 +245,10 @@ static void session_free(void *sv) {
     session *s = (session *)sv;
     if (!s) return;
     if (s->q) clFinish(s->q);
-    buf *all[] = {&s->p, &s->g, &s->m, &s->v, &s->gp, &s->lp, &s->bx, &s->bt, &s->out, &s->dy, &s->da, &s->db,
-                  &s->du, &s->fr, &s->loss, &s->stop, &s->x[0], &s->x[1], &s->x[2], &s->y[0], &s->y[1], &s->y[2]};
+    buf *all[] = {&s->p,  &s->g,    &s->m,    &s->v,    &s->gp,   &s->lp,   &s->bx, &s->bt, &s->out, &s->dy,
+                  &s->du, &s->da,   &s->db,   &s->ft,   &s->df,   &s->dg,   &s->u,  &s->dh, &s->c,   &s->dc,
+                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->fr,   &s->loss, &s->stop, &s->x[0], &s->x[1],
+                  &s->x[2], &s->y[0], &s->y[1], &s->y[2]};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) release(all[i]);
     for (int l = 0; l < MAX_LAYERS; l++) release(&s->hs[l]), release(&s->sv[l]);
     for (int i = 0; i < NK; i++)
@@ -210,26 +257,80 @@ static void session_free(void *sv) {
     free(s);
 }
 
-/* The batch buffers for B sequences of T samples. */
+/* The batch buffers for B sequences of T samples, as the family needs them. */
 static dpd_status reserve(session *s, int B, int T, char *err, size_t nerr) {
-    size_t R = (size_t)B * T, w = (size_t)(s->H > 2 ? s->H : 2);
+    size_t R = (size_t)B * T, H = (size_t)s->H, w = H > 6 ? H : 6;
+    const plan *f = s->f;
+    struct {
+        buf *b;
+        size_t n;
+    } all[] = {{&s->bx, 2},
+               {&s->bt, 2},
+               {&s->out, 2},
+               {&s->dy, 2},
+               {&s->du, 2},
+               {&s->da, w},
+               {&s->db, w},
+               {&s->ft, f->feats ? 6 : 0},
+               {&s->df, f->feats ? 6 : 0},
+               {&s->dg, f->feats ? 6 : 0},
+               {&s->u, f->head != HEAD_LINEAR ? H : 0},
+               {&s->dh, f->head != HEAD_LINEAR ? H : 0},
+               {&s->c, f->head == HEAD_RVT ? 36 : 0},
+               {&s->dc, f->head == HEAD_RVT ? 36 : 0},
+               {&s->dimg, f->head == HEAD_RVT ? 20 : 0},
+               {&s->c1, f->tcn ? 3 : 0},
+               {&s->c2, f->tcn ? 2 : 0},
+               {&s->d1, f->tcn ? 3 : 0},
+               {&s->d2, f->tcn ? 2 : 0}};
     dpd_status st = DPD_OK;
-    buf *rows2[] = {&s->bx, &s->bt, &s->out, &s->dy, &s->du};
-    for (size_t i = 0; !st && i < sizeof rows2 / sizeof *rows2; i++) st = need(s, rows2[i], 2 * R, err, nerr);
-    if (!st) st = need(s, &s->da, w * R, err, nerr);
-    if (!st) st = need(s, &s->db, w * R, err, nerr);
+    for (size_t i = 0; !st && i < sizeof all / sizeof *all; i++)
+        if (all[i].n) st = need(s, all[i].b, all[i].n * R, err, nerr);
     for (int l = 0; !st && l < s->L; l++)
-        if (!(st = need(s, &s->hs[l], (size_t)s->H * R, err, nerr))) st = need(s, &s->sv[l], 4 * (size_t)s->H * R, err, nerr);
+        if (!(st = need(s, &s->hs[l], H * R, err, nerr)))
+            st = need(s, &s->sv[l], (f->cell == CELL_LSTM ? 5 : 4) * H * R, err, nerr);
     if (!st) st = need(s, &s->gp, (size_t)B * s->np, err, nerr);
     if (!st) st = need(s, &s->lp, (size_t)B, err, nerr);
     return st;
 }
 
-/* Where the model's tensors are: the table's names give the offsets, so no layout is restated. */
+/* Where the model's tensors are: the table's names give the offsets (-1: absent), so no layout is
+ * restated here. */
 static int find(const dpd_tensor *t, int nt, const char *name) {
     for (int i = 0; i < nt; i++)
         if (!strcmp(t[i].name, name)) return (int)t[i].offset;
     return -1;
+}
+
+/* The offsets of s's tensors; 0 when one the family needs is missing (missing names it). */
+static int bind(session *s, const dpd_tensor *t, int nt, const char **missing) {
+    heads *h = &s->t;
+    *h = (heads){find(t, nt, "backbone.fc_out.weight"), find(t, nt, "backbone.fc_out.bias"),
+                 find(t, nt, "backbone.fc_hid.weight"), find(t, nt, "backbone.fc_hid.bias"),
+                 find(t, nt, "backbone.tcn.0.weight"),  find(t, nt, "backbone.tcn.2.weight"),
+                 find(t, nt, "backbone.Conv2d.weight"), find(t, nt, "backbone.Conv2d.bias")};
+    int in = s->f->feats ? 6 : 2;
+    *missing = h->wo < 0 ? "backbone.fc_out.weight" : NULL;
+    if (s->f->head != HEAD_LINEAR && !*missing && (h->wh < 0 || h->bh < 0 || h->bo < 0)) *missing = "backbone.fc_hid";
+    if (s->f->head == HEAD_RVT && !*missing && (h->wc < 0 || h->bc < 0)) *missing = "backbone.Conv2d";
+    if (s->f->tcn && !*missing && (h->w0 < 0 || h->w2 < 0)) *missing = "backbone.tcn";
+    if (s->f->cell == CELL_NONE || *missing) return !*missing;
+    if (s->f->feats == FEAT_TRES) { /* one bias-free layer */
+        s->ly[0] = (layer){in, find(t, nt, "backbone.rnn.x2h.weight"), find(t, nt, "backbone.rnn.h2h.weight"), -1, -1};
+        if (s->ly[0].wih < 0 || s->ly[0].whh < 0) *missing = "backbone.rnn.x2h/h2h";
+        return !*missing;
+    }
+    static const char *const kind[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    for (int l = 0; l < s->L; l++) {
+        int o[4];
+        for (int k = 0; k < 4; k++) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "backbone.rnn.%s_l%d", kind[k], l);
+            if ((o[k] = find(t, nt, nm)) < 0) return *missing = kind[k], 0;
+        }
+        s->ly[l] = (layer){l ? s->H : in, o[0], o[1], o[2], o[3]};
+    }
+    return 1;
 }
 
 static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, const dpd_tensor *t, int nt,
@@ -238,38 +339,33 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     (void)ctx, (void)opts, (void)nopts;
     *out = NULL;
     if (!supports(NULL, m))
-        return snprintf(err, nerr, "opencl: %s-%d x %d layers is not supported (gru, hidden 1..%d)", m->family,
-                        m->hidden, m->layers, MAX_HIDDEN),
+        return snprintf(err, nerr,
+                        "opencl: %s-%d x %d layers is not supported (gru, lstm and dgru of 1..%d layers, tres_gru and "
+                        "rvtdcnn of one; hidden 1..%d)",
+                        m->family, m->hidden, m->layers, MAX_LAYERS, MAX_HIDDEN),
                DPD_E_UNSUPPORTED;
     if (device < 0 || device >= enumerate()) return snprintf(err, nerr, "opencl: no device %d", device), DPD_E_INVAL;
     session *s = (session *)calloc(1, sizeof *s);
     if (!s) return snprintf(err, nerr, "opencl: out of memory"), DPD_E_NOMEM;
-    s->dev = device, s->H = m->hidden, s->L = m->layers;
-    s->ow = find(t, nt, "backbone.fc_out.weight"), s->ob = find(t, nt, "backbone.fc_out.bias");
+    s->dev = device, s->H = m->hidden, s->f = plan_of(m), s->L = s->f->cell == CELL_NONE ? 0 : m->layers;
     for (int i = 0; i < nt; i++) s->np = (int)(t[i].offset + t[i].numel) > s->np ? (int)(t[i].offset + t[i].numel) : s->np;
-    int ok = s->ow >= 0 && s->ob >= 0;
-    for (int l = 0; ok && l < s->L; l++) {
-        char nm[4][64];
-        static const char *const kind[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
-        int o[4];
-        for (int k = 0; k < 4; k++) snprintf(nm[k], sizeof nm[k], "backbone.rnn.%s_l%d", kind[k], l), o[k] = find(t, nt, nm[k]);
-        s->ly[l] = (layer){l ? s->H : 2, o[0], o[1], o[2], o[3]};
-        ok = o[0] >= 0 && o[1] >= 0 && o[2] >= 0 && o[3] >= 0;
-    }
-    if (!ok) {
+    const char *missing = NULL;
+    if (!bind(s, t, nt, &missing)) {
         free(s);
-        return snprintf(err, nerr, "opencl: the gru tensor table lacks a tensor it needs"), DPD_E_FORMAT;
+        return snprintf(err, nerr, "opencl: the %s tensor table lacks %s", m->family, missing), DPD_E_FORMAT;
     }
     cl_program prog;
     cl_int e = CL_SUCCESS;
-    dpd_status st = device_program(device, s->H, s->H > 2 ? s->H : 2, &s->ctx, &prog, err, nerr);
+    dpd_status st = device_program(device, s->H, s->H > 6 ? s->H : 6, &s->ctx, &prog, err, nerr);
     if (!st && !(s->q = clCreateCommandQueue(s->ctx, devs[device].id, 0, &e))) st = cl_fail(e, "create a queue", err, nerr);
     for (int i = 0; !st && i < NK; i++)
         if (!(s->k[i] = clCreateKernel(prog, kname[i], &e))) st = cl_fail(e, kname[i], err, nerr);
     if (!st) {
         size_t wg = 0;
-        clGetKernelWorkGroupInfo(s->k[K_GRU_BWD], devs[device].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-        if (wg < (size_t)s->H) st = DPD_E_UNSUPPORTED, snprintf(err, nerr, "opencl: the device runs at most %zu work-items a group, gru-%d needs %d", wg, s->H, s->H);
+        clGetKernelWorkGroupInfo(s->k[K_LSTM_BWD], devs[device].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+        if (wg < (size_t)s->H)
+            st = DPD_E_UNSUPPORTED,
+            snprintf(err, nerr, "opencl: the device runs at most %zu work-items a group, hidden %d needs %d", wg, s->H, s->H);
     }
     buf *pv[] = {&s->p, &s->g, &s->m, &s->v};
     for (int i = 0; !st && i < 4; i++) st = need(s, pv[i], (size_t)s->np, err, nerr);
@@ -282,8 +378,8 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
             st = cl_fail(e, "zero the optimizer state", err, nerr);
     }
 #ifdef DPD_TEST_HOOKS
-    const char *f = getenv("DPD_OPENCL_FAIL");
-    s->fail_at = f ? atoi(f) : 0;
+    const char *fl = getenv("DPD_OPENCL_FAIL");
+    s->fail_at = fl ? atoi(fl) : 0;
 #endif
     if (st) return session_free(s), st;
     *out = s;
@@ -313,8 +409,8 @@ static cl_int args(cl_kernel k, const char *types, ...) {
     return e;
 }
 
-/* Enqueues kernel k on s's queue (q: the queue, which a chained PA shares) over n work-items in
- * groups of local (0: the implementation's choice). */
+/* Enqueues kernel k of s on queue q (s's own, or a chained DPD's) over n work-items in groups of
+ * local (0: the implementation's choice). */
 static cl_int run(session *s, cl_command_queue q, int k, size_t n, size_t local) {
 #ifdef DPD_TEST_HOOKS
     if (s->fail_at && --s->fail_at == 0) s->fail_at = 1; /* stays lost */
@@ -324,35 +420,123 @@ static cl_int run(session *s, cl_command_queue q, int k, size_t n, size_t local)
     return clEnqueueNDRangeKernel(q, s->k[k], 1, NULL, &n, local ? &local : NULL, 0, NULL, NULL);
 }
 
+/* A dense layer: out (R, M) = act([in1 in2] W^T + b). */
+static cl_int dense(session *s, cl_command_queue q, size_t R, cl_mem in1, int K1, cl_mem in2, int K2, int w, int b,
+                    int M, int act, cl_mem out) {
+    cl_int e = args(s->k[K_DENSE_FWD], "mimimiiiim", in1, K1, in2 ? in2 : in1, K2, s->p.m, w, b, M, act, out);
+    return e ? e : run(s, q, K_DENSE_FWD, R * M, 0);
+}
+
+/* Its backward from d (R, M), already past the activation: the input gradients into din1 (and
+ * din2 when not NULL), the parameter gradients when want_dw. */
+static cl_int dense_back(session *s, cl_command_queue q, int B, int T, cl_mem d, int M, cl_mem in1, int K1, cl_mem in2,
+                         int K2, int w, int b, cl_mem din1, cl_mem din2, int want_dw) {
+    size_t R = (size_t)B * T;
+    cl_int e = CL_SUCCESS;
+    if (din1) e = args(s->k[K_DENSE_BWD_IN], "mimiiiim", d, M, s->p.m, w, K1 + K2, 0, K1, din1);
+    if (!e && din1) e = run(s, q, K_DENSE_BWD_IN, R * K1, 0);
+    if (!e && din2) e = args(s->k[K_DENSE_BWD_IN], "mimiiiim", d, M, s->p.m, w, K1 + K2, K1, K2, din2);
+    if (!e && din2) e = run(s, q, K_DENSE_BWD_IN, R * K2, 0);
+    if (!e && want_dw)
+        e = args(s->k[K_DENSE_BWD_W], "mimimiimiii", d, M, in1, K1, in2 ? in2 : in1, K2, T, s->gp.m, s->np, w, b);
+    if (!e && want_dw) e = run(s, q, K_DENSE_BWD_W, (size_t)B * ((size_t)M * (K1 + K2) + (b >= 0 ? M : 0)), 0);
+    return e;
+}
+
+static cl_int act_back(session *s, cl_command_queue q, size_t n, cl_mem d, cl_mem y, int act) {
+    cl_int e = args(s->k[K_ACT_BWD], "mmi", d, y, act);
+    return e ? e : run(s, q, K_ACT_BWD, n, 0);
+}
+
 /* s's model over B sequences of T samples of in (at float offset off) -> out (B, T, 2). */
 static cl_int fwd(session *s, cl_command_queue q, cl_mem in, int off, int B, int T, cl_mem out) {
+    const plan *f = s->f;
+    const heads *t = &s->t;
+    size_t R = (size_t)B * T;
     cl_int e = CL_SUCCESS;
+    if (f->head == HEAD_RVT) {
+        e = args(s->k[K_RVT_FWD], "miimiim", in, off, T, s->p.m, t->wc, t->bc, s->c.m);
+        if (!e) e = run(s, q, K_RVT_FWD, R, 0);
+        if (!e) e = dense(s, q, R, s->c.m, 36, NULL, 0, t->wh, t->bh, s->H, ACT_TANH, s->u.m);
+        return e ? e : dense(s, q, R, s->u.m, s->H, NULL, 0, t->wo, t->bo, 2, ACT_NONE, out);
+    }
+    cl_mem src = in;
+    int soff = off;
+    if (f->feats) {
+        e = args(s->k[K_FEATURES], "miiim", in, off, T, f->feats, s->ft.m);
+        if (!e) e = run(s, q, K_FEATURES, R, 0);
+        src = s->ft.m, soff = 0;
+    }
+    int kf = f->cell == CELL_LSTM ? K_LSTM_FWD : K_GRU_FWD;
     for (int l = 0; l < s->L && !e; l++) {
         const layer *y = &s->ly[l];
-        e = args(s->k[K_GRU_FWD], "miiimiiiimm", l ? s->hs[l - 1].m : in, l ? 0 : off, y->I, T, s->p.m, y->wih,
-                 y->whh, y->bih, y->bhh, s->hs[l].m, s->sv[l].m);
-        if (!e) e = run(s, q, K_GRU_FWD, (size_t)B * s->H, (size_t)s->H);
+        e = args(s->k[kf], "miiimiiiimm", l ? s->hs[l - 1].m : src, l ? 0 : soff, y->I, T, s->p.m, y->wih, y->whh,
+                 y->bih, y->bhh, s->hs[l].m, s->sv[l].m);
+        if (!e) e = run(s, q, kf, (size_t)B * s->H, (size_t)s->H);
     }
-    if (!e) e = args(s->k[K_DENSE_FWD], "mimiiim", s->hs[s->L - 1].m, s->H, s->p.m, s->ow, s->ob, 2, out);
-    if (!e) e = run(s, q, K_DENSE_FWD, (size_t)B * T * 2, 0);
+    cl_mem top = s->hs[s->L - 1].m;
+    if (!e && f->head == HEAD_DGRU) {
+        e = dense(s, q, R, top, s->H, NULL, 0, t->wh, t->bh, s->H, ACT_RELU, s->u.m);
+        if (!e) e = dense(s, q, R, s->u.m, s->H, s->ft.m, 6, t->wo, t->bo, 2, ACT_NONE, out);
+    } else if (!e) {
+        e = dense(s, q, R, top, s->H, NULL, 0, t->wo, t->bo, 2, ACT_NONE, out);
+    }
+    if (!e && f->tcn) e = args(s->k[K_TCN_FWD], "miimiimmm", in, off, T, s->p.m, t->w0, t->w2, s->c1.m, s->c2.m, out);
+    if (!e && f->tcn) e = run(s, q, K_TCN_FWD, R, 0);
     return e;
 }
 
 /* The backward of fwd from dout (B, T, 2): dx (B, T, 2) into dx when it is not NULL, the
  * parameter gradients into gp's rows when want_dw. */
 static cl_int bwd(session *s, cl_command_queue q, cl_mem in, int off, int B, int T, cl_mem dout, cl_mem dx, int want_dw) {
-    cl_int e = args(s->k[K_DENSE_BWD_IN], "mimiim", dout, 2, s->p.m, s->ow, s->H, s->da.m);
-    if (!e) e = run(s, q, K_DENSE_BWD_IN, (size_t)B * T * s->H, 0);
-    if (!e && want_dw) e = args(s->k[K_DENSE_BWD_W], "mimiimiii", dout, 2, s->hs[s->L - 1].m, s->H, T, s->gp.m, s->np, s->ow, s->ob);
-    if (!e && want_dw) e = run(s, q, K_DENSE_BWD_W, (size_t)B * 2 * (s->H + 1), 0);
-    cl_mem dh = s->da.m, other = s->db.m;
+    const plan *f = s->f;
+    const heads *t = &s->t;
+    size_t R = (size_t)B * T;
+    cl_int e = CL_SUCCESS;
+    if (f->head == HEAD_RVT) {
+        e = dense_back(s, q, B, T, dout, 2, s->u.m, s->H, NULL, 0, t->wo, t->bo, s->dh.m, NULL, want_dw);
+        if (!e) e = act_back(s, q, R * s->H, s->dh.m, s->u.m, ACT_TANH);
+        if (!e) e = dense_back(s, q, B, T, s->dh.m, s->H, s->c.m, 36, NULL, 0, t->wh, t->bh, s->dc.m, NULL, want_dw);
+        if (!e) e = act_back(s, q, R * 36, s->dc.m, s->c.m, ACT_TANH);
+        if (!e && want_dw) e = args(s->k[K_RVT_BWD_W], "miimmiii", in, off, T, s->dc.m, s->gp.m, s->np, t->wc, t->bc);
+        if (!e && want_dw) e = run(s, q, K_RVT_BWD_W, (size_t)B * 30, 0);
+        if (!e && dx) e = args(s->k[K_RVT_BWD_IMG], "mmim", s->dc.m, s->p.m, t->wc, s->dimg.m);
+        if (!e && dx) e = run(s, q, K_RVT_BWD_IMG, R, 0);
+        if (!e && dx) e = args(s->k[K_RVT_BWD_X], "miimm", in, off, T, s->dimg.m, dx);
+        if (!e && dx) e = run(s, q, K_RVT_BWD_X, R, 0);
+        return e;
+    }
+    cl_mem src = f->feats ? s->ft.m : in, top = s->hs[s->L - 1].m;
+    int soff = f->feats ? 0 : off;
+    if (f->head == HEAD_DGRU) { /* y = W_out [u; f] + b: u = ReLU(W_hid h + b_hid) */
+        e = dense_back(s, q, B, T, dout, 2, s->u.m, s->H, s->ft.m, 6, t->wo, t->bo, s->dh.m, dx ? s->df.m : NULL, want_dw);
+        if (!e) e = act_back(s, q, R * s->H, s->dh.m, s->u.m, ACT_RELU);
+        if (!e) e = dense_back(s, q, B, T, s->dh.m, s->H, top, s->H, NULL, 0, t->wh, t->bh, s->da.m, NULL, want_dw);
+    } else {
+        e = dense_back(s, q, B, T, dout, 2, top, s->H, NULL, 0, t->wo, t->bo, s->da.m, NULL, want_dw);
+    }
+    int kb = f->cell == CELL_LSTM ? K_LSTM_BWD : K_GRU_BWD;
+    cl_mem dh = s->da.m, other = s->db.m, dx0 = f->feats ? (dx ? s->dg.m : NULL) : dx;
     for (int l = s->L - 1; l >= 0 && !e; l--) {
         const layer *y = &s->ly[l];
-        cl_mem d = l ? other : dx;
-        e = args(s->k[K_GRU_BWD], "miiimiiiimmmmimii", l ? s->hs[l - 1].m : in, l ? 0 : off, y->I, T, s->p.m, y->wih,
-                 y->whh, y->bih, y->bhh, s->hs[l].m, s->sv[l].m, dh, d ? d : dh, d != NULL, s->gp.m, s->np, want_dw);
-        if (!e) e = run(s, q, K_GRU_BWD, (size_t)B * s->H, (size_t)s->H);
+        cl_mem d = l ? other : dx0;
+        e = args(s->k[kb], "miiimiiiimmmmimii", l ? s->hs[l - 1].m : src, l ? 0 : soff, y->I, T, s->p.m, y->wih, y->whh,
+                 y->bih, y->bhh, s->hs[l].m, s->sv[l].m, dh, d ? d : dh, d != NULL, s->gp.m, s->np, want_dw);
+        if (!e) e = run(s, q, kb, (size_t)B * s->H, (size_t)s->H);
         other = dh, dh = d;
+    }
+    if (!e && f->feats && dx) {
+        e = args(s->k[K_FEATURES_BWD], "miiimmim", in, off, T, f->feats, s->dg.m, s->df.m, f->head == HEAD_DGRU, dx);
+        if (!e) e = run(s, q, K_FEATURES_BWD, R, 0);
+    }
+    if (!e && f->tcn) { /* TRes-GRU's skip, its input gradient added to dx */
+        e = args(s->k[K_TCN_BWD_D], "mmmmimm", dout, s->c1.m, s->c2.m, s->p.m, t->w2, s->d1.m, s->d2.m);
+        if (!e) e = run(s, q, K_TCN_BWD_D, R, 0);
+        if (!e && want_dw)
+            e = args(s->k[K_TCN_BWD_W], "miimmmmiii", in, off, T, s->c1.m, s->d1.m, s->d2.m, s->gp.m, s->np, t->w0, t->w2);
+        if (!e && want_dw) e = run(s, q, K_TCN_BWD_W, (size_t)B * 24, 0);
+        if (!e && dx) e = args(s->k[K_TCN_BWD_X], "mmiim", s->d1.m, s->p.m, t->w0, T, dx);
+        if (!e && dx) e = run(s, q, K_TCN_BWD_X, R, 0);
     }
     return e;
 }
