@@ -11,8 +11,11 @@
  * chained PA session must be on the same device: its kernels run on the DPD session's queue.
  *
  * It links only the OpenCL ICD loader and the ABI header's types (nothing of libdpd). Test
- * builds (-DDPD_TEST_HOOKS) read DPD_OPENCL_FAIL=N: the N-th enqueue and every one after it fail
- * as a lost device would (CL_DEVICE_NOT_AVAILABLE). */
+ * builds (-DDPD_TEST_HOOKS) read, at session creation, DPD_OPENCL_FAIL=N: the N-th kernel launch
+ * of the session and every one after it fail as a lost device would (CL_DEVICE_NOT_AVAILABLE),
+ * and DPD_OPENCL_NOMEM=N: forward and evaluate batches above N sequences fail for memory
+ * (DPD_E_NOMEM, as a device that is full), so that the fallback and back-off paths run on a real
+ * device. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <math.h>
@@ -75,7 +78,19 @@ static int enumerate(void) {
 }
 
 static dpd_status cl_fail(cl_int e, const char *what, char *err, size_t nerr) {
-    snprintf(err, nerr, "opencl: %s: error %d", what, (int)e);
+    static const struct {
+        cl_int e;
+        const char *text;
+    } names[] = {{CL_DEVICE_NOT_AVAILABLE, "the device is not available"},
+                 {CL_MEM_OBJECT_ALLOCATION_FAILURE, "the device's memory is full"},
+                 {CL_OUT_OF_RESOURCES, "the device is out of resources"},
+                 {CL_OUT_OF_HOST_MEMORY, "out of host memory"},
+                 {CL_INVALID_BUFFER_SIZE, "a buffer larger than the device allows"},
+                 {CL_INVALID_WORK_GROUP_SIZE, "a work-group size the device does not take"}};
+    const char *text = "";
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].e == e) text = names[i].text;
+    snprintf(err, nerr, "opencl: %s: %s%serror %d%s", what, text, *text ? " (" : "", (int)e, *text ? ")" : "");
     return e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES || e == CL_OUT_OF_HOST_MEMORY ||
                    e == CL_INVALID_BUFFER_SIZE
                ? DPD_E_NOMEM
@@ -222,7 +237,8 @@ typedef struct session {
     buf fr, loss, stop; /* frames, per-step losses, the divergence flag */
     long step;
     struct session *pa; /* chained frozen PA, or NULL */
-    int fail_at;        /* test builds: enqueues left before a simulated device loss (0: none) */
+    int fail_at;        /* test builds: launches left before a simulated device loss (0: none) */
+    int nomem_above;    /* test builds: forward and evaluate batches above this fail for memory (0: none) */
 } session;
 
 static void release(buf *b) {
@@ -378,8 +394,9 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
             st = cl_fail(e, "zero the optimizer state", err, nerr);
     }
 #ifdef DPD_TEST_HOOKS
-    const char *fl = getenv("DPD_OPENCL_FAIL");
+    const char *fl = getenv("DPD_OPENCL_FAIL"), *nm = getenv("DPD_OPENCL_NOMEM");
     s->fail_at = fl ? atoi(fl) : 0;
+    s->nomem_above = nm ? atoi(nm) : 0;
 #endif
     if (st) return session_free(s), st;
     *out = s;
@@ -575,9 +592,18 @@ static dpd_status set_state(void *sv, const float *m, const float *v, long step,
 }
 
 /* v1's forward: x (B, T, 2) from the host. */
+/* Test builds: a batch of B sequences that DPD_OPENCL_NOMEM refuses (DPD_E_NOMEM), else 0. */
+static dpd_status full(const session *s, int B, char *err, size_t nerr) {
+    if (s->nomem_above > 0 && B > s->nomem_above)
+        return snprintf(err, nerr, "opencl: a batch of %d does not fit (DPD_OPENCL_NOMEM=%d)", B, s->nomem_above),
+               DPD_E_NOMEM;
+    return DPD_OK;
+}
+
 static dpd_status forward(void *sv, const float *x, int B, int T, float *y, char *err, size_t nerr) {
     session *s = (session *)sv;
     size_t n = (size_t)B * T * 2;
+    if (full(s, B, err, nerr)) return DPD_E_NOMEM;
     dpd_status st = reserve(s, B, T, err, nerr);
     if (st) return st;
     cl_int e = clEnqueueWriteBuffer(s->q, s->bx.m, CL_FALSE, 0, n * 4, x, 0, NULL, NULL);
@@ -663,7 +689,8 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
     if (k < 0 || k > 2 || !s->x[k].m || N < 1 || batch < 1 || s->n[k] % (size_t)N)
         return snprintf(err, nerr, "opencl: split %d: nothing attached in sequences of %d", k, N), DPD_E_INVAL;
     int S = (int)(s->n[k] / (size_t)N), most = S < batch ? S : batch;
-    dpd_status st = reserve(s, most, N, err, nerr);
+    dpd_status st = full(s, most, err, nerr);
+    if (!st) st = reserve(s, most, N, err, nerr);
     if (!st && pa) st = reserve(pa, most, N, err, nerr);
     if (st) return st;
     cl_int e = CL_SUCCESS;
