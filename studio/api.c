@@ -758,7 +758,11 @@ static enum MHD_Result providers(req *r) {
         json_array_append_new(a, json_pack("{s:s, s:b, s:i, s:s, s:o}", "name", p[i].name, "usable", p[i].usable, "score",
                                            p[i].score, "why", p[i].why, "devices", devs));
     }
-    return http_json(r, 200, json_pack("{s:o}", "providers", a));
+    /* a pack activated after this server loaded its provider (dpd pack install): the workers
+     * load the new one, the server's own listing goes on with the old until a restart */
+    char why[1200] = "";
+    int restart = dpd_provider_restart_needed(why, sizeof why);
+    return http_json(r, 200, json_pack("{s:o, s:b, s:s}", "providers", a, "restart_needed", restart, "restart_why", why));
 }
 
 static enum MHD_Result models(req *r) {

@@ -3153,6 +3153,48 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
 
 
 @test()
+def t_providers_restart(ctx):
+    """Fallback case 2 with the real OpenCL provider: a pack activated under a running studio is
+    reported by GET /providers (restart_needed, restart_why) and on the Status page."""
+    lib = os.path.join(os.path.dirname(DPD), "opencl", "libdpd-opencl.so")
+    if not os.path.exists(lib):
+        raise Skip("the OpenCL provider is not built (no OpenCL headers or ICD loader)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run(["scripts/pack.sh", "opencl", lib, ctx.path("dist")], capture_output=True, text=True, cwd=root,
+                       env=ctx.env, timeout=60)
+    check(r.returncode == 0, f"scripts/pack.sh opencl: {r.stderr[-300:]}")
+    pk = r.stdout.strip()
+    r = subprocess.run([DPD, "pack", "install", pk], capture_output=True, text=True, env=ctx.env, timeout=120)
+    if r.returncode and "cannot activate on this machine" in r.stderr:
+        raise Skip(f"no OpenCL device here: {r.stderr[-200:]}")
+    check(r.returncode == 0, f"dpd pack install {pk}: {r.stderr[-300:]}")
+    s = ctx.server()
+    p = s.get("/api/v1/providers")
+    names = [x["name"] for x in p.json["providers"]]
+    check(p.status == 200 and "opencl" in names and p.json["restart_needed"] is False,
+          f"GET /providers before: {p.status} {names} restart {p.json.get('restart_needed')}")
+    # the same library as another version of the pack, installed and activated while the studio runs
+    src = ctx.path("v2")
+    os.makedirs(src)
+    subprocess.run(["tar", "-xzf", pk, "-C", src], check=True)
+    with open(os.path.join(src, "pack.json")) as f:
+        meta = json.load(f)
+    meta["pack_version"] = meta["pack_version"] + "-two"
+    with open(os.path.join(src, "pack.json"), "w") as f:
+        json.dump(meta, f)
+    pk2 = ctx.path("opencl-two.tar.gz")
+    subprocess.run(["tar", "-C", src, "-czf", pk2, "pack.json", "lib"], check=True)
+    with open(pk2, "rb") as f, open(pk2 + ".sha256", "w") as g:
+        g.write(hashlib.sha256(f.read()).hexdigest() + "\n")
+    r = subprocess.run([DPD, "pack", "install", pk2], capture_output=True, text=True, env=ctx.env, timeout=120)
+    check(r.returncode == 0, f"dpd pack install (second version): {r.stderr[-300:]}")
+    p = s.get("/api/v1/providers")
+    why = p.json.get("restart_why", "")
+    check(p.json.get("restart_needed") is True and "the active opencl pack changed" in why and "-two" in why,
+          f"GET /providers after: restart_needed {p.json.get('restart_needed')}, why {why!r}")
+
+
+@test()
 def t_routes_misc(ctx):
     s = ctx.server()
     st = s.get("/api/v1/system/status")

@@ -1,7 +1,7 @@
 // Status: the service (version, uptime, slots, runs by state), the execution providers and the
 // settings (read only).
 import * as api from '../api.js';
-import { h, clear, kv, fmtDuration, errorBanner, stackTable } from '../ui.js';
+import { h, clear, kv, fmtDuration, errorBanner, banner, stackTable } from '../ui.js';
 
 export default async function statusPage(ctx) {
   const sys = h('div', { id: 'status-system' });
@@ -31,7 +31,9 @@ export default async function statusPage(ctx) {
       if (!ctx.alive()) return;
       const rows = p.providers.map((x) => [x.name, x.usable ? '✔ usable' : '✖ not usable', String(x.score), x.why || '—',
         (x.devices || []).map((d) => `${d.name}${d.arch ? ' (' + d.arch + ')' : ''}`).join('; ') || '—']);
-      clear(prov).append(stackTable(['provider', 'usable', 'score', 'why', 'devices'].map((label) => ({ label })), rows));
+      clear(prov);
+      if (p.restart_needed) prov.append(banner('warn', `Restart the studio: ${p.restart_why}`));
+      prov.append(stackTable(['provider', 'usable', 'score', 'why', 'devices'].map((label) => ({ label })), rows));
     } catch (e) { clear(prov).append(errorBanner(e)); }
     try {
       const s = await api.get('/settings');
