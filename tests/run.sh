@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs every test program given as arguments, then tests/cli.sh, tests/opencl.sh (the OpenCL
-# provider's pack, training and fallback cases on PoCL), tests/plot.sh (dpd plot's
+# provider's pack, training and fallback cases on PoCL), tests/cuda_gate.sh (the same kernels
+# compiled for the H200: no stack, no spills), tests/plot.sh (dpd plot's
 # pictures), tests/studio.sh (dpd serve, black-box over HTTP), tests/ui.sh (the studio's pages in
 # headless Chromium), tests/identity.sh (training
 # bit-identical to the values recorded before the public-API refactor) and tests/crash.sh
@@ -12,11 +13,12 @@ BUILD=${BUILD:-build}
 export DPD_FAKE_LIB="$BUILD/tests/libfake.so" # the fault-injecting provider (tests/fake_provider.c)
 passed=0; failed=0; skipped=0; crashed=0
 log=$(mktemp)
-for t in "$@" tests/cli.sh tests/opencl.sh tests/plot.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/fuzz/run.sh; do
+for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/fuzz/run.sh; do
     case $t in
     tests/fuzz/run.sh) BUILD="$BUILD" sh tests/fuzz/run.sh "${FUZZ_SECONDS:-15}" >"$log" 2>&1 ;;
     tests/cli.sh) sh tests/cli.sh "$BUILD/dpd" >"$log" 2>&1 ;;
     tests/opencl.sh) sh tests/opencl.sh "$BUILD" >"$log" 2>&1 ;;
+    tests/cuda_gate.sh) sh tests/cuda_gate.sh "${NVCC:-nvcc}" >"$log" 2>&1 ;;
     tests/studio.sh) sh tests/studio.sh "$BUILD" >"$log" 2>&1 ;;
     tests/plot.sh) sh tests/plot.sh "$BUILD" >"$log" 2>&1 ;;
     tests/ui.sh) sh tests/ui.sh "$BUILD" >"$log" 2>&1 ;;

@@ -15,12 +15,34 @@
  *
  * Gradients are per-sequence partials, gp (B, np): the backward kernels each write their own
  * parameters' slots of their sequence's row (every slot of the model, every step), and `adamw`
- * sums the rows in batch order. */
+ * sums the rows in batch order. A recurrent layer's backward is two kernels: the chain through
+ * time (one work-group a sequence, the gate gradients out) and the weight gradients, sums over
+ * time that run one work-item a parameter and sequence.
+ *
+ * The same text compiles as CUDA C++ (nvcc -x cu): the few OpenCL words are mapped below, and
+ * every kernel is written so that its arrays are indexed by constants once unrolled (no local
+ * stack, no spills: tests/cuda_gate.sh checks ptxas's report for the H200). */
 
-static float sigm(float a) { return 1.0f / (1.0f + exp(-a)); }
-static float hswish(float v) { return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6; }
-static float hswish_d(float v) { return v < -3 ? 0 : v <= 3 ? v / 3 + 0.5f : 1; }
-static float amp(float i, float q) { return sqrt(i * i + q * q); }
+#ifdef __CUDACC__
+#define __kernel extern "C" __global__
+#define __global
+#define __local __shared__
+#define barrier(flags) __syncthreads()
+#define get_group_id(d) blockIdx.x
+#define get_local_id(d) threadIdx.x
+#define get_global_id(d) ((size_t)blockIdx.x * blockDim.x + threadIdx.x)
+#define FN static __device__
+#define WG_SIZE(n) __launch_bounds__(n)
+typedef unsigned int uint;
+#else
+#define FN static
+#define WG_SIZE(n) __attribute__((reqd_work_group_size(n, 1, 1)))
+#endif
+
+FN float sigm(float a) { return 1.0f / (1.0f + exp(-a)); }
+FN float hswish(float v) { return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6; }
+FN float hswish_d(float v) { return v < -3 ? 0 : v <= 3 ? v / 3 + 0.5f : 1; }
+FN float amp(float i, float q) { return sqrt(i * i + q * q); }
 
 /* bx, by (B, L, 2) = frames frames[f0 .. f0 + B) of length L at stride S of the resident x, y. */
 __kernel void gather(__global const float *x, __global const float *y, __global const uint *frames, int f0, int L,
@@ -76,7 +98,7 @@ __kernel void features_bwd(__global const float *x, int off, int T, int kind, __
 
 /* in (B, T, I) at in + off -> hs (B, T, H); sv (B, T, 4 H) keeps r, z, n and g = W_hn h + b_hn
  * for the backward. PyTorch's gate order r, z, n; o_bih, o_bhh -1: bias-free. */
-__kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_fwd(
+__kernel WG_SIZE(H) void gru_fwd(
     __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
     int o_bhh, __global float *hs, __global float *sv) {
     int b = get_group_id(0), j = get_local_id(0);
@@ -108,20 +130,18 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_fwd(
     }
 }
 
-/* The backward of gru_fwd: dh (B, T, H), the gradient reaching hs from above, in; dx (B, T, I)
- * written when want_dx; the layer's parameter gradients into the sequence's row of gp (np a
- * row) when want_dw. Work-item j accumulates the rows j, H + j and 2 H + j of each weight over
- * time, T - 1 down to 0. */
-__kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_bwd(
-    __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
-    int o_bhh, __global const float *hs, __global const float *sv, __global const float *dh, __global float *dx,
-    int want_dx, __global float *gp, int np, int want_dw) {
+/* The backward of gru_fwd's recurrence: dh (B, T, H), the gradient reaching hs from above, in;
+ * ga (B, T, 6 H) receives each step's gate gradients, the input side's (r, z, n) then the hidden
+ * side's (r, z, r n), for rnn_bwd_w; dx (B, T, I) written when want_dx. Only the chain through
+ * time runs here, one work-group a sequence: the weight gradients, sums over time, are
+ * data-parallel (rnn_bwd_w), which keeps this kernel's registers few. */
+__kernel WG_SIZE(H) void gru_bwd(__global const float *p, int I, int T, int o_wih, int o_whh,
+                                 __global const float *hs, __global const float *sv, __global const float *dh,
+                                 __global float *ga, __global float *dx, int want_dx) {
     int b = get_group_id(0), j = get_local_id(0);
     __local float da[3 * H], dah[3 * H];
-    __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
-    float gwih[3 * IM], gwhh[3 * H], gbih[3] = {0, 0, 0}, gbhh[3] = {0, 0, 0}, dn = 0;
-    for (int q = 0; q < 3 * IM; q++) gwih[q] = 0;
-    for (int q = 0; q < 3 * H; q++) gwhh[q] = 0;
+    __global const float *wih = p + o_wih, *whh = p + o_whh;
+    float dn = 0;
     for (int t = T - 1; t >= 0; t--) {
         size_t o = ((size_t)b * T + t) * H;
         float r = sv[4 * o + j], z = sv[4 * o + H + j], n = sv[4 * o + 2 * H + j], g = sv[4 * o + 3 * H + j];
@@ -129,19 +149,13 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_bwd(
         float dan = dd * (1 - z) * (1 - n * n), daz = dd * (hp - n) * z * (1 - z), dar = dan * g * r * (1 - r);
         da[j] = dar, da[H + j] = daz, da[2 * H + j] = dan;
         dah[j] = dar, dah[H + j] = daz, dah[2 * H + j] = dan * r;
+        __global float *out = ga + 6 * o;
+        out[j] = dar, out[H + j] = daz, out[2 * H + j] = dan, out[3 * H + j] = dar, out[4 * H + j] = daz;
+        out[5 * H + j] = dan * r;
         barrier(CLK_LOCAL_MEM_FENCE);
         float s = 0;
         for (int q = 0; q < 3 * H; q++) s += whh[q * H + j] * dah[q];
         dn = s + dd * z;
-        if (want_dw) {
-            float a[3] = {dar, daz, dan}, c[3] = {dar, daz, dan * r};
-            for (int k = 0; k < 3; k++) {
-                gbih[k] += a[k], gbhh[k] += c[k];
-                for (int i = 0; i < I; i++) gwih[k * IM + i] += a[k] * x[t * I + i];
-                if (t)
-                    for (int m = 0; m < H; m++) gwhh[k * H + m] += c[k] * hs[o - H + m];
-            }
-        }
         if (want_dx)
             for (int i = j; i < I; i += H) {
                 float e = 0;
@@ -150,21 +164,37 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void gru_bwd(
             }
         barrier(CLK_LOCAL_MEM_FENCE); /* da is read by all before the next step writes it */
     }
-    if (want_dw) {
-        __global float *row = gp + (size_t)b * np;
-        for (int k = 0; k < 3; k++) {
-            int q = k * H + j;
-            for (int i = 0; i < I; i++) row[o_wih + q * I + i] = gwih[k * IM + i];
-            for (int m = 0; m < H; m++) row[o_whh + q * H + m] = gwhh[k * H + m];
-            if (o_bih >= 0) row[o_bih + q] = gbih[k];
-            if (o_bhh >= 0) row[o_bhh + q] = gbhh[k];
-        }
+}
+
+/* A recurrent layer's parameter gradients per sequence into gp's row, from its gate gradients
+ * ga (B, T, G or 2 G: G = gates H; two = 1: the hidden side's follow the input side's, else they
+ * are the same): work-item (b, q), q over W_ih (G, I), W_hh (G, H), then b_ih and b_hh (G each;
+ * none where the offset is -1), each a sum over t in order. */
+__kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const float *in, int off, int I,
+                        __global const float *hs, int T, __global float *gp, int np, int o_wih, int o_whh, int o_bih,
+                        int o_bhh) {
+    int nb = (o_bih >= 0) + (o_bhh >= 0), per = G * (I + H + nb), stride = (two ? 2 : 1) * G;
+    size_t i = get_global_id(0), b = i / per;
+    int q = i % per, kind = q < G * I ? 0 : q < G * (I + H) ? 1 : q < G * (I + H + 1) && o_bih >= 0 ? 2 : 3;
+    int rest = kind == 0 ? q : kind == 1 ? q - G * I : q - G * (I + H) - (kind == 3 && o_bih >= 0 ? G : 0);
+    int g = kind == 0 ? rest / I : kind == 1 ? rest / H : rest, col = kind == 0 ? rest % I : kind == 1 ? rest % H : 0;
+    int hid = kind == 1 || kind == 3; /* the hidden side's gradients */
+    __global const float *x = in + off + b * T * I;
+    float s = 0;
+    for (int t = 0; t < T; t++) {
+        size_t r = b * T + t;
+        float a = ga[r * stride + (two && hid ? G : 0) + g];
+        if (kind == 0) s += a * x[t * I + col];
+        else if (kind == 1) s += t ? a * hs[(r - 1) * H + col] : 0;
+        else s += a;
     }
+    int at = kind == 0 ? o_wih + rest : kind == 1 ? o_whh + rest : kind == 2 ? o_bih + g : o_bhh + g;
+    gp[b * np + at] = s;
 }
 
 /* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o ---- */
 
-__kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_fwd(
+__kernel WG_SIZE(H) void lstm_fwd(
     __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
     int o_bhh, __global float *hs, __global float *sv) {
     int b = get_group_id(0), j = get_local_id(0);
@@ -175,13 +205,16 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_fwd(
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < T; t++) {
         float a[4];
+#pragma unroll
         for (int k = 0; k < 4; k++) a[k] = p[o_bih + k * H + j] + p[o_bhh + k * H + j];
         for (int i = 0; i < I; i++) {
             float xi = x[t * I + i];
+#pragma unroll
             for (int k = 0; k < 4; k++) a[k] += wih[(k * H + j) * I + i] * xi;
         }
         for (int m = 0; m < H; m++) {
             float hm = h[m];
+#pragma unroll
             for (int k = 0; k < 4; k++) a[k] += whh[(k * H + j) * H + m] * hm;
         }
         float ig = sigm(a[0]), fg = sigm(a[1]), gg = tanh(a[2]), og = sigm(a[3]);
@@ -197,35 +230,28 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_fwd(
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_bwd(
-    __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
-    int o_bhh, __global const float *hs, __global const float *sv, __global const float *dh, __global float *dx,
-    int want_dx, __global float *gp, int np, int want_dw) {
+/* The backward of lstm_fwd's recurrence: as gru_bwd; ga (B, T, 4 H) the gate gradients (the
+ * same for both sides). */
+__kernel WG_SIZE(H) void lstm_bwd(__global const float *p, int I, int T, int o_wih, int o_whh,
+                                  __global const float *hs, __global const float *sv, __global const float *dh,
+                                  __global float *ga, __global float *dx, int want_dx) {
     int b = get_group_id(0), j = get_local_id(0);
     __local float da[4 * H];
-    __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
-    float gwih[4 * IM], gwhh[4 * H], gb[4] = {0, 0, 0, 0}, dn = 0, dcn = 0;
-    for (int q = 0; q < 4 * IM; q++) gwih[q] = 0;
-    for (int q = 0; q < 4 * H; q++) gwhh[q] = 0;
+    __global const float *wih = p + o_wih, *whh = p + o_whh;
+    float dn = 0, dcn = 0;
     for (int t = T - 1; t >= 0; t--) {
         size_t o = ((size_t)b * T + t) * H;
         float c = sv[5 * o + j], ig = sv[5 * o + H + j], fg = sv[5 * o + 2 * H + j], gg = sv[5 * o + 3 * H + j];
         float og = sv[5 * o + 4 * H + j], cp = t ? sv[5 * (o - H) + j] : 0, tc = tanh(c);
         float d = dh[o + j] + dn, dc = dcn + d * og * (1 - tc * tc);
         float a[4] = {dc * gg * ig * (1 - ig), dc * cp * fg * (1 - fg), dc * ig * (1 - gg * gg), d * tc * og * (1 - og)};
-        for (int k = 0; k < 4; k++) da[k * H + j] = a[k];
+#pragma unroll
+        for (int k = 0; k < 4; k++) da[k * H + j] = a[k], ga[4 * o + k * H + j] = a[k];
         dcn = dc * fg;
         barrier(CLK_LOCAL_MEM_FENCE);
         float s = 0;
         for (int q = 0; q < 4 * H; q++) s += whh[q * H + j] * da[q];
         dn = s;
-        if (want_dw)
-            for (int k = 0; k < 4; k++) {
-                gb[k] += a[k];
-                for (int i = 0; i < I; i++) gwih[k * IM + i] += a[k] * x[t * I + i];
-                if (t)
-                    for (int m = 0; m < H; m++) gwhh[k * H + m] += a[k] * hs[o - H + m];
-            }
         if (want_dx)
             for (int i = j; i < I; i += H) {
                 float e = 0;
@@ -233,15 +259,6 @@ __kernel __attribute__((reqd_work_group_size(H, 1, 1))) void lstm_bwd(
                 dx[((size_t)b * T + t) * I + i] = e;
             }
         barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (want_dw) {
-        __global float *row = gp + (size_t)b * np;
-        for (int k = 0; k < 4; k++) {
-            int q = k * H + j;
-            for (int i = 0; i < I; i++) row[o_wih + q * I + i] = gwih[k * IM + i];
-            for (int m = 0; m < H; m++) row[o_whh + q * H + m] = gwhh[k * H + m];
-            row[o_bih + q] = gb[k], row[o_bhh + q] = gb[k];
-        }
     }
 }
 
@@ -295,7 +312,7 @@ __kernel void dense_bwd_w(__global const float *dy, int M, __global const float 
 
 /* ---- TRes-GRU's skip: y += Hardswish(W2 Hardswish(W0 *_16 x)), W0 (3, 2, 3) dilation 16 ------ */
 
-static float tap(__global const float *xb, int T, int t, int k, int ch) {
+FN float tap(__global const float *xb, int T, int t, int k, int ch) {
     int u = t + (k - 1) * 16;
     return u < 0 || u >= T ? 0 : xb[2 * u + ch];
 }
@@ -362,7 +379,7 @@ __kernel void tcn_bwd_x(__global const float *d1, __global const float *p, int o
 /* ---- RVTDCNN's feature image: (I, Q, A, A^2, A^3) of samples t-3..t (rows wrap in the
  * sequence), a 3x3 convolution 1 -> 3 with a zero row above and below, tanh: a (R, 36) -------- */
 
-static void image(__global const float *xb, int T, int t, float *img) {
+FN void image(__global const float *xb, int T, int t, float *img) {
     for (int r = 0; r < 4; r++) {
         int u = ((t - 3 + r) % T + T) % T;
         float i = xb[2 * u], q = xb[2 * u + 1], a = amp(i, q);
@@ -388,22 +405,28 @@ __kernel void rvt_fwd(__global const float *x, int off, int T, __global const fl
             }
 }
 
+/* Column c of row r of the feature image of step t (image(), one value). */
+FN float image_at(__global const float *xb, int T, int t, int r, int c) {
+    int u = ((t - 3 + r) % T + T) % T;
+    float i = xb[2 * u], q = xb[2 * u + 1], a = amp(i, q);
+    return c == 0 ? i : c == 1 ? q : c == 2 ? a : c == 3 ? a * a : a * a * a;
+}
+
 /* The convolution's weight (27) and bias (3) gradients per sequence, d (R, 36) past the tanh. */
 __kernel void rvt_bwd_w(__global const float *x, int off, int T, __global const float *d, __global float *gp, int np,
                         int o_wc, int o_bc) {
     size_t i = get_global_id(0), b = i / 30;
     int q = i % 30, ch = q < 27 ? q / 9 : q - 27, kr = q % 9 / 3, kc = q % 3;
+    __global const float *xb = x + off + b * T * 2;
     float s = 0;
     for (int t = 0; t < T; t++) {
         size_t r = b * T + t;
-        float img[20];
-        if (q < 27) image(x + off + b * T * 2, T, t, img);
         for (int row = 0; row < 4; row++)
             for (int j = 0; j < 3; j++) {
                 float g = d[36 * r + ch * 12 + row * 3 + j];
                 int rr = row + kr - 1;
                 if (q >= 27) s += g;
-                else if (rr >= 0 && rr < 4) s += g * img[rr * 5 + j + kc];
+                else if (rr >= 0 && rr < 4) s += g * image_at(xb, T, t, rr, j + kc);
             }
     }
     gp[b * np + (q < 27 ? o_wc + q : o_bc + ch)] = s;
@@ -466,7 +489,7 @@ __kernel void mse(__global const float *y, __global const float *t, int per, flo
  * more (stop set). Otherwise the gradient, gp's B rows summed in order into g; its norm by
  * WG strided sums and a fixed tree; clipped as torch.nn.utils.clip_grad_norm_ (max_norm 0: off);
  * AdamW as torch.optim.AdamW (the step's factors computed by the host as the cpu provider's). */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void adamw(
+__kernel WG_SIZE(WG) void adamw(
     __global float *p, __global float *g, __global const float *gp, int B, int np, __global float *m,
     __global float *v, __global const float *lp, float n, __global float *losses, int k, __global int *stop,
     float max_norm, float decay, float b1, float b2, float c1, float c2, float step, float bc2s, float eps) {

@@ -187,12 +187,12 @@ static int supports(void *ctx, const dpd_model_cfg *m) {
 /* ---- sessions ------------------------------------------------------------------------------ */
 
 enum {
-    K_GATHER, K_FEATURES, K_FEATURES_BWD, K_GRU_FWD, K_GRU_BWD, K_LSTM_FWD, K_LSTM_BWD, K_DENSE_FWD, K_ACT_BWD,
+    K_GATHER, K_FEATURES, K_FEATURES_BWD, K_GRU_FWD, K_GRU_BWD, K_LSTM_FWD, K_LSTM_BWD, K_RNN_BWD_W, K_DENSE_FWD, K_ACT_BWD,
     K_DENSE_BWD_IN, K_DENSE_BWD_W, K_TCN_FWD, K_TCN_BWD_D, K_TCN_BWD_W, K_TCN_BWD_X, K_RVT_FWD, K_RVT_BWD_W,
     K_RVT_BWD_IMG, K_RVT_BWD_X, K_MSE, K_ADAMW, NK
 };
 static const char *const kname[NK] = {
-    "gather", "features", "features_bwd", "gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd", "dense_fwd", "act_bwd",
+    "gather", "features", "features_bwd", "gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd", "rnn_bwd_w", "dense_fwd", "act_bwd",
     "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w", "tcn_bwd_x", "rvt_fwd", "rvt_bwd_w",
     "rvt_bwd_img", "rvt_bwd_x", "mse", "adamw"};
 enum { ACT_NONE, ACT_RELU, ACT_TANH };
@@ -229,6 +229,7 @@ typedef struct session {
     buf gp, lp;                      /* per-sequence gradient rows (B, np) and loss sums (B) */
     buf bx, bt, out, dy, du;         /* batch x and target, output, its gradient, a chained DPD's (R, 2) */
     buf da, db;                      /* gradients at a layer's output and input (R, max(H, 6)) */
+    buf ga;                          /* a recurrent layer's gate gradients (R, 6 H) */
     buf hs[MAX_LAYERS], sv[MAX_LAYERS];
     buf ft, df, dg;                  /* features and their gradients (R, 6) */
     buf u, dh;                       /* a head's hidden layer and its gradient (R, H) */
@@ -263,7 +264,7 @@ static void session_free(void *sv) {
     if (s->q) clFinish(s->q);
     buf *all[] = {&s->p,  &s->g,    &s->m,    &s->v,    &s->gp,   &s->lp,   &s->bx, &s->bt, &s->out, &s->dy,
                   &s->du, &s->da,   &s->db,   &s->ft,   &s->df,   &s->dg,   &s->u,  &s->dh, &s->c,   &s->dc,
-                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->fr,   &s->loss, &s->stop, &s->x[0], &s->x[1],
+                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->ga,   &s->fr,   &s->loss, &s->stop, &s->x[0], &s->x[1],
                   &s->x[2], &s->y[0], &s->y[1], &s->y[2]};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) release(all[i]);
     for (int l = 0; l < MAX_LAYERS; l++) release(&s->hs[l]), release(&s->sv[l]);
@@ -287,6 +288,7 @@ static dpd_status reserve(session *s, int B, int T, char *err, size_t nerr) {
                {&s->du, 2},
                {&s->da, w},
                {&s->db, w},
+               {&s->ga, f->cell == CELL_GRU ? 6 * H : f->cell == CELL_LSTM ? 4 * H : 0},
                {&s->ft, f->feats ? 6 : 0},
                {&s->df, f->feats ? 6 : 0},
                {&s->dg, f->feats ? 6 : 0},
@@ -532,14 +534,19 @@ static cl_int bwd(session *s, cl_command_queue q, cl_mem in, int off, int B, int
     } else {
         e = dense_back(s, q, B, T, dout, 2, top, s->H, NULL, 0, t->wo, t->bo, s->da.m, NULL, want_dw);
     }
-    int kb = f->cell == CELL_LSTM ? K_LSTM_BWD : K_GRU_BWD;
+    int lstm = f->cell == CELL_LSTM, kb = lstm ? K_LSTM_BWD : K_GRU_BWD, G = (lstm ? 4 : 3) * s->H;
     cl_mem dh = s->da.m, other = s->db.m, dx0 = f->feats ? (dx ? s->dg.m : NULL) : dx;
     for (int l = s->L - 1; l >= 0 && !e; l--) {
         const layer *y = &s->ly[l];
-        cl_mem d = l ? other : dx0;
-        e = args(s->k[kb], "miiimiiiimmmmimii", l ? s->hs[l - 1].m : src, l ? 0 : soff, y->I, T, s->p.m, y->wih, y->whh,
-                 y->bih, y->bhh, s->hs[l].m, s->sv[l].m, dh, d ? d : dh, d != NULL, s->gp.m, s->np, want_dw);
+        cl_mem d = l ? other : dx0, x = l ? s->hs[l - 1].m : src;
+        int xo = l ? 0 : soff, nb = (y->bih >= 0) + (y->bhh >= 0);
+        e = args(s->k[kb], "miiiimmmmmi", s->p.m, y->I, T, y->wih, y->whh, s->hs[l].m, s->sv[l].m, dh, s->ga.m,
+                 d ? d : dh, d != NULL);
         if (!e) e = run(s, q, kb, (size_t)B * s->H, (size_t)s->H);
+        if (!e && want_dw)
+            e = args(s->k[K_RNN_BWD_W], "miimiimimiiiii", s->ga.m, G, !lstm, x, xo, y->I, s->hs[l].m, T, s->gp.m, s->np,
+                     y->wih, y->whh, y->bih, y->bhh);
+        if (!e && want_dw) e = run(s, q, K_RNN_BWD_W, (size_t)B * G * (y->I + s->H + nb), 0);
         other = dh, dh = d;
     }
     if (!e && f->feats && dx) {
