@@ -1,6 +1,8 @@
 /* kernels (opencl): the OpenCL C kernels of the OpenCL provider, embedded in libdpd-opencl.so
- * and built at session creation with the hidden size as a compile-time constant:
- *   -D H=<hidden> -D IM=<the largest layer input, max(H, 6)>
+ * and built at session creation with the hidden size as a compile-time constant (-D H_CONST=H:
+ * one program per device and size); built without it (CUDA: tests/cuda_gate.sh) the hidden size
+ * is the kernels' argument `hidden`. The recurrent kernels' local memory (their exchange of the
+ * hidden state or the gate gradients) is sized by the host at launch (the last argument, `sm`).
  * Layouts are dpd's (docs/formats.md): a batch is (B, T, 2) floats, a layer's output (B, T, H),
  * rows r = b T + t; parameters one buffer in the safetensors order, addressed by the offsets of
  * the family's tensor table (arguments, never restated here; -1: the tensor is absent). The host
@@ -33,10 +35,22 @@
 #define get_global_id(d) ((size_t)blockIdx.x * blockDim.x + threadIdx.x)
 #define FN static __device__
 #define WG_SIZE(n) __launch_bounds__(n)
+#define SHARED                           /* CUDA: dynamic shared memory, sized by the launch */
+#define SHARED_MEM extern __shared__ float sm[];
+#define LOCAL_PTR float *
 typedef unsigned int uint;
 #else
 #define FN static
 #define WG_SIZE(n) __attribute__((reqd_work_group_size(n, 1, 1)))
+#define SHARED , __local float *sm       /* OpenCL: a local-memory argument, sized by the host */
+#define SHARED_MEM
+#define LOCAL_PTR __local float *
+#endif
+
+#ifdef H_CONST
+#define H H_CONST
+#else
+#define H hidden
 #endif
 
 FN float sigm(float a) { return 1.0f / (1.0f + exp(-a)); }
@@ -94,15 +108,16 @@ __kernel void features_bwd(__global const float *x, int off, int T, int kind, __
     dx[2 * r] = di, dx[2 * r + 1] = dq;
 }
 
-/* ---- GRU layer: one work-group of H work-items a sequence, work-item j the hidden unit j ----- */
+/* ---- GRU layer: one work-group of H work-items a sequence, work-item j the hidden unit j;
+ * local memory sm: H floats (forward), 6 H (backward) ------------------------------------------- */
 
 /* in (B, T, I) at in + off -> hs (B, T, H); sv (B, T, 4 H) keeps r, z, n and g = W_hn h + b_hn
  * for the backward. PyTorch's gate order r, z, n; o_bih, o_bhh -1: bias-free. */
-__kernel WG_SIZE(H) void gru_fwd(
-    __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
-    int o_bhh, __global float *hs, __global float *sv) {
+__kernel void gru_fwd(__global const float *in, int off, int I, int T, int hidden, __global const float *p, int o_wih,
+                      int o_whh, int o_bih, int o_bhh, __global float *hs, __global float *sv SHARED) {
+    SHARED_MEM
     int b = get_group_id(0), j = get_local_id(0);
-    __local float h[H];
+    LOCAL_PTR h = sm;
     __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
     float hj = 0;
     h[j] = 0;
@@ -135,11 +150,13 @@ __kernel WG_SIZE(H) void gru_fwd(
  * side's (r, z, r n), for rnn_bwd_w; dx (B, T, I) written when want_dx. Only the chain through
  * time runs here, one work-group a sequence: the weight gradients, sums over time, are
  * data-parallel (rnn_bwd_w), which keeps this kernel's registers few. */
-__kernel WG_SIZE(H) void gru_bwd(__global const float *p, int I, int T, int o_wih, int o_whh,
-                                 __global const float *hs, __global const float *sv, __global const float *dh,
-                                 __global float *ga, __global float *dx, int want_dx) {
+__kernel void gru_bwd(__global const float *p, int I, int T, int hidden, int o_wih, int o_whh, __global const float *hs,
+                      __global const float *sv, __global const float *dh, __global float *ga, __global float *dx,
+                      int want_dx SHARED) {
+    SHARED_MEM
     int b = get_group_id(0), j = get_local_id(0);
-    __local float da[3 * H], dah[3 * H];
+    LOCAL_PTR da = sm;
+    LOCAL_PTR dah = sm + 3 * H;
     __global const float *wih = p + o_wih, *whh = p + o_whh;
     float dn = 0;
     for (int t = T - 1; t >= 0; t--) {
@@ -171,8 +188,8 @@ __kernel WG_SIZE(H) void gru_bwd(__global const float *p, int I, int T, int o_wi
  * are the same): work-item (b, q), q over W_ih (G, I), W_hh (G, H), then b_ih and b_hh (G each;
  * none where the offset is -1), each a sum over t in order. */
 __kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const float *in, int off, int I,
-                        __global const float *hs, int T, __global float *gp, int np, int o_wih, int o_whh, int o_bih,
-                        int o_bhh) {
+                        __global const float *hs, int hidden, int T, __global float *gp, int np, int o_wih, int o_whh,
+                        int o_bih, int o_bhh) {
     int nb = (o_bih >= 0) + (o_bhh >= 0), per = G * (I + H + nb), stride = (two ? 2 : 1) * G;
     size_t i = get_global_id(0), b = i / per;
     int q = i % per, kind = q < G * I ? 0 : q < G * (I + H) ? 1 : q < G * (I + H + 1) && o_bih >= 0 ? 2 : 3;
@@ -192,13 +209,14 @@ __kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const
     gp[b * np + at] = s;
 }
 
-/* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o ---- */
+/* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o;
+ * local memory sm: H floats (forward), 4 H (backward) ------------------------------------------- */
 
-__kernel WG_SIZE(H) void lstm_fwd(
-    __global const float *in, int off, int I, int T, __global const float *p, int o_wih, int o_whh, int o_bih,
-    int o_bhh, __global float *hs, __global float *sv) {
+__kernel void lstm_fwd(__global const float *in, int off, int I, int T, int hidden, __global const float *p, int o_wih,
+                       int o_whh, int o_bih, int o_bhh, __global float *hs, __global float *sv SHARED) {
+    SHARED_MEM
     int b = get_group_id(0), j = get_local_id(0);
-    __local float h[H];
+    LOCAL_PTR h = sm;
     __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
     float hj = 0, cj = 0;
     h[j] = 0;
@@ -232,11 +250,12 @@ __kernel WG_SIZE(H) void lstm_fwd(
 
 /* The backward of lstm_fwd's recurrence: as gru_bwd; ga (B, T, 4 H) the gate gradients (the
  * same for both sides). */
-__kernel WG_SIZE(H) void lstm_bwd(__global const float *p, int I, int T, int o_wih, int o_whh,
-                                  __global const float *hs, __global const float *sv, __global const float *dh,
-                                  __global float *ga, __global float *dx, int want_dx) {
+__kernel void lstm_bwd(__global const float *p, int I, int T, int hidden, int o_wih, int o_whh, __global const float *hs,
+                       __global const float *sv, __global const float *dh, __global float *ga, __global float *dx,
+                       int want_dx SHARED) {
+    SHARED_MEM
     int b = get_group_id(0), j = get_local_id(0);
-    __local float da[4 * H];
+    LOCAL_PTR da = sm;
     __global const float *wih = p + o_wih, *whh = p + o_whh;
     float dn = 0, dcn = 0;
     for (int t = T - 1; t >= 0; t--) {

@@ -1,9 +1,9 @@
 /* provider (opencl): the OpenCL execution provider, built as libdpd-opencl.so inside a runtime
  * pack (make pack-opencl). It serves ABI v2 (include/dpd/provider.h): device-resident splits,
  * whole training steps by frame index, evaluation and DPD training through a chained frozen PA,
- * with the kernels of kernels.cl (embedded at build time, built per session with the hidden size
- * as a compile-time constant). Families: gru (any layer count); the rest are refused by
- * supports() and run on the cpu provider.
+ * with the kernels of kernels.cl (embedded at build time, built per device and hidden size with
+ * the size as a compile-time constant). Families: gru, lstm and dgru (1..16 layers), tres_gru and rvtdcnn; the rest are refused
+ * by supports() and run on the cpu provider.
  *
  * Devices are every OpenCL device of every platform the ICD loader finds, GPUs first. One
  * context per device, made at its first session and kept for the life of the process with the
@@ -31,23 +31,17 @@ extern const char dpd_opencl_kernels[]; /* kernels.cl, generated into kernels.c 
 
 #define MAX_DEVICES 16
 #define MAX_LAYERS 16
-#define MAX_HIDDEN 64 /* one work-group of H work-items per sequence, 3 H + 3 max(H, 2) private floats each */
+#define MAX_HIDDEN 64 /* one work-group of H work-items a sequence, 6 H floats of local memory; a program per size */
 #define WG 256        /* kernels.cl's adamw work-group */
 
 /* ---- devices, contexts and programs (process-wide, under mu) -------------------------------- */
-
-typedef struct program {
-    int H, IM;
-    cl_program p;
-} program;
 
 typedef struct cl_dev {
     cl_platform_id platform;
     cl_device_id id;
     int gpu;             /* a GPU or accelerator (not a CPU device such as PoCL's) */
     cl_context ctx;      /* made at the first session, kept */
-    program prog[32];    /* built programs, by (H, IM) */
-    int nprog;
+    cl_program prog[MAX_HIDDEN + 1]; /* kernels.cl built for it for hidden size H, at its first session, kept */
 } cl_dev;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -97,20 +91,17 @@ static dpd_status cl_fail(cl_int e, const char *what, char *err, size_t nerr) {
                : DPD_E_DEVICE;
 }
 
-/* The context of device d and its program for (H, IM), made on first use. */
-static dpd_status device_program(int d, int H, int IM, cl_context *ctx, cl_program *out, char *err, size_t nerr) {
+/* The context of device d and its program for hidden size H, made on first use. */
+static dpd_status device_program(int d, int H, cl_context *ctx, cl_program *out, char *err, size_t nerr) {
     cl_dev *v = &devs[d];
     cl_int e = CL_SUCCESS;
     dpd_status st = DPD_OK;
     pthread_mutex_lock(&mu);
     if (!v->ctx && !(v->ctx = clCreateContext(NULL, 1, &v->id, NULL, NULL, &e))) st = cl_fail(e, "create a context", err, nerr);
-    *out = NULL;
-    for (int i = 0; !st && i < v->nprog; i++)
-        if (v->prog[i].H == H && v->prog[i].IM == IM) *out = v->prog[i].p;
-    if (!st && !*out) {
-        char opt[128];
+    if (!st && !v->prog[H]) {
         const char *src = dpd_opencl_kernels;
-        snprintf(opt, sizeof opt, "-D H=%d -D IM=%d", H, IM);
+        char opt[64];
+        snprintf(opt, sizeof opt, "-D H_CONST=%d", H);
         cl_program p = clCreateProgramWithSource(v->ctx, 1, &src, NULL, &e);
         if (p && (e = clBuildProgram(p, 1, &v->id, opt, NULL, NULL)) != CL_SUCCESS) {
             char log[2048] = "";
@@ -121,10 +112,9 @@ static dpd_status device_program(int d, int H, int IM, cl_context *ctx, cl_progr
         } else if (!p) {
             st = cl_fail(e, "create the program", err, nerr);
         }
-        if (p && v->nprog < (int)(sizeof v->prog / sizeof *v->prog)) v->prog[v->nprog++] = (program){H, IM, p};
-        *out = p;
+        v->prog[H] = p;
     }
-    *ctx = v->ctx;
+    *ctx = v->ctx, *out = v->prog[H];
     pthread_mutex_unlock(&mu);
     return st;
 }
@@ -374,7 +364,7 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     }
     cl_program prog;
     cl_int e = CL_SUCCESS;
-    dpd_status st = device_program(device, s->H, s->H > 6 ? s->H : 6, &s->ctx, &prog, err, nerr);
+    dpd_status st = device_program(device, s->H, &s->ctx, &prog, err, nerr);
     if (!st && !(s->q = clCreateCommandQueue(s->ctx, devs[device].id, 0, &e))) st = cl_fail(e, "create a queue", err, nerr);
     for (int i = 0; !st && i < NK; i++)
         if (!(s->k[i] = clCreateKernel(prog, kname[i], &e))) st = cl_fail(e, kname[i], err, nerr);
@@ -407,7 +397,8 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
 
 /* ---- launches ------------------------------------------------------------------------------ */
 
-/* Sets kernel k's arguments from a list: 'm' cl_mem, 'i' int, 'f' float (as double in the list). */
+/* Sets kernel k's arguments from a list: 'm' cl_mem, 'i' int, 'f' float (as double in the list),
+ * 'l' local memory of that many floats (an int in the list). */
 static cl_int args(cl_kernel k, const char *types, ...) {
     va_list ap;
     va_start(ap, types);
@@ -419,6 +410,8 @@ static cl_int args(cl_kernel k, const char *types, ...) {
         } else if (types[i] == 'i') {
             cl_int v = va_arg(ap, int);
             e = clSetKernelArg(k, i, sizeof v, &v);
+        } else if (types[i] == 'l') {
+            e = clSetKernelArg(k, i, (size_t)va_arg(ap, int) * sizeof(float), NULL);
         } else {
             cl_float v = (cl_float)va_arg(ap, double);
             e = clSetKernelArg(k, i, sizeof v, &v);
@@ -489,8 +482,8 @@ static cl_int fwd(session *s, cl_command_queue q, cl_mem in, int off, int B, int
     int kf = f->cell == CELL_LSTM ? K_LSTM_FWD : K_GRU_FWD;
     for (int l = 0; l < s->L && !e; l++) {
         const layer *y = &s->ly[l];
-        e = args(s->k[kf], "miiimiiiimm", l ? s->hs[l - 1].m : src, l ? 0 : soff, y->I, T, s->p.m, y->wih, y->whh,
-                 y->bih, y->bhh, s->hs[l].m, s->sv[l].m);
+        e = args(s->k[kf], "miiiimiiiimml", l ? s->hs[l - 1].m : src, l ? 0 : soff, y->I, T, s->H, s->p.m, y->wih,
+                 y->whh, y->bih, y->bhh, s->hs[l].m, s->sv[l].m, s->H);
         if (!e) e = run(s, q, kf, (size_t)B * s->H, (size_t)s->H);
     }
     cl_mem top = s->hs[s->L - 1].m;
@@ -540,12 +533,12 @@ static cl_int bwd(session *s, cl_command_queue q, cl_mem in, int off, int B, int
         const layer *y = &s->ly[l];
         cl_mem d = l ? other : dx0, x = l ? s->hs[l - 1].m : src;
         int xo = l ? 0 : soff, nb = (y->bih >= 0) + (y->bhh >= 0);
-        e = args(s->k[kb], "miiiimmmmmi", s->p.m, y->I, T, y->wih, y->whh, s->hs[l].m, s->sv[l].m, dh, s->ga.m,
-                 d ? d : dh, d != NULL);
+        e = args(s->k[kb], "miiiiimmmmmil", s->p.m, y->I, T, s->H, y->wih, y->whh, s->hs[l].m, s->sv[l].m, dh,
+                 s->ga.m, d ? d : dh, d != NULL, (lstm ? 4 : 6) * s->H);
         if (!e) e = run(s, q, kb, (size_t)B * s->H, (size_t)s->H);
         if (!e && want_dw)
-            e = args(s->k[K_RNN_BWD_W], "miimiimimiiiii", s->ga.m, G, !lstm, x, xo, y->I, s->hs[l].m, T, s->gp.m, s->np,
-                     y->wih, y->whh, y->bih, y->bhh);
+            e = args(s->k[K_RNN_BWD_W], "miimiimiimiiiii", s->ga.m, G, !lstm, x, xo, y->I, s->hs[l].m, s->H, T, s->gp.m,
+                     s->np, y->wih, y->whh, y->bih, y->bhh);
         if (!e && want_dw) e = run(s, q, K_RNN_BWD_W, (size_t)B * G * (y->I + s->H + nb), 0);
         other = dh, dh = d;
     }
