@@ -162,11 +162,13 @@ OPENCL    := $(BUILD)/opencl/libdpd-opencl.so $(BUILD)/opencl/test/libdpd-opencl
 $(BUILD)/opencl/kernels.c: providers/opencl/kernels.cl
 	@mkdir -p $(dir $@)
 	{ echo 'const char dpd_opencl_kernels[] ='; sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } >$@
-$(BUILD)/opencl/libdpd-opencl.so: providers/opencl/provider.c $(BUILD)/opencl/kernels.c include/dpd/provider.h
-	$(CC) $(CFLAGS) -shared -o $@ providers/opencl/provider.c $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
-$(BUILD)/opencl/test/libdpd-opencl.so: providers/opencl/provider.c $(BUILD)/opencl/kernels.c include/dpd/provider.h
+OPENCL_SRC := providers/opencl/provider.c providers/common/host.c
+OPENCL_DEP := $(OPENCL_SRC) providers/common/host.h $(BUILD)/opencl/kernels.c include/dpd/provider.h
+$(BUILD)/opencl/libdpd-opencl.so: $(OPENCL_DEP)
+	$(CC) $(CFLAGS) -shared -o $@ $(OPENCL_SRC) $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
+$(BUILD)/opencl/test/libdpd-opencl.so: $(OPENCL_DEP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DDPD_TEST_HOOKS -shared -o $@ providers/opencl/provider.c $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
+	$(CC) $(CFLAGS) -DDPD_TEST_HOOKS -shared -o $@ $(OPENCL_SRC) $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
 
 opencl:
 	@if [ "$(OPENCL_OK)" = yes ]; then $(MAKE) --no-print-directory $(OPENCL); \

@@ -16,8 +16,8 @@ if ! command -v "$NVCC" >/dev/null 2>&1; then
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-# the kernels the host launches (providers/opencl/provider.c's kname[])
-want=$(sed -n '/static const char \*const kname\[NK\] = {/,/};/p' providers/opencl/provider.c | grep -o '"[a-z_0-9]*"' | tr -d '"' | sort)
+# the kernels the host launches (providers/common/host.c's kname[])
+want=$(sed -n '/static const char \*const kname\[K_COUNT\] = {/,/};/p' providers/common/host.c | grep -o '"[a-z_0-9]*"' | tr -d '"' | sort)
 printf '%-14s %5s %6s %6s %6s\n' kernel regs stack spills smem
 if ! "$NVCC" -cubin -arch=sm_90 -x cu -Xptxas -v -o "$T/k.cubin" "$SRC" >"$T/log" 2>&1; then
     failed=$((failed + 1)); echo "FAIL cuda_gate: nvcc failed"; cat "$T/log"
