@@ -144,8 +144,16 @@ $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh provi
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -shared -Iinclude -Iproviders/cuda providers/cuda/gru.cu providers/cuda/provider.cu -o $@
 
+# The device-resident CUDA provider (providers/cuda/device.cu: host.c's CUDA backend, the kernels of
+# providers/opencl/kernels.cl compiled as CUDA): built and resource-gated here, run by gpu-check.sh.
+$(BUILD)/cuda/host.o: providers/common/host.c providers/common/host.h include/dpd/provider.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/opencl/kernels.cl $(BUILD)/cuda/host.o
+	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu $(BUILD)/cuda/host.o $(NVSAN) -o $@
+
 cuda:
-	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check $(BUILD)/cuda/libdpd-cuda.so; \
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check $(BUILD)/cuda/libdpd-cuda.so $(BUILD)/cuda/libdpd-cuda-resident.so; \
 	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
 
 # The CUDA runtime pack (dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.

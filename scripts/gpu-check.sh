@@ -54,12 +54,13 @@ build/dpd synth --out "$W/s160" --carriers 4 --carrier-bw 40e6 --qam 1024 --fs 6
 timeout 200 build/dpd train-pa --data "$W/s160" --model gru --hidden 23 --epochs 1 --frame 200 --stride 1 --batch 64 \
     --provider cuda --out "$W/e160" --json 2>/dev/null
 echo "epoch minutes (TIME:): $(tail -n 1 "$W"/e160/s160/train_pa/*/history.csv | cut -d, -f3)"
+echo "== the provider conformance suite on the GPU: the device-resident CUDA provider, and OpenCL where NVIDIA's ICD is"
+# Inputs: build/tests/test_conformance, build/cuda/libdpd-cuda-resident.so, build/opencl/test/libdpd-opencl.so,
+# dist/dpd-pack-opencl-*.tar.gz (make pack-opencl), and libOpenCL.so.1 in build/devlibs (the ICD loader).
+DPD_CUDA_LIB=build/cuda/libdpd-cuda-resident.so DPD_OPENCL_LIB=build/opencl/test/libdpd-opencl.so \
+    DPD_FAKE_LIB=/nonexistent timeout 420 build/tests/test_conformance | grep -E "^(cuda|opencl) |FAIL|SKIP|RESULT" | tail -n 80
 echo "== OpenCL on the GPU (NVIDIA's ICD), when the machine has it"
-# Inputs: dist/dpd-pack-opencl-*.tar.gz (make pack-opencl), build/tests/test_conformance and
-# build/opencl/test/libdpd-opencl.so, and libOpenCL.so.1 in build/devlibs (the ICD loader).
 if ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1; then
-    DPD_OPENCL_LIB=build/opencl/test/libdpd-opencl.so DPD_FAKE_LIB=/nonexistent timeout 300 build/tests/test_conformance |
-        grep -E "^opencl|FAIL|RESULT" | tail -n 40
     OPK=$(ls dist/dpd-pack-opencl-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
     timeout 120 build/dpd pack install "$OPK" || echo "opencl install failed: $?"
     build/dpd providers | grep -A3 "opencl:"

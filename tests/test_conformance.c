@@ -1,7 +1,8 @@
 /* test_conformance: the provider conformance suite (docs/providers.md). Every provider present —
  * the built-in cpu, the fault-injecting fake ($DPD_FAKE_LIB, in its ok mode) and the OpenCL
  * provider ($DPD_OPENCL_LIB, default $BUILD/opencl/test/libdpd-opencl.so, on the first device the
- * OpenCL ICD loader finds: PoCL in CI) — runs every family of the fast path (gru in one and two
+ * OpenCL ICD loader finds: PoCL in CI), and the device-resident CUDA provider ($DPD_CUDA_LIB,
+ * default $BUILD/cuda/libdpd-cuda-resident.so, where a GPU is) — runs every family of the fast path (gru in one and two
  * layers, dgru, lstm, tres_gru, rvtdcnn) at the shapes B x T = 3 x 24, 7 x 50 and 64 x 200 through
  * the ABI v2 table, against a separate session of the CPU provider (the reference); the CPU
  * provider's reference kernels (session option kernels=ref) run the suite as a provider too:
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "dpd/provider.h"
@@ -215,5 +217,11 @@ int main(void) {
     const dpd_provider *ocl = load(lib, why, sizeof why);
     if (ocl) suite(ocl, "opencl", "auto");
     else check_skip("conformance opencl", why);
+    /* the device-resident CUDA provider (providers/cuda/device.cu), where a GPU is */
+    if (!(lib = getenv("DPD_CUDA_LIB")))
+        snprintf(path, sizeof path, "%s/cuda/libdpd-cuda-resident.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
+    const dpd_provider *cu = access(lib, R_OK) ? NULL : load(lib, why, sizeof why);
+    if (cu) suite(cu, "cuda", "auto");
+    else check_skip("conformance cuda", access(lib, R_OK) ? "not built (no nvcc)" : why);
     return check_done("conformance");
 }

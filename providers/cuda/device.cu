@@ -1,0 +1,162 @@
+/* device (cuda): the CUDA backend of providers/common/host.c — the device-resident provider (ABI
+ * v2, every family host.c composes, DPD chains) on NVIDIA GPUs, built as libdpd-cuda-resident.so.
+ * The kernels are providers/opencl/kernels.cl compiled as CUDA C++ in this translation unit (one
+ * source for both APIs; the hidden size is their argument, so one cubin serves every size;
+ * tests/cuda_gate.sh checks their resources). Not yet the pack's library: the pack ships the
+ * measured GRU provider (provider.cu) until this one has been run on a GPU (scripts/gpu-check.sh
+ * runs the conformance suite on it).
+ *
+ * A queue is a CUDA stream on its device. Launches take their geometry from the work: a kernel
+ * with a work-group (the recurrent ones: H threads a sequence) runs n / local blocks of local
+ * threads; the others run blocks of the largest divisor of n up to 256 threads, since the kernels
+ * carry no bounds check (OpenCL launches exactly n work-items). */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "../common/host.h"
+}
+
+#include "../opencl/kernels.cl"
+
+/* The kernels by host.h's index. */
+static const void *const kernels[K_COUNT] = {
+    (const void *)gather,      (const void *)features,  (const void *)features_bwd, (const void *)gru_fwd,
+    (const void *)gru_bwd,     (const void *)lstm_fwd,  (const void *)lstm_bwd,     (const void *)rnn_bwd_w,
+    (const void *)dense_fwd,   (const void *)act_bwd,   (const void *)dense_bwd_in, (const void *)dense_bwd_w,
+    (const void *)tcn_fwd,     (const void *)tcn_bwd_d, (const void *)tcn_bwd_w,    (const void *)tcn_bwd_x,
+    (const void *)rvt_fwd,     (const void *)rvt_bwd_w, (const void *)rvt_bwd_img,  (const void *)rvt_bwd_x,
+    (const void *)mse,         (const void *)adamw};
+
+static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
+    snprintf(err, nerr, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)e));
+    return e == cudaErrorMemoryAllocation ? DPD_E_NOMEM : DPD_E_DEVICE;
+}
+
+static int count(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+static dpd_status info(int d, dpd_device_info *out) {
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) return DPD_E_DEVICE;
+    snprintf(out->name, sizeof out->name, "%s", p.name);
+    snprintf(out->arch, sizeof out->arch, "sm_%d%d", p.major, p.minor);
+    out->memory = p.totalGlobalMem;
+    cudaDriverGetVersion(&out->driver);
+    cudaRuntimeGetVersion(&out->runtime);
+    return DPD_OK;
+}
+
+typedef struct queue {
+    int device;
+    cudaStream_t s;
+} queue;
+
+static void close_queue(void *qv) {
+    queue *q = (queue *)qv;
+    if (!q) return;
+    if (q->s) cudaStreamSynchronize(q->s), cudaStreamDestroy(q->s);
+    free(q);
+}
+
+static dpd_status open_queue(int d, int H, void **out, int *group, char *err, size_t nerr) {
+    (void)H;
+    queue *q = (queue *)calloc(1, sizeof *q);
+    cudaDeviceProp p;
+    cudaError_t e;
+    *out = NULL;
+    if (!q) return snprintf(err, nerr, "cuda: out of memory"), DPD_E_NOMEM;
+    q->device = d;
+    if ((e = cudaSetDevice(d)) || (e = cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking)) ||
+        (e = cudaGetDeviceProperties(&p, d))) {
+        close_queue(q);
+        return fail(e, "open a stream", err, nerr);
+    }
+    *group = p.maxThreadsPerBlock, *out = q;
+    return DPD_OK;
+}
+
+static int alloc(void *q, size_t bytes, dmem *m) {
+    cudaSetDevice(((queue *)q)->device);
+    return cudaMalloc(m, bytes);
+}
+
+static void release(dmem m) {
+    if (m) cudaFree(m);
+}
+
+static int write_buf(void *q, dmem m, const void *src, size_t bytes, int wait) {
+    cudaStream_t s = ((queue *)q)->s;
+    int e = cudaMemcpyAsync(m, src, bytes, cudaMemcpyHostToDevice, s);
+    return e || !wait ? e : cudaStreamSynchronize(s);
+}
+
+static int read_buf(void *q, dmem m, void *dst, size_t bytes) {
+    cudaStream_t s = ((queue *)q)->s;
+    int e = cudaMemcpyAsync(dst, m, bytes, cudaMemcpyDeviceToHost, s);
+    return e ? e : cudaStreamSynchronize(s);
+}
+
+static int zero(void *q, dmem m, size_t bytes) { return cudaMemsetAsync(m, 0, bytes, ((queue *)q)->s); }
+
+/* The largest divisor of n up to 256 (n > 0). */
+static unsigned block_for(size_t n) {
+    for (unsigned b = 256; b > 1; b--)
+        if (n % b == 0) return b;
+    return 1;
+}
+
+static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *types, va_list ap) {
+    (void)kq;
+    void *argv[32];
+    union {
+        void *m;
+        int i;
+        float f;
+    } store[32];
+    size_t shared = 0;
+    int na = 0;
+    for (int i = 0; types[i] && na < 32; i++) {
+        if (types[i] == 'l') { /* not an argument here: the dynamic shared memory */
+            shared = (size_t)va_arg(ap, int) * sizeof(float);
+            continue;
+        }
+        if (types[i] == 'm') store[na].m = va_arg(ap, dmem);
+        else if (types[i] == 'i') store[na].i = va_arg(ap, int);
+        else store[na].f = (float)va_arg(ap, double);
+        argv[na] = &store[na];
+        na++;
+    }
+    unsigned block = local ? (unsigned)local : block_for(n);
+    return cudaLaunchKernel(kernels[k], dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
+}
+
+static int finish(void *q) {
+    int e = cudaStreamSynchronize(((queue *)q)->s);
+    return e ? e : cudaGetLastError();
+}
+
+static const backend cuda_resident = {"cuda", count, info, open_queue, close_queue, alloc, release, write_buf,
+                                      read_buf, zero, launch, finish, fail, cudaErrorDevicesUnavailable};
+
+extern "C" __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api_version, dpd_provider *out,
+                                                                               char *err, size_t nerr) {
+    if (api_version != DPD_PROVIDER_API) {
+        snprintf(err, nerr, "provider ABI %d, dpd asks for %u", DPD_PROVIDER_API, api_version);
+        return DPD_E_UNSUPPORTED;
+    }
+    host_provider(&cuda_resident, out);
+    return DPD_OK;
+}
+
+extern "C" __attribute__((visibility("default"))) int dpd_provider_score(char *why, size_t nwhy) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) return snprintf(why, nwhy, "%s", cudaGetErrorString(e)), 0;
+    if (!n) return snprintf(why, nwhy, "no CUDA device"), 0;
+    return 100;
+}
