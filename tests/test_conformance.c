@@ -43,17 +43,23 @@ static const dpd_model_cfg families[] = {
     {"gru", 8, 1}, {"gru", 6, 2}, {"dgru", 7, 1}, {"lstm", 6, 1}, {"tres_gru", 5, 1}, {"rvtdcnn", 6, 1}};
 static const dpd_model_cfg dpd_cfg = {"gru", 6, 1}; /* the DPD of the chain */
 
-/* max |a - b| / max |b| over n. */
-static double rel(const float *a, const float *b, size_t n) {
+/* max |a - b| / max |b| over n; infinite where a difference is not a number (a NaN output). */
+static double reld(const double *a, const double *b, size_t n) {
     double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i])), m = fmax(m, fabs((double)b[i]));
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]);
+        if (!(e <= d)) d = isnan(e) ? INFINITY : e;
+        m = fmax(m, fabs(b[i]));
+    }
     return isfinite(d) ? d / (m > 0 ? m : 1) : INFINITY;
 }
 
-static double reld(const double *a, const double *b, size_t n) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
-    return isfinite(d) ? d / (m > 0 ? m : 1) : INFINITY;
+static double rel(const float *a, const float *b, size_t n) {
+    double *x = malloc(2 * n * sizeof *x), r;
+    for (size_t i = 0; i < n; i++) x[i] = a[i], x[n + i] = b[i];
+    r = reld(x, x + n, n);
+    free(x);
+    return r;
 }
 
 /* A provider table from a library (NULL with why when it cannot be had here). */
@@ -88,13 +94,13 @@ static void *open_session(const dpd_provider *p, const char *kernels, const dpd_
 typedef struct trace {
     double loss[8];
     float *p, *m, *v, *m1; /* m1: the first moment after the first step (0.1 g) */
-    float *pred;
+    float *pred, *pred2;   /* evaluate in one batch, and in batches of (B + 1) / 2 (offsets past 0) */
     long step;
     int ok;
 } trace;
 
 static void trace_free(trace *t) {
-    free(t->p), free(t->m), free(t->v), free(t->m1), free(t->pred);
+    free(t->p), free(t->m), free(t->v), free(t->m1), free(t->pred), free(t->pred2);
     memset(t, 0, sizeof *t);
 }
 
@@ -108,12 +114,13 @@ static void run(const dpd_provider *p, void *s, void *pa, size_t np, int B, int 
     for (int i = 0; i < B; i++) f0[i] = (uint32_t)i;
     for (size_t i = 0; i < 3 * (size_t)B + 1; i++) fr[i] = (uint32_t)((i * 7 + 3) % (2 * (size_t)B));
     t->p = malloc(np * 4), t->m = malloc(np * 4), t->v = malloc(np * 4), t->m1 = malloc(np * 4);
-    t->pred = malloc((size_t)B * T * 2 * 4);
+    t->pred = malloc((size_t)B * T * 2 * 4), t->pred2 = malloc((size_t)B * T * 2 * 4);
     float *v1 = malloc(np * 4);
     dpd_status st = p->i->chain(s, pa, msg, sizeof msg);
     if (!st) st = p->i->attach(s, DPD_TRAIN, x, y, n, msg, sizeof msg);
     if (!st) st = p->i->attach(s, DPD_VAL, x, NULL, (size_t)B * T, msg, sizeof msg);
     if (!st) st = p->i->evaluate(s, DPD_VAL, T, B, t->pred, msg, sizeof msg);
+    if (!st) st = p->i->evaluate(s, DPD_VAL, T, (B + 1) / 2, t->pred2, msg, sizeof msg);
     if (!st) st = p->i->train_steps(s, f0, (size_t)B, B, T, T, 1e-3, 0.01, 0, t->loss, msg, sizeof msg);
     if (!st) st = p->i->get_state(s, t->m1, v1, &t->step, msg, sizeof msg);
     if (!st) st = p->i->train_steps(s, fr, 3 * (size_t)B + 1, B, T, T, 1e-3, 0.01, 1.0, t->loss + 1, msg, sizeof msg);
@@ -132,6 +139,8 @@ static void compare(const trace *dut, const trace *ref, size_t np, size_t npred,
     printf("%-48s evaluate %.1e  losses %.1e  gradients %.1e  parameters %.1e  m %.1e  v %.1e\n", what, e[0], e[1],
            e[2], e[3], e[4], e[5]);
     CHECK(e[0] <= tol, "%s: evaluate %.3g", what, e[0]);
+    double e2 = rel(dut->pred2, ref->pred, npred);
+    CHECK(e2 <= tol, "%s: evaluate in batches of (B + 1) / 2: %.3g", what, e2);
     CHECK(e[1] <= tol, "%s: losses %.3g (first %.9g vs %.9g)", what, e[1], dut->loss[0], ref->loss[0]);
     CHECK(e[2] <= tol, "%s: gradients %.3g", what, e[2]);
     CHECK(e[3] <= tol && e[4] <= tol && e[5] <= tol, "%s: after 5 AdamW steps: parameters %.3g, m %.3g, v %.3g", what,
@@ -186,6 +195,10 @@ static void one(const dpd_provider *p, const char *pname, const char *kernels, c
             run(cpu, rd, rpa, nd, sh.B, sh.T, x, y, cw, &tr);
             run(p, ad, apa, nd, sh.B, sh.T, x, y, cw, &ta);
             compare(&ta, &tr, nd, (size_t)sh.B * sh.T * 2, strcmp(c->family, "dgru") ? TOL : TOL_DGRU_CHAIN, cw);
+            float *pp = malloc(np * 4);
+            CHECK(!p->i->download(apa, pp, msg, sizeof msg) && !memcmp(pp, dpd_model_params(m), np * 4),
+                  "%s: the frozen PA's weights are untouched after training through it", cw);
+            free(pp);
         }
         trace_free(&tr), trace_free(&ta);
         void *all[4] = {rd, ad, rpa, apa}; /* the DPD sessions first: they run through the PAs */
@@ -200,7 +213,35 @@ done:
     dpd_model_free(m), dpd_model_free(d);
 }
 
+/* A step whose loss is not finite (infinite targets): DPD_E_DIVERGED with that loss, no update,
+ * the step count unchanged, as the cpu provider. */
+static void diverge(const dpd_provider *p, const char *pname, const char *kernels, const dpd_model_cfg *c) {
+    char msg[512] = "";
+    dpd_rng r;
+    dpd_rng_seed(&r, 7);
+    dpd_model *m = check_model(c, &r);
+    size_t np = dpd_model_nparams(m), n = 3 * 24;
+    float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4), *after = malloc(np * 4), *mm = malloc(np * 4), *vv = malloc(np * 4);
+    for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = INFINITY;
+    uint32_t fr[3] = {0, 1, 2};
+    double loss[2] = {0, 0};
+    long step = -1;
+    dpd_status st;
+    void *s = open_session(p, kernels, m, 3, 24, &st, msg, sizeof msg);
+    if (s && !(st = p->i->attach(s, DPD_TRAIN, x, y, n, msg, sizeof msg)))
+        st = p->i->train_steps(s, fr, 3, 3, 24, 24, 1e-3, 0.01, 1.0, loss, msg, sizeof msg);
+    CHECK(st == DPD_E_DIVERGED && !isfinite(loss[0]) && strstr(msg, "diverged") && !p->i->download(s, after, msg, sizeof msg) &&
+              !memcmp(after, dpd_model_params(m), np * 4) && !p->i->get_state(s, mm, vv, &step, msg, sizeof msg) && step == 0,
+          "%s %s: a non-finite loss ends train_steps with DPD_E_DIVERGED before the update (status %d, loss %g, step %ld: %s)",
+          pname, c->family, (int)st, loss[0], step, msg);
+    if (s) p->i->session_free(s);
+    free(x), free(y), free(after), free(mm), free(vv);
+    dpd_model_free(m);
+}
+
 static void suite(const dpd_provider *p, const char *name, const char *kernels) {
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        if (p->i->supports(p->ctx, &families[f])) diverge(p, name, kernels, &families[f]);
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) one(p, name, kernels, &families[f], shapes[k]);
 }

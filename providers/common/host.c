@@ -9,6 +9,7 @@
  * DPD session's queue, the PA computing only its input gradient. */
 #include "host.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,7 +201,7 @@ static int bind(session *s, const dpd_tensor *t, int nt, const char **missing) {
         for (int k = 0; k < 4; k++) {
             char nm[64];
             snprintf(nm, sizeof nm, "backbone.rnn.%s_l%d", kind[k], l);
-            if ((o[k] = find(t, nt, nm)) < 0) return *missing = kind[k], 0;
+            if ((o[k] = find(t, nt, nm)) < 0) return *missing = "a backbone.rnn tensor of the layers", 0;
         }
         s->ly[l] = (layer){l ? s->H : in, o[0], o[1], o[2], o[3]};
     }
@@ -260,8 +261,8 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
  * work-items in groups of local (0: the API's choice), arguments by types (backend.launch). */
 static int go(session *s, session *q, int k, size_t n, size_t local, const char *types, ...) {
 #ifdef DPD_TEST_HOOKS
-    if (s->fail_at && --s->fail_at == 0) s->fail_at = 1; /* stays lost */
-    if (s->fail_at == 1) return s->be->lost;
+    if (s->fail_at > 0 && --s->fail_at == 0) s->fail_at = -1; /* the N-th launch, and every later one */
+    if (s->fail_at < 0) return s->be->lost;
 #endif
     if (!n) return 0;
     va_list ap;
@@ -379,8 +380,12 @@ static int bwd(session *s, session *q, dmem in, int off, int B, int T, dmem dout
     return e;
 }
 
+/* Waits for s's queue (always: a write from the caller's memory may still be queued after a
+ * failed launch) and turns the first error into a status. After a failure in train_steps the
+ * steps enqueued before it may have run: the caller ends the run (docs/providers.md, case 5). */
 static dpd_status finish(session *s, int e, const char *what, char *err, size_t nerr) {
-    if (!e) e = s->be->finish(s->q);
+    int w = s->be->finish(s->q);
+    if (!e) e = w;
     return e ? s->be->fail(e, what, err, nerr) : DPD_OK;
 }
 
@@ -406,7 +411,7 @@ static dpd_status set_state(void *sv, const float *m, const float *v, long step,
     session *s = (session *)sv;
     int e = s->be->write(s->q, s->m.m, m, (size_t)s->np * 4, 1);
     if (!e) e = s->be->write(s->q, s->v.m, v, (size_t)s->np * 4, 1);
-    s->step = step;
+    if (!e) s->step = step;
     return finish(s, e, "write the optimizer state", err, nerr);
 }
 
@@ -435,13 +440,18 @@ static dpd_status forward(void *sv, const float *x, int B, int T, float *y, char
 static dpd_status attach(void *sv, int split, const float *x, const float *y, size_t n, char *err, size_t nerr) {
     session *s = (session *)sv;
     if (split < 0 || split > 2) return snprintf(err, nerr, "%s: no split %d", s->be->name, split), DPD_E_INVAL;
+    if (n > INT_MAX / 2) /* the kernels' offsets are ints */
+        return snprintf(err, nerr, "%s: a split of %zu samples is more than this provider addresses (%d)", s->be->name, n,
+                        INT_MAX / 2),
+               DPD_E_UNSUPPORTED;
+    s->n[split] = 0; /* until the new split is whole */
     dpd_status st = need(s, &s->x[split], 2 * n, err, nerr);
     if (!st && y) st = need(s, &s->y[split], 2 * n, err, nerr);
     if (st) return st;
     int e = s->be->write(s->q, s->x[split].m, x, 2 * n * 4, 1);
     if (!e && y) e = s->be->write(s->q, s->y[split].m, y, 2 * n * 4, 1);
     if (!y) release(s, &s->y[split]);
-    s->n[split] = n;
+    if (!e) s->n[split] = n;
     return finish(s, e, "attach a split", err, nerr);
 }
 
@@ -459,7 +469,9 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
     if (!st && pa) st = reserve(pa, B, L, err, nerr);
     if (!st) st = need(s, &s->fr, nframes, err, nerr);
     if (!st) st = need(s, &s->loss, steps, err, nerr);
+    float *l = st || !steps ? NULL : (float *)malloc(steps * sizeof *l);
     if (st || !steps) return st;
+    if (!l) return snprintf(err, nerr, "%s: out of memory", who), DPD_E_NOMEM;
     session *q = s;
     int zero = 0, e = s->be->write(s->q, s->fr.m, frames, nframes * 4, 0);
     if (!e) e = s->be->write(s->q, s->stop.m, &zero, 4, 0);
@@ -476,14 +488,12 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
         long t = s->step + (long)k + 1;
         double bc1 = 1.0 - pow(0.9, (double)t), bc2 = 1.0 - pow(0.999, (double)t);
         if (!e)
-            e = go(s, q, K_ADAMW, HOST_WG, HOST_WG, "mmmiimmmfmimfffffffff", s->p.m, s->g.m, s->gp.m, b, s->np, s->m.m, s->v.m, s->lp.m,
-                     (double)n, s->loss.m, (int)k, s->stop.m, (double)(float)max_norm, (double)(float)(1.0 - lr * wd),
+            e = go(s, q, K_ADAMW, HOST_WG, HOST_WG, "mmmiimmmmimfffffffff", s->p.m, s->g.m, s->gp.m, b, s->np, s->m.m,
+                   s->v.m, s->lp.m, s->loss.m, (int)k, s->stop.m, (double)(float)max_norm, (double)(float)(1.0 - lr * wd),
                      (double)(float)0.9, (double)(float)0.999, (double)(float)(1.0 - 0.9), (double)(float)(1.0 - 0.999),
                      (double)(float)(lr / bc1), (double)(float)sqrt(bc2), (double)(float)1e-8);
     }
-    float *l = (float *)malloc(steps * sizeof *l);
     int stop = 0;
-    if (!l) return snprintf(err, nerr, "%s: out of memory", who), DPD_E_NOMEM;
     if (!e) e = s->be->read(s->q, s->loss.m, l, steps * 4);
     if (!e) e = s->be->read(s->q, s->stop.m, &stop, 4);
     if ((st = finish(s, e, "a training step", err, nerr))) return free(l), st;
@@ -504,7 +514,7 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
 
 static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char *err, size_t nerr) {
     session *s = (session *)sv, *pa = s->pa;
-    if (k < 0 || k > 2 || !s->x[k].m || N < 1 || batch < 1 || s->n[k] % (size_t)N)
+    if (k < 0 || k > 2 || !s->x[k].m || !s->n[k] || N < 1 || batch < 1 || s->n[k] % (size_t)N)
         return snprintf(err, nerr, "%s: split %d: nothing attached in sequences of %d", s->be->name, k, N), DPD_E_INVAL;
     int S = (int)(s->n[k] / (size_t)N), most = S < batch ? S : batch;
     dpd_status st = full(s, most, err, nerr);

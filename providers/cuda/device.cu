@@ -20,6 +20,7 @@ extern "C" {
 }
 
 #include "../opencl/kernels.cl"
+#undef H /* kernels.cl's name for the kernels' hidden-size argument */
 
 /* The kernels by host.h's index. */
 static const void *const kernels[K_COUNT] = {
@@ -80,9 +81,12 @@ static dpd_status open_queue(int d, int H, void **out, int *group, char *err, si
     return DPD_OK;
 }
 
+/* The queue's device current on this thread (a stream runs only on its own device). */
+static int on(void *q) { return cudaSetDevice(((queue *)q)->device); }
+
 static int alloc(void *q, size_t bytes, dmem *m) {
-    cudaSetDevice(((queue *)q)->device);
-    return cudaMalloc(m, bytes);
+    int e = on(q);
+    return e ? e : cudaMalloc(m, bytes);
 }
 
 static void release(dmem m) {
@@ -91,17 +95,22 @@ static void release(dmem m) {
 
 static int write_buf(void *q, dmem m, const void *src, size_t bytes, int wait) {
     cudaStream_t s = ((queue *)q)->s;
-    int e = cudaMemcpyAsync(m, src, bytes, cudaMemcpyHostToDevice, s);
+    int e = on(q);
+    if (!e) e = cudaMemcpyAsync(m, src, bytes, cudaMemcpyHostToDevice, s);
     return e || !wait ? e : cudaStreamSynchronize(s);
 }
 
 static int read_buf(void *q, dmem m, void *dst, size_t bytes) {
     cudaStream_t s = ((queue *)q)->s;
-    int e = cudaMemcpyAsync(dst, m, bytes, cudaMemcpyDeviceToHost, s);
+    int e = on(q);
+    if (!e) e = cudaMemcpyAsync(dst, m, bytes, cudaMemcpyDeviceToHost, s);
     return e ? e : cudaStreamSynchronize(s);
 }
 
-static int zero(void *q, dmem m, size_t bytes) { return cudaMemsetAsync(m, 0, bytes, ((queue *)q)->s); }
+static int zero(void *q, dmem m, size_t bytes) {
+    int e = on(q);
+    return e ? e : cudaMemsetAsync(m, 0, bytes, ((queue *)q)->s);
+}
 
 /* The largest divisor of n up to 256 (n > 0). */
 static unsigned block_for(size_t n) {
@@ -132,12 +141,15 @@ static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *
         na++;
     }
     unsigned block = local ? (unsigned)local : block_for(n);
-    return cudaLaunchKernel(kernels[k], dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
+    int e = on(q);
+    return e ? e : cudaLaunchKernel(kernels[k], dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
 }
 
+/* The stream's own result (cudaGetLastError would also report an earlier call's error that was
+ * handled, such as a cudaMalloc refused for memory before a batch was halved). */
 static int finish(void *q) {
-    int e = cudaStreamSynchronize(((queue *)q)->s);
-    return e ? e : cudaGetLastError();
+    int e = on(q);
+    return e ? e : cudaStreamSynchronize(((queue *)q)->s);
 }
 
 static const backend cuda_resident = {"cuda", count, info, open_queue, close_queue, alloc, release, write_buf,

@@ -487,8 +487,9 @@ __kernel void rvt_bwd_x(__global const float *x, int off, int T, __global const 
 
 /* ---- loss and update ------------------------------------------------------------------------- */
 
-/* The MSE's pieces for sequence b (one work-item each, per = T * 2 values): lp[b] the sum of
- * squared differences in order, dy = 2 (y - t) / n, n the batch's count of values. */
+/* The MSE's pieces for sequence b (one work-item each, per = T * 2 values): lp[b] its share of
+ * the mean, the squared differences over n summed in order (a share overflows only where the
+ * mean itself would: the cpu sums in double), dy = 2 (y - t) / n, n the batch's count of values. */
 __kernel void mse(__global const float *y, __global const float *t, int per, float n, __global float *dy,
                   __global float *lp) {
     size_t b = get_global_id(0);
@@ -496,29 +497,28 @@ __kernel void mse(__global const float *y, __global const float *t, int per, flo
     for (int e = 0; e < per; e++) {
         size_t i = b * per + e;
         float d = y[i] - t[i];
-        s += d * d;
+        s += d * d / n;
         dy[i] = 2.0f * d / n;
     }
     lp[b] = s;
 }
 
 #define WG 256
-/* One training step's end, one work-group of WG: the loss (lp summed in batch order, over n)
- * into losses[k]; where it is not finite, or an earlier step of the call diverged (*stop), nothing
+/* One training step's end, one work-group of WG: the loss (lp summed in batch order) into
+ * losses[k]; where it is not finite, or an earlier step of the call diverged (*stop), nothing
  * more (stop set). Otherwise the gradient, gp's B rows summed in order into g; its norm by
  * WG strided sums and a fixed tree; clipped as torch.nn.utils.clip_grad_norm_ (max_norm 0: off);
  * AdamW as torch.optim.AdamW (the step's factors computed by the host as the cpu provider's). */
 __kernel WG_SIZE(WG) void adamw(
     __global float *p, __global float *g, __global const float *gp, int B, int np, __global float *m,
-    __global float *v, __global const float *lp, float n, __global float *losses, int k, __global int *stop,
+    __global float *v, __global const float *lp, __global float *losses, int k, __global int *stop,
     float max_norm, float decay, float b1, float b2, float c1, float c2, float step, float bc2s, float eps) {
     int l = get_local_id(0);
     __local float part[WG];
     __local int bad;
     if (l == 0) {
-        float s = 0;
-        for (int b = 0; b < B; b++) s += lp[b];
-        float loss = s / n;
+        float loss = 0;
+        for (int b = 0; b < B; b++) loss += lp[b];
         bad = *stop;
         if (!bad) losses[k] = loss;
         if (!bad && !isfinite(loss)) bad = *stop = 1;

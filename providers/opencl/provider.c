@@ -161,10 +161,16 @@ static dpd_status open_queue(int d, int H, void **out, int *group, char *err, si
     if (!st && !(q->q = clCreateCommandQueue(q->ctx, devs[d].id, 0, &e))) st = cl_fail(e, "create a queue", err, nerr);
     for (int i = 0; !st && i < K_COUNT; i++)
         if (!(q->k[i] = clCreateKernel(prog, host_kernel_name(i), &e))) st = cl_fail(e, host_kernel_name(i), err, nerr);
-    size_t wg = 0;
-    if (!st) clGetKernelWorkGroupInfo(q->k[K_LSTM_BWD], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    size_t most = (size_t)-1; /* the smallest of the recurrent kernels' work-group limits */
+    static const int rec[4] = {K_GRU_FWD, K_GRU_BWD, K_LSTM_FWD, K_LSTM_BWD};
+    for (int i = 0; !st && i < 4; i++) {
+        size_t wg = 0;
+        if ((e = clGetKernelWorkGroupInfo(q->k[rec[i]], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL)))
+            st = cl_fail(e, "query a kernel's work-group limit", err, nerr);
+        most = wg < most ? wg : most;
+    }
     if (st) return close_queue(q), st;
-    *group = (int)wg, *out = q;
+    *group = (int)most, *out = q;
     return DPD_OK;
 }
 
