@@ -7,13 +7,29 @@
 # Inputs (built on the dev machine and carried, since the device has no package access):
 #   build/cuda (check, libdpd-cuda.so), dist/ (make pack-cuda), build/dpd, build/devlibs (the
 #   shared libraries build/dpd needs), build/data/DPA_200MHz, build/ckpt/pa_gru23.safetensors.
+# Besides the text, every figure goes to $GPU_CHECK_JSONL (default build/gpu-check.jsonl), one
+# JSON object a line with stage, provider, family, hidden, metric and value (commit the device's
+# as docs/gpu-check-h200.jsonl), and a table of them is printed last. Run without a GPU, the
+# device stages fail quickly and say so; the file still has every line the host could make.
 set -u
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH="$PWD/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 W=$(mktemp -d)
 export XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data"
+J=${GPU_CHECK_JSONL:-build/gpu-check.jsonl}
+mkdir -p "$(dirname "$J")" && : >"$J"
+# rec STAGE PROVIDER FAMILY HIDDEN METRIC VALUE: one line of $J (VALUE: a number, true/false, or text)
+rec() {
+    case $6 in
+    true | false | [0-9]* | -[0-9]* | .[0-9]*) v=$6 ;;
+    *) v="\"$(printf '%s' "$6" | sed 's/["\\]/\\&/g')\"" ;;
+    esac
+    printf '{"stage":"%s","provider":"%s","family":"%s","hidden":%s,"metric":"%s","value":%s}\n' "$1" "$2" "$3" "${4:-null}" "$5" "$v" >>"$J"
+}
 echo "== host: $(uname -m), $(nproc) CPUs, $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown OS}")"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: unavailable"
+GPU=$(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null) || GPU=""
+echo "${GPU:-nvidia-smi: unavailable}"
+rec preflight - - null device "${GPU:-none}"
 echo "== CUDA GRU: parity with the CPU reference, graph vs eager, speed"
 timeout 300 build/cuda/check || echo "check failed: $?"
 echo "== runtime pack"
@@ -23,7 +39,11 @@ build/dpd pack list
 build/dpd pack verify "$(build/dpd pack list | sed -n 's/ (active)//p' | head -n 1)"
 build/dpd providers
 echo "== parity on DPA_200MHz (PA GRU-23, test split)"
-timeout 120 build/dpd parity --model build/ckpt/pa_gru23.safetensors --data build/data/DPA_200MHz --providers cpu,cuda
+timeout 120 build/dpd parity --model build/ckpt/pa_gru23.safetensors --data build/data/DPA_200MHz --providers cpu,cuda \
+    --json >"$W/par.json" 2>&1
+cat "$W/par.json"
+V=$(sed -n 's/.*"provider":"cuda"[^}]*"max_rel":\([-0-9.e+]*\).*/\1/p' "$W/par.json" | head -n 1)
+[ -n "$V" ] && rec parity cuda gru 23 parity_rel "$V"
 timeout 120 build/dpd eval --data build/data/DPA_200MHz --split val --model build/ckpt/pa_gru23.safetensors --provider cuda --json
 echo "== dpd run through cuda, sectioned"
 timeout 120 build/dpd run --model build/ckpt/pa_gru23.safetensors --input build/data/DPA_200MHz/test_input.csv \
@@ -53,12 +73,27 @@ echo "== a full DPA_160MHz-shaped epoch of PA GRU-23 on cuda (294 912 samples, 4
 build/dpd synth --out "$W/s160" --carriers 4 --carrier-bw 40e6 --qam 1024 --fs 640e6 --nperseg 16384 --length 491520 >/dev/null
 timeout 200 build/dpd train-pa --data "$W/s160" --model gru --hidden 23 --epochs 1 --frame 200 --stride 1 --batch 64 \
     --provider cuda --out "$W/e160" --json 2>/dev/null
-echo "epoch minutes (TIME:): $(tail -n 1 "$W"/e160/s160/train_pa/*/history.csv | cut -d, -f3)"
+M=$(tail -n 1 "$W"/e160/s160/train_pa/*/history.csv 2>/dev/null | cut -d, -f3)
+echo "epoch minutes (TIME:): $M"
+[ -n "$M" ] && rec epoch cuda gru 23 epoch_s "$(awk -v m="$M" 'BEGIN { printf "%.3f", m * 60 }')"
 echo "== the provider conformance suite on the GPU: the device-resident CUDA provider, and OpenCL where NVIDIA's ICD is"
 # Inputs: build/tests/test_conformance, build/cuda/libdpd-cuda-resident.so, build/opencl/test/libdpd-opencl.so,
 # dist/dpd-pack-opencl-*.tar.gz (make pack-opencl), and libOpenCL.so.1 in build/devlibs (the ICD loader).
 DPD_CUDA_LIB=build/cuda/libdpd-cuda-resident.so DPD_OPENCL_LIB=build/opencl/test/libdpd-opencl.so \
-    DPD_FAKE_LIB=/nonexistent timeout 420 build/tests/test_conformance | grep -E "^(cuda|opencl) |FAIL|SKIP|RESULT" | tail -n 80
+    DPD_FAKE_LIB=/nonexistent timeout 420 build/tests/test_conformance >"$W/conf.txt" 2>&1
+grep -E "^(cuda|opencl) |FAIL|SKIP|RESULT" "$W/conf.txt" | tail -n 80
+# parity_rel: the largest of a line's six relative deviations; bitwise: no "bitwise" failure
+awk '/^(cuda|opencl) / && /evaluate/ { split($2, f, "-"); m = 0
+        for (i = 1; i <= NF; i++) if ($i ~ /^(evaluate|losses|gradients|parameters|m|v)$/ && $(i + 1) + 0 > m) m = $(i + 1) + 0
+        what = $0 ~ /chained/ ? "_chain" : ""
+        sub(/,$/, "", $7)
+        printf "conformance_%sx%s %s %s%s %d parity_rel %.3g\n", $5, $7, $1, f[1], what, f[2] + 0, m }' "$W/conf.txt" |
+    while read -r st pr fa hi me va; do rec "$st" "$pr" "$fa" "$hi" "$me" "$va"; done
+for p in cuda opencl; do
+    if grep -q "^$p " "$W/conf.txt"; then
+        if grep -q "FAIL.*: $p .*bitwise" "$W/conf.txt"; then rec conformance $p - null bitwise false; else rec conformance $p - null bitwise true; fi
+    fi
+done
 echo "== OpenCL on the GPU (NVIDIA's ICD), when the machine has it"
 if ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1; then
     OPK=$(ls dist/dpd-pack-opencl-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
@@ -70,4 +105,7 @@ if ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1; then
 else
     echo "opencl: no NVIDIA OpenCL ICD under /etc/OpenCL/vendors on this machine: stage skipped"
 fi
+echo "== results ($J)"
+awk -F'"' '{ printf "%-22s %-8s %-14s %-6s %-11s %s\n", $4, $8, $12, substr($15, 2, index($15, ",") - 2), $18, substr($0, index($0, "\"value\":") + 8) }' "$J" |
+    sed 's/}$//'
 rm -rf "$W"
