@@ -140,7 +140,7 @@ $(BUILD)/cuda/check: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a $(NVSAN) $(LDLIBS) -lpthread -o $@
 
-$(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/provider.cu include/dpd/provider.h
+$(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/provider.cu providers/cuda/devices.cuh include/dpd/provider.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -shared -Iinclude -Iproviders/cuda providers/cuda/gru.cu providers/cuda/provider.cu -o $@
 
@@ -149,7 +149,7 @@ $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh provi
 $(BUILD)/cuda/host.o: providers/common/host.c providers/common/host.h include/dpd/provider.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
-$(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/opencl/kernels.cl $(BUILD)/cuda/host.o
+$(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/cuda/devices.cuh providers/opencl/kernels.cl $(BUILD)/cuda/host.o
 	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu $(BUILD)/cuda/host.o $(NVSAN) -o $@
 
 cuda:

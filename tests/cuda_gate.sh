@@ -3,8 +3,8 @@
 # where nvcc exists. providers/opencl/kernels.cl is one source for both dialects and for every
 # model size (the hidden size is an argument; the recurrent kernels' shared memory, 6 H floats at
 # most, is sized at launch: 1.5 KiB at H = 64). Every kernel the host launches must compile with
-# no local stack frame and no spills, at most 255 registers a thread (the architecture's limit)
-# and at most 48 KiB of static shared memory. Prints ptxas's figures as a table and
+# no local stack frame and no spills (ptxas spills past the architecture's 255 registers a
+# thread) and at most 48 KiB of static shared memory. Prints ptxas's figures as a table and
 # "RESULT cuda_gate passed failed skipped".
 # Usage: tests/cuda_gate.sh [NVCC]
 NVCC=${1:-nvcc}
@@ -37,7 +37,8 @@ else
     else
         passed=$((passed + 1))
     fi
-    bad=$(awk '$2 > 255 || $3 > 0 || $4 > 0 || $5 > 49152 { print $1 }' "$T/table" | tr '\n' ' ')
+    # (ptxas caps a thread at 255 registers and spills beyond: the spill column catches that)
+    bad=$(awk '$3 > 0 || $4 > 0 || $5 > 49152 { print $1 }' "$T/table" | tr '\n' ' ')
     if [ -n "$bad" ]; then failed=$((failed + 1)); echo "FAIL cuda_gate: over the limits: $bad"; else passed=$((passed + 1)); fi
 fi
 echo "RESULT cuda_gate $passed $failed $skipped"

@@ -19,6 +19,7 @@ extern "C" {
 #include "../common/host.h"
 }
 
+#include "devices.cuh"
 #include "../opencl/kernels.cl"
 #undef H /* kernels.cl's name for the kernels' hidden-size argument */
 
@@ -36,21 +37,6 @@ static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
     return e == cudaErrorMemoryAllocation ? DPD_E_NOMEM : DPD_E_DEVICE;
 }
 
-static int count(void) {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
-static dpd_status info(int d, dpd_device_info *out) {
-    cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) return DPD_E_DEVICE;
-    snprintf(out->name, sizeof out->name, "%s", p.name);
-    snprintf(out->arch, sizeof out->arch, "sm_%d%d", p.major, p.minor);
-    out->memory = p.totalGlobalMem;
-    cudaDriverGetVersion(&out->driver);
-    cudaRuntimeGetVersion(&out->runtime);
-    return DPD_OK;
-}
 
 typedef struct queue {
     int device;
@@ -152,7 +138,7 @@ static int finish(void *q) {
     return e ? e : cudaStreamSynchronize(((queue *)q)->s);
 }
 
-static const backend cuda_resident = {"cuda", count, info, open_queue, close_queue, alloc, release, write_buf,
+static const backend cuda_resident = {"cuda", cuda_count, cuda_info, open_queue, close_queue, alloc, release, write_buf,
                                       read_buf, zero, launch, finish, fail, cudaErrorDevicesUnavailable};
 
 extern "C" __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api_version, dpd_provider *out,
@@ -166,9 +152,5 @@ extern "C" __attribute__((visibility("default"))) dpd_status dpd_provider_init(u
 }
 
 extern "C" __attribute__((visibility("default"))) int dpd_provider_score(char *why, size_t nwhy) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) return snprintf(why, nwhy, "%s", cudaGetErrorString(e)), 0;
-    if (!n) return snprintf(why, nwhy, "no CUDA device"), 0;
-    return 100;
+    return cuda_score(why, nwhy);
 }

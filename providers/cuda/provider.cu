@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dpd/provider.h"
+#include "devices.cuh"
 #include "gru.cuh"
 
 typedef struct session {
@@ -21,22 +22,9 @@ static dpd_status cuda_fail(cudaError_t e, const char *what, char *err, size_t n
     return e == cudaErrorMemoryAllocation ? DPD_E_NOMEM : DPD_E_DEVICE;
 }
 
-static int device_count(void *ctx) {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
+static int device_count(void *ctx) { return cuda_count(); }
 
-static dpd_status device_info(void *ctx, int d, dpd_device_info *out) {
-    cudaDeviceProp p;
-    memset(out, 0, sizeof *out);
-    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) return DPD_E_DEVICE;
-    snprintf(out->name, sizeof out->name, "%s", p.name);
-    snprintf(out->arch, sizeof out->arch, "sm_%d%d", p.major, p.minor);
-    out->memory = p.totalGlobalMem;
-    cudaDriverGetVersion(&out->driver);
-    cudaRuntimeGetVersion(&out->runtime);
-    return DPD_OK;
-}
+static dpd_status device_info(void *ctx, int d, dpd_device_info *out) { return cuda_info(d, out); }
 
 static int supports(void *ctx, const dpd_model_cfg *m) {
     return !strcmp(m->family, "gru") && m->layers == 1 && m->hidden >= 1 && 3 * m->hidden <= 1024;
@@ -179,9 +167,5 @@ extern "C" __attribute__((visibility("default"))) dpd_status dpd_provider_init(u
 }
 
 extern "C" __attribute__((visibility("default"))) int dpd_provider_score(char *why, size_t nwhy) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) return snprintf(why, nwhy, "%s", cudaGetErrorString(e)), 0;
-    if (!n) return snprintf(why, nwhy, "no CUDA device"), 0;
-    return 100;
+    return cuda_score(why, nwhy);
 }

@@ -145,6 +145,16 @@ __kernel void gru_fwd(__global const float *in, int off, int I, int T, int hidde
     }
 }
 
+/* One step's input gradient of a recurrent layer, dxt (I) = W_ih^T da, W_ih (G, I), da (G) the
+ * step's gate gradients in local memory: work-item j of the n takes inputs j, j + n, ... */
+FN void input_grad(__global const float *wih, LOCAL_PTR da, int G, int I, int j, int n, __global float *dxt) {
+    for (int i = j; i < I; i += n) {
+        float e = 0;
+        for (int q = 0; q < G; q++) e += wih[q * I + i] * da[q];
+        dxt[i] = e;
+    }
+}
+
 /* The backward of gru_fwd's recurrence: dh (B, T, H), the gradient reaching hs from above, in;
  * ga (B, T, 6 H) receives each step's gate gradients, the input side's (r, z, n) then the hidden
  * side's (r, z, r n), for rnn_bwd_w; dx (B, T, I) written when want_dx. Only the chain through
@@ -173,12 +183,7 @@ __kernel void gru_bwd(__global const float *p, int I, int T, int hidden, int o_w
         float s = 0;
         for (int q = 0; q < 3 * H; q++) s += whh[q * H + j] * dah[q];
         dn = s + dd * z;
-        if (want_dx)
-            for (int i = j; i < I; i += H) {
-                float e = 0;
-                for (int q = 0; q < 3 * H; q++) e += wih[q * I + i] * da[q];
-                dx[((size_t)b * T + t) * I + i] = e;
-            }
+        if (want_dx) input_grad(wih, da, 3 * H, I, j, H, dx + ((size_t)b * T + t) * I);
         barrier(CLK_LOCAL_MEM_FENCE); /* da is read by all before the next step writes it */
     }
 }
@@ -271,12 +276,7 @@ __kernel void lstm_bwd(__global const float *p, int I, int T, int hidden, int o_
         float s = 0;
         for (int q = 0; q < 4 * H; q++) s += whh[q * H + j] * da[q];
         dn = s;
-        if (want_dx)
-            for (int i = j; i < I; i += H) {
-                float e = 0;
-                for (int q = 0; q < 4 * H; q++) e += wih[q * I + i] * da[q];
-                dx[((size_t)b * T + t) * I + i] = e;
-            }
+        if (want_dx) input_grad(wih, da, 4 * H, I, j, H, dx + ((size_t)b * T + t) * I);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }

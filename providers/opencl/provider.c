@@ -16,7 +16,6 @@
  * device. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
