@@ -64,7 +64,7 @@ typedef struct cli_exec {
 #define CLI_EXEC_OPTS(x)                                                                                        \
     {"threads", OPT_INT, &(x).threads, 0, "worker threads (default: the settings' cpu_level); results do not depend on it", 0}, \
     {"cpu-level", OPT_STR, (x).level, sizeof (x).level, "low, balanced, high or max: 25/50/75/100 % of the logical processors", 0}, \
-    {"kernels", OPT_STR, (x).kernels, sizeof (x).kernels, "auto (fastest ISA), avx512, avx2, sse or ref (scalar reference)", 0}, \
+    {"kernels", OPT_STR, (x).kernels, sizeof (x).kernels, "auto (fastest ISA; on a GPU fused steps, replayed), avx512, avx2, sse, eager (GPU: no replay) or ref (scalar reference; GPU: layered kernels)", 0}, \
     {"provider", OPT_STR, (x).provider, sizeof (x).provider, "auto, cpu or an installed pack's provider (cuda) (default: the settings)", 0}
 
 /* Checks the options, resolves --cpu-level into x->threads and fills x->kv. 0, or 2 after

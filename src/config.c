@@ -34,7 +34,7 @@ enum { M_NONE = 0, M_ALWAYS, M_POLY, M_DELTA, M_UNITS };
 #define INF INFINITY
 
 static const char *const PRESETS[] = {"", "quick", "full", NULL};
-static const char *const KERNELS[] = {"", "auto", "fast", "avx512", "avx2", "sse", "ref", NULL};
+static const char *const KERNELS[] = {"", "auto", "fast", "eager", "avx512", "avx2", "sse", "ref", NULL};
 
 /* The table. Columns: key, type, model field, member of dpd_train_cfg, min, max, default text,
  * flags, allowed strings (NULL: any), metadata group, meaning. Model rows first, then training

@@ -165,7 +165,7 @@ static void test_messages(void) {
     set_bad("seed", "x", "seed: 'x' is not a number", "seed");
     set_bad("least_squares", "maybe", "least_squares: 'maybe' is not one of 0, 1, true, false", "least_squares");
     set_bad("preset", "slow", "preset: 'slow' is not one of '', quick, full", "preset");
-    set_bad("kernels", "neon", "kernels: 'neon' is not one of '', auto, fast, avx512, avx2, sse, ref", "kernels");
+    set_bad("kernels", "neon", "kernels: 'neon' is not one of '', auto, fast, eager, avx512, avx2, sse, ref", "kernels");
     set_bad("provider", "a-provider-name-that-is-far-too-long",
             "provider: 'a-provider-name-that-is-far-too-long' is longer than 31 characters", "provider");
     static char longpath[5001];

@@ -280,6 +280,104 @@ static void diverge(const dpd_provider *p, const char *pname, const char *kernel
     dpd_model_free(m);
 }
 
+/* A device provider's fused GRU training step (kernels auto: gru_train, a one-layer GRU of H <= 32)
+ * against its layered kernels (kernels=ref): the same sums in the same order, so bitwise equal
+ * predictions, losses, gradients, parameters and moments. */
+static void fused(const dpd_provider *p, const char *pname) {
+    static const int hs[] = {1, 8, 23, 32};
+    for (size_t h = 0; h < sizeof hs / sizeof *hs; h++)
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+            dpd_model_cfg c = {"gru", hs[h], 1};
+            shape sh = shapes[k];
+            char what[160], msg[512] = "";
+            snprintf(what, sizeof what, "%s gru-%d, %d x %d, fused against layered", pname, c.hidden, sh.B, sh.T);
+            dpd_rng r;
+            dpd_rng_seed(&r, (uint64_t)(sh.B * 1000 + sh.T + c.hidden));
+            dpd_model *m = check_model(&c, &r);
+            size_t np = dpd_model_nparams(m), n = (size_t)sh.B * sh.T * 2;
+            float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4);
+            for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = (float)(0.3 * dpd_rng_normal(&r));
+            dpd_status st;
+            void *a = open_session(p, "auto", m, sh.B, sh.T, &st, msg, sizeof msg);
+            void *b = a ? open_session(p, "ref", m, sh.B, sh.T, &st, msg, sizeof msg) : NULL;
+            CHECK(a && b, "%s: sessions: %s", what, msg);
+            trace ta = {0}, tb = {0};
+            if (a && b) {
+                run(p, a, NULL, np, sh.B, sh.T, x, y, what, &ta);
+                run(p, b, NULL, np, sh.B, sh.T, x, y, what, &tb);
+                double e[6] = {0};
+                if (ta.ok && tb.ok) deviations(&ta, &tb, np, n, e);
+                CHECK(same(&ta, &tb, np), "%s: bitwise equal (deviations: losses %.2g, gradients %.2g, parameters %.2g)",
+                      what, e[1], e[2], e[3]);
+            }
+            trace_free(&ta), trace_free(&tb);
+            if (a) p->i->session_free(a);
+            if (b) p->i->session_free(b);
+            free(x), free(y);
+            dpd_model_free(m);
+        }
+}
+
+/* Recorded chunks of training steps (kernels auto) against every step launched (kernels=eager),
+ * bitwise, over calls that reuse a recording and calls that must not: the same call twice, more
+ * steps than a chunk holds (HOST_CHUNK 32), fewer (a shorter chunk), a longer training split attached
+ * (buffers reallocated), another max_norm, a shorter frame; for a fused GRU, an LSTM and a GRU DPD
+ * chained to a GRU PA. */
+static void replays(const dpd_provider *p, const char *pname) {
+    static const dpd_model_cfg cs[] = {{"gru", 8, 1}, {"lstm", 6, 1}, {"gru", 6, 1}};
+    for (size_t f = 0; f < sizeof cs / sizeof *cs; f++) {
+        int chained = f == 2, B = 4, T = 24;
+        char what[160], msg[512] = "";
+        snprintf(what, sizeof what, "%s %s-%d%s, recorded chunks against launched steps", pname, cs[f].family,
+                 cs[f].hidden, chained ? " through a gru-8 PA" : "");
+        dpd_rng r;
+        dpd_rng_seed(&r, 11 + f);
+        dpd_model *m = check_model(&cs[f], &r), *pm = check_model(&cs[0], &r);
+        size_t np = dpd_model_nparams(m), n = 4096;
+        float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4), *pa_ = malloc(np * 4), *pb = malloc(np * 4);
+        for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = (float)(0.3 * dpd_rng_normal(&r));
+        uint32_t fr[200];
+        for (int i = 0; i < 200; i++) fr[i] = (uint32_t)((i * 37 + 5) % 150);
+        dpd_status st = DPD_OK;
+        void *s[2] = {0}, *pas[2] = {0};
+        static const char *const kern[2] = {"auto", "eager"};
+        double loss[2][200];
+        int ok = 1;
+        for (int k = 0; k < 2; k++) {
+            s[k] = open_session(p, kern[k], m, B, T, &st, msg, sizeof msg);
+            if (s[k] && chained && (pas[k] = open_session(p, kern[k], pm, B, T, &st, msg, sizeof msg)))
+                st = p->i->chain(s[k], pas[k], msg, sizeof msg);
+            if (!st && s[k]) st = p->i->attach(s[k], DPD_TRAIN, x, y, 2000, msg, sizeof msg);
+            ok = ok && s[k] && !st && (!chained || pas[k]);
+        }
+        CHECK(ok, "%s: sessions: %s", what, msg);
+        /* frames (at stride 8), max_norm, frame length, a longer split first */
+        static const struct { int nf; double clip; int T, attach; } calls[] = {
+            {70, 1.0, 24, 0}, {70, 1.0, 24, 0}, {200, 1.0, 24, 0}, {40, 1.0, 24, 0},
+            {70, 1.0, 24, 1}, {70, 0.5, 24, 0}, {70, 0.5, 16, 0}};
+        for (size_t c = 0; ok && c < sizeof calls / sizeof *calls; c++) {
+            for (int k = 0; ok && k < 2; k++) {
+                if (calls[c].attach) st = p->i->attach(s[k], DPD_TRAIN, x, y, n, msg, sizeof msg);
+                if (!st)
+                    st = p->i->train_steps(s[k], fr, (size_t)calls[c].nf, B, calls[c].T, 8, 1e-3, 0.01,
+                                           calls[c].clip, loss[k], msg, sizeof msg);
+                if (!st) st = p->i->download(s[k], k ? pb : pa_, msg, sizeof msg);
+                ok = !st;
+            }
+            size_t steps = ((size_t)calls[c].nf + B - 1) / B;
+            CHECK(ok && !memcmp(loss[0], loss[1], steps * sizeof **loss) && !memcmp(pa_, pb, np * 4),
+                  "%s: call %zu (%d frames, clip %g, T %d%s): losses and parameters bitwise equal (%s)", what, c + 1,
+                  calls[c].nf, calls[c].clip, calls[c].T, calls[c].attach ? ", a longer split" : "", st ? msg : "");
+        }
+        for (int k = 0; k < 2; k++) {
+            if (s[k]) p->i->session_free(s[k]);
+            if (pas[k]) p->i->session_free(pas[k]);
+        }
+        free(x), free(y), free(pa_), free(pb);
+        dpd_model_free(m), dpd_model_free(pm);
+    }
+}
+
 static void suite(const dpd_provider *p, const char *name, const char *kernels) {
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
         if (p->i->supports(p->ctx, &families[f])) diverge(p, name, kernels, &families[f]);
@@ -297,13 +395,13 @@ int main(void) {
     const char *lib = getenv("DPD_OPENCL_LIB");
     if (!lib) snprintf(path, sizeof path, "%s/opencl/test/libdpd-opencl.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
     const dpd_provider *ocl = load(lib, why, sizeof why);
-    if (ocl) suite(ocl, "opencl", "auto");
+    if (ocl) suite(ocl, "opencl", "auto"), fused(ocl, "opencl"), replays(ocl, "opencl");
     else check_skip("conformance opencl", why);
     /* the device-resident CUDA provider (providers/cuda/device.cu), where a GPU is */
     if (!(lib = getenv("DPD_CUDA_LIB")))
         snprintf(path, sizeof path, "%s/cuda/libdpd-cuda-resident.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
     const dpd_provider *cu = access(lib, R_OK) ? NULL : load(lib, why, sizeof why);
-    if (cu) suite(cu, "cuda", "auto");
+    if (cu) suite(cu, "cuda", "auto"), fused(cu, "cuda"), replays(cu, "cuda");
     else check_skip("conformance cuda", access(lib, R_OK) ? "not built (no nvcc)" : why);
     return check_done("conformance");
 }

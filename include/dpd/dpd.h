@@ -300,7 +300,11 @@ typedef struct dpd_session dpd_session;
  *   threads    cpu: worker threads, 0 = the settings' cpu_level (0); results do not depend on it.
  *              A loaded OpenBLAS/BLIS/OpenMP (used by least-squares fits) gets the same count,
  *              process-wide by those libraries' own design: the last session opened sets it
- *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto)
+ *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto); eager is auto.
+ *              opencl, cuda: auto (a one-layer GRU of hidden <= 32 trains in one fused kernel a
+ *              step; chunks of steps are recorded once and replayed: CUDA graphs), eager (fused,
+ *              every step launched) or ref (the layered kernels, every step launched); every
+ *              choice gives the same bits (tests/test_conformance.c)
  * An explicit provider that cannot serve the model is refused with why; auto falls back to cpu
  * and says why (dpd_session_reason). DPD_E_UNSUPPORTED, DPD_E_DEVICE as the provider reports. */
 DPD_API DPD_CHECK dpd_status dpd_session_create(const dpd_model *m, const dpd_kv *opts, int nopts,

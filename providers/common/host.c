@@ -20,7 +20,7 @@
 static const char *const kname[K_COUNT] = {
     "gather",   "features",  "features_bwd", "gru_fwd",   "gru_bwd",   "lstm_fwd",  "lstm_bwd",    "rnn_bwd_w",
     "dense_fwd", "act_bwd",  "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w",   "tcn_bwd_x",
-    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw"};
+    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train"};
 
 const char *host_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kname[k] : NULL; }
 
@@ -75,12 +75,24 @@ typedef struct heads {
     int wc, bc;         /* RVTDCNN's convolution */
 } heads;
 
+/* What a recorded chunk of training steps depends on: the batch, frame, stride, chunk length, the
+ * fused step's local memory, max_norm, the chained PA, and the buffers of both sessions. */
+typedef struct graph_key {
+    int B, L, S, C, fused;
+    float max_norm;
+    const void *pa;
+    unsigned gen, pa_gen;
+} graph_key;
+
 typedef struct session {
     const backend *be;
     int dev;
     void *q; /* the backend's queue (with its kernels) */
     const plan *f;
     int H, L, np; /* hidden, layers, parameters */
+    int fused;    /* training steps may run gru_train (a one-layer gru, H <= HOST_FUSED, kernels not ref) */
+    int replays;  /* chunks of training steps may be recorded and replayed (kernels neither ref nor eager) */
+    size_t local; /* the most local memory a work-group may have (bytes) */
     layer ly[HOST_MAX_LAYERS];
     heads t;
     buf p, g, m, v;                  /* parameters, gradient, AdamW moments (np) */
@@ -96,8 +108,12 @@ typedef struct session {
     buf c, dc, dimg;                 /* RVTDCNN: the image's convolution (R, 36), its gradient, (R, 20) */
     buf c1, c2, d1, d2;              /* TRes-GRU's skip: (R, 3), (R, 2) and their gradients */
     buf fr, loss, stop; /* frames, per-step losses, the divergence flag */
+    buf fac, cur;       /* AdamW's factors of each step of a call (3 a step), the step's index in it */
     long step;
     struct session *pa; /* chained frozen PA, or NULL */
+    unsigned gen;       /* counts the reallocations of s's buffers (a recorded chunk names them) */
+    void *graph;        /* a recorded chunk of training steps (backend.record), or NULL */
+    graph_key gkey;     /* what it was recorded for */
     int fail_at;        /* test builds: launches left before a simulated device loss (0: none) */
     int nomem_above;    /* test builds: forward and evaluate batches above this fail for memory (0: none) */
 } session;
@@ -111,10 +127,21 @@ static void release(const session *s, buf *b) {
 static dpd_status need(session *s, buf *b, size_t n, char *err, size_t nerr) {
     if (b->cap >= n && b->m) return DPD_OK;
     release(s, b);
+    s->gen++;
     int e = s->be->alloc(s->q, (n ? n : 1) * 4, &b->m);
     if (e) return b->m = NULL, s->be->fail(e, "allocate a buffer", err, nerr);
     b->cap = n;
     return DPD_OK;
+}
+
+static int same_key(const graph_key *a, const graph_key *b) {
+    return a->B == b->B && a->L == b->L && a->S == b->S && a->C == b->C && a->fused == b->fused &&
+           a->max_norm == b->max_norm && a->pa == b->pa && a->gen == b->gen && a->pa_gen == b->pa_gen;
+}
+
+static void drop_graph(session *s) {
+    if (s->graph) s->be->drop(s->graph);
+    s->graph = NULL;
 }
 
 static void session_free(void *sv) {
@@ -122,9 +149,10 @@ static void session_free(void *sv) {
     if (!s) return;
     buf *all[] = {&s->p,  &s->g,    &s->m,    &s->v,    &s->gp,   &s->lp,   &s->bx, &s->bt, &s->out, &s->dy,
                   &s->du, &s->da,   &s->db,   &s->ft,   &s->df,   &s->dg,   &s->u,  &s->dh, &s->c,   &s->dc,
-                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->ga,   &s->fr,   &s->loss, &s->stop, &s->x[0], &s->x[1],
+                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->ga,   &s->fr,   &s->loss, &s->stop, &s->fac, &s->cur, &s->x[0], &s->x[1],
                   &s->x[2], &s->y[0], &s->y[1], &s->y[2]};
     if (s->q) s->be->finish(s->q);
+    drop_graph(s);
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) release(s, all[i]);
     for (int l = 0; l < HOST_MAX_LAYERS; l++) release(s, &s->hs[l]), release(s, &s->sv[l]);
     s->be->close(s->q);
@@ -212,7 +240,6 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
                                int max_batch, int T, const dpd_kv *opts, int nopts, void **out, char *err,
                                size_t nerr) {
     const backend *be = (const backend *)ctx;
-    (void)opts, (void)nopts;
     *out = NULL;
     if (!supports(NULL, m))
         return snprintf(err, nerr,
@@ -231,13 +258,19 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
         return snprintf(err, nerr, "%s: the %s tensor table lacks %s", be->name, m->family, missing), DPD_E_FORMAT;
     }
     int group = 0, e = 0;
-    dpd_status st = be->open(device, s->H, &s->q, &group, err, nerr);
+    const char *kern = "auto";
+    for (int i = 0; i < nopts; i++)
+        if (opts[i].key && opts[i].value && !strcmp(opts[i].key, "kernels")) kern = opts[i].value;
+    s->fused = !strcmp(m->family, "gru") && s->L == 1 && s->H <= HOST_FUSED && strcmp(kern, "ref");
+    s->replays = strcmp(kern, "ref") && strcmp(kern, "eager");
+    dpd_status st = be->open(device, s->H, &s->q, &group, &s->local, err, nerr);
     if (!st && group < s->H)
         st = DPD_E_UNSUPPORTED, snprintf(err, nerr, "%s: the device runs at most %d work-items a group, hidden %d needs %d",
                                          be->name, group, s->H, s->H);
     buf *pv[] = {&s->p, &s->g, &s->m, &s->v};
     for (int i = 0; !st && i < 4; i++) st = need(s, pv[i], (size_t)s->np, err, nerr);
     if (!st) st = need(s, &s->stop, 1, err, nerr);
+    if (!st) st = need(s, &s->cur, 1, err, nerr);
     if (!st && max_batch > 0 && T > 0) st = reserve(s, max_batch, T, err, nerr);
     if (!st && ((e = be->zero(s->q, s->m.m, (size_t)s->np * 4)) || (e = be->zero(s->q, s->v.m, (size_t)s->np * 4)) ||
                 (e = be->finish(s->q))))
@@ -455,6 +488,41 @@ static dpd_status attach(void *sv, int split, const float *x, const float *y, si
     return finish(s, e, "attach a split", err, nerr);
 }
 
+/* One training step on s's queue over the next b frames of the call (their index *cur on the
+ * device): gather or the fused step, the loss and its backward (through the chained PA), then
+ * AdamW. Its launches do not depend on the step: a chunk of them can be recorded and replayed. */
+static int step(session *s, int B, int b, int L, int S, size_t fused, double max_norm) {
+    session *q = s, *pa = s->pa;
+    int e;
+    float n = (float)((size_t)b * L * 2);
+    if (fused) {
+        const layer *y = &s->ly[0];
+        e = go(s, q, K_GRU_TRAIN, (size_t)b * HOST_FUSED, HOST_FUSED, "mmmmiiimiiiiiifmiml", s->x[0].m, s->y[0].m,
+               s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, (double)n,
+               s->gp.m, s->np, s->lp.m, (int)fused);
+    } else {
+        e = go(s, q, K_GATHER, (size_t)b * L * 2, 0, "mmmmiiimm", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S,
+               s->bx.m, s->bt.m);
+        if (!e) e = fwd(s, q, s->bx.m, 0, b, L, s->out.m);
+        if (!e && pa) e = fwd(pa, q, s->out.m, 0, b, L, pa->out.m);
+        if (!e)
+            e = go(s, q, K_MSE, (size_t)b, 0, "mmifmm", pa ? pa->out.m : s->out.m, s->bt.m, 2 * L, (double)n, s->dy.m,
+                   s->lp.m);
+        if (!e && pa) e = bwd(pa, q, s->out.m, 0, b, L, s->dy.m, s->du.m, 0);
+        if (!e) e = bwd(s, q, s->bx.m, 0, b, L, pa ? s->du.m : s->dy.m, NULL, 1);
+    }
+    if (!e)
+        e = go(s, q, K_ADAMW, HOST_WG, HOST_WG, "mmmiimmmmmmmffffff", s->p.m, s->g.m, s->gp.m, b, s->np, s->m.m, s->v.m,
+               s->lp.m, s->loss.m, s->cur.m, s->stop.m, s->fac.m, (double)(float)max_norm, (double)(float)0.9,
+               (double)(float)0.999, (double)(float)(1.0 - 0.9), (double)(float)(1.0 - 0.999), (double)(float)1e-8);
+    return e;
+}
+
+/* gru_train's local memory for frames of T samples (kernels.cl), in floats. */
+static size_t fused_floats(int T, int H) {
+    return 6 * (size_t)T + (size_t)H * (T + 1) + 4 * (size_t)H * T + 6 * (size_t)H;
+}
+
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
                               double wd, double max_norm, double *losses, char *err, size_t nerr) {
     session *s = (session *)sv, *pa = s->pa;
@@ -469,39 +537,49 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
     if (!st && pa) st = reserve(pa, B, L, err, nerr);
     if (!st) st = need(s, &s->fr, nframes, err, nerr);
     if (!st) st = need(s, &s->loss, steps, err, nerr);
-    float *l = st || !steps ? NULL : (float *)malloc(steps * sizeof *l);
+    if (!st) st = need(s, &s->fac, 3 * steps, err, nerr);
+    float *l = st || !steps ? NULL : (float *)malloc(4 * steps * sizeof *l); /* the losses, then fac */
     if (st || !steps) return st;
     if (!l) return snprintf(err, nerr, "%s: out of memory", who), DPD_E_NOMEM;
-    session *q = s;
-    int zero = 0, e = s->be->write(s->q, s->fr.m, frames, nframes * 4, 0);
-    if (!e) e = s->be->write(s->q, s->stop.m, &zero, 4, 0);
-    for (size_t k = 0; k < steps && !e; k++) {
-        int b = nframes - k * B < (size_t)B ? (int)(nframes - k * B) : B;
-        float n = (float)((size_t)b * L * 2);
-        e = go(s, q, K_GATHER, (size_t)b * L * 2, 0, "mmmiiimm", s->x[0].m, s->y[0].m, s->fr.m, (int)(k * B), L, S, s->bx.m, s->bt.m);
-        if (!e) e = fwd(s, q, s->bx.m, 0, b, L, s->out.m);
-        if (!e && pa) e = fwd(pa, q, s->out.m, 0, b, L, pa->out.m);
-        if (!e) e = go(s, q, K_MSE, (size_t)b, 0, "mmifmm", pa ? pa->out.m : s->out.m, s->bt.m, 2 * L, (double)n, s->dy.m, s->lp.m);
-        if (!e && pa) e = bwd(pa, q, s->out.m, 0, b, L, s->dy.m, s->du.m, 0);
-        if (!e) e = bwd(s, q, s->bx.m, 0, b, L, pa ? s->du.m : s->dy.m, NULL, 1);
-        /* AdamW's factors for update step + k + 1, as dpd_adamw_step computes them */
+    float *fac = l + steps;
+    for (size_t k = 0; k < steps; k++) { /* AdamW's factors for update step + k + 1, as dpd_adamw_step computes them */
         long t = s->step + (long)k + 1;
         double bc1 = 1.0 - pow(0.9, (double)t), bc2 = 1.0 - pow(0.999, (double)t);
-        if (!e)
-            e = go(s, q, K_ADAMW, HOST_WG, HOST_WG, "mmmiimmmmimfffffffff", s->p.m, s->g.m, s->gp.m, b, s->np, s->m.m,
-                   s->v.m, s->lp.m, s->loss.m, (int)k, s->stop.m, (double)(float)max_norm, (double)(float)(1.0 - lr * wd),
-                     (double)(float)0.9, (double)(float)0.999, (double)(float)(1.0 - 0.9), (double)(float)(1.0 - 0.999),
-                     (double)(float)(lr / bc1), (double)(float)sqrt(bc2), (double)(float)1e-8);
+        fac[3 * k] = (float)(1.0 - lr * wd), fac[3 * k + 1] = (float)(lr / bc1), fac[3 * k + 2] = (float)sqrt(bc2);
     }
+    size_t fused = !pa && s->fused ? fused_floats(L, s->H) : 0; /* gru_train's local memory, 0: not fused */
+    if (fused * 4 > s->local) fused = 0;
+    int zero = 0, e = s->be->write(s->q, s->fr.m, frames, nframes * 4, 0);
+    if (!e) e = s->be->write(s->q, s->stop.m, &zero, 4, 0);
+    if (!e) e = s->be->write(s->q, s->cur.m, &zero, 4, 0);
+    if (!e) e = s->be->write(s->q, s->fac.m, fac, 3 * steps * 4, 0);
+    /* whole batches: recorded once as a chunk of steps and replayed where the API can (the
+     * launches of every step are the same), the rest as launched */
+    size_t whole = nframes / (size_t)B, k = 0, C = whole < HOST_CHUNK ? whole : HOST_CHUNK;
+    if (!e && s->replays && s->be->record && C >= 2) {
+        graph_key key = {B, L, S, (int)C, (int)fused, (float)max_norm, pa, s->gen, pa ? pa->gen : 0};
+        if (!s->graph || !same_key(&key, &s->gkey)) {
+            drop_graph(s);
+            if (!(e = s->be->record(s->q, NULL))) {
+                for (size_t c = 0; c < C && !e; c++) e = step(s, B, B, L, S, fused, max_norm);
+                int e2 = s->be->record(s->q, &s->graph);
+                if (!e) e = e2;
+                if (!e) s->gkey = key;
+                else drop_graph(s);
+            }
+        }
+        for (; k + C <= whole && !e; k += C) e = s->be->replay(s->q, s->graph);
+    }
+    for (; k < steps && !e; k++) e = step(s, B, nframes - k * B < (size_t)B ? (int)(nframes - k * B) : B, L, S, fused, max_norm);
     int stop = 0;
     if (!e) e = s->be->read(s->q, s->loss.m, l, steps * 4);
     if (!e) e = s->be->read(s->q, s->stop.m, &stop, 4);
     if ((st = finish(s, e, "a training step", err, nerr))) return free(l), st;
     size_t done = steps;
-    for (size_t k = 0; k < steps; k++) {
-        losses[k] = l[k];
-        if (!isfinite(l[k])) {
-            done = k;
+    for (size_t i = 0; i < steps; i++) {
+        losses[i] = l[i];
+        if (!isfinite(l[i])) {
+            done = i;
             break;
         }
     }
@@ -541,6 +619,7 @@ static dpd_status chain(void *sv, void *frozen, char *err, size_t nerr) {
     if (pa && pa->be->finish(pa->q)) /* its uploads are done before this queue uses its buffers */
         return snprintf(err, nerr, "%s: the chained PA's device failed", s->be->name), DPD_E_DEVICE;
     s->pa = pa;
+    drop_graph(s);
     return DPD_OK;
 }
 

@@ -18,7 +18,7 @@
 enum {
     K_GATHER, K_FEATURES, K_FEATURES_BWD, K_GRU_FWD, K_GRU_BWD, K_LSTM_FWD, K_LSTM_BWD, K_RNN_BWD_W, K_DENSE_FWD,
     K_ACT_BWD, K_DENSE_BWD_IN, K_DENSE_BWD_W, K_TCN_FWD, K_TCN_BWD_D, K_TCN_BWD_W, K_TCN_BWD_X, K_RVT_FWD, K_RVT_BWD_W,
-    K_RVT_BWD_IMG, K_RVT_BWD_X, K_MSE, K_ADAMW, K_COUNT
+    K_RVT_BWD_IMG, K_RVT_BWD_X, K_MSE, K_ADAMW, K_GRU_TRAIN, K_COUNT
 };
 const char *host_kernel_name(int k);
 
@@ -26,6 +26,10 @@ const char *host_kernel_name(int k);
 #define HOST_WG 256
 /* The largest hidden size the host composes (one work-group of H work-items a sequence). */
 #define HOST_MAX_HIDDEN 64
+/* gru_train's work-group (kernels.cl's FUSED_WG), the largest hidden size it takes. */
+#define HOST_FUSED 32
+/* Training steps a recorded graph holds (backend.record). */
+#define HOST_CHUNK 32
 
 typedef void *dmem; /* a device buffer */
 
@@ -34,8 +38,9 @@ typedef struct backend {
     int (*count)(void);
     dpd_status (*info)(int device, dpd_device_info *out);
     /* A queue on device (with the kernels built for hidden size H where the API needs that);
-     * *group receives the largest work-group the recurrent kernels take there. */
-    dpd_status (*open)(int device, int H, void **q, int *group, char *err, size_t nerr);
+     * *group receives the largest work-group the recurrent kernels take there, *local the most
+     * local (shared) memory a work-group may have, in bytes. */
+    dpd_status (*open)(int device, int H, void **q, int *group, size_t *local, char *err, size_t nerr);
     void (*close)(void *q); /* waits for its work first; accepts NULL */
     int (*alloc)(void *q, size_t bytes, dmem *m);
     void (*free)(dmem m); /* accepts NULL */
@@ -49,6 +54,12 @@ typedef struct backend {
      * list), 'l' local memory of that many floats (an int in the list). */
     int (*launch)(void *kq, void *q, int k, size_t n, size_t local, const char *types, va_list ap);
     int (*finish)(void *q);
+    /* Optional (NULL: none; the steps run as launched): record(q, NULL) starts recording q's
+     * launches instead of running them, record(q, &g) ends it with a graph g that replay(q, g)
+     * runs, each time the same launches; drop(g) frees it. */
+    int (*record)(void *q, void **g);
+    int (*replay)(void *q, void *g);
+    void (*drop)(void *g);
     /* The dpd_status of error e, with a message naming what failed: DPD_E_NOMEM when the device
      * is full (the caller halves its batch), DPD_E_DEVICE otherwise. */
     dpd_status (*fail)(int e, const char *what, char *err, size_t nerr);

@@ -1,7 +1,8 @@
 /* device (cuda): the CUDA backend of providers/common/host.c — the device-resident provider (ABI
  * v2, every family host.c composes, DPD chains) on NVIDIA GPUs, built as libdpd-cuda-resident.so.
  * The kernels are providers/opencl/kernels.cl compiled as CUDA C++ in this translation unit (one
- * source for both APIs; the hidden size is their argument, so one cubin serves every size;
+ * source for both APIs; the hidden size is their argument, so one cubin serves every size, but
+ * for the fused GRU step gru_train, a template instantiated for every H up to 32;
  * tests/cuda_gate.sh checks their resources). Not yet the pack's library: the pack ships the
  * measured GRU provider (provider.cu) until this one has been run on a GPU (scripts/gpu-check.sh
  * runs the conformance suite on it).
@@ -30,7 +31,7 @@ static const void *const kernels[K_COUNT] = {
     (const void *)dense_fwd,   (const void *)act_bwd,   (const void *)dense_bwd_in, (const void *)dense_bwd_w,
     (const void *)tcn_fwd,     (const void *)tcn_bwd_d, (const void *)tcn_bwd_w,    (const void *)tcn_bwd_x,
     (const void *)rvt_fwd,     (const void *)rvt_bwd_w, (const void *)rvt_bwd_img,  (const void *)rvt_bwd_x,
-    (const void *)mse,         (const void *)adamw};
+    (const void *)mse,         (const void *)adamw,     NULL /* gru_train: gru_train_h[H] */};
 
 static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
     snprintf(err, nerr, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)e));
@@ -39,7 +40,7 @@ static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
 
 
 typedef struct queue {
-    int device;
+    int device, H;
     cudaStream_t s;
 } queue;
 
@@ -50,20 +51,25 @@ static void close_queue(void *qv) {
     free(q);
 }
 
-static dpd_status open_queue(int d, int H, void **out, int *group, char *err, size_t nerr) {
-    (void)H;
+static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local, char *err, size_t nerr) {
     queue *q = (queue *)calloc(1, sizeof *q);
     cudaDeviceProp p;
     cudaError_t e;
     *out = NULL;
     if (!q) return snprintf(err, nerr, "cuda: out of memory"), DPD_E_NOMEM;
-    q->device = d;
+    q->device = d, q->H = H;
     if ((e = cudaSetDevice(d)) || (e = cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking)) ||
         (e = cudaGetDeviceProperties(&p, d))) {
         close_queue(q);
         return fail(e, "open a stream", err, nerr);
     }
-    *group = p.maxThreadsPerBlock, *out = q;
+    /* gru_train's frame lives in dynamic shared memory: past 48 KiB a kernel must be allowed it */
+    if (H <= HOST_FUSED && (e = cudaFuncSetAttribute(gru_train_h[H], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int)p.sharedMemPerBlockOptin))) {
+        close_queue(q);
+        return fail(e, "allow the fused GRU step its shared memory", err, nerr);
+    }
+    *group = p.maxThreadsPerBlock, *local = H <= HOST_FUSED ? p.sharedMemPerBlockOptin : 0, *out = q;
     return DPD_OK;
 }
 
@@ -106,7 +112,6 @@ static unsigned block_for(size_t n) {
 }
 
 static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *types, va_list ap) {
-    (void)kq;
     void *argv[32];
     union {
         void *m;
@@ -127,8 +132,10 @@ static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *
         na++;
     }
     unsigned block = local ? (unsigned)local : block_for(n);
+    /* kq: the session whose kernel this is (a chained PA's run on the DPD's stream q) */
+    const void *f = k == K_GRU_TRAIN ? gru_train_h[((queue *)kq)->H] : kernels[k];
     int e = on(q);
-    return e ? e : cudaLaunchKernel(kernels[k], dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
+    return e ? e : cudaLaunchKernel(f, dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
 }
 
 /* The stream's own result (cudaGetLastError would also report an earlier call's error that was
@@ -138,8 +145,32 @@ static int finish(void *q) {
     return e ? e : cudaStreamSynchronize(((queue *)q)->s);
 }
 
+/* A chunk of training steps as a CUDA graph: the stream's launches captured (this thread's only),
+ * instantiated, replayed with one launch. */
+static int record(void *qv, void **g) {
+    queue *q = (queue *)qv;
+    int e = on(q);
+    if (e || !g) return e ? e : cudaStreamBeginCapture(q->s, cudaStreamCaptureModeThreadLocal);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    *g = NULL;
+    e = cudaStreamEndCapture(q->s, &graph);
+    if (!e) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (!e) *g = exec;
+    return e;
+}
+
+static int replay(void *q, void *g) {
+    int e = on(q);
+    return e ? e : cudaGraphLaunch((cudaGraphExec_t)g, ((queue *)q)->s);
+}
+
+static void drop(void *g) { cudaGraphExecDestroy((cudaGraphExec_t)g); }
+
 static const backend cuda_resident = {"cuda", cuda_count, cuda_info, open_queue, close_queue, alloc, release, write_buf,
-                                      read_buf, zero, launch, finish, fail, cudaErrorDevicesUnavailable};
+                                      read_buf, zero, launch, finish, record, replay, drop, fail,
+                                      cudaErrorDevicesUnavailable};
 
 extern "C" __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api_version, dpd_provider *out,
                                                                                char *err, size_t nerr) {

@@ -36,7 +36,8 @@
 #define FN static __device__
 #define WG_SIZE(n) __launch_bounds__(n)
 #define SHARED                           /* CUDA: dynamic shared memory, sized by the launch */
-#define SHARED_MEM extern __shared__ float sm[];
+#define SHARED_MEM
+extern __shared__ float sm[]; /* one declaration for every kernel (the extern "C" ones and the templates) */
 #define LOCAL_PTR float *
 typedef unsigned int uint;
 #else
@@ -58,11 +59,13 @@ FN float hswish(float v) { return v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6; }
 FN float hswish_d(float v) { return v < -3 ? 0 : v <= 3 ? v / 3 + 0.5f : 1; }
 FN float amp(float i, float q) { return sqrt(i * i + q * q); }
 
-/* bx, by (B, L, 2) = frames frames[f0 .. f0 + B) of length L at stride S of the resident x, y. */
-__kernel void gather(__global const float *x, __global const float *y, __global const uint *frames, int f0, int L,
-                     int S, __global float *bx, __global float *by) {
+/* bx, by (B, L, 2) = the step's frames, frames[k batch ..) with k = *cur, the step's index in the
+ * call (adamw advances it: a step's launches are the same for every step), of length L at stride
+ * S of the resident x, y. */
+__kernel void gather(__global const float *x, __global const float *y, __global const uint *frames,
+                     __global const int *cur, int batch, int L, int S, __global float *bx, __global float *by) {
     size_t i = get_global_id(0), per = (size_t)L * 2, b = i / per;
-    size_t src = (size_t)frames[f0 + b] * (size_t)S * 2 + i % per;
+    size_t src = (size_t)frames[(size_t)*cur * batch + b] * (size_t)S * 2 + i % per;
     bx[i] = x[src];
     by[i] = y[src];
 }
@@ -213,6 +216,159 @@ __kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const
     int at = kind == 0 ? o_wih + rest : kind == 1 ? o_whh + rest : kind == 2 ? o_bih + g : o_bhh + g;
     gp[b * np + at] = s;
 }
+
+/* ---- A GRU model's whole training step, fused (gru: one layer, input I/Q, the linear head; H up
+ * to 32): one work-group of 32 work-items a sequence (on a GPU one warp), work-item j the hidden
+ * unit j; built with the hidden size a compile-time constant (OpenCL: H_CONST; CUDA: a template,
+ * instantiated for 1..32 below), so that the recurrence runs from registers: unit j's rows of
+ * W_hh in the forward, its columns in the backward. Everything a step needs stays in local memory
+ * (sm: host.c's fused_floats, 6 T + H (T + 1) + 4 H T + 6 H floats): the frame gathered from the resident split, the targets, the
+ * hidden states, the gates; one barrier a time step. The head, the loss and the weight
+ * gradients are data-parallel passes over the group. Every sum runs in the order of the unfused
+ * kernels (gather, gru_fwd, dense_fwd, mse, dense_bwd_in, gru_bwd, rnn_bwd_w, dense_bwd_w), so
+ * both paths give the same numbers: lp[b] the sequence's share of the loss, gp's row b the
+ * gradient of every parameter, for adamw. ----------------------------------------------------- */
+
+#define FUSED_WG 32
+#ifdef __CUDACC__
+#define FUSED(name) template <int hidden> __global__ void __launch_bounds__(FUSED_WG, 1) name
+#define FUSED_SYNC() __syncwarp()
+#else
+#define FUSED(name) __kernel WG_SIZE(FUSED_WG) void name
+#define FUSED_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
+#endif
+
+FUSED(gru_train)(__global const float *x, __global const float *y, __global const uint *frames,
+                 __global const int *cur, int batch, int T, int S,
+                 __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo, int o_bo, float n,
+                 __global float *gp, int np, __global float *lp SHARED) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0), j = l < H ? l : 0; /* units past H compute unit 0, store nothing */
+    LOCAL_PTR xs = sm;               /* (T, 2) the frame */
+    LOCAL_PTR ts = xs + 2 * T;       /* (T, 2) its target, then y - target */
+    LOCAL_PTR dy = ts + 2 * T;       /* (T, 2) the loss gradient at the output */
+    LOCAL_PTR hs = dy + 2 * T;       /* (T + 1, H) h(t - 1) at row t: row 0 is h(-1) = 0 */
+    LOCAL_PTR gs = hs + H * (T + 1); /* (T, 4 H) r, z, n, W_hn h + b_hn; the backward puts its gate gradients here */
+    LOCAL_PTR da = gs + 4 * H * T;   /* (2, 3 H) the hidden side's gate gradients, two steps in turn */
+    size_t src = (size_t)frames[(size_t)*cur * batch + b] * (size_t)S * 2; /* as gather */
+    for (int e = l; e < 2 * T; e += FUSED_WG) xs[e] = x[src + e], ts[e] = y[src + e];
+    for (int e = l; e < H; e += FUSED_WG) hs[e] = 0;
+    FUSED_SYNC();
+
+    /* forward: unit j's rows of W_ih, W_hh and its biases in registers */
+    float wr[H], wz[H], wn[H], br = 0, bz = 0, bn = 0, cr = 0, cz = 0, cn = 0;
+#pragma unroll
+    for (int k = 0; k < H; k++)
+        wr[k] = p[o_whh + j * H + k], wz[k] = p[o_whh + (H + j) * H + k], wn[k] = p[o_whh + (2 * H + j) * H + k];
+    float ir0 = p[o_wih + j * 2], ir1 = p[o_wih + j * 2 + 1], iz0 = p[o_wih + (H + j) * 2];
+    float iz1 = p[o_wih + (H + j) * 2 + 1], in0 = p[o_wih + (2 * H + j) * 2], in1 = p[o_wih + (2 * H + j) * 2 + 1];
+    if (o_bih >= 0) br = p[o_bih + j], bz = p[o_bih + H + j], bn = p[o_bih + 2 * H + j];
+    if (o_bhh >= 0) cr = p[o_bhh + j], cz = p[o_bhh + H + j], cn = p[o_bhh + 2 * H + j];
+    float hj = 0;
+    for (int t = 0; t < T; t++) {
+        float x0 = xs[2 * t], x1 = xs[2 * t + 1], ar = br, az = bz, an = bn, gr = cr, gz = cz, gn = cn;
+        ar += ir0 * x0, az += iz0 * x0, an += in0 * x0;
+        ar += ir1 * x1, az += iz1 * x1, an += in1 * x1;
+        LOCAL_PTR hp = hs + t * H;
+#pragma unroll
+        for (int k = 0; k < H; k++) {
+            float hk = hp[k];
+            gr += wr[k] * hk, gz += wz[k] * hk, gn += wn[k] * hk;
+        }
+        float r = sigm(ar + gr), z = sigm(az + gz), nn = tanh(an + r * gn);
+        hj = (1 - z) * nn + z * hj;
+        if (l < H) {
+            LOCAL_PTR g = gs + 4 * H * t;
+            g[j] = r, g[H + j] = z, g[2 * H + j] = nn, g[3 * H + j] = gn;
+            hp[H + j] = hj;
+        }
+        FUSED_SYNC(); /* h(t) whole before step t + 1 reads it; nobody writes a row twice */
+    }
+
+    /* the head and the loss's pieces, (t, c) over the group; then the share of the loss in order */
+    for (int e = l; e < 2 * T; e += FUSED_WG) {
+        int t = e / 2, c = e % 2;
+        float s = o_bo >= 0 ? p[o_bo + c] : 0;
+        for (int k = 0; k < H; k++) s += p[o_wo + c * H + k] * hs[(t + 1) * H + k];
+        float d = s - ts[e];
+        ts[e] = d;
+        dy[e] = 2.0f * d / n;
+    }
+    FUSED_SYNC();
+    if (l == 0) {
+        float s = 0;
+        for (int e = 0; e < 2 * T; e++) s += ts[e] * ts[e] / n;
+        lp[b] = s;
+    }
+
+    /* backward through time: unit j's columns of W_hh in registers */
+#pragma unroll
+    for (int k = 0; k < H; k++)
+        wr[k] = p[o_whh + k * H + j], wz[k] = p[o_whh + (H + k) * H + j], wn[k] = p[o_whh + (2 * H + k) * H + j];
+    float wo0 = p[o_wo + j], wo1 = p[o_wo + H + j], dn = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        LOCAL_PTR g = gs + 4 * H * t;
+        LOCAL_PTR dh = da + 3 * H * (t & 1);
+        float r = g[j], z = g[H + j], nn = g[2 * H + j], gn = g[3 * H + j], hp = hs[t * H + j];
+        float s = 0;
+        s += wo0 * dy[2 * t];
+        s += wo1 * dy[2 * t + 1];
+        float dd = s + dn;
+        float dan = dd * (1 - z) * (1 - nn * nn), daz = dd * (hp - nn) * z * (1 - z), dar = dan * gn * r * (1 - r);
+        if (l < H) {
+            dh[j] = dar, dh[H + j] = daz, dh[2 * H + j] = dan * r;
+            g[j] = dar, g[H + j] = daz, g[2 * H + j] = dan, g[3 * H + j] = dan * r; /* only unit j reads these */
+        }
+        FUSED_SYNC(); /* the step's gradients whole; the buffer the next step writes was read two steps ago */
+        s = 0;
+#pragma unroll
+        for (int k = 0; k < H; k++) s += wr[k] * dh[k];
+#pragma unroll
+        for (int k = 0; k < H; k++) s += wz[k] * dh[H + k];
+#pragma unroll
+        for (int k = 0; k < H; k++) s += wn[k] * dh[2 * H + k];
+        dn = s + dd * z;
+    }
+    FUSED_SYNC();
+
+    /* the weight gradients, sums over t in order, one parameter a work-item: W_ih, W_hh, b_ih,
+     * b_hh (absent: -1), then the head's W_o, b_o; the input side's gate gradients are gs's first
+     * 3 H of a step, the hidden side's r and z the same, its n the fourth H */
+    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (2 + H + nb), per = nw + 2 * H + (o_bo >= 0 ? 2 : 0);
+    __global float *row = gp + (size_t)b * np;
+    for (int q = l; q < per; q += FUSED_WG) {
+        float s = 0;
+        int at;
+        if (q < 2 * G) { /* W_ih (G, 2) */
+            int gq = q / 2, i = q % 2;
+            for (int t = 0; t < T; t++) s += gs[4 * H * t + gq] * xs[2 * t + i];
+            at = o_wih + q;
+        } else if (q < G * (2 + H)) { /* W_hh (G, H) */
+            int u = q - 2 * G, gq = u / H, k = u % H, side = gq < 2 * H ? gq : gq + H;
+            for (int t = 0; t < T; t++) s += t ? gs[4 * H * t + side] * hs[t * H + k] : 0;
+            at = o_whh + u;
+        } else if (q < nw) { /* the biases */
+            int u = q - G * (2 + H), hid = u >= G || o_bih < 0, gq = u >= G ? u - G : u;
+            int side = hid && gq >= 2 * H ? gq + H : gq;
+            for (int t = 0; t < T; t++) s += gs[4 * H * t + side];
+            at = (hid ? o_bhh : o_bih) + gq;
+        } else { /* the head: W_o (2, H), then b_o */
+            int u = q - nw, c = u < 2 * H ? u / H : u - 2 * H, k = u < 2 * H ? u % H : -1;
+            for (int t = 0; t < T; t++) s += dy[2 * t + c] * (k < 0 ? 1.0f : hs[(t + 1) * H + k]);
+            at = k < 0 ? o_bo + c : o_wo + u;
+        }
+        row[at] = s;
+    }
+}
+
+#ifdef __CUDACC__
+/* gru_train for every hidden size it takes (index H; 0: none): one instantiation each. */
+#define GT4(h) (const void *)gru_train<h>, (const void *)gru_train<h + 1>, (const void *)gru_train<h + 2>, \
+               (const void *)gru_train<h + 3>
+static const void *const gru_train_h[FUSED_WG + 1] = {NULL,     GT4(1),  GT4(5),  GT4(9),  GT4(13),
+                                                      GT4(17),  GT4(21), GT4(25), GT4(29)};
+#undef GT4
+#endif
 
 /* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o;
  * local memory sm: H floats (forward), 4 H (backward) ------------------------------------------- */
@@ -504,16 +660,20 @@ __kernel void mse(__global const float *y, __global const float *t, int per, flo
 }
 
 #define WG 256
-/* One training step's end, one work-group of WG: the loss (lp summed in batch order) into
- * losses[k]; where it is not finite, or an earlier step of the call diverged (*stop), nothing
- * more (stop set). Otherwise the gradient, gp's B rows summed in order into g; its norm by
- * WG strided sums and a fixed tree; clipped as torch.nn.utils.clip_grad_norm_ (max_norm 0: off);
- * AdamW as torch.optim.AdamW (the step's factors computed by the host as the cpu provider's). */
+/* One training step's end, one work-group of WG, k = *cur the step's index in the call: the loss
+ * (lp summed in batch order) into losses[k]; where it is not finite, or an earlier step of the
+ * call diverged (*stop), nothing more (stop set). Otherwise the gradient, gp's B rows summed in
+ * order into g; its norm by WG strided sums and a fixed tree; clipped as
+ * torch.nn.utils.clip_grad_norm_ (max_norm 0: off); AdamW as torch.optim.AdamW, the step's
+ * factors (decay 1 - lr wd, step size lr / (1 - b1^t), sqrt(1 - b2^t)) at fac[3 k], computed by
+ * the host as the cpu provider does. Last, *cur = k + 1: every step's launches are the same, so a
+ * chunk of steps can be recorded once and replayed (a CUDA graph). */
 __kernel WG_SIZE(WG) void adamw(
     __global float *p, __global float *g, __global const float *gp, int B, int np, __global float *m,
-    __global float *v, __global const float *lp, __global float *losses, int k, __global int *stop,
-    float max_norm, float decay, float b1, float b2, float c1, float c2, float step, float bc2s, float eps) {
-    int l = get_local_id(0);
+    __global float *v, __global const float *lp, __global float *losses, __global int *cur, __global int *stop,
+    __global const float *fac, float max_norm, float b1, float b2, float c1, float c2, float eps) {
+    int l = get_local_id(0), k = *cur;
+    float decay = fac[3 * k], step = fac[3 * k + 1], bc2s = fac[3 * k + 2];
     __local float part[WG];
     __local int bad;
     if (l == 0) {
@@ -546,4 +706,6 @@ __kernel WG_SIZE(WG) void adamw(
         v[i] = v[i] * b2 + gi * gi * c2;
         p[i] -= step * (m[i] / (sqrt(v[i]) / bc2s + eps));
     }
+    barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read *cur */
+    if (l == 0) *cur = k + 1;
 }

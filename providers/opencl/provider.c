@@ -138,19 +138,30 @@ typedef struct queue {
     cl_context ctx;
     cl_command_queue q;
     cl_kernel k[K_COUNT];
+    struct recording *rec; /* launches being recorded instead of run (backend.record), or NULL */
 } queue;
+
+#define MAX_ARGS 24 /* the most arguments a kernel of kernels.cl takes */
+
+typedef struct recording {
+    size_t n, cap;
+    struct call *c;
+} recording;
+
+static void drop(void *g);
 
 static void close_queue(void *qv) {
     queue *q = (queue *)qv;
     if (!q) return;
     if (q->q) clFinish(q->q);
+    drop(q->rec);
     for (int i = 0; i < K_COUNT; i++)
         if (q->k[i]) clReleaseKernel(q->k[i]);
     if (q->q) clReleaseCommandQueue(q->q);
     free(q);
 }
 
-static dpd_status open_queue(int d, int H, void **out, int *group, char *err, size_t nerr) {
+static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local, char *err, size_t nerr) {
     queue *q = (queue *)calloc(1, sizeof *q);
     cl_program prog;
     cl_int e = CL_SUCCESS;
@@ -168,8 +179,15 @@ static dpd_status open_queue(int d, int H, void **out, int *group, char *err, si
             st = cl_fail(e, "query a kernel's work-group limit", err, nerr);
         most = wg < most ? wg : most;
     }
+    /* the local memory a group may have, for gru_train (none where it cannot run its 32 work-items) */
+    cl_ulong lm = 0;
+    size_t wg = 0;
+    if (!st && ((e = clGetDeviceInfo(devs[d].id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL)) ||
+                (e = clGetKernelWorkGroupInfo(q->k[K_GRU_TRAIN], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                              NULL))))
+        st = cl_fail(e, "query the local memory", err, nerr);
     if (st) return close_queue(q), st;
-    *group = (int)most, *out = q;
+    *group = (int)most, *local = wg >= HOST_FUSED ? (size_t)lm : 0, *out = q;
     return DPD_OK;
 }
 
@@ -196,31 +214,80 @@ static int zero(void *q, dmem m, size_t bytes) {
     return clEnqueueFillBuffer(((queue *)q)->q, (cl_mem)m, &z, sizeof z, 0, bytes, 0, NULL, NULL);
 }
 
-static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *types, va_list ap) {
-    cl_kernel kern = ((queue *)kq)->k[k];
+/* One launch: its kernel, geometry and arguments (a local-memory argument: its size, no value). */
+typedef struct call {
+    cl_kernel k;
+    size_t n, local;
+    int na;
+    struct {
+        size_t size;
+        int mem; /* local memory */
+        union {
+            cl_mem m;
+            cl_int i;
+            cl_float f;
+        } v;
+    } a[MAX_ARGS];
+} call;
+
+static int enqueue(cl_command_queue q, const call *c) {
     cl_int e = CL_SUCCESS;
-    for (cl_uint i = 0; types[i] && !e; i++) {
-        if (types[i] == 'm') {
-            cl_mem m = (cl_mem)va_arg(ap, dmem);
-            e = clSetKernelArg(kern, i, sizeof m, &m);
-        } else if (types[i] == 'i') {
-            cl_int v = va_arg(ap, int);
-            e = clSetKernelArg(kern, i, sizeof v, &v);
-        } else if (types[i] == 'l') {
-            e = clSetKernelArg(kern, i, (size_t)va_arg(ap, int) * sizeof(float), NULL);
-        } else {
-            cl_float v = (cl_float)va_arg(ap, double);
-            e = clSetKernelArg(kern, i, sizeof v, &v);
-        }
+    for (int i = 0; i < c->na && !e; i++) e = clSetKernelArg(c->k, (cl_uint)i, c->a[i].size, c->a[i].mem ? NULL : &c->a[i].v);
+    size_t n = c->n, local = c->local;
+    return e ? e : clEnqueueNDRangeKernel(q, c->k, 1, NULL, &n, local ? &local : NULL, 0, NULL, NULL);
+}
+
+static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *types, va_list ap) {
+    queue *on = (queue *)q;
+    call c = {.k = ((queue *)kq)->k[k], .n = n, .local = local};
+    for (; types[c.na]; c.na++) {
+        if (c.na == MAX_ARGS) return CL_INVALID_ARG_INDEX;
+        char t = types[c.na];
+        c.a[c.na].mem = t == 'l';
+        if (t == 'm') c.a[c.na].v.m = (cl_mem)va_arg(ap, dmem), c.a[c.na].size = sizeof(cl_mem);
+        else if (t == 'i') c.a[c.na].v.i = va_arg(ap, int), c.a[c.na].size = sizeof(cl_int);
+        else if (t == 'l') c.a[c.na].size = (size_t)va_arg(ap, int) * sizeof(float);
+        else c.a[c.na].v.f = (cl_float)va_arg(ap, double), c.a[c.na].size = sizeof(cl_float);
     }
-    return e ? e : clEnqueueNDRangeKernel(((queue *)q)->q, kern, 1, NULL, &n, local ? &local : NULL, 0, NULL, NULL);
+    if (!on->rec) return enqueue(on->q, &c);
+    recording *r = on->rec;
+    if (r->n == r->cap) {
+        call *more = (call *)realloc(r->c, (r->cap ? 2 * r->cap : 64) * sizeof *more);
+        if (!more) return CL_OUT_OF_HOST_MEMORY;
+        r->c = more, r->cap = r->cap ? 2 * r->cap : 64;
+    }
+    r->c[r->n++] = c;
+    return CL_SUCCESS;
+}
+
+/* A recorded chunk of steps: OpenCL 1.2 has no graphs, so it is the list of launches, which
+ * replay enqueues again (no faster than launching them; the same path through host.c as CUDA's
+ * graphs, so that the conformance suite runs it on every OpenCL device). */
+static int record(void *qv, void **g) {
+    queue *q = (queue *)qv;
+    if (!g) return (q->rec = (recording *)calloc(1, sizeof *q->rec)) ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+    *g = q->rec, q->rec = NULL;
+    return CL_SUCCESS;
+}
+
+static int replay(void *qv, void *g) {
+    const recording *r = (const recording *)g;
+    cl_int e = CL_SUCCESS;
+    for (size_t i = 0; i < r->n && !e; i++) e = enqueue(((queue *)qv)->q, &r->c[i]);
+    return e;
+}
+
+static void drop(void *g) {
+    recording *r = (recording *)g;
+    if (r) free(r->c), free(r);
 }
 
 static int finish(void *q) { return clFinish(((queue *)q)->q); }
 
 static const backend opencl = {.name = "opencl", .count = enumerate, .info = info, .open = open_queue,
                                .close = close_queue, .alloc = alloc, .free = release, .write = write_buf,
-                               .read = read_buf, .zero = zero, .launch = launch, .finish = finish, .fail = cl_fail,
+                               .read = read_buf, .zero = zero, .launch = launch, .finish = finish,
+                               .record = record, .replay = replay, .drop = drop, .fail = cl_fail,
                                .lost = CL_DEVICE_NOT_AVAILABLE};
 
 __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api_version, dpd_provider *out, char *err,

@@ -16,12 +16,12 @@ static const kern_ops *best(void) {
 
 dpd_status kern_select(const char *field, const char *name, const kern_ops **out, dpd_error *err) {
     const kern_ops *b = best(), *k;
-    if (!strcmp(name, "auto") || !strcmp(name, "fast")) k = b;
+    if (!strcmp(name, "auto") || !strcmp(name, "fast") || !strcmp(name, "eager")) k = b; /* eager: device providers' */
     else if (!strcmp(name, "ref")) k = NULL;
     else if (!strcmp(name, "sse")) k = &kern_sse;
     else if (!strcmp(name, "avx2")) k = &kern_avx2;
     else if (!strcmp(name, "avx512")) k = &kern_avx512;
-    else return dpd_fail_field(err, field, DPD_E_INVAL, "%s: '%s' is not one of auto, fast, ref, avx512, avx2, sse", field, name);
+    else return dpd_fail_field(err, field, DPD_E_INVAL, "%s: '%s' is not one of auto, fast, eager, ref, avx512, avx2, sse", field, name);
     if (k == &kern_avx512 && b != &kern_avx512)
         return dpd_fail_field(err, field, DPD_E_UNSUPPORTED, "%s: this CPU lacks AVX-512 (best: %s)", field, b->name);
     if (k == &kern_avx2 && b == &kern_sse)
