@@ -6,7 +6,9 @@
 #
 # Inputs (built on the dev machine and carried, since the device has no package access):
 #   build/cuda (check, libdpd-cuda.so), dist/ (make pack-cuda), build/dpd, build/devlibs (the
-#   shared libraries build/dpd needs), build/data/DPA_200MHz, build/ckpt/pa_gru23.safetensors.
+#   shared libraries build/dpd needs), build/data/DPA_200MHz, build/ckpt/pa_gru23.safetensors,
+#   and for the device-resident provider's stage dist/resident/ (scripts/pack.sh cuda
+#   build/cuda/libdpd-cuda-resident.so dist/resident).
 # Besides the text, every figure goes to $GPU_CHECK_JSONL (default build/gpu-check.jsonl), one
 # JSON object a line with stage, provider, family, hidden, metric and value (commit the device's
 # as docs/gpu-check-h200.jsonl), and a table of them is printed last. Run without a GPU, the
@@ -94,6 +96,54 @@ for p in cuda opencl; do
         if grep -q "FAIL.*: $p .*bitwise" "$W/conf.txt"; then rec conformance $p - null bitwise false; else rec conformance $p - null bitwise true; fi
     fi
 done
+echo "== the device-resident CUDA provider as a pack: steps (recorded chunks, eager, layered), the slope over T, DPA_160MHz epochs"
+# Input: dist/resident/dpd-pack-cuda-*.tar.gz (scripts/pack.sh cuda build/cuda/libdpd-cuda-resident.so dist/resident),
+# installed apart ($W/res) so that the stages above keep the shipped pack.
+RPK=$(ls dist/resident/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
+rdpd() { XDG_CONFIG_HOME="$W/res/config" XDG_DATA_HOME="$W/res/data" timeout "$@"; }
+ms() { sed -n 's/.*"ms_per_step":\([-0-9.e+]*\).*/\1/p'; }
+if [ -n "$RPK" ] && rdpd 120 build/dpd pack install "$RPK"; then
+    for spec in "gru 23" "gru 15" "dgru 23" "lstm 23" "tres_gru 15" "rvtdcnn 12"; do
+        set -- $spec
+        for k in auto eager ref; do
+            v=$(rdpd 60 build/dpd bench train --model "$1" --hidden "$2" --provider cuda --kernels $k --steps 256 \
+                --per-call 128 --json 2>/dev/null | ms)
+            echo "$1-$2 kernels=$k: ${v:-failed} ms a step"
+            [ -n "$v" ] && rec steps cuda "$1" "$2" "step_us_$k" "$(awk -v m="$v" 'BEGIN { printf "%.2f", m * 1000 }')"
+        done
+    done
+    # pair_ns: the time of one forward+backward time step, the slope of a GRU-23 step over T = 100, 200, 400
+    a=$(rdpd 60 build/dpd bench train --frame 100 --provider cuda --steps 256 --per-call 128 --json 2>/dev/null | ms)
+    b=$(rdpd 60 build/dpd bench train --frame 400 --provider cuda --steps 256 --per-call 128 --json 2>/dev/null | ms)
+    c=$(rdpd 60 build/dpd bench train --frame 200 --provider cuda --steps 256 --per-call 128 --json 2>/dev/null | ms)
+    echo "GRU-23 ms a step at T = 100, 200, 400: ${a:-?} ${c:-?} ${b:-?}"
+    [ -n "$a" ] && [ -n "$b" ] && rec slope cuda gru 23 pair_ns "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 300 * 1e6 }')"
+    # epochs (the second of two: steady state, val and test included): each family's PA, then a
+    # GRU-15 DPD through the GRU-23 PA; cpu for GRU-23 and the DPD
+    ep() { # the epoch's TIME (minutes) in the run's history.csv, in seconds
+        M=$(find "$1" -name history.csv -exec tail -n 1 {} \; 2>/dev/null | head -n 1 | cut -d, -f3)
+        [ -n "$M" ] && awk -v m="$M" 'BEGIN { printf "%.3f", m * 60 }'; }
+    for spec in "gru 23 cuda" "dgru 23 cuda" "lstm 23 cuda" "tres_gru 15 cuda" "rvtdcnn 12 cuda" "gru 23 cpu"; do
+        set -- $spec
+        rdpd 90 build/dpd train-pa --data "$W/s160" --model "$1" --hidden "$2" --epochs 2 --frame 200 --stride 1 \
+            --batch 64 --no-plots --provider "$3" --out "$W/r-$1-$3" --json >/dev/null 2>&1
+        v=$(ep "$W/r-$1-$3"); echo "$1-$2 on $3: a DPA_160MHz-shaped epoch ${v:-failed} s"
+        [ -n "$v" ] && rec epoch160 "$3" "$1" "$2" epoch_s "$v"
+    done
+    PA=$(ls "$W"/r-gru-cuda/*/train_pa/*/best.safetensors 2>/dev/null | head -n 1)
+    for p in cuda cpu; do
+        rdpd 90 build/dpd train-dpd --data "$W/s160" --pa "$PA" --model gru --hidden 15 --epochs 2 --frame 200 \
+            --stride 1 --batch 64 --no-plots --provider $p --out "$W/d-$p" --json >/dev/null 2>&1
+        v=$(ep "$W/d-$p"); echo "DPD GRU-15 through the GRU-23 PA on $p: an epoch ${v:-failed} s"
+        [ -n "$v" ] && rec epoch160_dpd "$p" gru 15 epoch_s "$v"
+    done
+    t0=$(date +%s.%N)
+    rdpd 120 build/dpd train-pa --data "$W/s160" --model gru --hidden 23 --epochs 4 --frame 200 --stride 1 --batch 64 \
+        --no-plots --provider cuda --out "$W/r4" >/dev/null 2>&1 && rec run4 cuda gru 23 run4_s \
+        "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')"
+else
+    echo "resident: no pack (dist/resident) or it did not install: stage skipped"
+fi
 echo "== OpenCL on the GPU (NVIDIA's ICD), when the machine has it"
 if ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1; then
     OPK=$(ls dist/dpd-pack-opencl-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
