@@ -280,17 +280,18 @@ static void diverge(const dpd_provider *p, const char *pname, const char *kernel
     dpd_model_free(m);
 }
 
-/* A device provider's fused GRU training step (kernels auto: gru_train, a one-layer GRU of H <= 32)
- * against its layered kernels (kernels=ref): the same sums in the same order, so bitwise equal
- * predictions, losses, gradients, parameters and moments. */
+/* A device provider's fused training steps (kernels auto: gru_train and lstm_train, one layer of
+ * H <= 32) against its layered kernels (kernels=ref): the same sums in the same order, so bitwise
+ * equal predictions, losses, gradients, parameters and moments. */
 static void fused(const dpd_provider *p, const char *pname) {
     static const int hs[] = {1, 8, 23, 32};
-    for (size_t h = 0; h < sizeof hs / sizeof *hs; h++)
+    for (size_t h = 0; h < 2 * sizeof hs / sizeof *hs; h++) /* gru, then lstm */
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
-            dpd_model_cfg c = {"gru", hs[h], 1};
+            dpd_model_cfg c = {"gru", hs[h % 4], 1};
+            if (h >= 4) snprintf(c.family, sizeof c.family, "lstm");
             shape sh = shapes[k];
             char what[160], msg[512] = "";
-            snprintf(what, sizeof what, "%s gru-%d, %d x %d, fused against layered", pname, c.hidden, sh.B, sh.T);
+            snprintf(what, sizeof what, "%s %s-%d, %d x %d, fused against layered", pname, c.family, c.hidden, sh.B, sh.T);
             dpd_rng r;
             dpd_rng_seed(&r, (uint64_t)(sh.B * 1000 + sh.T + c.hidden));
             dpd_model *m = check_model(&c, &r);

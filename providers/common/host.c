@@ -20,7 +20,7 @@
 static const char *const kname[K_COUNT] = {
     "gather",   "features",  "features_bwd", "gru_fwd",   "gru_bwd",   "lstm_fwd",  "lstm_bwd",    "rnn_bwd_w",
     "dense_fwd", "act_bwd",  "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w",   "tcn_bwd_x",
-    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train"};
+    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train"};
 
 const char *host_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kname[k] : NULL; }
 
@@ -90,7 +90,7 @@ typedef struct session {
     void *q; /* the backend's queue (with its kernels) */
     const plan *f;
     int H, L, np; /* hidden, layers, parameters */
-    int fused;    /* training steps may run gru_train (a one-layer gru, H <= HOST_FUSED, kernels not ref) */
+    int fused;    /* training steps may run gru_train or lstm_train (one layer, H <= HOST_FUSED, kernels not ref) */
     int replays;  /* chunks of training steps may be recorded and replayed (kernels neither ref nor eager) */
     size_t local; /* the most local memory a work-group may have (bytes) */
     layer ly[HOST_MAX_LAYERS];
@@ -261,7 +261,8 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     const char *kern = "auto";
     for (int i = 0; i < nopts; i++)
         if (opts[i].key && opts[i].value && !strcmp(opts[i].key, "kernels")) kern = opts[i].value;
-    s->fused = !strcmp(m->family, "gru") && s->L == 1 && s->H <= HOST_FUSED && strcmp(kern, "ref");
+    s->fused = (!strcmp(m->family, "gru") || !strcmp(m->family, "lstm")) && s->L == 1 && s->H <= HOST_FUSED &&
+               strcmp(kern, "ref");
     s->replays = strcmp(kern, "ref") && strcmp(kern, "eager");
     dpd_status st = be->open(device, s->H, &s->q, &group, &s->local, err, nerr);
     if (!st && group < s->H)
@@ -497,7 +498,8 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     float n = (float)((size_t)b * L * 2);
     if (fused) {
         const layer *y = &s->ly[0];
-        e = go(s, q, K_GRU_TRAIN, (size_t)b * HOST_FUSED, HOST_FUSED, "mmmmiiimiiiiiifmiml", s->x[0].m, s->y[0].m,
+        e = go(s, q, s->f->cell == CELL_LSTM ? K_LSTM_TRAIN : K_GRU_TRAIN, (size_t)b * HOST_FUSED, HOST_FUSED,
+               "mmmmiiimiiiiiifmiml", s->x[0].m, s->y[0].m,
                s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, (double)n,
                s->gp.m, s->np, s->lp.m, (int)fused);
     } else {
@@ -518,9 +520,12 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     return e;
 }
 
-/* gru_train's local memory for frames of T samples (kernels.cl), in floats. */
-static size_t fused_floats(int T, int H) {
-    return 6 * (size_t)T + (size_t)H * (T + 1) + 4 * (size_t)H * T + 6 * (size_t)H;
+/* The fused step's local memory for frames of T samples (kernels.cl's gru_train, lstm_train), in
+ * floats: the frame, targets and output gradient, the hidden states, each step's gates (GRU 4 H,
+ * LSTM 5 H), two steps' gate gradients. */
+static size_t fused_floats(const session *s, int T) {
+    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM;
+    return 6 * (size_t)T + H * (T + 1) + (lstm ? 5 : 4) * H * T + (lstm ? 8 : 6) * H;
 }
 
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
@@ -547,7 +552,7 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
         double bc1 = 1.0 - pow(0.9, (double)t), bc2 = 1.0 - pow(0.999, (double)t);
         fac[3 * k] = (float)(1.0 - lr * wd), fac[3 * k + 1] = (float)(lr / bc1), fac[3 * k + 2] = (float)sqrt(bc2);
     }
-    size_t fused = !pa && s->fused ? fused_floats(L, s->H) : 0; /* gru_train's local memory, 0: not fused */
+    size_t fused = !pa && s->fused ? fused_floats(s, L) : 0; /* the fused step's local memory, 0: not fused */
     if (fused * 4 > s->local) fused = 0;
     int zero = 0, e = s->be->write(s->q, s->fr.m, frames, nframes * 4, 0);
     if (!e) e = s->be->write(s->q, s->stop.m, &zero, 4, 0);

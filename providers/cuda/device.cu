@@ -31,7 +31,7 @@ static const void *const kernels[K_COUNT] = {
     (const void *)dense_fwd,   (const void *)act_bwd,   (const void *)dense_bwd_in, (const void *)dense_bwd_w,
     (const void *)tcn_fwd,     (const void *)tcn_bwd_d, (const void *)tcn_bwd_w,    (const void *)tcn_bwd_x,
     (const void *)rvt_fwd,     (const void *)rvt_bwd_w, (const void *)rvt_bwd_img,  (const void *)rvt_bwd_x,
-    (const void *)mse,         (const void *)adamw,     NULL /* gru_train: gru_train_h[H] */};
+    (const void *)mse,         (const void *)adamw,     NULL /* gru_train_h[H] */, NULL /* lstm_train_h[H] */};
 
 static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
     snprintf(err, nerr, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)e));
@@ -63,12 +63,14 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
         close_queue(q);
         return fail(e, "open a stream", err, nerr);
     }
-    /* gru_train's frame lives in dynamic shared memory: past 48 KiB a kernel must be allowed it */
-    if (H <= HOST_FUSED && (e = cudaFuncSetAttribute(gru_train_h[H], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     (int)p.sharedMemPerBlockOptin))) {
-        close_queue(q);
-        return fail(e, "allow the fused GRU step its shared memory", err, nerr);
-    }
+    /* the fused steps' frames live in dynamic shared memory: past 48 KiB a kernel must be allowed it */
+    const void *fused[2] = {H <= HOST_FUSED ? gru_train_h[H] : NULL, H <= HOST_FUSED ? lstm_train_h[H] : NULL};
+    for (int i = 0; i < 2 && fused[i]; i++)
+        if ((e = cudaFuncSetAttribute(fused[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)p.sharedMemPerBlockOptin))) {
+            close_queue(q);
+            return fail(e, "allow a fused step its shared memory", err, nerr);
+        }
     *group = p.maxThreadsPerBlock, *local = H <= HOST_FUSED ? p.sharedMemPerBlockOptin : 0, *out = q;
     return DPD_OK;
 }
@@ -133,7 +135,8 @@ static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *
     }
     unsigned block = local ? (unsigned)local : block_for(n);
     /* kq: the session whose kernel this is (a chained PA's run on the DPD's stream q) */
-    const void *f = k == K_GRU_TRAIN ? gru_train_h[((queue *)kq)->H] : kernels[k];
+    int H = ((queue *)kq)->H;
+    const void *f = k == K_GRU_TRAIN ? gru_train_h[H] : k == K_LSTM_TRAIN ? lstm_train_h[H] : kernels[k];
     int e = on(q);
     return e ? e : cudaLaunchKernel(f, dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
 }

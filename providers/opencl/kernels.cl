@@ -238,6 +238,49 @@ __kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const
 #define FUSED_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
 #endif
 
+/* The fused steps' common pieces, work-item l of FUSED_WG; the hidden size Hn is an argument here
+ * (no register array depends on it). The frame: xs, ts (T, 2) = the step's frame b of x and y,
+ * found as gather finds it; h0 (Hn) = 0. */
+FN void fused_frame(__global const float *x, __global const float *y, __global const uint *frames,
+                    __global const int *cur, int batch, int b, int T, int S, LOCAL_PTR xs, LOCAL_PTR ts, LOCAL_PTR h0,
+                    int Hn, int l) {
+    size_t src = (size_t)frames[(size_t)*cur * batch + b] * (size_t)S * 2;
+    for (int e = l; e < 2 * T; e += FUSED_WG) xs[e] = x[src + e], ts[e] = y[src + e];
+    for (int e = l; e < Hn; e += FUSED_WG) h0[e] = 0;
+    FUSED_SYNC();
+}
+
+/* The linear head over h(t) at hs + (t + 1) Hn (as dense_fwd) and the MSE's pieces (as mse):
+ * ts becomes y - target, dy the loss gradient at the output, lp[b] the sequence's share of the
+ * loss (work-item 0, in order). Ends past a barrier. */
+FN void fused_head(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, LOCAL_PTR ts, LOCAL_PTR dy, int T, int Hn,
+                   float n, __global float *lp, int b, int l) {
+    for (int e = l; e < 2 * T; e += FUSED_WG) {
+        int t = e / 2, c = e % 2;
+        float s = o_bo >= 0 ? p[o_bo + c] : 0;
+        for (int k = 0; k < Hn; k++) s += p[o_wo + c * Hn + k] * hs[(t + 1) * Hn + k];
+        float d = s - ts[e];
+        ts[e] = d;
+        dy[e] = 2.0f * d / n;
+    }
+    FUSED_SYNC();
+    if (l == 0) {
+        float s = 0;
+        for (int e = 0; e < 2 * T; e++) s += ts[e] * ts[e] / n;
+        lp[b] = s;
+    }
+}
+
+/* The head's parameter gradients into row (as dense_bwd_w): W_o (2, Hn), then b_o. */
+FN void fused_head_grads(LOCAL_PTR dy, LOCAL_PTR hs, int T, int Hn, int o_wo, int o_bo, __global float *row, int l) {
+    for (int u = l; u < 2 * Hn + (o_bo >= 0 ? 2 : 0); u += FUSED_WG) {
+        int c = u < 2 * Hn ? u / Hn : u - 2 * Hn, k = u < 2 * Hn ? u % Hn : -1;
+        float s = 0;
+        for (int t = 0; t < T; t++) s += dy[2 * t + c] * (k < 0 ? 1.0f : hs[(t + 1) * Hn + k]);
+        row[k < 0 ? o_bo + c : o_wo + u] = s;
+    }
+}
+
 FUSED(gru_train)(__global const float *x, __global const float *y, __global const uint *frames,
                  __global const int *cur, int batch, int T, int S,
                  __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo, int o_bo, float n,
@@ -250,10 +293,7 @@ FUSED(gru_train)(__global const float *x, __global const float *y, __global cons
     LOCAL_PTR hs = dy + 2 * T;       /* (T + 1, H) h(t - 1) at row t: row 0 is h(-1) = 0 */
     LOCAL_PTR gs = hs + H * (T + 1); /* (T, 4 H) r, z, n, W_hn h + b_hn; the backward puts its gate gradients here */
     LOCAL_PTR da = gs + 4 * H * T;   /* (2, 3 H) the hidden side's gate gradients, two steps in turn */
-    size_t src = (size_t)frames[(size_t)*cur * batch + b] * (size_t)S * 2; /* as gather */
-    for (int e = l; e < 2 * T; e += FUSED_WG) xs[e] = x[src + e], ts[e] = y[src + e];
-    for (int e = l; e < H; e += FUSED_WG) hs[e] = 0;
-    FUSED_SYNC();
+    fused_frame(x, y, frames, cur, batch, b, T, S, xs, ts, hs, H, l);
 
     /* forward: unit j's rows of W_ih, W_hh and its biases in registers */
     float wr[H], wz[H], wn[H], br = 0, bz = 0, bn = 0, cr = 0, cz = 0, cn = 0;
@@ -285,21 +325,7 @@ FUSED(gru_train)(__global const float *x, __global const float *y, __global cons
         FUSED_SYNC(); /* h(t) whole before step t + 1 reads it; nobody writes a row twice */
     }
 
-    /* the head and the loss's pieces, (t, c) over the group; then the share of the loss in order */
-    for (int e = l; e < 2 * T; e += FUSED_WG) {
-        int t = e / 2, c = e % 2;
-        float s = o_bo >= 0 ? p[o_bo + c] : 0;
-        for (int k = 0; k < H; k++) s += p[o_wo + c * H + k] * hs[(t + 1) * H + k];
-        float d = s - ts[e];
-        ts[e] = d;
-        dy[e] = 2.0f * d / n;
-    }
-    FUSED_SYNC();
-    if (l == 0) {
-        float s = 0;
-        for (int e = 0; e < 2 * T; e++) s += ts[e] * ts[e] / n;
-        lp[b] = s;
-    }
+    fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);
 
     /* backward through time: unit j's columns of W_hh in registers */
 #pragma unroll
@@ -332,11 +358,11 @@ FUSED(gru_train)(__global const float *x, __global const float *y, __global cons
     FUSED_SYNC();
 
     /* the weight gradients, sums over t in order, one parameter a work-item: W_ih, W_hh, b_ih,
-     * b_hh (absent: -1), then the head's W_o, b_o; the input side's gate gradients are gs's first
-     * 3 H of a step, the hidden side's r and z the same, its n the fourth H */
-    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (2 + H + nb), per = nw + 2 * H + (o_bo >= 0 ? 2 : 0);
+     * b_hh (absent: -1), then the head's; the input side's gate gradients are gs's first 3 H of a
+     * step, the hidden side's r and z the same, its n the fourth H */
+    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (2 + H + nb);
     __global float *row = gp + (size_t)b * np;
-    for (int q = l; q < per; q += FUSED_WG) {
+    for (int q = l; q < nw; q += FUSED_WG) {
         float s = 0;
         int at;
         if (q < 2 * G) { /* W_ih (G, 2) */
@@ -347,27 +373,134 @@ FUSED(gru_train)(__global const float *x, __global const float *y, __global cons
             int u = q - 2 * G, gq = u / H, k = u % H, side = gq < 2 * H ? gq : gq + H;
             for (int t = 0; t < T; t++) s += t ? gs[4 * H * t + side] * hs[t * H + k] : 0;
             at = o_whh + u;
-        } else if (q < nw) { /* the biases */
+        } else { /* the biases */
             int u = q - G * (2 + H), hid = u >= G || o_bih < 0, gq = u >= G ? u - G : u;
             int side = hid && gq >= 2 * H ? gq + H : gq;
             for (int t = 0; t < T; t++) s += gs[4 * H * t + side];
             at = (hid ? o_bhh : o_bih) + gq;
-        } else { /* the head: W_o (2, H), then b_o */
-            int u = q - nw, c = u < 2 * H ? u / H : u - 2 * H, k = u < 2 * H ? u % H : -1;
-            for (int t = 0; t < T; t++) s += dy[2 * t + c] * (k < 0 ? 1.0f : hs[(t + 1) * H + k]);
-            at = k < 0 ? o_bo + c : o_wo + u;
         }
         row[at] = s;
     }
+    fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);
+}
+
+/* An LSTM model's whole training step, fused (lstm: one layer, input I/Q, the linear head, both
+ * biases; H up to 32): as gru_train, in the order of lstm_fwd, lstm_bwd and rnn_bwd_w (the
+ * gate gradients the same for both sides). Local memory sm: 6 T + H (T + 1) + 5 H T + 8 H floats
+ * (host.c's fused_floats). */
+FUSED(lstm_train)(__global const float *x, __global const float *y, __global const uint *frames,
+                  __global const int *cur, int batch, int T, int S,
+                  __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo, int o_bo, float n,
+                  __global float *gp, int np, __global float *lp SHARED) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0), j = l < H ? l : 0; /* units past H compute unit 0, store nothing */
+    LOCAL_PTR xs = sm;               /* (T, 2) the frame */
+    LOCAL_PTR ts = xs + 2 * T;       /* (T, 2) its target, then y - target */
+    LOCAL_PTR dy = ts + 2 * T;       /* (T, 2) the loss gradient at the output */
+    LOCAL_PTR hs = dy + 2 * T;       /* (T + 1, H) h(t - 1) at row t: row 0 is h(-1) = 0 */
+    LOCAL_PTR gs = hs + H * (T + 1); /* (T, 5 H) c, i, f, g, o; the backward puts the gate gradients in i .. o */
+    LOCAL_PTR da = gs + 5 * H * T;   /* (2, 4 H) the gate gradients, two steps in turn */
+    fused_frame(x, y, frames, cur, batch, b, T, S, xs, ts, hs, H, l);
+
+    /* forward: unit j's rows of W_hh (gate k's at w[k H ..]), W_ih and the summed biases in registers */
+    float w[4 * H], wi[8], bs[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        bs[k] = p[o_bih + k * H + j] + p[o_bhh + k * H + j];
+        wi[2 * k] = p[o_wih + (k * H + j) * 2], wi[2 * k + 1] = p[o_wih + (k * H + j) * 2 + 1];
+#pragma unroll
+        for (int m = 0; m < H; m++) w[k * H + m] = p[o_whh + (k * H + j) * H + m];
+    }
+    float hj = 0, cj = 0;
+    for (int t = 0; t < T; t++) {
+        float a[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) a[k] = bs[k];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            float xi = xs[2 * t + i];
+#pragma unroll
+            for (int k = 0; k < 4; k++) a[k] += wi[2 * k + i] * xi;
+        }
+        LOCAL_PTR hp = hs + t * H;
+#pragma unroll
+        for (int m = 0; m < H; m++) {
+            float hm = hp[m];
+#pragma unroll
+            for (int k = 0; k < 4; k++) a[k] += w[k * H + m] * hm;
+        }
+        float ig = sigm(a[0]), fg = sigm(a[1]), gg = tanh(a[2]), og = sigm(a[3]);
+        cj = fg * cj + ig * gg;
+        hj = og * tanh(cj);
+        if (l < H) {
+            LOCAL_PTR g = gs + 5 * H * t;
+            g[j] = cj, g[H + j] = ig, g[2 * H + j] = fg, g[3 * H + j] = gg, g[4 * H + j] = og;
+            hp[H + j] = hj;
+        }
+        FUSED_SYNC(); /* h(t) whole before step t + 1 reads it */
+    }
+    fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);
+
+    /* backward through time: unit j's columns of W_hh in registers */
+#pragma unroll
+    for (int q = 0; q < 4 * H; q++) w[q] = p[o_whh + q * H + j];
+    float wo0 = p[o_wo + j], wo1 = p[o_wo + H + j], dn = 0, dcn = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        LOCAL_PTR g = gs + 5 * H * t;
+        LOCAL_PTR dh = da + 4 * H * (t & 1);
+        float c = g[j], ig = g[H + j], fg = g[2 * H + j], gg = g[3 * H + j], og = g[4 * H + j];
+        float cp = t ? g[j - 5 * H] : 0, tc = tanh(c);
+        float s = 0;
+        s += wo0 * dy[2 * t];
+        s += wo1 * dy[2 * t + 1];
+        float d = s + dn, dc = dcn + d * og * (1 - tc * tc);
+        float a[4] = {dc * gg * ig * (1 - ig), dc * cp * fg * (1 - fg), dc * ig * (1 - gg * gg), d * tc * og * (1 - og)};
+        if (l < H) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) dh[k * H + j] = a[k], g[(k + 1) * H + j] = a[k]; /* only unit j reads these */
+        }
+        dcn = dc * fg;
+        FUSED_SYNC(); /* the step's gradients whole; the buffer the next step writes was read two steps ago */
+        s = 0;
+#pragma unroll
+        for (int q = 0; q < 4 * H; q++) s += w[q] * dh[q];
+        dn = s;
+    }
+    FUSED_SYNC();
+
+    /* the weight gradients, sums over t in order, one parameter a work-item: W_ih (4 H, 2), W_hh
+     * (4 H, H), b_ih, b_hh (the same sums), then the head's */
+    int G = 4 * H, nw = G * (2 + H + 2);
+    __global float *row = gp + (size_t)b * np;
+    for (int q = l; q < nw; q += FUSED_WG) {
+        float s = 0;
+        int at;
+        if (q < 2 * G) { /* W_ih */
+            int gq = q / 2, i = q % 2;
+            for (int t = 0; t < T; t++) s += gs[5 * H * t + H + gq] * xs[2 * t + i];
+            at = o_wih + q;
+        } else if (q < G * (2 + H)) { /* W_hh */
+            int u = q - 2 * G, gq = u / H, k = u % H;
+            for (int t = 0; t < T; t++) s += t ? gs[5 * H * t + H + gq] * hs[t * H + k] : 0;
+            at = o_whh + u;
+        } else { /* b_ih, then b_hh */
+            int u = q - G * (2 + H), gq = u >= G ? u - G : u;
+            for (int t = 0; t < T; t++) s += gs[5 * H * t + H + gq];
+            at = (u >= G ? o_bhh : o_bih) + gq;
+        }
+        row[at] = s;
+    }
+    fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);
 }
 
 #ifdef __CUDACC__
-/* gru_train for every hidden size it takes (index H; 0: none): one instantiation each. */
-#define GT4(h) (const void *)gru_train<h>, (const void *)gru_train<h + 1>, (const void *)gru_train<h + 2>, \
-               (const void *)gru_train<h + 3>
-static const void *const gru_train_h[FUSED_WG + 1] = {NULL,     GT4(1),  GT4(5),  GT4(9),  GT4(13),
-                                                      GT4(17),  GT4(21), GT4(25), GT4(29)};
-#undef GT4
+/* The fused steps for every hidden size they take (index H; 0: none): one instantiation each. */
+#define T4(k, h) (const void *)k<h>, (const void *)k<h + 1>, (const void *)k<h + 2>, (const void *)k<h + 3>
+#define T32(k) {NULL, T4(k, 1), T4(k, 5), T4(k, 9), T4(k, 13), T4(k, 17), T4(k, 21), T4(k, 25), T4(k, 29)}
+static const void *const gru_train_h[FUSED_WG + 1] = T32(gru_train);
+static const void *const lstm_train_h[FUSED_WG + 1] = T32(lstm_train);
+#undef T32
+#undef T4
 #endif
 
 /* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o;
