@@ -2,7 +2,7 @@
 # cuda_gate: the resource gate of the provider kernels compiled as CUDA for the H200 (sm_90),
 # where nvcc exists. providers/opencl/kernels.cl is one source for both dialects and for every
 # model size (the hidden size is an argument; the recurrent kernels' shared memory, 6 H floats at
-# most, is sized at launch: 1.5 KiB at H = 64), but for the fused steps gru_train and lstm_train,
+# most, is sized at launch: 1.5 KiB at H = 64), but for the fused kernels (gru_, lstm_ train, eval),
 # templates instantiated for each hidden size up to HOST_FUSED, whose weights live in registers
 # (their frame's shared memory is dynamic, sized by the host against the device's limit). Every kernel the host launches must compile with
 # no local stack frame and no spills (ptxas spills past the architecture's 255 registers a
@@ -18,11 +18,11 @@ if ! command -v "$NVCC" >/dev/null 2>&1; then
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-# the kernels the host launches (providers/common/host.c's kname[]); the fused GRU step gru_train
-# as its instantiations gru_train<1> .. gru_train<HOST_FUSED> (host.h)
+# the kernels the host launches (providers/common/host.c's kname[]); each fused kernel (gru_train,
+# lstm_train, gru_eval, lstm_eval) as its instantiations NAME<1> .. NAME<HOST_FUSED> (host.h)
 fused=$(sed -n 's/^#define HOST_FUSED \([0-9]*\).*/\1/p' providers/common/host.h)
 want=$(sed -n '/static const char \*const kname\[K_COUNT\] = {/,/};/p' providers/common/host.c | grep -o '"[a-z_0-9]*"' | tr -d '"' |
-    awk -v n="$fused" '/_train$/ { for (h = 1; h <= n; h++) print $1 "<" h ">"; next } { print }' | sort)
+    awk -v n="$fused" '/_(train|eval)$/ { for (h = 1; h <= n; h++) print $1 "<" h ">"; next } { print }' | sort)
 printf '%-14s %5s %6s %6s %6s\n' kernel regs stack spills smem
 if ! "$NVCC" -cubin -arch=sm_90 -x cu -Xptxas -v -o "$T/k.cubin" "$SRC" >"$T/log" 2>&1; then
     failed=$((failed + 1)); echo "FAIL cuda_gate: nvcc failed"; cat "$T/log"
@@ -47,7 +47,7 @@ else
     # (ptxas caps a thread at 255 registers and spills beyond: the spill column catches that)
     bad=$(awk '$3 > 0 || $4 > 0 || $5 > 49152 { print $1 }' "$T/table" | tr '\n' ' ')
     if [ -n "$bad" ]; then failed=$((failed + 1)); echo "FAIL cuda_gate: over the limits: $bad"; else passed=$((passed + 1)); fi
-    # the fused steps' dynamic shared memory (host.c's fused_floats; lstm_train's is the larger)
+    # the training steps' dynamic shared memory (host.c's fused_floats; lstm_train's is the larger)
     # at the frame length the targets use, T = 200, against the H200's 227 KiB a block may opt into
     worst=$(awk -v n="$fused" 'BEGIN { T = 200; for (h = 1; h <= n; h++) { b = 4 * (6 * T + h * (T + 1) + 5 * h * T + 8 * h); if (b > m) m = b } print m }')
     echo "lstm_train<$fused> at T = 200: $worst bytes of dynamic shared memory"

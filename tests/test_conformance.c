@@ -280,9 +280,10 @@ static void diverge(const dpd_provider *p, const char *pname, const char *kernel
     dpd_model_free(m);
 }
 
-/* A device provider's fused training steps (kernels auto: gru_train and lstm_train, one layer of
+/* A device provider's fused kernels (kernels auto: gru_train, lstm_train, gru_eval, lstm_eval; one layer of
  * H <= 32) against its layered kernels (kernels=ref): the same sums in the same order, so bitwise
- * equal predictions, losses, gradients, parameters and moments. */
+ * equal predictions (in one launch, and with the layered kernels in batches), losses, gradients,
+ * parameters and moments. */
 static void fused(const dpd_provider *p, const char *pname) {
     static const int hs[] = {1, 8, 23, 32};
     for (size_t h = 0; h < 2 * sizeof hs / sizeof *hs; h++) /* gru, then lstm */
@@ -308,8 +309,9 @@ static void fused(const dpd_provider *p, const char *pname) {
                 run(p, b, NULL, np, sh.B, sh.T, x, y, what, &tb);
                 double e[6] = {0};
                 if (ta.ok && tb.ok) deviations(&ta, &tb, np, n, e);
-                CHECK(same(&ta, &tb, np), "%s: bitwise equal (deviations: losses %.2g, gradients %.2g, parameters %.2g)",
-                      what, e[1], e[2], e[3]);
+                CHECK(same(&ta, &tb, np) && !memcmp(ta.pred, tb.pred, n * 4) && !memcmp(ta.pred2, tb.pred2, n * 4),
+                      "%s: bitwise equal (deviations: evaluate %.2g, losses %.2g, gradients %.2g, parameters %.2g)",
+                      what, e[0], e[1], e[2], e[3]);
             }
             trace_free(&ta), trace_free(&tb);
             if (a) p->i->session_free(a);
@@ -320,10 +322,11 @@ static void fused(const dpd_provider *p, const char *pname) {
 }
 
 /* Recorded chunks of training steps (kernels auto) against every step launched (kernels=eager),
- * bitwise, over calls that reuse a recording and calls that must not: the same call twice, more
- * steps than a chunk holds (HOST_CHUNK 32), fewer (a shorter chunk), a longer training split attached
- * (buffers reallocated), another max_norm, a shorter frame; for a fused GRU, an LSTM and a GRU DPD
- * chained to a GRU PA. */
+ * bitwise, over calls that reuse a recording and calls that must not, each changing one thing the
+ * recording depends on: the same call twice, more steps than a chunk holds (HOST_CHUNK 32), fewer
+ * (a shorter chunk), a longer training split attached (buffers reallocated), a max_norm that clips,
+ * the chained PA's buffers reallocated, a shorter frame; for a fused GRU, a fused LSTM and a
+ * (layered) GRU DPD chained to a GRU PA. */
 static void replays(const dpd_provider *p, const char *pname) {
     static const dpd_model_cfg cs[] = {{"gru", 8, 1}, {"lstm", 6, 1}, {"gru", 6, 1}};
     for (size_t f = 0; f < sizeof cs / sizeof *cs; f++) {
@@ -352,13 +355,16 @@ static void replays(const dpd_provider *p, const char *pname) {
             ok = ok && s[k] && !st && (!chained || pas[k]);
         }
         CHECK(ok, "%s: sessions: %s", what, msg);
-        /* frames (at stride 8), max_norm, frame length, a longer split first */
-        static const struct { int nf; double clip; int T, attach; } calls[] = {
-            {70, 1.0, 24, 0}, {70, 1.0, 24, 0}, {200, 1.0, 24, 0}, {40, 1.0, 24, 0},
-            {70, 1.0, 24, 1}, {70, 0.5, 24, 0}, {70, 0.5, 16, 0}};
+        /* frames (at stride 8), max_norm, frame length; first a longer split attached (1), or the
+         * chained PA's buffers grown by a forward of a larger batch (2); each change alone */
+        static const struct { int nf; double clip; int T, what; } calls[] = {
+            {70, 1.0, 24, 0},  {70, 1.0, 24, 0},  {200, 1.0, 24, 0}, {40, 1.0, 24, 0},   {70, 1.0, 24, 0},
+            {70, 1.0, 24, 1},  {70, 1e-3, 24, 0}, {70, 1e-3, 24, 2}, {70, 1e-3, 16, 0}};
+        float *out = malloc(8 * 24 * 2 * 4);
         for (size_t c = 0; ok && c < sizeof calls / sizeof *calls; c++) {
             for (int k = 0; ok && k < 2; k++) {
-                if (calls[c].attach) st = p->i->attach(s[k], DPD_TRAIN, x, y, n, msg, sizeof msg);
+                if (calls[c].what == 1) st = p->i->attach(s[k], DPD_TRAIN, x, y, n, msg, sizeof msg);
+                if (calls[c].what == 2 && pas[k]) st = p->i->forward(pas[k], x, 8, 24, out, msg, sizeof msg);
                 if (!st)
                     st = p->i->train_steps(s[k], fr, (size_t)calls[c].nf, B, calls[c].T, 8, 1e-3, 0.01,
                                            calls[c].clip, loss[k], msg, sizeof msg);
@@ -368,8 +374,11 @@ static void replays(const dpd_provider *p, const char *pname) {
             size_t steps = ((size_t)calls[c].nf + B - 1) / B;
             CHECK(ok && !memcmp(loss[0], loss[1], steps * sizeof **loss) && !memcmp(pa_, pb, np * 4),
                   "%s: call %zu (%d frames, clip %g, T %d%s): losses and parameters bitwise equal (%s)", what, c + 1,
-                  calls[c].nf, calls[c].clip, calls[c].T, calls[c].attach ? ", a longer split" : "", st ? msg : "");
+                  calls[c].nf, calls[c].clip, calls[c].T,
+                  calls[c].what == 1 ? ", a longer split" : calls[c].what == 2 ? ", the PA's buffers grown" : "",
+                  st ? msg : "");
         }
+        free(out);
         for (int k = 0; k < 2; k++) {
             if (s[k]) p->i->session_free(s[k]);
             if (pas[k]) p->i->session_free(pas[k]);

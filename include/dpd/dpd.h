@@ -301,8 +301,9 @@ typedef struct dpd_session dpd_session;
  *              A loaded OpenBLAS/BLIS/OpenMP (used by least-squares fits) gets the same count,
  *              process-wide by those libraries' own design: the last session opened sets it
  *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto); eager is auto.
- *              opencl, cuda: auto (a one-layer GRU of hidden <= 32 trains in one fused kernel a
- *              step; chunks of steps are recorded once and replayed: CUDA graphs), eager (fused,
+ *              opencl, cuda: auto (a one-layer GRU or LSTM of hidden <= 32, not chained to a PA,
+ *              trains in one fused kernel a step and evaluates in one launch; chunks of steps are
+ *              recorded once and replayed: CUDA graphs), eager (fused,
  *              every step launched) or ref (the layered kernels, every step launched); every
  *              choice gives the same bits (tests/test_conformance.c)
  * An explicit provider that cannot serve the model is refused with why; auto falls back to cpu

@@ -20,7 +20,7 @@
 static const char *const kname[K_COUNT] = {
     "gather",   "features",  "features_bwd", "gru_fwd",   "gru_bwd",   "lstm_fwd",  "lstm_bwd",    "rnn_bwd_w",
     "dense_fwd", "act_bwd",  "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w",   "tcn_bwd_x",
-    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train"};
+    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval"};
 
 const char *host_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kname[k] : NULL; }
 
@@ -90,7 +90,7 @@ typedef struct session {
     void *q; /* the backend's queue (with its kernels) */
     const plan *f;
     int H, L, np; /* hidden, layers, parameters */
-    int fused;    /* training steps may run gru_train or lstm_train (one layer, H <= HOST_FUSED, kernels not ref) */
+    int fused;    /* training and evaluation may run the fused kernels (one layer, H <= HOST_FUSED, kernels not ref) */
     int replays;  /* chunks of training steps may be recorded and replayed (kernels neither ref nor eager) */
     size_t local; /* the most local memory a work-group may have (bytes) */
     layer ly[HOST_MAX_LAYERS];
@@ -109,6 +109,7 @@ typedef struct session {
     buf c1, c2, d1, d2;              /* TRes-GRU's skip: (R, 3), (R, 2) and their gradients */
     buf fr, loss, stop; /* frames, per-step losses, the divergence flag */
     buf fac, cur;       /* AdamW's factors of each step of a call (3 a step), the step's index in it */
+    buf ev;             /* a fused evaluation's predictions (a split's samples, 2 each) */
     long step;
     struct session *pa; /* chained frozen PA, or NULL */
     unsigned gen;       /* counts the reallocations of s's buffers (a recorded chunk names them) */
@@ -149,7 +150,7 @@ static void session_free(void *sv) {
     if (!s) return;
     buf *all[] = {&s->p,  &s->g,    &s->m,    &s->v,    &s->gp,   &s->lp,   &s->bx, &s->bt, &s->out, &s->dy,
                   &s->du, &s->da,   &s->db,   &s->ft,   &s->df,   &s->dg,   &s->u,  &s->dh, &s->c,   &s->dc,
-                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->ga,   &s->fr,   &s->loss, &s->stop, &s->fac, &s->cur, &s->x[0], &s->x[1],
+                  &s->dimg, &s->c1, &s->c2,   &s->d1,   &s->d2,   &s->ga,   &s->fr,   &s->loss, &s->stop, &s->fac, &s->cur, &s->ev, &s->x[0], &s->x[1],
                   &s->x[2], &s->y[0], &s->y[1], &s->y[2]};
     if (s->q) s->be->finish(s->q);
     drop_graph(s);
@@ -499,8 +500,7 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     if (fused) {
         const layer *y = &s->ly[0];
         e = go(s, q, s->f->cell == CELL_LSTM ? K_LSTM_TRAIN : K_GRU_TRAIN, (size_t)b * HOST_FUSED, HOST_FUSED,
-               "mmmmiiimiiiiiifmiml", s->x[0].m, s->y[0].m,
-               s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, (double)n,
+               "mmmmiiimiiiiiifmiml", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, (double)n,
                s->gp.m, s->np, s->lp.m, (int)fused);
     } else {
         e = go(s, q, K_GATHER, (size_t)b * L * 2, 0, "mmmmiiimm", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S,
@@ -526,6 +526,12 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
 static size_t fused_floats(const session *s, int T) {
     size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM;
     return 6 * (size_t)T + H * (T + 1) + (lstm ? 5 : 4) * H * T + (lstm ? 8 : 6) * H;
+}
+
+/* gru_eval's or lstm_eval's: the segment, the hidden states, each step's gates. */
+static size_t eval_floats(const session *s, int T) {
+    size_t H = (size_t)s->H;
+    return 2 * (size_t)T + H * (T + 1) + (s->f->cell == CELL_LSTM ? 5 : 4) * H * T;
 }
 
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
@@ -605,6 +611,16 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
     if (!st && pa) st = reserve(pa, most, N, err, nerr);
     if (st) return st;
     int e = 0;
+    size_t fl = !pa && s->fused ? eval_floats(s, N) : 0;
+    if (fl && fl * 4 <= s->local) { /* every segment in one launch of the fused forward */
+        const layer *y = &s->ly[0];
+        if ((st = need(s, &s->ev, s->n[k] * 2, err, nerr))) return st;
+        e = go(s, s, s->f->cell == CELL_LSTM ? K_LSTM_EVAL : K_GRU_EVAL, (size_t)S * HOST_FUSED, HOST_FUSED,
+               "miimiiiiiiml", s->x[k].m, 0, N, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, s->ev.m,
+               (int)fl);
+        if (!e) e = s->be->read(s->q, s->ev.m, pred, s->n[k] * 2 * 4);
+        return finish(s, e, "evaluate", err, nerr);
+    }
     for (int s0 = 0; s0 < S && !e; s0 += batch) {
         int b = S - s0 < batch ? S - s0 : batch;
         e = fwd(s, s, s->x[k].m, s0 * N * 2, b, N, s->out.m);

@@ -2,7 +2,8 @@
  * v2, every family host.c composes, DPD chains) on NVIDIA GPUs, built as libdpd-cuda-resident.so.
  * The kernels are providers/opencl/kernels.cl compiled as CUDA C++ in this translation unit (one
  * source for both APIs; the hidden size is their argument, so one cubin serves every size, but
- * for the fused GRU step gru_train, a template instantiated for every H up to 32;
+ * for the fused kernels (gru_train, lstm_train, gru_eval, lstm_eval), templates instantiated for
+ * every H up to 32;
  * tests/cuda_gate.sh checks their resources). Not yet the pack's library: the pack ships the
  * measured GRU provider (provider.cu) until this one has been run on a GPU (scripts/gpu-check.sh
  * runs the conformance suite on it).
@@ -31,7 +32,8 @@ static const void *const kernels[K_COUNT] = {
     (const void *)dense_fwd,   (const void *)act_bwd,   (const void *)dense_bwd_in, (const void *)dense_bwd_w,
     (const void *)tcn_fwd,     (const void *)tcn_bwd_d, (const void *)tcn_bwd_w,    (const void *)tcn_bwd_x,
     (const void *)rvt_fwd,     (const void *)rvt_bwd_w, (const void *)rvt_bwd_img,  (const void *)rvt_bwd_x,
-    (const void *)mse,         (const void *)adamw,     NULL /* gru_train_h[H] */, NULL /* lstm_train_h[H] */};
+    (const void *)mse,         (const void *)adamw,     NULL /* gru_train_h[H] */, NULL /* lstm_train_h[H] */,
+    NULL /* gru_eval_h[H] */,  NULL /* lstm_eval_h[H] */};
 
 static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
     snprintf(err, nerr, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)e));
@@ -63,10 +65,10 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
         close_queue(q);
         return fail(e, "open a stream", err, nerr);
     }
-    /* the fused steps' frames live in dynamic shared memory: past 48 KiB a kernel must be allowed it */
-    const void *fused[2] = {H <= HOST_FUSED ? gru_train_h[H] : NULL, H <= HOST_FUSED ? lstm_train_h[H] : NULL};
-    for (int i = 0; i < 2 && fused[i]; i++)
-        if ((e = cudaFuncSetAttribute(fused[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+    /* the fused kernels' frames live in dynamic shared memory: past 48 KiB a kernel must be allowed it */
+    const void *const *fused[4] = {gru_train_h, lstm_train_h, gru_eval_h, lstm_eval_h};
+    for (int i = 0; i < 4 && H <= HOST_FUSED; i++)
+        if ((e = cudaFuncSetAttribute(fused[i][H], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)p.sharedMemPerBlockOptin))) {
             close_queue(q);
             return fail(e, "allow a fused step its shared memory", err, nerr);
@@ -136,7 +138,11 @@ static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *
     unsigned block = local ? (unsigned)local : block_for(n);
     /* kq: the session whose kernel this is (a chained PA's run on the DPD's stream q) */
     int H = ((queue *)kq)->H;
-    const void *f = k == K_GRU_TRAIN ? gru_train_h[H] : k == K_LSTM_TRAIN ? lstm_train_h[H] : kernels[k];
+    const void *f = k == K_GRU_TRAIN    ? gru_train_h[H]
+                    : k == K_LSTM_TRAIN ? lstm_train_h[H]
+                    : k == K_GRU_EVAL   ? gru_eval_h[H]
+                    : k == K_LSTM_EVAL  ? lstm_eval_h[H]
+                                        : kernels[k];
     int e = on(q);
     return e ? e : cudaLaunchKernel(f, dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);
 }
@@ -153,11 +159,12 @@ static int finish(void *q) {
 static int record(void *qv, void **g) {
     queue *q = (queue *)qv;
     int e = on(q);
-    if (e || !g) return e ? e : cudaStreamBeginCapture(q->s, cudaStreamCaptureModeThreadLocal);
+    if (!g) return e ? e : cudaStreamBeginCapture(q->s, cudaStreamCaptureModeThreadLocal);
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     *g = NULL;
-    e = cudaStreamEndCapture(q->s, &graph);
+    int e2 = cudaStreamEndCapture(q->s, &graph); /* whatever happened: the stream must not stay capturing */
+    if (!e) e = e2;
     if (!e) e = cudaGraphInstantiate(&exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     if (!e) *g = exec;

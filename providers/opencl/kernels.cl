@@ -217,49 +217,63 @@ __kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const
     gp[b * np + at] = s;
 }
 
-/* ---- A GRU model's whole training step, fused (gru: one layer, input I/Q, the linear head; H up
- * to 32): one work-group of 32 work-items a sequence (on a GPU one warp), work-item j the hidden
- * unit j; built with the hidden size a compile-time constant (OpenCL: H_CONST; CUDA: a template,
- * instantiated for 1..32 below), so that the recurrence runs from registers: unit j's rows of
- * W_hh in the forward, its columns in the backward. Everything a step needs stays in local memory
- * (sm: host.c's fused_floats, 6 T + H (T + 1) + 4 H T + 6 H floats): the frame gathered from the resident split, the targets, the
- * hidden states, the gates; one barrier a time step. The head, the loss and the weight
- * gradients are data-parallel passes over the group. Every sum runs in the order of the unfused
- * kernels (gather, gru_fwd, dense_fwd, mse, dense_bwd_in, gru_bwd, rnn_bwd_w, dense_bwd_w), so
- * both paths give the same numbers: lp[b] the sequence's share of the loss, gp's row b the
- * gradient of every parameter, for adamw. ----------------------------------------------------- */
+/* ---- Fused steps (gru, lstm: one layer, input I/Q, the linear head; H up to 32): one
+ * work-group of 32 work-items a sequence (on a GPU one warp), work-item j the hidden unit j (units
+ * past H compute unit 0 and store nothing); built with the hidden size a compile-time constant
+ * (OpenCL: H_CONST; CUDA: templates, instantiated for 1..32 below), so that the recurrence runs
+ * from registers: unit j's rows of W_hh in the forward, its columns in the backward. Everything
+ * stays in local memory (sm, sized by host.c's fused_floats): the frame, the targets, the hidden
+ * states, the gates; one barrier a time step. The head, the loss and the weight gradients are
+ * data-parallel passes over the group. Every sum runs in the order of the layered kernels
+ * (gather, gru_fwd or lstm_fwd, dense_fwd, mse, dense_bwd_in, gru_bwd or lstm_bwd, rnn_bwd_w,
+ * dense_bwd_w), so both paths give the same numbers. A training step (gru_train, lstm_train)
+ * leaves lp[b], the sequence's share of the loss, and gp's row b, the gradient of every parameter,
+ * for adamw; an evaluation (gru_eval, lstm_eval) the predictions of every segment in one launch.
+ * ---------------------------------------------------------------------------------------------- */
 
 #define FUSED_WG 32
 #ifdef __CUDACC__
 #define FUSED(name) template <int hidden> __global__ void __launch_bounds__(FUSED_WG, 1) name
+#define FUSED_FN template <int hidden> static __device__ /* a helper with register arrays of H */
+#define SIZED(f) f<hidden>
 #define FUSED_SYNC() __syncwarp()
 #else
 #define FUSED(name) __kernel WG_SIZE(FUSED_WG) void name
+#define FUSED_FN FN
+#define SIZED(f) f
 #define FUSED_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
 #endif
 
-/* The fused steps' common pieces, work-item l of FUSED_WG; the hidden size Hn is an argument here
- * (no register array depends on it). The frame: xs, ts (T, 2) = the step's frame b of x and y,
- * found as gather finds it; h0 (Hn) = 0. */
+/* The pieces the hidden size Hn is an argument of (no register array depends on it), by
+ * work-item l. The frame: xs, ts (T, 2) = the step's frame b of x and y (ts only where y is not
+ * NULL), found as gather finds it, or segment b at x + off when frames is NULL; h0 (Hn) = 0. Ends
+ * past a barrier. */
 FN void fused_frame(__global const float *x, __global const float *y, __global const uint *frames,
-                    __global const int *cur, int batch, int b, int T, int S, LOCAL_PTR xs, LOCAL_PTR ts, LOCAL_PTR h0,
-                    int Hn, int l) {
-    size_t src = (size_t)frames[(size_t)*cur * batch + b] * (size_t)S * 2;
-    for (int e = l; e < 2 * T; e += FUSED_WG) xs[e] = x[src + e], ts[e] = y[src + e];
+                    __global const int *cur, int batch, int off, int b, int T, int S, LOCAL_PTR xs, LOCAL_PTR ts,
+                    LOCAL_PTR h0, int Hn, int l) {
+    size_t src = frames ? (size_t)frames[(size_t)*cur * batch + b] * (size_t)S * 2 : (size_t)off + (size_t)b * T * 2;
+    for (int e = l; e < 2 * T; e += FUSED_WG) {
+        xs[e] = x[src + e];
+        if (y) ts[e] = y[src + e];
+    }
     for (int e = l; e < Hn; e += FUSED_WG) h0[e] = 0;
     FUSED_SYNC();
 }
 
-/* The linear head over h(t) at hs + (t + 1) Hn (as dense_fwd) and the MSE's pieces (as mse):
- * ts becomes y - target, dy the loss gradient at the output, lp[b] the sequence's share of the
- * loss (work-item 0, in order). Ends past a barrier. */
+/* Output e = 2 t + c of the linear head over h(t) at hs + (t + 1) Hn, as dense_fwd. */
+FN float head_at(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, int e, int Hn) {
+    int t = e / 2, c = e % 2;
+    float s = o_bo >= 0 ? p[o_bo + c] : 0;
+    for (int k = 0; k < Hn; k++) s += p[o_wo + c * Hn + k] * hs[(t + 1) * Hn + k];
+    return s;
+}
+
+/* The head and the MSE's pieces (as mse): ts becomes y - target, dy the loss gradient at the
+ * output, lp[b] the sequence's share of the loss (work-item 0, in order). Ends past a barrier. */
 FN void fused_head(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, LOCAL_PTR ts, LOCAL_PTR dy, int T, int Hn,
                    float n, __global float *lp, int b, int l) {
     for (int e = l; e < 2 * T; e += FUSED_WG) {
-        int t = e / 2, c = e % 2;
-        float s = o_bo >= 0 ? p[o_bo + c] : 0;
-        for (int k = 0; k < Hn; k++) s += p[o_wo + c * Hn + k] * hs[(t + 1) * Hn + k];
-        float d = s - ts[e];
+        float d = head_at(p, o_wo, o_bo, hs, e, Hn) - ts[e];
         ts[e] = d;
         dy[e] = 2.0f * d / n;
     }
@@ -281,21 +295,12 @@ FN void fused_head_grads(LOCAL_PTR dy, LOCAL_PTR hs, int T, int Hn, int o_wo, in
     }
 }
 
-FUSED(gru_train)(__global const float *x, __global const float *y, __global const uint *frames,
-                 __global const int *cur, int batch, int T, int S,
-                 __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo, int o_bo, float n,
-                 __global float *gp, int np, __global float *lp SHARED) {
-    SHARED_MEM
-    int b = get_group_id(0), l = get_local_id(0), j = l < H ? l : 0; /* units past H compute unit 0, store nothing */
-    LOCAL_PTR xs = sm;               /* (T, 2) the frame */
-    LOCAL_PTR ts = xs + 2 * T;       /* (T, 2) its target, then y - target */
-    LOCAL_PTR dy = ts + 2 * T;       /* (T, 2) the loss gradient at the output */
-    LOCAL_PTR hs = dy + 2 * T;       /* (T + 1, H) h(t - 1) at row t: row 0 is h(-1) = 0 */
-    LOCAL_PTR gs = hs + H * (T + 1); /* (T, 4 H) r, z, n, W_hn h + b_hn; the backward puts its gate gradients here */
-    LOCAL_PTR da = gs + 4 * H * T;   /* (2, 3 H) the hidden side's gate gradients, two steps in turn */
-    fused_frame(x, y, frames, cur, batch, b, T, S, xs, ts, hs, H, l);
-
-    /* forward: unit j's rows of W_ih, W_hh and its biases in registers */
+/* A GRU layer's forward over xs (T, 2): h(t) into hs row t + 1 (row 0 is h(-1) = 0); r, z, n and
+ * W_hn h + b_hn into gs (T, 4 H); as gru_fwd, with unit j's rows of W_ih, W_hh and its biases in
+ * registers. Ends past a barrier. */
+FUSED_FN void gru_forward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
+                          LOCAL_PTR hs, LOCAL_PTR gs, int T, int l) {
+    int j = l < H ? l : 0;
     float wr[H], wz[H], wn[H], br = 0, bz = 0, bn = 0, cr = 0, cz = 0, cn = 0;
 #pragma unroll
     for (int k = 0; k < H; k++)
@@ -324,86 +329,14 @@ FUSED(gru_train)(__global const float *x, __global const float *y, __global cons
         }
         FUSED_SYNC(); /* h(t) whole before step t + 1 reads it; nobody writes a row twice */
     }
-
-    fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);
-
-    /* backward through time: unit j's columns of W_hh in registers */
-#pragma unroll
-    for (int k = 0; k < H; k++)
-        wr[k] = p[o_whh + k * H + j], wz[k] = p[o_whh + (H + k) * H + j], wn[k] = p[o_whh + (2 * H + k) * H + j];
-    float wo0 = p[o_wo + j], wo1 = p[o_wo + H + j], dn = 0;
-    for (int t = T - 1; t >= 0; t--) {
-        LOCAL_PTR g = gs + 4 * H * t;
-        LOCAL_PTR dh = da + 3 * H * (t & 1);
-        float r = g[j], z = g[H + j], nn = g[2 * H + j], gn = g[3 * H + j], hp = hs[t * H + j];
-        float s = 0;
-        s += wo0 * dy[2 * t];
-        s += wo1 * dy[2 * t + 1];
-        float dd = s + dn;
-        float dan = dd * (1 - z) * (1 - nn * nn), daz = dd * (hp - nn) * z * (1 - z), dar = dan * gn * r * (1 - r);
-        if (l < H) {
-            dh[j] = dar, dh[H + j] = daz, dh[2 * H + j] = dan * r;
-            g[j] = dar, g[H + j] = daz, g[2 * H + j] = dan, g[3 * H + j] = dan * r; /* only unit j reads these */
-        }
-        FUSED_SYNC(); /* the step's gradients whole; the buffer the next step writes was read two steps ago */
-        s = 0;
-#pragma unroll
-        for (int k = 0; k < H; k++) s += wr[k] * dh[k];
-#pragma unroll
-        for (int k = 0; k < H; k++) s += wz[k] * dh[H + k];
-#pragma unroll
-        for (int k = 0; k < H; k++) s += wn[k] * dh[2 * H + k];
-        dn = s + dd * z;
-    }
-    FUSED_SYNC();
-
-    /* the weight gradients, sums over t in order, one parameter a work-item: W_ih, W_hh, b_ih,
-     * b_hh (absent: -1), then the head's; the input side's gate gradients are gs's first 3 H of a
-     * step, the hidden side's r and z the same, its n the fourth H */
-    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (2 + H + nb);
-    __global float *row = gp + (size_t)b * np;
-    for (int q = l; q < nw; q += FUSED_WG) {
-        float s = 0;
-        int at;
-        if (q < 2 * G) { /* W_ih (G, 2) */
-            int gq = q / 2, i = q % 2;
-            for (int t = 0; t < T; t++) s += gs[4 * H * t + gq] * xs[2 * t + i];
-            at = o_wih + q;
-        } else if (q < G * (2 + H)) { /* W_hh (G, H) */
-            int u = q - 2 * G, gq = u / H, k = u % H, side = gq < 2 * H ? gq : gq + H;
-            for (int t = 0; t < T; t++) s += t ? gs[4 * H * t + side] * hs[t * H + k] : 0;
-            at = o_whh + u;
-        } else { /* the biases */
-            int u = q - G * (2 + H), hid = u >= G || o_bih < 0, gq = u >= G ? u - G : u;
-            int side = hid && gq >= 2 * H ? gq + H : gq;
-            for (int t = 0; t < T; t++) s += gs[4 * H * t + side];
-            at = (hid ? o_bhh : o_bih) + gq;
-        }
-        row[at] = s;
-    }
-    fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);
 }
 
-/* An LSTM model's whole training step, fused (lstm: one layer, input I/Q, the linear head, both
- * biases; H up to 32): as gru_train, in the order of lstm_fwd, lstm_bwd and rnn_bwd_w (the
- * gate gradients the same for both sides). Local memory sm: 6 T + H (T + 1) + 5 H T + 8 H floats
- * (host.c's fused_floats). */
-FUSED(lstm_train)(__global const float *x, __global const float *y, __global const uint *frames,
-                  __global const int *cur, int batch, int T, int S,
-                  __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo, int o_bo, float n,
-                  __global float *gp, int np, __global float *lp SHARED) {
-    SHARED_MEM
-    int b = get_group_id(0), l = get_local_id(0), j = l < H ? l : 0; /* units past H compute unit 0, store nothing */
-    LOCAL_PTR xs = sm;               /* (T, 2) the frame */
-    LOCAL_PTR ts = xs + 2 * T;       /* (T, 2) its target, then y - target */
-    LOCAL_PTR dy = ts + 2 * T;       /* (T, 2) the loss gradient at the output */
-    LOCAL_PTR hs = dy + 2 * T;       /* (T + 1, H) h(t - 1) at row t: row 0 is h(-1) = 0 */
-    LOCAL_PTR gs = hs + H * (T + 1); /* (T, 5 H) c, i, f, g, o; the backward puts the gate gradients in i .. o */
-    LOCAL_PTR da = gs + 5 * H * T;   /* (2, 4 H) the gate gradients, two steps in turn */
-    fused_frame(x, y, frames, cur, batch, b, T, S, xs, ts, hs, H, l);
-
-    /* forward: unit j's rows of W_hh (gate k's at w[k H ..]), W_ih and the summed biases in registers */
-    float w[4 * H], wi[8], bs[4];
+/* An LSTM layer's forward, as gru_forward: c, i, f, g, o into gs (T, 5 H), as lstm_fwd, with
+ * unit j's rows of W_hh, W_ih and the summed biases in registers. Ends past a barrier. */
+FUSED_FN void lstm_forward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
+                           LOCAL_PTR hs, LOCAL_PTR gs, int T, int l) {
+    int j = l < H ? l : 0;
+    float w[4 * H], wi[8], bs[4]; /* gate k's row of W_hh at w[k H ..] */
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         bs[k] = p[o_bih + k * H + j] + p[o_bhh + k * H + j];
@@ -439,16 +372,89 @@ FUSED(lstm_train)(__global const float *x, __global const float *y, __global con
         }
         FUSED_SYNC(); /* h(t) whole before step t + 1 reads it */
     }
-    fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);
+}
 
+/* A GRU layer's backward after gru_forward and fused_head, dy the loss gradient at the output:
+ * through time with unit j's columns of W_hh in registers (as dense_bwd_in and gru_bwd; the gate
+ * gradients replace the gates in gs, da (2, 3 H) exchanges the hidden side's), then the weight
+ * gradients into row (as rnn_bwd_w). */
+FUSED_FN void gru_backward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,
+                           LOCAL_PTR xs, LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR da, LOCAL_PTR dy, int T,
+                           __global float *row, int l) {
+    int j = l < H ? l : 0;
     /* backward through time: unit j's columns of W_hh in registers */
+    float wr[H], wz[H], wn[H];
+#pragma unroll
+    for (int k = 0; k < H; k++)
+        wr[k] = p[o_whh + k * H + j], wz[k] = p[o_whh + (H + k) * H + j], wn[k] = p[o_whh + (2 * H + k) * H + j];
+    float wo0 = p[o_wo + j], wo1 = p[o_wo + H + j], dn = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        LOCAL_PTR g = gs + 4 * H * t;
+        LOCAL_PTR dh = da + 3 * H * (t & 1);
+        float r = 0, z = 0, nn = 0, gn = 0, hp = hs[t * H + j]; /* units past H read no slot unit 0 writes */
+        if (l < H) r = g[j], z = g[H + j], nn = g[2 * H + j], gn = g[3 * H + j];
+        float s = 0;
+        s += wo0 * dy[2 * t];
+        s += wo1 * dy[2 * t + 1];
+        float dd = s + dn;
+        float dan = dd * (1 - z) * (1 - nn * nn), daz = dd * (hp - nn) * z * (1 - z), dar = dan * gn * r * (1 - r);
+        if (l < H) {
+            dh[j] = dar, dh[H + j] = daz, dh[2 * H + j] = dan * r;
+            g[j] = dar, g[H + j] = daz, g[2 * H + j] = dan, g[3 * H + j] = dan * r; /* only unit j reads these */
+        }
+        FUSED_SYNC(); /* the step's gradients whole; the buffer the next step writes was read two steps ago */
+        s = 0;
+#pragma unroll
+        for (int k = 0; k < H; k++) s += wr[k] * dh[k];
+#pragma unroll
+        for (int k = 0; k < H; k++) s += wz[k] * dh[H + k];
+#pragma unroll
+        for (int k = 0; k < H; k++) s += wn[k] * dh[2 * H + k];
+        dn = s + dd * z;
+    }
+    FUSED_SYNC();
+
+    /* the weight gradients, sums over t in order, one parameter a work-item: W_ih, W_hh, b_ih,
+     * b_hh (absent: -1), then the head's; the input side's gate gradients are gs's first 3 H of a
+     * step, the hidden side's r and z the same, its n the fourth H */
+    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (2 + H + nb);
+    for (int q = l; q < nw; q += FUSED_WG) {
+        float s = 0;
+        int at;
+        if (q < 2 * G) { /* W_ih (G, 2) */
+            int gq = q / 2, i = q % 2;
+            for (int t = 0; t < T; t++) s += gs[4 * H * t + gq] * xs[2 * t + i];
+            at = o_wih + q;
+        } else if (q < G * (2 + H)) { /* W_hh (G, H) */
+            int u = q - 2 * G, gq = u / H, k = u % H, side = gq < 2 * H ? gq : gq + H;
+            for (int t = 0; t < T; t++) s += t ? gs[4 * H * t + side] * hs[t * H + k] : 0;
+            at = o_whh + u;
+        } else { /* the biases */
+            int u = q - G * (2 + H), hid = u >= G || o_bih < 0, gq = u >= G ? u - G : u;
+            int side = hid && gq >= 2 * H ? gq + H : gq;
+            for (int t = 0; t < T; t++) s += gs[4 * H * t + side];
+            at = (hid ? o_bhh : o_bih) + gq;
+        }
+        row[at] = s;
+    }
+}
+
+/* An LSTM layer's backward, as gru_backward (lstm_bwd; the gate gradients the same for both sides,
+ * da (2, 4 H)). */
+FUSED_FN void lstm_backward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,
+                            LOCAL_PTR xs, LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR da, LOCAL_PTR dy, int T,
+                            __global float *row, int l) {
+    int j = l < H ? l : 0;
+    /* backward through time: unit j's columns of W_hh in registers */
+    float w[4 * H];
 #pragma unroll
     for (int q = 0; q < 4 * H; q++) w[q] = p[o_whh + q * H + j];
     float wo0 = p[o_wo + j], wo1 = p[o_wo + H + j], dn = 0, dcn = 0;
     for (int t = T - 1; t >= 0; t--) {
         LOCAL_PTR g = gs + 5 * H * t;
         LOCAL_PTR dh = da + 4 * H * (t & 1);
-        float c = g[j], ig = g[H + j], fg = g[2 * H + j], gg = g[3 * H + j], og = g[4 * H + j];
+        float c = g[j], ig = 0, fg = 0, gg = 0, og = 0; /* units past H read no slot unit 0 writes */
+        if (l < H) ig = g[H + j], fg = g[2 * H + j], gg = g[3 * H + j], og = g[4 * H + j];
         float cp = t ? g[j - 5 * H] : 0, tc = tanh(c);
         float s = 0;
         s += wo0 * dy[2 * t];
@@ -471,7 +477,6 @@ FUSED(lstm_train)(__global const float *x, __global const float *y, __global con
     /* the weight gradients, sums over t in order, one parameter a work-item: W_ih (4 H, 2), W_hh
      * (4 H, H), b_ih, b_hh (the same sums), then the head's */
     int G = 4 * H, nw = G * (2 + H + 2);
-    __global float *row = gp + (size_t)b * np;
     for (int q = l; q < nw; q += FUSED_WG) {
         float s = 0;
         int at;
@@ -490,8 +495,55 @@ FUSED(lstm_train)(__global const float *x, __global const float *y, __global con
         }
         row[at] = s;
     }
-    fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);
 }
+
+/* The training steps (gru_train, lstm_train), one work-group a sequence of the batch. Local
+ * memory: xs, ts, dy (T, 2) each: the frame, its target (then y - target), the loss gradient at
+ * the output; hs (T + 1, H): h(t - 1) at row t; gs (T, G): the gates (G = 4 H for the GRU, 5 H
+ * for the LSTM), where the backward puts its gate gradients; da (2, 3 H or 4 H): gate gradients,
+ * two steps in turn. 6 T + H (T + 1) + 4 H T + 6 H floats (GRU), 6 T + H (T + 1) + 5 H T + 8 H
+ * (LSTM): host.c's fused_floats. Two kernels, not one with a flag: PoCL miscompiles barriers
+ * under a branch. */
+#define TRAIN_ARGS                                                                                                      \
+    __global const float *x, __global const float *y, __global const uint *frames, __global const int *cur,           \
+        int batch, int T, int S, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,        \
+        int o_bo, float n, __global float *gp, int np, __global float *lp SHARED
+/* The kernel NAME of a cell: its FORWARD and BACKWARD, G gate values a unit and step in gs. */
+#define TRAIN_KERNEL(NAME, FORWARD, BACKWARD, G)                                                                        \
+    FUSED(NAME)(TRAIN_ARGS) {                                                                                           \
+        SHARED_MEM                                                                                                      \
+        int b = get_group_id(0), l = get_local_id(0);                                                                   \
+        LOCAL_PTR ts = sm + 2 * T;                                                                                      \
+        LOCAL_PTR dy = ts + 2 * T;                                                                                      \
+        LOCAL_PTR hs = dy + 2 * T;                                                                                      \
+        LOCAL_PTR gs = hs + H * (T + 1);                                                                                \
+        __global float *row = gp + (size_t)b * np;                                                                      \
+        fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);                                            \
+        SIZED(FORWARD)(p, o_wih, o_whh, o_bih, o_bhh, sm, hs, gs, T, l);                                                \
+        fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);                                                       \
+        SIZED(BACKWARD)(p, o_wih, o_whh, o_bih, o_bhh, o_wo, sm, hs, gs, gs + (G) * H * T, dy, T, row, l);             \
+        fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);                                                             \
+    }
+TRAIN_KERNEL(gru_train, gru_forward, gru_backward, 4)
+TRAIN_KERNEL(lstm_train, lstm_forward, lstm_backward, 5)
+
+/* The predictions (gru_eval, lstm_eval), every segment of T samples of x at float offset off in
+ * one launch, one work-group a segment: out (segments, T, 2). Local memory: the segment (T, 2),
+ * hs (T + 1, H), gs (T, G): 2 T + H (T + 1) + 4 H T floats (GRU), 2 T + H (T + 1) + 5 H T (LSTM). */
+#define EVAL_ARGS                                                                                                       \
+    __global const float *x, int off, int T, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh,      \
+        int o_wo, int o_bo, __global float *out SHARED
+#define EVAL_KERNEL(NAME, FORWARD)                                                                                      \
+    FUSED(NAME)(EVAL_ARGS) {                                                                                            \
+        SHARED_MEM                                                                                                      \
+        int b = get_group_id(0), l = get_local_id(0);                                                                   \
+        LOCAL_PTR hs = sm + 2 * T;                                                                                      \
+        fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);                                          \
+        SIZED(FORWARD)(p, o_wih, o_whh, o_bih, o_bhh, sm, hs, hs + H * (T + 1), T, l);                                  \
+        for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H);       \
+    }
+EVAL_KERNEL(gru_eval, gru_forward)
+EVAL_KERNEL(lstm_eval, lstm_forward)
 
 #ifdef __CUDACC__
 /* The fused steps for every hidden size they take (index H; 0: none): one instantiation each. */
@@ -499,6 +551,8 @@ FUSED(lstm_train)(__global const float *x, __global const float *y, __global con
 #define T32(k) {NULL, T4(k, 1), T4(k, 5), T4(k, 9), T4(k, 13), T4(k, 17), T4(k, 21), T4(k, 25), T4(k, 29)}
 static const void *const gru_train_h[FUSED_WG + 1] = T32(gru_train);
 static const void *const lstm_train_h[FUSED_WG + 1] = T32(lstm_train);
+static const void *const gru_eval_h[FUSED_WG + 1] = T32(gru_eval);
+static const void *const lstm_eval_h[FUSED_WG + 1] = T32(lstm_eval);
 #undef T32
 #undef T4
 #endif

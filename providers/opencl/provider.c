@@ -179,13 +179,13 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
             st = cl_fail(e, "query a kernel's work-group limit", err, nerr);
         most = wg < most ? wg : most;
     }
-    /* the local memory a group may have, for the fused steps (none where one cannot run its 32 work-items) */
+    /* the local memory a group may have, for the fused kernels (none where one cannot run its 32 work-items) */
     cl_ulong lm = 0;
     size_t fw = (size_t)-1;
     if (!st && (e = clGetDeviceInfo(devs[d].id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL)))
         st = cl_fail(e, "query the local memory", err, nerr);
-    static const int fused[2] = {K_GRU_TRAIN, K_LSTM_TRAIN};
-    for (int i = 0; !st && i < 2; i++) {
+    static const int fused[4] = {K_GRU_TRAIN, K_LSTM_TRAIN, K_GRU_EVAL, K_LSTM_EVAL};
+    for (int i = 0; !st && i < 4; i++) {
         size_t wg = 0;
         if ((e = clGetKernelWorkGroupInfo(q->k[fused[i]], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL)))
             st = cl_fail(e, "query a kernel's work-group limit", err, nerr);
