@@ -149,11 +149,15 @@ $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh provi
 $(BUILD)/cuda/host.o: providers/common/host.c providers/common/host.h include/dpd/provider.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+# ptxas's report of its kernels (-Xptxas -v) is kept beside it for tests/cuda_gate.sh. Not built under
+# SANITIZE (nothing runs it without a GPU, and its 192 kernel instances take a minute to compile).
 $(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/cuda/devices.cuh providers/opencl/kernels.cl $(BUILD)/cuda/host.o
-	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu $(BUILD)/cuda/host.o $(NVSAN) -o $@
+	$(NVCC) $(NVFLAGS) -Xptxas -v -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu \
+	    $(BUILD)/cuda/host.o $(NVSAN) -o $@ 2>$(BUILD)/cuda/resident.ptxas || { cat $(BUILD)/cuda/resident.ptxas; exit 1; }
 
 cuda:
-	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check $(BUILD)/cuda/libdpd-cuda.so $(BUILD)/cuda/libdpd-cuda-resident.so; \
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check $(BUILD)/cuda/libdpd-cuda.so \
+	    $(if $(SANITIZE),,$(BUILD)/cuda/libdpd-cuda-resident.so); \
 	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
 
 # The CUDA runtime pack (dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.

@@ -27,7 +27,7 @@ for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh test
     tests/opencl.sh) sh tests/opencl.sh "$BUILD" >"$log" 2>&1 ;;
     tests/cuda_gate.sh) if [ "${CUDA_GATE:-1}" = 0 ]; then
             printf 'SKIP cuda_gate: CUDA_GATE=0 (it compiles only the kernels, the same in every build; another pass runs it)\nRESULT cuda_gate 0 0 1\n' >"$log"
-        else sh tests/cuda_gate.sh "${NVCC:-nvcc}" >"$log" 2>&1; fi ;;
+        else sh tests/cuda_gate.sh "${NVCC:-nvcc}" "$BUILD/cuda/resident.ptxas" >"$log" 2>&1; fi ;;
     tests/studio.sh) sh tests/studio.sh "$BUILD" >"$log" 2>&1 ;;
     tests/plot.sh) sh tests/plot.sh "$BUILD" >"$log" 2>&1 ;;
     tests/ui.sh) sh tests/ui.sh "$BUILD" >"$log" 2>&1 ;;

@@ -280,16 +280,17 @@ static void diverge(const dpd_provider *p, const char *pname, const char *kernel
     dpd_model_free(m);
 }
 
-/* A device provider's fused kernels (kernels auto: gru_train, lstm_train, gru_eval, lstm_eval; one layer of
+/* A device provider's fused kernels (kernels auto: gru, lstm and dgru of one layer of
  * H <= 32) against its layered kernels (kernels=ref): the same sums in the same order, so bitwise
  * equal predictions (in one launch, and with the layered kernels in batches), losses, gradients,
  * parameters and moments. */
 static void fused(const dpd_provider *p, const char *pname) {
     static const int hs[] = {1, 8, 23, 32};
-    for (size_t h = 0; h < 2 * sizeof hs / sizeof *hs; h++) /* gru, then lstm */
+    static const char *const fam[] = {"gru", "lstm", "dgru"};
+    for (size_t h = 0; h < 3 * sizeof hs / sizeof *hs; h++) /* each family at each size */
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
-            dpd_model_cfg c = {"gru", hs[h % 4], 1};
-            if (h >= 4) snprintf(c.family, sizeof c.family, "lstm");
+            dpd_model_cfg c = {"", hs[h % 4], 1};
+            snprintf(c.family, sizeof c.family, "%s", fam[h / 4]);
             shape sh = shapes[k];
             char what[160], msg[512] = "";
             snprintf(what, sizeof what, "%s %s-%d, %d x %d, fused against layered", pname, c.family, c.hidden, sh.B, sh.T);

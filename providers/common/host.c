@@ -20,7 +20,7 @@
 static const char *const kname[K_COUNT] = {
     "gather",   "features",  "features_bwd", "gru_fwd",   "gru_bwd",   "lstm_fwd",  "lstm_bwd",    "rnn_bwd_w",
     "dense_fwd", "act_bwd",  "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w",   "tcn_bwd_x",
-    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval"};
+    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval", "dgru_train", "dgru_eval"};
 
 const char *host_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kname[k] : NULL; }
 
@@ -35,12 +35,15 @@ enum { HEAD_LINEAR, HEAD_DGRU, HEAD_RVT };
 typedef struct plan {
     const char *family;
     int feats, cell, head, tcn, layers; /* layers: the most the family has */
+    int train, eval;                    /* its fused kernels for one layer of H <= HOST_FUSED (0: none) */
 } plan;
 
 static const plan plans[] = {
-    {"gru", FEAT_NONE, CELL_GRU, HEAD_LINEAR, 0, HOST_MAX_LAYERS},  {"lstm", FEAT_NONE, CELL_LSTM, HEAD_LINEAR, 0, HOST_MAX_LAYERS},
-    {"dgru", FEAT_DGRU, CELL_GRU, HEAD_DGRU, 0, HOST_MAX_LAYERS},   {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1},
-    {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1}};
+    {"gru", FEAT_NONE, CELL_GRU, HEAD_LINEAR, 0, HOST_MAX_LAYERS, K_GRU_TRAIN, K_GRU_EVAL},
+    {"lstm", FEAT_NONE, CELL_LSTM, HEAD_LINEAR, 0, HOST_MAX_LAYERS, K_LSTM_TRAIN, K_LSTM_EVAL},
+    {"dgru", FEAT_DGRU, CELL_GRU, HEAD_DGRU, 0, HOST_MAX_LAYERS, K_DGRU_TRAIN, K_DGRU_EVAL},
+    {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1, 0, 0},
+    {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1, 0, 0}};
 
 static const plan *plan_of(const dpd_model_cfg *m) {
     for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
@@ -262,8 +265,7 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     const char *kern = "auto";
     for (int i = 0; i < nopts; i++)
         if (opts[i].key && opts[i].value && !strcmp(opts[i].key, "kernels")) kern = opts[i].value;
-    s->fused = (!strcmp(m->family, "gru") || !strcmp(m->family, "lstm")) && s->L == 1 && s->H <= HOST_FUSED &&
-               strcmp(kern, "ref");
+    s->fused = s->f->train && s->L == 1 && s->H <= HOST_FUSED && strcmp(kern, "ref");
     s->replays = strcmp(kern, "ref") && strcmp(kern, "eager");
     dpd_status st = be->open(device, s->H, &s->q, &group, &s->local, err, nerr);
     if (!st && group < s->H)
@@ -499,9 +501,9 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     float n = (float)((size_t)b * L * 2);
     if (fused) {
         const layer *y = &s->ly[0];
-        e = go(s, q, s->f->cell == CELL_LSTM ? K_LSTM_TRAIN : K_GRU_TRAIN, (size_t)b * HOST_FUSED, HOST_FUSED,
-               "mmmmiiimiiiiiifmiml", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, (double)n,
-               s->gp.m, s->np, s->lp.m, (int)fused);
+        e = go(s, q, s->f->train, (size_t)b * HOST_FUSED, HOST_FUSED, "mmmmiiimiiiiiiiifmiml", s->x[0].m, s->y[0].m,
+               s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, s->t.wh, s->t.bh,
+               (double)n, s->gp.m, s->np, s->lp.m, (int)fused);
     } else {
         e = go(s, q, K_GATHER, (size_t)b * L * 2, 0, "mmmmiiimm", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S,
                s->bx.m, s->bt.m);
@@ -520,18 +522,19 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     return e;
 }
 
-/* The fused step's local memory for frames of T samples (kernels.cl's gru_train, lstm_train), in
+/* The fused step's local memory for frames of T samples (kernels.cl's gru_, lstm_, dgru_train), in
  * floats: the frame, targets and output gradient, the hidden states, each step's gates (GRU 4 H,
  * LSTM 5 H), two steps' gate gradients. */
 static size_t fused_floats(const session *s, int T) {
-    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM;
-    return 6 * (size_t)T + H * (T + 1) + (lstm ? 5 : 4) * H * T + (lstm ? 8 : 6) * H;
+    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU;
+    return (dgru ? 12 : 6) * (size_t)T + H * (T + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * T + (lstm ? 8 : 6) * H;
 }
 
-/* gru_eval's or lstm_eval's: the segment, the hidden states, each step's gates. */
+/* The fused evaluation's: the segment (DGRU: and its features), the hidden states, each step's gates
+ * (DGRU: and its hidden head). */
 static size_t eval_floats(const session *s, int T) {
-    size_t H = (size_t)s->H;
-    return 2 * (size_t)T + H * (T + 1) + (s->f->cell == CELL_LSTM ? 5 : 4) * H * T;
+    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU;
+    return (dgru ? 8 : 2) * (size_t)T + H * (T + 1) + (lstm || dgru ? 5 : 4) * H * T;
 }
 
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
@@ -615,9 +618,8 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
     if (fl && fl * 4 <= s->local) { /* every segment in one launch of the fused forward */
         const layer *y = &s->ly[0];
         if ((st = need(s, &s->ev, s->n[k] * 2, err, nerr))) return st;
-        e = go(s, s, s->f->cell == CELL_LSTM ? K_LSTM_EVAL : K_GRU_EVAL, (size_t)S * HOST_FUSED, HOST_FUSED,
-               "miimiiiiiiml", s->x[k].m, 0, N, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, s->ev.m,
-               (int)fl);
+        e = go(s, s, s->f->eval, (size_t)S * HOST_FUSED, HOST_FUSED, "miimiiiiiiiiml", s->x[k].m, 0, N, s->p.m, y->wih,
+               y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, s->t.wh, s->t.bh, s->ev.m, (int)fl);
         if (!e) e = s->be->read(s->q, s->ev.m, pred, s->n[k] * 2 * 4);
         return finish(s, e, "evaluate", err, nerr);
     }

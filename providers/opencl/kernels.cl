@@ -74,15 +74,22 @@ __kernel void gather(__global const float *x, __global const float *y, __global 
 
 /* f (R, 6) of x (R, 2) at x + off, sequences of T: kind 1 DGRU's (I, Q, A, A^3, Q/A, I/A), kind 2
  * TRes-GRU's (I, Q, A, A^3, I[t+1], Q[t+1]), the next sample taken circularly in the sequence. */
+/* The six features of sample (i, q), (ni, nq) the next one, into o. */
+FN void feature6(float i, float q, float ni, float nq, int kind, float *o) {
+    float a = amp(i, q);
+    o[0] = i, o[1] = q, o[2] = a, o[3] = a * a * a;
+    if (kind == 1) o[4] = a > 0 ? q / a : 0, o[5] = a > 0 ? i / a : 0;
+    else o[4] = ni, o[5] = nq;
+}
+
 __kernel void features(__global const float *x, int off, int T, int kind, __global float *f) {
     size_t r = get_global_id(0), b = r / T;
     int t = r % T;
     __global const float *xs = x + off + 2 * r, *xn = x + off + 2 * (b * T + (t + 1) % T);
-    float i = xs[0], q = xs[1], a = amp(i, q);
-    __global float *o = f + 6 * r;
-    o[0] = i, o[1] = q, o[2] = a, o[3] = a * a * a;
-    if (kind == 1) o[4] = a > 0 ? q / a : 0, o[5] = a > 0 ? i / a : 0;
-    else o[4] = xn[0], o[5] = xn[1];
+    float o[6];
+    feature6(xs[0], xs[1], xn[0], xn[1], kind, o);
+#pragma unroll
+    for (int k = 0; k < 6; k++) f[6 * r + k] = o[k];
 }
 
 /* dx (R, 2) from the features' gradients df (and df2 added, when has2) by the chain rule of
@@ -268,21 +275,30 @@ FN float head_at(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, int 
     return s;
 }
 
-/* The head and the MSE's pieces (as mse): ts becomes y - target, dy the loss gradient at the
- * output, lp[b] the sequence's share of the loss (work-item 0, in order). Ends past a barrier. */
-FN void fused_head(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, LOCAL_PTR ts, LOCAL_PTR dy, int T, int Hn,
-                   float n, __global float *lp, int b, int l) {
-    for (int e = l; e < 2 * T; e += FUSED_WG) {
-        float d = head_at(p, o_wo, o_bo, hs, e, Hn) - ts[e];
-        ts[e] = d;
-        dy[e] = 2.0f * d / n;
-    }
+/* Output e's error d = y - ts[e] into ts[e], its loss gradient 2 d / n into dy[e] (as mse). */
+FN void fused_error(float y, LOCAL_PTR ts, LOCAL_PTR dy, int e, float n) {
+    float d = y - ts[e];
+    ts[e] = d;
+    dy[e] = 2.0f * d / n;
+}
+
+/* lp[b] = the sequence's share of the loss, the errors ts squared over n summed in order by
+ * work-item 0 (as mse), after a barrier. */
+FN void fused_share(LOCAL_PTR ts, int T, float n, __global float *lp, int b, int l) {
     FUSED_SYNC();
     if (l == 0) {
         float s = 0;
         for (int e = 0; e < 2 * T; e++) s += ts[e] * ts[e] / n;
         lp[b] = s;
     }
+}
+
+/* The head and the MSE's pieces (as mse): ts becomes y - target, dy the loss gradient at the
+ * output, lp[b] the sequence's share of the loss (work-item 0, in order). Ends past a barrier. */
+FN void fused_head(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, LOCAL_PTR ts, LOCAL_PTR dy, int T, int Hn,
+                   float n, __global float *lp, int b, int l) {
+    for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(head_at(p, o_wo, o_bo, hs, e, Hn), ts, dy, e, n);
+    fused_share(ts, T, n, lp, b, l);
 }
 
 /* The head's parameter gradients into row (as dense_bwd_w): W_o (2, Hn), then b_o. */
@@ -295,25 +311,31 @@ FN void fused_head_grads(LOCAL_PTR dy, LOCAL_PTR hs, int T, int Hn, int o_wo, in
     }
 }
 
-/* A GRU layer's forward over xs (T, 2): h(t) into hs row t + 1 (row 0 is h(-1) = 0); r, z, n and
- * W_hn h + b_hn into gs (T, 4 H); as gru_fwd, with unit j's rows of W_ih, W_hh and its biases in
- * registers. Ends past a barrier. */
-FUSED_FN void gru_forward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
+/* A GRU layer's forward over xs (T, I), I 2 or 6: h(t) into hs row t + 1 (row 0 is h(-1) = 0);
+ * r, z, n and W_hn h + b_hn into gs (T, 4 H); as gru_fwd, with unit j's rows of W_ih, W_hh and its
+ * biases in registers. Ends past a barrier. */
+FUSED_FN void gru_forward(__global const float *p, int I, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
                           LOCAL_PTR hs, LOCAL_PTR gs, int T, int l) {
     int j = l < H ? l : 0;
-    float wr[H], wz[H], wn[H], br = 0, bz = 0, bn = 0, cr = 0, cz = 0, cn = 0;
+    float wr[H], wz[H], wn[H], wi[18], br = 0, bz = 0, bn = 0, cr = 0, cz = 0, cn = 0; /* wi: gate g's at 6 g */
 #pragma unroll
     for (int k = 0; k < H; k++)
         wr[k] = p[o_whh + j * H + k], wz[k] = p[o_whh + (H + j) * H + k], wn[k] = p[o_whh + (2 * H + j) * H + k];
-    float ir0 = p[o_wih + j * 2], ir1 = p[o_wih + j * 2 + 1], iz0 = p[o_wih + (H + j) * 2];
-    float iz1 = p[o_wih + (H + j) * 2 + 1], in0 = p[o_wih + (2 * H + j) * 2], in1 = p[o_wih + (2 * H + j) * 2 + 1];
+#pragma unroll
+    for (int i = 0; i < 6; i++)
+#pragma unroll
+        for (int g = 0; g < 3; g++) wi[6 * g + i] = i < I ? p[o_wih + (g * H + j) * I + i] : 0;
     if (o_bih >= 0) br = p[o_bih + j], bz = p[o_bih + H + j], bn = p[o_bih + 2 * H + j];
     if (o_bhh >= 0) cr = p[o_bhh + j], cz = p[o_bhh + H + j], cn = p[o_bhh + 2 * H + j];
     float hj = 0;
     for (int t = 0; t < T; t++) {
-        float x0 = xs[2 * t], x1 = xs[2 * t + 1], ar = br, az = bz, an = bn, gr = cr, gz = cz, gn = cn;
-        ar += ir0 * x0, az += iz0 * x0, an += in0 * x0;
-        ar += ir1 * x1, az += iz1 * x1, an += in1 * x1;
+        float ar = br, az = bz, an = bn, gr = cr, gz = cz, gn = cn;
+#pragma unroll
+        for (int i = 0; i < 6; i++)
+            if (i < I) {
+                float xi = xs[I * t + i];
+                ar += wi[i] * xi, az += wi[6 + i] * xi, an += wi[12 + i] * xi;
+            }
         LOCAL_PTR hp = hs + t * H;
 #pragma unroll
         for (int k = 0; k < H; k++) {
@@ -333,8 +355,8 @@ FUSED_FN void gru_forward(__global const float *p, int o_wih, int o_whh, int o_b
 
 /* An LSTM layer's forward, as gru_forward: c, i, f, g, o into gs (T, 5 H), as lstm_fwd, with
  * unit j's rows of W_hh, W_ih and the summed biases in registers. Ends past a barrier. */
-FUSED_FN void lstm_forward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
-                           LOCAL_PTR hs, LOCAL_PTR gs, int T, int l) {
+FUSED_FN void lstm_forward(__global const float *p, int I, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
+                           LOCAL_PTR hs, LOCAL_PTR gs, int T, int l) { /* I: 2 */
     int j = l < H ? l : 0;
     float w[4 * H], wi[8], bs[4]; /* gate k's row of W_hh at w[k H ..] */
 #pragma unroll
@@ -378,8 +400,8 @@ FUSED_FN void lstm_forward(__global const float *p, int o_wih, int o_whh, int o_
  * through time with unit j's columns of W_hh in registers (as dense_bwd_in and gru_bwd; the gate
  * gradients replace the gates in gs, da (2, 3 H) exchanges the hidden side's), then the weight
  * gradients into row (as rnn_bwd_w). */
-FUSED_FN void gru_backward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,
-                           LOCAL_PTR xs, LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR da, LOCAL_PTR dy, int T,
+FUSED_FN void gru_backward(__global const float *p, int I, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,
+                           LOCAL_PTR xs, LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR da, LOCAL_PTR dy, LOCAL_PTR dhh, int T,
                            __global float *row, int l) {
     int j = l < H ? l : 0;
     /* backward through time: unit j's columns of W_hh in registers */
@@ -394,8 +416,8 @@ FUSED_FN void gru_backward(__global const float *p, int o_wih, int o_whh, int o_
         float r = 0, z = 0, nn = 0, gn = 0, hp = hs[t * H + j]; /* units past H read no slot unit 0 writes */
         if (l < H) r = g[j], z = g[H + j], nn = g[2 * H + j], gn = g[3 * H + j];
         float s = 0;
-        s += wo0 * dy[2 * t];
-        s += wo1 * dy[2 * t + 1];
+        if (dhh) s = dhh[t * H + j];
+        else s += wo0 * dy[2 * t], s += wo1 * dy[2 * t + 1];
         float dd = s + dn;
         float dan = dd * (1 - z) * (1 - nn * nn), daz = dd * (hp - nn) * z * (1 - z), dar = dan * gn * r * (1 - r);
         if (l < H) {
@@ -417,20 +439,20 @@ FUSED_FN void gru_backward(__global const float *p, int o_wih, int o_whh, int o_
     /* the weight gradients, sums over t in order, one parameter a work-item: W_ih, W_hh, b_ih,
      * b_hh (absent: -1), then the head's; the input side's gate gradients are gs's first 3 H of a
      * step, the hidden side's r and z the same, its n the fourth H */
-    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (2 + H + nb);
+    int G = 3 * H, nb = (o_bih >= 0) + (o_bhh >= 0), nw = G * (I + H + nb);
     for (int q = l; q < nw; q += FUSED_WG) {
         float s = 0;
         int at;
-        if (q < 2 * G) { /* W_ih (G, 2) */
-            int gq = q / 2, i = q % 2;
-            for (int t = 0; t < T; t++) s += gs[4 * H * t + gq] * xs[2 * t + i];
+        if (q < I * G) { /* W_ih (G, I) */
+            int gq = q / I, i = q % I;
+            for (int t = 0; t < T; t++) s += gs[4 * H * t + gq] * xs[I * t + i];
             at = o_wih + q;
-        } else if (q < G * (2 + H)) { /* W_hh (G, H) */
-            int u = q - 2 * G, gq = u / H, k = u % H, side = gq < 2 * H ? gq : gq + H;
+        } else if (q < G * (I + H)) { /* W_hh (G, H) */
+            int u = q - I * G, gq = u / H, k = u % H, side = gq < 2 * H ? gq : gq + H;
             for (int t = 0; t < T; t++) s += t ? gs[4 * H * t + side] * hs[t * H + k] : 0;
             at = o_whh + u;
         } else { /* the biases */
-            int u = q - G * (2 + H), hid = u >= G || o_bih < 0, gq = u >= G ? u - G : u;
+            int u = q - G * (I + H), hid = u >= G || o_bih < 0, gq = u >= G ? u - G : u;
             int side = hid && gq >= 2 * H ? gq + H : gq;
             for (int t = 0; t < T; t++) s += gs[4 * H * t + side];
             at = (hid ? o_bhh : o_bih) + gq;
@@ -441,9 +463,9 @@ FUSED_FN void gru_backward(__global const float *p, int o_wih, int o_whh, int o_
 
 /* An LSTM layer's backward, as gru_backward (lstm_bwd; the gate gradients the same for both sides,
  * da (2, 4 H)). */
-FUSED_FN void lstm_backward(__global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,
-                            LOCAL_PTR xs, LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR da, LOCAL_PTR dy, int T,
-                            __global float *row, int l) {
+FUSED_FN void lstm_backward(__global const float *p, int I, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,
+                            LOCAL_PTR xs, LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR da, LOCAL_PTR dy, LOCAL_PTR dhh,
+                            int T, __global float *row, int l) { /* I: 2; dhh: NULL (the linear head) */
     int j = l < H ? l : 0;
     /* backward through time: unit j's columns of W_hh in registers */
     float w[4 * H];
@@ -497,6 +519,37 @@ FUSED_FN void lstm_backward(__global const float *p, int o_wih, int o_whh, int o
     }
 }
 
+/* DGRU's features of the frame xs (T, 2) into ft (T, 6), as features. Ends past a barrier. */
+FN void fused_features(LOCAL_PTR xs, LOCAL_PTR ft, int T, int l) {
+    for (int t = l; t < T; t += FUSED_WG) {
+        float o[6];
+        int u = (t + 1) % T;
+        feature6(xs[2 * t], xs[2 * t + 1], xs[2 * u], xs[2 * u + 1], 1, o);
+        for (int k = 0; k < 6; k++) ft[6 * t + k] = o[k];
+    }
+    FUSED_SYNC();
+}
+
+/* DGRU's hidden head us (T, Hn) = ReLU(W_hid h(t) + b_hid), as dense_fwd. Ends past a barrier. */
+FN void dgru_hidden(__global const float *p, int o_wh, int o_bh, LOCAL_PTR hs, LOCAL_PTR us, int T, int Hn, int l) {
+    for (int e = l; e < T * Hn; e += FUSED_WG) {
+        int t = e / Hn, m = e % Hn;
+        float s = o_bh >= 0 ? p[o_bh + m] : 0;
+        for (int k = 0; k < Hn; k++) s += p[o_wh + m * Hn + k] * hs[(t + 1) * Hn + k];
+        us[e] = s > 0 ? s : 0;
+    }
+    FUSED_SYNC();
+}
+
+/* DGRU's output e = 2 t + c: W_out [u(t); f(t)] + b_out, as dense_fwd. */
+FN float dgru_out(__global const float *p, int o_wo, int o_bo, LOCAL_PTR us, LOCAL_PTR ft, int e, int Hn) {
+    int t = e / 2, c = e % 2, K = Hn + 6;
+    float s = o_bo >= 0 ? p[o_bo + c] : 0;
+    for (int k = 0; k < Hn; k++) s += p[o_wo + c * K + k] * us[t * Hn + k];
+    for (int k = 0; k < 6; k++) s += p[o_wo + c * K + Hn + k] * ft[6 * t + k];
+    return s;
+}
+
 /* The training steps (gru_train, lstm_train), one work-group a sequence of the batch. Local
  * memory: xs, ts, dy (T, 2) each: the frame, its target (then y - target), the loss gradient at
  * the output; hs (T + 1, H): h(t - 1) at row t; gs (T, G): the gates (G = 4 H for the GRU, 5 H
@@ -507,8 +560,9 @@ FUSED_FN void lstm_backward(__global const float *p, int o_wih, int o_whh, int o
 #define TRAIN_ARGS                                                                                                      \
     __global const float *x, __global const float *y, __global const uint *frames, __global const int *cur,           \
         int batch, int T, int S, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,        \
-        int o_bo, float n, __global float *gp, int np, __global float *lp SHARED
-/* The kernel NAME of a cell: its FORWARD and BACKWARD, G gate values a unit and step in gs. */
+        int o_bo, int o_wh, int o_bh, float n, __global float *gp, int np, __global float *lp SHARED
+/* The kernel NAME of a cell: its FORWARD and BACKWARD, G gate values a unit and step in gs (o_wh,
+ * o_bh: DGRU's fc_hid, unused here). */
 #define TRAIN_KERNEL(NAME, FORWARD, BACKWARD, G)                                                                        \
     FUSED(NAME)(TRAIN_ARGS) {                                                                                           \
         SHARED_MEM                                                                                                      \
@@ -519,9 +573,9 @@ FUSED_FN void lstm_backward(__global const float *p, int o_wih, int o_whh, int o
         LOCAL_PTR gs = hs + H * (T + 1);                                                                                \
         __global float *row = gp + (size_t)b * np;                                                                      \
         fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);                                            \
-        SIZED(FORWARD)(p, o_wih, o_whh, o_bih, o_bhh, sm, hs, gs, T, l);                                                \
+        SIZED(FORWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, sm, hs, gs, T, l);                                             \
         fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);                                                       \
-        SIZED(BACKWARD)(p, o_wih, o_whh, o_bih, o_bhh, o_wo, sm, hs, gs, gs + (G) * H * T, dy, T, row, l);             \
+        SIZED(BACKWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, o_wo, sm, hs, gs, gs + (G) * H * T, dy, NULL, T, row, l);    \
         fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);                                                             \
     }
 TRAIN_KERNEL(gru_train, gru_forward, gru_backward, 4)
@@ -532,18 +586,90 @@ TRAIN_KERNEL(lstm_train, lstm_forward, lstm_backward, 5)
  * hs (T + 1, H), gs (T, G): 2 T + H (T + 1) + 4 H T floats (GRU), 2 T + H (T + 1) + 5 H T (LSTM). */
 #define EVAL_ARGS                                                                                                       \
     __global const float *x, int off, int T, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh,      \
-        int o_wo, int o_bo, __global float *out SHARED
+        int o_wo, int o_bo, int o_wh, int o_bh, __global float *out SHARED
 #define EVAL_KERNEL(NAME, FORWARD)                                                                                      \
     FUSED(NAME)(EVAL_ARGS) {                                                                                            \
         SHARED_MEM                                                                                                      \
         int b = get_group_id(0), l = get_local_id(0);                                                                   \
         LOCAL_PTR hs = sm + 2 * T;                                                                                      \
         fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);                                          \
-        SIZED(FORWARD)(p, o_wih, o_whh, o_bih, o_bhh, sm, hs, hs + H * (T + 1), T, l);                                  \
+        SIZED(FORWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, sm, hs, hs + H * (T + 1), T, l);                               \
         for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H);       \
     }
 EVAL_KERNEL(gru_eval, gru_forward)
 EVAL_KERNEL(lstm_eval, lstm_forward)
+
+/* A DGRU model's training step (one layer): the features (I, Q, A, A^3, Q/A, I/A) of the frame
+ * (as features), the GRU over them, the head u = ReLU(W_hid h + b_hid), y = W_out [u; f] + b_out
+ * (as dense_fwd), and back (dense_bwd_in, act_bwd, gru_bwd, rnn_bwd_w, dense_bwd_w). Local memory
+ * past the frame: ft (T, 6), ts, dy (T, 2), hs (T + 1, H), gs (T, 4 H), us (T, H) u, du (T, H) its
+ * gradient past the ReLU, dhh (T, H) the head's gradient at h, da (2, 3 H): 12 T + H (T + 1) +
+ * 7 H T + 6 H floats. */
+FUSED(dgru_train)(TRAIN_ARGS) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0), K = H + 6;
+    LOCAL_PTR ft = sm + 2 * T;
+    LOCAL_PTR ts = ft + 6 * T;
+    LOCAL_PTR dy = ts + 2 * T;
+    LOCAL_PTR hs = dy + 2 * T;
+    LOCAL_PTR gs = hs + H * (T + 1);
+    LOCAL_PTR us = gs + 4 * H * T;
+    LOCAL_PTR du = us + H * T;
+    LOCAL_PTR dhh = du + H * T;
+    __global float *row = gp + (size_t)b * np;
+    fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);
+    fused_features(sm, ft, T, l);
+    SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
+    dgru_hidden(p, o_wh, o_bh, hs, us, T, H, l);
+    for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(dgru_out(p, o_wo, o_bo, us, ft, e, H), ts, dy, e, n);
+    fused_share(ts, T, n, lp, b, l);
+    for (int e = l; e < T * H; e += FUSED_WG) { /* du = W_out[:, :H]^T dy past the ReLU */
+        int t = e / H, k = e % H;
+        float s = 0;
+        for (int m = 0; m < 2; m++) s += p[o_wo + m * K + k] * dy[2 * t + m];
+        s *= us[e] > 0 ? 1.0f : 0.0f;
+        du[e] = s;
+    }
+    FUSED_SYNC();
+    for (int e = l; e < T * H; e += FUSED_WG) { /* dhh = W_hid^T du */
+        int t = e / H, k = e % H;
+        float s = 0;
+        for (int m = 0; m < H; m++) s += p[o_wh + m * H + k] * du[t * H + m];
+        dhh[e] = s;
+    }
+    FUSED_SYNC();
+    SIZED(gru_backward)(p, 6, o_wih, o_whh, o_bih, o_bhh, o_wo, ft, hs, gs, dhh + H * T, dy, dhh, T, row, l);
+    for (int q = l; q < 2 * K + 2 + H * H + H; q += FUSED_WG) { /* W_out, b_out, W_hid, b_hid */
+        float s = 0;
+        int at;
+        if (q < 2 * K + 2) {
+            int m = q < 2 * K ? q / K : q - 2 * K, k = q < 2 * K ? q % K : -1;
+            for (int t = 0; t < T; t++) s += dy[2 * t + m] * (k < 0 ? 1.0f : k < H ? us[t * H + k] : ft[6 * t + k - H]);
+            at = k < 0 ? o_bo + m : o_wo + q;
+        } else {
+            int u = q - 2 * K - 2, m = u < H * H ? u / H : u - H * H, k = u < H * H ? u % H : -1;
+            for (int t = 0; t < T; t++) s += du[t * H + m] * (k < 0 ? 1.0f : hs[(t + 1) * H + k]);
+            at = k < 0 ? o_bh + m : o_wh + u;
+        }
+        row[at] = s;
+    }
+}
+
+/* A DGRU model's predictions, as gru_eval. Local memory past the segment: ft (T, 6), hs (T + 1, H),
+ * gs (T, 4 H), us (T, H): 8 T + H (T + 1) + 5 H T floats. */
+FUSED(dgru_eval)(EVAL_ARGS) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0);
+    LOCAL_PTR ft = sm + 2 * T;
+    LOCAL_PTR hs = ft + 6 * T;
+    LOCAL_PTR gs = hs + H * (T + 1);
+    LOCAL_PTR us = gs + 4 * H * T;
+    fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);
+    fused_features(sm, ft, T, l);
+    SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
+    dgru_hidden(p, o_wh, o_bh, hs, us, T, H, l);
+    for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = dgru_out(p, o_wo, o_bo, us, ft, e, H);
+}
 
 #ifdef __CUDACC__
 /* The fused steps for every hidden size they take (index H; 0: none): one instantiation each. */
@@ -553,6 +679,8 @@ static const void *const gru_train_h[FUSED_WG + 1] = T32(gru_train);
 static const void *const lstm_train_h[FUSED_WG + 1] = T32(lstm_train);
 static const void *const gru_eval_h[FUSED_WG + 1] = T32(gru_eval);
 static const void *const lstm_eval_h[FUSED_WG + 1] = T32(lstm_eval);
+static const void *const dgru_train_h[FUSED_WG + 1] = T32(dgru_train);
+static const void *const dgru_eval_h[FUSED_WG + 1] = T32(dgru_eval);
 #undef T32
 #undef T4
 #endif
