@@ -20,7 +20,7 @@
 static const char *const kname[K_COUNT] = {
     "gather",   "features",  "features_bwd", "gru_fwd",   "gru_bwd",   "lstm_fwd",  "lstm_bwd",    "rnn_bwd_w",
     "dense_fwd", "act_bwd",  "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w",   "tcn_bwd_x",
-    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval", "dgru_train", "dgru_eval"};
+    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval", "dgru_train", "dgru_eval", "tres_train", "tres_eval"};
 
 const char *host_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kname[k] : NULL; }
 
@@ -42,7 +42,7 @@ static const plan plans[] = {
     {"gru", FEAT_NONE, CELL_GRU, HEAD_LINEAR, 0, HOST_MAX_LAYERS, K_GRU_TRAIN, K_GRU_EVAL},
     {"lstm", FEAT_NONE, CELL_LSTM, HEAD_LINEAR, 0, HOST_MAX_LAYERS, K_LSTM_TRAIN, K_LSTM_EVAL},
     {"dgru", FEAT_DGRU, CELL_GRU, HEAD_DGRU, 0, HOST_MAX_LAYERS, K_DGRU_TRAIN, K_DGRU_EVAL},
-    {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1, 0, 0},
+    {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1, K_TRES_TRAIN, K_TRES_EVAL},
     {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1, 0, 0}};
 
 static const plan *plan_of(const dpd_model_cfg *m) {
@@ -492,6 +492,11 @@ static dpd_status attach(void *sv, int split, const float *x, const float *y, si
     return finish(s, e, "attach a split", err, nerr);
 }
 
+/* The fused kernels' two family-specific tensors (o_wh, o_bh): DGRU's fc_hid, TRes-GRU's skip W0, W2. */
+static int extra(const session *s, int k) {
+    return s->f->tcn ? (k ? s->t.w2 : s->t.w0) : (k ? s->t.bh : s->t.wh);
+}
+
 /* One training step on s's queue over the next b frames of the call (their index *cur on the
  * device): gather or the fused step, the loss and its backward (through the chained PA), then
  * AdamW. Its launches do not depend on the step: a chunk of them can be recorded and replayed. */
@@ -502,8 +507,8 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     if (fused) {
         const layer *y = &s->ly[0];
         e = go(s, q, s->f->train, (size_t)b * HOST_FUSED, HOST_FUSED, "mmmmiiimiiiiiiiifmiml", s->x[0].m, s->y[0].m,
-               s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, s->t.wh, s->t.bh,
-               (double)n, s->gp.m, s->np, s->lp.m, (int)fused);
+               s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, extra(s, 0),
+               extra(s, 1), (double)n, s->gp.m, s->np, s->lp.m, (int)fused);
     } else {
         e = go(s, q, K_GATHER, (size_t)b * L * 2, 0, "mmmmiiimm", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S,
                s->bx.m, s->bt.m);
@@ -522,19 +527,20 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     return e;
 }
 
-/* The fused step's local memory for frames of T samples (kernels.cl's gru_, lstm_, dgru_train), in
+/* The fused step's local memory for frames of T samples (kernels.cl's gru_, lstm_, dgru_, tres_train), in
  * floats: the frame, targets and output gradient, the hidden states, each step's gates (GRU 4 H,
  * LSTM 5 H), two steps' gate gradients. */
 static size_t fused_floats(const session *s, int T) {
-    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU;
-    return (dgru ? 12 : 6) * (size_t)T + H * (T + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * T + (lstm ? 8 : 6) * H;
+    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
+    return (dgru ? 12 : tres ? 22 : 6) * (size_t)T + H * (T + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * T +
+           (lstm ? 8 : 6) * H;
 }
 
 /* The fused evaluation's: the segment (DGRU: and its features), the hidden states, each step's gates
  * (DGRU: and its hidden head). */
 static size_t eval_floats(const session *s, int T) {
-    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU;
-    return (dgru ? 8 : 2) * (size_t)T + H * (T + 1) + (lstm || dgru ? 5 : 4) * H * T;
+    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
+    return (dgru ? 8 : tres ? 13 : 2) * (size_t)T + H * (T + 1) + (lstm || dgru ? 5 : 4) * H * T;
 }
 
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
@@ -619,7 +625,7 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
         const layer *y = &s->ly[0];
         if ((st = need(s, &s->ev, s->n[k] * 2, err, nerr))) return st;
         e = go(s, s, s->f->eval, (size_t)S * HOST_FUSED, HOST_FUSED, "miimiiiiiiiiml", s->x[k].m, 0, N, s->p.m, y->wih,
-               y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, s->t.wh, s->t.bh, s->ev.m, (int)fl);
+               y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, extra(s, 0), extra(s, 1), s->ev.m, (int)fl);
         if (!e) e = s->be->read(s->q, s->ev.m, pred, s->n[k] * 2 * 4);
         return finish(s, e, "evaluate", err, nerr);
     }

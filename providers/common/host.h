@@ -19,7 +19,7 @@ enum {
     K_GATHER, K_FEATURES, K_FEATURES_BWD, K_GRU_FWD, K_GRU_BWD, K_LSTM_FWD, K_LSTM_BWD, K_RNN_BWD_W, K_DENSE_FWD,
     K_ACT_BWD, K_DENSE_BWD_IN, K_DENSE_BWD_W, K_TCN_FWD, K_TCN_BWD_D, K_TCN_BWD_W, K_TCN_BWD_X, K_RVT_FWD, K_RVT_BWD_W,
     K_RVT_BWD_IMG, K_RVT_BWD_X, K_MSE, K_ADAMW, K_GRU_TRAIN, K_LSTM_TRAIN, K_GRU_EVAL, K_LSTM_EVAL, K_DGRU_TRAIN,
-    K_DGRU_EVAL, K_COUNT
+    K_DGRU_EVAL, K_TRES_TRAIN, K_TRES_EVAL, K_COUNT
 };
 const char *host_kernel_name(int k);
 
@@ -27,8 +27,8 @@ const char *host_kernel_name(int k);
 #define HOST_WG 256
 /* The largest hidden size the host composes (one work-group of H work-items a sequence). */
 #define HOST_MAX_HIDDEN 64
-/* The fused kernels' work-group (gru_, lstm_, dgru_ train and eval: kernels.cl's
- * FUSED_WG), the
+/* The fused kernels' work-group (gru_, lstm_, dgru_, tres_ train and eval:
+ * kernels.cl's FUSED_WG), the
  * largest hidden size they take. */
 #define HOST_FUSED 32
 /* Training steps a recorded graph holds (backend.record). */

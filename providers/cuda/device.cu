@@ -33,7 +33,8 @@ static const void *const kernels[K_COUNT] = {
     (const void *)tcn_fwd,     (const void *)tcn_bwd_d, (const void *)tcn_bwd_w,    (const void *)tcn_bwd_x,
     (const void *)rvt_fwd,     (const void *)rvt_bwd_w, (const void *)rvt_bwd_img,  (const void *)rvt_bwd_x,
     (const void *)mse,         (const void *)adamw,     NULL /* gru_train_h[H] */, NULL /* lstm_train_h[H] */,
-    NULL /* gru_eval_h[H] */,  NULL /* lstm_eval_h[H] */,   NULL /* dgru_train_h[H] */,   NULL /* dgru_eval_h[H] */};
+    NULL /* gru_eval_h[H] */,  NULL /* lstm_eval_h[H] */,   NULL /* dgru_train_h[H] */,   NULL /* dgru_eval_h[H] */,
+    NULL /* tres_train_h[H] */, NULL /* tres_eval_h[H] */};
 
 static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
     snprintf(err, nerr, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)e));
@@ -66,8 +67,9 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
         return fail(e, "open a stream", err, nerr);
     }
     /* the fused kernels' frames live in dynamic shared memory: past 48 KiB a kernel must be allowed it */
-    const void *const *fused[6] = {gru_train_h, lstm_train_h, gru_eval_h, lstm_eval_h, dgru_train_h, dgru_eval_h};
-    for (int i = 0; i < 6 && H <= HOST_FUSED; i++)
+    const void *const *fused[8] = {gru_train_h, lstm_train_h, gru_eval_h,  lstm_eval_h,
+                                   dgru_train_h, dgru_eval_h, tres_train_h, tres_eval_h};
+    for (int i = 0; i < 8 && H <= HOST_FUSED; i++)
         if ((e = cudaFuncSetAttribute(fused[i][H], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)p.sharedMemPerBlockOptin))) {
             close_queue(q);
@@ -144,6 +146,8 @@ static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *
                     : k == K_LSTM_EVAL  ? lstm_eval_h[H]
                     : k == K_DGRU_TRAIN ? dgru_train_h[H]
                     : k == K_DGRU_EVAL  ? dgru_eval_h[H]
+                    : k == K_TRES_TRAIN ? tres_train_h[H]
+                    : k == K_TRES_EVAL  ? tres_eval_h[H]
                                         : kernels[k];
     int e = on(q);
     return e ? e : cudaLaunchKernel(f, dim3((unsigned)(n / block)), dim3(block), argv, shared, ((queue *)q)->s);

@@ -519,12 +519,13 @@ FUSED_FN void lstm_backward(__global const float *p, int I, int o_wih, int o_whh
     }
 }
 
-/* DGRU's features of the frame xs (T, 2) into ft (T, 6), as features. Ends past a barrier. */
-FN void fused_features(LOCAL_PTR xs, LOCAL_PTR ft, int T, int l) {
+/* The features (kind 1 DGRU's, 2 TRes-GRU's) of the frame xs (T, 2) into ft (T, 6), as features.
+ * Ends past a barrier. */
+FN void fused_features(LOCAL_PTR xs, LOCAL_PTR ft, int T, int kind, int l) {
     for (int t = l; t < T; t += FUSED_WG) {
         float o[6];
         int u = (t + 1) % T;
-        feature6(xs[2 * t], xs[2 * t + 1], xs[2 * u], xs[2 * u + 1], 1, o);
+        feature6(xs[2 * t], xs[2 * t + 1], xs[2 * u], xs[2 * u + 1], kind, o);
         for (int k = 0; k < 6; k++) ft[6 * t + k] = o[k];
     }
     FUSED_SYNC();
@@ -618,7 +619,7 @@ FUSED(dgru_train)(TRAIN_ARGS) {
     LOCAL_PTR dhh = du + H * T;
     __global float *row = gp + (size_t)b * np;
     fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);
-    fused_features(sm, ft, T, l);
+    fused_features(sm, ft, T, 1, l);
     SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
     dgru_hidden(p, o_wh, o_bh, hs, us, T, H, l);
     for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(dgru_out(p, o_wo, o_bo, us, ft, e, H), ts, dy, e, n);
@@ -665,10 +666,89 @@ FUSED(dgru_eval)(EVAL_ARGS) {
     LOCAL_PTR gs = hs + H * (T + 1);
     LOCAL_PTR us = gs + 4 * H * T;
     fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);
-    fused_features(sm, ft, T, l);
+    fused_features(sm, ft, T, 1, l);
     SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
     dgru_hidden(p, o_wh, o_bh, hs, us, T, H, l);
     for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = dgru_out(p, o_wo, o_bo, us, ft, e, H);
+}
+
+/* TRes-GRU's dilated skip over the frame xs (T, 2) in local memory (tap and tcn_fwd's sums in
+ * their order): c1 (T, 3), c2 (T, 2) its pre-activations. Ends past a barrier. */
+FN float tap_local(LOCAL_PTR xs, int T, int t, int k, int ch) {
+    int u = t + (k - 1) * 16;
+    return u < 0 || u >= T ? 0 : xs[2 * u + ch];
+}
+
+FN void fused_skip(__global const float *p, int o_w0, int o_w2, LOCAL_PTR xs, LOCAL_PTR c1, LOCAL_PTR c2, int T, int l) {
+    for (int t = l; t < T; t += FUSED_WG) {
+        float a1[3];
+        for (int o = 0; o < 3; o++) {
+            float v = 0;
+            for (int ch = 0; ch < 2; ch++)
+                for (int k = 0; k < 3; k++) v += p[o_w0 + (o * 2 + ch) * 3 + k] * tap_local(xs, T, t, k, ch);
+            c1[3 * t + o] = v, a1[o] = hswish(v);
+        }
+        for (int o = 0; o < 2; o++) c2[2 * t + o] = p[o_w2 + 3 * o] * a1[0] + p[o_w2 + 3 * o + 1] * a1[1] + p[o_w2 + 3 * o + 2] * a1[2];
+    }
+    FUSED_SYNC();
+}
+
+/* A TRes-GRU model's training step: its features (I, Q, A, A^3, I[t+1], Q[t+1]), the bias-free GRU
+ * over them, the linear head plus the skip Hardswish(W2 Hardswish(W0 *_16 x)), and back (as
+ * tcn_fwd, tcn_bwd_d, tcn_bwd_w beside the GRU's kernels). Local memory past the frame: ft (T, 6),
+ * ts, dy (T, 2), hs (T + 1, H), gs (T, 4 H), c1 (T, 3), c2 (T, 2), d1 (T, 3), d2 (T, 2), da (2, 3 H):
+ * 22 T + H (T + 1) + 4 H T + 6 H floats. o_wh, o_bh: the skip's W0 and W2. */
+FUSED(tres_train)(TRAIN_ARGS) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0), o_w0 = o_wh, o_w2 = o_bh;
+    LOCAL_PTR ft = sm + 2 * T;
+    LOCAL_PTR ts = ft + 6 * T;
+    LOCAL_PTR dy = ts + 2 * T;
+    LOCAL_PTR c1 = dy + 2 * T;
+    LOCAL_PTR c2 = c1 + 3 * T;
+    LOCAL_PTR d1 = c2 + 2 * T;
+    LOCAL_PTR d2 = d1 + 3 * T;
+    LOCAL_PTR hs = d2 + 2 * T;
+    LOCAL_PTR gs = hs + H * (T + 1);
+    __global float *row = gp + (size_t)b * np;
+    fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);
+    fused_features(sm, ft, T, 2, l);
+    fused_skip(p, o_w0, o_w2, sm, c1, c2, T, l);
+    SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
+    for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(head_at(p, o_wo, o_bo, hs, e, H) + hswish(c2[e]), ts, dy, e, n);
+    fused_share(ts, T, n, lp, b, l);
+    for (int t = l; t < T; t += FUSED_WG) { /* as tcn_bwd_d */
+        float e2[2];
+        for (int o = 0; o < 2; o++) e2[o] = dy[2 * t + o] * hswish_d(c2[2 * t + o]), d2[2 * t + o] = e2[o];
+        for (int k = 0; k < 3; k++) d1[3 * t + k] = (p[o_w2 + k] * e2[0] + p[o_w2 + 3 + k] * e2[1]) * hswish_d(c1[3 * t + k]);
+    }
+    SIZED(gru_backward)(p, 6, o_wih, o_whh, o_bih, o_bhh, o_wo, ft, hs, gs, gs + 4 * H * T, dy, NULL, T, row, l);
+    fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);
+    for (int q = l; q < 24; q += FUSED_WG) { /* as tcn_bwd_w: W0's 18, then W2's 6 */
+        float s = 0;
+        for (int t = 0; t < T; t++) {
+            if (q < 18) s += d1[3 * t + q / 6] * tap_local(sm, T, t, q % 3, q / 3 % 2);
+            else s += d2[2 * t + (q - 18) / 3] * hswish(c1[3 * t + (q - 18) % 3]);
+        }
+        row[q < 18 ? o_w0 + q : o_w2 + q - 18] = s;
+    }
+}
+
+/* A TRes-GRU model's predictions, as gru_eval. Local memory past the segment: ft (T, 6), c1 (T, 3),
+ * c2 (T, 2), hs (T + 1, H), gs (T, 4 H): 13 T + H (T + 1) + 4 H T floats. */
+FUSED(tres_eval)(EVAL_ARGS) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0);
+    LOCAL_PTR ft = sm + 2 * T;
+    LOCAL_PTR c1 = ft + 6 * T;
+    LOCAL_PTR c2 = c1 + 3 * T;
+    LOCAL_PTR hs = c2 + 2 * T;
+    fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);
+    fused_features(sm, ft, T, 2, l);
+    fused_skip(p, o_wh, o_bh, sm, c1, c2, T, l);
+    SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, hs + H * (T + 1), T, l);
+    for (int e = l; e < 2 * T; e += FUSED_WG)
+        out[(size_t)b * T * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H) + hswish(c2[e]);
 }
 
 #ifdef __CUDACC__
@@ -681,6 +761,8 @@ static const void *const gru_eval_h[FUSED_WG + 1] = T32(gru_eval);
 static const void *const lstm_eval_h[FUSED_WG + 1] = T32(lstm_eval);
 static const void *const dgru_train_h[FUSED_WG + 1] = T32(dgru_train);
 static const void *const dgru_eval_h[FUSED_WG + 1] = T32(dgru_eval);
+static const void *const tres_train_h[FUSED_WG + 1] = T32(tres_train);
+static const void *const tres_eval_h[FUSED_WG + 1] = T32(tres_eval);
 #undef T32
 #undef T4
 #endif
