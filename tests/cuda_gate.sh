@@ -21,11 +21,12 @@ if ! command -v "$NVCC" >/dev/null 2>&1; then
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-# the kernels the host launches (providers/common/host.c's kname[]); each fused kernel (gru_train,
-# lstm_train, gru_eval, lstm_eval) as its instantiations NAME<1> .. NAME<HOST_FUSED> (host.h)
+# the kernels the host launches (providers/common/host.c's kname[]); each template (the fused
+# kernels kernels.cl instantiates with T32) as its instances NAME<1> .. NAME<HOST_FUSED> (host.h)
 fused=$(sed -n 's/^#define HOST_FUSED \([0-9]*\).*/\1/p' providers/common/host.h)
+templ=$(grep -o 'T32([a-z_]*)' "$SRC" | sed 's/T32(\(.*\))/\1/' | tr '\n' ' ')
 want=$(sed -n '/static const char \*const kname\[K_COUNT\] = {/,/};/p' providers/common/host.c | grep -o '"[a-z_0-9]*"' | tr -d '"' |
-    awk -v n="$fused" '/_(train|eval)$/ { for (h = 1; h <= n; h++) print $1 "<" h ">"; next } { print }' | sort)
+    awk -v n="$fused" -v t=" $templ" 'index(t, " " $1 " ") { for (h = 1; h <= n; h++) print $1 "<" h ">"; next } { print }' | sort)
 printf '%-14s %5s %6s %6s %6s\n' kernel regs stack spills smem
 ok=1
 if [ -n "$REPORT" ] && [ -f "$REPORT" ]; then
@@ -47,7 +48,9 @@ if [ $ok = 1 ]; then
     cat "$T/table"
     got=$(awk '{ print $1 }' "$T/table" | sort)
     if [ "$got" != "$want" ]; then
-        failed=$((failed + 1)); echo "FAIL cuda_gate: kernels compiled ($(echo $got)) are not the host's ($(echo $want))"
+        echo "$got" >"$T/got"; echo "$want" >"$T/want"
+        failed=$((failed + 1)); echo "FAIL cuda_gate: kernels compiled but not launched: $(comm -23 "$T/got" "$T/want" | tr '\n' ' ')"
+        echo "  launched but not compiled: $(comm -13 "$T/got" "$T/want" | tr '\n' ' ')"
     else
         passed=$((passed + 1))
     fi

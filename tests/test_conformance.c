@@ -280,14 +280,14 @@ static void diverge(const dpd_provider *p, const char *pname, const char *kernel
     dpd_model_free(m);
 }
 
-/* A device provider's fused kernels (kernels auto: gru, lstm, dgru and tres_gru of one layer of
+/* A device provider's fused kernels (kernels auto: gru, lstm, dgru, tres_gru and rvtdcnn of one layer of
  * H <= 32) against its layered kernels (kernels=ref): the same sums in the same order, so bitwise
  * equal predictions (in one launch, and with the layered kernels in batches), losses, gradients,
  * parameters and moments. */
 static void fused(const dpd_provider *p, const char *pname) {
     static const int hs[] = {1, 8, 23, 32};
-    static const char *const fam[] = {"gru", "lstm", "dgru", "tres_gru"};
-    for (size_t h = 0; h < 4 * sizeof hs / sizeof *hs; h++) /* each family at each size */
+    static const char *const fam[] = {"gru", "lstm", "dgru", "tres_gru", "rvtdcnn"};
+    for (size_t h = 0; h < 5 * sizeof hs / sizeof *hs; h++) /* each family at each size */
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
             dpd_model_cfg c = {"", hs[h % 4], 1};
             snprintf(c.family, sizeof c.family, "%s", fam[h / 4]);

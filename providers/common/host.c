@@ -20,7 +20,8 @@
 static const char *const kname[K_COUNT] = {
     "gather",   "features",  "features_bwd", "gru_fwd",   "gru_bwd",   "lstm_fwd",  "lstm_bwd",    "rnn_bwd_w",
     "dense_fwd", "act_bwd",  "dense_bwd_in", "dense_bwd_w", "tcn_fwd", "tcn_bwd_d", "tcn_bwd_w",   "tcn_bwd_x",
-    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval", "dgru_train", "dgru_eval", "tres_train", "tres_eval"};
+    "rvt_fwd",  "rvt_bwd_w", "rvt_bwd_img",  "rvt_bwd_x", "mse",       "adamw",     "gru_train", "lstm_train", "gru_eval", "lstm_eval", "dgru_train", "dgru_eval", "tres_train", "tres_eval",
+    "rvt_train", "rvt_eval"};
 
 const char *host_kernel_name(int k) { return k >= 0 && k < K_COUNT ? kname[k] : NULL; }
 
@@ -43,7 +44,7 @@ static const plan plans[] = {
     {"lstm", FEAT_NONE, CELL_LSTM, HEAD_LINEAR, 0, HOST_MAX_LAYERS, K_LSTM_TRAIN, K_LSTM_EVAL},
     {"dgru", FEAT_DGRU, CELL_GRU, HEAD_DGRU, 0, HOST_MAX_LAYERS, K_DGRU_TRAIN, K_DGRU_EVAL},
     {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1, K_TRES_TRAIN, K_TRES_EVAL},
-    {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1, 0, 0}};
+    {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1, K_RVT_TRAIN, K_RVT_EVAL}};
 
 static const plan *plan_of(const dpd_model_cfg *m) {
     for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
@@ -265,7 +266,7 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     const char *kern = "auto";
     for (int i = 0; i < nopts; i++)
         if (opts[i].key && opts[i].value && !strcmp(opts[i].key, "kernels")) kern = opts[i].value;
-    s->fused = s->f->train && s->L == 1 && s->H <= HOST_FUSED && strcmp(kern, "ref");
+    s->fused = s->f->train && (s->L == 1 || s->f->cell == CELL_NONE) && s->H <= HOST_FUSED && strcmp(kern, "ref");
     s->replays = strcmp(kern, "ref") && strcmp(kern, "eager");
     dpd_status st = be->open(device, s->H, &s->q, &group, &s->local, err, nerr);
     if (!st && group < s->H)
@@ -492,9 +493,20 @@ static dpd_status attach(void *sv, int split, const float *x, const float *y, si
     return finish(s, e, "attach a split", err, nerr);
 }
 
-/* The fused kernels' two family-specific tensors (o_wh, o_bh): DGRU's fc_hid, TRes-GRU's skip W0, W2. */
-static int extra(const session *s, int k) {
-    return s->f->tcn ? (k ? s->t.w2 : s->t.w0) : (k ? s->t.bh : s->t.wh);
+/* The fused kernels' tensor offsets o_wih, o_whh, o_bih, o_bhh, o_wh, o_bh (kernels.cl): the layer's,
+ * then DGRU's or RVTDCNN's fc_hid, TRes-GRU's skip W0, W2; RVTDCNN's convolution in place of the
+ * layer's weights. */
+static void fused_offsets(const session *s, int o[6]) {
+    const layer *y = &s->ly[0];
+    int rvt = s->f->head == HEAD_RVT, tcn = s->f->tcn;
+    o[0] = rvt ? s->t.wc : y->wih, o[1] = rvt ? s->t.bc : y->whh, o[2] = rvt ? -1 : y->bih, o[3] = rvt ? -1 : y->bhh;
+    o[4] = tcn ? s->t.w0 : s->t.wh, o[5] = tcn ? s->t.w2 : s->t.bh;
+}
+
+/* The type strings of the fused kernels' launches (RVTDCNN's take the hidden size last). */
+static const char *fused_types(const session *s, int train) {
+    int rvt = s->f->head == HEAD_RVT;
+    return train ? (rvt ? "mmmmiiimiiiiiiiifmimli" : "mmmmiiimiiiiiiiifmiml") : (rvt ? "miimiiiiiiiimli" : "miimiiiiiiiiml");
 }
 
 /* One training step on s's queue over the next b frames of the call (their index *cur on the
@@ -505,10 +517,11 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     int e;
     float n = (float)((size_t)b * L * 2);
     if (fused) {
-        const layer *y = &s->ly[0];
-        e = go(s, q, s->f->train, (size_t)b * HOST_FUSED, HOST_FUSED, "mmmmiiimiiiiiiiifmiml", s->x[0].m, s->y[0].m,
-               s->fr.m, s->cur.m, B, L, S, s->p.m, y->wih, y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, extra(s, 0),
-               extra(s, 1), (double)n, s->gp.m, s->np, s->lp.m, (int)fused);
+        int o[6];
+        fused_offsets(s, o);
+        e = go(s, q, s->f->train, (size_t)b * HOST_FUSED, HOST_FUSED, fused_types(s, 1), s->x[0].m, s->y[0].m, s->fr.m,
+               s->cur.m, B, L, S, s->p.m, o[0], o[1], o[2], o[3], s->t.wo, s->t.bo, o[4], o[5], (double)n, s->gp.m,
+               s->np, s->lp.m, (int)fused, s->H);
     } else {
         e = go(s, q, K_GATHER, (size_t)b * L * 2, 0, "mmmmiiimm", s->x[0].m, s->y[0].m, s->fr.m, s->cur.m, B, L, S,
                s->bx.m, s->bt.m);
@@ -532,6 +545,7 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
  * LSTM 5 H), two steps' gate gradients. */
 static size_t fused_floats(const session *s, int T) {
     size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
+    if (s->f->head == HEAD_RVT) return 98 * (size_t)T + 2 * H * T;
     return (dgru ? 12 : tres ? 22 : 6) * (size_t)T + H * (T + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * T +
            (lstm ? 8 : 6) * H;
 }
@@ -540,6 +554,7 @@ static size_t fused_floats(const session *s, int T) {
  * (DGRU: and its hidden head). */
 static size_t eval_floats(const session *s, int T) {
     size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
+    if (s->f->head == HEAD_RVT) return 38 * (size_t)T + H * T;
     return (dgru ? 8 : tres ? 13 : 2) * (size_t)T + H * (T + 1) + (lstm || dgru ? 5 : 4) * H * T;
 }
 
@@ -622,10 +637,11 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
     int e = 0;
     size_t fl = !pa && s->fused ? eval_floats(s, N) : 0;
     if (fl && fl * 4 <= s->local) { /* every segment in one launch of the fused forward */
-        const layer *y = &s->ly[0];
+        int o[6];
+        fused_offsets(s, o);
         if ((st = need(s, &s->ev, s->n[k] * 2, err, nerr))) return st;
-        e = go(s, s, s->f->eval, (size_t)S * HOST_FUSED, HOST_FUSED, "miimiiiiiiiiml", s->x[k].m, 0, N, s->p.m, y->wih,
-               y->whh, y->bih, y->bhh, s->t.wo, s->t.bo, extra(s, 0), extra(s, 1), s->ev.m, (int)fl);
+        e = go(s, s, s->f->eval, (size_t)S * HOST_FUSED, HOST_FUSED, fused_types(s, 0), s->x[k].m, 0, N, s->p.m, o[0],
+               o[1], o[2], o[3], s->t.wo, s->t.bo, o[4], o[5], s->ev.m, (int)fl, s->H);
         if (!e) e = s->be->read(s->q, s->ev.m, pred, s->n[k] * 2 * 4);
         return finish(s, e, "evaluate", err, nerr);
     }

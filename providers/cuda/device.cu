@@ -34,7 +34,7 @@ static const void *const kernels[K_COUNT] = {
     (const void *)rvt_fwd,     (const void *)rvt_bwd_w, (const void *)rvt_bwd_img,  (const void *)rvt_bwd_x,
     (const void *)mse,         (const void *)adamw,     NULL /* gru_train_h[H] */, NULL /* lstm_train_h[H] */,
     NULL /* gru_eval_h[H] */,  NULL /* lstm_eval_h[H] */,   NULL /* dgru_train_h[H] */,   NULL /* dgru_eval_h[H] */,
-    NULL /* tres_train_h[H] */, NULL /* tres_eval_h[H] */};
+    NULL /* tres_train_h[H] */, NULL /* tres_eval_h[H] */,  (const void *)rvt_train,     (const void *)rvt_eval};
 
 static dpd_status fail(int e, const char *what, char *err, size_t nerr) {
     snprintf(err, nerr, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)e));

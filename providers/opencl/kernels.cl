@@ -224,6 +224,355 @@ __kernel void rnn_bwd_w(__global const float *ga, int G, int two, __global const
     gp[b * np + at] = s;
 }
 
+/* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o;
+ * local memory sm: H floats (forward), 4 H (backward) ------------------------------------------- */
+
+__kernel void lstm_fwd(__global const float *in, int off, int I, int T, int hidden, __global const float *p, int o_wih,
+                       int o_whh, int o_bih, int o_bhh, __global float *hs, __global float *sv SHARED) {
+    SHARED_MEM
+    int b = get_group_id(0), j = get_local_id(0);
+    LOCAL_PTR h = sm;
+    __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
+    float hj = 0, cj = 0;
+    h[j] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < T; t++) {
+        float a[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) a[k] = p[o_bih + k * H + j] + p[o_bhh + k * H + j];
+        for (int i = 0; i < I; i++) {
+            float xi = x[t * I + i];
+#pragma unroll
+            for (int k = 0; k < 4; k++) a[k] += wih[(k * H + j) * I + i] * xi;
+        }
+        for (int m = 0; m < H; m++) {
+            float hm = h[m];
+#pragma unroll
+            for (int k = 0; k < 4; k++) a[k] += whh[(k * H + j) * H + m] * hm;
+        }
+        float ig = sigm(a[0]), fg = sigm(a[1]), gg = tanh(a[2]), og = sigm(a[3]);
+        cj = fg * cj + ig * gg;
+        hj = og * tanh(cj);
+        size_t o = ((size_t)b * T + t) * H;
+        hs[o + j] = hj;
+        sv[5 * o + j] = cj, sv[5 * o + H + j] = ig, sv[5 * o + 2 * H + j] = fg, sv[5 * o + 3 * H + j] = gg;
+        sv[5 * o + 4 * H + j] = og;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        h[j] = hj;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* The backward of lstm_fwd's recurrence: as gru_bwd; ga (B, T, 4 H) the gate gradients (the
+ * same for both sides). */
+__kernel void lstm_bwd(__global const float *p, int I, int T, int hidden, int o_wih, int o_whh, __global const float *hs,
+                       __global const float *sv, __global const float *dh, __global float *ga, __global float *dx,
+                       int want_dx SHARED) {
+    SHARED_MEM
+    int b = get_group_id(0), j = get_local_id(0);
+    LOCAL_PTR da = sm;
+    __global const float *wih = p + o_wih, *whh = p + o_whh;
+    float dn = 0, dcn = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        size_t o = ((size_t)b * T + t) * H;
+        float c = sv[5 * o + j], ig = sv[5 * o + H + j], fg = sv[5 * o + 2 * H + j], gg = sv[5 * o + 3 * H + j];
+        float og = sv[5 * o + 4 * H + j], cp = t ? sv[5 * (o - H) + j] : 0, tc = tanh(c);
+        float d = dh[o + j] + dn, dc = dcn + d * og * (1 - tc * tc);
+        float a[4] = {dc * gg * ig * (1 - ig), dc * cp * fg * (1 - fg), dc * ig * (1 - gg * gg), d * tc * og * (1 - og)};
+#pragma unroll
+        for (int k = 0; k < 4; k++) da[k * H + j] = a[k], ga[4 * o + k * H + j] = a[k];
+        dcn = dc * fg;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float s = 0;
+        for (int q = 0; q < 4 * H; q++) s += whh[q * H + j] * da[q];
+        dn = s;
+        if (want_dx) input_grad(wih, da, 4 * H, I, j, H, dx + ((size_t)b * T + t) * I);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* ---- dense layers over rows: out (R, M) = act([in1 in2] W^T + b) ---------------------------- */
+
+/* in1 (R, K1) and in2 (R, K2) side by side (K2 0: none), W (M, K1 + K2) at p + o_w, b at p + o_b
+ * (-1: none); act 0 none, 1 ReLU, 2 tanh. */
+__kernel void dense_fwd(__global const float *in1, int K1, __global const float *in2, int K2, __global const float *p,
+                        int o_w, int o_b, int M, int act, __global float *out) {
+    size_t i = get_global_id(0), r = i / M;
+    int m = i % M, K = K1 + K2;
+    float s = o_b >= 0 ? p[o_b + m] : 0;
+    for (int k = 0; k < K1; k++) s += p[o_w + m * K + k] * in1[r * K1 + k];
+    for (int k = 0; k < K2; k++) s += p[o_w + m * K + K1 + k] * in2[r * K2 + k];
+    out[i] = act == 1 ? (s > 0 ? s : 0) : act == 2 ? tanh(s) : s;
+}
+
+/* d *= act'(y), y the activation's output (ReLU: y > 0; tanh: 1 - y^2). */
+__kernel void act_bwd(__global float *d, __global const float *y, int act) {
+    size_t i = get_global_id(0);
+    float v = y[i];
+    d[i] *= act == 1 ? (v > 0 ? 1.0f : 0.0f) : 1 - v * v;
+}
+
+/* din (R, K) = dy (R, M) W[:, col0 .. col0 + K), W (M, Kw). */
+__kernel void dense_bwd_in(__global const float *dy, int M, __global const float *p, int o_w, int Kw, int col0, int K,
+                           __global float *din) {
+    size_t i = get_global_id(0), r = i / K;
+    int k = i % K;
+    float s = 0;
+    for (int m = 0; m < M; m++) s += p[o_w + m * Kw + col0 + k] * dy[r * M + m];
+    din[i] = s;
+}
+
+/* The parameter gradients of dense_fwd (dy: past the activation) per sequence of T rows into
+ * gp's row of the sequence: work-item (b, q), q over the M (K1 + K2) weights then the M biases
+ * (none when o_b is -1), each a sum over t in order. */
+__kernel void dense_bwd_w(__global const float *dy, int M, __global const float *in1, int K1, __global const float *in2,
+                          int K2, int T, __global float *gp, int np, int o_w, int o_b) {
+    int K = K1 + K2, nb = o_b >= 0 ? M : 0;
+    size_t i = get_global_id(0), per = (size_t)M * K + nb, b = i / per;
+    int q = i % per, m = q < M * K ? q / K : q - M * K, k = q < M * K ? q % K : -1;
+    float s = 0;
+    for (int t = 0; t < T; t++) {
+        size_t r = b * T + t;
+        float v = k < 0 ? 1.0f : k < K1 ? in1[r * K1 + k] : in2[r * K2 + k - K1];
+        s += dy[r * M + m] * v;
+    }
+    gp[b * np + (k < 0 ? o_b + m : o_w + q)] = s;
+}
+
+/* ---- TRes-GRU's skip: y += Hardswish(W2 Hardswish(W0 *_16 x)), W0 (3, 2, 3) dilation 16 ------ */
+
+FN float tap(__global const float *xb, int T, int t, int k, int ch) {
+    int u = t + (k - 1) * 16;
+    return u < 0 || u >= T ? 0 : xb[2 * u + ch];
+}
+
+/* One row: c1 (R, 3) and c2 (R, 2) the pre-activations, kept for the backward. */
+__kernel void tcn_fwd(__global const float *x, int off, int T, __global const float *p, int o_w0, int o_w2,
+                      __global float *c1, __global float *c2, __global float *y) {
+    size_t r = get_global_id(0), b = r / T;
+    int t = r % T;
+    __global const float *xb = x + off + b * T * 2;
+    float a1[3];
+    for (int o = 0; o < 3; o++) {
+        float v = 0;
+        for (int ch = 0; ch < 2; ch++)
+            for (int k = 0; k < 3; k++) v += p[o_w0 + (o * 2 + ch) * 3 + k] * tap(xb, T, t, k, ch);
+        c1[3 * r + o] = v, a1[o] = hswish(v);
+    }
+    for (int o = 0; o < 2; o++) {
+        float v = p[o_w2 + 3 * o] * a1[0] + p[o_w2 + 3 * o + 1] * a1[1] + p[o_w2 + 3 * o + 2] * a1[2];
+        c2[2 * r + o] = v;
+        y[2 * r + o] += hswish(v);
+    }
+}
+
+/* d2 (R, 2) = dy hswish'(c2); d1 (R, 3) = (W2^T d2) hswish'(c1). */
+__kernel void tcn_bwd_d(__global const float *dy, __global const float *c1, __global const float *c2,
+                        __global const float *p, int o_w2, __global float *d1, __global float *d2) {
+    size_t r = get_global_id(0);
+    float e[2];
+    for (int o = 0; o < 2; o++) e[o] = dy[2 * r + o] * hswish_d(c2[2 * r + o]), d2[2 * r + o] = e[o];
+    for (int k = 0; k < 3; k++) d1[3 * r + k] = (p[o_w2 + k] * e[0] + p[o_w2 + 3 + k] * e[1]) * hswish_d(c1[3 * r + k]);
+}
+
+/* The skip's weight gradients per sequence: work-item (b, q), q over W0's 18 then W2's 6. */
+__kernel void tcn_bwd_w(__global const float *x, int off, int T, __global const float *c1, __global const float *d1,
+                        __global const float *d2, __global float *gp, int np, int o_w0, int o_w2) {
+    size_t i = get_global_id(0), b = i / 24;
+    int q = i % 24;
+    __global const float *xb = x + off + b * T * 2;
+    float s = 0;
+    for (int t = 0; t < T; t++) {
+        size_t r = b * T + t;
+        if (q < 18) s += d1[3 * r + q / 6] * tap(xb, T, t, q % 3, q / 3 % 2);
+        else s += d2[2 * r + (q - 18) / 3] * hswish(c1[3 * r + (q - 18) % 3]);
+    }
+    gp[b * np + (q < 18 ? o_w0 + q : o_w2 + q - 18)] = s;
+}
+
+/* dx (R, 2) += the skip's input gradient: every output t whose taps reach row u. */
+__kernel void tcn_bwd_x(__global const float *d1, __global const float *p, int o_w0, int T, __global float *dx) {
+    size_t r = get_global_id(0), b = r / T;
+    int u = r % T;
+    for (int ch = 0; ch < 2; ch++) {
+        float s = 0;
+        for (int k = 0; k < 3; k++) {
+            int t = u - (k - 1) * 16;
+            if (t < 0 || t >= T) continue;
+            for (int o = 0; o < 3; o++) s += p[o_w0 + (o * 2 + ch) * 3 + k] * d1[3 * (b * T + t) + o];
+        }
+        dx[2 * r + ch] += s;
+    }
+}
+
+/* ---- RVTDCNN's feature image: (I, Q, A, A^2, A^3) of samples t-3..t (rows wrap in the
+ * sequence), a 3x3 convolution 1 -> 3 with a zero row above and below, tanh: a (R, 36) -------- */
+
+/* One row of the image: (I, Q, A, A^2, A^3) of sample (i, q) into o. */
+FN void image_row(float i, float q, float *o) {
+    float a = amp(i, q);
+    o[0] = i, o[1] = q, o[2] = a, o[3] = a * a, o[4] = a * a * a;
+}
+
+FN void image(__global const float *xb, int T, int t, float *img) {
+    for (int r = 0; r < 4; r++) {
+        int u = ((t - 3 + r) % T + T) % T;
+        image_row(xb[2 * u], xb[2 * u + 1], img + 5 * r);
+    }
+}
+
+/* Output (ch, row, j) of the convolution of image img (20), past the tanh; a caller's loops over
+ * them unroll, so that img stays in registers. */
+FN float rvt_conv(__global const float *p, int o_wc, int o_bc, const float *img, int ch, int row, int j) {
+    float v = p[o_bc + ch];
+    for (int kr = 0; kr < 3; kr++) {
+        int rr = row + kr - 1;
+        if (rr < 0 || rr >= 4) continue;
+        for (int kc = 0; kc < 3; kc++) v += p[o_wc + ch * 9 + kr * 3 + kc] * img[rr * 5 + j + kc];
+    }
+    return tanh(v);
+}
+
+__kernel void rvt_fwd(__global const float *x, int off, int T, __global const float *p, int o_wc, int o_bc,
+                      __global float *a) {
+    size_t r = get_global_id(0), b = r / T;
+    float img[20];
+    image(x + off + b * T * 2, T, r % T, img);
+    for (int ch = 0; ch < 3; ch++)
+        for (int row = 0; row < 4; row++)
+            for (int j = 0; j < 3; j++) a[36 * r + ch * 12 + row * 3 + j] = rvt_conv(p, o_wc, o_bc, img, ch, row, j);
+}
+
+/* Column c of row r of the feature image of step t (image(), one value). */
+FN float image_at(__global const float *xb, int T, int t, int r, int c) {
+    int u = ((t - 3 + r) % T + T) % T;
+    float i = xb[2 * u], q = xb[2 * u + 1], a = amp(i, q);
+    return c == 0 ? i : c == 1 ? q : c == 2 ? a : c == 3 ? a * a : a * a * a;
+}
+
+/* The convolution's weight (27) and bias (3) gradients per sequence, d (R, 36) past the tanh. */
+__kernel void rvt_bwd_w(__global const float *x, int off, int T, __global const float *d, __global float *gp, int np,
+                        int o_wc, int o_bc) {
+    size_t i = get_global_id(0), b = i / 30;
+    int q = i % 30, ch = q < 27 ? q / 9 : q - 27, kr = q % 9 / 3, kc = q % 3;
+    __global const float *xb = x + off + b * T * 2;
+    float s = 0;
+    for (int t = 0; t < T; t++) {
+        size_t r = b * T + t;
+        for (int row = 0; row < 4; row++)
+            for (int j = 0; j < 3; j++) {
+                float g = d[36 * r + ch * 12 + row * 3 + j];
+                int rr = row + kr - 1;
+                if (q >= 27) s += g;
+                else if (rr >= 0 && rr < 4) s += g * image_at(xb, T, t, rr, j + kc);
+            }
+    }
+    gp[b * np + (q < 27 ? o_wc + q : o_bc + ch)] = s;
+}
+
+/* The image's gradient (R, 20) from d (R, 36) past the tanh. */
+__kernel void rvt_bwd_img(__global const float *d, __global const float *p, int o_wc, __global float *dimg) {
+    size_t r = get_global_id(0);
+    float g[20];
+    for (int k = 0; k < 20; k++) g[k] = 0;
+    for (int ch = 0; ch < 3; ch++)
+        for (int row = 0; row < 4; row++)
+            for (int j = 0; j < 3; j++) {
+                float e = d[36 * r + ch * 12 + row * 3 + j];
+                for (int kr = 0; kr < 3; kr++) {
+                    int rr = row + kr - 1;
+                    if (rr < 0 || rr >= 4) continue;
+                    for (int kc = 0; kc < 3; kc++) g[rr * 5 + j + kc] += p[o_wc + ch * 9 + kr * 3 + kc] * e;
+                }
+            }
+    for (int k = 0; k < 20; k++) dimg[20 * r + k] = g[k];
+}
+
+/* dx (R, 2): every image holding sample u (row r of the image of t = u + 3 - r, circularly). */
+__kernel void rvt_bwd_x(__global const float *x, int off, int T, __global const float *dimg, __global float *dx) {
+    size_t u = get_global_id(0), b = u / T;
+    int s = u % T;
+    float i = x[off + 2 * u], q = x[off + 2 * u + 1], a = amp(i, q), di = 0, dq = 0;
+    for (int row = 0; row < 4; row++) {
+        __global const float *g = dimg + 20 * (b * T + (s + 3 - row) % T) + 5 * row;
+        di += g[0], dq += g[1];
+        if (a > 0) {
+            float dA = g[2] + 2 * a * g[3] + 3 * a * a * g[4];
+            di += dA * i / a, dq += dA * q / a;
+        }
+    }
+    dx[2 * u] = di, dx[2 * u + 1] = dq;
+}
+
+/* ---- loss and update ------------------------------------------------------------------------- */
+
+/* The MSE's pieces for sequence b (one work-item each, per = T * 2 values): lp[b] its share of
+ * the mean, the squared differences over n summed in order (a share overflows only where the
+ * mean itself would: the cpu sums in double), dy = 2 (y - t) / n, n the batch's count of values. */
+__kernel void mse(__global const float *y, __global const float *t, int per, float n, __global float *dy,
+                  __global float *lp) {
+    size_t b = get_global_id(0);
+    float s = 0;
+    for (int e = 0; e < per; e++) {
+        size_t i = b * per + e;
+        float d = y[i] - t[i];
+        s += d * d / n;
+        dy[i] = 2.0f * d / n;
+    }
+    lp[b] = s;
+}
+
+#define WG 256
+/* One training step's end, one work-group of WG, k = *cur the step's index in the call: the loss
+ * (lp summed in batch order) into losses[k]; where it is not finite, or an earlier step of the
+ * call diverged (*stop), nothing more (stop set). Otherwise the gradient, gp's B rows summed in
+ * order into g; its norm by WG strided sums and a fixed tree; clipped as
+ * torch.nn.utils.clip_grad_norm_ (max_norm 0: off); AdamW as torch.optim.AdamW, the step's
+ * factors (decay 1 - lr wd, step size lr / (1 - b1^t), sqrt(1 - b2^t)) at fac[3 k], computed by
+ * the host as the cpu provider does. Last, *cur = k + 1: every step's launches are the same, so a
+ * chunk of steps can be recorded once and replayed (a CUDA graph). */
+__kernel WG_SIZE(WG) void adamw(
+    __global float *p, __global float *g, __global const float *gp, int B, int np, __global float *m,
+    __global float *v, __global const float *lp, __global float *losses, __global int *cur, __global int *stop,
+    __global const float *fac, float max_norm, float b1, float b2, float c1, float c2, float eps) {
+    int l = get_local_id(0), k = *cur;
+    float decay = fac[3 * k], step = fac[3 * k + 1], bc2s = fac[3 * k + 2];
+    __local float part[WG];
+    __local int bad;
+    if (l == 0) {
+        float loss = 0;
+        for (int b = 0; b < B; b++) loss += lp[b];
+        bad = *stop;
+        if (!bad) losses[k] = loss;
+        if (!bad && !isfinite(loss)) bad = *stop = 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int skip = bad;
+    float ss = 0;
+    for (int i = l; i < np && !skip; i += WG) {
+        float s = 0;
+        for (int b = 0; b < B; b++) s += gp[(size_t)b * np + i];
+        g[i] = s;
+        ss += s * s;
+    }
+    part[l] = ss;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = WG / 2; w > 0; w /= 2) {
+        if (l < w) part[l] += part[l + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float norm = sqrt(part[0]), coef = max_norm / (norm + 1e-6f), c = max_norm > 0 && coef < 1 ? coef : 1;
+    for (int i = l; i < np && !skip; i += WG) {
+        float gi = g[i] * c;
+        p[i] *= decay;
+        m[i] = m[i] * b1 + gi * c1;
+        v[i] = v[i] * b2 + gi * gi * c2;
+        p[i] -= step * (m[i] / (sqrt(v[i]) / bc2s + eps));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read *cur */
+    if (l == 0) *cur = k + 1;
+}
+
 /* ---- Fused steps (gru, lstm: one layer, input I/Q, the linear head; H up to 32): one
  * work-group of 32 work-items a sequence (on a GPU one warp), work-item j the hidden unit j (units
  * past H compute unit 0 and store nothing); built with the hidden size a compile-time constant
@@ -751,6 +1100,114 @@ FUSED(tres_eval)(EVAL_ARGS) {
         out[(size_t)b * T * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H) + hswish(c2[e]);
 }
 
+/* RVTDCNN's forward over the segment or frame xs (T, 2) in local memory, one row t at a time
+ * across the group (no recurrence): the image, its convolution c (T, 36) past the tanh, u (T, Hn)
+ * = tanh(W_hid c + b_hid) (as dense_fwd); img (T, 20) the images when not NULL. Ends past a
+ * barrier. */
+FN void rvt_forward(__global const float *p, int o_wc, int o_bc, int o_wh, int o_bh, LOCAL_PTR xs, LOCAL_PTR img,
+                    LOCAL_PTR cs, LOCAL_PTR us, int T, int Hn, int l) {
+    for (int t = l; t < T; t += FUSED_WG) {
+        float im[20], c[36];
+        for (int r = 0; r < 4; r++) {
+            int u = ((t - 3 + r) % T + T) % T;
+            image_row(xs[2 * u], xs[2 * u + 1], im + 5 * r);
+        }
+#pragma unroll
+        for (int k = 0; k < 36; k++) c[k] = rvt_conv(p, o_wc, o_bc, im, k / 12, k % 12 / 3, k % 3), cs[36 * t + k] = c[k];
+        if (img)
+            for (int k = 0; k < 20; k++) img[20 * t + k] = im[k];
+        for (int m = 0; m < Hn; m++) {
+            float s = o_bh >= 0 ? p[o_bh + m] : 0;
+            for (int k = 0; k < 36; k++) s += p[o_wh + m * 36 + k] * c[k];
+            us[t * Hn + m] = tanh(s);
+        }
+    }
+    FUSED_SYNC();
+}
+
+/* Output e = 2 t + c of RVTDCNN's head W_out u(t) + b_out, as dense_fwd. */
+FN float rvt_out(__global const float *p, int o_wo, int o_bo, LOCAL_PTR us, int e, int Hn) {
+    int t = e / 2, c = e % 2;
+    float s = o_bo >= 0 ? p[o_bo + c] : 0;
+    for (int k = 0; k < Hn; k++) s += p[o_wo + c * Hn + k] * us[t * Hn + k];
+    return s;
+}
+
+/* An RVTDCNN model's training step, one work-group of FUSED_WG a sequence (rows across the group;
+ * the hidden size is the argument here, since nothing is kept in registers): as rvt_fwd,
+ * dense_fwd, mse, dense_bwd_in, act_bwd, rvt_bwd_w and dense_bwd_w. o_wih, o_whh: the convolution's
+ * weight and bias; o_wh, o_bh: fc_hid. Local memory past the frame: ts, dy (T, 2), img (T, 20),
+ * cs (T, 36), us (T, H), du (T, H), dc (T, 36): 98 T + 2 H T floats. */
+__kernel WG_SIZE(FUSED_WG) void rvt_train(TRAIN_ARGS, int hidden) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0), o_wc = o_wih, o_bc = o_whh;
+    LOCAL_PTR ts = sm + 2 * T;
+    LOCAL_PTR dy = ts + 2 * T;
+    LOCAL_PTR img = dy + 2 * T;
+    LOCAL_PTR cs = img + 20 * T;
+    LOCAL_PTR us = cs + 36 * T;
+    LOCAL_PTR du = us + H * T;
+    LOCAL_PTR dc = du + H * T;
+    __global float *row = gp + (size_t)b * np;
+    fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, NULL, 0, l);
+    rvt_forward(p, o_wc, o_bc, o_wh, o_bh, sm, img, cs, us, T, H, l);
+    for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(rvt_out(p, o_wo, o_bo, us, e, H), ts, dy, e, n);
+    fused_share(ts, T, n, lp, b, l);
+    for (int e = l; e < T * H; e += FUSED_WG) { /* du = W_out^T dy past the tanh */
+        int t = e / H, k = e % H;
+        float s = 0;
+        for (int m = 0; m < 2; m++) s += p[o_wo + m * H + k] * dy[2 * t + m];
+        s *= 1 - us[e] * us[e];
+        du[e] = s;
+    }
+    FUSED_SYNC();
+    for (int e = l; e < T * 36; e += FUSED_WG) { /* dc = W_hid^T du past the tanh */
+        int t = e / 36, k = e % 36;
+        float s = 0;
+        for (int m = 0; m < H; m++) s += p[o_wh + m * 36 + k] * du[t * H + m];
+        s *= 1 - cs[e] * cs[e];
+        dc[e] = s;
+    }
+    FUSED_SYNC();
+    for (int q = l; q < 30 + 36 * H + H + 2 * H + 2; q += FUSED_WG) { /* W_c, b_c, W_hid, b_hid, W_out, b_out */
+        float s = 0;
+        int at;
+        if (q < 30) {
+            int ch = q < 27 ? q / 9 : q - 27, kr = q % 9 / 3, kc = q % 3;
+            for (int t = 0; t < T; t++)
+                for (int r = 0; r < 4; r++)
+                    for (int j = 0; j < 3; j++) {
+                        float g = dc[36 * t + ch * 12 + r * 3 + j];
+                        int rr = r + kr - 1;
+                        if (q >= 27) s += g;
+                        else if (rr >= 0 && rr < 4) s += g * img[20 * t + rr * 5 + j + kc];
+                    }
+            at = q < 27 ? o_wc + q : o_bc + ch;
+        } else if (q < 30 + 37 * H) {
+            int u = q - 30, m = u < 36 * H ? u / 36 : u - 36 * H, k = u < 36 * H ? u % 36 : -1;
+            for (int t = 0; t < T; t++) s += du[t * H + m] * (k < 0 ? 1.0f : cs[36 * t + k]);
+            at = k < 0 ? o_bh + m : o_wh + u;
+        } else {
+            int u = q - 30 - 37 * H, m = u < 2 * H ? u / H : u - 2 * H, k = u < 2 * H ? u % H : -1;
+            for (int t = 0; t < T; t++) s += dy[2 * t + m] * (k < 0 ? 1.0f : us[t * H + k]);
+            at = k < 0 ? o_bo + m : o_wo + u;
+        }
+        row[at] = s;
+    }
+}
+
+/* An RVTDCNN model's predictions, as gru_eval. Local memory past the segment: cs (T, 36), us (T, H):
+ * 38 T + H T floats. */
+__kernel WG_SIZE(FUSED_WG) void rvt_eval(EVAL_ARGS, int hidden) {
+    SHARED_MEM
+    int b = get_group_id(0), l = get_local_id(0);
+    LOCAL_PTR cs = sm + 2 * T;
+    LOCAL_PTR us = cs + 36 * T;
+    fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, NULL, 0, l);
+    rvt_forward(p, o_wih, o_whh, o_wh, o_bh, sm, NULL, cs, us, T, H, l);
+    for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = rvt_out(p, o_wo, o_bo, us, e, H);
+}
+
 #ifdef __CUDACC__
 /* The fused steps for every hidden size they take (index H; 0: none): one instantiation each. */
 #define T4(k, h) (const void *)k<h>, (const void *)k<h + 1>, (const void *)k<h + 2>, (const void *)k<h + 3>
@@ -766,343 +1223,3 @@ static const void *const tres_eval_h[FUSED_WG + 1] = T32(tres_eval);
 #undef T32
 #undef T4
 #endif
-
-/* ---- LSTM layer: as the GRU's; gate order i, f, g, o; sv (B, T, 5 H) keeps c, i, f, g, o;
- * local memory sm: H floats (forward), 4 H (backward) ------------------------------------------- */
-
-__kernel void lstm_fwd(__global const float *in, int off, int I, int T, int hidden, __global const float *p, int o_wih,
-                       int o_whh, int o_bih, int o_bhh, __global float *hs, __global float *sv SHARED) {
-    SHARED_MEM
-    int b = get_group_id(0), j = get_local_id(0);
-    LOCAL_PTR h = sm;
-    __global const float *x = in + off + (size_t)b * T * I, *wih = p + o_wih, *whh = p + o_whh;
-    float hj = 0, cj = 0;
-    h[j] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int t = 0; t < T; t++) {
-        float a[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) a[k] = p[o_bih + k * H + j] + p[o_bhh + k * H + j];
-        for (int i = 0; i < I; i++) {
-            float xi = x[t * I + i];
-#pragma unroll
-            for (int k = 0; k < 4; k++) a[k] += wih[(k * H + j) * I + i] * xi;
-        }
-        for (int m = 0; m < H; m++) {
-            float hm = h[m];
-#pragma unroll
-            for (int k = 0; k < 4; k++) a[k] += whh[(k * H + j) * H + m] * hm;
-        }
-        float ig = sigm(a[0]), fg = sigm(a[1]), gg = tanh(a[2]), og = sigm(a[3]);
-        cj = fg * cj + ig * gg;
-        hj = og * tanh(cj);
-        size_t o = ((size_t)b * T + t) * H;
-        hs[o + j] = hj;
-        sv[5 * o + j] = cj, sv[5 * o + H + j] = ig, sv[5 * o + 2 * H + j] = fg, sv[5 * o + 3 * H + j] = gg;
-        sv[5 * o + 4 * H + j] = og;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        h[j] = hj;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-}
-
-/* The backward of lstm_fwd's recurrence: as gru_bwd; ga (B, T, 4 H) the gate gradients (the
- * same for both sides). */
-__kernel void lstm_bwd(__global const float *p, int I, int T, int hidden, int o_wih, int o_whh, __global const float *hs,
-                       __global const float *sv, __global const float *dh, __global float *ga, __global float *dx,
-                       int want_dx SHARED) {
-    SHARED_MEM
-    int b = get_group_id(0), j = get_local_id(0);
-    LOCAL_PTR da = sm;
-    __global const float *wih = p + o_wih, *whh = p + o_whh;
-    float dn = 0, dcn = 0;
-    for (int t = T - 1; t >= 0; t--) {
-        size_t o = ((size_t)b * T + t) * H;
-        float c = sv[5 * o + j], ig = sv[5 * o + H + j], fg = sv[5 * o + 2 * H + j], gg = sv[5 * o + 3 * H + j];
-        float og = sv[5 * o + 4 * H + j], cp = t ? sv[5 * (o - H) + j] : 0, tc = tanh(c);
-        float d = dh[o + j] + dn, dc = dcn + d * og * (1 - tc * tc);
-        float a[4] = {dc * gg * ig * (1 - ig), dc * cp * fg * (1 - fg), dc * ig * (1 - gg * gg), d * tc * og * (1 - og)};
-#pragma unroll
-        for (int k = 0; k < 4; k++) da[k * H + j] = a[k], ga[4 * o + k * H + j] = a[k];
-        dcn = dc * fg;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        float s = 0;
-        for (int q = 0; q < 4 * H; q++) s += whh[q * H + j] * da[q];
-        dn = s;
-        if (want_dx) input_grad(wih, da, 4 * H, I, j, H, dx + ((size_t)b * T + t) * I);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-}
-
-/* ---- dense layers over rows: out (R, M) = act([in1 in2] W^T + b) ---------------------------- */
-
-/* in1 (R, K1) and in2 (R, K2) side by side (K2 0: none), W (M, K1 + K2) at p + o_w, b at p + o_b
- * (-1: none); act 0 none, 1 ReLU, 2 tanh. */
-__kernel void dense_fwd(__global const float *in1, int K1, __global const float *in2, int K2, __global const float *p,
-                        int o_w, int o_b, int M, int act, __global float *out) {
-    size_t i = get_global_id(0), r = i / M;
-    int m = i % M, K = K1 + K2;
-    float s = o_b >= 0 ? p[o_b + m] : 0;
-    for (int k = 0; k < K1; k++) s += p[o_w + m * K + k] * in1[r * K1 + k];
-    for (int k = 0; k < K2; k++) s += p[o_w + m * K + K1 + k] * in2[r * K2 + k];
-    out[i] = act == 1 ? (s > 0 ? s : 0) : act == 2 ? tanh(s) : s;
-}
-
-/* d *= act'(y), y the activation's output (ReLU: y > 0; tanh: 1 - y^2). */
-__kernel void act_bwd(__global float *d, __global const float *y, int act) {
-    size_t i = get_global_id(0);
-    float v = y[i];
-    d[i] *= act == 1 ? (v > 0 ? 1.0f : 0.0f) : 1 - v * v;
-}
-
-/* din (R, K) = dy (R, M) W[:, col0 .. col0 + K), W (M, Kw). */
-__kernel void dense_bwd_in(__global const float *dy, int M, __global const float *p, int o_w, int Kw, int col0, int K,
-                           __global float *din) {
-    size_t i = get_global_id(0), r = i / K;
-    int k = i % K;
-    float s = 0;
-    for (int m = 0; m < M; m++) s += p[o_w + m * Kw + col0 + k] * dy[r * M + m];
-    din[i] = s;
-}
-
-/* The parameter gradients of dense_fwd (dy: past the activation) per sequence of T rows into
- * gp's row of the sequence: work-item (b, q), q over the M (K1 + K2) weights then the M biases
- * (none when o_b is -1), each a sum over t in order. */
-__kernel void dense_bwd_w(__global const float *dy, int M, __global const float *in1, int K1, __global const float *in2,
-                          int K2, int T, __global float *gp, int np, int o_w, int o_b) {
-    int K = K1 + K2, nb = o_b >= 0 ? M : 0;
-    size_t i = get_global_id(0), per = (size_t)M * K + nb, b = i / per;
-    int q = i % per, m = q < M * K ? q / K : q - M * K, k = q < M * K ? q % K : -1;
-    float s = 0;
-    for (int t = 0; t < T; t++) {
-        size_t r = b * T + t;
-        float v = k < 0 ? 1.0f : k < K1 ? in1[r * K1 + k] : in2[r * K2 + k - K1];
-        s += dy[r * M + m] * v;
-    }
-    gp[b * np + (k < 0 ? o_b + m : o_w + q)] = s;
-}
-
-/* ---- TRes-GRU's skip: y += Hardswish(W2 Hardswish(W0 *_16 x)), W0 (3, 2, 3) dilation 16 ------ */
-
-FN float tap(__global const float *xb, int T, int t, int k, int ch) {
-    int u = t + (k - 1) * 16;
-    return u < 0 || u >= T ? 0 : xb[2 * u + ch];
-}
-
-/* One row: c1 (R, 3) and c2 (R, 2) the pre-activations, kept for the backward. */
-__kernel void tcn_fwd(__global const float *x, int off, int T, __global const float *p, int o_w0, int o_w2,
-                      __global float *c1, __global float *c2, __global float *y) {
-    size_t r = get_global_id(0), b = r / T;
-    int t = r % T;
-    __global const float *xb = x + off + b * T * 2;
-    float a1[3];
-    for (int o = 0; o < 3; o++) {
-        float v = 0;
-        for (int ch = 0; ch < 2; ch++)
-            for (int k = 0; k < 3; k++) v += p[o_w0 + (o * 2 + ch) * 3 + k] * tap(xb, T, t, k, ch);
-        c1[3 * r + o] = v, a1[o] = hswish(v);
-    }
-    for (int o = 0; o < 2; o++) {
-        float v = p[o_w2 + 3 * o] * a1[0] + p[o_w2 + 3 * o + 1] * a1[1] + p[o_w2 + 3 * o + 2] * a1[2];
-        c2[2 * r + o] = v;
-        y[2 * r + o] += hswish(v);
-    }
-}
-
-/* d2 (R, 2) = dy hswish'(c2); d1 (R, 3) = (W2^T d2) hswish'(c1). */
-__kernel void tcn_bwd_d(__global const float *dy, __global const float *c1, __global const float *c2,
-                        __global const float *p, int o_w2, __global float *d1, __global float *d2) {
-    size_t r = get_global_id(0);
-    float e[2];
-    for (int o = 0; o < 2; o++) e[o] = dy[2 * r + o] * hswish_d(c2[2 * r + o]), d2[2 * r + o] = e[o];
-    for (int k = 0; k < 3; k++) d1[3 * r + k] = (p[o_w2 + k] * e[0] + p[o_w2 + 3 + k] * e[1]) * hswish_d(c1[3 * r + k]);
-}
-
-/* The skip's weight gradients per sequence: work-item (b, q), q over W0's 18 then W2's 6. */
-__kernel void tcn_bwd_w(__global const float *x, int off, int T, __global const float *c1, __global const float *d1,
-                        __global const float *d2, __global float *gp, int np, int o_w0, int o_w2) {
-    size_t i = get_global_id(0), b = i / 24;
-    int q = i % 24;
-    __global const float *xb = x + off + b * T * 2;
-    float s = 0;
-    for (int t = 0; t < T; t++) {
-        size_t r = b * T + t;
-        if (q < 18) s += d1[3 * r + q / 6] * tap(xb, T, t, q % 3, q / 3 % 2);
-        else s += d2[2 * r + (q - 18) / 3] * hswish(c1[3 * r + (q - 18) % 3]);
-    }
-    gp[b * np + (q < 18 ? o_w0 + q : o_w2 + q - 18)] = s;
-}
-
-/* dx (R, 2) += the skip's input gradient: every output t whose taps reach row u. */
-__kernel void tcn_bwd_x(__global const float *d1, __global const float *p, int o_w0, int T, __global float *dx) {
-    size_t r = get_global_id(0), b = r / T;
-    int u = r % T;
-    for (int ch = 0; ch < 2; ch++) {
-        float s = 0;
-        for (int k = 0; k < 3; k++) {
-            int t = u - (k - 1) * 16;
-            if (t < 0 || t >= T) continue;
-            for (int o = 0; o < 3; o++) s += p[o_w0 + (o * 2 + ch) * 3 + k] * d1[3 * (b * T + t) + o];
-        }
-        dx[2 * r + ch] += s;
-    }
-}
-
-/* ---- RVTDCNN's feature image: (I, Q, A, A^2, A^3) of samples t-3..t (rows wrap in the
- * sequence), a 3x3 convolution 1 -> 3 with a zero row above and below, tanh: a (R, 36) -------- */
-
-FN void image(__global const float *xb, int T, int t, float *img) {
-    for (int r = 0; r < 4; r++) {
-        int u = ((t - 3 + r) % T + T) % T;
-        float i = xb[2 * u], q = xb[2 * u + 1], a = amp(i, q);
-        img[5 * r] = i, img[5 * r + 1] = q, img[5 * r + 2] = a, img[5 * r + 3] = a * a, img[5 * r + 4] = a * a * a;
-    }
-}
-
-__kernel void rvt_fwd(__global const float *x, int off, int T, __global const float *p, int o_wc, int o_bc,
-                      __global float *a) {
-    size_t r = get_global_id(0), b = r / T;
-    float img[20];
-    image(x + off + b * T * 2, T, r % T, img);
-    for (int ch = 0; ch < 3; ch++)
-        for (int row = 0; row < 4; row++)
-            for (int j = 0; j < 3; j++) {
-                float v = p[o_bc + ch];
-                for (int kr = 0; kr < 3; kr++) {
-                    int rr = row + kr - 1;
-                    if (rr < 0 || rr >= 4) continue;
-                    for (int kc = 0; kc < 3; kc++) v += p[o_wc + ch * 9 + kr * 3 + kc] * img[rr * 5 + j + kc];
-                }
-                a[36 * r + ch * 12 + row * 3 + j] = tanh(v);
-            }
-}
-
-/* Column c of row r of the feature image of step t (image(), one value). */
-FN float image_at(__global const float *xb, int T, int t, int r, int c) {
-    int u = ((t - 3 + r) % T + T) % T;
-    float i = xb[2 * u], q = xb[2 * u + 1], a = amp(i, q);
-    return c == 0 ? i : c == 1 ? q : c == 2 ? a : c == 3 ? a * a : a * a * a;
-}
-
-/* The convolution's weight (27) and bias (3) gradients per sequence, d (R, 36) past the tanh. */
-__kernel void rvt_bwd_w(__global const float *x, int off, int T, __global const float *d, __global float *gp, int np,
-                        int o_wc, int o_bc) {
-    size_t i = get_global_id(0), b = i / 30;
-    int q = i % 30, ch = q < 27 ? q / 9 : q - 27, kr = q % 9 / 3, kc = q % 3;
-    __global const float *xb = x + off + b * T * 2;
-    float s = 0;
-    for (int t = 0; t < T; t++) {
-        size_t r = b * T + t;
-        for (int row = 0; row < 4; row++)
-            for (int j = 0; j < 3; j++) {
-                float g = d[36 * r + ch * 12 + row * 3 + j];
-                int rr = row + kr - 1;
-                if (q >= 27) s += g;
-                else if (rr >= 0 && rr < 4) s += g * image_at(xb, T, t, rr, j + kc);
-            }
-    }
-    gp[b * np + (q < 27 ? o_wc + q : o_bc + ch)] = s;
-}
-
-/* The image's gradient (R, 20) from d (R, 36) past the tanh. */
-__kernel void rvt_bwd_img(__global const float *d, __global const float *p, int o_wc, __global float *dimg) {
-    size_t r = get_global_id(0);
-    float g[20];
-    for (int k = 0; k < 20; k++) g[k] = 0;
-    for (int ch = 0; ch < 3; ch++)
-        for (int row = 0; row < 4; row++)
-            for (int j = 0; j < 3; j++) {
-                float e = d[36 * r + ch * 12 + row * 3 + j];
-                for (int kr = 0; kr < 3; kr++) {
-                    int rr = row + kr - 1;
-                    if (rr < 0 || rr >= 4) continue;
-                    for (int kc = 0; kc < 3; kc++) g[rr * 5 + j + kc] += p[o_wc + ch * 9 + kr * 3 + kc] * e;
-                }
-            }
-    for (int k = 0; k < 20; k++) dimg[20 * r + k] = g[k];
-}
-
-/* dx (R, 2): every image holding sample u (row r of the image of t = u + 3 - r, circularly). */
-__kernel void rvt_bwd_x(__global const float *x, int off, int T, __global const float *dimg, __global float *dx) {
-    size_t u = get_global_id(0), b = u / T;
-    int s = u % T;
-    float i = x[off + 2 * u], q = x[off + 2 * u + 1], a = amp(i, q), di = 0, dq = 0;
-    for (int row = 0; row < 4; row++) {
-        __global const float *g = dimg + 20 * (b * T + (s + 3 - row) % T) + 5 * row;
-        di += g[0], dq += g[1];
-        if (a > 0) {
-            float dA = g[2] + 2 * a * g[3] + 3 * a * a * g[4];
-            di += dA * i / a, dq += dA * q / a;
-        }
-    }
-    dx[2 * u] = di, dx[2 * u + 1] = dq;
-}
-
-/* ---- loss and update ------------------------------------------------------------------------- */
-
-/* The MSE's pieces for sequence b (one work-item each, per = T * 2 values): lp[b] its share of
- * the mean, the squared differences over n summed in order (a share overflows only where the
- * mean itself would: the cpu sums in double), dy = 2 (y - t) / n, n the batch's count of values. */
-__kernel void mse(__global const float *y, __global const float *t, int per, float n, __global float *dy,
-                  __global float *lp) {
-    size_t b = get_global_id(0);
-    float s = 0;
-    for (int e = 0; e < per; e++) {
-        size_t i = b * per + e;
-        float d = y[i] - t[i];
-        s += d * d / n;
-        dy[i] = 2.0f * d / n;
-    }
-    lp[b] = s;
-}
-
-#define WG 256
-/* One training step's end, one work-group of WG, k = *cur the step's index in the call: the loss
- * (lp summed in batch order) into losses[k]; where it is not finite, or an earlier step of the
- * call diverged (*stop), nothing more (stop set). Otherwise the gradient, gp's B rows summed in
- * order into g; its norm by WG strided sums and a fixed tree; clipped as
- * torch.nn.utils.clip_grad_norm_ (max_norm 0: off); AdamW as torch.optim.AdamW, the step's
- * factors (decay 1 - lr wd, step size lr / (1 - b1^t), sqrt(1 - b2^t)) at fac[3 k], computed by
- * the host as the cpu provider does. Last, *cur = k + 1: every step's launches are the same, so a
- * chunk of steps can be recorded once and replayed (a CUDA graph). */
-__kernel WG_SIZE(WG) void adamw(
-    __global float *p, __global float *g, __global const float *gp, int B, int np, __global float *m,
-    __global float *v, __global const float *lp, __global float *losses, __global int *cur, __global int *stop,
-    __global const float *fac, float max_norm, float b1, float b2, float c1, float c2, float eps) {
-    int l = get_local_id(0), k = *cur;
-    float decay = fac[3 * k], step = fac[3 * k + 1], bc2s = fac[3 * k + 2];
-    __local float part[WG];
-    __local int bad;
-    if (l == 0) {
-        float loss = 0;
-        for (int b = 0; b < B; b++) loss += lp[b];
-        bad = *stop;
-        if (!bad) losses[k] = loss;
-        if (!bad && !isfinite(loss)) bad = *stop = 1;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    int skip = bad;
-    float ss = 0;
-    for (int i = l; i < np && !skip; i += WG) {
-        float s = 0;
-        for (int b = 0; b < B; b++) s += gp[(size_t)b * np + i];
-        g[i] = s;
-        ss += s * s;
-    }
-    part[l] = ss;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = WG / 2; w > 0; w /= 2) {
-        if (l < w) part[l] += part[l + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float norm = sqrt(part[0]), coef = max_norm / (norm + 1e-6f), c = max_norm > 0 && coef < 1 ? coef : 1;
-    for (int i = l; i < np && !skip; i += WG) {
-        float gi = g[i] * c;
-        p[i] *= decay;
-        m[i] = m[i] * b1 + gi * c1;
-        v[i] = v[i] * b2 + gi * gi * c2;
-        p[i] -= step * (m[i] / (sqrt(v[i]) / bc2s + eps));
-    }
-    barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read *cur */
-    if (l == 0) *cur = k + 1;
-}

@@ -184,9 +184,9 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
     size_t fw = (size_t)-1;
     if (!st && (e = clGetDeviceInfo(devs[d].id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL)))
         st = cl_fail(e, "query the local memory", err, nerr);
-    static const int fused[8] = {K_GRU_TRAIN,  K_LSTM_TRAIN, K_GRU_EVAL,   K_LSTM_EVAL,
-                                 K_DGRU_TRAIN, K_DGRU_EVAL,  K_TRES_TRAIN, K_TRES_EVAL};
-    for (int i = 0; !st && i < 8; i++) {
+    static const int fused[10] = {K_GRU_TRAIN,  K_LSTM_TRAIN, K_GRU_EVAL,   K_LSTM_EVAL, K_DGRU_TRAIN,
+                                  K_DGRU_EVAL,  K_TRES_TRAIN, K_TRES_EVAL,  K_RVT_TRAIN, K_RVT_EVAL};
+    for (int i = 0; !st && i < 10; i++) {
         size_t wg = 0;
         if ((e = clGetKernelWorkGroupInfo(q->k[fused[i]], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL)))
             st = cl_fail(e, "query a kernel's work-group limit", err, nerr);
