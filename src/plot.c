@@ -176,16 +176,23 @@ static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *
     d->na = (in->n + stride - 1) / stride, d->ni = in->n < DPD_PLOT_IQ ? in->n : DPD_PLOT_IQ;
     if ((d->amp = doubles(d->na, oom)))
         for (size_t k = 0; k < d->na; k++) d->amp[k] = rounded(hypot(in->x[2 * k * stride], in->x[2 * k * stride + 1]), 6);
+    int have[3] = {0, 0, 0};
     for (int s = 0; s < 3; s++) {
         if (!sig[s] || !(d->am[s] = doubles(d->na, oom)) || !(d->pm[s] = doubles(d->na, oom)) ||
             !(d->i[s] = doubles(d->ni, oom)) || !(d->q[s] = doubles(d->ni, oom)))
             continue;
-        for (size_t k = 0; k < d->na; k++) {
-            const float *a = in->x + 2 * k * stride, *y = sig[s] + 2 * k * stride;
-            d->am[s][k] = rounded(hypot(y[0], y[1]), 6);
-            d->pm[s][k] = rounded(remainder(atan2(y[1], y[0]) - atan2(a[1], a[0]), 2 * M_PI) * 180 / M_PI, 3);
-        }
+        have[s] = 1;
         for (size_t k = 0; k < d->ni; k++) d->i[s][k] = rounded(sig[s][2 * k], 6), d->q[s][k] = rounded(sig[s][2 * k + 1], 6);
+    }
+    for (size_t k = 0; k < d->na; k++) { /* x's phase once for every signal */
+        const float *a = in->x + 2 * k * stride;
+        double phase = atan2(a[1], a[0]);
+        for (int s = 0; s < 3; s++) {
+            if (!have[s]) continue;
+            const float *y = sig[s] + 2 * k * stride;
+            d->am[s][k] = rounded(hypot(y[0], y[1]), 6);
+            d->pm[s][k] = rounded(remainder(atan2(y[1], y[0]) - phase, 2 * M_PI) * 180 / M_PI, 3);
+        }
     }
 }
 

@@ -2,12 +2,13 @@
 # Black-box tests of the pictures: `dpd plot` and the end-of-run pictures of train-pa/train-dpd.
 # A tiny synthetic dataset, a 2-epoch PA run and a 1-epoch DPD run through it, then: the files
 # exist; every SVG parses as XML and is 800 x 500; every PNG decodes as a decoder reads it (each
-# chunk's CRC, the zlib stream and its checksum) to 800 x 500 8-bit RGB scanlines, white at the
-# corners, with a drawing on them; plots.json (run-plots-v1) holds the library's plot data (the same twice; the end-of-
-# run pictures equal `dpd plot --split val` byte for byte; --data's AM/AM is |y| of the CSV at the
-# fixed stride), at most 4 000 points a curve, and history.csv as it is; a DPD run has no_dpd; a
-# silent dataset draws pictures that say why they are empty; --no-plots draws none and changes no
-# result; bad arguments exit 2 with a message.
+# chunk's CRC, the zlib stream and its checksum, the palette) to 800 x 500 pixels, white at the
+# corners, with a drawing on them, black and the grid's grey exact; plots.json (run-plots-v1)
+# holds the library's plot data (the same twice; the end-of-run pictures equal `dpd plot --split
+# val` byte for byte; --data's AM/AM is |y| of the CSV at the fixed stride), at most 4 000 points
+# a curve, and history.csv as it is; a DPD run has no_dpd; a silent dataset draws pictures that
+# say why they are empty; --no-plots draws none and changes no result; bad arguments exit 2 with a
+# message.
 # Usage: sh tests/plot.sh BUILD_DIR. Prints "RESULT plot <passed> <failed> <skipped>".
 BUILD=${1:-build}
 DPD="$BUILD/dpd"
@@ -39,14 +40,15 @@ import json, math, struct, sys, xml.etree.ElementTree as ET, zlib
 def fail(msg):
     print(msg); sys.exit(1)
 
-def png(*paths):  # a whole PNG, read as a decoder would: 800 x 500 8-bit RGB, white paper, a drawing on it
+def png(*paths):  # a whole PNG, read as a decoder would: 800 x 500, 8-bit indexed (or RGB), white paper, a drawing on it
     for path in paths:
         b = open(path, 'rb').read()
         if b[:8] != b'\x89PNG\r\n\x1a\n' or b[12:16] != b'IHDR': fail('%s: not a PNG' % path)
         w, h = struct.unpack('>II', b[16:24])
         if (w, h) != (800, 500): fail('%s: %dx%d, want 800x500' % (path, w, h))
-        if b[24:29] != bytes([8, 2, 0, 0, 0]): fail('%s: IHDR %r, want 8-bit RGB, deflate, no interlace' % (path, b[24:29]))
-        i, idat, types = 8, b'', []
+        if b[24:29] not in (bytes([8, 3, 0, 0, 0]), bytes([8, 2, 0, 0, 0])):
+            fail('%s: IHDR %r, want 8-bit indexed or RGB, deflate, no interlace' % (path, b[24:29]))
+        i, idat, types, plte = 8, b'', [], None
         while i < len(b):
             n, = struct.unpack('>I', b[i:i + 4])
             t, d = b[i + 4:i + 8], b[i + 8:i + 8 + n]
@@ -54,15 +56,30 @@ def png(*paths):  # a whole PNG, read as a decoder would: 800 x 500 8-bit RGB, w
                 fail('%s: chunk %r at %d is cut short or fails its CRC' % (path, t, i))
             types.append(t)
             idat += d if t == b'IDAT' else b''
+            plte = d if t == b'PLTE' else plte
             i += 12 + n
         if types[0] != b'IHDR' or types[-1] != b'IEND' or b'IDAT' not in types: fail('%s: chunks %r' % (path, types))
+        indexed = b[25] == 3
+        if indexed and (types[1] != b'PLTE' or not 0 < len(plte) <= 768 or len(plte) % 3):
+            fail('%s: an indexed PNG whose PLTE is not the chunk after IHDR, of 1 to 256 colours (chunks %r)' % (path, types))
+        bpp = 1 if indexed else 3
         raw = zlib.decompress(idat)  # checks the zlib stream's Adler-32 too
-        if len(raw) != h * (1 + 3 * w): fail('%s: %d bytes of scanlines, want %d' % (path, len(raw), h * (1 + 3 * w)))
-        if any(raw[y * (1 + 3 * w)] != 0 for y in range(h)): fail('%s: a scanline filter other than none' % path)
-        px = b''.join(raw[y * (1 + 3 * w) + 1:(y + 1) * (1 + 3 * w)] for y in range(h))
+        if len(raw) != h * (1 + bpp * w): fail('%s: %d bytes of scanlines, want %d' % (path, len(raw), h * (1 + bpp * w)))
+        if any(raw[y * (1 + bpp * w)] != 0 for y in range(h)): fail('%s: a scanline filter other than none' % path)
+        rows = b''.join(raw[y * (1 + bpp * w) + 1:(y + 1) * (1 + bpp * w)] for y in range(h))
+        if indexed:
+            if max(rows) >= len(plte) // 3: fail('%s: index %d past the %d colours of PLTE' % (path, max(rows), len(plte) // 3))
+            colours = [plte[k:k + 3] for k in range(0, len(plte), 3)]
+            if len(set(colours)) != len(colours): fail('%s: PLTE holds a colour twice' % path)
+            px = b''.join(colours[k] for k in rows)
+        else:
+            px = rows
         if px[:3] != b'\xff\xff\xff' or px[-3:] != b'\xff\xff\xff': fail('%s: the corners are not white' % path)
         inked = sum(1 for k in range(0, len(px), 3) if px[k:k + 3] != b'\xff\xff\xff')
         if inked < w * h // 100: fail('%s: %d pixels drawn, almost nothing' % (path, inked))
+        drawn = set(px[k:k + 3] for k in range(0, len(px), 3))
+        for name, c in (('black', b'\0\0\0'), ('the grid\'s grey', b'\xdd\xdd\xdd')):  # exact, whatever the palette
+            if c not in drawn: fail('%s: no pixel is exactly %s #%s' % (path, name, c.hex()))
 
 def svg(*paths):  # well-formed XML, an <svg> of 800 x 500 with something drawn
     for path in paths:
