@@ -395,7 +395,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
         if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;
         r.rng = st.rng, r.plat.best = st.plateau_best, r.plat.bad = st.plateau_bad;
-        if (st.epoch >= cfg.epochs) {
+        if (st.epoch >= cfg.epochs) { /* nothing to train; a writer killed after its last epoch may have left files */
+            dpd_run_clean(&r.rd);
             s = dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger epochs)",
                                r.rd.dir, st.epoch, cfg.epochs);
             goto done;
