@@ -540,9 +540,8 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     return e;
 }
 
-/* The fused step's local memory for frames of T samples (kernels.cl's gru_, lstm_, dgru_, tres_train), in
- * floats: the frame, targets and output gradient, the hidden states, each step's gates (GRU 4 H,
- * LSTM 5 H), two steps' gate gradients. */
+/* The fused step's local memory for frames of T samples, in floats: the layouts of kernels.cl's
+ * gru_, lstm_, dgru_, tres_ and rvt_train (each kernel's comment lists its buffers). */
 static size_t fused_floats(const session *s, int T) {
     size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
     if (s->f->head == HEAD_RVT) return 98 * (size_t)T + 2 * H * T;
