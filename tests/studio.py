@@ -2086,7 +2086,9 @@ def t_public_storage_quota(ctx):  # measured every 2 s, links not followed; over
     check(late.startswith(b"HTTP/1.1 413") and b"workspace_limit" in late,
           f"a submission begun before the session went over, finished after: {late[:160]!r}")
     st = web_storage(s)
-    check(st["over_quota"] is True and st["used_bytes"] >= 8 << 20, f"the session over its quota: {st}")
+    # over the quota: the filling run is ended at the first measurement past it, which may come
+    # before its whole 8 MiB is written (a slow, sanitized worker)
+    check(st["over_quota"] is True and st["used_bytes"] > st["quota_bytes"], f"the session over its quota: {st}")
     r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 10)})
     check(r.status == 413 and r.json["error"]["code"] == "workspace_limit", f"a submission over the quota: {r!r}")
     check(s.get(f"/api/v1/runs/{big}").status == 200, "its runs can still be read")
