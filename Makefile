@@ -5,7 +5,8 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := jansson kissfft-float lapacke libarchive libcrypto
+# matio reads and writes MATLAB .mat files (v5, and v7.3 through its HDF5): src/mat.c.
+PKGS    := jansson kissfft-float lapacke libarchive libcrypto matio
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers \
            -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -22,6 +22,10 @@ int cmd_pack(int argc, char **argv);
 int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);   /* plot.c */
+int cmd_doctor(int argc, char **argv); /* doctor.c */
+/* doctor.c: the training gate: the dataset doctor on data; 0 when no finding is error-level, else 1
+ * after printing each error-level finding (code, message, fix) and how to override (--no-doctor). */
+int cli_doctor_gate(const char *data);
 int cmd_serve(int argc, char **argv);  /* studio/serve.c */
 int cmd_worker(int argc, char **argv); /* studio/worker.c */
 
@@ -93,7 +97,7 @@ int cli_json_print(json_t *j);
 const char *cli_metric_text(const dpd_metrics *m, int k, char *buf, size_t n);
 
 /* One table row: name then the five metrics (n/a with the reason where a metric has none). */
-void cli_metrics_header(FILE *f);
+void cli_metrics_header(FILE *f, dpd_profile p); /* the profile's metric names */
 void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
 
 /* s quoted for a POSIX shell ('...' with ' written '\''); buf receives it. */

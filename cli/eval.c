@@ -53,6 +53,18 @@ static const char *chosen(const dpd_session *s, char *buf, size_t n) {
     return buf;
 }
 
+/* sc for --metric-profile name and --evm-fs; 2 after saying why for an unknown profile. */
+static int scoring_of(const char *name, double evm_fs, dpd_scoring *sc) {
+    int p = dpd_profile_parse(name);
+    if (p < 0) {
+        fprintf(stderr, "dpd: --metric-profile: '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 or "
+                        "opendpd-spectral-v2; docs/metrics.md)\n", name);
+        return 2;
+    }
+    *sc = (dpd_scoring){(dpd_profile)p, evm_fs};
+    return 0;
+}
+
 static int split_of(const char *name) { return !strcmp(name, "val") ? DPD_VAL : !strcmp(name, "test") ? DPD_TEST : -1; }
 
 static const char *const eval_usage =
@@ -61,15 +73,18 @@ static const char *const eval_usage =
     "CKPT, PA and DPD are checkpoints or run directories (a DPD run directory gives its\n"
     "pa.safetensors as --pa and best.safetensors as --model). A DPD checkpoint is refused as\n"
     "--pa or as a lone --model, and one checkpoint as both; a checkpoint trained on another\n"
-    "dataset is warned about. --json prints one object; each metrics object is\n"
-    "{\"NMSE\":..,\"EVM\":..,\"ACLR_L\":..,\"ACLR_R\":..,\"ACLR_AVG\":..} (output_aclr: L, R, AVG), a\n"
-    "metric that cannot be computed is null and \"status\":{\"NAME\":{\"status\":..,\"reason\":..}}\n"
-    "says why (present only then). Text output prints n/a (reason) in its place.";
+    "dataset is warned about. --json prints one object with \"metric_profile\"; each metrics object is\n"
+    "{\"NMSE\":..,\"EVM\":..,\"ACLR_L\":..,\"ACLR_R\":..,\"ACLR_AVG\":..} under legacy-opendpd-v1 (the\n"
+    "default), NMSE, IBE, ACPR_L/R/AVG under general-spectral-v1 and NMSE, IBE, ACLR_L/R/AVG under\n"
+    "opendpd-spectral-v2 (output_aclr: L, R, AVG); a metric that cannot be computed is null and\n"
+    "\"status\":{\"NAME\":{\"status\":..,\"reason\":..}} says why (present only then). Text output\n"
+    "prints n/a (reason) in its place.";
 
 int cmd_eval(int argc, char **argv) {
-    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "";
+    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "", prof[32] = "legacy-opendpd-v1";
     int json = 0, legacy = 0;
     double evm_fs = 0;
+    dpd_scoring sc;
     cli_exec x = {0};
     opt o[] = {
         CLI_EXEC_OPTS(x),
@@ -80,6 +95,8 @@ int cmd_eval(int argc, char **argv) {
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
         {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
+        {"metric-profile", OPT_STR, prof, sizeof prof,
+         "legacy-opendpd-v1 (default), general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md)", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o, eval_usage);
     if (r) return r == 1 ? 0 : 2;
@@ -90,6 +107,7 @@ int cmd_eval(int argc, char **argv) {
     }
     if ((r = cli_exec_resolve(&x))) return r;
     if (legacy) evm_fs = 800e6;
+    if ((r = scoring_of(prof, evm_fs, &sc))) return r;
 
     dpd_error err = {0};
     ckpt cm = {0}, cp = {0};
@@ -140,37 +158,37 @@ int cmd_eval(int argc, char **argv) {
             goto done;
         }
         if (dpd_eval_prepare(&e, &ds, k, g, &err) || dpd_eval_prepare(&e2, &ds, k, g, &err) ||
-            cli_session_open(cp.path, &x, &sa, &err) || dpd_eval_run(&e, sa, EVAL_BATCH, sp, evm_fs, &err))
+            cli_session_open(cp.path, &x, &sa, &err) || dpd_eval_run(&e, sa, EVAL_BATCH, sp, &sc, &err))
             goto done;
         nod = e.m;
         if (cli_session_open(cm.path, &x, &sm, &err) || dpd_session_chain(sm, sa, &err) ||
-            dpd_eval_run(&e2, sm, EVAL_BATCH, sp, evm_fs, &err))
+            dpd_eval_run(&e2, sm, EVAL_BATCH, sp, &sc, &err))
             goto done;
         mod = e2.m;
         chosen(sm, prov, sizeof prov);
         if (json) {
-            j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o?, s:o?, s:s}", "dataset", ds.name, "split", split,
-                          "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "no_dpd",
+            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:o?, s:o?, s:s}", "dataset", ds.name, "split", split,
+                          "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "no_dpd",
                           cli_metrics_json(&nod, 0), "dpd", cli_metrics_json(&mod, 0), "provider", prov);
             rc = cli_json_print(j);
             goto done;
         }
         char b1[128], b2[128];
         printf("%s %s: PA(DPD(x)) against g x, g = %.6f, on %s\n", ds.name, split, g, prov);
-        cli_metrics_header(stdout);
+        cli_metrics_header(stdout, sc.profile);
         cli_metrics_row(stdout, "no DPD", &nod);
         cli_metrics_row(stdout, "DPD", &mod);
         if (nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK)
-            printf("ACLR_AVG improvement: %.2f dB\n", nod.aclr_avg - mod.aclr_avg);
+            printf("%s improvement: %.2f dB\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG), nod.aclr_avg - mod.aclr_avg);
         else
-            printf("ACLR_AVG improvement: n/a (no DPD %s, DPD %s)\n", cli_metric_text(&nod, DPD_ACLR_AVG, b1, sizeof b1),
+            printf("%s improvement: n/a (no DPD %s, DPD %s)\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG), cli_metric_text(&nod, DPD_ACLR_AVG, b1, sizeof b1),
                    cli_metric_text(&mod, DPD_ACLR_AVG, b2, sizeof b2));
         rc = 0;
         goto done;
     }
 
     /* PA view: e.x the input, e.ref the measured output y */
-    if (dpd_eval_prepare(&e, &ds, k, 0, &err) || dpd_metrics_aclr(e.ref, e.S, e.N, e.n, sp, &out, &err)) goto done;
+    if (dpd_eval_prepare(&e, &ds, k, 0, &err) || dpd_metrics_aclr(e.ref, e.S, e.N, e.n, sp, &sc, &out, &err)) goto done;
     size_t len = (size_t)e.S * e.N * 2;
     if (has_train) { /* the linear-gain baseline g x (g = 0 for a silent train output: every metric says why) */
         if (!(buf = malloc(len * sizeof *buf))) {
@@ -178,18 +196,18 @@ int cmd_eval(int argc, char **argv) {
             goto done;
         }
         for (size_t i = 0; i < len; i++) buf[i] = (float)(g * e.x[i]);
-        if (dpd_metrics_compute(buf, e.ref, e.S, e.N, e.n, sp, evm_fs, &lin, &err)) goto done;
+        if (dpd_metrics_compute(buf, e.ref, e.S, e.N, e.n, sp, &sc, &lin, &err)) goto done;
     } else {
         fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
     }
     if (model[0]) {
-        if (cli_session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, evm_fs, &err)) goto done;
+        if (cli_session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, &sc, &err)) goto done;
         mod = e.m;
         chosen(sm, prov, sizeof prov);
     }
     if (json) {
-        j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o?, s:o?}", "dataset", ds.name, "split", split, "samples",
-                      (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "output_aclr", cli_metrics_json(&out, 1),
+        j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:o?, s:o?}", "dataset", ds.name, "split", split, "metric_profile",
+                      prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "output_aclr", cli_metrics_json(&out, 1),
                       "linear_gain", has_train ? cli_metrics_json(&lin, 0) : json_null());
         if (j && model[0] &&
             (json_object_set_new(j, "model", cli_metrics_json(&mod, 0)) || json_object_set_new(j, "provider", json_string(prov)))) {
@@ -202,9 +220,10 @@ int cmd_eval(int argc, char **argv) {
     char b[3][128];
     printf("%s %s: %zu samples, %d segments of %d, fs %.6g Hz, %d x %.6g Hz channel\n", ds.name, split, e.n, e.S, e.N,
            sp->fs, sp->n_sub, sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main);
-    printf("measured output ACLR: L %s  R %s  AVG %s dBc\n", cli_metric_text(&out, DPD_ACLR_L, b[0], sizeof b[0]),
+    printf("measured output %s (%s): L %s  R %s  AVG %s dBc\n", sc.profile == DPD_PROFILE_GENERAL ? "ACPR" : "ACLR", prof,
+           cli_metric_text(&out, DPD_ACLR_L, b[0], sizeof b[0]),
            cli_metric_text(&out, DPD_ACLR_R, b[1], sizeof b[1]), cli_metric_text(&out, DPD_ACLR_AVG, b[2], sizeof b[2]));
-    cli_metrics_header(stdout);
+    cli_metrics_header(stdout, sc.profile);
     if (has_train) {
         char name[32];
         snprintf(name, sizeof name, "linear g=%.4f", g);

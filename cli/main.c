@@ -120,7 +120,7 @@ json_t *cli_metrics_json(const dpd_metrics *m, int aclr_only) {
     json_t *o = json_object(), *st = NULL;
     if (!o) return NULL;
     for (int k = aclr_only ? DPD_ACLR_L : 0; k < DPD_NMETRICS; k++) {
-        const char *name = aclr_only ? aclr[k - DPD_ACLR_L] : dpd_metric_name(k);
+        const char *name = aclr_only ? aclr[k - DPD_ACLR_L] : dpd_metric_key(m->profile, k);
         int ok = m->status[k] == DPD_METRIC_OK && isfinite(dpd_metric_value(m, k));
         if (json_object_set_new(o, name, ok ? cli_jnum(dpd_metric_value(m, k)) : json_null())) goto fail;
         if (ok) continue;
@@ -159,8 +159,11 @@ const char *cli_metric_text(const dpd_metrics *m, int k, char *buf, size_t n) {
     return buf;
 }
 
-void cli_metrics_header(FILE *f) {
-    fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", "NMSE dB", "EVM dB", "ACLR_L", "ACLR_R", "ACLR_AVG");
+void cli_metrics_header(FILE *f, dpd_profile p) {
+    char h[DPD_NMETRICS][24];
+    for (int k = 0; k < DPD_NMETRICS; k++)
+        snprintf(h[k], sizeof h[k], "%s%s", dpd_metric_key(p, k), k < DPD_ACLR_L ? " dB" : "");
+    fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", h[0], h[1], h[2], h[3], h[4]);
 }
 
 void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m) {
@@ -195,6 +198,7 @@ static const struct verb {
     const char *help;
 } verbs[] = {
     {"synth", cmd_synth, "generate a synthetic OpenDPD-layout dataset (OFDM through a PA model)"},
+    {"doctor", cmd_doctor, "check a dataset: delay, gain, clipping, NaN, bandwidth, metadata (and fix a copy)"},
     {"eval", cmd_eval, "RF metrics of a dataset split, its linear-gain baseline and a model"},
     {"train-pa", cmd_train_pa, "train a PA behavioral model (OpenDPD's loop, exactly)"},
     {"train-dpd", cmd_train_dpd, "train a DPD model through a frozen PA model toward g x"},

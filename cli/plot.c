@@ -1112,6 +1112,13 @@ static void chart_iq(cairo_t *cr, const plot_doc *d) {
 
 /* Column `name` of the history: its value in each row, NaN where there is none (malloc'd: rows
  * values, or NULL). db: 10 log10 of each value instead (a loss in dB), NaN where it has none. */
+static int has_column(json_t *h, const char *name) {
+    json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(h, "columns"), i, v) if (!strcmp(json_string_value(v) ? json_string_value(v) : "", name)) return 1;
+    return 0;
+}
+
 static double *column(json_t *h, const char *name, int db) {
     json_t *cols = json_object_get(h, "columns"), *rows = json_object_get(h, "rows"), *v;
     size_t k = json_array_size(cols), i, n = json_array_size(rows);
@@ -1126,7 +1133,8 @@ static double *column(json_t *h, const char *name, int db) {
     return out;
 }
 
-/* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom). */
+/* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom), or
+ * the run's metric profile's IBE and ACPR_AVG in their place. */
 static void chart_history(cairo_t *cr, const plot_doc *d) {
     json_t *h = json_object_get(d->doc, "history");
     size_t rows = json_array_size(json_object_get(h, "rows"));
@@ -1136,15 +1144,18 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
     }
     double *ep = column(h, "EPOCH", 0), *loss[3] = {column(h, "TRAIN_LOSS", 1), column(h, "VAL_LOSS", 1),
                                                     column(h, "TEST_LOSS", 1)};
-    static const char *const met[3] = {"NMSE", "EVM", "ACLR_AVG"};
+    static const char *const met[3][2] = {{"NMSE", "NMSE"}, {"EVM", "IBE"}, {"ACLR_AVG", "ACPR_AVG"}};
+    const char *name[3];
     double *m[6];
     for (int i = 0; i < 6; i++) {
         char c[32];
-        snprintf(c, sizeof c, "%s_%s", i % 2 ? "TEST" : "VAL", met[i / 2]);
+        snprintf(c, sizeof c, "VAL_%s", met[i / 2][0]);
+        name[i / 2] = met[i / 2][!has_column(h, c)]; /* the legacy name, or the other profiles' */
+        snprintf(c, sizeof c, "%s_%s", i % 2 ? "TEST" : "VAL", name[i / 2]);
         m[i] = column(h, c, 0);
     }
     style ls[3] = {{BLACK, 2, 0, "train loss"}, {BLUE, 2, 0, "val loss"}, {VERMILLION, 2, 1, "test loss"}};
-    style ms[5] = {{BLUE, 2, 0, "NMSE"}, {GREEN, 2, 0, "EVM"}, {PURPLE, 2, 0, "ACLR_AVG"}, {BLACK, 2, 0, "val"}, {BLACK, 2, 1, "test"}};
+    style ms[5] = {{BLUE, 2, 0, name[0]}, {GREEN, 2, 0, name[1]}, {PURPLE, 2, 0, name[2]}, {BLACK, 2, 0, "val"}, {BLACK, 2, 1, "test"}};
     int ok = ep != NULL;
     for (int i = 0; i < 3; i++) ok &= loss[i] != NULL;
     for (int i = 0; i < 6; i++) ok &= m[i] != NULL;

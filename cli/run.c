@@ -1,8 +1,11 @@
-/* run: `dpd run --model CKPT --input FILE --output FILE` — a trained model applied to a recording
- * in CSV (columns I,Q found by name) or raw little-endian interleaved float32 (.cf32). The output
- * has the input's format and holds the model's output where the input had its signal: CSV
- * I,Q (the output) then I_in,Q_in (the input), .cf32 the output alone; so `dpd run` and
- * `dpd eval` read it back either way. It appears whole or not at all. */
+/* run: `dpd run --model CKPT --input FILE --output FILE` — a trained model applied to a recording:
+ * CSV (columns I,Q found by name), raw little-endian interleaved float32 (.cf32), SigMF cf32_le
+ * (.sigmf-data with its .sigmf-meta) or MATLAB (.mat), each known by its ending
+ * (dpd_recording_format). A CSV output holds the model's output as I,Q then the input as
+ * I_in,Q_in; a .cf32 or SigMF output the model's output alone; a .mat output both (y and x) with
+ * the sample rate fs; so `dpd run` and `dpd eval` read it back. A CSV input gives a CSV output and
+ * a .cf32 input a .cf32 one (or either gives SigMF or .mat). The sample rate comes from the input
+ * (SigMF, .mat) or --fs; a SigMF output needs it. The output appears whole or not at all. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,41 +15,54 @@
 #include "args.h"
 #include "cli.h"
 
-static int is_cf32(const char *path) { /* the formats dpd_recording_read and _write know */
-    size_t n = strlen(path);
-    return n > 5 && !strcmp(path + n - 5, ".cf32");
-}
-
 int cmd_run(int argc, char **argv) {
-    char model[4096] = "", in[4096] = "", out[4096] = "";
+    char model[4096] = "", in[4096] = "", out[4096] = "", var[64] = "", matv[8] = "5";
     int exact = 0;
+    double fs = 0, freq = 0;
     cli_exec x = {0};
     dpd_apply_cfg ac;
     dpd_apply_defaults(&ac);
     opt o[] = {
         {"model", OPT_STR, model, sizeof model, "checkpoint (.safetensors) or run directory of a DPD or PA model (required)", 0},
-        {"input", OPT_STR, in, sizeof in, "recording: CSV with I,Q columns, or raw float32 IQ (.cf32) (required)", 0},
-        {"output", OPT_STR, out, sizeof out, "result, in the input's format (required)", 0},
+        {"input", OPT_STR, in, sizeof in, "recording: CSV with I,Q columns, raw float32 IQ (.cf32), SigMF (.sigmf-data) or MATLAB (.mat) (required)", 0},
+        {"output", OPT_STR, out, sizeof out, "result: CSV (a CSV input's), .cf32 (a .cf32 input's), .sigmf-data or .mat (required)", 0},
         {"exact", OPT_FLAG, &exact, 0, "the whole recording as one sequence from zero state (OpenDPD's run_dpd)", 0},
         {"section", OPT_INT, &ac.section, 0, "output samples per section (4096)", 0},
         {"warmup", OPT_INT, &ac.warmup, 0, "samples run before each section and discarded (1024)", 0},
         {"lookahead", OPT_INT, &ac.lookahead, 0, "samples run after each section and discarded (32)", 0},
         {"batch", OPT_INT, &ac.batch, 0, "sections per forward call (64)", 0},
+        {"fs", OPT_DBL, &fs, 0, "sample rate, Hz, of an input that states none (CSV, .cf32); a SigMF output needs one", 0},
+        {"freq", OPT_DBL, &freq, 0, "centre frequency, Hz, for a SigMF output (default: the SigMF input's)", 0},
+        {"var", OPT_STR, var, sizeof var, ".mat input: the signal's variable (default: the first of x, iq, input, in)", 0},
+        {"mat-version", OPT_STR, matv, sizeof matv, ".mat output: 5 or 7.3 (HDF5) (5)", 0},
         CLI_EXEC_OPTS(x),
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd run --model CKPT|RUN_DIR --input FILE --output FILE [--exact | --section N --warmup N]\n\n"
+                       "dpd run --model CKPT|RUN_DIR --input FILE --output FILE [--exact | --section N --warmup N]\n"
+                       "       [--fs HZ] [--freq HZ] [--var NAME] [--mat-version 5|7.3]\n\n"
                        "A CSV output has the columns I,Q (the model's output, e.g. the predistorted signal)\n"
-                       "then I_in,Q_in (the input); a .cf32 output holds the model's output alone. Both\n"
-                       "read back as the I,Q signal, so run -> run and run -> eval chain in either format.\n"
-                       "A run directory gives its best.safetensors.");
+                       "then I_in,Q_in (the input); a .cf32 or SigMF output holds the model's output alone; a\n"
+                       "MATLAB .mat output holds y (the output, complex single), x (the input, complex double)\n"
+                       "and fs when known. All read back as the signal (a .mat with --var y), so run -> run\n"
+                       "and run -> eval chain. A run directory gives its best.safetensors.");
     if (r) return r == 1 ? 0 : 2;
     if (!model[0] || !in[0] || !out[0]) {
         fprintf(stderr, "dpd: run needs --model, --input and --output\n");
         return 2;
     }
-    if (is_cf32(in) != is_cf32(out)) {
-        fprintf(stderr, "dpd: --output must have the input's format (%s)\n", is_cf32(in) ? ".cf32" : "CSV");
+    const char *fin = dpd_recording_format(in), *fout = dpd_recording_format(out);
+    int raw_in = !strcmp(fin, "csv") || !strcmp(fin, "cf32"), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");
+    if (raw_in && raw_out && strcmp(fin, fout)) {
+        fprintf(stderr, "dpd: --output must have the input's format (%s), or be SigMF (.sigmf-data) or MATLAB (.mat)\n",
+                !strcmp(fin, "cf32") ? ".cf32" : "CSV");
+        return 2;
+    }
+    if (strcmp(matv, "5") && strcmp(matv, "7.3")) {
+        fprintf(stderr, "dpd: --mat-version: '%s' must be 5 or 7.3\n", matv);
+        return 2;
+    }
+    if (fs < 0 || !isfinite(fs)) {
+        fprintf(stderr, "dpd: --fs: %g must be a positive sample rate in Hz\n", fs);
         return 2;
     }
     if (!exact && (ac.section < 1 || ac.warmup < 0 || ac.lookahead < 0 || ac.batch < 1)) {
@@ -67,7 +83,20 @@ int cmd_run(int argc, char **argv) {
         if (!err.field[0]) snprintf(err.field, sizeof err.field, "model");
         goto fail;
     }
-    if (dpd_recording_read(in, &iq, &n, &err)) goto fail;
+    dpd_recording_meta rm = {.var = var[0] ? var : NULL};
+    if (dpd_recording_read_meta(in, &rm, &iq, &n, &err)) goto fail;
+    if (fs > 0 && rm.fs > 0 && fs != rm.fs) {
+        rc = 2;
+        fprintf(stderr, "dpd: --fs %g disagrees with the sample rate %s states (%g Hz): drop --fs\n", fs, in, rm.fs);
+        goto fail;
+    }
+    if (!(fs > 0)) fs = rm.fs;
+    if (!strcmp(fout, "sigmf") && !(fs > 0)) {
+        rc = 2;
+        fprintf(stderr, "dpd: --fs is needed: a SigMF output records the sample rate, and %s states none (give --fs HZ)\n",
+                in);
+        goto fail;
+    }
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
     if (L > 0x7fffffff) {
@@ -91,7 +120,14 @@ int cmd_run(int argc, char **argv) {
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (dpd_recording_write(out, y, iq, n, &err)) goto fail;
+    dpd_ckpt_info info = {0};
+    char about[4400];
+    snprintf(about, sizeof about, "dpd run: %s applied to %s (%s)", path, in, L == n ? "exact" : "sectioned");
+    dpd_error ierr = {0};
+    if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0; /* provenance only: a checkpoint without it is fine */
+    dpd_recording_meta wm = {.fs = fs, .freq = freq ? freq : rm.freq, .mat73 = !strcmp(matv, "7.3"), .description = about,
+                             .model = path, .run_id = info.run_id[0] ? info.run_id : NULL};
+    if (dpd_recording_write_meta(out, y, iq, n, &wm, &err)) goto fail;
     int th = dpd_session_threads(s);
     const char *kern = dpd_session_kernels(s);
     fprintf(stderr, "dpd: %zu samples, %s, %s (%s)", n, L == n ? "exact" : "sectioned", dpd_session_provider(s),
@@ -101,7 +137,7 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, ", %.3f s (%.3g samples/s) -> %s\n", sec, n / (sec > 0 ? sec : 1e-9), out);
     rc = 0;
 fail:
-    if (rc) rc = cli_fail(&err);
+    if (rc == 1) rc = cli_fail(&err);
     dpd_session_free(s);
     dpd_model_free(m);
     free(iq), free(xs), free(y);

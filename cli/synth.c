@@ -1,15 +1,56 @@
-/* synth: `dpd synth --out DIR [generator options]`. */
+/* synth: `dpd synth --out DIR [--preset NAME] [generator options] [--sigmf] [--mat]`. A preset sets the
+ * waveform's options and any given explicitly win (the command line is read again over it). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "args.h"
 #include "cli.h"
 
+/* DIR/input.sigmf-data and DIR/output.sigmf-data (each with its .sigmf-meta): the whole capture,
+ * train then val then test, as cf32_le. */
+static int write_sigmf(const dpd_synth_cfg *c, const char *dir, const char *preset) {
+    dpd_error err = {0};
+    double *x = NULL, *y = NULL;
+    float *f = malloc(c->length * 2 * sizeof *f);
+    int rc = 0;
+    if (!f) cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", c->length), rc = 1;
+    else if (dpd_synth_generate(c, &x, &y, &err)) rc = 1;
+    for (int k = 0; k < 2 && !rc; k++) {
+        const double *v = k ? y : x;
+        for (size_t i = 0; i < 2 * c->length; i++) f[i] = (float)v[i];
+        char path[4200], about[256];
+        snprintf(path, sizeof path, "%s/%s.sigmf-data", dir, k ? "output" : "input");
+        snprintf(about, sizeof about, "dpd synth%s%s: %d x %g MHz carriers of %d-QAM OFDM at %g MS/s, seed %llu; the "
+                 "%s of its Wiener-Hammerstein PA (train, val and test in order)", preset[0] ? " --preset " : "", preset,
+                 c->carriers, c->carrier_bw / 1e6, c->qam, c->fs / 1e6, (unsigned long long)c->seed,
+                 k ? "output y" : "input x");
+        dpd_recording_meta m = {.fs = c->fs, .description = about};
+        if (dpd_recording_write_meta(path, f, NULL, c->length, &m, &err)) rc = 1;
+    }
+    free(f), free(x), free(y);
+    return rc ? cli_fail(&err) : 0;
+}
+
+/* DIR/capture.mat: the whole capture as a MATLAB paired capture (x, y, fs), what a "mat" dataset's
+ * spec.json points at (docs/formats.md). */
+static int write_mat(const dpd_synth_cfg *c, const char *dir) {
+    dpd_error err = {0};
+    double *x = NULL, *y = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/capture.mat", dir);
+    int rc = dpd_synth_generate(c, &x, &y, &err) || dpd_mat_write_pair(path, x, y, c->length, c->fs, NULL, NULL, 0, &err);
+    free(x), free(y);
+    return rc ? cli_fail(&err) : 0;
+}
+
 int cmd_synth(int argc, char **argv) {
     dpd_synth_cfg c;
     dpd_synth_defaults(&c);
-    char out[4096] = "";
+    char out[4096] = "", preset[16] = "";
+    int sigmf = 0, mat = 0;
     opt o[] = {
         {"out", OPT_STR, out, sizeof out, "output dataset directory (required)", 0},
+        {"preset", OPT_STR, preset, sizeof preset, "waveform: ofdm-mc (the defaults), lte20 or nr100 (docs/synth.md); the options below win", 0},
         {"carriers", OPT_INT, &c.carriers, 0, "number of carriers (10)", 0},
         {"carrier-bw", OPT_DBL, &c.carrier_bw, 0, "carrier bandwidth, Hz (20e6)", 0},
         {"qam", OPT_INT, &c.qam, 0, "QAM order: 4, 16, 64, 256, 1024 (64)", 0},
@@ -24,16 +65,27 @@ int cmd_synth(int argc, char **argv) {
         {"pm-alpha", OPT_DBL, &c.pm_alpha, 0, "Saleh AM/PM alpha, rad (0.35)", 0},
         {"pm-beta", OPT_DBL, &c.pm_beta, 0, "Saleh AM/PM beta (0.8)", 0},
         {"seed", OPT_U64, &c.seed, 0, "random seed (0)", 0},
+        {"sigmf", OPT_FLAG, &sigmf, 0, "also write the whole capture as SigMF: DIR/input.sigmf-data and DIR/output.sigmf-data, each with its .sigmf-meta", 0},
+        {"mat", OPT_FLAG, &mat, 0, "also write the whole capture as MATLAB's DIR/capture.mat (x, y, fs; v5)", 0},
     };
     int n = sizeof o / sizeof *o;
-    int r = args_parse(argc, argv, o, n, "dpd synth --out DIR [options]");
+    const char *usage = "dpd synth --out DIR [--preset ofdm-mc|lte20|nr100] [options] [--sigmf] [--mat]";
+    int r = args_parse(argc, argv, o, n, usage);
     if (r) return r == 1 ? 0 : 2;
+    if (preset[0]) { /* the preset's waveform, then the command line again over it */
+        dpd_error err = {0};
+        dpd_synth_defaults(&c);
+        if (dpd_synth_preset(&c, preset, &err)) return cli_fail(&err);
+        if ((r = args_parse(argc, argv, o, n, usage))) return r == 1 ? 0 : 2;
+    }
     if (!out[0]) {
         fprintf(stderr, "dpd: synth needs --out DIR\n");
         return 2;
     }
     dpd_error err = {0};
     if (dpd_synth_write(&c, out, &err)) return cli_fail(&err); /* 2 for a bad option value */
+    if (sigmf && (r = write_sigmf(&c, out, preset))) return r;
+    if (mat && (r = write_mat(&c, out))) return r;
     printf("%s\n", out);
     return 0;
 }

@@ -122,7 +122,7 @@ json_t *cli_summary_json(const dpd_train_result *res) {
 static int summary(const dpd_train_result *res, int json, const char *plots) {
     if (json) return cli_json_print(cli_summary_json(res));
     printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
-    cli_metrics_header(stdout);
+    cli_metrics_header(stdout, res->val.profile);
     cli_metrics_row(stdout, "val", &res->val);
     cli_metrics_row(stdout, "test", &res->test);
     if (res->dpd) {
@@ -138,8 +138,10 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
  * for the resume hint ("train-pa"); NULL when the verb cannot resume (fit-ls). x: the session
  * options of the end-of-run pictures, NULL for none (--no-plots). A completed run gets them in
  * RUN_DIR/plots, drawn from the best epoch's validation predictions (no forward pass but PA(x)
- * for a DPD run); a picture that cannot be drawn is a warning, not a failed run. */
-static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x) {
+ * for a DPD run); a picture that cannot be drawn is a warning, not a failed run. after (may be
+ * NULL) runs on a completed run before the summary; a non-zero return is the exit code. */
+static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x,
+                     int (*after)(const dpd_train_result *, const void *), const void *arg) {
     display d = {.tty = isatty(2), .plots = x != NULL};
     dpd_train_result res;
     dpd_error err = {0};
@@ -181,7 +183,8 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
         if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
         return s == DPD_E_DIVERGED ? 1 : rc;
     }
-    return summary(&res, json, plots);
+    int rc = after ? after(&res, arg) : 0; /* fit-ls --mat: an exit code, the error said */
+    return rc ? rc : summary(&res, json, plots);
 }
 
 
@@ -189,7 +192,7 @@ static int train(int argc, char **argv, int dpd) {
     dpd_train_cfg c;
     cli_train_defaults(&c, dpd ? "train-dpd" : "train-pa");
     char preset[16] = "";
-    int json = 0, legacy = 0, no_plots = 0;
+    int json = 0, legacy = 0, no_plots = 0, no_doctor = 0;
     cli_exec x = {0};
     opt o[] = {
         CLI_EXEC_OPTS(x),
@@ -222,8 +225,11 @@ static int train(int argc, char **argv, int dpd) {
         {"resume", OPT_STR, c.resume, sizeof c.resume, "continue the run in this run directory", 0},
         {"evm-fs", OPT_DBL, &c.evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
+        {"metric-profile", OPT_STR, c.metric_profile, sizeof c.metric_profile,
+         "legacy-opendpd-v1 (default), general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md)", 0},
         {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
         {"no-plots", OPT_FLAG, &no_plots, 0, "do not draw the run's pictures into RUN_DIR/plots at the end", 0},
+        {"no-doctor", OPT_FLAG, &no_doctor, 0, "train even when the dataset doctor finds an error (dpd doctor DIR)", 0},
     };
     int n = sizeof o / sizeof *o;
     int r = args_parse(argc, argv, o, n,
@@ -243,7 +249,8 @@ static int train(int argc, char **argv, int dpd) {
     dpd_error err = {0};
     if (c.resume[0]) {
         cli_plot_sweep(c.resume);
-        static const char *const keep[] = {"resume", "epochs", "json", "threads", "cpu-level", "kernels", "provider", "no-plots"};
+        static const char *const keep[] = {"resume",  "epochs",   "json",     "threads",  "cpu-level",
+                                           "kernels", "provider", "no-plots", "no-doctor"};
         for (int i = 0; i < n; i++) {
             int ok = 0;
             for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) ok |= !strcmp(o[i].name, keep[k]);
@@ -279,7 +286,8 @@ static int train(int argc, char **argv, int dpd) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
-    return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL, no_plots ? NULL : &x);
+    if (!c.resume[0] && !no_doctor && (r = cli_doctor_gate(c.data))) return r; /* error-level findings refuse */
+    return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL, no_plots ? NULL : &x, NULL, NULL);
 }
 
 /* fit-ls names the family --kind. */
@@ -288,11 +296,35 @@ static int fix_ls(dpd_error *err) {
     return 0;
 }
 
-/* `dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--K --Q --M --reg --iterations] [--pa PA]` */
+/* fit-ls --mat FILE: the fitted coefficients as a MATLAB file (docs/formats.md: comm.DPD's layout for
+ * an mp), from the run's best.safetensors, before the summary. */
+typedef struct ls_mat {
+    const char *path;
+    int mat73;
+} ls_mat;
+
+static int write_ls_mat(const dpd_train_result *res, const void *arg) {
+    const ls_mat *lm = arg;
+    char ck[4096];
+    dpd_model *m = NULL;
+    dpd_error err = {0};
+    int bad = dpd_ckpt_resolve(res->run_dir, 0, ck, sizeof ck, &err) || dpd_ckpt_load(ck, &m, &err) ||
+              dpd_mat_write_model(lm->path, m, lm->mat73, &err);
+    dpd_model_free(m);
+    if (!bad) {
+        fprintf(stderr, "dpd: coefficients -> %s\n", lm->path);
+        return 0;
+    }
+    int rc = cli_fail(&err);
+    fprintf(stderr, "dpd: run directory: %s\n", res->run_dir);
+    return rc;
+}
+
+/* `dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--K --Q --M --reg --iterations] [--pa PA] [--mat FILE]` */
 int cmd_fit_ls(int argc, char **argv) {
     dpd_train_cfg c;
     cli_train_defaults(&c, "fit-ls");
-    char kind[16] = "mp", target[16] = "pa";
+    char kind[16] = "mp", target[16] = "pa", mat[4096] = "", matv[8] = "5";
     int json = 0, legacy = 0;
     cli_exec x = {0};
     opt o[] = {
@@ -310,12 +342,21 @@ int cmd_fit_ls(int argc, char **argv) {
         {"out", OPT_STR, c.out, sizeof c.out, "output root (runs)", 0},
         {"evm-fs", OPT_DBL, &c.evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
+        {"metric-profile", OPT_STR, c.metric_profile, sizeof c.metric_profile,
+         "legacy-opendpd-v1 (default), general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md)", 0},
         {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
+        {"mat", OPT_STR, mat, sizeof mat, "also write the coefficients to this MATLAB file (comm.DPD's layout for mp; docs/formats.md)", 0},
+        {"mat-version", OPT_STR, matv, sizeof matv, "--mat: 5 or 7.3 (HDF5) (5)", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]\n\n"
+                       "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]\n"
+                       "       [--mat FILE [--mat-version 5|7.3]]\n\n"
                        "SIGINT or SIGTERM stops the fit (exit 130 or 143); it leaves no run directory.");
     if (r) return r == 1 ? 0 : 2;
+    if (strcmp(matv, "5") && strcmp(matv, "7.3")) {
+        fprintf(stderr, "dpd: --mat-version: '%s' must be 5 or 7.3\n", matv);
+        return 2;
+    }
     int dpd = !strcmp(target, "dpd");
     if (!c.data[0] || (strcmp(kind, "mp") && strcmp(kind, "gmp")) || (!dpd && strcmp(target, "pa")) ||
         dpd != (c.pa[0] != 0)) {
@@ -329,7 +370,8 @@ int cmd_fit_ls(int argc, char **argv) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
-    return train_run(&c, NULL, json, fix_ls, NULL);
+    ls_mat lm = {mat, !strcmp(matv, "7.3")};
+    return train_run(&c, NULL, json, fix_ls, NULL, mat[0] ? write_ls_mat : NULL, &lm);
 }
 
 int cmd_train_pa(int argc, char **argv) { return train(argc, argv, 0); }

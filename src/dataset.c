@@ -208,8 +208,28 @@ static dpd_status spec_int(json_t *root, const char *path, const char *key, int 
     return DPD_OK;
 }
 
+/* The names a "mat" dataset's spec.json gives: the file and its input and output variables ("" for
+ * dpd_mat_read_pair's defaults). */
+typedef struct mat_names {
+    char file[256], x[64], y[64];
+} mat_names;
+
+/* A spec.json field that names something: a string of 1..max-1 characters without '/' (kept in
+ * out), or absent (out keeps its default). */
+static dpd_status spec_name(json_t *root, const char *path, const char *key, char *out, size_t max,
+                            dpd_error *err) {
+    json_t *j = json_object_get(root, key);
+    if (!j) return DPD_OK;
+    if (!json_is_string(j) || !json_string_length(j) || json_string_length(j) >= max ||
+        strchr(json_string_value(j), '/'))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a plain name of 1 to %zu characters", path, key,
+                        max - 1);
+    snprintf(out, max, "%s", json_string_value(j));
+    return DPD_OK;
+}
+
 static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size_t nformat,
-                            char *csvname, size_t ncsv, dpd_error *err) {
+                            char *csvname, size_t ncsv, mat_names *mat, dpd_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/spec.json", dir);
     if (!dpd_exists(path))
@@ -231,10 +251,11 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
     snprintf(format, nformat, "split_csv");
     if (fmt) {
         if (!json_is_string(fmt) || (strcmp(json_string_value(fmt), "split_csv") &&
-                                     strcmp(json_string_value(fmt), "single_csv"))) {
+                                     strcmp(json_string_value(fmt), "single_csv") &&
+                                     strcmp(json_string_value(fmt), "mat"))) {
             s = dpd_fail(err, DPD_E_FORMAT,
-                         "%s: field 'dataset_format' is %s%s%s; expected \"split_csv\" or "
-                         "\"single_csv\"",
+                         "%s: field 'dataset_format' is %s%s%s; expected \"split_csv\", "
+                         "\"single_csv\" or \"mat\"",
                          path, json_is_string(fmt) ? "\"" : "",
                          json_is_string(fmt) ? json_string_value(fmt) : "not a string",
                          json_is_string(fmt) ? "\"" : "");
@@ -252,7 +273,22 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
         }
         snprintf(csvname, ncsv, "%s", json_string_value(csv));
     }
+    snprintf(mat->file, sizeof mat->file, "data.mat");
+    mat->x[0] = mat->y[0] = 0;
+    if ((s = spec_name(root, path, "mat_filename", mat->file, sizeof mat->file, err)) ||
+        (s = spec_name(root, path, "mat_input", mat->x, sizeof mat->x, err)) ||
+        (s = spec_name(root, path, "mat_output", mat->y, sizeof mat->y, err)))
+        goto done;
     sp->ratios[0] = 0.6, sp->ratios[1] = 0.2, sp->ratios[2] = 0.2;
+    sp->guard = 256;
+    json_t *guard = json_object_get(root, "split_guard");
+    if (guard) {
+        if (!json_is_integer(guard) || json_integer_value(guard) < 0 || json_integer_value(guard) > (1LL << 40)) {
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: field 'split_guard' must be an integer number of samples >= 0", path);
+            goto done;
+        }
+        sp->guard = (long)json_integer_value(guard);
+    }
     json_t *r = json_object_get(root, "split_ratios");
     if (r) {
         for (int k = 0; k < DPD_NSPLIT; k++) {
@@ -266,7 +302,9 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
             sp->ratios[k] = json_number_value(v);
         }
     }
-    if ((s = spec_number(root, path, "input_signal_fs", NULL, &sp->fs, 1, err, NULL, 0)) ||
+    /* a .mat capture may carry its sample rate instead (load_mat checks the two agree) */
+    int is_mat = !strcmp(format, "mat");
+    if ((s = spec_number(root, path, "input_signal_fs", NULL, &sp->fs, !is_mat, err, NULL, 0)) ||
         (s = spec_number(root, path, "bw_main_ch", "input_signal_bw", &sp->bw_main, 1, err,
                          ds->warning, sizeof ds->warning)) ||
         (s = spec_number(root, path, "bw_sub_ch", "input_signal_sub_ch_bw", &sp->bw_sub, 0, err,
@@ -274,7 +312,7 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
         (s = spec_int(root, path, "n_sub_ch", 1000000000, &sp->n_sub, err)) ||
         (s = spec_int(root, path, "nperseg", DPD_MAX_NPERSEG, &sp->nperseg, err)))
         goto done;
-    if (sp->bw_main >= sp->fs) {
+    if (sp->fs > 0 && sp->bw_main >= sp->fs) {
         s = dpd_fail(err, DPD_E_FORMAT, "%s: bw_main_ch (%g) must be below input_signal_fs (%g)",
                      path, sp->bw_main, sp->fs);
         goto done;
@@ -313,6 +351,58 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
     return DPD_OK;
 }
 
+dpd_status dpd_split_contiguous(size_t n, const double r[3], size_t guard, size_t begin[3], size_t len[3],
+                                dpd_error *err) {
+    double sum = 0;
+    for (int k = 0; k < DPD_NSPLIT; k++) {
+        if (!(r[k] >= 0 && r[k] <= 1))
+            return dpd_fail(err, DPD_E_INVAL, "split_ratios.%s is %g, not in [0, 1]", split_names[k], r[k]);
+        sum += r[k];
+    }
+    if (fabs(sum - 1) > 1e-6)
+        return dpd_fail(err, DPD_E_INVAL, "split_ratios sum to %.9g, not 1 (%g/%g/%g)", sum, r[0], r[1], r[2]);
+    if (n < 2 * guard + 3)
+        return dpd_fail(err, DPD_E_INVAL, "%zu samples leave %s usable after two %zu-sample guards; contiguous-v1 needs "
+                        "at least 3", n, n > 2 * guard ? "fewer than 3" : "none", guard);
+    size_t usable = n - 2 * guard;
+    len[0] = (size_t)floor((double)usable * r[0]);
+    len[1] = (size_t)floor((double)usable * r[1]);
+    if (len[0] + len[1] > usable) len[1] = usable - len[0];
+    len[2] = usable - len[0] - len[1];
+    begin[0] = 0, begin[1] = len[0] + guard, begin[2] = begin[1] + len[1] + guard;
+    for (int k = 0; k < DPD_NSPLIT; k++)
+        if (!len[k])
+            return dpd_fail(err, DPD_E_INVAL, "the %s split is empty: %zu usable samples (%zu less two %zu-sample "
+                            "guards) with split_ratios %g/%g/%g", split_names[k], usable, n, guard, r[0], r[1], r[2]);
+    return DPD_OK;
+}
+
+/* One capture of n samples split by contiguous-v1 into ds's splits: sample i's input at x + i * step
+ * and its output at y + i * step (I then Q). path names the file in the errors. */
+static dpd_status split_capture(dpd_dataset *ds, const char *path, const double *x, const double *y, size_t step,
+                                size_t n, dpd_error *err) {
+    size_t len[3];
+    snprintf(ds->protocol, sizeof ds->protocol, "contiguous-v1");
+    if (dpd_split_contiguous(n, ds->spec.ratios, (size_t)ds->spec.guard, ds->begin, len, err)) {
+        dpd_error_prefix(err, path);
+        return err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
+    }
+    for (int k = 0; k < DPD_NSPLIT; k++) {
+        size_t m = len[k];
+        dpd_split *sp = &ds->split[k];
+        sp->x = malloc(m * 2 * sizeof(double));
+        sp->y = malloc(m * 2 * sizeof(double));
+        if (!sp->x || !sp->y) return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", path);
+        for (size_t i = 0; i < m; i++) {
+            size_t r = (ds->begin[k] + i) * step;
+            sp->x[2 * i] = x[r], sp->x[2 * i + 1] = x[r + 1];
+            sp->y[2 * i] = y[r], sp->y[2 * i + 1] = y[r + 1];
+        }
+        sp->n = m;
+    }
+    return DPD_OK;
+}
+
 static dpd_status load_single_csv(dpd_dataset *ds, const char *csvname, dpd_error *err) {
     static const char *const names[4] = {"I_in", "Q_in", "I_out", "Q_out"};
     char path[4400];
@@ -321,34 +411,36 @@ static dpd_status load_single_csv(dpd_dataset *ds, const char *csvname, dpd_erro
     size_t n;
     dpd_status s = dpd_csv_read(path, 4, names, &d, &n, err);
     if (s) return s;
-    size_t cut[4] = {0, (size_t)floor((double)n * ds->spec.ratios[0]), 0, n};
-    cut[2] = cut[1] + (size_t)floor((double)n * ds->spec.ratios[1]);
-    if (cut[2] > n) cut[2] = n;
-    for (int k = 0; k < DPD_NSPLIT; k++) {
-        size_t m = cut[k + 1] - cut[k];
-        if (m == 0) {
-            free(d);
-            return dpd_fail(err, DPD_E_FORMAT,
-                            "%s: the %s split is empty (%zu rows with split_ratios %g/%g/%g)",
-                            path, split_names[k], n, ds->spec.ratios[0], ds->spec.ratios[1],
-                            ds->spec.ratios[2]);
-        }
-        dpd_split *sp = &ds->split[k];
-        sp->x = malloc(m * 2 * sizeof(double));
-        sp->y = malloc(m * 2 * sizeof(double));
-        if (!sp->x || !sp->y) {
-            free(d);
-            return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", path);
-        }
-        for (size_t i = 0; i < m; i++) {
-            const double *row = d + (cut[k] + i) * 4;
-            sp->x[2 * i] = row[0], sp->x[2 * i + 1] = row[1];
-            sp->y[2 * i] = row[2], sp->y[2 * i + 1] = row[3];
-        }
-        sp->n = m;
-    }
+    s = split_capture(ds, path, d, d + 2, 4, n, err);
     free(d);
-    return DPD_OK;
+    return s;
+}
+
+/* A "mat" dataset: one paired capture in a .mat file (docs/formats.md), its sample rate from the
+ * file when spec.json has none (and the two must agree when both do). */
+static dpd_status load_mat(dpd_dataset *ds, const mat_names *mn, dpd_error *err) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", ds->dir, mn->file);
+    double *x, *y, fs = 0;
+    size_t n;
+    dpd_status s = dpd_mat_read_pair(path, mn->x[0] ? mn->x : NULL, mn->y[0] ? mn->y : NULL, &x, &y, &n, &fs, err);
+    if (s) return s;
+    dpd_spec *sp = &ds->spec;
+    if (!sp->fs && !fs)
+        s = dpd_fail(err, DPD_E_FORMAT, "%s/spec.json: field 'input_signal_fs' is missing and %s has no 'fs' "
+                     "(the RF metrics need the sample rate)", ds->dir, path);
+    else if (sp->fs && fs && fabs(sp->fs - fs) > 1e-9 * sp->fs)
+        s = dpd_fail(err, DPD_E_FORMAT, "%s/spec.json: field 'input_signal_fs' is %.9g Hz but %s says fs = %.9g Hz",
+                     ds->dir, sp->fs, path, fs);
+    else if (!sp->fs)
+        sp->fs = fs;
+    if (!s && sp->bw_main >= sp->fs)
+        s = dpd_fail(err, DPD_E_FORMAT, "%s/spec.json: bw_main_ch (%g) must be below the sample rate (%g, from %s)",
+                     ds->dir, sp->bw_main, sp->fs, path);
+    if (!s) s = split_capture(ds, path, x, y, 2, n, err);
+    free(x);
+    free(y);
+    return s;
 }
 
 dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want, dpd_dataset *ds,
@@ -360,10 +452,13 @@ dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want, dpd_d
     const char *base = strrchr(ds->dir, '/');
     snprintf(ds->name, sizeof ds->name, "%s", base ? base + 1 : ds->dir);
     char format[32], csvname[256];
-    dpd_status s = load_spec(ds->dir, ds, format, sizeof format, csvname, sizeof csvname, err);
+    mat_names mat;
+    snprintf(ds->protocol, sizeof ds->protocol, "files");
+    dpd_status s = load_spec(ds->dir, ds, format, sizeof format, csvname, sizeof csvname, &mat, err);
     if (!s)
-        s = strcmp(format, "single_csv") ? load_split_csv(ds, need, want, err)
-                                         : load_single_csv(ds, csvname, err);
+        s = !strcmp(format, "single_csv") ? load_single_csv(ds, csvname, err)
+            : !strcmp(format, "mat")      ? load_mat(ds, &mat, err)
+                                          : load_split_csv(ds, need, want, err);
     if (s) dpd_dataset_free(ds);
     return s;
 }

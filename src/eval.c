@@ -53,7 +53,7 @@ dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split, doubl
     return s;
 }
 
-dpd_status dpd_eval_run(dpd_eval *e, dpd_session *ses, int batch, const dpd_spec *spec, double evm_fs, dpd_error *err) {
+dpd_status dpd_eval_run(dpd_eval *e, dpd_session *ses, int batch, const dpd_spec *spec, const dpd_scoring *sc, dpd_error *err) {
     size_t total = (size_t)e->S * e->N * 2;
     if (!e->x) return dpd_fail(err, DPD_E_INVAL, "evaluation not prepared");
     if (batch < 1) return dpd_fail(err, DPD_E_INVAL, "batch_eval: %d is out of range 1..65536", batch);
@@ -75,5 +75,5 @@ dpd_status dpd_eval_run(dpd_eval *e, dpd_session *ses, int batch, const dpd_spec
         acc += sq / (double)n;
     }
     e->loss = acc / nb;
-    return dpd_metrics_compute(e->pred, e->ref, e->S, e->N, e->n, spec, evm_fs, &e->m, err);
+    return dpd_metrics_compute(e->pred, e->ref, e->S, e->N, e->n, spec, sc, &e->m, err);
 }

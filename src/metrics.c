@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dpd/dpd.h"
 #include "status.h"
@@ -64,11 +65,12 @@ double dpd_nmse(const float *pred, const float *ref, int S, int N) {
     return acc / S;
 }
 
-/* fftshift-ordered N-point FFT of one segment; `window`/`detrend` as Welch uses them. */
-static void segment_fft(kiss_fft_cfg cfg, const float *iq, int N, const double *win,
+/* fftshift-ordered N-point FFT of one segment, windowed by win (NULL: none) after removing the
+ * segment's mean when detrend is set. */
+static void segment_fft(kiss_fft_cfg cfg, const float *iq, int N, const double *win, int detrend,
                         kiss_fft_cpx *in, kiss_fft_cpx *out, kiss_fft_cpx *shifted) {
     double mi = 0, mq = 0;
-    if (win) {
+    if (detrend) {
         for (int i = 0; i < N; i++) mi += iq[2 * i], mq += iq[2 * i + 1];
         mi /= N, mq /= N;
     }
@@ -111,8 +113,8 @@ dpd_status dpd_evm(const float *pred, const float *ref, int S, int N, double sr,
     if (s || (s = fftbuf_init(&f, N, err))) return s;
     double acc = 0;
     for (int seg = 0; seg < S; seg++) {
-        segment_fft(f.cfg, pred + (size_t)seg * N * 2, N, NULL, f.in, f.out, f.a);
-        segment_fft(f.cfg, ref + (size_t)seg * N * 2, N, NULL, f.in, f.out, f.b);
+        segment_fft(f.cfg, pred + (size_t)seg * N * 2, N, NULL, 0, f.in, f.out, f.a);
+        segment_fft(f.cfg, ref + (size_t)seg * N * 2, N, NULL, 0, f.in, f.out, f.b);
         double per = 0;
         for (int c = 0; c < n_sub; c++) {
             double num = 0, den = 0;
@@ -146,7 +148,7 @@ static dpd_status welch(const float *sig, int S, int N, double *P, dpd_error *er
         P[i] = 0;
     }
     for (int seg = 0; seg < S; seg++) {
-        segment_fft(f.cfg, sig + (size_t)seg * N * 2, N, win, f.in, f.out, f.a);
+        segment_fft(f.cfg, sig + (size_t)seg * N * 2, N, win, 1, f.in, f.out, f.a);
         for (int k = 0; k < N; k++)
             P[k] += ((double)f.a[k].r * f.a[k].r + (double)f.a[k].i * f.a[k].i) / (wsum * wsum);
     }
@@ -362,6 +364,18 @@ static int too_short(dpd_metrics *m, int N, size_t n) {
     return 1;
 }
 
+/* ACLR_AVG (or ACPR_AVG) from the two sides: their mean in dB when both are ok; otherwise the
+ * worse side's status and reason. */
+static void average(dpd_metrics *m) {
+    if (m->status[DPD_ACLR_L] == DPD_METRIC_OK && m->status[DPD_ACLR_R] == DPD_METRIC_OK) {
+        accept(m, DPD_ACLR_AVG, (m->aclr_l + m->aclr_r) / 2, "the ACLR average is not finite");
+    } else {
+        int k = m->status[DPD_ACLR_L] == DPD_METRIC_INVALID || m->status[DPD_ACLR_R] == DPD_METRIC_OK ? DPD_ACLR_L
+                                                                                                     : DPD_ACLR_R;
+        refuse(m, DPD_ACLR_AVG, m->status[k], "%s", m->reason[k]);
+    }
+}
+
 /* ACLR_L, ACLR_R and ACLR_AVG of sig; fails only for out of memory. */
 static dpd_status aclr_entries(const float *sig, int S, int N, const dpd_spec *sp,
                                dpd_metrics *m, dpd_error *err) {
@@ -381,25 +395,16 @@ static dpd_status aclr_entries(const float *sig, int S, int N, const dpd_spec *s
     accept(m, DPD_ACLR_L, l, why);
     if (!isfinite(r)) diagnose_aclr(sig, S, N, r, "right", why);
     accept(m, DPD_ACLR_R, r, why);
-    /* Average only two ok sides; otherwise inherit the worse side's status and its reason. */
-    if (m->status[DPD_ACLR_L] == DPD_METRIC_OK && m->status[DPD_ACLR_R] == DPD_METRIC_OK) {
-        accept(m, DPD_ACLR_AVG, (m->aclr_l + m->aclr_r) / 2, "the ACLR average is not finite");
-    } else {
-        int k = m->status[DPD_ACLR_L] == DPD_METRIC_INVALID ||
-                        m->status[DPD_ACLR_R] == DPD_METRIC_OK
-                    ? DPD_ACLR_L
-                    : DPD_ACLR_R;
-        refuse(m, DPD_ACLR_AVG, m->status[k], "%s", m->reason[k]);
-    }
+    average(m);
     return DPD_OK;
 }
 
-dpd_status dpd_metrics_compute(const float *pred, const float *ref, int S, int N, size_t n,
-                               const dpd_spec *sp, double evm_fs, dpd_metrics *m,
-                               dpd_error *err) {
-    dpd_status s = check_args(pred, ref, S, N, n, sp, m, err);
-    if (s || too_short(m, N, n)) return s;
+/* legacy-opendpd-v1 (reference §1.1): every segment, the padded tail included. */
+static dpd_status legacy(const float *pred, const float *ref, int S, int N, size_t n, const dpd_spec *sp,
+                         double evm_fs, dpd_metrics *m, dpd_error *err) {
+    if (too_short(m, N, n)) return DPD_OK;
     char why[96] = "";
+    dpd_status s;
     double v = dpd_nmse(pred, ref, S, N);
     if (!isfinite(v)) diagnose_pair(pred, ref, S, N, 0, v, why);
     accept(m, DPD_NMSE, v, why);
@@ -418,10 +423,234 @@ dpd_status dpd_metrics_compute(const float *pred, const float *ref, int S, int N
     return aclr_entries(pred, S, N, sp, m, err);
 }
 
-dpd_status dpd_metrics_aclr(const float *sig, int S, int N, size_t n, const dpd_spec *sp,
+/* ---- general-spectral-v1 and opendpd-spectral-v2 (reference §1.2, §1.3) ---------------------- */
+
+/* Welch's density PSD of the n samples of sig ((n, 2)), fftshift order: frames of L samples at
+ * every multiple of L - floor(L/2) with start + L <= n, periodic Hann, no detrend,
+ * |X|^2 / (fs sum w^2), averaged over the frames. Needs n >= L. */
+static dpd_status density(const float *sig, size_t n, int L, double fs, double *P, dpd_error *err) {
+    fftbuf f = {0};
+    dpd_status s = fftbuf_init(&f, L, err);
+    if (s) return s;
+    double *win = malloc((size_t)L * sizeof *win), w2 = 0;
+    if (!win) {
+        fftbuf_free(&f);
+        return dpd_fail(err, DPD_E_NOMEM, "metrics: out of memory");
+    }
+    for (int i = 0; i < L; i++) { /* periodic Hann */
+        win[i] = 0.5 - 0.5 * cos(2.0 * M_PI * i / L);
+        w2 += win[i] * win[i];
+        P[i] = 0;
+    }
+    size_t step = (size_t)(L - L / 2), frames = 0;
+    for (size_t at = 0; at + (size_t)L <= n; at += step, frames++) {
+        segment_fft(f.cfg, sig + at * 2, L, win, 0, f.in, f.out, f.a);
+        for (int k = 0; k < L; k++) P[k] += (double)f.a[k].r * f.a[k].r + (double)f.a[k].i * f.a[k].i;
+    }
+    for (int k = 0; k < L; k++) P[k] /= fs * w2 * (double)frames;
+    free(win);
+    fftbuf_free(&f);
+    return DPD_OK;
+}
+
+/* Power in [lo, hi) Hz: the sum of P over the bins whose centre frequency lies in it, times fs / L;
+ * *bins their count. */
+static double band_power(const double *P, int L, double fs, double lo, double hi, int *bins) {
+    double sum = 0;
+    *bins = 0;
+    for (int k = 0; k < L; k++) {
+        double f = bin_freq(k, L, fs);
+        if (f >= lo && f < hi) sum += P[k], ++*bins;
+    }
+    return sum * fs / L;
+}
+
+/* 10 log10(ratio), with a ratio of 0 reported as -300 dB (the profiles' floor, never -inf). */
+static double floor_db(double ratio) { return ratio > 0 ? 10.0 * log10(ratio) : -300.0; }
+
+/* 1 when every sample of the n (n, 2) is finite. */
+static int finite_iq(const float *x, size_t n) { return all_finite(x, 2 * n); }
+
+/* NMSE pooled over the valid range: 10 log10(sum|p - r|^2 / sum|r|^2), -300 for no error. */
+static void pooled_nmse(const float *pred, const float *ref, size_t n, dpd_metrics *m) {
+    if (!finite_iq(pred, n) || !finite_iq(ref, n)) {
+        refuse(m, DPD_NMSE, DPD_METRIC_INVALID, "the %s contains NaN or Inf samples",
+               finite_iq(pred, n) ? "reference signal" : "prediction");
+        return;
+    }
+    double e = 0, p = 0;
+    for (size_t i = 0; i < 2 * n; i++) {
+        double d = (double)pred[i] - (double)ref[i];
+        e += d * d, p += (double)ref[i] * ref[i];
+    }
+    if (p == 0) refuse(m, DPD_NMSE, DPD_METRIC_INVALID, "the reference signal is silent");
+    else accept(m, DPD_NMSE, floor_db(e / p), "NMSE is not finite");
+}
+
+/* Metric k is not_applicable when [lo, hi) leaves the spectrum or holds no bin; 1 when it was refused. */
+static int band_refused(dpd_metrics *m, int k, const char *what, double lo, double hi, int bins, double fs) {
+    if (lo < -fs / 2 || hi > fs / 2) {
+        refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "the %s [%g, %g) MHz lies outside the %g MHz spectrum", what, lo / 1e6,
+               hi / 1e6, fs / 1e6);
+        return 1;
+    }
+    if (!bins) {
+        refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "the %s [%g, %g) MHz holds no frequency bin", what, lo / 1e6, hi / 1e6);
+        return 1;
+    }
+    return 0;
+}
+
+/* IBE = 10 log10(P_main(pred - ref) / P_main(ref)) over [-B/2, B/2) (general-v1 rule 7). P: scratch. */
+static dpd_status ibe(const float *pred, const float *ref, size_t n, int L, const dpd_spec *sp, double *P,
+                      dpd_metrics *m, dpd_error *err) {
+    double fs = sp->fs, B = sp->bw_main;
+    if (!finite_iq(pred, n) || !finite_iq(ref, n)) {
+        refuse(m, DPD_EVM, DPD_METRIC_INVALID, "the %s contains NaN or Inf samples",
+               finite_iq(pred, n) ? "reference signal" : "prediction");
+        return DPD_OK;
+    }
+    float *d = malloc(2 * n * sizeof *d);
+    if (!d) return dpd_fail(err, DPD_E_NOMEM, "metrics: out of memory");
+    for (size_t i = 0; i < 2 * n; i++) d[i] = pred[i] - ref[i];
+    int bins;
+    dpd_status s = density(ref, n, L, fs, P, err);
+    double pr = s ? 0 : band_power(P, L, fs, -B / 2, B / 2, &bins);
+    if (!s) s = density(d, n, L, fs, P, err);
+    free(d);
+    if (s || band_refused(m, DPD_EVM, "main channel", -B / 2, B / 2, bins, fs)) return s;
+    if (!(pr > 0)) {
+        refuse(m, DPD_EVM, DPD_METRIC_INVALID, "the reference has no power in the main channel");
+        return DPD_OK;
+    }
+    accept(m, DPD_EVM, floor_db(band_power(P, L, fs, -B / 2, B / 2, &bins) / pr), "IBE is not finite");
+    return DPD_OK;
+}
+
+/* The adjacent-channel entries of sig: general-v1's ACPR (adjacent bands B wide against the main
+ * channel) or spectral-v2's ACLR (bands one carrier wide against the strongest carrier). */
+static dpd_status adjacent(const float *sig, size_t n, int L, const dpd_spec *sp, dpd_profile p, double *P,
+                           dpd_metrics *m, dpd_error *err) {
+    double fs = sp->fs, B = sp->bw_main, W = p == DPD_PROFILE_V2 ? B / sp->n_sub : B;
+    if (!finite_iq(sig, n)) {
+        for (int k = DPD_ACLR_L; k <= DPD_ACLR_AVG; k++)
+            refuse(m, k, DPD_METRIC_INVALID, "the signal contains NaN or Inf samples");
+        return DPD_OK;
+    }
+    dpd_status s = density(sig, n, L, fs, P, err);
+    if (s) return s;
+    int bins, ok = 1;
+    double ref = 0;
+    char why[96] = "";
+    if (p == DPD_PROFILE_V2) { /* the strongest carrier [-B/2 + i W, -B/2 + (i + 1) W) */
+        if (B / 2 + W > fs / 2)
+            ok = 0, snprintf(why, sizeof why, "the adjacent channels reach %g MHz, past fs/2 = %g MHz", (B / 2 + W) / 1e6,
+                             fs / 2e6);
+        for (int i = 0; ok && i < sp->n_sub; i++) {
+            double pc = band_power(P, L, fs, -B / 2 + i * W, -B / 2 + (i + 1) * W, &bins);
+            if (!bins) ok = 0, snprintf(why, sizeof why, "carrier %d of %d holds no frequency bin", i + 1, sp->n_sub);
+            if (pc > ref) ref = pc;
+        }
+    } else {
+        ref = band_power(P, L, fs, -B / 2, B / 2, &bins);
+        if (band_refused(m, DPD_ACLR_L, "main channel", -B / 2, B / 2, bins, fs)) ok = 0, snprintf(why, sizeof why, "%s", m->reason[DPD_ACLR_L]);
+    }
+    for (int side = 0; side < 2; side++) {
+        int k = side ? DPD_ACLR_R : DPD_ACLR_L;
+        double lo = side ? B / 2 : -B / 2 - W, hi = side ? B / 2 + W : -B / 2;
+        if (!ok) {
+            refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "%s", why);
+            continue;
+        }
+        double pa = band_power(P, L, fs, lo, hi, &bins);
+        if (band_refused(m, k, side ? "right adjacent channel" : "left adjacent channel", lo, hi, bins, fs)) continue;
+        if (!(ref > 0) || !isfinite(ref))
+            refuse(m, k, DPD_METRIC_INVALID, "the signal has no power in the %s", p == DPD_PROFILE_V2 ? "carriers" : "main channel");
+        else
+            accept(m, k, floor_db(pa / ref), "the adjacent-channel ratio is not finite");
+    }
+    average(m);
+    return DPD_OK;
+}
+
+/* general-spectral-v1 or opendpd-spectral-v2 of the n valid samples (the first n of the (S, N, 2)
+ * arrays, flattened): ref NULL scores the adjacent channels of pred alone. */
+static dpd_status spectral(const float *pred, const float *ref, size_t n, int L, const dpd_spec *sp, dpd_profile p,
+                           dpd_metrics *m, dpd_error *err) {
+    for (int k = 0; k < DPD_NMETRICS; k++) refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "not computed");
+    if (!n) {
+        refuse_all(m, "the split holds no valid sample");
+        return DPD_OK;
+    }
+    if (ref) pooled_nmse(pred, ref, n, m);
+    else refuse(m, DPD_NMSE, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
+    char why[96] = "";
+    if (!(sp->fs > 0) || !(sp->bw_main > 0) || L < 2 || (p == DPD_PROFILE_V2 && sp->n_sub < 1))
+        snprintf(why, sizeof why, "the spectral metrics need fs, the channel bandwidth%s and nperseg",
+                 p == DPD_PROFILE_V2 ? ", the carrier count" : "");
+    else if (n < (size_t)L)
+        snprintf(why, sizeof why, "the split has %zu valid samples, fewer than one %d-sample segment", n, L);
+    if (why[0]) {
+        for (int k = DPD_EVM; k < DPD_NMETRICS; k++) refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "%s", why);
+        return DPD_OK;
+    }
+    double *P = malloc((size_t)L * sizeof *P);
+    if (!P) return dpd_fail(err, DPD_E_NOMEM, "metrics: out of memory");
+    dpd_status s = DPD_OK;
+    if (ref) s = ibe(pred, ref, n, L, sp, P, m, err);
+    else refuse(m, DPD_EVM, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
+    if (!s) s = adjacent(pred, n, L, sp, p, P, m, err);
+    free(P);
+    return s;
+}
+
+/* ---- profiles ------------------------------------------------------------------------------- */
+
+static const char *const profile_names[DPD_NPROFILES] = {"legacy-opendpd-v1", "general-spectral-v1",
+                                                         "opendpd-spectral-v2"};
+static const char *const keys[DPD_NPROFILES][DPD_NMETRICS] = {
+    {"NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG"},
+    {"NMSE", "IBE", "ACPR_L", "ACPR_R", "ACPR_AVG"},
+    {"NMSE", "IBE", "ACLR_L", "ACLR_R", "ACLR_AVG"},
+};
+
+const char *dpd_profile_name(dpd_profile p) { return p >= 0 && p < DPD_NPROFILES ? profile_names[p] : NULL; }
+
+int dpd_profile_parse(const char *name) {
+    for (int p = 0; name && p < DPD_NPROFILES; p++)
+        if (!strcmp(name, profile_names[p])) return p;
+    return -1;
+}
+
+const char *dpd_metric_key(dpd_profile p, int k) {
+    return p >= 0 && p < DPD_NPROFILES && k >= 0 && k < DPD_NMETRICS ? keys[p][k] : NULL;
+}
+
+/* The scoring's profile, or DPD_E_INVAL for one out of range. */
+static dpd_status profile_of(const dpd_scoring *sc, dpd_profile *p, dpd_error *err) {
+    *p = sc ? sc->profile : DPD_PROFILE_LEGACY;
+    if (*p < 0 || *p >= DPD_NPROFILES) return dpd_fail(err, DPD_E_INVAL, "metrics: unknown metric profile %d", (int)*p);
+    return DPD_OK;
+}
+
+dpd_status dpd_metrics_compute(const float *pred, const float *ref, int S, int N, size_t n, const dpd_spec *sp,
+                               const dpd_scoring *sc, dpd_metrics *m, dpd_error *err) {
+    dpd_profile p;
+    dpd_status s = check_args(pred, ref, S, N, n, sp, m, err);
+    if (s || (s = profile_of(sc, &p, err))) return s;
+    m->profile = p;
+    return p == DPD_PROFILE_LEGACY ? legacy(pred, ref, S, N, n, sp, sc ? sc->evm_fs : 0, m, err)
+                                   : spectral(pred, ref, n, N, sp, p, m, err);
+}
+
+dpd_status dpd_metrics_aclr(const float *sig, int S, int N, size_t n, const dpd_spec *sp, const dpd_scoring *sc,
                             dpd_metrics *m, dpd_error *err) {
+    dpd_profile p;
     dpd_status s = check_args(sig, sig, S, N, n, sp, m, err);
-    if (s || too_short(m, N, n)) return s;
+    if (s || (s = profile_of(sc, &p, err))) return s;
+    m->profile = p;
+    if (p != DPD_PROFILE_LEGACY) return spectral(sig, NULL, n, N, sp, p, m, err);
+    if (too_short(m, N, n)) return DPD_OK;
     refuse(m, DPD_NMSE, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
     refuse(m, DPD_EVM, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
     return aclr_entries(sig, S, N, sp, m, err);

@@ -1,7 +1,12 @@
 /* record: recordings for `dpd run` and front ends — an OpenDPD-style CSV (columns I and Q found
- * by name, others ignored) or raw little-endian interleaved float32 IQ (.cf32). Reading
- * validates every sample; writing is atomic (the file appears whole or not at all). */
+ * by name, others ignored), raw little-endian interleaved float32 IQ (.cf32), a SigMF cf32_le
+ * recording (X.sigmf-data with its JSON sidecar X.sigmf-meta) or a MATLAB .mat file (mat.c). The
+ * path's ending says which (docs/formats.md). Reading validates every sample and the metadata dpd
+ * relies on (a SigMF datatype other than cf32_le is refused by name); writing is atomic (each
+ * file appears whole or not at all). It does not read SigMF archives (.sigmf) or multi-channel
+ * recordings. */
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,19 +16,35 @@
 #include "dataset.h"
 #include "dpd/dpd.h"
 #include "file.h"
+#include "mat.h"
 #include "status.h"
 
-static int is_cf32(const char *path) {
-    size_t n = strlen(path);
-    return n > 5 && !strcmp(path + n - 5, ".cf32");
+#define MAX_SIGMF_META_BYTES (64ull << 20) /* a .sigmf-meta: JSON, with room for many annotations */
+
+typedef enum { REC_CSV, REC_CF32, REC_SIGMF, REC_MAT } rec_kind;
+
+static int ends(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && !strcmp(s + n - k, suffix);
+}
+
+static rec_kind kind_of(const char *path) {
+    return ends(path, ".cf32") ? REC_CF32
+         : ends(path, ".sigmf-data") || ends(path, ".sigmf-meta") ? REC_SIGMF
+         : ends(path, ".mat") ? REC_MAT : REC_CSV;
+}
+
+const char *dpd_recording_format(const char *path) {
+    static const char *const name[] = {"csv", "cf32", "sigmf", "mat"};
+    return name[kind_of(path)];
 }
 
 /* Streams the file in bounded chunks straight into the float64 output (never the whole file in
- * memory twice); at most DPD_MAX_CF32_BYTES. */
-static dpd_status read_cf32(const char *path, double **iq, size_t *n, dpd_error *err) {
+ * memory twice); at most DPD_MAX_CF32_BYTES. what names the kind of file for messages. */
+static dpd_status read_cf32(const char *path, const char *what, double **iq, size_t *n, dpd_error *err) {
     int fd;
     uint64_t len;
-    dpd_status s = dpd_file_open(path, DPD_MAX_CF32_BYTES, ".cf32 recording", &fd, &len, err);
+    dpd_status s = dpd_file_open(path, DPD_MAX_CF32_BYTES, what, &fd, &len, err);
     if (s) return s;
     if (len == 0 || len % 8) {
         close(fd);
@@ -70,10 +91,138 @@ fail:
     return s;
 }
 
-dpd_status dpd_recording_read(const char *path, double **iq, size_t *n, dpd_error *err) {
+/* ---- SigMF (sigmf.org, v1.0.0): cf32_le only ------------------------------------------------------ */
+
+/* X.sigmf-data and X.sigmf-meta of a path naming either (both endings are 11 characters). */
+static void sigmf_paths(const char *path, char *data, char *meta, size_t n) {
+    int base = (int)(strlen(path) - strlen(".sigmf-data"));
+    snprintf(data, n, "%.*s.sigmf-data", base, path);
+    snprintf(meta, n, "%.*s.sigmf-meta", base, path);
+}
+
+/* The metadata dpd relies on: global core:datatype cf32_le, core:sample_rate (a positive number
+ * when present), core:num_channels 1 when present, not metadata-only, captures[0] core:frequency
+ * (a number when present). *fs and *freq: 0 when absent. */
+static dpd_status sigmf_meta(const char *mp, json_t *j, double *fs, double *freq, dpd_error *err) {
+    json_t *g = json_object_get(j, "global"), *caps = json_object_get(j, "captures");
+    if (!json_is_object(g))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: no \"global\" object (every SigMF metadata file has one)", mp);
+    json_t *dt = json_object_get(g, "core:datatype"), *sr = json_object_get(g, "core:sample_rate"),
+           *nc = json_object_get(g, "core:num_channels"), *c0 = json_array_get(caps, 0),
+           *f = json_object_get(c0, "core:frequency");
+    if (!json_is_string(dt))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: global core:datatype is %s; dpd reads cf32_le (complex float32, "
+                        "little-endian)", mp, dt ? "not a string" : "missing");
+    if (strcmp(json_string_value(dt), "cf32_le"))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: global core:datatype is \"%.40s\"; dpd reads only cf32_le (complex "
+                        "float32, little-endian): convert the recording", mp, json_string_value(dt));
+    if (sr && !(json_is_number(sr) && json_number_value(sr) > 0 && isfinite(json_number_value(sr))))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: global core:sample_rate must be a positive number of Hz", mp);
+    if (nc && !(json_is_integer(nc) && json_integer_value(nc) == 1))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: global core:num_channels must be 1: dpd reads one channel", mp);
+    if (json_is_true(json_object_get(g, "core:metadata_only")))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: global core:metadata_only is true: the recording has no samples", mp);
+    if (caps && !json_is_array(caps))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: captures must be an array", mp);
+    if (c0 && !json_is_object(c0))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: captures[0] must be an object", mp);
+    if (f && !(json_is_number(f) && isfinite(json_number_value(f))))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: captures[0] core:frequency must be a number of Hz", mp);
+    *fs = sr ? json_number_value(sr) : 0;
+    *freq = f ? json_number_value(f) : 0;
+    return DPD_OK;
+}
+
+static dpd_status read_sigmf(const char *path, double **iq, size_t *n, double *fs, double *freq, dpd_error *err) {
+    char data[4200], mp[4200], *text;
+    size_t len;
+    sigmf_paths(path, data, mp, sizeof data);
+    dpd_status s = dpd_file_read_max(mp, MAX_SIGMF_META_BYTES, "SigMF metadata file", &text, &len, err);
+    if (s) return s;
+    json_error_t je;
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!j) return dpd_fail(err, DPD_E_FORMAT, "%s:%d: not valid JSON: %s", mp, je.line, je.text);
+    s = sigmf_meta(mp, j, fs, freq, err);
+    json_decref(j);
+    return s ? s : read_cf32(data, "SigMF data file", iq, n, err);
+}
+
+/* s as a JSON string; bytes that are not UTF-8 (a path's) become '?'. */
+static json_t *jstr(const char *s) {
+    json_t *j = json_string(s);
+    if (j) return j;
+    char b[4200];
+    size_t k = 0;
+    for (; *s && k + 1 < sizeof b; s++) b[k++] = (unsigned char)*s < 0x80 ? *s : '?';
+    b[k] = 0;
+    return json_string(b);
+}
+
+static dpd_status write_cf32(const char *path, const float *y, size_t n, dpd_error *err) {
+    dpd_afile a;
+    dpd_status s = dpd_afile_open(&a, path, err);
+    if (s) return s;
+    if (fwrite(y, sizeof *y, 2 * n, a.f) != 2 * n) {
+        dpd_afile_abort(&a);
+        return dpd_fail(err, DPD_E_IO, "%s: write failed", path);
+    }
+    return dpd_afile_commit(&a, err);
+}
+
+/* The data, then the metadata (a reader that finds the .sigmf-meta finds its data whole); the data
+ * is removed again when the metadata cannot be written. */
+static dpd_status write_sigmf(const char *path, const float *y, size_t n, const dpd_recording_meta *m,
+                              dpd_error *err) {
+    if (!m || !(m->fs > 0) || !isfinite(m->fs))
+        return dpd_fail_field(err, "fs", DPD_E_INVAL, "fs: unknown: a SigMF recording (%s) records its sample rate "
+                              "(core:sample_rate): give it", path);
+    char data[4200], mp[4200];
+    sigmf_paths(path, data, mp, sizeof data);
+    json_t *j = json_pack("{s:{s:s, s:f, s:s, s:i, s:s}, s:[{s:i}], s:[]}", "global", "core:datatype", "cf32_le",
+                          "core:sample_rate", m->fs, "core:version", "1.0.0", "core:num_channels", 1, "core:recorder",
+                          "dpd " DPD_VERSION, "captures", "core:sample_start", 0, "annotations");
+    json_t *g = json_object_get(j, "global"), *cap = json_array_get(json_object_get(j, "captures"), 0);
+    if (j && m->description) json_object_set_new(g, "core:description", jstr(m->description));
+    if (j && (m->model || m->run_id)) /* dpd's own fields, in a namespace declared as SigMF asks */
+        json_object_set_new(g, "core:extensions", json_pack("[{s:s, s:s, s:b}]", "name", "dpd", "version", "1.0.0",
+                                                            "optional", 1));
+    if (j && m->model) json_object_set_new(g, "dpd:model", jstr(m->model));
+    if (j && m->run_id) json_object_set_new(g, "dpd:run_id", jstr(m->run_id));
+    if (j && m->freq != 0) json_object_set_new(cap, "core:frequency", json_real(m->freq));
+    char *text = j ? json_dumps(j, JSON_INDENT(4) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!text) return dpd_fail(err, DPD_E_NOMEM, "%s: cannot encode the SigMF metadata", mp);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* json_dumps leaves room for the NUL we overwrite; write len + 1 bytes */
+    dpd_status s = write_cf32(data, y, n, err);
+    if (!s && (s = dpd_file_write(mp, text, len + 1, err))) unlink(data);
+    free(text);
+    return s;
+}
+
+/* ---- every format ---------------------------------------------------------------------------- */
+
+dpd_status dpd_recording_read_meta(const char *path, dpd_recording_meta *meta, double **iq, size_t *n,
+                                   dpd_error *err) {
     static const char *const names[2] = {"I", "Q"};
+    double fs = 0, freq = 0;
+    dpd_status s;
     *iq = NULL, *n = 0;
-    return is_cf32(path) ? read_cf32(path, iq, n, err) : dpd_csv_read(path, 2, names, iq, n, err);
+    switch (kind_of(path)) {
+    case REC_CF32: s = read_cf32(path, ".cf32 recording", iq, n, err); break;
+    case REC_SIGMF: s = read_sigmf(path, iq, n, &fs, &freq, err); break;
+    case REC_MAT:
+        s = dpd_mat_read_signal(path, meta ? meta->var : NULL, meta ? meta->var_fs : NULL, iq, n, &fs, err);
+        break;
+    default: s = dpd_csv_read(path, 2, names, iq, n, err);
+    }
+    if (meta) meta->fs = s ? 0 : fs, meta->freq = s ? 0 : freq;
+    return s;
+}
+
+dpd_status dpd_recording_read(const char *path, double **iq, size_t *n, dpd_error *err) {
+    return dpd_recording_read_meta(path, NULL, iq, n, err);
 }
 
 /* Shortest of %.15g / %.17g that reads back to v. */
@@ -84,27 +233,34 @@ static void put_double(FILE *f, double v) {
     fputs(b, f);
 }
 
-dpd_status dpd_recording_write(const char *path, const float *y, const double *in, size_t n, dpd_error *err) {
+static dpd_status write_csv(const char *path, const float *y, const double *in, size_t n, dpd_error *err) {
     dpd_afile a;
     dpd_status s = dpd_afile_open(&a, path, err);
     if (s) return s;
-    if (is_cf32(path)) {
-        if (fwrite(y, sizeof *y, 2 * n, a.f) != 2 * n) {
-            dpd_afile_abort(&a);
-            return dpd_fail(err, DPD_E_IO, "%s: write failed", path);
+    fputs(in ? "I,Q,I_in,Q_in\n" : "I,Q\n", a.f);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(a.f, "%.9g,%.9g", y[2 * i], y[2 * i + 1]);
+        if (in) {
+            fputc(',', a.f);
+            put_double(a.f, in[2 * i]);
+            fputc(',', a.f);
+            put_double(a.f, in[2 * i + 1]);
         }
-    } else {
-        fputs(in ? "I,Q,I_in,Q_in\n" : "I,Q\n", a.f);
-        for (size_t i = 0; i < n; i++) {
-            fprintf(a.f, "%.9g,%.9g", y[2 * i], y[2 * i + 1]);
-            if (in) {
-                fputc(',', a.f);
-                put_double(a.f, in[2 * i]);
-                fputc(',', a.f);
-                put_double(a.f, in[2 * i + 1]);
-            }
-            fputc('\n', a.f);
-        }
+        fputc('\n', a.f);
     }
     return dpd_afile_commit(&a, err);
+}
+
+dpd_status dpd_recording_write_meta(const char *path, const float *y, const double *in, size_t n,
+                                    const dpd_recording_meta *meta, dpd_error *err) {
+    switch (kind_of(path)) {
+    case REC_CF32: return write_cf32(path, y, n, err);
+    case REC_SIGMF: return write_sigmf(path, y, n, meta, err);
+    case REC_MAT: return dpd_mat_write_signal(path, y, in, n, meta, err);
+    default: return write_csv(path, y, in, n, err);
+    }
+}
+
+dpd_status dpd_recording_write(const char *path, const float *y, const double *in, size_t n, dpd_error *err) {
+    return dpd_recording_write_meta(path, y, in, n, NULL, err);
 }

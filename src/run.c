@@ -90,12 +90,15 @@ dpd_status dpd_run_write(const dpd_rundir *d, const char *name, const dpd_text *
 }
 
 /* OpenDPD's log columns; DPD runs of a delta family add the sparsity columns after HIDDEN_SIZE
- * (reference §4.5). */
-void dpd_run_header(dpd_text *t, int delta) {
-    dpd_text_add(t, "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,%s"
-                    "TRAIN_LOSS,VAL_LOSS,VAL_NMSE,VAL_EVM,VAL_ACLR_L,VAL_ACLR_R,VAL_ACLR_AVG,TEST_LOSS,TEST_NMSE,"
-                    "TEST_EVM,TEST_ACLR_L,TEST_ACLR_R,TEST_ACLR_AVG\n",
+ * (reference §4.5). The metric columns are named by the profile's keys (legacy: OpenDPD's). */
+void dpd_run_header(dpd_text *t, int delta, dpd_profile p) {
+    dpd_text_add(t, "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,%sTRAIN_LOSS",
                  delta ? "THX,THH,SP_T_DX,SP_T_DH,SP_T_DV,HW_PARAM," : "");
+    for (int s = 0; s < 2; s++) {
+        dpd_text_add(t, ",%s_LOSS", s ? "TEST" : "VAL");
+        for (int k = 0; k < DPD_NMETRICS; k++) dpd_text_add(t, ",%s_%s", s ? "TEST" : "VAL", dpd_metric_key(p, k));
+    }
+    dpd_text_add(t, "\n");
 }
 
 void dpd_run_row(dpd_text *t, int epoch, int epochs, double minutes, double lr, int batch, size_t nparams,
@@ -113,6 +116,11 @@ void dpd_run_row(dpd_text *t, int epoch, int epochs, double minutes, double lr, 
     dpd_text_add(t, "\n");
 }
 
+dpd_profile dpd_run_profile(const dpd_train_cfg *c) {
+    int p = dpd_profile_parse(c->metric_profile);
+    return p < 0 ? DPD_PROFILE_LEGACY : (dpd_profile)p;
+}
+
 /* A metric set as {"NMSE": v or null, ..., "status": {name: {status, reason}} for those not ok}. */
 static json_t *metrics_json(const dpd_metrics *m, double loss) {
     json_t *o = json_object(), *st = json_object();
@@ -120,9 +128,9 @@ static json_t *metrics_json(const dpd_metrics *m, double loss) {
     for (int k = 0; k < DPD_NMETRICS; k++) {
         double v = dpd_metric_value(m, k);
         int ok = m->status[k] == DPD_METRIC_OK && isfinite(v);
-        json_object_set_new(o, dpd_metric_name(k), ok ? json_real(v) : json_null());
+        json_object_set_new(o, dpd_metric_key(m->profile, k), ok ? json_real(v) : json_null());
         if (!ok)
-            json_object_set_new(st, dpd_metric_name(k), json_pack("{s:s, s:s}", "status",
+            json_object_set_new(st, dpd_metric_key(m->profile, k), json_pack("{s:s, s:s}", "status",
                                                                    dpd_metric_status_str(m->status[k] ? m->status[k] : DPD_METRIC_INVALID),
                                                                    "reason", m->reason[k][0] ? m->reason[k] : "not finite"));
     }
@@ -256,8 +264,24 @@ dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err)
     return dpd_run_create(d, base, id, err);
 }
 
+/* How the dataset was split: {"protocol", "guard" (contiguous-v1), "train": [begin, end), ...}. */
+static json_t *split_json(const dpd_dataset *ds) {
+    static const char *const names[DPD_NSPLIT] = {"train", "val", "test"};
+    int contiguous = !strcmp(ds->protocol, "contiguous-v1");
+    json_t *j = json_pack("{s:s}", "protocol", ds->protocol);
+    if (j && contiguous) json_object_set_new(j, "guard", json_integer(ds->spec.guard));
+    for (int k = 0; j && k < DPD_NSPLIT; k++)
+        json_object_set_new(j, names[k], json_pack("[I, I]", (json_int_t)ds->begin[k],
+                                                   (json_int_t)(ds->begin[k] + ds->split[k].n)));
+    return j;
+}
+
 dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err) {
     json_t *cj = dpd_config_json(info->c, info->dataset, d->id, info->nparams, info->dpd ? "train_dpd" : "train_pa");
+    if (cj && info->ds && json_object_set_new(cj, "split", split_json(info->ds))) {
+        json_decref(cj);
+        cj = NULL;
+    }
     char *ctext = cj ? json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(cj);
     dpd_text ct = {ctext, ctext ? strlen(ctext) : 0, 0};
@@ -302,12 +326,12 @@ static void put(meta *m, const char *key, const char *fmt, ...) {
 static void put_metrics(meta *m, const char *split, const dpd_metrics *v, const char *fmt) {
     for (int k = 0; k < DPD_NMETRICS; k++) {
         char key[48];
-        snprintf(key, sizeof key, "%s_%s", split, dpd_metric_name(k));
+        snprintf(key, sizeof key, "%s_%s", split, dpd_metric_key(v->profile, k));
         put(m, key, fmt, dpd_metric_value(v, k));
         if (v->status[k] == DPD_METRIC_OK) continue;
-        snprintf(key, sizeof key, "%s_%s_status", split, dpd_metric_name(k));
+        snprintf(key, sizeof key, "%s_%s_status", split, dpd_metric_key(v->profile, k));
         put(m, key, "%s", dpd_metric_status_str(v->status[k]));
-        snprintf(key, sizeof key, "%s_%s_reason", split, dpd_metric_name(k));
+        snprintf(key, sizeof key, "%s_%s_reason", split, dpd_metric_key(v->profile, k));
         put(m, key, "%s", v->reason[k]);
     }
 }
@@ -348,14 +372,19 @@ static int get_double(const dpd_ckpt *ck, const char *key, double lo, double hi,
     return 1;
 }
 
-/* The best epoch's metrics: each value strict; a metric that could not be computed is NaN with a
- * _status of invalid or not_applicable (and its _reason). 0 naming the key at fault in *bad. */
+/* The best epoch's metrics under the checkpoint's metric_profile (absent: legacy): each value
+ * strict; a metric that could not be computed is NaN with a _status of invalid or not_applicable
+ * (and its _reason). 0 naming the key at fault in *bad. */
 static int get_metrics(const dpd_ckpt *ck, const char *split, dpd_metrics *v, char *bad, size_t nbad) {
     memset(v, 0, sizeof *v);
+    const char *pn = dpd_ckpt_meta(ck, "metric_profile");
+    int p = pn ? dpd_profile_parse(pn) : DPD_PROFILE_LEGACY;
+    if (p < 0) return snprintf(bad, nbad, "metric_profile"), 0;
+    v->profile = (dpd_profile)p;
     double *x[DPD_NMETRICS] = {&v->nmse, &v->evm, &v->aclr_l, &v->aclr_r, &v->aclr_avg};
     for (int k = 0; k < DPD_NMETRICS; k++) {
         char key[48], skey[56], rkey[56];
-        snprintf(key, sizeof key, "%s_%s", split, dpd_metric_name(k));
+        snprintf(key, sizeof key, "%s_%s", split, dpd_metric_key(v->profile, k));
         snprintf(skey, sizeof skey, "%s_status", key);
         snprintf(rkey, sizeof rkey, "%s_reason", key);
         const char *st = dpd_ckpt_meta(ck, skey), *why = dpd_ckpt_meta(ck, rkey);
@@ -405,6 +434,7 @@ static void identity(meta *m, const dpd_rundir *d, const dpd_run_info *info) {
     put(m, "step_kind", "%s", info->dpd ? "train_dpd" : "train_pa");
     put(m, "dataset", "%s", info->dataset);
     put(m, "run_id", "%s", d->id);
+    put(m, "metric_profile", "%s", dpd_profile_name(dpd_run_profile(info->c)));
 }
 
 dpd_status dpd_run_save_best(const dpd_rundir *d, const dpd_run_info *info, const dpd_model *m, int epoch,

@@ -36,6 +36,7 @@ typedef struct dpd_run_info {
     int dpd;                 /* 1: a DPD run through a frozen PA */
     const char *pa_id;       /* DPD runs: the PA's run id (from its checkpoint) */
     double gain;             /* DPD runs: g */
+    const dpd_dataset *ds;   /* the dataset: config.json records how it was split */
 } dpd_run_info;
 
 /* What last.safetensors carries beyond the weights and the AdamW moments. */
@@ -101,7 +102,11 @@ dpd_status dpd_run_write(const dpd_rundir *d, const char *name, const dpd_text *
 
 /* The header of history.csv / best.csv, and one row (1-based epoch; sp NULL without the delta
  * columns). vl: val and test loss; m: val and test metrics (non-ok metrics as "nan"). */
-void dpd_run_header(dpd_text *t, int delta);
+void dpd_run_header(dpd_text *t, int delta, dpd_profile p);
+
+/* The configuration's metric profile ("" and anything unknown: legacy; dpd_config_check refuses
+ * unknown names before a run starts). */
+dpd_profile dpd_run_profile(const dpd_train_cfg *c);
 void dpd_run_row(dpd_text *t, int epoch, int epochs, double minutes, double lr, int batch, size_t nparams,
                  int frame, const char *family, int hidden, const double *thresholds, const dpd_sparsity *sp,
                  double train_loss, const double *vl, const dpd_metrics *m);

@@ -1,6 +1,8 @@
 /* synth: dpd's built-in data — a multi-carrier OFDM signal through a Wiener–Hammerstein PA
  * (input FIR, Rapp AM/AM, Saleh AM/PM, output FIR) with additive noise, written as an OpenDPD
- * split_csv dataset. Equations and defaults: docs/synth.md. Deterministic for a configuration. */
+ * split_csv dataset; waveform presets (ofdm-mc, lte20, nr100) set the OFDM numbers. Equations,
+ * defaults and presets: docs/synth.md. Deterministic for a configuration. Not a conformance
+ * signal: no cyclic prefix, no reference signals, no channel coding. */
 #include <complex.h>
 #include <jansson.h>
 #include <kiss_fft.h>
@@ -13,11 +15,44 @@
 #include "file.h"
 #include "status.h"
 
+/* The waveform presets: one frame (nperseg samples) is one OFDM symbol, so the subcarrier spacing
+ * is fs / nperseg and occupancy x carrier_bw / spacing subcarriers are filled (centre bin empty):
+ * lte20 18 MHz of 20 (1200 x 15 kHz), nr100 98.28 MHz of 100 (3276 x 30 kHz, 273 resource blocks).
+ * fs: a multiple of the LTE/NR base rate 30.72 MS/s, 4x the channel or more, so both adjacent
+ * channels lie inside the spectrum. */
+static const struct preset {
+    const char *name;
+    int carriers;
+    double carrier_bw;
+    int qam;
+    double fs;
+    size_t length;
+    int nperseg;
+    double occupancy;
+} presets[] = {
+    {"ofdm-mc", 10, 20e6, 64, 800e6, 38400, 2560, 0.9},        /* the defaults: 10 x 20 MHz, 312.5 kHz bins */
+    {"lte20", 1, 20e6, 64, 122.88e6, 122880, 8192, 0.9},       /* 15 symbols (1 ms) of 1200 x 15 kHz */
+    {"nr100", 1, 100e6, 256, 491.52e6, 163840, 16384, 0.9828}, /* 10 symbols of 3276 x 30 kHz */
+};
+
+static void apply(dpd_synth_cfg *c, const struct preset *p) {
+    c->carriers = p->carriers, c->carrier_bw = p->carrier_bw, c->qam = p->qam, c->fs = p->fs;
+    c->length = p->length, c->nperseg = p->nperseg, c->occupancy = p->occupancy;
+}
+
 void dpd_synth_defaults(dpd_synth_cfg *c) {
-    *c = (dpd_synth_cfg){.carriers = 10, .carrier_bw = 20e6, .qam = 64, .fs = 800e6,
-                         .length = 38400, .nperseg = 2560, .occupancy = 0.9, .snr_db = 45,
-                         .gain = 2.5, .sat = 2.6, .smooth = 1.2, .pm_alpha = 0.35,
-                         .pm_beta = 0.8, .seed = 0};
+    *c = (dpd_synth_cfg){.snr_db = 45, .gain = 2.5, .sat = 2.6, .smooth = 1.2, .pm_alpha = 0.35, .pm_beta = 0.8,
+                         .seed = 0};
+    apply(c, &presets[0]);
+}
+
+dpd_status dpd_synth_preset(dpd_synth_cfg *c, const char *name, dpd_error *err) {
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+        if (!strcmp(name, presets[i].name)) {
+            apply(c, &presets[i]);
+            return DPD_OK;
+        }
+    return dpd_fail_field(err, "preset", DPD_E_INVAL, "preset: '%s' is not one of ofdm-mc, lte20, nr100", name);
 }
 
 /* Memory filters of the PA (taps at n, n-1, n-2), into the caller's h[3]. */
@@ -112,16 +147,18 @@ static dpd_status write_spec(const dpd_synth_cfg *c, const char *dir, dpd_error 
     return s;
 }
 
-dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir, dpd_error *err) {
+dpd_status dpd_synth_generate(const dpd_synth_cfg *c, double **xo, double **yo, dpd_error *err) {
+    *xo = *yo = NULL;
     dpd_status s = check(c, err);
-    if (s || (s = dpd_mkdirs(dir, err))) return s;
+    if (s) return s;
     int N = c->nperseg;
     size_t n = c->length, frames = n / (size_t)N;
-    double complex *x = malloc(2 * n * sizeof *x), *y = x ? x + n : NULL;
+    double complex *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y); /* = (n, 2) doubles each */
     kiss_fft_cpx *bins = malloc(2 * (size_t)N * sizeof *bins), *out = bins ? bins + N : NULL;
     kiss_fft_cfg ifft = kiss_fft_alloc(N, 1, NULL, NULL);
-    if (!x || !bins || !ifft) {
+    if (!x || !y || !bins || !ifft) {
         s = dpd_fail(err, DPD_E_NOMEM, "synth: out of memory for %zu samples", n);
+        free(x), free(y);
         goto done;
     }
     dpd_rng rng;
@@ -151,6 +188,20 @@ dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir, dpd_error *e
         double a = dpd_rng_normal(&rng), b = dpd_rng_normal(&rng);
         y[i] += sigma * (a + I * b);
     }
+    *xo = (double *)x, *yo = (double *)y;
+done:
+    free(bins);
+    kiss_fft_free(ifft);
+    return s;
+}
+
+dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir, dpd_error *err) {
+    dpd_status s = check(c, err);
+    if (s || (s = dpd_mkdirs(dir, err))) return s;
+    double *xd, *yd;
+    if ((s = dpd_synth_generate(c, &xd, &yd, err))) return s;
+    const double complex *x = (const double complex *)xd, *y = (const double complex *)yd;
+    size_t n = c->length, frames = n / (size_t)c->nperseg, N = (size_t)c->nperseg;
     size_t cut[4] = {0, frames * 6 / 10 * N, 0, n};
     cut[2] = cut[1] + frames * 2 / 10 * N;
     static const char *names[3] = {"train", "val", "test"};
@@ -162,9 +213,6 @@ dpd_status dpd_synth_write(const dpd_synth_cfg *c, const char *dir, dpd_error *e
         if (!s) s = write_csv(path, y + cut[k], cut[k + 1] - cut[k], err);
     }
     if (!s) s = write_spec(c, dir, err);
-done:
-    free(x);
-    free(bins);
-    kiss_fft_free(ifft);
+    free(xd), free(yd);
     return s;
 }

@@ -60,6 +60,7 @@ typedef struct run {
     dpd_eval ev[2];      /* val, test */
     dpd_eval pv;         /* preview_every > 0: the first val segments (made at the first preview) */
     dpd_metrics nodpd[2]; /* DPD runs: PA(x) against g x */
+    dpd_scoring sc;      /* the configuration's metric profile and EVM sample rate */
     dpd_plateau plat;
     dpd_rng rng;
     dpd_session *ses, *pa_ses; /* the model's; DPD runs: the frozen PA's, chained */
@@ -134,6 +135,7 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
 
 static dpd_status setup(run *r, const char *pa_from, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
+    r->sc = (dpd_scoring){dpd_run_profile(c), c->evm_fs};
     dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
     if (s) return s;
     if (c->pa[0]) {
@@ -184,7 +186,7 @@ static dpd_status open_sessions(run *r, dpd_error *err) {
     if ((s = dpd_session_open(r->pa, o, 5, 0, NULL, &r->pa_ses, err))) return s;
     dpd_session_share(r->pa_ses, r->pa);
     for (int k = 0; k < 2; k++) {
-        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, c->evm_fs, err))) return s;
+        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, &r->sc, err))) return s;
         r->nodpd[k] = r->ev[k].m;
     }
     return dpd_session_chain(r->ses, r->pa_ses, err);
@@ -244,7 +246,7 @@ static dpd_status preview(run *r, const dpd_run_state *st, long nb, int *cancel,
     dpd_status s = DPD_OK;
     long long z[4];
     if (!e->x) s = dpd_eval_head(e, v, S < v->S ? S : v->S, err);
-    if (!s) s = dpd_eval_run(e, r->ses, r->c->batch_eval, &r->ds.spec, r->c->evm_fs, err);
+    if (!s) s = dpd_eval_run(e, r->ses, r->c->batch_eval, &r->ds.spec, &r->sc, err);
     if (!s) s = dpd_session_zeros(r->ses, z, err); /* not the epoch's: dropped */
     if (s) return s;
     dpd_event ev = {.type = DPD_EV_PREVIEW, .epoch = st->epoch + 1, .steps_done = st->epoch_step, .steps = nb,
@@ -390,7 +392,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
     int own_pa = in->resume[0] && dpd_exists(pa_copy);
     if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, own_pa ? pa_copy : cfg.pa, err))) goto done;
-    r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain};
+    r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain, &r.ds};
     if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
         if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;
@@ -402,7 +404,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
             goto done;
         }
         r.rd.delta = delta_cols(&r);
-        dpd_run_header(&r.rd.hist, r.rd.delta);
+        dpd_run_header(&r.rd.hist, r.rd.delta, r.sc.profile);
         dpd_run_inherit(&r.rd, st.epoch);
     } else {
         st.lr = cfg.lr; /* (a resume's cfg was read from its config.json after st was made) */
@@ -411,7 +413,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         if (in->resume[0]) { /* killed before its first checkpoint: the same run from the start */
             dpd_run_adopt(&r.rd, &r.info);
             r.rd.delta = delta_cols(&r);
-            dpd_run_header(&r.rd.hist, r.rd.delta);
+            dpd_run_header(&r.rd.hist, r.rd.delta, r.sc.profile);
             dpd_run_inherit(&r.rd, 0);
         }
     }
@@ -426,7 +428,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     } else if (!in->resume[0]) {
         if ((s = dpd_run_make(&r.rd, &r.info, err))) goto done;
         r.rd.delta = delta_cols(&r);
-        dpd_run_header(&r.rd.hist, r.rd.delta);
+        dpd_run_header(&r.rd.hist, r.rd.delta, r.sc.profile);
     }
     if ((s = dpd_run_write_config(&r.rd, &r.info, err))) goto done;
     r.t0 = now() - st.elapsed * 60.0, r.last_note = now();
@@ -447,7 +449,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         long long z[4];
         if ((s = cfg.ls ? ls_epoch(&r, &tl, err) : epoch_train(&r, &st, &tl, err))) break;
         for (int k = 0; k < 2 && !s; k++) {
-            s = dpd_eval_run(&r.ev[k], r.ses, cfg.batch_eval, &r.ds.spec, cfg.evm_fs, err);
+            s = dpd_eval_run(&r.ev[k], r.ses, cfg.batch_eval, &r.ds.spec, &r.sc, err);
             if (!s) s = dpd_session_zeros(r.ses, z, err);
             for (int i = 0; i < 4; i++) st.dz[i] += z[i];
             vl[k] = r.ev[k].loss, m[k] = r.ev[k].m;
@@ -466,7 +468,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         if (improved) {
             st.best_epoch = e + 1, st.best_val = m[0], st.best_test = m[1];
             best.n = 0;
-            dpd_run_header(&best, r.rd.delta);
+            dpd_run_header(&best, r.rd.delta, r.sc.profile);
             dpd_run_row(&best, e + 1, cfg.epochs, minutes, lr, cfg.batch, np, cfg.frame, cfg.model.family,
                         cfg.model.hidden, th, r.rd.delta ? &sp : NULL, tl, vl, m);
             if ((s = dpd_run_write(&r.rd, "best.csv", &best, err)) || (s = dpd_run_save_best(&r.rd, &r.info, r.m, e + 1, &m[0], &m[1], err)))

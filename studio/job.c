@@ -166,6 +166,11 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             target_dpd = !strcmp(text, "dpd");
             continue;
         }
+        if (!strcmp(key, "no_doctor")) {
+            if (!json_is_boolean(v)) return fail(err, DPD_E_INVAL, key, "no_doctor: must be true or false");
+            j->no_doctor = json_is_true(v);
+            continue;
+        }
         if (!strcmp(key, "legacy_evm")) {
             legacy = strcmp(text, "0") != 0;
             continue;
@@ -199,6 +204,12 @@ dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err) {
     for (int k = 0; k < 3; k++) d->n[k] = ds.split[k].n;
     d->nperseg = ds.spec.nperseg;
     dpd_dataset_free(&ds);
+    dpd_doctor_report r;
+    dpd_error derr = {0};
+    d->doctor[0] = 0;
+    if (dpd_doctor_run(dir, &r, &derr)) snprintf(d->doctor, sizeof d->doctor, "it cannot read the data: %s", derr.msg);
+    else dpd_doctor_errors(&r, d->doctor, sizeof d->doctor);
+    dpd_doctor_report_free(&r);
     return DPD_OK;
 }
 
@@ -230,6 +241,9 @@ dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err) {
     if (!j->cfg.ls && strcmp(j->verb, "fake") && d->n[DPD_TRAIN] < (size_t)j->cfg.frame)
         return fail(err, DPD_E_INVAL, "dataset", "dataset: the train split has %zu samples, fewer than one frame (%d)",
                     d->n[DPD_TRAIN], j->cfg.frame);
+    if (d->doctor[0] && !j->no_doctor && (!strcmp(j->verb, "train-pa") || !strcmp(j->verb, "train-dpd")))
+        return fail(err, DPD_E_FORMAT, "dataset", "dataset: the dataset doctor refuses it: %s ('dpd doctor' prints the "
+                    "whole report; the option no_doctor: true trains anyway)", d->doctor);
     return DPD_OK;
 }
 

@@ -19,6 +19,7 @@ typedef struct job {
     char verb[16];      /* train-pa, train-dpd, fit-ls, fake */
     dpd_train_cfg cfg;  /* resolved; data, out and pa are left to the caller */
     char pa[24];        /* the PA's studio run id ("" when none) */
+    int no_doctor;      /* options.no_doctor: train without the dataset doctor's gate */
     job_fake fake;
 } job;
 
@@ -31,11 +32,15 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
 typedef struct job_data {
     size_t n[3];
     int nperseg;
+    char doctor[900]; /* the dataset doctor's error-level findings ("code: message (fix: ...)"), "" when none */
 } job_data;
 
-/* Loads the dataset in dir (every split) into d. DPD_E_FORMAT etc. naming the file and line. */
+/* Loads the dataset in dir (every split) into d and runs the dataset doctor on it (d->doctor).
+ * DPD_E_FORMAT etc. naming the file and line. */
 dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err);
-/* Checks the dataset can serve j: val and test at least one segment, train at least one frame. */
+/* Checks the dataset can serve j: val and test at least one segment, train at least one frame;
+ * and for train-pa and train-dpd without no_doctor, that the doctor found no error (DPD_E_FORMAT
+ * with the doctor's findings, as `dpd train-pa` refuses). */
 dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err);
 /* Public mode's compute bounds (docs/studio.md "Public mode"): each bounded field of j's resolved
  * configuration at most its limit (epochs 300, batch and batch_eval 256, frame and stride 400,

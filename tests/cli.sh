@@ -257,7 +257,7 @@ check '[ $rc -eq 0 ] && isjson "$T/h.json" && jq1 "$T/h.json" "j[\"samples\"] ==
     "eval --json on a 100-row dataset: valid JSON, metrics not_applicable (exit $rc: $(head -c 300 "$T/h.json") $(head -c 200 "$T/err"))"
 "$DPD" eval --data "$T/h" --split test >"$T/h.txt" 2>&1; rc=$?
 check '[ $rc -eq 0 ] && grep -q "n/a (" "$T/h.txt"' "eval text on a 100-row dataset prints n/a (reason) (exit $rc)"
-"$DPD" train-pa --data "$T/h" --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 2 --out "$T/hr" --json >"$T/hr.json" 2>"$T/err"; rc=$?
+"$DPD" train-pa --data "$T/h" --no-doctor --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 2 --out "$T/hr" --json >"$T/hr.json" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && isjson "$T/hr.json" && jq1 "$T/hr.json" "j[\"val\"][\"NMSE\"] is None and j[\"best_epoch\"] >= 1" && grep -q "^epoch 2/2 train_loss .* val NMSE n/a (" "$T/err"' \
     "train-pa on a 100-row dataset: n/a metrics in the epoch lines, null in the JSON summary (exit $rc: $(tail -n 2 "$T/err"))"
 
@@ -446,6 +446,52 @@ if [ -f "$DPA/train_input.csv" ]; then
 else
     echo "SKIP cli DPA_200MHz checks: $DPA absent"
 fi
+# --- metric profiles (docs/metrics.md) and the contiguous-v1 split ---
+"$DPD" eval --data "$T/a" --split test --json >"$T/lg.json"
+check 'jq1 "$T/lg.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\" and \"EVM\" in j[\"linear_gain\"]"' \
+    "eval: legacy-opendpd-v1 by default, named in the JSON"
+"$DPD" eval --data "$T/a" --split test --json --metric-profile opendpd-spectral-v2 >"$T/v2.json"
+check 'jq1 "$T/v2.json" "j[\"metric_profile\"] == \"opendpd-spectral-v2\" and set(j[\"linear_gain\"]) >= {\"NMSE\", \"IBE\", \"ACLR_L\", \"ACLR_R\", \"ACLR_AVG\"} and \"EVM\" not in j[\"linear_gain\"] and j[\"linear_gain\"][\"NMSE\"] != j[\"linear_gain\"][\"IBE\"]"' \
+    "eval --metric-profile opendpd-spectral-v2: NMSE, IBE and ACLR keys ($(head -c 300 "$T/v2.json"))"
+check '! cmp -s "$T/lg.json" "$T/v2.json"' "eval: the profiles give different numbers"
+"$DPD" eval --data "$T/a" --split test --metric-profile general-spectral-v1 >"$T/g1.txt"
+check 'grep -q "IBE dB" "$T/g1.txt" && grep -q "ACPR_AVG" "$T/g1.txt" && grep -q "general-spectral-v1" "$T/g1.txt"' \
+    "eval --metric-profile general-spectral-v1: table names IBE and ACPR"
+expect 2 "is not a metric profile" "$DPD" eval --data "$T/a" --metric-profile opendpd-spectral-v3
+expect 2 "--metric-profile" "$DPD" train-pa --data "$T/a" --metric-profile legacy --preset quick --out "$T/mp"
+"$DPD" train-pa --data "$T/a" --preset quick --epochs 1 --hidden 4 --frame 40 --metric-profile general-spectral-v1 \
+    --out "$T/mp" --no-plots --json >"$T/mp.json" 2>"$T/mp.err"
+MP=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/mp.json")
+check '[ -n "$MP" ] && jq1 "$T/mp.json" "\"IBE\" in j[\"val\"] and \"ACPR_AVG\" in j[\"test\"] and j[\"config\"][\"metric_profile\"] == \"general-spectral-v1\""' \
+    "train-pa --metric-profile: the summary's metrics are the profile's ($(head -c 300 "$T/mp.err"))"
+check 'jq1 "$MP/config.json" "j[\"metric_profile\"] == \"general-spectral-v1\" and j[\"split\"][\"protocol\"] == \"files\""' \
+    "train-pa --metric-profile: recorded in config.json with the split"
+check 'head -1 "$MP/history.csv" | grep -q "VAL_NMSE,VAL_IBE,VAL_ACPR_L,VAL_ACPR_R,VAL_ACPR_AVG,TEST_LOSS"' \
+    "train-pa --metric-profile: history.csv columns named by the profile"
+check 'grep -aq "\"metric_profile\":\"general-spectral-v1\"" "$MP/best.safetensors" && grep -aq "\"val_IBE\"" "$MP/best.safetensors"' \
+    "train-pa --metric-profile: in the checkpoint's metadata"
+"$DPD" train-pa --resume "$MP" --epochs 2 --json >"$T/mp2.json" 2>"$T/mp2.err"
+check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(wc -l <"$MP/history.csv")" -eq 3 ]' \
+    "resume keeps the run's metric profile ($(head -c 300 "$T/mp2.err"))"
+# single_csv: contiguous-v1 with its 256-sample guard, recorded in config.json
+mkdir -p "$T/sc" && python3 - "$T/a" "$T/sc" <<'PY'
+import sys, json
+a, d = sys.argv[1], sys.argv[2]
+rows = []
+for s in ("train", "val", "test"):
+    xi = open(f"{a}/{s}_input.csv").read().split("\n")[1:]
+    yo = open(f"{a}/{s}_output.csv").read().split("\n")[1:]
+    rows += [f"{x},{y}" for x, y in zip(xi, yo) if x]
+open(f"{d}/data.csv", "w").write("I_in,Q_in,I_out,Q_out\n" + "\n".join(rows) + "\n")
+spec = json.load(open(f"{a}/spec.json"))
+spec["dataset_format"] = "single_csv"
+json.dump(spec, open(f"{d}/spec.json", "w"))
+PY
+"$DPD" train-pa --data "$T/sc" --preset quick --epochs 1 --hidden 4 --frame 40 --out "$T/scr" --no-plots --json >"$T/sc.json" 2>"$T/sc.err"
+SC=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/sc.json")
+check '[ -n "$SC" ] && jq1 "$SC/config.json" "j[\"split\"] == {\"protocol\": \"contiguous-v1\", \"guard\": 256, \"train\": [0, 22732], \"val\": [22988, 30565], \"test\": [30821, 38400]}"' \
+    "single_csv: contiguous-v1 split of 38400 rows recorded in config.json ($(head -c 300 "$T/sc.err"))"
+
 # a run's own config.json out of range is a malformed file (exit 1, naming it), not a usage error
 cp -r "$D1" "$T/badcfg" && sed -i 's/"frame": 40/"frame": 2147483647/' "$T/badcfg/config.json"
 expect 1 "badcfg/config.json" "$DPD" train-pa --resume "$T/badcfg" --epochs 9

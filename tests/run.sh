@@ -2,8 +2,9 @@
 # Runs every test program given as arguments, then tests/cli.sh, tests/opencl.sh (the OpenCL
 # provider's pack, training and fallback cases on PoCL), tests/cuda_gate.sh (the same kernels
 # compiled for the H200: no stack, no spills), tests/plot.sh (dpd plot's
-# pictures), tests/studio.sh (dpd serve, black-box over HTTP), tests/ui.sh (the studio's pages in
-# headless Chromium), tests/identity.sh (training
+# pictures), tests/doctor.sh (dpd doctor and the training gate), tests/recordings.sh (.mat,
+# SigMF and the synth presets through dpd), tests/studio.sh (dpd serve, black-box over HTTP),
+# tests/ui.sh (the studio's pages in headless Chromium), tests/identity.sh (training
 # bit-identical to the values recorded before the public-API refactor) and tests/crash.sh
 # (kill -9 during training, then resume), then tests/fuzz/run.sh (each libFuzzer harness for
 # FUZZ_SECONDS, default 15; it skips when clang or libFuzzer is missing), and sums their
@@ -19,7 +20,7 @@ export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_O
 export DPD_FAKE_LIB="$BUILD/tests/libfake.so" # the fault-injecting provider (tests/fake_provider.c)
 passed=0; failed=0; skipped=0; crashed=0
 log=$(mktemp)
-for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/fuzz/run.sh; do
+for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/fuzz/run.sh; do
     t0=$(date +%s)
     case $t in
     tests/fuzz/run.sh) if [ "${FUZZ_SECONDS:-15}" = 0 ]; then
@@ -32,6 +33,8 @@ for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh test
         else sh tests/cuda_gate.sh "${NVCC:-nvcc}" "$BUILD/cuda/resident.ptxas" >"$log" 2>&1; fi ;;
     tests/studio.sh) sh tests/studio.sh "$BUILD" >"$log" 2>&1 ;;
     tests/plot.sh) sh tests/plot.sh "$BUILD" >"$log" 2>&1 ;;
+    tests/doctor.sh) sh tests/doctor.sh "$BUILD" >"$log" 2>&1 ;;
+    tests/recordings.sh) sh tests/recordings.sh "$BUILD" >"$log" 2>&1 ;;
     tests/ui.sh) sh tests/ui.sh "$BUILD" >"$log" 2>&1 ;;
     tests/crash.sh) sh tests/crash.sh "$BUILD/dpd" >"$log" 2>&1 ;;
     tests/identity.sh) sh tests/identity.sh "$BUILD/dpd" check 1 2 >"$log" 2>&1 ;;

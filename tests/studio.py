@@ -2844,6 +2844,12 @@ def _synth(ctx, out):
 def t_datasets(ctx):
     data = ctx.path("data")
     _synth(ctx, os.path.join(data, "mini"))
+    os.makedirs(os.path.join(data, "silent"))
+    for n in os.listdir(os.path.join(data, "mini")):
+        text = open(os.path.join(data, "mini", n)).read()
+        if n.endswith("_output.csv"):
+            text = "I,Q\n" + "0,0\n" * (text.count("\n") - 1)
+        open(os.path.join(data, "silent", n), "w").write(text)
     os.makedirs(os.path.join(data, "broken"))
     open(os.path.join(data, "broken", "spec.json"), "w").write("{ not json")
     s = ctx.server(args=["--data", data])
@@ -2857,6 +2863,15 @@ def t_datasets(ctx):
     check(fin["status"] == "succeeded", f"train-pa on a --data dataset: {fin}")
     expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "broken", "options": {"hidden": 4}}), 422,
                  field="dataset", what="a malformed dataset")
+    # the dataset doctor's gate (docs/doctor.md): a silent output refuses train-pa; no_doctor overrides
+    r = s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "silent", "options": {"hidden": 4, "epochs": 1}})
+    check(r.status == 422 and r.err("field") == "dataset" and "doctor refuses" in r.err("message") and
+          "silent_signal" in r.err("message"), f"train-pa on a silent capture: refused by the doctor: {r!r}")
+    expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "silent", "options": {"no_doctor": 1}}), 422,
+                 "invalid_config", "no_doctor", what="no_doctor given a number")
+    run = s.submit("train-pa", "silent", {"hidden": 4, "epochs": 1, "preset": "quick", "no_doctor": True})
+    check(s.wait_status(run["id"], TERMINAL, 60)["status"] in ("succeeded", "failed", "diverged"),
+          "train-pa with no_doctor on a silent capture: queued and run")
     # upload
     src = os.path.join(data, "mini")
     files = {n: open(os.path.join(src, n)).read() for n in os.listdir(src) if n.endswith(".csv")}

@@ -75,7 +75,7 @@ static void good(void) {
     d = check_tmpdir(); /* single_csv: floor(n r) rows each, in time order */
     check_write(d, "spec.json",
                 "{\"dataset_format\": \"single_csv\", \"csv_filename\": \"cap.csv\", \"split_ratios\":"
-                " {\"train\": 0.6, \"val\": 0.2, \"test\": 0.2}, \"input_signal_fs\": 800e6,"
+                " {\"train\": 0.6, \"val\": 0.2, \"test\": 0.2}, \"split_guard\": 0, \"input_signal_fs\": 800e6,"
                 " \"bw_main_ch\": 200e6, \"n_sub_ch\": 1, \"nperseg\": 2}");
     char text[4096] = "I_in,Q_in,extra,I_out,Q_out\n";
     for (int i = 0; i < 11; i++) sprintf(text + strlen(text), "%d,0,9,%d,1\n", i, 2 * i);
@@ -84,7 +84,121 @@ static void good(void) {
     CHECK(ds.split[0].n == 6 && ds.split[1].n == 2 && ds.split[2].n == 3, "single_csv split 6/2/3 of 11: %zu/%zu/%zu",
           ds.split[0].n, ds.split[1].n, ds.split[2].n);
     CHECK(ds.split[1].x[0] == 6 && ds.split[2].y[0] == 16 && ds.split[2].y[1] == 1, "single_csv columns by name");
+    CHECK(!strcmp(ds.protocol, "contiguous-v1") && ds.begin[2] == 8, "single_csv: protocol %s, test from %zu",
+          ds.protocol, ds.begin[2]);
     dpd_dataset_free(&ds);
+
+    d = check_tmpdir(); /* single_csv with the default 256-sample guard: contiguous-v1's worked example */
+    check_write(d, "spec.json",
+                "{\"dataset_format\": \"single_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
+                " \"n_sub_ch\": 1, \"nperseg\": 2}");
+    {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/data.csv", d);
+        FILE *f = fopen(path, "w");
+        fprintf(f, "I_in,Q_in,I_out,Q_out\n");
+        for (int i = 0; i < 10000; i++) fprintf(f, "%d,0,%d,1\n", i, 2 * i);
+        fclose(f);
+    }
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_OK, "guarded single_csv: %s", err.msg);
+    CHECK(ds.spec.guard == 256 && ds.split[0].n == 5692 && ds.begin[1] == 5948 && ds.split[1].n == 1897 &&
+              ds.begin[2] == 8101 && ds.split[2].n == 1899 && ds.split[1].x[0] == 5948 && ds.split[2].y[0] == 16202,
+          "contiguous-v1 of 10000 rows: %zu/%zu/%zu from %zu/%zu/%zu", ds.split[0].n, ds.split[1].n, ds.split[2].n,
+          ds.begin[0], ds.begin[1], ds.begin[2]);
+    dpd_dataset_free(&ds);
+    check_write(d, "spec.json",
+                "{\"dataset_format\": \"single_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
+                " \"n_sub_ch\": 1, \"nperseg\": 2, \"split_guard\": 4999}");
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "data.csv") && strstr(err.msg, "guard"),
+          "a guard leaving < 3 samples is refused naming the file: %s", err.msg);
+    check_write(d, "spec.json",
+                "{\"dataset_format\": \"single_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
+                " \"n_sub_ch\": 1, \"nperseg\": 2, \"split_guard\": -1}");
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "split_guard"),
+          "a negative guard is refused: %s", err.msg);
+    check_write(d, "spec.json",
+                "{\"dataset_format\": \"single_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
+                " \"n_sub_ch\": 1, \"nperseg\": 2, \"split_ratios\": {\"train\": 0.7, \"val\": 0.2, \"test\": 0.2}}");
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "sum"),
+          "single_csv ratios that do not sum to 1 are refused: %s", err.msg);
+}
+
+/* A mat dataset: one paired capture in a .mat (v5 and v7.3), cut by contiguous-v1 as single_csv is;
+ * the sample rate from the file or spec.json (both: they must agree), the variables by name. */
+static void mat_datasets(void) {
+    enum { N = 10000 };
+    double *x = malloc(4 * N * sizeof *x), *y = x + 2 * N;
+    for (int i = 0; i < N; i++) x[2 * i] = i, x[2 * i + 1] = -0.5 * i, y[2 * i] = 2 * i, y[2 * i + 1] = 1.0 / (i + 1);
+    dpd_dataset ds;
+    dpd_error err = {0};
+    for (int v73 = 0; v73 < 2; v73++) {
+        const char *d = check_tmpdir();
+        char path[4200];
+        snprintf(path, sizeof path, "%s/data.mat", d);
+        CHECK(!dpd_mat_write_pair(path, x, y, N, 800e6, NULL, NULL, v73, &err), "mat v%s written: %s", v73 ? "7.3" : "5",
+              err.msg);
+        check_write(d, "spec.json", "{\"dataset_format\": \"mat\", \"bw_main_ch\": 200e6, \"n_sub_ch\": 1, \"nperseg\": 2}");
+        CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_OK, "mat v%s dataset: %s", v73 ? "7.3" : "5", err.msg);
+        int same = 1;
+        for (int k = 0; k < 3; k++)
+            same &= !memcmp(ds.split[k].x, x + 2 * ds.begin[k], ds.split[k].n * 2 * sizeof *x) &&
+                    !memcmp(ds.split[k].y, y + 2 * ds.begin[k], ds.split[k].n * 2 * sizeof *y);
+        CHECK(!strcmp(ds.protocol, "contiguous-v1") && ds.split[0].n == 5692 && ds.begin[1] == 5948 &&
+                  ds.split[1].n == 1897 && ds.begin[2] == 8101 && ds.split[2].n == 1899 && same,
+              "mat v%s: contiguous-v1's cut, every sample bit for bit (%zu/%zu/%zu)", v73 ? "7.3" : "5", ds.split[0].n,
+              ds.split[1].n, ds.split[2].n);
+        CHECK(ds.spec.fs == 800e6, "mat v%s: fs from the file (%g)", v73 ? "7.3" : "5", ds.spec.fs);
+        dpd_dataset_free(&ds);
+    }
+    const char *d = check_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pa.mat", d);
+    CHECK(!dpd_mat_write_pair(path, x, y, N, 0, "pa_in", "pa_out", 0, &err), "mat without fs written: %s", err.msg);
+    static const struct {
+        const char *spec, *want, *what;
+        dpd_status s;
+    } cases[] = {
+        {"\"mat_filename\": \"pa.mat\", \"mat_input\": \"pa_in\", \"mat_output\": \"pa_out\", \"input_signal_fs\": 1e8",
+         NULL, "variables by name, fs from spec.json", DPD_OK},
+        {"\"mat_filename\": \"pa.mat\", \"mat_input\": \"pa_in\", \"mat_output\": \"pa_out\"", "input_signal_fs",
+         "no sample rate anywhere", DPD_E_FORMAT},
+        {"\"mat_filename\": \"pa.mat\", \"input_signal_fs\": 1e8", "pa.mat", "the default variables missing",
+         DPD_E_FORMAT},
+        {"\"mat_filename\": \"other.mat\", \"input_signal_fs\": 1e8", "other.mat", "a missing file", DPD_E_IO},
+        {"\"mat_filename\": \"../pa.mat\", \"input_signal_fs\": 1e8", "mat_filename", "a path", DPD_E_FORMAT},
+        {"\"mat_filename\": \"pa.mat\", \"mat_input\": 7, \"input_signal_fs\": 1e8", "mat_input", "a number as name",
+         DPD_E_FORMAT},
+        {"\"mat_filename\": \"pa.mat\", \"mat_input\": \"pa_in\", \"mat_output\": \"pa_in\", \"input_signal_fs\": 1e8,"
+         " \"split_ratios\": {\"train\": 0.5, \"val\": 0.2, \"test\": 0.2}", "sum", "ratios summing to 0.9", DPD_E_FORMAT},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec, "{\"dataset_format\": \"mat\", \"bw_main_ch\": 20e6, \"n_sub_ch\": 1, \"nperseg\": 2, %s}",
+                 cases[k].spec);
+        check_write(d, "spec.json", spec);
+        err.msg[0] = 0;
+        dpd_status s = dpd_dataset_load(d, 7, 0, &ds, &err);
+        CHECK(s == cases[k].s && (!cases[k].want || strstr(err.msg, cases[k].want)), "mat, %s: status %d (%s)",
+              cases[k].what, s, err.msg);
+        if (!s) CHECK(ds.spec.fs == 1e8 && ds.split[2].y[0] == y[2 * ds.begin[2]], "mat, %s: loaded", cases[k].what);
+        dpd_dataset_free(&ds);
+    }
+    snprintf(path, sizeof path, "%s/data.mat", d);
+    CHECK(!dpd_mat_write_pair(path, x, y, N, 800e6, NULL, NULL, 0, &err), "mat with fs written: %s", err.msg);
+    check_write(d, "spec.json", "{\"dataset_format\": \"mat\", \"input_signal_fs\": 400e6, \"bw_main_ch\": 20e6, "
+                                "\"n_sub_ch\": 1, \"nperseg\": 2}");
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "400000000") &&
+              strstr(err.msg, "800000000") && strstr(err.msg, "data.mat"),
+          "mat: spec.json's fs and the file's disagree, both named: %s", err.msg);
+    check_write(d, "spec.json", "{\"dataset_format\": \"mat\", \"bw_main_ch\": 900e6, \"n_sub_ch\": 1, \"nperseg\": 2}");
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "bw_main_ch"),
+          "mat: bw_main_ch above the file's sample rate is refused: %s", err.msg);
+    CHECK(dpd_mat_write_pair(path, x, y, N, 0, "fs", NULL, 0, &err) == DPD_E_INVAL && !strcmp(err.field, "var") &&
+              dpd_mat_write_pair(path, x, y, N, 0, "a", "a", 0, &err) == DPD_E_INVAL &&
+              dpd_mat_write_pair(path, x, y, N, 0, "2x", NULL, 0, &err) == DPD_E_INVAL &&
+              dpd_mat_write_pair(path, x, y, 0, 0, NULL, NULL, 0, &err) == DPD_E_INVAL,
+          "dpd_mat_write_pair refuses fs, a name twice, a bad name and no samples");
+    free(x);
 }
 
 /* Loading dataset directory d (need train/val/test) must fail with status s naming n1 and n2. */
@@ -148,6 +262,7 @@ int main(void) {
     alarm(20);
     hostile();
     good();
+    mat_datasets();
     refuse("missing file", "val_output.csv", NULL, DPD_E_IO, "val_output.csv", "cannot open");
     refuse("missing spec", "spec.json", NULL, DPD_E_IO, "spec.json", "missing");
     refuse("non-numeric", "train_input.csv", "I,Q\n1,2\n3,abc\n", DPD_E_FORMAT, "train_input.csv:3", "abc");

@@ -23,6 +23,8 @@ static double num(json_t *o, const char *path) { /* "a.b.c" */
     return json_number_value(o);
 }
 
+static const dpd_scoring evm800 = {DPD_PROFILE_LEGACY, 800e6}; /* OpenDPD v2.0.0's logged EVM */
+
 static double worst; /* largest deviation seen, printed at the end */
 
 static void near(const char *what, double got, double want, double tol) {
@@ -118,7 +120,7 @@ static void dataset_case(const char *name) {
         if (g > 0) {
             CHECK(dpd_segments(d->x, d->n, N, g, &x, &S, &err) == DPD_OK, "segments");
             dpd_metrics pa, dp;
-            CHECK(dpd_metrics_compute(x, y, S, N, d->n, sp, 800e6, &pa, &err) == DPD_OK, "%s", err.msg);
+            CHECK(dpd_metrics_compute(x, y, S, N, d->n, sp, &evm800, &pa, &err) == DPD_OK, "%s", err.msg);
             CHECK(dpd_metrics_compute(y, x, S, N, d->n, sp, 0, &dp, &err) == DPD_OK, "%s", err.msg);
             for (int m = 0; m < DPD_NMETRICS; m++)
                 CHECK(pa.status[m] == DPD_METRIC_OK && dp.status[m] == DPD_METRIC_OK,
@@ -206,7 +208,7 @@ static void test_identical_values(void) {
               m.aclr_avg == (l + rr) / 2,
           "metrics_compute differs from dpd_nmse/evm/aclr");
     dpd_metrics a;
-    CHECK(dpd_metrics_aclr(p, SS, SN, SS * SN, &synth_spec, &a, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_metrics_aclr(p, SS, SN, SS * SN, &synth_spec, NULL, &a, &err) == DPD_OK, "%s", err.msg);
     CHECK(a.aclr_l == l && a.aclr_r == rr && a.aclr_avg == m.aclr_avg, "metrics_aclr differs");
     expect("aclr alone", &a, DPD_NMSE, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
     expect("aclr alone", &a, DPD_EVM, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
@@ -235,7 +237,7 @@ static void test_silent_pa_output(void) {
     for (int k = DPD_ACLR_L; k <= DPD_ACLR_AVG; k++)
         expect("silent vs live", &m, k, DPD_METRIC_INVALID, "signal is silent");
 
-    CHECK(dpd_metrics_aclr(zero, SS, SN, SS * SN, &synth_spec, &m, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_metrics_aclr(zero, SS, SN, SS * SN, &synth_spec, NULL, &m, &err) == DPD_OK, "%s", err.msg);
     expect("silent alone", &m, DPD_NMSE, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
     expect("silent alone", &m, DPD_EVM, DPD_METRIC_NOT_APPLICABLE, "no reference signal");
     for (int k = DPD_ACLR_L; k <= DPD_ACLR_AVG; k++)
@@ -267,7 +269,7 @@ static void test_short_split(void) {
     snprintf(want, sizeof want, "100 samples, fewer than one %d-sample segment", SN);
     CHECK(dpd_metrics_compute(p, r, 1, SN, 100, &synth_spec, 0, &m, &err) == DPD_OK, "%s", err.msg);
     for (int k = 0; k < DPD_NMETRICS; k++) expect("100-sample split", &m, k, DPD_METRIC_NOT_APPLICABLE, want);
-    CHECK(dpd_metrics_aclr(r, 1, SN, 100, &synth_spec, &m, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_metrics_aclr(r, 1, SN, 100, &synth_spec, NULL, &m, &err) == DPD_OK, "%s", err.msg);
     for (int k = 0; k < DPD_NMETRICS; k++)
         expect("100-sample split, ACLR alone", &m, k, DPD_METRIC_NOT_APPLICABLE, want);
     /* Exactly one segment is enough. */
@@ -289,10 +291,10 @@ static void test_band_too_wide(void) {
     CHECK(m.nmse == dpd_nmse(p, r, SS, SN), "wide band: NMSE %g differs from dpd_nmse", m.nmse);
     for (int k = DPD_EVM; k <= DPD_ACLR_AVG; k++)
         expect("wide band", &m, k, DPD_METRIC_NOT_APPLICABLE, "200 MHz channel does not fit in the 100 MHz");
-    CHECK(dpd_metrics_compute(p, r, SS, SN, SS * SN, &sp, 800e6, &m, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_metrics_compute(p, r, SS, SN, SS * SN, &sp, &evm800, &m, &err) == DPD_OK, "%s", err.msg);
     expect("wide band, EVM at 800 MHz", &m, DPD_EVM, DPD_METRIC_OK, NULL);
     expect("wide band, EVM at 800 MHz", &m, DPD_ACLR_AVG, DPD_METRIC_NOT_APPLICABLE, "100 MHz spectrum");
-    CHECK(dpd_metrics_aclr(r, SS, SN, SS * SN, &sp, &m, &err) == DPD_OK, "%s", err.msg);
+    CHECK(dpd_metrics_aclr(r, SS, SN, SS * SN, &sp, NULL, &m, &err) == DPD_OK, "%s", err.msg);
     for (int k = DPD_ACLR_L; k <= DPD_ACLR_AVG; k++)
         expect("wide band, ACLR alone", &m, k, DPD_METRIC_NOT_APPLICABLE, "does not fit");
 }
@@ -311,7 +313,7 @@ static void test_bad_arguments(void) {
     CHECK(dpd_metrics_compute(p, p, 1, 1, 1, &synth_spec, 0, &m, &err) == DPD_E_INVAL, "N = 1 accepted");
     CHECK(dpd_metrics_compute(p, p, 1, SN, SN + 1, &synth_spec, 0, &m, &err) == DPD_E_INVAL,
           "n > S N accepted");
-    CHECK(dpd_metrics_aclr(NULL, SS, SN, SS * SN, &synth_spec, &m, &err) == DPD_E_INVAL,
+    CHECK(dpd_metrics_aclr(NULL, SS, SN, SS * SN, &synth_spec, NULL, &m, &err) == DPD_E_INVAL,
           "ACLR alone: NULL signal accepted");
     CHECK(strstr(err.msg, "metrics") != NULL, "error message \"%s\" does not name metrics", err.msg);
 }

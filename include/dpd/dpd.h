@@ -60,14 +60,15 @@ DPD_API const char *dpd_status_str(dpd_status s);
 enum { DPD_TRAIN = 0, DPD_VAL = 1, DPD_TEST = 2, DPD_NSPLIT = 3 };
 
 /* What spec.json says. Fields metrics need (fs, bw_main, n_sub, nperseg) are always set after a
- * successful load: their absence is a load error. */
+ * successful load: their absence is a load error (a mat dataset may take fs from its file). */
 typedef struct dpd_spec {
     double fs;        /* input_signal_fs, Hz */
     double bw_main;   /* bw_main_ch (alias input_signal_bw), Hz */
     double bw_sub;    /* bw_sub_ch (alias input_signal_sub_ch_bw), Hz; 0 when absent */
     int n_sub;        /* n_sub_ch */
     int nperseg;      /* eval segment length and Welch/FFT length */
-    double ratios[3]; /* split_ratios (train, val, test); used by single_csv */
+    double ratios[3]; /* split_ratios (train, val, test); used by single_csv and mat */
+    long guard;       /* split_guard: single_csv and mat samples left out between splits (default 256) */
 } dpd_spec;
 
 typedef struct dpd_split {
@@ -82,15 +83,28 @@ typedef struct dpd_dataset {
     dpd_spec spec;
     dpd_split split[DPD_NSPLIT]; /* a split not requested (or absent and optional) has n == 0 */
     char warning[512];           /* non-fatal notes (e.g. an alias was used); "" when none */
+    char protocol[24];           /* how the splits were made: "files" (split_csv: as given) or "contiguous-v1"
+                                    (single_csv and mat: one capture cut by dpd_split_contiguous) */
+    size_t begin[DPD_NSPLIT];    /* contiguous-v1: each split's first sample in the capture (files: 0) */
 } dpd_dataset;
 
-/* Loads the splits whose bits (1 << DPD_TRAIN ...) are in `need`; splits in `want` but not in
- * `need` are loaded when their files exist and left empty otherwise. Numbers are parsed in the
+/* Loads the dataset directory dir (docs/formats.md: split_csv, single_csv or mat, as spec.json's
+ * dataset_format says). split_csv: the splits whose bits (1 << DPD_TRAIN ...) are in `need`;
+ * splits in `want` but not in `need` are loaded when their files exist and left empty otherwise
+ * (single_csv and mat: all three, from the one capture). Numbers are parsed in the
  * C locale; NaN/Inf, extra or missing fields, row-count mismatches and empty splits are
  * DPD_E_FORMAT naming file and line. On failure ds is left empty (dpd_dataset_free is safe). */
 DPD_API DPD_CHECK dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want,
                                               dpd_dataset *ds, dpd_error *err);
 DPD_API void dpd_dataset_free(dpd_dataset *ds);
+
+/* Split protocol contiguous-v1 (opendpd-protocols §2, rules 13-16) of an n-sample capture: usable
+ * = n - 2 guard; train gets floor(usable r_train) samples from 0, val floor(usable r_val) from
+ * train's end + guard, test the remainder from val's end + guard to n. The ratios must each lie in
+ * [0, 1] and sum to 1 (within 1e-6), usable must be >= 3 and every split >= 1 sample; otherwise
+ * DPD_E_INVAL saying which. begin[k], len[k]: split k's first sample and length. */
+DPD_API DPD_CHECK dpd_status dpd_split_contiguous(size_t n, const double ratios[3], size_t guard,
+                                                  size_t begin[3], size_t len[3], dpd_error *err);
 
 /* Reads a CSV with a header line into out (rows, ncol) of doubles (malloc'd; caller frees).
  * names[k] is the header name of output column k (other columns are ignored); with names NULL
@@ -116,9 +130,34 @@ DPD_API void dpd_frames_gather(const float *x, const float *y, const uint32_t *f
 DPD_API DPD_CHECK dpd_status dpd_segments(const double *iq, size_t n, int N, double scale,
                                           float **out, int *S, dpd_error *err);
 
-/* ---- metrics (reference §6, OpenDPD's legacy profile) ------------------------------------ */
+/* ---- metrics (reference §6; profiles: docs/metrics.md) ------------------------------------ */
 
+/* Five metric slots. What slot DPD_EVM and the ACLR slots hold depends on the profile: legacy:
+ * NMSE, EVM, ACLR_L/R/AVG; general-spectral-v1: NMSE, IBE, ACPR_L/R/AVG; opendpd-spectral-v2:
+ * NMSE, IBE, ACLR_L/R/AVG (dpd_metric_key names them). */
 enum { DPD_NMSE = 0, DPD_EVM, DPD_ACLR_L, DPD_ACLR_R, DPD_ACLR_AVG, DPD_NMETRICS };
+
+/* Metric profiles (opendpd-protocols §1): legacy-opendpd-v1 (OpenDPD v2's numbers: every
+ * nperseg segment, the zero-padded tail included; the default, for reproducing published
+ * figures), general-spectral-v1 and opendpd-spectral-v2 (the valid samples only, Welch density
+ * PSD with 50 % overlap, ratios of 0 floored at -300 dB). */
+typedef enum dpd_profile {
+    DPD_PROFILE_LEGACY = 0,
+    DPD_PROFILE_GENERAL,
+    DPD_PROFILE_V2,
+    DPD_NPROFILES
+} dpd_profile;
+
+DPD_API const char *dpd_profile_name(dpd_profile p); /* "legacy-opendpd-v1", ...; NULL out of range */
+DPD_API int dpd_profile_parse(const char *name);     /* the profile named exactly, or -1 */
+DPD_API const char *dpd_metric_key(dpd_profile p, int k); /* "NMSE", "IBE", "ACPR_L", ...; NULL out of range */
+
+/* How metrics are scored: the profile, and for legacy the EVM sample rate (evm_fs 0: the
+ * dataset's fs; 800e6 for OpenDPD v2.0.0's logged value). A NULL scoring is legacy, evm_fs 0. */
+typedef struct dpd_scoring {
+    dpd_profile profile;
+    double evm_fs;
+} dpd_scoring;
 
 /* Whether a metric could be computed: ok; invalid (the inputs make it meaningless, e.g. a silent
  * reference); not_applicable (it does not apply, e.g. a split shorter than one segment, a band
@@ -130,14 +169,16 @@ typedef enum dpd_metric_status {
 } dpd_metric_status;
 
 /* The five metrics. A value whose status is not ok is NaN and reason says why; front ends print
- * it as null (JSON) or "n/a (reason)". */
+ * it as null (JSON) or "n/a (reason)". evm holds IBE and aclr_* ACPR under the profiles that
+ * compute those. */
 typedef struct dpd_metrics {
     double nmse, evm, aclr_l, aclr_r, aclr_avg; /* dB, dB, dBc, dBc, dBc */
     dpd_metric_status status[DPD_NMETRICS];
     char reason[DPD_NMETRICS][96];
+    dpd_profile profile; /* the profile that scored them */
 } dpd_metrics;
 
-DPD_API const char *dpd_metric_name(int k);                    /* "NMSE", ..., "ACLR_AVG"; NULL out of range */
+DPD_API const char *dpd_metric_name(int k);                    /* legacy's "NMSE", ..., "ACLR_AVG"; NULL out of range */
 DPD_API double dpd_metric_value(const dpd_metrics *m, int k);  /* m->nmse for DPD_NMSE, ... */
 DPD_API const char *dpd_metric_status_str(dpd_metric_status s); /* "ok", "invalid", "not_applicable" */
 
@@ -162,25 +203,127 @@ DPD_API DPD_CHECK dpd_status dpd_evm(const float *pred, const float *ref, int S,
 DPD_API DPD_CHECK dpd_status dpd_aclr(const float *sig, int S, int N, double fs, double bw,
                                       int n_sub, double *left, double *right, dpd_error *err);
 
-/* All five metrics of pred against ref with the spec's band plan, n of the S N samples real (the
- * rest zero padding; n < N makes every metric not_applicable: the split is shorter than one
- * segment). EVM uses evm_fs (0: spec->fs, dpd's default; 800e6 for OpenDPD v2.0.0's logged
- * value). A metric that cannot be computed gets its status and reason (never a non-finite value
- * with status ok); the call fails only for bad arguments (DPD_E_INVAL). */
+/* All five metrics of pred against ref with the spec's band plan under sc's profile (NULL:
+ * legacy), n of the S N samples real (the rest zero padding). Legacy scores every segment, the
+ * padded tail included (n < N makes every metric not_applicable: the split is shorter than one
+ * segment); the other profiles score the first n samples only (fewer than N: the spectral
+ * metrics are not_applicable). A metric that cannot be computed gets its status and reason
+ * (never a non-finite value with status ok); the call fails only for bad arguments (DPD_E_INVAL)
+ * and out of memory. */
 DPD_API DPD_CHECK dpd_status dpd_metrics_compute(const float *pred, const float *ref, int S, int N,
-                                                 size_t n, const dpd_spec *spec, double evm_fs,
+                                                 size_t n, const dpd_spec *spec, const dpd_scoring *sc,
                                                  dpd_metrics *m, dpd_error *err);
 
-/* The ACLR entries of one signal alone (a measured PA output); NMSE and EVM are not_applicable
- * ("no reference signal"). Same statuses and failure rules as dpd_metrics_compute. */
+/* The adjacent-channel entries of one signal alone (a measured PA output); NMSE and EVM/IBE are
+ * not_applicable ("no reference signal"). Same statuses and failure rules as dpd_metrics_compute. */
 DPD_API DPD_CHECK dpd_status dpd_metrics_aclr(const float *sig, int S, int N, size_t n,
-                                              const dpd_spec *spec, dpd_metrics *m, dpd_error *err);
+                                              const dpd_spec *spec, const dpd_scoring *sc, dpd_metrics *m,
+                                              dpd_error *err);
 /* Power spectral density of S segments of N samples of (S, N, 2) IQ, as the ACLR sees it (Welch,
  * periodic Hann, each segment's mean removed, averaged over segments): db[k] in dB (relative: the
  * window's power is normalised out), freq[k] in Hz (NULL: not wanted), k = 0..N-1 from -fs/2 up
  * (fftshift order). */
 DPD_API DPD_CHECK dpd_status dpd_psd(const float *sig, int S, int N, double fs, double *freq,
                                      double *db, dpd_error *err);
+
+/* ---- dataset doctor (dataset-doctor-v1; docs/doctor.md) --------------------------------- */
+
+/* Evidence-based checks of a dataset directory's paired capture, the splits concatenated (train,
+ * val, test): OpenDPD's dataset-doctor-v1 checks in its order with its constants, then dpd's own
+ * (missing split files, DC offset, stuck samples, split lengths against nperseg). The data is
+ * read leniently: NaN/Inf, empty fields, row-count mismatches and missing or invalid metadata are
+ * findings, not load failures; only a malformed file is an error. Nothing is changed in place. */
+#define DPD_DOCTOR_VERSION "dataset-doctor-v1"
+
+typedef enum dpd_severity { DPD_SEV_ERROR = 0, DPD_SEV_WARNING, DPD_SEV_INFO } dpd_severity;
+
+/* One measured value behind a finding: a number (kind 'n': value), a text (kind 's': text) or
+ * sample indices (kind 'l': the first nlist of them, 0-based in the concatenated capture). */
+typedef struct dpd_evidence {
+    char key[32]; /* "delay_samples" */
+    char kind;
+    double value;
+    char text[160];
+    int nlist;
+    size_t list[10];
+} dpd_evidence;
+
+typedef struct dpd_finding {
+    char code[40];         /* "time_misalignment" */
+    dpd_severity severity;
+    int blocking;          /* 1: evaluation on this data means nothing until it is fixed */
+    char title[96];
+    char message[400];     /* what was measured, one sentence */
+    char value[96];        /* the headline value for a table ("3.25 samples") */
+    char suggestion[32];   /* a fix's machine name (fix_delay, remove_outliers, ...), "" when none */
+    char fix[240];         /* one line a person can act on */
+    double confidence;     /* [0, 1]; NaN where the check defines none */
+    int nevidence;
+    dpd_evidence evidence[12];
+} dpd_finding;
+
+typedef struct dpd_doctor_file {
+    char name[256];        /* inside the dataset directory */
+    uint64_t bytes;
+    char sha256[65];       /* lowercase hex */
+} dpd_doctor_file;
+
+typedef struct dpd_doctor_report {
+    char version[32];      /* DPD_DOCTOR_VERSION */
+    char id[64];           /* doc-<UTC yyyymmdd-HHMMSS>-<first 8 of raw_sha256, or "nohash"> */
+    char dataset[256];     /* the directory's last path component */
+    char layout[16];       /* "split_csv" or "single_csv" */
+    char raw_sha256[65];   /* SHA-256 of the data files' bytes, concatenated in split order (spec.json
+                            * not included); "" when there is no data file */
+    int nfiles;
+    dpd_doctor_file files[8]; /* every file read, spec.json included */
+    size_t n[DPD_NSPLIT];  /* samples per split (input and output trimmed to the shorter); 0: absent */
+    size_t n_total;
+    int evaluation_blocked; /* 1 when any finding blocks */
+    /* the estimates; NaN when not measured (the doctor stops at a silent signal) */
+    double delay;          /* samples, > 0: the output is late */
+    double delay_confidence;
+    double gain_re, gain_im; /* the fitted complex gain y ~ g x */
+    double gain_confidence;
+    double obw;            /* occupied bandwidth of the input, Hz */
+    int nfindings;
+    dpd_finding *findings; /* sorted error, warning, info (check order within each); owned */
+} dpd_doctor_report;
+
+DPD_API const char *dpd_severity_str(dpd_severity s); /* "error", "warning", "info" */
+
+/* Examines the dataset directory dir into r (caller frees it with dpd_doctor_report_free, also
+ * after a failure). DPD_E_IO when dir or a file cannot be read, DPD_E_FORMAT for a malformed file
+ * (a CSV field that is not a number, a bad header, missing or extra fields, spec.json that is not
+ * a JSON object or names an unknown layout), naming file and line; DPD_E_NOMEM. Findings never
+ * fail the call. Reentrant. */
+DPD_API DPD_CHECK dpd_status dpd_doctor_run(const char *dir, dpd_doctor_report *r, dpd_error *err);
+DPD_API void dpd_doctor_report_free(dpd_doctor_report *r);
+
+/* The error-level findings of r (those that block training), as "code: message (fix: fix)"
+ * joined by "; " into buf (truncated to n - 1 bytes; "" when none; buf may be NULL when n is 0).
+ * Returns their number. */
+DPD_API int dpd_doctor_errors(const dpd_doctor_report *r, char *buf, size_t n);
+
+enum { DPD_FIX_DELAY = 1, DPD_FIX_GAIN = 2 };
+
+/* What dpd_doctor_fix wrote. */
+typedef struct dpd_doctor_fixed {
+    long shift;              /* the integer delay removed (the rounded estimate): output sample i + shift
+                              * now pairs with input sample i; 0 without DPD_FIX_DELAY */
+    double gain_re, gain_im; /* the complex gain divided out of the output; 1, 0 without DPD_FIX_GAIN */
+    size_t rows[DPD_NSPLIT]; /* rows written per data file (single_csv: rows[0], its one file) */
+} dpd_doctor_fixed;
+
+/* Runs the doctor on dir (into r, as dpd_doctor_run) and writes a corrected copy into out:
+ * DPD_FIX_DELAY shifts each file's output by the rounded delay and trims input and output to
+ * their overlap; DPD_FIX_GAIN divides the output by the fitted complex gain; spec.json is copied
+ * unchanged. out is created whole or not at all (a temporary directory beside it, then a rename);
+ * dir is never written. DPD_E_INVAL when fixes is 0, out is dir or exists and is not empty, or
+ * the report blocks evaluation (its error-level findings come first); other statuses as above. */
+DPD_API DPD_CHECK dpd_status dpd_doctor_fix(const char *dir, const char *out, unsigned fixes,
+                                            dpd_doctor_report *r, dpd_doctor_fixed *fixed,
+                                            dpd_error *err);
 
 /* ---- random numbers ---------------------------------------------------------------------- */
 
@@ -386,9 +529,9 @@ DPD_API DPD_CHECK dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds
                                               double gain, dpd_error *err);
 /* Runs session s on the segments (made resident in s on the first run; a session that holds
  * another dpd_eval's segments gets these again) in batches of `batch`, then scores: loss and
- * metrics (evm_fs 0: the dataset's fs). e->x must not be changed after the first run. */
+ * metrics under sc (NULL: legacy, the dataset's fs). e->x must not be changed after the first run. */
 DPD_API DPD_CHECK dpd_status dpd_eval_run(dpd_eval *e, dpd_session *s, int batch,
-                                          const dpd_spec *spec, double evm_fs, dpd_error *err);
+                                          const dpd_spec *spec, const dpd_scoring *sc, dpd_error *err);
 DPD_API void dpd_eval_free(dpd_eval *e); /* accepts a zeroed or freed e */
 
 /* ---- plot data (dpd plot, the studio) --------------------------------------------------- */
@@ -469,16 +612,79 @@ DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n,
 
 /* ---- recordings (dpd run) ------------------------------------------------------------------ */
 
-/* Reads a recording: a CSV whose header names columns I and Q (other columns ignored), or raw
- * little-endian interleaved float32 IQ (a path ending in .cf32). iq (n, 2) doubles, malloc'd
- * (caller frees; NULL on failure). Non-finite samples, a partial .cf32 sample and an empty file
- * are DPD_E_FORMAT naming the file and the line or sample. */
+/* A recording's format follows its path (docs/formats.md): "cf32" (raw little-endian interleaved
+ * float32 IQ, a path ending in .cf32), "sigmf" (a SigMF cf32_le recording: X.sigmf-data with its
+ * X.sigmf-meta beside it; either path names the pair), "mat" (a MATLAB .mat file, v5 or v7.3), else
+ * "csv" (a header naming columns I and Q, others ignored). Never NULL. */
+DPD_API const char *dpd_recording_format(const char *path);
+
+/* What a recording says besides its samples, and the names a .mat file uses. Zeroed = the
+ * defaults. Reading sets fs and freq from the file (0 where it says nothing) and reads the names;
+ * writing reads every field. */
+typedef struct dpd_recording_meta {
+    double fs;               /* sample rate, Hz; 0 = unknown (SigMF core:sample_rate, .mat var_fs) */
+    double freq;             /* centre frequency, Hz; 0 = unknown (SigMF captures[0] core:frequency) */
+    const char *var;         /* .mat signal variable. Read: NULL = the first of x, iq, input, in;
+                              * write: NULL = y (the model's output) */
+    const char *var_in;      /* .mat write: the input's variable, NULL = x */
+    const char *var_fs;      /* .mat sample-rate variable (a real scalar, Hz), NULL = fs (read: or Fs) */
+    int mat73;               /* .mat write: 1 = v7.3 (HDF5), 0 = v5 */
+    const char *description; /* SigMF write: core:description, NULL = none */
+    const char *model;       /* SigMF write: dpd:model, the checkpoint that made it, NULL = none */
+    const char *run_id;      /* SigMF write: dpd:run_id, NULL = none */
+} dpd_recording_meta;
+
+/* Reads a recording in its path's format (dpd_recording_format). iq (n, 2) doubles, malloc'd
+ * (caller frees; NULL on failure). meta (may be NULL) gives the .mat names and receives fs and
+ * freq. Non-finite samples, a partial .cf32 sample, an empty file, a SigMF core:datatype other than
+ * cf32_le, a .mat variable that is missing or not a complex vector (or N x 2 real I,Q matrix) of
+ * double or single are DPD_E_FORMAT naming the file and the line, sample, field or variable;
+ * DPD_E_IO when a file (a SigMF recording's .sigmf-meta too) cannot be opened. */
+DPD_API DPD_CHECK dpd_status dpd_recording_read_meta(const char *path, dpd_recording_meta *meta, double **iq,
+                                                     size_t *n, dpd_error *err);
+/* dpd_recording_read_meta with the defaults, the metadata dropped. */
 DPD_API DPD_CHECK dpd_status dpd_recording_read(const char *path, double **iq, size_t *n, dpd_error *err);
 
-/* Writes y (n, 2) in the path's format, atomically: a .cf32 holds y alone; a CSV holds y as its
- * I,Q columns (so the next step reads it) and, when in is not NULL, the input as I_in,Q_in. */
+/* Writes y (n, 2) in the path's format, atomically (a SigMF pair: the data, then the metadata):
+ * a .cf32 holds y alone; a CSV holds y as its I,Q columns (so the next step reads it) and, when in
+ * is not NULL, the input as I_in,Q_in; a SigMF recording holds y and meta (core:sample_rate
+ * required: DPD_E_INVAL with err->field "fs" without it); a .mat holds y as a complex single
+ * column (var), in as a complex double column (var_in) and fs when known. meta may be NULL (the
+ * defaults). A .mat v7.3 from a matio built without HDF5 is DPD_E_UNSUPPORTED. */
+DPD_API DPD_CHECK dpd_status dpd_recording_write_meta(const char *path, const float *y, const double *in,
+                                                      size_t n, const dpd_recording_meta *meta, dpd_error *err);
+/* dpd_recording_write_meta with meta NULL. */
 DPD_API DPD_CHECK dpd_status dpd_recording_write(const char *path, const float *y, const double *in, size_t n,
                                                  dpd_error *err);
+
+/* ---- MATLAB files (.mat v5 and v7.3, through matio; docs/formats.md) ----------------------- */
+
+/* Reads a paired capture: the PA input and output as complex vectors (or N x 2 real I,Q matrices)
+ * of double or single and equal length, and the sample rate. xname/yname NULL: "x" when the file
+ * has it, else "input"; "y" when it has it, else "output". The sample rate is the real scalar "fs"
+ * (else "Fs"); *fs = 0 when the file has neither. in and out (n, 2) doubles, malloc'd (caller
+ * frees both; both NULL on failure). DPD_E_IO when the file cannot be opened; DPD_E_FORMAT naming
+ * the file and the variable when it is not a MAT file, a variable is missing, of another class or
+ * shape, real where complex is expected, holds a non-finite value, or the lengths differ;
+ * DPD_E_NOMEM. Thread-safe (every .mat call takes one lock: matio's log and HDF5 are global). */
+DPD_API DPD_CHECK dpd_status dpd_mat_read_pair(const char *path, const char *xname, const char *yname, double **in,
+                                               double **out, size_t *n, double *fs, dpd_error *err);
+
+/* Writes a paired capture atomically, v5 or (mat73) v7.3: in and out (n, 2) as N x 1 complex double
+ * variables xname and yname (NULL: "x" and "y"), and fs as the double scalar "fs" when > 0: what
+ * dpd_mat_read_pair reads back bit for bit. DPD_E_INVAL (field "var") for a name MATLAB would refuse,
+ * "fs" or one name twice, and for n == 0 or more than v5 holds; otherwise as dpd_mat_write_model. */
+DPD_API DPD_CHECK dpd_status dpd_mat_write_pair(const char *path, const double *in, const double *out, size_t n,
+                                                double fs, const char *xname, const char *yname, int mat73,
+                                                dpd_error *err);
+
+/* Writes a polynomial model's coefficients (family mp or gmp_ls) atomically, v5 or (mat73) v7.3:
+ * coef (P x 1 complex double, dpd's term order) with term_k, term_q, term_m (P x 1 double: term p
+ * is coef(p) * x(n-q) |x(n-q-m)|^k), degree, memory_depth, cross and family; an mp model also as
+ * Coefficients, the memory_depth-by-degree matrix comm.DPD takes for a memory polynomial (row
+ * q+1, column k+1 multiplies x(n-q) |x(n-q)|^k). DPD_E_UNSUPPORTED for a neural model or a v7.3
+ * file without HDF5, DPD_E_IO when the file cannot be written. */
+DPD_API DPD_CHECK dpd_status dpd_mat_write_model(const char *path, const dpd_model *m, int mat73, dpd_error *err);
 
 /* ---- checkpoints (safetensors, OpenDPD state-dict names) --------------------------------- */
 
@@ -531,7 +737,21 @@ typedef struct dpd_synth_cfg {
     uint64_t seed;
 } dpd_synth_cfg;
 
+/* The defaults: the "ofdm-mc" waveform (10 x 20 MHz carriers of 64-QAM OFDM at 800 MS/s). */
 DPD_API void dpd_synth_defaults(dpd_synth_cfg *c);
+
+/* Sets c's waveform fields (carriers, carrier_bw, qam, fs, length, nperseg, occupancy) to a
+ * preset's, leaving the PA, noise and seed fields: "ofdm-mc" (the defaults'), "lte20" (one 20 MHz
+ * carrier, 1200 subcarriers at 15 kHz, 122.88 MS/s), "nr100" (one 100 MHz carrier, 3276
+ * subcarriers at 30 kHz, 491.52 MS/s); docs/synth.md. DPD_E_INVAL (err->field "preset") naming
+ * the known presets for another name; c is then unchanged. */
+DPD_API DPD_CHECK dpd_status dpd_synth_preset(dpd_synth_cfg *c, const char *name, dpd_error *err);
+
+/* The capture dpd_synth_write splits: x the PA input and y its output, (c->length, 2) doubles
+ * each, train then val then test, malloc'd (caller frees both; both NULL on failure). Same
+ * configuration -> identical values. DPD_E_INVAL (err->field set) for a bad configuration,
+ * DPD_E_NOMEM. */
+DPD_API DPD_CHECK dpd_status dpd_synth_generate(const dpd_synth_cfg *c, double **x, double **y, dpd_error *err);
 
 /* Writes an OpenDPD split_csv dataset (six CSVs + spec.json) into dir (created if needed).
  * Same configuration -> byte-identical files. */
@@ -551,6 +771,7 @@ typedef struct dpd_train_cfg {
     int patience, lr_schedule;
     uint64_t seed;
     double evm_fs;      /* 0 = dataset fs (dpd default); 800e6 = OpenDPD v2.0.0 */
+    char metric_profile[24]; /* "" or "legacy-opendpd-v1" (legacy), "general-spectral-v1", "opendpd-spectral-v2" */
     char preset[16];    /* "" | quick | full (informational; the fields above are resolved) */
     int ls;             /* 1: fit a polynomial model by least squares instead of gradient descent
                          * (one "epoch"); DPD runs use indirect learning (ILA) */

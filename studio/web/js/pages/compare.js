@@ -63,6 +63,16 @@ export default async function comparePage(ctx) {
   if (!ctx.alive()) return;
   for (const r of runs) if (r.error) out.append(errorBanner(r.error));
   const ok = runs.filter((r) => !r.error);
+  // runs scored under different metric profiles measure different quantities: never compared silently
+  const profileOf = (r) => {
+    const cfg = (r.res && (r.res.config || (r.res.summary && r.res.summary.config))) || {};
+    return cfg.metric_profile || (r.run.options && r.run.options.metric_profile) || 'legacy-opendpd-v1';
+  };
+  const profiles = [...new Set(ok.map(profileOf))];
+  if (profiles.length > 1) {
+    out.append(banner('warn', `These runs were scored under different metric profiles (${profiles.join(', ')}): `
+      + 'their metrics are different quantities and must not be compared (docs/metrics.md).'));
+  }
 
   // the metric of a run: the final summary's (best checkpoint) when there is one, else the last epoch's
   const value = (r, split, m) => {

@@ -17,7 +17,7 @@ function uuid() {
   return [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-// "name = value" lines: numbers become JSON numbers, anything else a string.
+// "name = value" lines: numbers become JSON numbers, true and false booleans, anything else a string.
 export function parseOptions(text) {
   const out = {}, errors = [];
   text.split(/\r?\n/).forEach((line, i) => {
@@ -26,7 +26,8 @@ export function parseOptions(text) {
     const m = /^([A-Za-z_][A-Za-z0-9_-]*)\s*[=:]\s*(.*)$/.exec(t);
     if (!m) { errors.push(`line ${i + 1}: write name = value`); return; }
     const v = m[2].trim();
-    out[m[1].replace(/-/g, '_')] = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v) ? Number(v) : v;
+    out[m[1].replace(/-/g, '_')] = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(v) ? Number(v)
+      : /^(true|false)$/i.test(v) ? v.toLowerCase() === 'true' : v;
   });
   return { options: out, errors };
 }

@@ -1,0 +1,534 @@
+/* mat: MATLAB .mat files (v5 and v7.3) through matio — a signal (a complex vector, or an N x 2 real
+ * matrix of I,Q columns) with its sample rate, a paired capture, dpd run's output, and a polynomial
+ * model's coefficients (layouts: docs/formats.md). It does not read cells, structs, integers or
+ * sparse matrices. A variable's header is checked (class, shape, a size the file can hold, at most
+ * zlib's 1032:1 past its bytes) before its data is read, so a hostile file costs no more memory
+ * than its size allows. matio logs through a hook that keeps its last message for ours (the
+ * library never prints); that hook and Debian's HDF5 are process-wide and not thread-safe, so every
+ * call holds one lock. Writes are atomic (dpd_afile's temporary file, written by matio by name). */
+#include "mat.h"
+
+#include <math.h>
+#include <matio.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "model.h"
+#include "models/poly.h"
+#include "status.h"
+
+#define MAX_MAT_BYTES (8ull << 30)              /* a paired capture of 256 M complex double samples */
+#define MAX_SAMPLES (DPD_MAX_CF32_BYTES / 8)    /* per variable, as a .cf32 recording */
+/* The 116-byte text MATLAB reads first; no date, so the same input gives the same v5 file. */
+#define HEADER5 "MATLAB 5.0 MAT-file, Created by: dpd " DPD_VERSION
+#define HEADER73 "MATLAB 7.3 MAT-file, Created by: dpd " DPD_VERSION " HDF5 schema 1.00 ."
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char said[240]; /* matio's last message during this call, on one line (under lock) */
+
+/* HDF5's messages come as "HDF5 error #002 in ... major: ... minor: File has been truncated": the
+ * part after "minor:" says it. */
+static void hook(int level, char *msg) {
+    const char *p = msg ? msg : "", *minor = strstr(p, "minor:");
+    if (minor) p = minor + 6;
+    size_t k = 0;
+    for (; *p && k + 1 < sizeof said; p++) {
+        char c = *p == '\n' || *p == '\t' || *p == '\r' ? ' ' : *p;
+        if (c == ' ' && (k == 0 || said[k - 1] == ' ')) continue;
+        said[k++] = c;
+    }
+    while (k && said[k - 1] == ' ') k--;
+    said[k] = 0;
+}
+
+static void init(void) { Mat_LogInitFunc("dpd", hook); }
+
+static void enter(void) {
+    pthread_once(&once, init);
+    pthread_mutex_lock(&lock);
+    said[0] = 0;
+}
+
+static void leave(void) { pthread_mutex_unlock(&lock); }
+
+/* " (matio: <its last message>)", or "" when it said nothing. */
+static const char *why(char *buf, size_t n) {
+    if (said[0]) snprintf(buf, n, " (matio: %s)", said);
+    else buf[0] = 0;
+    return buf;
+}
+
+static const char *class_name(enum matio_classes c) {
+    static const char *const k[] = {"empty", "a cell array", "a struct", "an object", "char", "a sparse matrix",
+                                    "double", "single", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                    "int64", "uint64", "a function", "opaque"};
+    return (unsigned)c < sizeof k / sizeof *k ? k[c] : "of an unknown class";
+}
+
+/* ---- reading --------------------------------------------------------------------------------- */
+
+static uint32_t u32(const unsigned char *b, int big) {
+    return big ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]
+               : (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+}
+
+/* A v5 file is a 128-byte header and then data elements, each an 8-byte tag (type, byte count)
+ * and its bytes (padded to 8 unless compressed; a small element fits its 4 bytes in the tag). The
+ * walk finds the element that ends past the end of the file (matio reads a cut-short value
+ * silently): its index, or -1 when every one is whole (or past 1 M elements, not walked). */
+static int v5_cut(int fd, uint64_t size) {
+    unsigned char h[128], t[8];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) return 0;
+    int big = h[126] == 'M' && h[127] == 'I'; /* "IM" as written little-endian */
+    uint64_t pos = 128;
+    for (int i = 0; pos < size && i < 1 << 20; i++) {
+        if (size - pos < 8 || pread(fd, t, 8, (off_t)pos) != 8) return i;
+        uint32_t type = u32(t, big), nb = u32(t + 4, big);
+        if (type >> 16) { /* a small element */
+            pos += 8;
+            continue;
+        }
+        if (nb > size - pos - 8) return i;
+        pos += 8 + (uint64_t)nb;
+        if (type != MAT_T_COMPRESSED) pos += (8 - pos % 8) % 8;
+    }
+    return -1;
+}
+
+static dpd_status open_mat(const char *path, mat_t **m, uint64_t *size, dpd_error *err) {
+    int fd;
+    *m = NULL;
+    dpd_status s = dpd_file_open(path, MAX_MAT_BYTES, "MATLAB file", &fd, size, err);
+    if (s) return s;
+    char w[300];
+    if (!(*m = Mat_Open(path, MAT_ACC_RDONLY))) {
+        close(fd);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: not a MATLAB .mat file (v4, v5 or v7.3)%s", path, why(w, sizeof w));
+    }
+    int cut = Mat_GetVersion(*m) == MAT_FT_MAT5 ? v5_cut(fd, *size) : -1;
+    close(fd);
+    if (cut < 0) return DPD_OK;
+    char name[80] = "";
+    matvar_t *v = NULL;
+    Mat_Rewind(*m);
+    for (int i = 0; i <= cut && (v = Mat_VarReadNextInfo(*m)); i++) {
+        if (i == cut && v->name) snprintf(name, sizeof name, "'%.64s' ", v->name);
+        Mat_VarFree(v);
+    }
+    Mat_Close(*m);
+    *m = NULL;
+    return dpd_fail(err, DPD_E_FORMAT,
+                    "%s: truncated: variable %s(number %d) ends past the end of the file (%llu bytes)", path, name,
+                    cut + 1, (unsigned long long)*size);
+}
+
+/* *found = whether m has variable `name` (its header reads). A lookup during which matio complains
+ * (a file cut short or corrupt: its variables cannot all be listed) is DPD_E_FORMAT. */
+static dpd_status find(mat_t *m, const char *path, const char *name, int *found, dpd_error *err) {
+    said[0] = 0;
+    matvar_t *v = Mat_VarReadInfo(m, name);
+    *found = v != NULL;
+    Mat_VarFree(v);
+    if (v || !said[0]) return DPD_OK;
+    char w[300];
+    return dpd_fail(err, DPD_E_FORMAT, "%s: truncated or corrupt: variable '%s' cannot be looked up%s", path, name,
+                    why(w, sizeof w));
+}
+
+/* The first of names[0..n) that m has (*found 1), else names[0] (*found 0). */
+static dpd_status first(mat_t *m, const char *path, const char *const *names, int n, const char **out, int *found,
+                        dpd_error *err) {
+    *out = names[0];
+    for (int i = 0; i < n; i++) {
+        dpd_status s = find(m, path, names[i], found, err);
+        if (s || *found) return *out = names[i], s;
+    }
+    return DPD_OK;
+}
+
+/* DPD_E_FORMAT for the variable m lacks (what: "'x'", or the names tried), with the names it has
+ * (the first few) and matio's reason when it gave one (a truncated file lists fewer). */
+static dpd_status missing(mat_t *m, const char *path, const char *what, dpd_error *err) {
+    char list[400] = "", w[300];
+    why(w, sizeof w);
+    Mat_Rewind(m);
+    size_t k = 0;
+    matvar_t *v;
+    for (int i = 0; i < 64 && (v = Mat_VarReadNextInfo(m)); i++) {
+        if (k + 80 < sizeof list)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s'%s'", k ? ", " : "", v->name ? v->name : "?");
+        Mat_VarFree(v);
+    }
+    return dpd_fail(err, DPD_E_FORMAT, "%s: no variable %s (the file holds %s)%s", path, what,
+                    list[0] ? list : "no variable dpd can list", w);
+}
+
+/* Checks that v (a header, or a variable read) is a signal — a complex vector, or an N x 2 real
+ * matrix of I,Q columns, of double or single — and one the file can hold; *n its samples. */
+static dpd_status signal_shape(const matvar_t *v, const char *path, uint64_t size, size_t *n, dpd_error *err) {
+    const char *name = v->name ? v->name : "?";
+    if (v->class_type != MAT_C_DOUBLE && v->class_type != MAT_C_SINGLE)
+        return dpd_fail(err, DPD_E_FORMAT,
+                        "%s: variable '%s' is %s%s; a complex vector (or an N x 2 real matrix of I,Q columns) of "
+                        "double or single is expected",
+                        path, name, class_name(v->class_type), v->isLogical ? " (logical)" : "");
+    if (v->rank != 2 || !v->dims)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' has %d dimensions; a vector is expected", path, name,
+                        v->rank);
+    size_t r = v->dims[0], c = v->dims[1];
+    if (v->isComplex) {
+        if (r != 1 && c != 1)
+            return dpd_fail(err, DPD_E_FORMAT,
+                            "%s: variable '%s' is a %zu x %zu complex matrix; a complex vector is expected", path, name,
+                            r, c);
+        *n = r == 1 ? c : r;
+    } else if (c == 2) {
+        *n = r;
+    } else if (r == 2) {
+        return dpd_fail(err, DPD_E_FORMAT,
+                        "%s: variable '%s' is a 2 x %zu real matrix; I,Q columns (N x 2, one row per sample) are "
+                        "expected: transpose it",
+                        path, name, c);
+    } else {
+        return dpd_fail(err, DPD_E_FORMAT,
+                        "%s: variable '%s' is real (%zu x %zu); a complex vector, or an N x 2 real matrix of I,Q "
+                        "columns, is expected",
+                        path, name, r, c);
+    }
+    if (*n == 0) return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' is empty", path, name);
+    double bytes = (double)*n * 2 * (v->class_type == MAT_C_DOUBLE ? 8 : 4);
+    if (*n > MAX_SAMPLES || bytes > 1032.0 * (double)size + 65536)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' claims %zu samples, more than %s: refused", path, name, *n,
+                        *n > MAX_SAMPLES ? "a recording may have (512 M)" : "a file of its size can hold");
+    return DPD_OK;
+}
+
+/* Variable `name` of m as (n, 2) doubles (see signal_shape). */
+static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const char *name, double **iq, size_t *n,
+                              dpd_error *err) {
+    *iq = NULL, *n = 0;
+    said[0] = 0;
+    matvar_t *v = Mat_VarReadInfo(m, name);
+    char w[300];
+    if (!v && said[0])
+        return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' cannot be read: truncated or corrupt%s", path, name,
+                        why(w, sizeof w));
+    if (!v) {
+        char q[80];
+        snprintf(q, sizeof q, "'%s'", name);
+        return missing(m, path, q, err);
+    }
+    size_t k = 0, k2 = 0;
+    dpd_status s = signal_shape(v, path, size, &k, err);
+    int cplx = v->isComplex != 0;
+    enum matio_classes cls = v->class_type;
+    Mat_VarFree(v);
+    if (s) return s;
+    said[0] = 0;
+    if (!(v = Mat_VarRead(m, name)) || said[0]) {
+        Mat_VarFree(v);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' cannot be read: truncated or corrupt%s", path, name,
+                        why(w, sizeof w));
+    }
+    if ((s = signal_shape(v, path, size, &k2, err))) goto done;
+    int dbl = cls == MAT_C_DOUBLE;
+    const mat_complex_split_t *z = cplx ? v->data : NULL;
+    if (k2 != k || (v->isComplex != 0) != cplx || v->class_type != cls || !v->data ||
+        v->data_type != (dbl ? MAT_T_DOUBLE : MAT_T_SINGLE) || (z && (!z->Re || !z->Im))) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s': its data does not match its header%s", path, name,
+                     why(w, sizeof w));
+        goto done;
+    }
+    double *out = malloc(k * 2 * sizeof *out);
+    if (!out) {
+        s = dpd_fail(err, DPD_E_NOMEM, "%s: out of memory for %zu samples of '%s'", path, k, name);
+        goto done;
+    }
+    /* complex: split Re, Im arrays; real: column-major N x 2, I then Q */
+    const void *re = z ? z->Re : v->data, *im = z ? z->Im : v->data;
+    size_t off = z ? 0 : k;
+    for (size_t i = 0; i < k; i++) {
+        double a = dbl ? ((const double *)re)[i] : ((const float *)re)[i];
+        double b = dbl ? ((const double *)im)[off + i] : ((const float *)im)[off + i];
+        if (!isfinite(a) || !isfinite(b)) {
+            free(out);
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' sample %zu has a non-finite %s value", path, name, i,
+                         isfinite(a) ? "Q" : "I");
+            goto done;
+        }
+        out[2 * i] = a, out[2 * i + 1] = b;
+    }
+    *iq = out, *n = k;
+done:
+    Mat_VarFree(v);
+    return s;
+}
+
+/* The sample rate: the real scalar `name` (NULL: fs, else Fs) in Hz; *fs = 0 when absent. */
+static dpd_status read_fs(mat_t *m, const char *path, const char *name, double *fs, dpd_error *err) {
+    static const char *const names[2] = {"fs", "Fs"};
+    *fs = 0;
+    int found;
+    dpd_status s = name ? find(m, path, name, &found, err) : first(m, path, names, 2, &name, &found, err);
+    if (s || !found) return s;
+    matvar_t *v = Mat_VarReadInfo(m, name);
+    int scalar = !v->isComplex && v->rank == 2 && v->dims && v->dims[0] == 1 && v->dims[1] == 1 &&
+                 (v->class_type == MAT_C_DOUBLE || v->class_type == MAT_C_SINGLE);
+    Mat_VarFree(v);
+    said[0] = 0;
+    v = scalar ? Mat_VarRead(m, name) : NULL; /* the header said 1 x 1: a read of 8 bytes at most */
+    double f = NAN;
+    if (v && !said[0] && v->data && !v->isComplex && v->rank == 2 && v->dims[0] == 1 && v->dims[1] == 1) {
+        if (v->class_type == MAT_C_DOUBLE && v->data_type == MAT_T_DOUBLE) f = *(const double *)v->data;
+        if (v->class_type == MAT_C_SINGLE && v->data_type == MAT_T_SINGLE) f = *(const float *)v->data;
+    }
+    Mat_VarFree(v);
+    if (f > 0 && isfinite(f)) {
+        *fs = f;
+        return DPD_OK;
+    }
+    char val[48] = "";
+    if (!isnan(f)) snprintf(val, sizeof val, " (it is %g)", f);
+    return dpd_fail(err, DPD_E_FORMAT,
+                    "%s: variable '%s' (the sample rate) must be a positive, finite real scalar of double or single, "
+                    "in Hz%s", path, name, val);
+}
+
+dpd_status dpd_mat_read_signal(const char *path, const char *var, const char *fsvar, double **iq, size_t *n,
+                               double *fs, dpd_error *err) {
+    static const char *const names[] = {"x", "iq", "input", "in"};
+    *iq = NULL, *n = 0, *fs = 0;
+    enter();
+    mat_t *m;
+    uint64_t size;
+    dpd_status s = open_mat(path, &m, &size, err);
+    int found = 1;
+    if (!s && !var && !(s = first(m, path, names, 4, &var, &found, err)) && !found)
+        s = missing(m, path, "'x', 'iq', 'input' or 'in'", err);
+    if (!s) s = read_signal(m, path, size, var, iq, n, err);
+    if (!s && (s = read_fs(m, path, fsvar, fs, err))) free(*iq), *iq = NULL, *n = 0;
+    if (m) Mat_Close(m);
+    leave();
+    return s;
+}
+
+dpd_status dpd_mat_read_pair(const char *path, const char *xname, const char *yname, double **in, double **out,
+                             size_t *n, double *fs, dpd_error *err) {
+    *in = *out = NULL, *n = 0, *fs = 0;
+    enter();
+    mat_t *m;
+    uint64_t size;
+    size_t nx = 0, ny = 0;
+    dpd_status s = open_mat(path, &m, &size, err);
+    static const char *const xs[2] = {"x", "input"}, *const ys[2] = {"y", "output"};
+    int found;
+    if (!s && !xname) s = first(m, path, xs, 2, &xname, &found, err);
+    if (!s && !yname) s = first(m, path, ys, 2, &yname, &found, err);
+    if (!s) s = read_signal(m, path, size, xname, in, &nx, err);
+    if (!s) s = read_signal(m, path, size, yname, out, &ny, err);
+    if (!s && nx != ny)
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: the input '%s' has %zu samples and the output '%s' %zu; a paired capture "
+                     "has as many of each", path, xname, nx, yname, ny);
+    if (!s) s = read_fs(m, path, NULL, fs, err);
+    if (s) free(*in), free(*out), *in = *out = NULL;
+    else *n = nx;
+    if (m) Mat_Close(m);
+    leave();
+    return s;
+}
+
+/* ---- writing --------------------------------------------------------------------------------- */
+
+/* A .mat being written into the temporary file of an atomic writer. */
+typedef struct writer {
+    dpd_afile a;
+    mat_t *m;
+} writer;
+
+static dpd_status w_open(writer *w, const char *path, int mat73, dpd_error *err) {
+    w->m = NULL;
+    dpd_status s = dpd_afile_open(&w->a, path, err);
+    if (s) return s;
+    fclose(w->a.f); /* matio writes the temporary file by name */
+    w->a.f = NULL;
+    if ((w->m = Mat_CreateVer(w->a.tmp, mat73 ? HEADER73 : HEADER5, mat73 ? MAT_FT_MAT73 : MAT_FT_MAT5))) return DPD_OK;
+    char why_[300];
+    why(why_, sizeof why_);
+    mat_t *v5 = mat73 ? Mat_CreateVer(w->a.tmp, HEADER5, MAT_FT_MAT5) : NULL;
+    if (v5) Mat_Close(v5);
+    dpd_afile_abort(&w->a);
+    if (v5) /* v5 works where v7.3 does not: matio was built without HDF5 */
+        return dpd_fail(err, DPD_E_UNSUPPORTED,
+                        "%s: this matio (%s) cannot write .mat v7.3, it was built without HDF5: write v5 (the "
+                        "default) or use a matio with HDF5 (Debian's libmatio has it)",
+                        path, MATIO_VERSION_STR);
+    return dpd_fail(err, DPD_E_IO, "%s: cannot create the MATLAB file%s", path, why_);
+}
+
+static void w_abort(writer *w) {
+    if (w->m) Mat_Close(w->m);
+    w->m = NULL;
+    dpd_afile_abort(&w->a);
+}
+
+/* Closes the file and moves it into place (dpd_afile_commit syncs it through a stream on it). */
+static dpd_status w_commit(writer *w, dpd_error *err) {
+    int bad = Mat_Close(w->m) != 0;
+    w->m = NULL;
+    if (bad || !(w->a.f = fopen(w->a.tmp, "rb"))) {
+        char why_[300];
+        dpd_afile_abort(&w->a);
+        return dpd_fail(err, DPD_E_IO, "%s: write failed%s", w->a.path, why(why_, sizeof why_));
+    }
+    return dpd_afile_commit(&w->a, err);
+}
+
+/* Writes one variable: rank 2, dims r x c, data in the class's type (complex: a mat_complex_split_t). */
+static dpd_status put(writer *w, const char *name, enum matio_classes cls, size_t r, size_t c, void *data, int cplx,
+                      dpd_error *err) {
+    size_t dims[2] = {r, c};
+    enum matio_types t = cls == MAT_C_DOUBLE ? MAT_T_DOUBLE : cls == MAT_C_SINGLE ? MAT_T_SINGLE : MAT_T_UTF8;
+    matvar_t *v = Mat_VarCreate(name, cls, t, 2, dims, data, (cplx ? MAT_F_COMPLEX : 0) | MAT_F_DONT_COPY_DATA);
+    int bad = !v || Mat_VarWrite(w->m, v, MAT_COMPRESSION_NONE) != 0;
+    Mat_VarFree(v); /* MAT_F_DONT_COPY_DATA: frees the header, never data */
+    if (!bad) return DPD_OK;
+    char why_[300];
+    return dpd_fail(err, DPD_E_IO, "%s: cannot write variable '%s'%s", w->a.path, name, why(why_, sizeof why_));
+}
+
+static dpd_status put_scalar(writer *w, const char *name, double v, dpd_error *err) {
+    return put(w, name, MAT_C_DOUBLE, 1, 1, &v, 0, err);
+}
+
+/* A MATLAB variable name: a letter, then letters, digits and '_', at most 63 characters. */
+static int valid_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !((*s | 32) >= 'a' && (*s | 32) <= 'z')) return 0;
+    for (; *s; s++)
+        if (!((*s | 32) >= 'a' && (*s | 32) <= 'z') && !(*s >= '0' && *s <= '9') && *s != '_') return 0;
+    return 1;
+}
+
+dpd_status dpd_mat_write_signal(const char *path, const float *y, const double *in, size_t n,
+                                const dpd_recording_meta *meta, dpd_error *err) {
+    const char *vy = meta && meta->var ? meta->var : "y", *vx = meta && meta->var_in ? meta->var_in : "x",
+               *vf = meta && meta->var_fs ? meta->var_fs : "fs";
+    const char *names[3] = {vy, in ? vx : NULL, meta && meta->fs > 0 ? vf : NULL};
+    for (int i = 0; i < 3; i++) {
+        if (names[i] && !valid_name(names[i]))
+            return dpd_fail_field(err, "var", DPD_E_INVAL,
+                                  "var: '%s' is not a MATLAB variable name (a letter, then letters, digits or '_', "
+                                  "at most 63)", names[i]);
+        for (int j = 0; j < i; j++)
+            if (names[i] && names[j] && !strcmp(names[i], names[j]))
+                return dpd_fail_field(err, "var", DPD_E_INVAL, "var: '%s' names two variables of %s", names[i], path);
+    }
+    if (n == 0) return dpd_fail(err, DPD_E_INVAL, "%s: no samples to write", path);
+    if (!(meta && meta->mat73) && (double)n * (in ? 16 : 8) > 4294000000.0) /* v5 sizes are 32-bit */
+        return dpd_fail(err, DPD_E_INVAL, "%s: %zu samples are more than a v5 .mat variable holds (4 GiB): write v7.3",
+                        path, n);
+    float *yre = malloc(2 * n * sizeof *yre), *yim = yre ? yre + n : NULL;
+    double *xre = in ? malloc(2 * n * sizeof *xre) : NULL, *xim = xre ? xre + n : NULL;
+    if (!yre || (in && !xre)) {
+        free(yre), free(xre);
+        return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory for %zu samples", path, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        yre[i] = y[2 * i], yim[i] = y[2 * i + 1];
+        if (in) xre[i] = in[2 * i], xim[i] = in[2 * i + 1];
+    }
+    enter();
+    writer w;
+    mat_complex_split_t zy = {yre, yim}, zx = {xre, xim};
+    dpd_status s = w_open(&w, path, meta && meta->mat73, err);
+    if (!s) s = put(&w, vy, MAT_C_SINGLE, n, 1, &zy, 1, err);
+    if (!s && in) s = put(&w, vx, MAT_C_DOUBLE, n, 1, &zx, 1, err);
+    if (!s && names[2]) s = put_scalar(&w, vf, meta->fs, err);
+    if (!s) s = w_commit(&w, err);
+    else if (w.m) w_abort(&w);
+    leave();
+    free(yre), free(xre);
+    return s;
+}
+
+dpd_status dpd_mat_write_pair(const char *path, const double *in, const double *out, size_t n, double fs,
+                              const char *xname, const char *yname, int mat73, dpd_error *err) {
+    const char *names[2] = {xname ? xname : "x", yname ? yname : "y"};
+    for (int i = 0; i < 2; i++)
+        if (!valid_name(names[i]) || !strcmp(names[i], "fs"))
+            return dpd_fail_field(err, "var", DPD_E_INVAL,
+                                  "var: '%s' is not a MATLAB variable name (a letter, then letters, digits or '_', "
+                                  "at most 63) other than fs", names[i]);
+    if (!strcmp(names[0], names[1]))
+        return dpd_fail_field(err, "var", DPD_E_INVAL, "var: '%s' names both variables of %s", names[0], path);
+    if (n == 0) return dpd_fail(err, DPD_E_INVAL, "%s: no samples to write", path);
+    if (!mat73 && (double)n * 16 > 4294000000.0) /* v5 sizes are 32-bit */
+        return dpd_fail(err, DPD_E_INVAL, "%s: %zu samples are more than a v5 .mat variable holds (4 GiB): write v7.3",
+                        path, n);
+    double *buf = malloc(4 * n * sizeof *buf);
+    if (!buf) return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory for %zu samples", path, n);
+    double *xre = buf, *xim = xre + n, *yre = xim + n, *yim = yre + n;
+    for (size_t i = 0; i < n; i++) {
+        xre[i] = in[2 * i], xim[i] = in[2 * i + 1];
+        yre[i] = out[2 * i], yim[i] = out[2 * i + 1];
+    }
+    enter();
+    writer w;
+    mat_complex_split_t zx = {xre, xim}, zy = {yre, yim};
+    dpd_status s = w_open(&w, path, mat73, err);
+    if (!s) s = put(&w, names[0], MAT_C_DOUBLE, n, 1, &zx, 1, err);
+    if (!s) s = put(&w, names[1], MAT_C_DOUBLE, n, 1, &zy, 1, err);
+    if (!s && fs > 0) s = put_scalar(&w, "fs", fs, err);
+    if (!s) s = w_commit(&w, err);
+    else if (w.m) w_abort(&w);
+    leave();
+    free(buf);
+    return s;
+}
+
+dpd_status dpd_mat_write_model(const char *path, const dpd_model *m, int mat73, dpd_error *err) {
+    const dpd_model_cfg *c = dpd_model_config(m);
+    if (!dpd_model_family(m)->poly)
+        return dpd_fail(err, DPD_E_UNSUPPORTED,
+                        "%s: only the polynomial models (mp, gmp_ls) have coefficients to export; %s is a neural network",
+                        path, c->family);
+    int P = dpd_poly_terms(c, NULL), K = c->order, Q = c->memory, mp = !strcmp(c->family, "mp");
+    dpd_term *t = malloc((size_t)P * sizeof *t);
+    double *buf = malloc(((size_t)P * 5 + (mp ? 2 * (size_t)K * Q : 0)) * sizeof *buf);
+    if (!t || !buf) {
+        free(t), free(buf);
+        return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory for %d coefficients", path, P);
+    }
+    dpd_poly_terms(c, t);
+    const float *cf = dpd_model_cparams(m) + dpd_model_tensor(m, 0)->offset; /* backbone.coef (P, 2) */
+    double *re = buf, *im = re + P, *tk = im + P, *tq = tk + P, *tm = tq + P, *mre = tm + P, *mim = mre + (size_t)K * Q;
+    for (int p = 0; p < P; p++) {
+        re[p] = cf[2 * p], im[p] = cf[2 * p + 1];
+        tk[p] = t[p].k, tq[p] = t[p].q, tm[p] = t[p].m;
+        /* comm.DPD's Coefficients: column-major memory_depth x degree, (q, k) at q + k Q */
+        if (mp) mre[t[p].q + (size_t)t[p].k * Q] = re[p], mim[t[p].q + (size_t)t[p].k * Q] = im[p];
+    }
+    enter();
+    writer w;
+    mat_complex_split_t zc = {re, im}, zm = {mre, mim};
+    dpd_status s = w_open(&w, path, mat73, err);
+    if (!s) s = put(&w, "coef", MAT_C_DOUBLE, (size_t)P, 1, &zc, 1, err);
+    if (!s) s = put(&w, "term_k", MAT_C_DOUBLE, (size_t)P, 1, tk, 0, err);
+    if (!s) s = put(&w, "term_q", MAT_C_DOUBLE, (size_t)P, 1, tq, 0, err);
+    if (!s) s = put(&w, "term_m", MAT_C_DOUBLE, (size_t)P, 1, tm, 0, err);
+    if (!s) s = put_scalar(&w, "degree", K, err);
+    if (!s) s = put_scalar(&w, "memory_depth", Q, err);
+    if (!s) s = put_scalar(&w, "cross", mp ? 0 : c->cross, err);
+    if (!s) s = put(&w, "family", MAT_C_CHAR, 1, strlen(c->family), (void *)c->family, 0, err);
+    if (!s && mp) s = put(&w, "Coefficients", MAT_C_DOUBLE, (size_t)Q, (size_t)K, &zm, 1, err);
+    if (!s) s = w_commit(&w, err);
+    else if (w.m) w_abort(&w);
+    leave();
+    free(t), free(buf);
+    return s;
+}
