@@ -203,7 +203,7 @@ static const struct verb {
     {"train-pa", cmd_train_pa, "train a PA behavioral model (OpenDPD's loop, exactly)"},
     {"train-dpd", cmd_train_dpd, "train a DPD model through a frozen PA model toward g x"},
     {"fit-ls", cmd_fit_ls, "least-squares MP/GMP baselines: PA models, or DPDs by indirect learning"},
-    {"run", cmd_run, "apply a trained DPD (or PA) model to a recording (CSV or .cf32)"},
+    {"run", cmd_run, "apply a trained DPD (or PA) model to a recording (CSV, .cf32, SigMF or .mat)"},
     {"providers", cmd_providers, "execution providers, devices, packs and the active choice"},
     {"parity", cmd_parity, "the same evaluation on each provider, and the deviations"},
     {"pack", cmd_pack, "install, list, verify, activate or remove runtime packs"},

@@ -81,8 +81,8 @@ static const char *const KERNELS[] = {"", "auto", "fast", "eager", "avx512", "av
     X("seed", 'u', 0, seed, 0, 0x1p64, "0", 0, NULL, M_NONE, "random seed")                        \
     X("evm_fs", 'd', 0, evm_fs, 0, INF, "0", 0, NULL, M_NONE,                                      \
       "EVM sample rate, Hz (0 = the dataset's fs; 800e6 = OpenDPD v2.0.0)")                        \
-    X("metric_profile", 's', 0, metric_profile, 0, 0, "legacy-opendpd-v1", 0, PROFILES, M_NONE,         \
-      "metric profile: legacy-opendpd-v1, general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md)") \
+    X("metric_profile", 's', 0, metric_profile, 0, 0, "legacy-opendpd-v1", 0, PROFILES, M_NONE,    \
+      "metric profile: legacy-opendpd-v1, general-spectral-v1 or opendpd-spectral-v2")            \
     X("preset", 's', 0, preset, 0, 0, "", 0, PRESETS, M_NONE,                                      \
       "the preset the fields came from (informational): '', quick or full")                       \
     X("least_squares", 'b', 0, ls, 0, 1, "0", 0, NULL, M_NONE,                                     \

@@ -22,7 +22,7 @@ static const char *sample(const dpd_field *f) {
         {"weight_decay", "1e-300"},                      {"clip", "0"},            {"seed", "18446744073709551615"},
         {"evm_fs", "800000000"}, {"preset", "quick"},    {"least_squares", "1"},   {"ls_reg", "5e-324"},
         {"ls_iterations", "100"}, {"threads", "0"},      {"kernels", "avx2"},      {"provider", "cuda"},
-        {"preview_every", "1000000"},
+        {"preview_every", "1000000"}, {"metric_profile", "opendpd-spectral-v2"},
     };
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         if (!strcmp(v[i].key, f->key)) return v[i].value;
@@ -51,7 +51,7 @@ static void set_bad(const char *key, const char *value, const char *msg, const c
 static void test_table(void) {
     int n;
     const dpd_field *f = dpd_config_fields(&n);
-    CHECK(n == 34, "%d rows", n);
+    CHECK(n == 35, "%d rows", n);
     int model_rows = 0, seen_train = 0;
     for (int i = 0; i < n; i++) {
         CHECK(f[i].key && f[i].about && f[i].about[0], "row %d lacks a key or meaning", i);
@@ -165,6 +165,8 @@ static void test_messages(void) {
     set_bad("seed", "x", "seed: 'x' is not a number", "seed");
     set_bad("least_squares", "maybe", "least_squares: 'maybe' is not one of 0, 1, true, false", "least_squares");
     set_bad("preset", "slow", "preset: 'slow' is not one of '', quick, full", "preset");
+    set_bad("metric_profile", "legacy", "metric_profile: 'legacy' is not one of legacy-opendpd-v1, general-spectral-v1, opendpd-spectral-v2",
+            "metric_profile");
     set_bad("kernels", "neon", "kernels: 'neon' is not one of '', auto, fast, eager, avx512, avx2, sse, ref", "kernels");
     set_bad("provider", "a-provider-name-that-is-far-too-long",
             "provider: 'a-provider-name-that-is-far-too-long' is longer than 31 characters", "provider");

@@ -420,6 +420,25 @@ try {
     await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
   });
 
+  await test('a run under another metric profile: its own metric names, and Compare warns', async () => {
+    assert(ids.real, 'no legacy run to compare with');
+    const run = await apiPost('/runs', { verb: 'train-pa', dataset: 'synth',
+      options: { model: 'gru', hidden: 4, preset: 'quick', epochs: 1, threads: 1, metric_profile: 'general-spectral-v1' } });
+    const fin = await waitRun(run.id, terminal, 60000);
+    assert(fin.status === 'succeeded', `train-pa ${fin.status}: ${JSON.stringify(fin.error)}`);
+    await nav(`#/result/${run.id}`);
+    const names = await page.locator('#result-cards .metric .name').allInnerTexts();
+    assert(names.some((n) => n.startsWith('IBE')) && names.some((n) => n.startsWith('ACPR_AVG')) &&
+      !names.some((n) => n.startsWith('EVM') || n.startsWith('ACLR')), `metric cards ${names.join(' | ')}`);
+    const hist = await apiGet(`/runs/${run.id}/history`);
+    const curve = await chartData('curve:IBE');
+    assert(curve, 'no IBE learning curve');
+    sameSeries(curve[1], hist.rows.map((r) => r[hist.columns.indexOf('VAL_IBE')]), 'val IBE from history.csv');
+    await nav(`#/compare?ids=${ids.real},${run.id}`);
+    const warn = await text('main');
+    assert(/different metric profiles \(legacy-opendpd-v1, general-spectral-v1\)/.test(warn), `no profile warning: ${warn.slice(0, 400)}`);
+  });
+
   // H42: the per-batch preview is an explicit, red, warned opt-in; the worker counts its passes
   await test('H42 per-batch preview: red option, warning, null by default, floor(steps/N) extra passes', async () => {
     await nav('#/new');

@@ -140,7 +140,12 @@ function drawBands(u, bands) {
 
 // Learning curves from GET /runs/{id}/history in either shape (history.csv's columns and rows,
 // or the live snapshot's per-epoch rows) as {epoch: [], train_loss: [], val: {NMSE: []…}, test: {…}}.
-export const METRICS = ['NMSE', 'EVM', 'ACLR_L', 'ACLR_R', 'ACLR_AVG'];
+// The metrics of every metric profile (docs/metrics.md): legacy-opendpd-v1 reports NMSE, EVM and
+// ACLR_*; general-spectral-v1 NMSE, IBE and ACPR_*; opendpd-spectral-v2 NMSE, IBE and ACLR_*. A run
+// has the keys of its own profile; pages show the ones present.
+export const METRICS = ['NMSE', 'EVM', 'IBE', 'ACLR_L', 'ACLR_R', 'ACLR_AVG', 'ACPR_L', 'ACPR_R', 'ACPR_AVG'];
+// the per-epoch curves drawn (those a run has)
+export const CURVES = ['NMSE', 'EVM', 'IBE', 'ACLR_AVG', 'ACPR_AVG'];
 
 export function normalizeHistory(hist) {
   const out = { epoch: [], train_loss: [], val_loss: [], val: {}, test: {} };
@@ -174,4 +179,6 @@ export function normalizeHistory(hist) {
   return out;
 }
 
-export const UNITS = { NMSE: 'dB', EVM: 'dB', ACLR_L: 'dBc', ACLR_R: 'dBc', ACLR_AVG: 'dBc' };
+export const UNITS = {
+  NMSE: 'dB', EVM: 'dB', IBE: 'dB', ACLR_L: 'dBc', ACLR_R: 'dBc', ACLR_AVG: 'dBc', ACPR_L: 'dBc', ACPR_R: 'dBc', ACPR_AVG: 'dBc',
+};

@@ -1,7 +1,7 @@
 // Compare 2–8 runs: their final metrics side by side and their learning curves overlaid, both
 // exportable as CSV (made in the browser).
 import * as api from '../api.js';
-import { ChartSet, METRICS, UNITS, normalizeHistory } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory } from '../charts.js';
 import { h, statusChip, fmtNum, runModel, isTerminal, errorBanner, banner, stackTable, download, fmtTime } from '../ui.js';
 
 const MAX = 8;
@@ -131,7 +131,7 @@ export default async function comparePage(ctx) {
   const xs = [...new Set(ok.flatMap((r) => r.hist.epoch))].sort((a, b) => a - b);
   const align = (r, arr) => xs.map((x) => { const i = r.hist.epoch.indexOf(x); return i < 0 ? null : arr[i]; });
   const curves = [['train_loss', 'train loss', 'loss', (r) => r.hist.train_loss]];
-  for (const s of ['val', 'test']) for (const m of ['NMSE', 'EVM', 'ACLR_AVG']) curves.push([`${s}:${m}`, `${m} (${s})`, `${m} (${UNITS[m]})`, (r) => r.hist[s][m]]);
+  for (const s of ['val', 'test']) for (const m of CURVES) curves.push([`${s}:${m}`, `${m} (${s})`, `${m} (${UNITS[m]})`, (r) => r.hist[s][m]]);
   for (const [key, title, ylabel, get] of curves) {
     const data = [xs, ...ok.map((r) => align(r, get(r)))];
     if (!data.slice(1).some((a) => a.some((v) => v !== null))) continue;

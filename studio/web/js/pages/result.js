@@ -2,7 +2,7 @@
 // learning curves. The final plot data (GET /plots: the best checkpoint on the test split; for a
 // DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
 import * as api from '../api.js';
-import { ChartSet, METRICS, UNITS, normalizeHistory } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory } from '../charts.js';
 import { h, statusChip, fmtNum, banner, isTerminal } from '../ui.js';
 
 const LABELS_PA = { target: 'measured PA output', prediction: 'model output' };
@@ -113,7 +113,7 @@ export default async function resultPage(ctx) {
     const lossSeries = [{ label: 'train loss', points: true }], lossData = [H.epoch, H.train_loss];
     if (H.val_loss.some((v) => v !== null)) { lossSeries.push({ label: 'val loss', points: true }); lossData.push(H.val_loss); }
     charts.add(box, 'curve:loss', { title: 'Loss per epoch', xLabel: 'epoch', yLabel: 'loss', series: lossSeries, data: lossData });
-    for (const name of ['NMSE', 'EVM', 'ACLR_AVG']) {
+    for (const name of CURVES) {
       if (!H.val[name].some((v) => v !== null) && !H.test[name].some((v) => v !== null)) continue;
       charts.add(box, `curve:${name}`, {
         title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`,

@@ -4,10 +4,8 @@
 // worker's log (followed while the run is active) and the events.
 import * as api from '../api.js';
 import { RunFeed } from '../stream.js';
-import { ChartSet, METRICS, UNITS } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS } from '../charts.js';
 import { h, put, clear, statusChip, fmtNum, fmtTime, fmtDuration, fmtBytes, isTerminal, banner, errorBanner, kv, runModel, stackTable } from '../ui.js';
-
-const CURVES = ['NMSE', 'EVM', 'ACLR_AVG'];
 
 export default async function runPage(ctx) {
   const id = ctx.params[0];
