@@ -22,7 +22,9 @@ LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/kern/dispatch.c $(wildcard src/cpu/*.c)
-KERNELS := $(BUILD)/src/kern/kern_avx512.o $(BUILD)/src/kern/kern_avx2.o $(BUILD)/src/kern/kern_sse.o
+# The fast kernels: every src/kern/*.c but dispatch.c, compiled once per ISA (rules below).
+KERN_SRC := $(filter-out src/kern/dispatch.c,$(wildcard src/kern/*.c))
+KERNELS := $(foreach isa,avx512 avx2 sse,$(patsubst src/kern/%.c,$(BUILD)/src/kern/%_$(isa).o,$(KERN_SRC)))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(KERNELS)
 CLI_SRC := $(wildcard cli/*.c)
 # The studio (dpd serve, dpd worker) is part of the command: a front end like cli/.
@@ -78,17 +80,24 @@ $(BUILD)/f64/%.o: src/models/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INTERNAL) -DDPD_F64 -c $< -o $@
 
-# The fast kernels once per ISA; dispatch.c picks one at run time (cpuid).
-KFLAGS := -ffp-contract=fast -Wno-psabi
-$(BUILD)/src/kern/kern_avx512.o: src/kern/kern.c src/kern/kern.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DKERN_NAME=avx512 -DVW=16 -c $< -o $@
-$(BUILD)/src/kern/kern_avx2.o: src/kern/kern.c src/kern/kern.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) -mavx2 -mfma -DKERN_NAME=avx2 -DVW=8 -c $< -o $@
-$(BUILD)/src/kern/kern_sse.o: src/kern/kern.c src/kern/kern.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) -DKERN_NAME=sse -DVW=4 -c $< -o $@
+# The fast kernels once per ISA; dispatch.c picks one at run time (cpuid). kern.c lets the compiler
+# fuse multiply-adds (its results are within a tolerance of the reference's); the families' exact
+# kernels (every other file) must not: they do the reference's float operations in its order.
+ISA_avx512 := -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DKERN_NAME=avx512 -DVW=16
+ISA_avx2   := -mavx2 -mfma -DKERN_NAME=avx2 -DVW=8
+ISA_sse    := -DKERN_NAME=sse -DVW=4
+KFLAGS := -ffp-contract=off -Wno-psabi
+$(BUILD)/src/kern/kern_%.o $(BUILD)/fuzz/src/kern/kern_%.o: KFLAGS := -ffp-contract=fast -Wno-psabi
+# (the same objects for the fuzz harnesses below, compiled with clang)
+define KERN_RULE
+$(BUILD)/src/kern/%_$(1).o: src/kern/%.c $(wildcard src/kern/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
+$(BUILD)/fuzz/src/kern/%_$(1).o: src/kern/%.c $(wildcard src/kern/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
+endef
+$(foreach isa,avx512 avx2 sse,$(eval $(call KERN_RULE,$(isa))))
 
 $(BUILD)/libdpd.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -227,12 +236,6 @@ FUZZ_LIB     := $(LIB_OBJ:$(BUILD)/%=$(BUILD)/fuzz/%)
 $(BUILD)/fuzz/src/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INTERNAL) -c $< -o $@
-$(BUILD)/fuzz/src/kern/kern_%.o: src/kern/kern.c src/kern/kern.h
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INTERNAL) $(KFLAGS) $(KISA_$*) -DKERN_NAME=$* -c $< -o $@
-KISA_avx512 := -mavx512f -mavx512dq -mavx2 -mfma -mprefer-vector-width=512 -DVW=16
-KISA_avx2   := -mavx2 -mfma -DVW=8
-KISA_sse    := -DVW=4
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)

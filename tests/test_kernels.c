@@ -1,5 +1,5 @@
 /* test_kernels: every fast kernel (GRU and LSTM, each ISA this CPU has) against the scalar
- * reference kernels
+ * reference kernels, and the families' exact fast paths bitwise against theirs,
  * on random and edge shapes — lanes partly used (B = 5, 7), full (16), T = 1, H = 1, H not a
  * multiple of the vector width, 2 and 6 inputs, with and without biases: the layer's h, the
  * input gradient and every weight gradient within 2e-5 of the reference's largest value. */
@@ -91,14 +91,100 @@ static void model_case(const char *family, int H, int L) {
     dpd_model_free(m);
 }
 
+/* A family's exact fast path (src/kern/<family>.c) against --kernels ref with one ISA's table: the
+ * outputs, the loss, every gradient and dx of one training step, and the delta counters of the
+ * delta families, are bitwise equal. c: the model (its thresholds included). */
+static void exact_cfg(const dpd_model_cfg *c, const char *isa, int B, int T) {
+    const char *family = c->family;
+    int H = c->hidden;
+    long long z[2][4];
+    dpd_error err;
+    dpd_rng r;
+    dpd_rng_seed(&r, (uint64_t)(H * 131 + B * 7 + T));
+    dpd_model *m = check_model(c, &r);
+    size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
+    float *x = rnd(&r, n, 0.4), *t = rnd(&r, n, 0.4), *y[2], *g[2], *dx[2];
+    double loss[2];
+    x[0] = x[1] = 0;                        /* a sample at A = 0 */
+    x[T / 2 * 2] = x[T / 2 * 2 + 1] = 0; /* and one mid-sequence */
+    dpd_net *net[2] = {check_net(m, "ref"), check_net(m, isa)};
+    for (int k = 0; k < 2; k++) {
+        y[k] = malloc(n * 4), g[k] = malloc(np * 4), dx[k] = malloc(n * 4);
+        CHECK(dpd_net_forward(net[k], x, B, T, y[k], &err) == DPD_OK, "%s", err.msg);
+        CHECK(dpd_net_train_step(net[k], x, t, B, T, &loss[k], dx[k], &err) == DPD_OK, "%s", err.msg);
+        memcpy(g[k], dpd_net_grads(net[k]), np * 4);
+        dpd_net_zeros(net[k], z[k]);
+    }
+    CHECK(!memcmp(y[0], y[1], n * 4) && loss[0] == loss[1] && !memcmp(g[0], g[1], np * 4) && !memcmp(dx[0], dx[1], n * 4),
+          "%s %s H=%d B=%d T=%d: not bitwise the reference's (outputs %.1e, loss %.9g/%.9g, gradients %.1e, dx %.1e)",
+          family, isa, H, B, T, rel(y[1], y[0], n), loss[1], loss[0], rel(g[1], g[0], np), rel(dx[1], dx[0], n));
+    CHECK(!memcmp(z[0], z[1], sizeof z[0]),
+          "%s %s H=%d B=%d T=%d thx=%g thh=%g: delta zeros %lld/%lld dx, %lld/%lld dh, reference %lld, %lld", family, isa,
+          H, B, T, c->thx, c->thh, z[1][0], z[1][1], z[1][2], z[1][3], z[0][0], z[0][2]);
+    for (int k = 0; k < 2; k++) free(y[k]), free(g[k]), free(dx[k]), dpd_net_free(net[k]);
+    free(x), free(t);
+    dpd_model_free(m);
+}
+
+/* exact_cfg for a family of hidden size H at zero thresholds. */
+static void exact_case(const char *family, const char *isa, int H, int B, int T) {
+    dpd_model_cfg c = {"", H, 1};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    exact_cfg(&c, isa, B, T);
+}
+
+/* The DeltaGRU families' exact path (src/kern/delta.c) on the same shapes, at zero thresholds (every
+ * delta committed), identity.sh's, and coarse ones that skip most input and hidden deltas. */
+static void exact_delta(const char *isa, const int (*shapes)[3], size_t ns) {
+    static const char *fams[] = {"deltagru", "tres_deltagru"};
+    static const double th[][2] = {{0, 0}, {0.01, 0.05}, {0.4, 0.15}};
+    for (size_t f = 0; f < sizeof fams / sizeof *fams; f++)
+        for (size_t k = 0; k < sizeof th / sizeof *th; k++)
+            for (size_t s = 0; s < ns; s++) {
+                dpd_model_cfg c = {"", shapes[s][0], 1, .thx = th[k][0], .thh = th[k][1]};
+                snprintf(c.family, sizeof c.family, "%s", fams[f]);
+                exact_cfg(&c, isa, shapes[s][1], shapes[s][2]);
+            }
+}
+
+/* The DeltaGRU layer itself, fast (k) against the reference, over several chunks of KL and a
+ * partial one, with and without biases: the saved h, x_p and h_p, dx and every weight gradient
+ * bitwise equal. */
+static void delta_layer_case(const kern_ops *k, int B, int T, int I, int H, int bias) {
+    dpd_rng r;
+    dpd_rng_seed(&r, (uint64_t)(B * 1000 + T * 10 + H));
+    int G = 3 * H;
+    size_t bt = (size_t)B * T, ng = (size_t)G * (I + H + 2), nx = bt * I, np = bt * (2 * (size_t)H + I);
+    float *wih = rnd(&r, (size_t)G * I, 0.4), *whh = rnd(&r, (size_t)G * H, 0.4), *bih = rnd(&r, G, 0.1),
+          *bhh = rnd(&r, G, 0.1), *x = rnd(&r, nx, 0.5), *dh = rnd(&r, bt * H, 0.1), *sv[2], *gr[2], *dx[2];
+    for (int e = 0; e < 2; e++) {
+        const kern_ops *kt = e ? k : NULL;
+        size_t tmp = rnn_gru_tmp(kt, I, H, 1, T);
+        float *t = calloc(tmp, 4);
+        sv[e] = calloc(rnn_gru_saved(kt, I, H, 1, B, T), 4), gr[e] = calloc(ng, 4), dx[e] = calloc(nx, 4);
+        rnn_w_f32 w = {I, H, wih, whh, bias ? bih : NULL, bias ? bhh : NULL, 1, 0.3f, 0.1f, kt};
+        rnn_g_f32 g = {gr[e], gr[e] + (size_t)G * I, bias ? gr[e] + (size_t)G * (I + H) : NULL,
+                       bias ? gr[e] + (size_t)G * (I + H + 1) : NULL};
+        rnn_gru_fwd_f32(&w, B, T, x, sv[e], t);
+        rnn_gru_bwd_f32(&w, &g, B, T, x, sv[e], dh, dx[e], t);
+        free(t);
+    }
+    CHECK(!memcmp(sv[0], sv[1], np * 4) && !memcmp(dx[0], dx[1], nx * 4) && !memcmp(gr[0], gr[1], ng * 4),
+          "%s DeltaGRU layer B=%d T=%d I=%d H=%d bias=%d: not bitwise the reference's (h, x_p, h_p %.1e, dx %.1e, "
+          "dW %.1e)", k->name, B, T, I, H, bias, rel(sv[1], sv[0], np), rel(dx[1], dx[0], nx), rel(gr[1], gr[0], ng));
+    for (int e = 0; e < 2; e++) free(sv[e]), free(gr[e]), free(dx[e]);
+    free(wih), free(whh), free(bih), free(bhh), free(x), free(dh);
+}
+
 int main(void) {
     const kern_ops *all[3] = {&kern_sse, &kern_avx2, &kern_avx512};
     const char *isa[3] = {"sse2", "avx2", "avx512f"};
     __builtin_cpu_init();
+    int have[3];
     for (int i = 0; i < 3; i++) {
-        int have = i == 0 || (i == 1 ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                                     : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"));
-        if (!have) {
+        have[i] = i == 0 || (i == 1 ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                                    : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"));
+        if (!have[i]) {
             check_skip(all[i]->name, "this CPU lacks the ISA");
             continue;
         }
@@ -109,6 +195,19 @@ int main(void) {
             for (int bias = 0; bias < 2; bias++)
                 for (int lstm = 0; lstm < 2; lstm++)
                     rnn_case(all[i], lstm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bias);
+    }
+    /* the exact fast paths: every ISA this CPU has, edge shapes (T = 1 and T shorter than the
+     * widest tap span, H = 1, H not a multiple of any vector width, one and several chunks) */
+    static const char *exact[] = {"tcn", "pgjanet", "dvrjanet", "gmp"};
+    static const int eshapes[][3] = {{8, 16, 37}, {1, 1, 1}, {5, 3, 17}, {17, 7, 50}, {32, 40, 64}, {3, 64, 200}};
+    for (int i = 0; i < 3; i++) {
+        if (!have[i]) continue;
+        for (size_t f = 0; f < sizeof exact / sizeof *exact; f++)
+            for (size_t s = 0; s < sizeof eshapes / sizeof *eshapes; s++)
+                exact_case(exact[f], all[i]->name, eshapes[s][0], eshapes[s][1], eshapes[s][2]);
+        exact_delta(all[i]->name, eshapes, sizeof eshapes / sizeof *eshapes);
+        delta_layer_case(all[i], 37, 23, 6, 5, 1);
+        delta_layer_case(all[i], 40, 9, 3, 17, 0);
     }
     static const char *fams[] = {"gru", "dgru", "lstm", "tres_gru", "rvtdcnn", "vdlstm", "deltagru"};
     for (size_t f = 0; f < sizeof fams / sizeof *fams; f++) model_case(fams[f], 7, 1);

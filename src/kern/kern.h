@@ -44,6 +44,33 @@ typedef struct krvt {
 size_t kern_rvt_saved(int H, int T);
 size_t kern_rvt_tmp(int H, int T);
 
+/* A family's exact fast path: its whole forward and backward with family.h's contract (the sizes
+ * in floats; ws and scratch as the family's ws_size/scratch_size say when this is in use),
+ * vectorised but doing the reference kernel's float operations in the reference's order (its
+ * source is compiled with -ffp-contract=off): the results are bitwise the reference's, on every
+ * ISA and for any B and T. */
+typedef struct kfam {
+    size_t (*ws_size)(const dpd_model_cfg *c, int B, int T);
+    size_t (*scratch_size)(const dpd_model_cfg *c, int B, int T);
+    void (*forward)(const dpd_model_cfg *c, const float *p, const float *x, int B, int T, float *y, float *ws);
+    void (*backward)(const dpd_model_cfg *c, const float *p, const float *x, const float *dy, int B, int T,
+                     const float *ws, float *scratch, float *dp, float *dx);
+} kfam;
+
+/* The DeltaGRU layer's exact fast path (src/kern/delta.c): src/models/rnn.c's reference delta-GRU
+ * layer (rnn_gru_fwd/bwd with w->delta, shared by the deltagru and tres_deltagru families) with
+ * the same float operations in the same order, so bitwise its results on every ISA, for any B and
+ * T. w: the layer's weights and, for backward, gradient buffers (accumulated into; the head fields
+ * unused). The saved floats at sv start as the reference's — h (B, T, H), x_p (B, T, I), h_p
+ * (B, T, H), which the families' heads and rnn_delta_zeros read — then hold the kernel's own;
+ * tmp: scratch. Sizes in floats. */
+typedef struct kdelta {
+    size_t (*saved)(int I, int H, int B, int T);
+    size_t (*tmp)(int I, int H, int T);
+    void (*forward)(const kgru *w, float thx, float thh, int B, int T, const float *x, float *sv, float *tmp);
+    void (*backward)(const kgru *w, int B, int T, const float *sv, const float *dh, float *dx, float *tmp);
+} kdelta;
+
 typedef struct kern_ops kern_ops;
 struct kern_ops {
     const char *name;
@@ -61,11 +88,21 @@ struct kern_ops {
     void (*lin_fwd)(const float *W, const float *b, int out, int in, int N, const float *x, float *y, float *tmp);
     void (*lin_bwd)(const float *W, int out, int in, int N, const float *x, const float *dy, float *dx,
                     float *gW, float *gb, float *tmp);
+    /* the families' exact fast paths (src/kern/<family>.c); NULL: the family runs its reference */
+    const kfam *tcn;
+    const kfam *pgjanet, *dvrjanet;
+    const kdelta *delta; /* the DeltaGRU layer (deltagru, tres_deltagru) */
+    const kfam *gmp;
 };
 
 size_t kern_lin_tmp(int out, int in, int N);
 
 extern const kern_ops kern_avx512, kern_avx2, kern_sse;
+extern const kfam kfam_tcn_avx512, kfam_tcn_avx2, kfam_tcn_sse;
+extern const kfam kfam_pgjanet_avx512, kfam_pgjanet_avx2, kfam_pgjanet_sse;
+extern const kfam kfam_dvrjanet_avx512, kfam_dvrjanet_avx2, kfam_dvrjanet_sse;
+extern const kdelta kdelta_avx512, kdelta_avx2, kdelta_sse;
+extern const kfam kfam_gmp_avx512, kfam_gmp_avx2, kfam_gmp_sse;
 
 /* A kernel table by name: "auto"/"fast" (the best ISA this CPU has: avx512, avx2 or sse), one
  * of those by name, or "ref" (*out = NULL: the scalar reference kernels of src/models/).
@@ -75,6 +112,14 @@ dpd_status kern_select(const char *field, const char *name, const kern_ops **out
 
 /* "ref" for NULL, else the table's ISA name. */
 const char *kern_name(const kern_ops *k);
+
+/* The exact fast path `fam` (a kern_ops member) of table k: NULL for the reference kernels (k NULL)
+ * and in the double-precision (DPD_F64) builds of the families. */
+#ifdef DPD_F64
+#define KERN_EXACT(k, fam) ((void)(k), (const kfam *)NULL)
+#else
+#define KERN_EXACT(k, fam) ((k) ? (k)->fam : NULL)
+#endif
 
 /* Whether table k takes a chunk of B sequences: the fast kernels take 5..KL (fewer lanes would
  * waste them); never in the double-precision (DPD_F64) builds of the families, which are

@@ -6,6 +6,7 @@
  * least-squares baselines are `mp` and `gmp_ls`.) Compiled twice (see family.h). */
 #include "../family.h"
 #include "../init.h"
+#include "../kern/kern.h"
 #include "nn.h"
 
 #define MM 11
@@ -19,8 +20,16 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     return n;
 }
 
-static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return (size_t)B * T; }
-static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 1; }
+/* Workspace: the amplitude of every sample (B, T); no scratch. With fast kernels, their exact path
+ * (src/kern/gmp.c) runs and says the sizes. */
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    const kfam *e = KERN_EXACT(kt, gmp);
+    return e ? e->ws_size(c, B, T) : (size_t)B * T;
+}
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    const kfam *e = KERN_EXACT(kt, gmp);
+    return e ? e->scratch_size(c, B, T) : 1;
+}
 
 /* Term i at time s: the sample index a of x[n-q], the envelope sample e and the power k (0 for
  * the linear terms). */
@@ -34,6 +43,12 @@ static void term(int i, int s, int *a, int *e, int *k) {
 }
 
 static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
+#ifndef DPD_F64
+    if (KERN_EXACT(kt, gmp)) {
+        kt->gmp->forward(c, p, x, B, T, y, ws);
+        return;
+    }
+#endif
     for (size_t i = 0; i < (size_t)B * T; i++) ws[i] = amp(x[2 * i], x[2 * i + 1]);
     for (int b = 0; b < B; b++)
         for (int s = 0; s < T; s++) {
@@ -53,6 +68,12 @@ static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
 
 static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
                     const real *ws, real *sc, real *dp, real *dx) {
+#ifndef DPD_F64
+    if (KERN_EXACT(kt, gmp)) {
+        kt->gmp->backward(c, p, x, dy, B, T, ws, sc, dp, dx);
+        return;
+    }
+#endif
     memset(dp, 0, NW * sizeof *dp);
     if (dx) memset(dx, 0, (size_t)B * T * 2 * sizeof *dx);
     for (int b = 0; b < B; b++)

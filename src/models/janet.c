@@ -12,6 +12,7 @@
 
 #include "../family.h"
 #include "../init.h"
+#include "../kern/kern.h"
 #include "nn.h"
 
 static int is_dvr(const dpd_model_cfg *c) { return !strcmp(c->family, "dvrjanet"); }
@@ -51,28 +52,21 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     return n;
 }
 
+/* The family's exact fast path of table kt (src/kern/janet.c); NULL: the reference below. */
+static inline const kfam *exact(const kern_ops *kt, const dpd_model_cfg *c) {
+    return is_dvr(c) ? KERN_EXACT(kt, dvrjanet) : KERN_EXACT(kt, pgjanet);
+}
+
 /* Saved per step, in units of H: pgjanet h, a, p1, p2, u, f, g (7); dvrjanet h_I, h_Q, th, v,
- * at, f, gc, gs (8). */
+ * at, f, gc, gs (8). With fast kernels, their exact path runs and says the sizes. */
 static int saved(const dpd_model_cfg *c) { return is_dvr(c) ? 8 : 7; }
 static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
-    return (size_t)B * T * saved(c) * c->hidden + 4 * (size_t)c->hidden;
+    const kfam *e = exact(kt, c);
+    return e ? e->ws_size(c, B, T) : (size_t)B * T * saved(c) * c->hidden + 4 * (size_t)c->hidden;
 }
-static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 16 * (size_t)c->hidden; }
-
-/* A, cos, sin, theta of one sample, with dpd's zero rule. */
-static void polar(const real *s, real *a, real *co, real *si, real *th) {
-    *a = amp(s[0], s[1]);
-    *co = *a > 0 ? s[0] / *a : 0, *si = *a > 0 ? s[1] / *a : 0;
-    *th = *a > 0 ? (real)atan2(s[1], s[0]) : 0;
-}
-
-/* Adds to d (dI, dQ) the gradient given dA, dcos, dsin, dtheta. */
-static void polar_back(const real *s, real dA, real dco, real dsi, real dth, real *d) {
-    real a = amp(s[0], s[1]);
-    if (a <= 0) return;
-    real i = s[0], q = s[1], a2 = a * a, a3 = a2 * a;
-    d[0] += dA * i / a + dco * (q * q / a3) + dsi * (-i * q / a3) + dth * (-q / a2);
-    d[1] += dA * q / a + dco * (-i * q / a3) + dsi * (i * i / a3) + dth * (i / a2);
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    const kfam *e = exact(kt, c);
+    return e ? e->scratch_size(c, B, T) : 16 * (size_t)c->hidden;
 }
 
 /* [h; extra] as one vector for the gate products. */
@@ -93,8 +87,8 @@ static void pg_fwd(const dpd_model_cfg *c, const real *p, const real *x, int B, 
             size_t i = (size_t)b * T + s;
             real *sv = ws + i * 7 * H, *h = sv, *a = h + H, *p1 = a + H, *p2 = p1 + H, *u = p2 + H, *f = u + H, *g = f + H;
             const real *hp = s ? sv - 7 * H : zero;
-            real A, co, si, th;
-            polar(x + 2 * i, &A, &co, &si, &th);
+            real A, co, si;
+            polar(x + 2 * i, &A, &co, &si, NULL);
             cat(v, hp, &A, H, 1);
             linear(a, P[0], P[1], v, H, H + 1);
             v[H] = co;
@@ -133,8 +127,8 @@ static void pg_bwd(const dpd_model_cfg *c, const real *p, const real *x, const r
             size_t i = (size_t)b * T + s;
             const real *sv = ws + i * 7 * H, *h = sv, *a = h + H, *p1 = a + H, *p2 = p1 + H, *u = p2 + H,
                        *f = u + H, *g = f + H, *hp = s ? sv - 7 * H : zero;
-            real A, co, si, th;
-            polar(x + 2 * i, &A, &co, &si, &th);
+            real A, co, si;
+            polar(x + 2 * i, &A, &co, &si, NULL);
             memcpy(dh, dnext, (size_t)H * sizeof *dh);
             linear_back(dh, G[10], G[11], P[10], h, dy + 2 * i, 2, H);
             memset(dnext, 0, (size_t)H * sizeof *dnext);
@@ -285,10 +279,22 @@ static void dvr_bwd(const dpd_model_cfg *c, const real *p, const real *x, const 
 }
 
 static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
+#ifndef DPD_F64
+    if (exact(kt, c)) {
+        exact(kt, c)->forward(c, p, x, B, T, y, ws);
+        return;
+    }
+#endif
     (is_dvr(c) ? dvr_fwd : pg_fwd)(c, p, x, B, T, y, ws);
 }
 static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
                     const real *ws, real *sc, real *dp, real *dx) {
+#ifndef DPD_F64
+    if (exact(kt, c)) {
+        exact(kt, c)->backward(c, p, x, dy, B, T, ws, sc, dp, dx);
+        return;
+    }
+#endif
     (is_dvr(c) ? dvr_bwd : pg_bwd)(c, p, x, dy, B, T, ws, sc, dp, dx);
 }
 

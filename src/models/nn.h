@@ -96,6 +96,23 @@ static inline void feat_dgru_back(real *di, real *dq, real i, real q, const real
     }
 }
 
+/* A, cos, sin = I/A, Q/A of one sample s (I, Q) and, when th is not NULL, theta = atan2(Q, I), all 0
+ * at A = 0 (dpd's zero rule, reference §13). The JANET families' polar features. */
+static inline void polar(const real *s, real *a, real *co, real *si, real *th) {
+    *a = amp(s[0], s[1]);
+    *co = *a > 0 ? s[0] / *a : 0, *si = *a > 0 ? s[1] / *a : 0;
+    if (th) *th = *a > 0 ? (real)atan2(s[1], s[0]) : 0;
+}
+
+/* Adds to d (dI, dQ) the gradient of polar() given dA, dcos, dsin, dtheta. */
+static inline void polar_back(const real *s, real dA, real dco, real dsi, real dth, real *d) {
+    real a = amp(s[0], s[1]);
+    if (a <= 0) return;
+    real i = s[0], q = s[1], a2 = a * a, a3 = a2 * a;
+    d[0] += dA * i / a + dco * (q * q / a3) + dsi * (-i * q / a3) + dth * (-q / a2);
+    d[1] += dA * q / a + dco * (-i * q / a3) + dsi * (i * i / a3) + dth * (i / a2);
+}
+
 /* Adds to (di, dq) the gradient of the amplitude powers A^k, k = 1..n, given dpow[k-1]. */
 static inline void amp_pow_back(real *di, real *dq, real i, real q, const real *dpow, int n) {
     real a = amp(i, q), dA = 0, ak = 1; /* ak = A^(k-1) */

@@ -10,9 +10,6 @@
 #include "../init.h"
 #include "rnn.h"
 
-/* The heads run through the fast dense kernel for chunks the fast kernels take. */
-static inline int fast_head(const kern_ops *kt, int B) { return kern_fast(kt, B); }
-
 typedef enum { CELL_GRU, CELL_LSTM } cell_kind;
 
 typedef struct variant {
@@ -32,6 +29,15 @@ static const variant *variant_of(const dpd_model_cfg *c) {
 }
 
 static int gates(const variant *v) { return v->cell == CELL_LSTM ? 4 : 3; }
+
+/* The heads run through the fast dense kernel for chunks the fast kernels take; not DeltaGRU's,
+ * whose fast path is exact (its layer's, src/kern/delta.c, and the reference head). */
+static inline int fast_head(const kern_ops *kt, const variant *v, int B) { return kern_fast(kt, B) && !v->delta; }
+
+/* A layer's scratch with I inputs. */
+static size_t cell_tmp(const kern_ops *kt, const variant *v, int I, int H, int T) {
+    return v->cell == CELL_LSTM ? rnn_tmp_size(I, H, 4, T) : rnn_gru_tmp(kt, I, H, v->delta, T);
+}
 
 /* Reals one layer saves; h is first, so the layer above reads it at the layer's start. */
 static size_t saved(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int l, int B, int T) {
@@ -82,13 +88,13 @@ static void bind(const kern_ops *kt, const dpd_model_cfg *c, const real *p, net 
 
 /* The single-layer GRU on raw I/Q with its linear head runs as one fused fast kernel. */
 static inline int fused(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int B) {
-    return fast_head(kt, B) && v->cell == CELL_GRU && v->feats == 2 && !v->dgru_head && !v->delta && c->layers == 1;
+    return fast_head(kt, v, B) && v->cell == CELL_GRU && v->feats == 2 && !v->dgru_head && !v->delta && c->layers == 1;
 }
 
 /* Dense-kernel scratch for the head (0 when the reference path runs). */
 static size_t head_tmp(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int B, int T) {
     int H = c->hidden;
-    return fast_head(kt, B) ? kern_lin_tmp(H + 6, H + 6, B * T) : 0;
+    return fast_head(kt, v, B) ? kern_lin_tmp(H + 6, H + 6, B * T) : 0;
 }
 
 /* Workspace: features (B, T, F) when F != 2, L x P planes, head u (B, T, H) and [u; f]
@@ -96,7 +102,7 @@ static size_t head_tmp(const kern_ops *kt, const dpd_model_cfg *c, const variant
 static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, in = H > (size_t)v->feats ? H : (size_t)v->feats;
-    size_t sv = 0, t1 = rnn_tmp_size((int)in, (int)H, gates(v), T), t2 = head_tmp(kt, c, v, B, T);
+    size_t sv = 0, t1 = cell_tmp(kt, v, (int)in, (int)H, T), t2 = head_tmp(kt, c, v, B, T);
     for (int l = 0; l < c->layers; l++) sv += saved(kt, c, v, l, B, T);
     return bt * (v->feats + 2 * H + 6) + sv + (t1 > t2 ? t1 : t2);
 }
@@ -106,7 +112,7 @@ static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, 
 static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     const variant *v = variant_of(c);
     size_t bt = (size_t)B * T, H = (size_t)c->hidden, w = H > (size_t)v->feats ? H : (size_t)v->feats;
-    size_t t1 = rnn_tmp_size((int)w, (int)H, gates(v), T), t2 = head_tmp(kt, c, v, B, T);
+    size_t t1 = cell_tmp(kt, v, (int)w, (int)H, T), t2 = head_tmp(kt, c, v, B, T);
     return 2 * bt * w + bt * v->feats + bt * (2 * H + 6) + 2 * (H + v->feats) + (t1 > t2 ? t1 : t2);
 }
 
@@ -160,7 +166,7 @@ static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
         in = sv; /* h is the first plane */
     }
 #ifndef DPD_F64
-    if (fast_head(kt, B)) { /* the same head as below, as dense layers over all B T samples */
+    if (fast_head(kt, v, B)) { /* the same head as below, as dense layers over all B T samples */
         if (!v->dgru_head) {
             kt->lin_fwd(n.wo, n.bo, 2, (int)H, (int)bt, in, y, s.tmp);
             return;
@@ -218,7 +224,7 @@ static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
     memset(d0, 0, plane * sizeof *d0);
     memset(dfh, 0, bt * F * sizeof *dfh);
 #ifndef DPD_F64
-    if (fast_head(kt, B)) { /* the head below as dense layers over all B T samples */
+    if (fast_head(kt, v, B)) { /* the head below as dense layers over all B T samples */
         if (!v->dgru_head) {
             kt->lin_bwd(n.wo, 2, (int)H, (int)bt, top, dy, d0, gwo, gbo, tmp);
         } else {

@@ -6,6 +6,9 @@
 /* The fast kernels take dense GRU layers of 5..KL sequences (fewer lanes would waste them). */
 static inline int fast_gru(const kern_ops *kt, int delta, int B) { return !delta && kern_fast(kt, B); }
 
+/* DeltaGRU layers take table kt's exact path, for any B (NULL: the reference). */
+static inline const kdelta *fast_delta(const kern_ops *kt, int delta) { return delta && kt ? kt->delta : NULL; }
+
 #ifndef DPD_F64 /* precision-independent: defined once */
 size_t rnn_tmp_size(int I, int H, int gates, int T) {
     size_t G = (size_t)gates * H, ref = G * ((size_t)I + H) + 4 * G + 2 * (size_t)H + 2 * (size_t)(I > H ? I : H);
@@ -20,20 +23,32 @@ size_t rnn_lstm_saved(const kern_ops *kt, int I, int H, int B, int T) {
 
 size_t rnn_gru_saved(const kern_ops *kt, int I, int H, int delta, int B, int T) {
     if (fast_gru(kt, delta, B)) return (size_t)B * T * H + kern_gru_saved(I, H, T);
+    if (fast_delta(kt, delta)) return kt->delta->saved(I, H, B, T);
     return (size_t)B * T * (5 * (size_t)H + (delta ? 2 * ((size_t)I + H) : 0));
+}
+
+size_t rnn_gru_tmp(const kern_ops *kt, int I, int H, int delta, int T) {
+    size_t ref = rnn_tmp_size(I, H, 3, T), fast = fast_delta(kt, delta) ? kt->delta->tmp(I, H, T) : 0;
+    return ref > fast ? ref : fast;
 }
 #endif
 
-/* The DeltaGRU planes after the five GRU planes. */
+/* The DeltaGRU planes: x_p and h_p right after h (every kernel keeps them there, for
+ * rnn_delta_zeros), the masks after the four gate planes (the reference's only). */
 typedef struct FN(dplanes) {
     real *xp, *mx, *hp, *mh; /* (B, T, I), (B, T, I), (B, T, H), (B, T, H) */
 } FN(dplanes);
 
 static FN(dplanes) dplanes(const FN(rnn_w) *w, int B, int T, const real *sv) {
     size_t bt = (size_t)B * T;
-    real *p = (real *)sv + 5 * bt * w->H;
-    FN(dplanes) d = {p, p + bt * w->I, p + 2 * bt * w->I, p + 2 * bt * w->I + bt * w->H};
+    real *p = (real *)sv + bt * w->H, *m = p + bt * ((size_t)w->I + 5 * (size_t)w->H);
+    FN(dplanes) d = {p, m, p + bt * w->I, m + bt * w->I};
     return d;
+}
+
+/* The gate planes r, z, n, g: after h (and x_p, h_p in a DeltaGRU). */
+static real *gate_planes(const FN(rnn_w) *w, int B, int T, const real *sv) {
+    return (real *)sv + (size_t)B * T * (w->H + (w->delta ? (size_t)w->I + w->H : 0));
 }
 
 void FN(rnn_delta_zeros)(const FN(rnn_w) *w, int B, int T, const real *sv, long long *z) {
@@ -59,15 +74,19 @@ static void bias_init(real *a, const real *b1, const real *b2, int G) {
 
 void FN(rnn_gru_fwd)(const FN(rnn_w) *w, int B, int T, const real *x, real *sv, real *tmp) {
 #ifndef DPD_F64
+    kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     if (fast_gru(w->k, w->delta, B)) {
-        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         w->k->gru_fwd(&k, B, T, x, sv, tmp);
+        return;
+    }
+    if (fast_delta(w->k, w->delta)) {
+        w->k->delta->forward(&k, w->thx, w->thh, B, T, x, sv, tmp);
         return;
     }
 #endif
     int I = w->I, H = w->H, G = 3 * H;
     size_t plane = (size_t)B * T * H;
-    real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
+    real *hs = sv, *rs = gate_planes(w, B, T, sv), *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
     real *wti, *wth, *ai = prep(w, G, tmp, &wti, &wth), *ah = ai + G;
     FN(dplanes) pl = w->delta ? dplanes(w, B, T, sv) : (FN(dplanes)){0};
     for (int b = 0; b < B; b++)
@@ -137,15 +156,19 @@ static void delta_step(const FN(rnn_w) *w, const FN(rnn_g) *g, FN(dplanes) d, in
 void FN(rnn_gru_bwd)(const FN(rnn_w) *w, const FN(rnn_g) *g, int B, int T, const real *x,
                      const real *sv, const real *dh, real *dx, real *tmp) {
 #ifndef DPD_F64
+    kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh, NULL, NULL, NULL, NULL, NULL};
     if (fast_gru(w->k, w->delta, B)) {
-        kgru k = {w->I, w->H, w->wih, w->whh, w->bih, w->bhh, g->wih, g->whh, g->bih, g->bhh, NULL, NULL, NULL, NULL, NULL};
         w->k->gru_bwd(&k, B, T, x, sv, dh, dx, tmp);
+        return;
+    }
+    if (fast_delta(w->k, w->delta)) {
+        w->k->delta->backward(&k, B, T, sv, dh, dx, tmp);
         return;
     }
 #endif
     int I = w->I, H = w->H, G = 3 * H;
     size_t plane = (size_t)B * T * H;
-    const real *hs = sv, *rs = hs + plane, *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
+    const real *hs = sv, *rs = gate_planes(w, B, T, sv), *zs = rs + plane, *ns = zs + plane, *gs = ns + plane;
     real *dhn = tmp, *da = dhn + H, *dah = da + G; /* da: input side; dah: hidden side */
     real *cx = dah + G, *ch = cx + I, *dxp = ch + H, *dhp = dxp + (I > H ? I : H);
     FN(dplanes) pl = w->delta ? dplanes(w, B, T, sv) : (FN(dplanes)){0};

@@ -24,13 +24,15 @@ typedef struct FN(rnn_g) {
 } FN(rnn_g);
 
 /* Saved activations per layer, in reals: GRU 5 planes (h, r, z, n, g), LSTM 6 (h, c, i, f, g, o),
- * each (B, T, H); a DeltaGRU adds the committed input x_p and its mask (B, T, I) and the
- * committed state h_p and its mask (B, T, H). h is always the first plane. Scratch per layer
- * call: rnn_tmp_size. */
+ * each (B, T, H); a DeltaGRU adds the committed input x_p (B, T, I) and state h_p (B, T, H) right
+ * after h, and their masks after the gate planes. h is always the first plane; with fast kernels
+ * (kt) what follows h (after x_p and h_p in a DeltaGRU) is the kernel's. Scratch per layer call:
+ * rnn_tmp_size, or rnn_gru_tmp for a GRU layer that may be a DeltaGRU run by kt. */
 #define RNN_LSTM_PLANES 6
 size_t rnn_gru_saved(const kern_ops *kt, int I, int H, int delta, int B, int T);
 size_t rnn_lstm_saved(const kern_ops *kt, int I, int H, int B, int T);
 size_t rnn_tmp_size(int I, int H, int gates, int T);
+size_t rnn_gru_tmp(const kern_ops *kt, int I, int H, int delta, int T);
 
 /* Delta statistics of a DeltaGRU layer from its saved planes: zeros of the thresholded deltas
  * (x_p or h_p unchanged from the previous step; both start at 0) added to z[0] (input) and z[1]

@@ -6,6 +6,7 @@
 
 #include "../family.h"
 #include "../init.h"
+#include "../kern/kern.h"
 #include "nn.h"
 
 #define NDW 4 /* depthwise stages */
@@ -24,10 +25,17 @@ static inline int layout(const dpd_model_cfg *c, dpd_tensor *t) {
     return n;
 }
 
-/* Workspace: features (B, T, 6) and the pre-activations of the 5 hidden stages (B, T, H) each. */
-static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return (size_t)B * T * (6 + 5 * (size_t)c->hidden); }
+/* Workspace: features (B, T, 6) and the pre-activations of the 5 hidden stages (B, T, H) each.
+ * With fast kernels, their exact path (src/kern/tcn.c) runs and says the sizes. */
+static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    const kfam *e = KERN_EXACT(kt, tcn);
+    return e ? e->ws_size(c, B, T) : (size_t)B * T * (6 + 5 * (size_t)c->hidden);
+}
 /* Scratch: two (T, H) gradient planes and one (T, H) activation plane. */
-static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) { return 3 * (size_t)T * c->hidden; }
+static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
+    const kfam *e = KERN_EXACT(kt, tcn);
+    return e ? e->scratch_size(c, B, T) : 3 * (size_t)T * c->hidden;
+}
 
 /* Stage k (0 = the 1x1 input conv, 1..4 depthwise) pre-activations of sequence b: (T, H). */
 static real *stage(real *ws, int B, int T, int H, int k, int b) {
@@ -35,6 +43,12 @@ static real *stage(real *ws, int B, int T, int H, int k, int b) {
 }
 
 static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y, real *ws) {
+#ifndef DPD_F64
+    if (KERN_EXACT(kt, tcn)) {
+        kt->tcn->forward(c, p, x, B, T, y, ws);
+        return;
+    }
+#endif
     dpd_tensor t[DPD_MAX_TENSORS];
     layout(c, t);
     int H = c->hidden;
@@ -71,6 +85,12 @@ static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
 
 static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B, int T,
                     const real *ws, real *sc, real *dp, real *dx) {
+#ifndef DPD_F64
+    if (KERN_EXACT(kt, tcn)) {
+        kt->tcn->backward(c, p, x, dy, B, T, ws, sc, dp, dx);
+        return;
+    }
+#endif
     dpd_tensor t[DPD_MAX_TENSORS];
     int nt = layout(c, t), H = c->hidden;
     memset(dp, 0, (t[nt - 1].offset + t[nt - 1].numel) * sizeof *dp);

@@ -28,13 +28,13 @@ static int layout(const dpd_model_cfg *c, dpd_tensor *t) {
  * cell tmp. */
 static inline size_t ws_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T, H = (size_t)c->hidden;
-    return bt * (6 + 5) + rnn_gru_saved(kt, 6, (int)H, is_delta(c), B, T) + rnn_tmp_size(6, (int)H, 3, T);
+    return bt * (6 + 5) + rnn_gru_saved(kt, 6, (int)H, is_delta(c), B, T) + rnn_gru_tmp(kt, 6, (int)H, is_delta(c), T);
 }
 
 /* Scratch: gradient at h (B, T, H), at the features (B, T, 6), cell tmp. */
 static inline size_t scratch_size(const kern_ops *kt, const dpd_model_cfg *c, int B, int T) {
     size_t bt = (size_t)B * T, H = (size_t)c->hidden;
-    return bt * (H + 6) + rnn_tmp_size(6, (int)H, 3, T);
+    return bt * (H + 6) + rnn_gru_tmp(kt, 6, (int)H, is_delta(c), T);
 }
 
 static real tap(const real *x, int T, int t, int k, int i) { /* x[t + (k-1) DIL], zero outside */
