@@ -1,22 +1,28 @@
-/* pool: see pool.h. A mutex and two condition variables; tasks are claimed with an atomic counter. */
+/* pool: see pool.h. A mutex and two condition variables; tasks are claimed with an atomic counter.
+ * A training step is one run of a few hundred microseconds to a few milliseconds, and waking a
+ * sleeping thread costs tens of microseconds (more in a VM): so between runs the workers, and the
+ * caller waiting for them, spin for up to SPIN_NS before they sleep on the condition variables. */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "status.h"
+
+#define SPIN_NS 200000L /* 0.2 ms: longer than the serial work between two runs of a training step */
 
 struct dpd_pool {
     int threads;
     pthread_t *tid;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    long generation; /* bumped for every run */
-    int busy;        /* workers still in the current run */
-    int quit;
+    atomic_long generation; /* bumped for every run, after the run's fields below are set */
+    atomic_int busy;        /* workers still in the current run */
+    atomic_int quit;
     /* the current run */
     void (*fn)(void *, int, int);
     void *arg;
@@ -29,6 +35,23 @@ typedef struct worker {
     int id;
 } worker;
 
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Spins until done(p, x) or SPIN_NS have passed; returns done(p, x). */
+static int spin(dpd_pool *p, long x, int (*done)(dpd_pool *, long)) {
+    for (long t0 = now_ns(), k = 0; !done(p, x); k++) {
+        if ((k & 63) == 63 && now_ns() - t0 > SPIN_NS) return 0;
+        __builtin_ia32_pause();
+    }
+    return 1;
+}
+static int started(dpd_pool *p, long seen) { return atomic_load(&p->quit) || atomic_load(&p->generation) != seen; }
+static int finished(dpd_pool *p, long unused) { return atomic_load(&p->busy) == 0; }
+
 static void drain(dpd_pool *p, int id) {
     for (int t; (t = atomic_fetch_add(&p->next, 1)) < p->n;) p->fn(p->arg, t, id);
 }
@@ -37,17 +60,21 @@ static void *loop(void *arg) {
     worker *w = arg;
     dpd_pool *p = w->p;
     long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && p->generation == seen) pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit) break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        if (!spin(p, seen, started)) {
+            pthread_mutex_lock(&p->mu);
+            while (!started(p, seen)) pthread_cond_wait(&p->go, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit)) break;
+        seen = atomic_load(&p->generation);
         drain(p, w->id);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->done);
+        if (atomic_fetch_sub(&p->busy, 1) == 1) { /* the last one out wakes a sleeping caller */
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     free(w);
     return NULL;
 }
@@ -81,7 +108,7 @@ dpd_status dpd_pool_create(int threads, dpd_pool **out, dpd_error *err) {
 void dpd_pool_free(dpd_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->threads; i++) pthread_join(p->tid[i], NULL);
@@ -99,17 +126,19 @@ void dpd_pool_run(dpd_pool *p, int n, void (*fn)(void *, int, int), void *arg) {
         for (int t = 0; t < n; t++) fn(arg, t, 0);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn, p->arg = arg, p->n = n;
     atomic_store(&p->next, 0);
-    p->busy = p->threads - 1;
-    p->generation++;
+    atomic_store(&p->busy, p->threads - 1);
+    pthread_mutex_lock(&p->mu); /* the generation changes under the mutex: no sleeper misses it */
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     drain(p, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (!spin(p, 0, finished)) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->busy)) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 int dpd_cpu_count(void) {

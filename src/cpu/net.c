@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../kern/kern.h"
 #include "../optim.h"
@@ -28,11 +29,32 @@ struct dpd_net {
     dpd_pool *pool;           /* not owned; NULL = the calling thread only */
 };
 
+/* n floats, zeroed, 64-byte aligned; free_floats(p, n) frees them. Workspaces of long sequences
+ * are reserved for hundreds of MB, and the first touch of each 4 KiB page costs a fault (tens of
+ * microseconds in some VMs: 2 s of a 2.2 s `dpd run`, once). So from HUGE bytes up the block is an
+ * anonymous mapping: the system zeroes a page when it is first touched (a reservation costs
+ * nothing until used, and an inference touches a small part of a training workspace), in
+ * transparent huge pages where the system allows them (madvise mode): 512 pages a fault. */
+#define HUGE ((size_t)2 << 20)
+static size_t block(size_t n) { return (n * sizeof(float) + 63) / 64 * 64; }
+static size_t mapped(size_t n) { return block(n) >= HUGE ? (block(n) + HUGE - 1) / HUGE * HUGE : 0; }
+
 static float *alloc_floats(size_t n) {
-    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (p) memset(p, 0, bytes);
+    size_t len = mapped(n);
+    if (len) {
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+        madvise(m, len, MADV_HUGEPAGE); /* advice only: a refusal changes nothing */
+        return m;
+    }
+    float *p = aligned_alloc(64, block(n) ? block(n) : 64);
+    if (p) memset(p, 0, block(n));
     return p;
+}
+
+static void free_floats(float *p, size_t n) {
+    if (p && mapped(n)) munmap(p, mapped(n));
+    else free(p);
 }
 
 dpd_status dpd_net_create(const dpd_model_cfg *c, const kern_ops *k, dpd_pool *pool, dpd_net **out, dpd_error *err) {
@@ -58,12 +80,12 @@ dpd_status dpd_net_create(const dpd_model_cfg *c, const kern_ops *k, dpd_pool *p
 
 void dpd_net_free(dpd_net *m) {
     if (!m) return;
-    free(m->own_p);
-    free(m->g);
-    free(m->ws);
-    free(m->scratch);
-    free(m->gc);
-    free(m->io);
+    free_floats(m->own_p, m->np);
+    free_floats(m->g, m->np);
+    free_floats(m->ws, m->cap_ws);
+    free_floats(m->scratch, m->cap_scratch);
+    free_floats(m->gc, m->cap_gc);
+    free_floats(m->io, m->cap_io);
     free(m->part);
     free(m);
 }
@@ -77,14 +99,14 @@ void dpd_net_set_pool(dpd_net *n, dpd_pool *pool) { n->pool = pool; }
 void dpd_net_share(dpd_net *n, float *params) {
     if (params == n->p) return;
     memcpy(params, n->p, n->np * sizeof *params);
-    free(n->own_p);
+    free_floats(n->own_p, n->np);
     n->own_p = NULL, n->p = params;
 }
 
 /* Grows *buf to at least n floats (contents not kept). */
 static int grow(float **buf, size_t *cap, size_t n) {
     if (n <= *cap) return 1;
-    free(*buf);
+    free_floats(*buf, *cap);
     *buf = alloc_floats(n);
     *cap = *buf ? n : 0;
     return *buf != NULL;
