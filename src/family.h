@@ -33,6 +33,10 @@ typedef struct dpd_family {
     /* x (B, T, 2) -> y (B, T, 2); saves activations in ws. */
     void (*forward)(const kern_ops *k, const dpd_model_cfg *c, const float *p, const float *x, int B, int T,
                     float *y, float *ws);
+    /* Optional (NULL: forward): forward for an inference, which no backward follows, so it may
+     * keep less in ws (same size) and touch less memory. The same y, bit for bit. */
+    void (*infer)(const kern_ops *k, const dpd_model_cfg *c, const float *p, const float *x, int B, int T, float *y,
+                  float *ws);
     /* dy (B, T, 2) -> dp (overwritten), dx (B, T, 2) when non-NULL. ws from forward. */
     void (*backward)(const kern_ops *k, const dpd_model_cfg *c, const float *p, const float *x, const float *dy,
                      int B, int T, const float *ws, float *scratch, float *dp, float *dx);

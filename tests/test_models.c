@@ -9,6 +9,7 @@
 #include "check.h"
 #include "dpd/dpd.h"
 #include "family.h"
+#include "kern/kern.h"
 
 extern const dpd_k64 dpd_k64_recurrent, dpd_k64_tres, dpd_k64_rvtdcnn, dpd_k64_poly, dpd_k64_vdlstm,
     dpd_k64_janet, dpd_k64_tcn, dpd_k64_gmp;
@@ -249,6 +250,43 @@ static void init_scheme(void) {
     CHECK(dpd_model_create(&two, &m, &err) == DPD_E_INVAL && strstr(err.msg, "layer"), "tres_gru has one layer");
 }
 
+/* A family's infer (the forward of an inference, which may keep less) gives forward's y bit for
+ * bit, on the reference and the fast kernels, at batch sizes on both sides of the fast path's
+ * minimum, and does not read what its workspace held before (filled with NaN first). */
+static void infer_equals_forward(void) {
+    int n;
+    const dpd_family *const *all = dpd_family_list(&n);
+    for (int i = 0; i < n; i++) {
+        const dpd_family *f = all[i];
+        if (!f->infer) continue;
+        for (int kk = 0; kk < 2; kk++) {
+            const kern_ops *k = NULL;
+            dpd_error err;
+            if (kk && kern_select("kernels", "auto", &k, &err)) continue;
+            for (int b = 0; b < 3; b++) {
+                const int B = (int[]){1, 5, 16}[b], T = 37, H = 7;
+                dpd_model_cfg c = {"", H, 1};
+                snprintf(c.family, sizeof c.family, "%s", f->name);
+                dpd_tensor t[DPD_MAX_TENSORS];
+                int nt = f->layout(&c, t);
+                size_t np = t[nt - 1].offset + t[nt - 1].numel, ws = f->ws_size(k, &c, B, T), io = (size_t)B * T * 2;
+                float *p = malloc(np * sizeof *p), *x = malloc(io * sizeof *x), *y0 = malloc(io * sizeof *y0);
+                float *y1 = malloc(io * sizeof *y1), *w0 = calloc(ws, sizeof *w0), *w1 = malloc(ws * sizeof *w1);
+                dpd_rng rng;
+                dpd_rng_seed(&rng, 7);
+                f->init(&c, t, p, &rng);
+                for (size_t j = 0; j < io; j++) x[j] = 0.5f * (float)dpd_rng_normal(&rng);
+                memset(w1, 0xff, ws * sizeof *w1);
+                f->forward(k, &c, p, x, B, T, y0, w0);
+                f->infer(k, &c, p, x, B, T, y1, w1);
+                CHECK(!memcmp(y0, y1, io * sizeof *y0), "%s B=%d, %s kernels: infer's y differs from forward's", f->name,
+                      B, kern_name(k));
+                free(p), free(x), free(y0), free(y1), free(w0), free(w1);
+            }
+        }
+    }
+}
+
 int main(void) {
     fixture("fixtures/model_gru_h5.json", "gru");
     fixture("fixtures/model_gru_l2_h4.json", "gru");
@@ -274,5 +312,6 @@ int main(void) {
     counts();
     zeros();
     init_scheme();
+    infer_equals_forward();
     return check_done("models");
 }

@@ -148,6 +148,14 @@ static void fwd_task(void *arg, int c, int thread) {
     m->fam->forward(m->k, &m->cfg, m->p, j->x + off, chunk_len(j->B, c), j->T, j->y + off, m->ws + (size_t)c * j->wsc);
 }
 
+static void infer_task(void *arg, int c, int thread) {
+    job *j = arg;
+    dpd_net *m = j->m;
+    size_t off = (size_t)c * DPD_CHUNK * j->T * 2;
+    (void)thread;
+    m->fam->infer(m->k, &m->cfg, m->p, j->x + off, chunk_len(j->B, c), j->T, j->y + off, m->ws + (size_t)c * j->wsc);
+}
+
 static void bwd_task(void *arg, int c, int thread) {
     job *j = arg;
     dpd_net *m = j->m;
@@ -220,6 +228,16 @@ dpd_status dpd_net_forward(dpd_net *m, const float *x, int B, int T, float *y, d
     dpd_status s = dpd_net_reserve(m, B, T, err);
     if (s) return s;
     forward(m, x, B, T, y);
+    return DPD_OK;
+}
+
+dpd_status dpd_net_infer(dpd_net *m, const float *x, int B, int T, float *y, dpd_error *err) {
+    if (!m->fam->infer || m->fam->delta_zeros) return dpd_net_forward(m, x, B, T, y, err); /* (the statistics) */
+    dpd_status s = dpd_net_reserve(m, B, T, err);
+    if (s) return s;
+    job j = make_job(m, x, B, T);
+    j.y = y;
+    dpd_pool_run(m->pool, nchunks(B), infer_task, &j);
     return DPD_OK;
 }
 

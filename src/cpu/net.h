@@ -46,6 +46,10 @@ dpd_status dpd_net_reserve(dpd_net *n, int B, int T, dpd_error *err);
 /* x (B, T, 2) -> y (B, T, 2), every sequence from zero state (reserves as needed). */
 dpd_status dpd_net_forward(dpd_net *n, const float *x, int B, int T, float *y, dpd_error *err);
 
+/* The same y as dpd_net_forward, for an inference: no backward may follow (the family's infer,
+ * which may keep less of the activations). */
+dpd_status dpd_net_infer(dpd_net *n, const float *x, int B, int T, float *y, dpd_error *err);
+
 /* Backward after dpd_net_forward of the same x, B, T: dy -> the gradient buffer (overwritten)
  * and dx (B, T, 2) when non-NULL. DPD_E_INVAL without a forward of that size. */
 dpd_status dpd_net_backward(dpd_net *n, const float *x, const float *dy, int B, int T, float *dx,

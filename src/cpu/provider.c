@@ -153,7 +153,7 @@ void dpd_cpu_share(void *s, float *params) { dpd_net_share(((session *)s)->n, pa
 static dpd_status forward(void *s, const float *x, int B, int T, float *y, char *err, size_t nerr) {
     session *ss = s;
     dpd_error e = {0};
-    return dpd_net_forward(ss->n, x, B, T, y, &e) ? fail(err, nerr, &e) : DPD_OK;
+    return dpd_net_infer(ss->n, x, B, T, y, &e) ? fail(err, nerr, &e) : DPD_OK;
 }
 
 static dpd_status train_step(void *s, const float *x, const float *t, int B, int T, double max_norm, double *loss,
@@ -180,9 +180,10 @@ static dpd_status forward_keep(void *s, const float *x, int B, int T, float *y, 
         ss->xcap = (ss->x = malloc(need * sizeof *ss->x)) ? need : 0;
         if (!ss->x) return snprintf(err, nerr, "out of memory for a %d x %d batch", B, T), DPD_E_NOMEM;
     }
-    dpd_status st = forward(s, x, B, T, y, err, nerr);
-    if (!st) memcpy(ss->x, x, (size_t)B * T * 2 * sizeof *x), ss->B = B, ss->Tl = T;
-    return st;
+    dpd_error e = {0};
+    if (dpd_net_forward(ss->n, x, B, T, y, &e)) return fail(err, nerr, &e);
+    memcpy(ss->x, x, (size_t)B * T * 2 * sizeof *x), ss->B = B, ss->Tl = T;
+    return DPD_OK;
 }
 
 static dpd_status backward(void *s, const float *dy, float *dx, char *err, size_t nerr) {
@@ -292,9 +293,8 @@ static dpd_status evaluate(void *s, int k, int N, int batch, float *pred, char *
     for (int s0 = 0; s0 < S; s0 += batch) {
         int b = S - s0 < batch ? S - s0 : batch;
         size_t off = (size_t)s0 * N * 2;
-        dpd_status st = ss->pa ? dpd_net_forward(ss->n, p->x + off, b, N, u, &e)
-                               : dpd_net_forward(ss->n, p->x + off, b, N, pred + off, &e);
-        if (!st && ss->pa) st = dpd_net_forward(ss->pa->n, u, b, N, pred + off, &e);
+        dpd_status st = dpd_net_infer(ss->n, p->x + off, b, N, ss->pa ? u : pred + off, &e);
+        if (!st && ss->pa) st = dpd_net_infer(ss->pa->n, u, b, N, pred + off, &e);
         if (st) return fail(err, nerr, &e);
     }
     return DPD_OK;

@@ -162,9 +162,9 @@ static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *t
     float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL, *yo = xt + (size_t)I * KL;
     const vf zero = {};
     for (int t = 0; t < T; t++) {
-        float *s0 = soa + (size_t)t * NSAV * H * KL;
+        float *s0 = soa + (size_t)(w->ring ? t & 1 : t) * NSAV * H * KL;
         float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL, *hn = gs + H * KL;
-        const float *hp = t ? hn - (size_t)NSAV * H * KL : NULL;
+        const float *hp = t ? soa + (size_t)(w->ring ? (t - 1) & 1 : t - 1) * NSAV * H * KL + 4 * H * KL : NULL;
         project(w, B, T, t, x, hp, G, xt, ai, ah);
         for (int j = 0; j < H * NV; j++) {
             int e = j * VW;

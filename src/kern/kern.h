@@ -24,6 +24,9 @@ typedef struct kgru {
     const float *wo, *bo;
     float *gwo, *gbo;
     float *y;
+    /* Forward of an inference (no backward follows; GRU only): the saved planes hold the last two
+     * steps only, reused in turn, so a long sequence touches a few KiB of its workspace. */
+    int ring;
 } kgru;
 
 /* Floats a GRU or LSTM layer saves beyond h, which comes first in (B, T, H) order as in the

@@ -139,8 +139,9 @@ static real *layer_sv(const kern_ops *kt, const dpd_model_cfg *c, const variant 
     return p;
 }
 
-static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
-                    real *ws) {
+/* Forward; ring: an inference (family.h), whose fused GRU keeps two steps of its saved planes. */
+static void FN(run)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+                    real *ws, int ring) {
     const variant *v = variant_of(c);
     net n;
     bind(kt, c, p, &n, NULL, NULL);
@@ -154,7 +155,7 @@ static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
 #ifndef DPD_F64
     if (fused(kt, c, v, B)) {
         kgru kg = {2, (int)H, n.w[0].wih, n.w[0].whh, n.w[0].bih, n.w[0].bhh, NULL, NULL, NULL, NULL,
-                  n.wo, n.bo, NULL, NULL, y};
+                  n.wo, n.bo, NULL, NULL, y, ring};
         kt->gru_fwd(&kg, B, T, x, s.sv, s.tmp);
         return;
     }
@@ -193,6 +194,11 @@ static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
         memcpy(cat + H, s.feat + 6 * i, 6 * sizeof *cat);
         linear(y + 2 * i, n.wo, n.bo, cat, 2, (int)H + 6);
     }
+}
+
+static void FN(fwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, int B, int T, real *y,
+                    real *ws) {
+    FN(run)(kt, c, p, x, B, T, y, ws, 0);
 }
 
 static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, const real *x, const real *dy, int B,
@@ -293,6 +299,11 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     if (v->dgru_head) dpd_init_uniform(p + t[4 * c->layers + 2].offset, (size_t)H * H, sqrt(6.0 / H), rng);
 }
 
+static void infer(const kern_ops *kt, const dpd_model_cfg *c, const float *p, const float *x, int B, int T, float *y,
+                  float *ws) {
+    run_f32(kt, c, p, x, B, T, y, ws, 1);
+}
+
 /* DeltaGRU statistics of the last forward: see family.h. */
 static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T, long long *z) {
     const variant *v = variant_of(c);
@@ -310,7 +321,7 @@ static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T,
                                         .hidden = 23, .max_layers = maxl, .layout = layout,     \
                                         .init = init, .ws_size = ws_size,                       \
                                         .scratch_size = scratch_size, .forward = fwd_f32,       \
-                                        .backward = bwd_f32, .delta_zeros = dz}
+                                        .infer = infer, .backward = bwd_f32, .delta_zeros = dz}
 RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16, NULL);
 RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/Q, linear head", 16, NULL);
 RECURRENT(dgru, "DGRU", "4H^2+27H+14 (+6H^2+6H per extra layer)",
