@@ -1,7 +1,10 @@
 # dpd — build, test and demo. `make` builds build/dpd, build/libdpd.a and build/libdpd.so.
 # `make test` installs dependencies (scripts/deps.sh), builds and runs every test.
 # `make demo` trains a small GRU PA model on built-in synthetic data.
-# Options: CI=true (warnings are errors), SANITIZE=address,undefined.
+# `make install` copies the command, the libraries, the public headers and dpd.pc under PREFIX
+# (default /usr/local; DESTDIR stages it), `make uninstall` removes them.
+# Options: CI=true (warnings are errors), SANITIZE=address,undefined, V=1 (the full commands instead
+# of one short line per step).
 
 CC      ?= cc
 BUILD   ?= build
@@ -19,6 +22,13 @@ endif
 ifneq ($(SANITIZE),)
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+# One short line per step (`CC src/train.c`, `LD build/dpd`): $(call say,WHAT,FILE) starts a recipe line
+# and silences it; with V=1 it is empty, and make echoes the whole command. Errors show either way.
+ifeq ($(V),1)
+say :=
+else
+say = @printf '%-5s %s\n' '$(1)' '$(2)';
 endif
 
 LIB_SRC := $(wildcard src/*.c) $(wildcard src/models/*.c) src/kern/dispatch.c $(wildcard src/cpu/*.c)
@@ -41,14 +51,14 @@ FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
-.PHONY: all test demo bench deps clean cuda pack-cuda opencl pack-opencl
+.PHONY: all test demo bench deps clean cuda pack-cuda opencl pack-opencl install uninstall
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
 HDRS    := $(wildcard include/dpd/*.h src/*.h src/models/*.h src/kern/*.h src/cpu/*.h tests/*.h)
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INTERNAL) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) $(INTERNAL) -c $< -o $@
 
 # Front ends compile against the public headers only: a file under cli/, studio/ or examples/ that
 # includes a library internal fails to build here.
@@ -57,28 +67,28 @@ PUBLIC_ONLY = @if grep -nE '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"[^"]*
 $(BUILD)/cli/%.o: cli/%.c $(wildcard include/dpd/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/cli/plot.o: CFLAGS += $(CAIRO_CFLAGS)
 $(BUILD)/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
-	$(CC) $(CFLAGS) -Icli -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -Icli -c $< -o $@
 # The browser UI's files, embedded in the binary (scripts/embed.sh).
 WEB_FILES := $(shell find studio/web -type f ! -name '.*' 2>/dev/null)
 $(BUILD)/studio/assets.c: $(WEB_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	sh scripts/embed.sh studio/web > $@.tmp && mv $@.tmp $@
+	$(call say,GEN,$@)sh scripts/embed.sh studio/web > $@.tmp && mv $@.tmp $@
 $(BUILD)/studio/assets.o: $(BUILD)/studio/assets.c studio/studio.h studio/store.h
-	$(CC) $(CFLAGS) -Istudio -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -Istudio -c $< -o $@
 $(BUILD)/examples/%.o: examples/%.c $(wildcard include/dpd/*.h)
 	@mkdir -p $(dir $@)
 	$(PUBLIC_ONLY)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -c $< -o $@
 
 # The model families again in double, for gradient checks only (not in the library).
 $(BUILD)/f64/%.o: src/models/%.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INTERNAL) -DDPD_F64 -c $< -o $@
+	$(call say,CC,$< (double))$(CC) $(CFLAGS) $(INTERNAL) -DDPD_F64 -c $< -o $@
 
 # The fast kernels once per ISA; dispatch.c picks one at run time (cpuid). kern.c lets the compiler
 # fuse multiply-adds (its results are within a tolerance of the reference's); the families' exact
@@ -92,53 +102,53 @@ $(BUILD)/src/kern/kern_%.o $(BUILD)/fuzz/src/kern/kern_%.o: KFLAGS := -ffp-contr
 define KERN_RULE
 $(BUILD)/src/kern/%_$(1).o: src/kern/%.c $(wildcard src/kern/*.h)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
+	$$(call say,CC,$$< ($(1)))$$(CC) $$(CFLAGS) $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
 $(BUILD)/fuzz/src/kern/%_$(1).o: src/kern/%.c $(wildcard src/kern/*.h)
 	@mkdir -p $$(dir $$@)
-	$$(FUZZ_CC) $$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
+	$$(call say,FUZZ,$$< ($(1)))$$(FUZZ_CC) $$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
 endef
 $(foreach isa,avx512 avx2 sse,$(eval $(call KERN_RULE,$(isa))))
 
 $(BUILD)/libdpd.a: $(LIB_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libdpd.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/dpd: $(CLI_OBJ) $(BUILD)/libdpd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS) $(CAIRO_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS) $(CAIRO_LIBS)
 
 # The same command linked against libdpd.so: a hidden symbol the CLI needs breaks this build.
 $(BUILD)/dpd-shared: $(CLI_OBJ) $(BUILD)/libdpd.so
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS) $(STUDIO_LIBS) $(CAIRO_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN' $(LDLIBS) $(STUDIO_LIBS) $(CAIRO_LIBS)
 
 # Example programs: the public API and libdpd.so only.
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libdpd.so
-	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN/..' -lm
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD) -ldpd -Wl,-rpath,'$$ORIGIN/..' -lm
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(F64_OBJ) $(BUILD)/libdpd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The studio's store test links the store and SQLite.
 $(BUILD)/tests/test_store.o: CFLAGS += -Istudio
 $(BUILD)/tests/test_store: $(BUILD)/tests/test_store.o $(BUILD)/tests/check.o $(BUILD)/studio/store.o $(BUILD)/libdpd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(STUDIO_LIBS)
 
 # The studio's raw-byte JSON guard (studio/guard.c): no library beyond libc.
 $(BUILD)/tests/test_guard.o: CFLAGS += -Istudio
 $(BUILD)/tests/test_guard: $(BUILD)/tests/test_guard.o $(BUILD)/tests/check.o $(BUILD)/studio/guard.o $(BUILD)/libdpd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The fault-injecting test provider (tests only; never installed by default).
 $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(INTERNAL) -shared -o $@ $< $(BUILD)/libdpd.a $(LDFLAGS) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(INTERNAL) -shared -o $@ $< $(BUILD)/libdpd.a $(LDFLAGS) $(LDLIBS)
 
 # A stand-in for OpenBLAS (LD_PRELOAD in tests/cli.sh): logs the thread counts dpd sets.
 $(BLAS): tests/blas_probe.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -o $@ $<
+	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $<
 
 # The CUDA GRU and its parity/speed check (providers/cuda/), where nvcc exists: sm_90 code plus
 # PTX, CUDA runtime linked statically. Without a GPU the check prints SKIP.
@@ -148,21 +158,21 @@ NVFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=comp
 NVSAN   := $(if $(findstring address,$(SANITIZE)),-lasan) $(if $(findstring undefined,$(SANITIZE)),-lubsan)
 $(BUILD)/cuda/check: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/check.cu $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a $(NVSAN) $(LDLIBS) -lpthread -o $@
+	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -Iinclude -Isrc -Iproviders/cuda providers/cuda/gru.cu providers/cuda/check.cu $(BUILD)/libdpd.a $(NVSAN) $(LDLIBS) -lpthread -o $@
 
 $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh providers/cuda/provider.cu providers/cuda/devices.cuh include/dpd/provider.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -shared -Iinclude -Iproviders/cuda providers/cuda/gru.cu providers/cuda/provider.cu -o $@
+	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -shared -Iinclude -Iproviders/cuda providers/cuda/gru.cu providers/cuda/provider.cu -o $@
 
 # The device-resident CUDA provider (providers/cuda/device.cu: host.c's CUDA backend, the kernels of
 # providers/opencl/kernels.cl compiled as CUDA): built and resource-gated here, run by gpu-check.sh.
 $(BUILD)/cuda/host.o: providers/common/host.c providers/common/host.h include/dpd/provider.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 # ptxas's report of its kernels (-Xptxas -v) is kept beside it for tests/cuda_gate.sh. Not built under
 # SANITIZE (nothing runs it without a GPU, and its 192 kernel instances take a minute to compile).
 $(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/cuda/devices.cuh providers/opencl/kernels.cl $(BUILD)/cuda/host.o
-	$(NVCC) $(NVFLAGS) -Xptxas -v -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu \
+	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -Xptxas -v -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu \
 	    $(BUILD)/cuda/host.o $(NVSAN) -o $@ 2>$(BUILD)/cuda/resident.ptxas || { cat $(BUILD)/cuda/resident.ptxas; exit 1; }
 
 cuda:
@@ -170,10 +180,12 @@ cuda:
 	    $(if $(SANITIZE),,$(BUILD)/cuda/libdpd-cuda-resident.so); \
 	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
 
-# The CUDA runtime pack (dist/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.
+# The runtime packs go to PACK_DIR (dist/ for a release; make test puts the CUDA pack under $(BUILD)).
+PACK_DIR ?= dist
+# The CUDA runtime pack ($(PACK_DIR)/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.
 # After `cuda`, so that under -j one nvcc builds the library, not two.
 pack-cuda: cuda
-	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh cuda; \
+	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh cuda '' $(PACK_DIR); \
 	else echo "make pack-cuda: nvcc not found, skipping the CUDA pack"; fi
 
 # The OpenCL provider (providers/opencl/), where the OpenCL headers and ICD loader are installed
@@ -183,29 +195,33 @@ OPENCL_OK := $(shell test -f /usr/include/CL/cl.h && $(CC) -print-file-name=libO
 OPENCL    := $(BUILD)/opencl/libdpd-opencl.so $(BUILD)/opencl/test/libdpd-opencl.so
 $(BUILD)/opencl/kernels.c: providers/opencl/kernels.cl
 	@mkdir -p $(dir $@)
-	{ echo 'const char dpd_opencl_kernels[] ='; sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } >$@
+	$(call say,GEN,$@){ echo 'const char dpd_opencl_kernels[] ='; sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } >$@
 OPENCL_SRC := providers/opencl/provider.c providers/common/host.c
 OPENCL_DEP := $(OPENCL_SRC) providers/common/host.h $(BUILD)/opencl/kernels.c include/dpd/provider.h
 $(BUILD)/opencl/libdpd-opencl.so: $(OPENCL_DEP)
-	$(CC) $(CFLAGS) -shared -o $@ $(OPENCL_SRC) $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
+	$(call say,LD,$@)$(CC) $(CFLAGS) -shared -o $@ $(OPENCL_SRC) $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
 $(BUILD)/opencl/test/libdpd-opencl.so: $(OPENCL_DEP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DDPD_TEST_HOOKS -shared -o $@ $(OPENCL_SRC) $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
+	$(call say,LD,$@)$(CC) $(CFLAGS) -DDPD_TEST_HOOKS -shared -o $@ $(OPENCL_SRC) $(BUILD)/opencl/kernels.c $(LDFLAGS) -lOpenCL -lm -lpthread
 
 opencl:
 	@if [ "$(OPENCL_OK)" = yes ]; then $(MAKE) --no-print-directory $(OPENCL); \
 	else echo "make opencl: no OpenCL headers or ICD loader (scripts/deps.sh installs them), skipping"; fi
 
-# The OpenCL runtime pack (dist/dpd-pack-opencl-<version>-linux-x86_64.tar.gz).
+# The OpenCL runtime pack ($(PACK_DIR)/dpd-pack-opencl-<version>-linux-x86_64.tar.gz).
 pack-opencl: opencl
-	@if [ "$(OPENCL_OK)" = yes ]; then BUILD=$(BUILD) scripts/pack.sh opencl; \
+	@if [ "$(OPENCL_OK)" = yes ]; then BUILD=$(BUILD) scripts/pack.sh opencl '' $(PACK_DIR); \
 	else echo "make pack-opencl: no OpenCL build, skipping the pack"; fi
 
 deps:
 	@scripts/deps.sh
 
+# Everything the tests read, and nothing outside $(BUILD): the OpenCL provider (tests/opencl.sh packs
+# it itself), the CUDA libraries and ptxas's report (tests/cuda_gate.sh), and the CUDA pack under
+# $(BUILD)/packs (tests/cli.sh's refusal on a machine without a GPU).
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/dpd-shared $(EXAMPLES) $(TESTS) $(FAKE) $(BLAS) cuda pack-cuda opencl pack-opencl
+	@$(MAKE) --no-print-directory all $(BUILD)/dpd-shared $(EXAMPLES) $(TESTS) $(FAKE) $(BLAS) opencl pack-cuda \
+	    PACK_DIR=$(BUILD)/packs
 	@BUILD=$(BUILD) tests/run.sh $(TESTS) $$(ls $(BUILD)/cuda/check 2>/dev/null)
 
 demo: deps
@@ -214,6 +230,43 @@ demo: deps
 
 bench: all
 	@bench/train_step.sh $(BUILD)/dpd
+	@bench/peak.sh $(BUILD)/dpd
+
+# ---- install ------------------------------------------------------------------------------------
+# The command (linked with libdpd.a: it needs no libdpd.so at run time, and no data files: the
+# studio's pages are embedded, plot's fonts are the system's DejaVu or fontconfig's), both libraries,
+# the public headers, and dpd.pc for `pkg-config --cflags --libs dpd` (--static adds what libdpd.a
+# needs). libdpd.so has no soname: one file, no version links. DESTDIR stages the tree for a package.
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+VERSION      := $(shell sed -n 's/^\#define DPD_VERSION "\(.*\)"/\1/p' include/dpd/dpd.h)
+HEADERS      := $(wildcard include/dpd/*.h)
+INSTALLED    := $(BINDIR)/dpd $(LIBDIR)/libdpd.so $(LIBDIR)/libdpd.a $(PKGCONFIGDIR)/dpd.pc \
+                $(HEADERS:include/%=$(INCLUDEDIR)/%)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/dpd $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(BUILD)/dpd $(DESTDIR)$(BINDIR)/dpd
+	install -m 755 $(BUILD)/libdpd.so $(DESTDIR)$(LIBDIR)/libdpd.so
+	install -m 644 $(BUILD)/libdpd.a $(DESTDIR)$(LIBDIR)/libdpd.a
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/dpd
+	sed -e 's|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|; s|@LIBS@|$(LDLIBS) -lpthread|' \
+	    dpd.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/dpd.pc && chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/dpd.pc
+
+# Removes what install put there and include/dpd/. The shared directories (bin, lib, include) stay in
+# a real prefix, where other software uses them; a staged tree (DESTDIR) is dpd's alone, so its
+# directories go too, up to DESTDIR, wherever they are left empty.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	[ ! -d $(DESTDIR)$(INCLUDEDIR)/dpd ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/dpd
+ifneq ($(DESTDIR),)
+	@for d in $(PKGCONFIGDIR) $(LIBDIR) $(BINDIR) $(INCLUDEDIR); do \
+	    while [ "$$d" != / ] && [ "$$d" != . ] && rmdir "$(DESTDIR)$$d" 2>/dev/null; do d=$$(dirname "$$d"); done; \
+	done
+endif
 
 clean:
 	rm -rf $(BUILD)
@@ -235,10 +288,10 @@ FUZZ_LIB     := $(LIB_OBJ:$(BUILD)/%=$(BUILD)/fuzz/%)
 
 $(BUILD)/fuzz/src/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INTERNAL) -c $< -o $@
+	$(call say,FUZZ,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INTERNAL) -c $< -o $@
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
+	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(INTERNAL) -o $@ $< $(FUZZ_LIB) $(LDLIBS)
 
 # The studio's boundary (tests/fuzz/http.c, and public.c: the same in public mode): the server's
 # modules, libmicrohttpd and SQLite.
@@ -246,16 +299,16 @@ FUZZ_STUDIO := $(patsubst studio/%.c,$(BUILD)/fuzz/studio/%.o,$(filter-out studi
                $(BUILD)/fuzz/studio/assets.o $(BUILD)/fuzz/cli/history.o $(BUILD)/fuzz/cli/flags.o
 $(BUILD)/fuzz/cli/%.o: cli/%.c cli/cli.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call say,FUZZ,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 $(BUILD)/fuzz/studio/assets.o: $(BUILD)/studio/assets.c studio/studio.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Istudio -c $< -o $@
+	$(call say,FUZZ,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -Istudio -c $< -o $@
 $(BUILD)/fuzz/studio/%.o: studio/%.c $(wildcard include/dpd/*.h cli/*.h studio/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icli -c $< -o $@
+	$(call say,FUZZ,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icli -c $< -o $@
 $(BUILD)/fuzz/http $(BUILD)/fuzz/public: $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/http.c tests/fuzz/fuzz.h $(FUZZ_STUDIO) $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Istudio -o $@ $< $(FUZZ_STUDIO) $(FUZZ_LIB) $(LDLIBS) $(STUDIO_LIBS)
+	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Istudio -o $@ $< $(FUZZ_STUDIO) $(FUZZ_LIB) $(LDLIBS) $(STUDIO_LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 

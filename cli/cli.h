@@ -100,6 +100,11 @@ const char *cli_metric_text(const dpd_metrics *m, int k, char *buf, size_t n);
 void cli_metrics_header(FILE *f, dpd_profile p); /* the profile's metric names */
 void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
 
+/* A frequency or sample rate for people: "800 MHz", "1.5 GHz", "122.88 MHz", "30 kHz": the largest unit
+ * that keeps the number at or above 1, up to 10 significant digits (Hz below 1 kHz and when hz is not
+ * finite). Every human line of the CLI prints Hz through it; JSON output keeps plain Hz numbers. */
+const char *cli_hz(double hz, char *buf, size_t n);
+
 /* s quoted for a POSIX shell ('...' with ' written '\''); buf receives it. */
 const char *cli_shell_quote(const char *s, char *buf, size_t n);
 

@@ -217,9 +217,10 @@ int cmd_eval(int argc, char **argv) {
         rc = cli_json_print(j);
         goto done;
     }
-    char b[3][128];
-    printf("%s %s: %zu samples, %d segments of %d, fs %.6g Hz, %d x %.6g Hz channel\n", ds.name, split, e.n, e.S, e.N,
-           sp->fs, sp->n_sub, sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main);
+    char b[3][128], hz[2][32];
+    double channel = sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main;
+    printf("%s %s: %zu samples, %d segments of %d, fs %s, %d x %s channel\n", ds.name, split, e.n, e.S, e.N,
+           cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub, cli_hz(channel, hz[1], sizeof hz[1]));
     printf("measured output %s (%s): L %s  R %s  AVG %s dBc\n", sc.profile == DPD_PROFILE_GENERAL ? "ACPR" : "ACLR", prof,
            cli_metric_text(&out, DPD_ACLR_L, b[0], sizeof b[0]),
            cli_metric_text(&out, DPD_ACLR_R, b[1], sizeof b[1]), cli_metric_text(&out, DPD_ACLR_AVG, b[2], sizeof b[2]));

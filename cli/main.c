@@ -175,6 +175,21 @@ void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m) {
     fputc('\n', f);
 }
 
+const char *cli_hz(double hz, char *buf, size_t n) {
+    static const struct {
+        double scale;
+        const char *unit;
+    } units[] = {{1e9, "GHz"}, {1e6, "MHz"}, {1e3, "kHz"}};
+    for (size_t i = 0; isfinite(hz) && i < sizeof units / sizeof *units; i++) {
+        if (hz >= units[i].scale) {
+            snprintf(buf, n, "%.10g %s", hz / units[i].scale, units[i].unit);
+            return buf;
+        }
+    }
+    snprintf(buf, n, "%.10g Hz", hz);
+    return buf;
+}
+
 const char *cli_shell_quote(const char *s, char *buf, size_t n) {
     size_t j = 0;
     if (n < 3) return "";
@@ -210,7 +225,7 @@ static const struct verb {
     {"config", cmd_config, "show or set settings (provider, cpu_level, gpu_memory)"},
     {"plot", cmd_plot, "draw a run's pictures (PSD, AM/AM, AM/PM, I/Q, learning curves) or a dataset's"},
     {"models", cmd_models, "list the model families, their parameter counts and defaults"},
-    {"bench", cmd_bench, "time training steps (bench train ...)"},
+    {"bench", cmd_bench, "time training steps, or one core's multiply-add peak (bench train|peak ...)"},
     {"serve", cmd_serve, "the studio: a local web service with a job queue and live events"},
     {"worker", cmd_worker, "run one studio job (started by dpd serve)"},
 };

@@ -103,6 +103,45 @@ int cmd_providers(int argc, char **argv) {
     return 0;
 }
 
+/* The value of setting key (one dpd_settings_set accepted) in st. */
+static const char *setting(const dpd_settings *st, const char *key) {
+    return !strcmp(key, "provider") ? st->provider : !strcmp(key, "cpu_level") ? st->cpu_level : st->gpu_memory;
+}
+
+/* `dpd config set KEY VALUE`: validates, saves when something changes, and says what changed
+ * ("cpu_level: max -> balanced (in PATH)", and a recorded fallback it clears) or that nothing did. */
+static int config_set(const char *key, const char *value) {
+    dpd_settings st, was;
+    dpd_error err = {0};
+    if (!strcmp(key, "reason")) { /* recorded by dpd when the preference falls back, not set by hand */
+        fprintf(stderr, "dpd: 'reason' is recorded by dpd, not set (settings: provider, cpu_level, gpu_memory)\n");
+        return 2;
+    }
+    if (dpd_settings_load(&st, &err)) return cli_fail(&err);
+    was = st;
+    if (dpd_settings_set(&st, key, value, &err)) {
+        fprintf(stderr, "dpd: %s\n", err.msg);
+        return 2;
+    }
+    const char *path = dpd_settings_path(), *old = setting(&was, key), *now = setting(&st, key);
+    /* cleared: an explicit provider replaces the fallback to cpu that dpd recorded */
+    int changed = strcmp(old, now) != 0, cleared = strcmp(was.reason, st.reason) != 0;
+    if (!changed && !cleared) {
+        printf("%s is already %s (in %s); nothing changed\n", key, now, path);
+        return 0;
+    }
+    if (dpd_settings_save(&st, &err)) return cli_fail(&err);
+    if (changed) printf("%s: %s -> %s (in %s)\n", key, old, now, path);
+    else printf("%s stays %s (in %s)\n", key, now, path);
+    if (cleared) printf("the fallback to cpu is no longer recorded (it was: %s)\n", was.reason);
+    char pack[4096];
+    if (!strcmp(key, "provider") && strcmp(value, "auto") && strcmp(value, "cpu") &&
+        (dpd_pack_active(value, pack, sizeof pack), !pack[0]))
+        fprintf(stderr, "dpd: warning: no %s pack is installed: until one is, every command that computes "
+                "refuses to start ('dpd config set provider auto' falls back to cpu instead)\n", value);
+    return 0;
+}
+
 int cmd_config(int argc, char **argv) {
     static const char *const usage =
         "usage: dpd config show | dpd config set KEY VALUE\n\nSettings ($XDG_CONFIG_HOME/dpd/config.json):\n"
@@ -122,24 +161,7 @@ int cmd_config(int argc, char **argv) {
         printf("# %s\n", dpd_settings_path());
         return 0;
     }
-    if (argc == 3 && !strcmp(argv[0], "set")) {
-        if (!strcmp(argv[1], "reason")) { /* recorded by dpd when the preference falls back, not set by hand */
-            fprintf(stderr, "dpd: 'reason' is recorded by dpd, not set (settings: provider, cpu_level, gpu_memory)\n");
-            return 2;
-        }
-        if (dpd_settings_load(&st, &err)) return cli_fail(&err);
-        if (dpd_settings_set(&st, argv[1], argv[2], &err)) {
-            fprintf(stderr, "dpd: %s\n", err.msg);
-            return 2;
-        }
-        if (dpd_settings_save(&st, &err)) return cli_fail(&err);
-        char pack[4096];
-        if (!strcmp(argv[1], "provider") && strcmp(argv[2], "auto") && strcmp(argv[2], "cpu") &&
-            (dpd_pack_active(argv[2], pack, sizeof pack), !pack[0]))
-            fprintf(stderr, "dpd: warning: no %s pack is installed: until one is, every command that computes "
-                    "refuses to start ('dpd config set provider auto' falls back to cpu instead)\n", argv[2]);
-        return 0;
-    }
+    if (argc == 3 && !strcmp(argv[0], "set")) return config_set(argv[1], argv[2]);
     fputs(usage, stderr);
     return 2;
 }

@@ -87,7 +87,9 @@ int cmd_run(int argc, char **argv) {
     if (dpd_recording_read_meta(in, &rm, &iq, &n, &err)) goto fail;
     if (fs > 0 && rm.fs > 0 && fs != rm.fs) {
         rc = 2;
-        fprintf(stderr, "dpd: --fs %g disagrees with the sample rate %s states (%g Hz): drop --fs\n", fs, in, rm.fs);
+        char hz[2][32];
+        fprintf(stderr, "dpd: --fs %s disagrees with the sample rate %s states (%s): drop --fs\n",
+                cli_hz(fs, hz[0], sizeof hz[0]), in, cli_hz(rm.fs, hz[1], sizeof hz[1]));
         goto fail;
     }
     if (!(fs > 0)) fs = rm.fs;

@@ -1,10 +1,80 @@
-/* synth: `dpd synth --out DIR [--preset NAME] [generator options] [--sigmf] [--mat]`. A preset sets the
- * waveform's options and any given explicitly win (the command line is read again over it). */
+/* synth: `dpd synth --out DIR [--preset NAME] [generator options] [--sigmf] [--mat] [--force]`. A preset
+ * sets the waveform's options and any given explicitly win (the command line is read again over it).
+ * It refuses a directory that already holds a dataset unless --force, and ends by printing what it
+ * wrote, as read back from DIR. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
+
+/* Every file synth can write into DIR: the dataset (always), then the copies --sigmf and --mat add.
+ * One table for the refusal to overwrite, the removal of stale copies and the summary. */
+enum { ALWAYS, SIGMF, MAT };
+static const struct {
+    const char *name;
+    int when;
+} files[] = {
+    {"spec.json", ALWAYS},          {"train_input.csv", ALWAYS},   {"train_output.csv", ALWAYS},
+    {"val_input.csv", ALWAYS},      {"val_output.csv", ALWAYS},    {"test_input.csv", ALWAYS},
+    {"test_output.csv", ALWAYS},    {"input.sigmf-data", SIGMF},   {"input.sigmf-meta", SIGMF},
+    {"output.sigmf-data", SIGMF},   {"output.sigmf-meta", SIGMF},  {"capture.mat", MAT},
+};
+#define NFILES (sizeof files / sizeof *files)
+
+static const char *file_path(const char *dir, size_t i, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s", dir, files[i].name);
+    return buf;
+}
+
+/* The first of synth's files that DIR already holds, or NULL. */
+static const char *existing(const char *dir) {
+    char p[4200];
+    for (size_t i = 0; i < NFILES; i++)
+        if (access(file_path(dir, i, p, sizeof p), F_OK) == 0) return files[i].name;
+    return NULL;
+}
+
+static int written(size_t i, int sigmf, int mat) {
+    return files[i].when == ALWAYS || (files[i].when == SIGMF && sigmf) || (files[i].when == MAT && mat);
+}
+
+/* bytes as "812 B", "11.3 KiB", "1.2 MiB". */
+static const char *size_text(long long bytes, char *buf, size_t n) {
+    if (bytes < 1024) snprintf(buf, n, "%lld B", bytes);
+    else if (bytes < 1024 * 1024) snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+    else snprintf(buf, n, "%.1f MiB", bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
+/* What DIR now holds, read back as training will read it: the split sizes, the sample rate and
+ * carriers from spec.json, and each file written with its size. 0, or the exit code after saying
+ * why the dataset does not read back. */
+static int summary(const dpd_synth_cfg *c, const char *dir, int sigmf, int mat) {
+    dpd_dataset ds;
+    dpd_error err = {0};
+    unsigned all = 1u << DPD_TRAIN | 1u << DPD_VAL | 1u << DPD_TEST;
+    if (dpd_dataset_load(dir, all, all, &ds, &err)) return cli_fail(&err);
+    const dpd_spec *sp = &ds.spec;
+    char hz[3][32];
+    printf("wrote %s\n", dir);
+    printf("samples: train %zu, val %zu, test %zu (segments of %d)\n", ds.split[DPD_TRAIN].n, ds.split[DPD_VAL].n,
+           ds.split[DPD_TEST].n, sp->nperseg);
+    printf("signal: fs %s, %d x %s carriers (%s), %d-QAM OFDM, seed %llu\n", cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub,
+           cli_hz(sp->bw_sub, hz[1], sizeof hz[1]), cli_hz(sp->bw_main, hz[2], sizeof hz[2]), c->qam,
+           (unsigned long long)c->seed);
+    dpd_dataset_free(&ds);
+    printf("files:\n");
+    for (size_t i = 0; i < NFILES; i++) {
+        char p[4200], sz[32];
+        struct stat st;
+        if (written(i, sigmf, mat) && stat(file_path(dir, i, p, sizeof p), &st) == 0)
+            printf("  %-18s %s\n", files[i].name, size_text((long long)st.st_size, sz, sizeof sz));
+    }
+    return 0;
+}
 
 /* DIR/input.sigmf-data and DIR/output.sigmf-data (each with its .sigmf-meta): the whole capture,
  * train then val then test, as cf32_le. */
@@ -20,10 +90,11 @@ static int write_sigmf(const dpd_synth_cfg *c, const char *dir, const char *pres
         for (size_t i = 0; i < 2 * c->length; i++) f[i] = (float)v[i];
         char path[4200], about[256];
         snprintf(path, sizeof path, "%s/%s.sigmf-data", dir, k ? "output" : "input");
-        snprintf(about, sizeof about, "dpd synth%s%s: %d x %g MHz carriers of %d-QAM OFDM at %g MS/s, seed %llu; the "
+        char hz[2][32];
+        snprintf(about, sizeof about, "dpd synth%s%s: %d x %s carriers of %d-QAM OFDM sampled at %s, seed %llu; the "
                  "%s of its Wiener-Hammerstein PA (train, val and test in order)", preset[0] ? " --preset " : "", preset,
-                 c->carriers, c->carrier_bw / 1e6, c->qam, c->fs / 1e6, (unsigned long long)c->seed,
-                 k ? "output y" : "input x");
+                 c->carriers, cli_hz(c->carrier_bw, hz[0], sizeof hz[0]), c->qam, cli_hz(c->fs, hz[1], sizeof hz[1]),
+                 (unsigned long long)c->seed, k ? "output y" : "input x");
         dpd_recording_meta m = {.fs = c->fs, .description = about};
         if (dpd_recording_write_meta(path, f, NULL, c->length, &m, &err)) rc = 1;
     }
@@ -47,7 +118,7 @@ int cmd_synth(int argc, char **argv) {
     dpd_synth_cfg c;
     dpd_synth_defaults(&c);
     char out[4096] = "", preset[16] = "";
-    int sigmf = 0, mat = 0;
+    int sigmf = 0, mat = 0, force = 0;
     opt o[] = {
         {"out", OPT_STR, out, sizeof out, "output dataset directory (required)", 0},
         {"preset", OPT_STR, preset, sizeof preset, "waveform: ofdm-mc (the defaults), lte20 or nr100 (docs/synth.md); the options below win", 0},
@@ -67,9 +138,14 @@ int cmd_synth(int argc, char **argv) {
         {"seed", OPT_U64, &c.seed, 0, "random seed (0)", 0},
         {"sigmf", OPT_FLAG, &sigmf, 0, "also write the whole capture as SigMF: DIR/input.sigmf-data and DIR/output.sigmf-data, each with its .sigmf-meta", 0},
         {"mat", OPT_FLAG, &mat, 0, "also write the whole capture as MATLAB's DIR/capture.mat (x, y, fs; v5)", 0},
+        {"force", OPT_FLAG, &force, 0,
+         "replace the dataset DIR holds (its SigMF and MATLAB copies too: those this run does not write are removed)", 0},
     };
     int n = sizeof o / sizeof *o;
-    const char *usage = "dpd synth --out DIR [--preset ofdm-mc|lte20|nr100] [options] [--sigmf] [--mat]";
+    const char *usage = "dpd synth --out DIR [--preset ofdm-mc|lte20|nr100] [options] [--sigmf] [--mat] [--force]\n\n"
+                        "Prints the samples of each split, the sample rate and carriers, and each file written with\n"
+                        "its size. A DIR that already holds a dataset (spec.json, the split CSVs, ...) is refused\n"
+                        "unless --force.";
     int r = args_parse(argc, argv, o, n, usage);
     if (r) return r == 1 ? 0 : 2;
     if (preset[0]) { /* the preset's waveform, then the command line again over it */
@@ -82,10 +158,19 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "dpd: synth needs --out DIR\n");
         return 2;
     }
+    const char *held = existing(out);
+    if (held && !force) {
+        fprintf(stderr, "dpd: --out %s already holds a dataset (%s): give a new directory, or --force to replace it\n", out,
+                held);
+        return 2;
+    }
     dpd_error err = {0};
     if (dpd_synth_write(&c, out, &err)) return cli_fail(&err); /* 2 for a bad option value */
     if (sigmf && (r = write_sigmf(&c, out, preset))) return r;
     if (mat && (r = write_mat(&c, out))) return r;
-    printf("%s\n", out);
-    return 0;
+    for (size_t i = 0; held && i < NFILES; i++) { /* --force: no copy of the old capture stays beside the new one */
+        char p[4200];
+        if (!written(i, sigmf, mat)) unlink(file_path(out, i, p, sizeof p));
+    }
+    return summary(&c, out, sigmf, mat);
 }

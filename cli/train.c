@@ -28,35 +28,93 @@ static void catch_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* The progress display, from the run's events alone (times are the events' clock, e->time). The
+ * whole run's remaining time is the steps left at the measured step rate, plus one evaluation per
+ * epoch left (the current one's included) at the mean of those timed so far: the time between the
+ * end of one epoch and the end of the next that was not spent in training steps (validation,
+ * test, checkpoints). */
 typedef struct display {
-    int tty;      /* stderr is a terminal: redraw a progress bar */
-    int drawn;    /* a bar is on the line now */
-    double last;  /* elapsed at the last redraw */
-    int plots;          /* pictures at the end of the run: keep the best epoch's validation predictions */
+    int tty;           /* stderr is a terminal: redraw a progress bar */
+    int drawn;         /* a bar is on the line now */
+    double last;       /* the epoch's elapsed at the last redraw */
+    double mark;       /* e->time at the run's start or the last epoch's end */
+    double train_s;    /* the current epoch's training seconds so far */
+    long s0;           /* the epoch's first progress event: steps done then (-1: none yet) ... */
+    double el0;        /* ... and its elapsed; the step rate is measured from there */
+    double per_step;   /* seconds a training step (0: not measured) */
+    long steps;        /* training steps an epoch (0: none, as in fit-ls) */
+    double eval_s;     /* evaluation seconds, summed over ... */
+    int evals;         /* ... the epochs timed */
+    int selection, best_epoch; /* the event's best epoch by the selection metric, and its value */
+    double best;
+    int plots;         /* pictures at the end of the run: keep the best epoch's validation predictions */
     cli_plot_kept kept;
 } display;
 
+/* Seconds left in the run with `steps` training steps and `evals` evaluations still to come. */
+static double run_left(const display *d, long steps, int evals) {
+    return d->per_step * (double)steps + (d->evals ? d->eval_s / d->evals : 0) * evals;
+}
+
+/* s seconds as "MM:SS", or "H:MM:SS" from an hour. */
+static const char *clock_text(double s, char *buf, size_t n) {
+    long t = s > 0 ? (long)(s + 0.5) : 0;
+    if (t >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, n, "%02ld:%02ld", t / 60, t % 60);
+    return buf;
+}
+
+/* The selection metric as the epoch lines label it. */
+static const char *selection_name(int k) { return k == DPD_ACLR_AVG ? "ACLR" : "NMSE"; }
+
+static void remember_best(display *d, const dpd_event *e) {
+    d->selection = e->selection, d->best_epoch = e->best_epoch, d->best = e->best;
+}
+
+/* Printed once as the run starts: what the epoch lines and their mark say. */
+static void legend(const display *d) {
+    fprintf(stderr, "dpd: a line per epoch: train loss, val and test metrics, lr, the run's time elapsed and remaining; "
+                    "* = new best val %s (best.safetensors saved)\n", selection_name(d->selection));
+}
+
 static void epoch_line(display *d, const dpd_event *e) {
-    char b[3][128], t[128];
-    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s lr %.2e%s\n",
+    double wall = e->time - d->mark;
+    d->eval_s += wall > d->train_s ? wall - d->train_s : 0;
+    d->evals++;
+    d->mark = e->time, d->train_s = 0, d->s0 = -1;
+    remember_best(d, e);
+    char b[3][128], t[128], el[16], left[16];
+    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s lr %.2e | elapsed %s "
+                    "remaining %s%s\n",
             d->drawn ? "\r\033[K" : "", e->epoch, e->epochs, e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
             cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
-            cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), e->lr, e->improved ? " *" : "");
+            cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), e->lr, clock_text(e->elapsed, el, sizeof el),
+            clock_text(run_left(d, (long)(e->epochs - e->epoch) * d->steps, e->epochs - e->epoch), left, sizeof left),
+            e->improved ? " *" : "");
     d->drawn = 0;
     d->last = 0;
 }
 
-static void progress_bar(display *d, const dpd_event *e) {
-    if (!d->tty || e->steps <= 0 || (e->steps_done != e->steps && e->elapsed - d->last < 0.1)) return;
+/* Measures the step rate from every progress event; redraws the bar on a terminal (at most 10
+ * times a second, and at the epoch's last step). */
+static void progress(display *d, const dpd_event *e) {
+    if (e->steps <= 0) return;
+    d->steps = e->steps, d->train_s = e->elapsed;
+    if (d->s0 < 0) d->s0 = e->steps_done, d->el0 = e->elapsed;
+    if (e->steps_done > d->s0) d->per_step = (e->elapsed - d->el0) / (double)(e->steps_done - d->s0);
+    else if (!d->per_step) d->per_step = e->elapsed / (double)e->steps_done; /* the first chunk: all there is */
+    if (!d->tty || (e->steps_done != e->steps && e->elapsed - d->last < 0.1)) return;
     d->last = e->elapsed;
-    double per_step = e->steps_done > 0 ? e->elapsed / (double)e->steps_done : 0;
-    double eta = per_step * (double)(e->steps - e->steps_done);
-    int w = 24, fill = (int)((double)w * (double)e->steps_done / (double)e->steps);
-    char bar[32];
+    int w = 20, fill = (int)((double)w * (double)e->steps_done / (double)e->steps);
+    char bar[32], best[64] = "", eta[16];
     for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
     bar[w] = 0;
-    fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %ld/%ld loss %.3e %.3g samples/s ETA %02d:%02d", e->epoch, e->epochs, bar,
-            e->steps_done, e->steps, e->loss, e->samples_per_s, (int)eta / 60, (int)eta % 60);
+    if (d->best_epoch)
+        snprintf(best, sizeof best, " best %s %.3f (epoch %d)", selection_name(d->selection), d->best, d->best_epoch);
+    long steps_left = e->steps - e->steps_done + (long)(e->epochs - e->epoch) * e->steps;
+    fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %ld/%ld loss %.3e %.0f samples/s%s ETA %s", e->epoch, e->epochs, bar,
+            e->steps_done, e->steps, e->loss, e->samples_per_s, best,
+            clock_text(run_left(d, steps_left, e->epochs - e->epoch + 1), eta, sizeof eta));
     d->drawn = 1;
 }
 
@@ -66,9 +124,12 @@ static int on_event(void *user, const dpd_event *e) {
     case DPD_EV_RUN_STARTED:
         fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?");
+        d->mark = e->time;
+        remember_best(d, e);
+        legend(d);
         if (d->plots) cli_plot_warm();
         break;
-    case DPD_EV_PROGRESS: progress_bar(d, e); break;
+    case DPD_EV_PROGRESS: progress(d, e); break;
     case DPD_EV_EPOCH:
         epoch_line(d, e);
         if (d->plots) cli_plot_keep(&d->kept, e);
@@ -142,7 +203,7 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
  * NULL) runs on a completed run before the summary; a non-zero return is the exit code. */
 static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x,
                      int (*after)(const dpd_train_result *, const void *), const void *arg) {
-    display d = {.tty = isatty(2), .plots = x != NULL};
+    display d = {.tty = isatty(2), .s0 = -1, .plots = x != NULL};
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);

@@ -210,6 +210,37 @@ const char *dpd_session_kernels(const dpd_session *s) { return s->kernels; }
 int dpd_session_threads(const dpd_session *s) { return s->threads; }
 int dpd_session_batch(const dpd_session *s) { return s->batch; }
 
+/* Multiply-adds a sample of the forward's weight products, or 0 where that is not defined: in
+ * these families every tensor of two or more dimensions is a matrix or a convolution whose weights
+ * each enter one multiply-add a sample (biases are 1-D). Not so for rvtdcnn (its convolution
+ * slides over a feature image of each sample) nor the delta families (the work they skip depends
+ * on the data); the rest are not derived yet (docs/performance.md). */
+static double macs(const dpd_session *s) {
+    static const char *const dense[] = {"gru", "lstm", "dgru", "tres_gru"};
+    size_t f = 0;
+    while (f < sizeof dense / sizeof *dense && strcmp(s->cfg.family, dense[f])) f++;
+    if (f == sizeof dense / sizeof *dense) return 0;
+    double m = 0;
+    for (int i = 0; i < s->nt; i++)
+        if (s->t[i].ndim >= 2) m += (double)s->t[i].numel;
+    return m;
+}
+
+double dpd_session_step_flops(const dpd_session *s, int B, int T) {
+    double m = macs(s), bt = (double)B * T;
+    if (!s->pa) return 6 * bt * m;
+    double mp = macs(s->pa);
+    return m && mp ? bt * (6 * m + 4 * mp) : 0;
+}
+
+dpd_status dpd_cpu_peak_gflops(const char *kernels, double *gflops, dpd_error *err) {
+    const kern_ops *k;
+    dpd_status st = kern_select("kernels", kernels ? kernels : "auto", &k, err);
+    if (st) return st;
+    *gflops = (k ? k : &kern_sse)->peak(); /* ref: the scalar reference is compiled for sse's baseline ISA */
+    return DPD_OK;
+}
+
 int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, size_t n) {
     return id && k >= 0 && k < DPD_NSPLIT && s->attached_id[k] == id && s->attached_n[k] == n;
 }

@@ -75,6 +75,10 @@ typedef struct run {
     int started;         /* RUN_STARTED was emitted */
 } run;
 
+/* The validation metric that selects the best epoch and drives the plateau (reference §4.3): ACLR_AVG
+ * for a DPD run, NMSE for a PA model. */
+static int selection(const run *r) { return r->pa ? DPD_ACLR_AVG : DPD_NMSE; }
+
 /* 1 when the log carries the delta columns: a DPD run of a family with delta statistics. */
 static int delta_cols(const run *r) { return r->pa && dpd_model_family(r->m)->delta_zeros; }
 
@@ -432,7 +436,9 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     }
     if ((s = dpd_run_write_config(&r.rd, &r.info, err))) goto done;
     r.t0 = now() - st.elapsed * 60.0, r.last_note = now();
-    dpd_event ev = {.type = DPD_EV_RUN_STARTED, .epoch = st.epoch + 1, .provider = r.prov_used, .resumed = in->resume[0] != 0};
+    dpd_event ev = {.type = DPD_EV_RUN_STARTED, .epoch = st.epoch + 1, .provider = r.prov_used,
+                    .resumed = in->resume[0] != 0, .selection = selection(&r), .best_epoch = st.best_epoch,
+                    .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;
     if (r.ds.warning[0]) {
@@ -459,8 +465,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         dpd_sparsity sp = {0};
         dpd_model_sparsity(r.m, st.dz, &sp); /* over this epoch's train, val and test passes */
         memset(st.dz, 0, sizeof st.dz);
-        double sel = r.pa ? m[0].aclr_avg : m[0].nmse; /* selection metric, reference §4.3 */
-        int improved = e == 0 || sel < (r.pa ? st.best_val.aclr_avg : st.best_val.nmse);
+        double sel = dpd_metric_value(&m[0], selection(&r));
+        int improved = e == 0 || sel < dpd_metric_value(&st.best_val, selection(&r));
         size_t np = dpd_model_nparams(r.m) + (r.pa ? dpd_model_nparams(r.pa) : 0); /* cascade, as OpenDPD */
         dpd_run_row(&r.rd.hist, e + 1, cfg.epochs, minutes, lr, cfg.batch, np, cfg.frame, cfg.model.family,
                     cfg.model.hidden, th, r.rd.delta ? &sp : NULL, tl, vl, m);
@@ -479,7 +485,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         if ((s = save_last(&r, &st, err))) break;
         dpd_event ee = {.type = DPD_EV_EPOCH, .epoch = e + 1, .train_loss = tl, .val_loss = vl[0], .test_loss = vl[1],
                         .lr = lr, .val = m[0], .test = m[1], .improved = improved, .val_eval = &r.ev[0],
-                        .sparsity = sp, .elapsed = minutes * 60};
+                        .sparsity = sp, .elapsed = minutes * 60, .selection = selection(&r), .best_epoch = st.best_epoch,
+                        .best = dpd_metric_value(&st.best_val, selection(&r))};
         cancel = emit(&r, &ee, 1);
         if (improved) {
             dpd_event ck = {.type = DPD_EV_CHECKPOINT, .epoch = e + 1, .path = "best.safetensors"};

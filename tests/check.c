@@ -1,9 +1,11 @@
 /* check: see check.h. */
 #include "check.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int check_passed, check_failed, check_skipped;
@@ -59,13 +61,37 @@ double check_relmax(const float *a, const double *b, size_t n) {
     return ref > 0 ? err / ref : err;
 }
 
+/* Every scratch directory is made under one root, removed at exit by the process that made it (a
+ * forked child's exit leaves it to the parent); a test that crashes leaves it behind. */
+static char tmp_root[256];
+static pid_t tmp_owner;
+
+static int tmp_remove_entry(const char *p, const struct stat *st, int flag, struct FTW *w) {
+    (void)st, (void)flag, (void)w;
+    if (remove(p)) perror(p);
+    return 0;
+}
+
+static void tmp_remove(void) {
+    if (getpid() == tmp_owner) nftw(tmp_root, tmp_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *check_tmpdir(void) {
-    static char dirs[16][256];
+    static char dirs[16][300];
     static int k;
-    char *d = dirs[k++ % 16];
-    snprintf(d, 256, "%s/dpdtest.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(d)) {
-        perror("mkdtemp");
+    if (!tmp_root[0]) {
+        snprintf(tmp_root, sizeof tmp_root, "%s/dpdtest.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(tmp_root)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+        tmp_owner = getpid();
+        atexit(tmp_remove);
+    }
+    char *d = dirs[k % 16];
+    snprintf(d, sizeof dirs[0], "%s/%d", tmp_root, k++);
+    if (mkdir(d, 0700)) {
+        perror(d);
         exit(2);
     }
     return d;

@@ -41,7 +41,8 @@ int check_doubles(json_t *tensor, double *out, size_t n);
 /* max |a - b| / max |ref| over n values (ref = b). */
 double check_relmax(const float *a, const double *b, size_t n);
 
-/* A fresh directory under $TMPDIR; returns its path (static buffer per call index). */
+/* A fresh directory under $TMPDIR, removed with all it holds when the test program exits; returns
+ * its path (static buffer per call index, 16 in turn). */
 const char *check_tmpdir(void);
 
 /* A model of configuration c, initialised from r (left zero when r is NULL). A configuration

@@ -1,13 +1,14 @@
 #!/bin/sh
 # Black-box tests of the dpd command: synth determinism, eval, train-pa outputs, bit-exact
 # reruns and resume, error messages and exit codes, and the quality floor on DPA_200MHz.
-# Usage: tests/cli.sh path/to/dpd. Prints "RESULT cli <passed> <failed>".
+# Usage: tests/cli.sh path/to/dpd. Prints "RESULT cli <passed> <failed> <skipped>".
 DPD=${1:-build/dpd}
 SHARED=${DPD_SHARED:-../shared}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 NAME=cli
 . "$(dirname "$0")/lib.sh"
+skip=0
 # field NAME FILE: the number after "NAME": in a one-line JSON file (first occurrence after an anchor)
 num() { sed -n "s/.*\"$1\":{[^}]*\"$2\":\(-*[0-9.]*\).*/\1/p" "$3"; }
 # isjson FILE: FILE holds exactly one valid JSON document
@@ -38,12 +39,49 @@ check 'grep -q "\"nperseg\": 2560" "$T/a/spec.json" && grep -q "\"n_sub_ch\": 10
 expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
 expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
 expect 2 "needs --out" "$DPD" synth
+# what synth says it wrote: the splits, fs and carriers as spec.json and the CSVs have them, each file with its size
+"$DPD" synth --out "$T/sy" --seed 5 --length 25600 --carriers 4 --carrier-bw 40e6 --fs 1.5e9 --sigmf >"$T/sy.txt" 2>"$T/err"; rc=$?
+rows() { echo $(($(wc -l <"$T/sy/$1_input.csv") - 1)); }
+check '[ $rc -eq 0 ] && grep -qxF "wrote $T/sy" "$T/sy.txt" && [ "$(rows train)" -gt 0 ] &&
+    grep -qxF "samples: train $(rows train), val $(rows val), test $(rows test) (segments of 2560)" "$T/sy.txt"' \
+    "synth: the samples of each split, as the CSVs hold them (exit $rc: $(head -c 300 "$T/sy.txt") $(head -c 200 "$T/err"))"
+check 'jq1 "$T/sy/spec.json" "j[\"input_signal_fs\"] == 1.5e9 and j[\"n_sub_ch\"] == 4 and j[\"bw_sub_ch\"] == 40e6 and j[\"bw_main_ch\"] == 160e6" &&
+    grep -qxF "signal: fs 1.5 GHz, 4 x 40 MHz carriers (160 MHz), 64-QAM OFDM, seed 5" "$T/sy.txt"' \
+    "synth: fs and carriers in GHz/MHz, as spec.json has them ($(grep signal "$T/sy.txt"))"
+# size FILE: its size as the summary writes it
+size() { awk -v b="$(stat -c %s "$1")" 'BEGIN { if (b < 1024) printf "%d B", b; else if (b < 1048576) printf "%.1f KiB", b / 1024; else printf "%.1f MiB", b / 1048576 }'; }
+sizes=0
+for f in spec.json train_input.csv train_output.csv val_input.csv val_output.csv test_input.csv test_output.csv \
+    input.sigmf-data input.sigmf-meta output.sigmf-data output.sigmf-meta; do
+    grep -qx "  $f  *$(size "$T/sy/$f")" "$T/sy.txt" && sizes=$((sizes + 1))
+done
+check '[ $sizes -eq 11 ] && [ "$(grep -c "^  " "$T/sy.txt")" -eq 11 ]' "synth: each of the 11 files written with its size ($sizes matched)"
+cp "$T/sy/train_input.csv" "$T/sy-train.csv"
+expect 2 "dpd: --out $T/sy already holds a dataset (spec.json): give a new directory, or --force to replace it" \
+    "$DPD" synth --out "$T/sy" --seed 6 --length 25600
+check 'cmp -s "$T/sy/train_input.csv" "$T/sy-train.csv" && [ -e "$T/sy/input.sigmf-data" ]' "synth: a refused run leaves the dataset as it was"
+rm "$T/sy/spec.json"
+expect 2 "already holds a dataset (train_input.csv)" "$DPD" synth --out "$T/sy" --seed 6 --length 25600
+"$DPD" synth --out "$T/sy" --seed 6 --length 25600 --force >"$T/sy.txt" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/sy/spec.json" ] && ! cmp -s "$T/sy/train_input.csv" "$T/sy-train.csv" && [ ! -e "$T/sy/input.sigmf-data" ] &&
+    [ ! -e "$T/sy/output.sigmf-meta" ] && [ "$(grep -c "^  " "$T/sy.txt")" -eq 7 ]' \
+    "synth --force: replaces the dataset and removes the old SigMF copy it does not write (exit $rc: $(head -c 200 "$T/err"))"
+mkdir "$T/sn" && echo notes >"$T/sn/README"
+"$DPD" synth --out "$T/sn" --length 12800 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/sn/spec.json" ] && [ -s "$T/sn/README" ]' "synth: a directory without a dataset is not refused, and its other files stay (exit $rc)"
 
 # --- eval ---
 "$DPD" eval --data "$T/a" --split test --json >"$T/ev.json" 2>"$T/err"
 check 'grep -q "^{\"dataset\":\"a\",\"split\":\"test\".*\"output_aclr\":{\"L\":.*\"linear_gain\":{\"NMSE\":" "$T/ev.json" && [ "$(wc -l < "$T/ev.json")" -eq 1 ]' \
     "eval --json: one object with output_aclr and linear_gain"
 check 'isjson "$T/ev.json" && jq1 "$T/ev.json" "j[\"linear_gain\"][\"NMSE\"] < -5 and \"status\" not in j[\"linear_gain\"]"' "eval --json is valid JSON, computed metrics have no status entry"
+"$DPD" eval --data "$T/a" --split test >"$T/ev.txt" 2>"$T/err"
+check 'grep -q "^a test: 7680 samples, 3 segments of 2560, fs 800 MHz, 10 x 20 MHz channel$" "$T/ev.txt"' \
+    "eval: fs and channel in MHz ($(head -n 1 "$T/ev.txt") $(head -c 200 "$T/err"))"
+"$DPD" doctor "$T/a" >"$T/doc.txt" 2>&1
+"$DPD" models >"$T/models.txt" 2>&1
+check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.txt" "$T/ev.txt" "$T/doc.txt" "$T/models.txt" >&2' \
+    "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
 expect 2 "--split val|test" "$DPD" eval --data "$T/a" --split train
 expect 1 "spec.json" "$DPD" eval --data "$T/nonexistent" --split val
 printf 'I,Q\n1,2\n3,x\n' >"$T/b/val_input.csv"
@@ -64,6 +102,21 @@ check 'grep -q "\"epochs\":3,\"best_epoch\":[1-3],\"val\":{\"NMSE\":.*\"ACLR_AVG
 check '[ "$(grep -c "\"type\":\"epoch\"" "$D1/events.jsonl")" -eq 3 ] && grep -q "\"type\":\"epoch\",\"epoch\":1," "$D1/events.jsonl"' "events.jsonl: one epoch event per epoch, from epoch 1"
 check 'grep -q "^epoch 1/3 train_loss" "$T/r1.err" && grep -q "^epoch 3/3 train_loss" "$T/r1.err" && [ "$(grep -c "^epoch [0-9]*/3 train_loss" "$T/r1.err")" -eq 3 ] && ! grep -q "^epoch 0/" "$T/r1.err"' \
     "train-pa: one plain progress line per epoch when stderr is not a terminal, epochs 1..3"
+check '[ "$(grep -cE "^epoch [1-3]/3 train_loss .* \| elapsed [0-9]{2}:[0-9]{2} remaining [0-9]{2}:[0-9]{2}( \*)?$" "$T/r1.err")" -eq 3 ] &&
+    grep -qE "^epoch 3/3 .* remaining 00:00( \*)?$" "$T/r1.err"' "train-pa: each epoch line ends with the run's elapsed and remaining time, none left after the last"
+check '[ "$(grep -c "^dpd: a line per epoch: .* \* = new best val NMSE (best.safetensors saved)$" "$T/r1.err")" -eq 1 ] &&
+    [ "$(grep -c "^epoch .* \*$" "$T/r1.err")" -eq "$(grep -c "\"type\":\"epoch\".*\"improved\":true" "$D1/events.jsonl")" ]' \
+    "train-pa: the legend printed once names the selection metric, and '*' marks exactly the improved epochs"
+if script -qc true /dev/null >/dev/null 2>&1 </dev/null; then
+    script -qec "'$DPD' train-pa --data '$T/a' --hidden 6 --frame 40 --stride 20 --batch 32 --seed 3 --epochs 2 --no-plots --out '$T/tty'" \
+        /dev/null >"$T/tty.txt" 2>&1 </dev/null; rc=$?
+    tr "\r" "\n" <"$T/tty.txt" >"$T/tty.lines"
+    check '[ $rc -eq 0 ] && grep -q "^.\[Kepoch 1/2 \[[#.]*\] [0-9]*/[0-9]* loss [0-9.e+-]* [0-9]* samples/s ETA [0-9][0-9]:[0-9][0-9]$" "$T/tty.lines" &&
+        grep -q "^.\[Kepoch 2/2 \[####################\] .* best NMSE -*[0-9.]* (epoch 1) ETA 00:00$" "$T/tty.lines"' \
+        "train-pa on a terminal: the bar shows epoch i/2, samples/s, the best val NMSE so far and the run's ETA (exit $rc: $(grep -a "epoch 2/2 \[" "$T/tty.lines" | tail -n 1))"
+else
+    echo "SKIP cli terminal bar (train-pa): no script(1) to give dpd a pseudo-terminal (util-linux)"; skip=$((skip + 1))
+fi
 check '! ls "$D1" | grep -q tmp' "train-pa: no temporary files left"
 run --epochs 3 --out "$T/r2" >/dev/null 2>&1
 D2="$T/r2/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
@@ -133,7 +186,17 @@ check 'data "$E1/pa.safetensors" | cmp -s - "$T/pa.data"' "the frozen PA's weigh
 check 'sed -n 2p "$E1/history.csv" | grep -q "^1,2,[0-9.]*,0.00500000,32,341,40,gru,5,"' "DPD history: epoch 1 first, N_PARAM counts PA + DPD (194 + 147)"
 drun --epochs 1 --out "$T/d2" >/dev/null 2>&1
 E2="$T/d2/a/train_dpd/PA_S_3_M_GRU_H_6_F_40/DPD_S_3_M_GRU_H_5_F_40_P_147"
-"$DPD" train-dpd --resume "$E2" --epochs 2 >/dev/null 2>&1
+# on a terminal (script(1) from util-linux gives the run a pseudo-terminal) the resumed run's bar shows the best epoch
+# from before the resume, by the DPD's selection metric
+if script -qc true /dev/null >/dev/null 2>&1 </dev/null; then
+    script -qec "'$DPD' train-dpd --resume '$E2' --epochs 2" /dev/null >"$T/tty-dpd.txt" 2>&1 </dev/null
+    check 'tr "\r" "\n" <"$T/tty-dpd.txt" | grep -q "^.\[Kepoch 2/2 \[[#.]*\] [0-9]*/[0-9]* loss .* best ACLR -[0-9.]* (epoch 1) ETA [0-9][0-9]:[0-9][0-9]$"' \
+        "train-dpd --resume on a terminal: the bar shows epoch 2/2, the best val ACLR of epoch 1 and the ETA ($(tr "\r" "\n" <"$T/tty-dpd.txt" | grep -a "epoch 2/2 \[" | tail -n 1))"
+else
+    "$DPD" train-dpd --resume "$E2" --epochs 2 >/dev/null 2>&1
+    echo "SKIP cli terminal bar (train-dpd): no script(1) to give dpd a pseudo-terminal (util-linux)"; skip=$((skip + 1))
+fi
+check 'grep -q "^dpd: a line per epoch: .* \* = new best val ACLR (best.safetensors saved)$" "$T/d1.err"' "train-dpd: the legend names ACLR as the selection metric"
 data "$E2/last.safetensors" >"$T/e.last"
 check 'data "$E1/last.safetensors" | cmp -s - "$T/e.last"' \
     "train-dpd resumed after 1 epoch equals 2 straight epochs"
@@ -165,7 +228,7 @@ if [ -f "$BLASLIB" ]; then
         "$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --threads 3 --out "$T/lsb" >/dev/null 2>&1
     check '[ "$(tail -n 1 "$T/blas.log")" = 3 ]' "the worker count reaches a threaded BLAS under LAPACK (OpenBLAS stand-in: $(tr '\n' ' ' <"$T/blas.log"))"
 else
-    echo "SKIP cli blas threads: $BLASLIB not built"
+    echo "SKIP cli blas threads: $BLASLIB not built"; skip=$((skip + 1))
 fi
 "$DPD" fit-ls --data "$T/a" --kind gmp --target dpd --pa "$L1" --K 4 --Q 4 --M 1 --iterations 2 --out "$T/ls" --json >"$T/ld.json" 2>"$T/err"
 check 'grep -q "\"no_dpd\":{" "$T/ld.json" && awk "BEGIN { exit !($(num test ACLR_AVG "$T/ld.json") < $(num no_dpd ACLR_AVG "$T/ld.json")) }"' \
@@ -268,8 +331,15 @@ PACKS="$XDG_DATA_HOME/dpd/packs"
 "$DPD" providers --json >"$T/prov.json"
 check 'isjson "$T/prov.json"' "dpd providers --json is valid JSON"
 check 'grep -q "\"active\":\"cpu\"" "$T/prov.json" && grep -q "\"workers\":[1-9]" "$T/prov.json"' "dpd providers --json: active cpu and the worker count"
-"$DPD" config set cpu_level low && "$DPD" config set gpu_memory high
+CONF="$XDG_CONFIG_HOME/dpd/config.json"
+"$DPD" config set cpu_level low >"$T/cs1.txt" && "$DPD" config set gpu_memory high >/dev/null && "$DPD" config set cpu_level low >"$T/cs2.txt"
+check 'grep -qxF "cpu_level: max -> low (in $CONF)" "$T/cs1.txt" && grep -qxF "cpu_level is already low (in $CONF); nothing changed" "$T/cs2.txt"' \
+    "dpd config set says what changed, and when nothing did ($(cat "$T/cs1.txt" "$T/cs2.txt"))"
 check '"$DPD" config show | grep -qx "cpu_level low" && "$DPD" config show | grep -qx "gpu_memory high"' "dpd config set/show"
+printf '{"provider": "cpu", "reason": "the cuda pack failed"}' >"$CONF"
+"$DPD" config set provider cpu >"$T/cs3.txt"
+check 'grep -qxF "provider stays cpu (in $CONF)" "$T/cs3.txt" && grep -qxF "the fallback to cpu is no longer recorded (it was: the cuda pack failed)" "$T/cs3.txt" &&
+    ! "$DPD" config show | grep -q "^reason"' "dpd config set provider cpu over a recorded fallback says that it clears it ($(cat "$T/cs3.txt"))"
 expect 2 "unknown setting 'colour'" "$DPD" config set colour blue
 expect 2 "'reason' is recorded by dpd" "$DPD" config set reason hello
 expect 2 "must be auto, cpu or an installed pack's name" "$DPD" config set provider 'TPU!'
@@ -280,6 +350,14 @@ rm "$XDG_CONFIG_HOME/dpd/config.json"
 expect 1 "no cuda pack is installed" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
 expect 1 "no cuda pack is installed" "$DPD" train-pa --data "$T/a" --epochs 1 --out "$T/nopack" --provider cuda
 expect 1 "no cuda pack is installed" "$DPD" bench train --hidden 4 --batch 2 --frame 10 --steps 1 --provider cuda
+# bench train: a DPD step through a frozen PA (--pa MODEL:HIDDEN), the step's share of the measured peak
+"$DPD" bench train --model gru --hidden 4 --pa gru:5 --batch 2 --frame 10 --steps 1 --json >"$T/bpa.json" 2>"$T/bpa.err"
+check 'grep -q "\"pa\":\"gru:5\"" "$T/bpa.json" && grep -q "\"peak_share\":[0-9]" "$T/bpa.json" &&
+       grep -q "\"peak_gflops\":[0-9]" "$T/bpa.json"' "bench train --pa: the chained step, with the peak and its share ($(cat "$T/bpa.json" "$T/bpa.err" | head -c 300))"
+"$DPD" bench train --model tcn --hidden 4 --batch 2 --frame 10 --steps 1 --json >"$T/btcn.json" 2>&1
+check 'grep -q "\"peak_share\":null" "$T/btcn.json"' "bench train: no share where the FLOP count is not defined (tcn)"
+expect 2 "is not MODEL:HIDDEN" "$DPD" bench train --pa gru --steps 1
+expect 2 "bogus" "$DPD" bench peak --kernels bogus
 # mkpack DIR OUT [pack.json abi] : a pack of the fake provider
 mkpack() {
     rm -rf "$1" && mkdir -p "$1/lib" && cp "$FAKE" "$1/lib/libfake.so"
@@ -376,14 +454,14 @@ if [ -f "$FAKE" ]; then
     "$DPD" pack remove cuda-9.9
     check '[ ! -e "$PACKS/cuda-9.9" ] && [ ! -L "$PACKS/active-cuda" ]' "dpd pack remove"
 else
-    echo "SKIP cli packs: $FAKE not built"
+    echo "SKIP cli packs: $FAKE not built"; skip=$((skip + 1))
 fi
 # the real CUDA pack: on a machine without a usable GPU its install ends in fallback case 4
-REAL=$(ls dist/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
+REAL=$(ls "$(dirname "$DPD")"/packs/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1) # make test builds it there
 if [ -z "$REAL" ]; then
-    echo "SKIP cli real cuda pack: not built (make pack-cuda needs nvcc)"
+    echo "SKIP cli real cuda pack: not built (make pack-cuda needs nvcc)"; skip=$((skip + 1))
 elif nvidia-smi >/dev/null 2>&1; then
-    echo "SKIP cli real cuda pack refusal: this machine has a GPU (scripts/gpu-check.sh covers the install)"
+    echo "SKIP cli real cuda pack refusal: this machine has a GPU (scripts/gpu-check.sh covers the install)"; skip=$((skip + 1))
 else
     "$DPD" config set provider auto
     "$DPD" pack install "$REAL" >/dev/null 2>"$T/err"; rc=$?
@@ -444,7 +522,7 @@ if [ -f "$DPA/train_input.csv" ]; then
     echo "dpd run on DPA_200MHz test: sectioned (1024 + warm-up 1024) vs exact, max deviation $dev of max |output|"
     check 'awk "BEGIN { exit !($dev <= 1e-5) }"' "DPA_200MHz run: sectioned vs exact deviation $dev > 1e-5"
 else
-    echo "SKIP cli DPA_200MHz checks: $DPA absent"
+    echo "SKIP cli DPA_200MHz checks: $DPA absent"; skip=$((skip + 1))
 fi
 # --- metric profiles (docs/metrics.md) and the contiguous-v1 split ---
 "$DPD" eval --data "$T/a" --split test --json >"$T/lg.json"
@@ -495,5 +573,5 @@ check '[ -n "$SC" ] && jq1 "$SC/config.json" "j[\"split\"] == {\"protocol\": \"c
 # a run's own config.json out of range is a malformed file (exit 1, naming it), not a usage error
 cp -r "$D1" "$T/badcfg" && sed -i 's/"frame": 40/"frame": 2147483647/' "$T/badcfg/config.json"
 expect 1 "badcfg/config.json" "$DPD" train-pa --resume "$T/badcfg" --epochs 9
-echo "RESULT cli $pass $fail"
+echo "RESULT cli $pass $fail $skip"
 [ "$fail" -eq 0 ]

@@ -5,10 +5,15 @@
 # pictures), tests/doctor.sh (dpd doctor and the training gate), tests/recordings.sh (.mat,
 # SigMF and the synth presets through dpd), tests/studio.sh (dpd serve, black-box over HTTP),
 # tests/ui.sh (the studio's pages in headless Chromium), tests/identity.sh (training
-# bit-identical to the values recorded before the public-API refactor) and tests/crash.sh
-# (kill -9 during training, then resume), then tests/fuzz/run.sh (each libFuzzer harness for
-# FUZZ_SECONDS, default 15; it skips when clang or libFuzzer is missing), and sums their
-# "RESULT name passed failed" lines into one closing line "N passed, N failed". FUZZ_SECONDS=0 skips
+# bit-identical to the values recorded before the public-API refactor), tests/crash.sh
+# (kill -9 during training, then resume), tests/install.sh (make install and uninstall into a
+# scratch tree, quickstart.c built with pkg-config dpd), tests/tour.sh (README.md's tour, run as
+# written) and tests/links.sh (every link of README.md and docs/ resolves inside the repository),
+# then tests/fuzz/run.sh (each libFuzzer
+# harness for FUZZ_SECONDS, default 15; it skips when clang or libFuzzer is missing), then the
+# example programs, and sums their "RESULT name passed failed [skipped]" lines into one closing
+# line "N passed, N failed, N skipped"; its own scratch files (the log, the examples' working
+# directories) go when it ends, as each test's do. FUZZ_SECONDS=0 skips
 # the fuzzers and CUDA_GATE=0 the resource gate (each counted as a skip: .ci/run's sanitized pass
 # does, since the harnesses are built sanitized anyway and the gate compiles the same kernels in
 # every build; the plain pass runs both). Each program's wall time follows its output as
@@ -19,8 +24,10 @@ BUILD=${BUILD:-build}
 export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export DPD_FAKE_LIB="$BUILD/tests/libfake.so" # the fault-injecting provider (tests/fake_provider.c)
 passed=0; failed=0; skipped=0; crashed=0
-log=$(mktemp)
-for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/fuzz/run.sh; do
+S=$(mktemp -d)
+trap 'rm -rf "$S"' EXIT
+log=$S/log
+for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh; do
     t0=$(date +%s)
     case $t in
     tests/fuzz/run.sh) if [ "${FUZZ_SECONDS:-15}" = 0 ]; then
@@ -38,6 +45,9 @@ for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh test
     tests/ui.sh) sh tests/ui.sh "$BUILD" >"$log" 2>&1 ;;
     tests/crash.sh) sh tests/crash.sh "$BUILD/dpd" >"$log" 2>&1 ;;
     tests/identity.sh) sh tests/identity.sh "$BUILD/dpd" check 1 2 >"$log" 2>&1 ;;
+    tests/install.sh) sh tests/install.sh "$BUILD" >"$log" 2>&1 ;;
+    tests/tour.sh) sh tests/tour.sh "$BUILD" >"$log" 2>&1 ;;
+    tests/links.sh) sh tests/links.sh "$BUILD" >"$log" 2>&1 ;;
     *) "$t" >"$log" 2>&1 ;;
     esac
     rc=$?
@@ -54,11 +64,10 @@ done
 # The example programs (public API and libdpd.so only), each in a scratch directory: one check each.
 for ex in "$BUILD"/examples/*; do
     [ -x "$ex" ] || continue
-    dir=$(mktemp -d); exe=$(cd "$(dirname "$ex")" && pwd)/$(basename "$ex")
+    dir=$(mktemp -d "$S/example.XXXXXX"); exe=$(cd "$(dirname "$ex")" && pwd)/$(basename "$ex")
     if (cd "$dir" && "$exe" >"$log" 2>&1); then passed=$((passed + 1)); echo "example $(basename "$ex"): ok"
     else failed=$((failed + 1)); cat "$log"; echo "FAIL example $(basename "$ex")"; fi
     rm -rf "$dir"
 done
-rm -f "$log"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

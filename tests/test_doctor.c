@@ -5,7 +5,6 @@
  * little oversampling, DC, stuck samples, length and split faults, the single_csv and mat layouts, malformed
  * files, and the corrected copies re-examined; then the bundled OpenDPD datasets (skipped when
  * ../shared/data/opendpd is absent): DPA_100MHz must be flagged for its bandwidth. */
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,7 +29,8 @@ typedef struct cap {
 static cap clean; /* the synthetic PA capture every faulty one starts from */
 static dpd_synth_cfg synth;
 
-/* A fresh directory under one scratch root (removed at the end): check_tmpdir keeps 16 names. */
+/* A fresh directory under one scratch root (check_tmpdir's, removed at exit): check_tmpdir keeps 16
+ * names. */
 static char root[256];
 static const char *scratch(void) {
     static char dirs[32][320];
@@ -794,11 +794,6 @@ static void test_opendpd(void) {
     }
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *w) {
-    (void)st, (void)flag, (void)w;
-    return remove(p);
-}
-
 int main(void) {
     snprintf(root, sizeof root, "%s", check_tmpdir());
     build_clean();
@@ -818,6 +813,5 @@ int main(void) {
     test_malformed();
     test_opendpd();
     cap_free(&clean);
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return check_done("doctor");
 }

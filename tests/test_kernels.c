@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "kern/kern.h"
@@ -176,6 +177,77 @@ static void delta_layer_case(const kern_ops *k, int B, int T, int I, int H, int 
     free(wih), free(whh), free(bih), free(bhh), free(x), free(dh);
 }
 
+static volatile float sink; /* keeps the naive loop's result observable */
+
+/* GFLOP/s of a naive scalar loop: one dependent multiply-add chain, latency-bound. */
+static double naive_gflops(void) {
+    float a = 0;
+    long n = 1L << 23;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; i++) a = a * 0.999f + 1e-3f;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sink = a;
+    return 2.0 * n / ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / 1e9;
+}
+
+/* The multiply-add peak of every ISA this CPU has (and ref, which measures sse): finite, positive
+ * and above a naive scalar loop's speed; no other timing is asserted. */
+static void peak_case(void) {
+    static const char *const names[] = {"sse", "avx2", "avx512", "ref"};
+    double naive = naive_gflops();
+    dpd_error err;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        double g = -1;
+        dpd_status st = dpd_cpu_peak_gflops(names[i], &g, &err);
+        if (st == DPD_E_UNSUPPORTED) {
+            check_skip(names[i], "this CPU lacks the ISA (no peak to measure)");
+            continue;
+        }
+        CHECK(st == DPD_OK && isfinite(g) && g > 0 && g > naive, "peak %s: %g GFLOP/s (naive scalar loop %g): %s",
+              names[i], g, naive, st ? err.msg : "");
+        printf("peak %s: %.1f GFLOP/s (naive scalar loop: %.2f)\n", names[i], g, naive);
+    }
+    double g = -1;
+    CHECK(dpd_cpu_peak_gflops("avx9000", &g, &err) == DPD_E_INVAL && g == -1 && strstr(err.msg, "kernels: 'avx9000'"),
+          "unknown kernels refused by the peak: %s", err.msg);
+}
+
+/* A cpu session of family-H with zero weights (*m receives the model); ends the test program on failure. */
+static dpd_session *flop_session(const char *family, int H, dpd_model **m) {
+    dpd_model_cfg c = {.layers = 1, .hidden = H};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    *m = check_model(&c, NULL);
+    dpd_kv o[] = {{"provider", "cpu"}, {"threads", "1"}};
+    dpd_session *s = NULL;
+    dpd_error err;
+    if (dpd_session_create(*m, o, 2, &s, &err)) {
+        fprintf(stderr, "FAIL %s-%d session: %s\n", family, H, err.msg);
+        exit(1);
+    }
+    return s;
+}
+
+/* The step FLOP count of docs/performance.md: GRU-23 at B 64, T 200 is 6 B T (3H 2 + 3H H + 2 H)
+ * = 136 012 800; a DPD GRU-15 through a frozen GRU-23 adds 4 B T 1771 for the PA: 151 731 200;
+ * no count for a family outside gru, lstm, dgru and tres_gru (tcn), nor for a chain to one. */
+static void flops_case(void) {
+    dpd_model *mg, *md, *mt;
+    dpd_session *g = flop_session("gru", 23, &mg), *d = flop_session("gru", 15, &md), *t = flop_session("tcn", 8, &mt);
+    dpd_error err;
+    CHECK(dpd_session_step_flops(g, 64, 200) == 136012800.0, "GRU-23 step FLOP %.0f != 136012800",
+          dpd_session_step_flops(g, 64, 200));
+    CHECK(dpd_session_chain(d, g, &err) == DPD_OK, "chain: %s", err.msg);
+    CHECK(dpd_session_step_flops(d, 64, 200) == 151731200.0, "DPD GRU-15 through GRU-23 step FLOP %.0f != 151731200",
+          dpd_session_step_flops(d, 64, 200));
+    CHECK(dpd_session_step_flops(t, 64, 200) == 0, "tcn has no FLOP count: %.0f", dpd_session_step_flops(t, 64, 200));
+    CHECK(dpd_session_chain(d, NULL, &err) == DPD_OK && dpd_session_chain(d, t, &err) == DPD_OK &&
+              dpd_session_step_flops(d, 64, 200) == 0,
+          "a chain to a tcn PA has no FLOP count: %.0f (%s)", dpd_session_step_flops(d, 64, 200), err.msg);
+    dpd_session_free(d), dpd_session_free(g), dpd_session_free(t);
+    dpd_model_free(md), dpd_model_free(mg), dpd_model_free(mt);
+}
+
 int main(void) {
     const kern_ops *all[3] = {&kern_sse, &kern_avx2, &kern_avx512};
     const char *isa[3] = {"sse2", "avx2", "avx512f"};
@@ -222,5 +294,7 @@ int main(void) {
           "unknown kernels refused, naming the field: %s", err.msg);
     CHECK(kern_select("kernels", "auto", &k, &err) == DPD_OK && k, "auto");
     printf("best kernels here: %s\n", kern_name(k));
+    peak_case();
+    flops_case();
     return check_done("kernels");
 }

@@ -8,6 +8,8 @@ BUILD=${1:-build}
 case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
 here=$(cd "$here" && pwd)
 dir=$here/ui
+S=$(mktemp -d) # npm's log and the test's output
+trap 'rm -rf "$S"' EXIT
 
 skip() {
     echo "SKIP ui: $1"
@@ -33,26 +35,21 @@ fi
 # playwright-core, pinned by tests/ui/package-lock.json; installed again when the lock is newer
 if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ ! -d "$dir/node_modules/playwright-core" ] ||
     [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-    log=$(mktemp)
-    if ! (cd "$dir" && npm ci --no-audit --no-fund) >"$log" 2>&1; then
-        tail -5 "$log"
-        rm -f "$log"
+    if ! (cd "$dir" && npm ci --no-audit --no-fund) >"$S/npm.log" 2>&1; then
+        tail -5 "$S/npm.log"
         skip "npm ci failed in tests/ui (no access to the npm registry?)"
     fi
-    rm -f "$log"
 fi
 
-out=$(mktemp)
+out=$S/out
 to=""
 command -v timeout >/dev/null 2>&1 && to="timeout 600"
 CHROMIUM=$CHROMIUM $to node "$dir/ui.test.mjs" "$BUILD" >"$out" 2>&1
 rc=$?
 cat "$out"
 if ! tail -n 1 "$out" | grep -q '^RESULT ui '; then
-    rm -f "$out"
     echo "FAIL ui: the test script stopped early (exit $rc)"
     echo "RESULT ui 0 1 0"
     exit 1
 fi
-rm -f "$out"
 exit $rc

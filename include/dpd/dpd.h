@@ -461,6 +461,23 @@ DPD_API const char *dpd_session_kernels(const dpd_session *s);  /* cpu: "avx512"
 DPD_API int dpd_session_threads(const dpd_session *s);          /* cpu: worker threads; else 0 */
 DPD_API int dpd_session_batch(const dpd_session *s);            /* the working batch now */
 
+/* FLOP of one training step of B frames of T samples (dpd_session_train_steps), by one fixed
+ * definition (docs/performance.md): 2 per multiply-add of the forward's matrix products and
+ * convolutions (dense: zero padding counted) and twice that backward (input and weight
+ * gradients), 6 B T M for M multiply-adds a sample; chained, plus 4 B T M_pa for the frozen PA
+ * (its forward and input gradient). Elementwise work is not counted. Defined for gru, lstm, dgru
+ * and tres_gru (each weight used once a sample); 0 for the other families and for a chain to one. */
+DPD_API double dpd_session_step_flops(const dpd_session *s, int B, int T);
+
+/* One core's measured peak in GFLOP/s, the yardstick of dpd_session_step_flops: a single thread
+ * runs independent vector multiply-add chains (fused on avx512 and avx2; sse: a multiply and an add)
+ * with the kernel table `kernels` names (a session option value or dpd_session_kernels: auto,
+ * fast, eager, avx512, avx2, sse; ref measures sse, the ISA the scalar reference is compiled
+ * for; NULL: auto), counting 2 FLOP a lane, the best of 20 runs of 4 ms. Takes ~0.1 s of the
+ * calling thread and reads low when other work shares its core. DPD_E_INVAL for an unknown name,
+ * DPD_E_UNSUPPORTED when the CPU lacks the ISA; *gflops is set only on DPD_OK. Thread-safe. */
+DPD_API DPD_CHECK dpd_status dpd_cpu_peak_gflops(const char *kernels, double *gflops, dpd_error *err);
+
 /* Weights host -> session (m of the session's configuration), and back. */
 DPD_API DPD_CHECK dpd_status dpd_session_upload(dpd_session *s, const dpd_model *m, dpd_error *err);
 DPD_API DPD_CHECK dpd_status dpd_session_download(dpd_session *s, dpd_model *m, dpd_error *err);
@@ -857,6 +874,10 @@ typedef struct dpd_event {
     /* RUN_ENDED */
     dpd_status status;
     const char *outcome;   /* "completed", "cancelled", "diverged", "failed" (message says why) */
+    /* EPOCH and RUN_STARTED: the best epoch so far, by the validation metric that selects it */
+    int selection;         /* that metric: DPD_NMSE for a PA model, DPD_ACLR_AVG for a DPD */
+    int best_epoch;        /* 1-based; 0 before the first epoch */
+    double best;           /* its value at best_epoch (dB); 0 when best_epoch is 0 */
 } dpd_event;
 
 /* Receives every event in order on the training thread. Returning non-zero cancels the run: it

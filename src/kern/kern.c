@@ -513,4 +513,5 @@ const kern_ops K(kern) = {
     .pgjanet = &K(kfam_pgjanet), .dvrjanet = &K(kfam_dvrjanet),
     .delta = &K(kdelta),
     .gmp = &K(kfam_gmp),
+    .peak = K(kern_peak),
 };

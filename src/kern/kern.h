@@ -96,6 +96,9 @@ struct kern_ops {
     const kfam *pgjanet, *dvrjanet;
     const kdelta *delta; /* the DeltaGRU layer (deltagru, tres_deltagru) */
     const kfam *gmp;
+    /* One core's measured multiply-add throughput with this ISA in GFLOP/s (src/kern/peak.c; ~0.1 s
+     * of the calling thread): the yardstick of `dpd bench train`, used by nothing else. */
+    double (*peak)(void);
 };
 
 size_t kern_lin_tmp(int out, int in, int N);
@@ -106,6 +109,7 @@ extern const kfam kfam_pgjanet_avx512, kfam_pgjanet_avx2, kfam_pgjanet_sse;
 extern const kfam kfam_dvrjanet_avx512, kfam_dvrjanet_avx2, kfam_dvrjanet_sse;
 extern const kdelta kdelta_avx512, kdelta_avx2, kdelta_sse;
 extern const kfam kfam_gmp_avx512, kfam_gmp_avx2, kfam_gmp_sse;
+double kern_peak_avx512(void), kern_peak_avx2(void), kern_peak_sse(void);
 
 /* A kernel table by name: "auto"/"fast" (the best ISA this CPU has: avx512, avx2 or sse), one
  * of those by name, or "ref" (*out = NULL: the scalar reference kernels of src/models/).

@@ -15,13 +15,14 @@ BUILD=${BUILD:-build}
 FUZZ_CC=${FUZZ_CC:-clang}
 skip() { echo "SKIP fuzz: $*"; echo "RESULT fuzz 0 0 1"; exit 0; }
 command -v "$FUZZ_CC" >/dev/null 2>&1 || skip "$FUZZ_CC not found (scripts/deps.sh installs clang)"
-probe=$(mktemp -d)
+S=$(mktemp -d)
+trap 'rm -rf "$S"' EXIT
+probe=$S/probe
+mkdir "$probe"
 printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$probe/p.c"
 if ! "$FUZZ_CC" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
-    rm -rf "$probe"
     skip "$FUZZ_CC cannot link -fsanitize=fuzzer,address,undefined (libFuzzer: libclang-rt-14-dev)"
 fi
-rm -rf "$probe"
 mkdir -p "$BUILD"
 if [ "${FUZZ_NOBUILD:-0}" != 1 ]; then
     if ! ${MAKE:-make} -j"$(nproc 2>/dev/null || echo 2)" --no-print-directory fuzz-build BUILD="$BUILD" FUZZ_CC="$FUZZ_CC" >"$BUILD/fuzz-build.log" 2>&1; then
@@ -37,7 +38,7 @@ mkdir -p "$art"
 for src in tests/fuzz/*.c; do
     name=$(basename "$src" .c)
     bin="$BUILD/fuzz/$name"
-    work=$(mktemp -d)
+    work=$S/$name
     mkdir -p "$work/corpus"
     [ -d "tests/fuzz/corpus/$name" ] && cp tests/fuzz/corpus/"$name"/* "$work/corpus/" 2>/dev/null
     dict=""
