@@ -175,7 +175,9 @@ $(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/cuda/d
 	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -Xptxas -v -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu \
 	    $(BUILD)/cuda/host.o $(NVSAN) -o $@ 2>$(BUILD)/cuda/resident.ptxas || { cat $(BUILD)/cuda/resident.ptxas; exit 1; }
 
-cuda:
+# After the library (cuda/check links it): under -j the sub-make then finds it built, instead of
+# building the same objects beside the make that called it.
+cuda: $(BUILD)/libdpd.a
 	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BUILD)/cuda/check $(BUILD)/cuda/libdpd-cuda.so \
 	    $(if $(SANITIZE),,$(BUILD)/cuda/libdpd-cuda-resident.so); \
 	else echo "make cuda: nvcc not found, skipping the CUDA build"; fi
