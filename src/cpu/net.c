@@ -138,22 +138,17 @@ typedef struct job {
     float *y, *dy, *dx;
     int B, T;
     size_t wsc, scc; /* workspace per chunk, scratch per thread (floats) */
+    int infer;       /* forward chunks run the family's infer (dpd_net_infer) */
 } job;
 
+/* A chunk's forward: the family's forward, or its infer when the job is an inference. */
 static void fwd_task(void *arg, int c, int thread) {
     job *j = arg;
     dpd_net *m = j->m;
     size_t off = (size_t)c * DPD_CHUNK * j->T * 2;
     (void)thread;
-    m->fam->forward(m->k, &m->cfg, m->p, j->x + off, chunk_len(j->B, c), j->T, j->y + off, m->ws + (size_t)c * j->wsc);
-}
-
-static void infer_task(void *arg, int c, int thread) {
-    job *j = arg;
-    dpd_net *m = j->m;
-    size_t off = (size_t)c * DPD_CHUNK * j->T * 2;
-    (void)thread;
-    m->fam->infer(m->k, &m->cfg, m->p, j->x + off, chunk_len(j->B, c), j->T, j->y + off, m->ws + (size_t)c * j->wsc);
+    (j->infer ? m->fam->infer : m->fam->forward)(m->k, &m->cfg, m->p, j->x + off, chunk_len(j->B, c), j->T,
+                                                 j->y + off, m->ws + (size_t)c * j->wsc);
 }
 
 static void bwd_task(void *arg, int c, int thread) {
@@ -236,8 +231,8 @@ dpd_status dpd_net_infer(dpd_net *m, const float *x, int B, int T, float *y, dpd
     dpd_status s = dpd_net_reserve(m, B, T, err);
     if (s) return s;
     job j = make_job(m, x, B, T);
-    j.y = y;
-    dpd_pool_run(m->pool, nchunks(B), infer_task, &j);
+    j.y = y, j.infer = 1;
+    dpd_pool_run(m->pool, nchunks(B), fwd_task, &j);
     return DPD_OK;
 }
 
