@@ -14,11 +14,14 @@ NAME=crash
 data() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1" | sha256sum | cut -c1-16; }
 
 "$DPD" synth --out "$T/d" --seed 2 >/dev/null || exit 1
-train() { "$DPD" train-pa --data "$T/d" --hidden 8 --frame 40 --stride 1 --batch 32 --epochs 3 --threads 1 "$@"; }
-dpd() { "$DPD" train-dpd --data "$T/d" --pa "$PA" --model gru --hidden 6 --frame 40 --stride 1 --batch 32 --epochs 3 --threads 1 "$@"; }
-train --out "$T/ref" --json >"$T/ref.json" 2>/dev/null
+# The runs' options; the killed runs are started as simple commands, so that $! is dpd itself (a
+# shell function run in the background is a subshell: kill -9 would kill the subshell and leave
+# dpd running).
+TRAIN="--data $T/d --hidden 8 --frame 40 --stride 1 --batch 32 --epochs 3 --threads 1"
+"$DPD" train-pa $TRAIN --out "$T/ref" --json >"$T/ref.json" 2>/dev/null
 PA=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/ref.json")
-dpd --out "$T/dref" --json >"$T/dref.json" 2>/dev/null
+DPDRUN="--data $T/d --pa $PA --model gru --hidden 6 --frame 40 --stride 1 --batch 32 --epochs 3 --threads 1"
+"$DPD" train-dpd $DPDRUN --out "$T/dref" --json >"$T/dref.json" 2>/dev/null
 DREF=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/dref.json")
 [ -n "$PA" ] && [ -n "$DREF" ] || { echo "crash: the reference runs failed"; echo "RESULT crash 0 1"; exit 1; }
 want_pa=$(data "$PA/last.safetensors"); want_dpd=$(data "$DREF/last.safetensors")
@@ -28,8 +31,8 @@ i=0
 while [ $i -lt "$KILLS" ]; do
     i=$((i + 1))
     out="$T/k$i"
-    if [ $((i % 3)) -eq 0 ]; then kind=dpd; want=$want_dpd; dpd --out "$out" >/dev/null 2>&1 &
-    else kind=pa; want=$want_pa; train --out "$out" >/dev/null 2>&1 & fi
+    if [ $((i % 3)) -eq 0 ]; then kind=dpd; want=$want_dpd; "$DPD" train-dpd $DPDRUN --out "$out" >/dev/null 2>&1 &
+    else kind=pa; want=$want_pa; "$DPD" train-pa $TRAIN --out "$out" >/dev/null 2>&1 & fi
     pid=$!
     if [ $((i % 2)) -eq 0 ]; then # right after epoch k's history row: inside the checkpoint writes
         row=$(( (i / 2) % 2 + 1 )); n=0
@@ -41,6 +44,7 @@ while [ $i -lt "$KILLS" ]; do
         sleep "$(awk "BEGIN { srand($i); printf \"%.3f\", 0.05 + rand() * 1.5 }")"
     fi
     kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+    check '! kill -0 $pid 2>/dev/null' "kill $i ($kind): dpd (pid $pid) still runs after kill -9"
     dir=$(ls -d "$out"/*/train_pa/* "$out"/*/train_dpd/*/* 2>/dev/null | head -n 1)
     if [ -z "$dir" ]; then # killed before the run directory existed: nothing to resume
         check '[ -z "$(find "$out" -name "*.tmp.*" 2>/dev/null)" ]' "kill $i ($kind, before a run directory): temporary files left"

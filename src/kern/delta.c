@@ -32,7 +32,7 @@ static int nchunks(int B) { return (B + KL - 1) / KL; }
 static size_t chunk_floats(int I, int H, int T) { return (7 * (size_t)H + 2 * (size_t)I) * T * KL; }
 
 static size_t saved(int I, int H, int B, int T) {
-    return (size_t)B * T * (2 * (size_t)H + I) + (size_t)nchunks(B) * chunk_floats(I, H, T);
+    return (size_t)B * T * (2 * (size_t)H + I) + (size_t)nchunks(B) * chunk_floats(I, H, T) + KL; /* + KL: kalign */
 }
 
 /* forward: X (T, I, KL), ai, ah (G, KL), e (2H, KL), u (H, KL), z0 (max(I, H), KL); backward: DH
@@ -42,7 +42,7 @@ static size_t tmp_size(int I, int H, int T) {
     size_t G = 3 * (size_t)H, Gp = (size_t)gpad(H), n = (size_t)(I > H ? I : H);
     size_t fwd = ((size_t)T * I + 2 * G + 3 * (size_t)H + n) * KL;
     size_t bwd = ((size_t)T * ((size_t)H + I + 2 * Gp) + 2 * Gp + 4 * (size_t)H + I) * KL + ((size_t)I + H + 2) * Gp;
-    return fwd > bwd ? fwd : bwd;
+    return (fwd > bwd ? fwd : bwd) + KL; /* + KL: kalign */
 }
 
 /* A chunk's lane planes (the backward reads them through the same pointers: sv is const there). */
@@ -52,7 +52,7 @@ typedef struct dsoa {
 } dsoa;
 
 static dsoa soa_at(const float *sv, int I, int H, int B, int T, int c) {
-    float *p = (float *)sv + (size_t)B * T * (2 * (size_t)H + I) + (size_t)c * chunk_floats(I, H, T);
+    float *p = kalign((float *)sv + (size_t)B * T * (2 * (size_t)H + I)) + (size_t)c * chunk_floats(I, H, T);
     size_t h = (size_t)T * H * KL, x = (size_t)T * I * KL;
     dsoa s = {p, p + h, p + 2 * h, p + 3 * h, p + 4 * h, p + 5 * h, p + 6 * h, p + 7 * h, p + 7 * h + x};
     return s;
@@ -218,6 +218,7 @@ static void fwd_step(const kgru *w, float thx, float thh, int nb, int vt, int t,
 static void forward(const kgru *w, float thx, float thh, int B, int T, const float *x, float *sv, float *tmp) {
     int I = w->I, H = w->H, G = 3 * H, vt = vtanhf_matches();
     size_t bt = (size_t)B * T;
+    tmp = kalign(tmp);
     float *X = tmp, *st_tmp = X + (size_t)T * I * KL, *z0 = st_tmp + (2 * (size_t)G + 3 * (size_t)H) * KL;
     memset(z0, 0, (size_t)(I > H ? I : H) * KL * sizeof *z0);
     for (int c = 0; c < nchunks(B); c++) {
@@ -365,7 +366,7 @@ static void from_acc(float *dst, const float *src, int G, int cols, int Gp) {
 static void backward(const kgru *w, int B, int T, const float *sv, const float *dh, float *dx, float *tmp) {
     int I = w->I, H = w->H, G = 3 * H, Gp = gpad(H);
     size_t bt = (size_t)B * T;
-    dbuf d = bwd_bufs(tmp, I, H, T);
+    dbuf d = bwd_bufs(kalign(tmp), I, H, T);
     dacc a = acc_at(d.acc, I, H, Gp);
     to_acc(a.wih, w->gwih, G, I, Gp);
     to_acc(a.whh, w->gwhh, G, H, Gp);

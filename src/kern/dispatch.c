@@ -34,35 +34,37 @@ const char *kern_name(const kern_ops *k) { return k ? k->name : "ref"; }
 
 size_t kern_gru_saved(int I, int H, int T) {
     (void)I;
-    return (size_t)T * 5 * H * KL;
+    return (size_t)T * 5 * H * KL + KL; /* + KL: the kernels align their planes to 64 bytes */
 }
 
 size_t kern_gru_tmp(int I, int H, int T) {
-    size_t G = 3 * (size_t)H, fwd = (2 * G + I + 2) * KL;
+    size_t G = 3 * (size_t)H, fwd = (2 * G + I + 2) * KL + G * ((size_t)I + H) + 2 * (size_t)H;
     size_t bwd = (G * ((size_t)I + H) + 2 * G + KTW * (G + H + I + 2) + 4 * (size_t)H + 2 * (size_t)I + 2) * KL;
     (void)T;
-    return fwd > bwd ? fwd : bwd;
+    return (fwd > bwd ? fwd : bwd) + KL; /* + KL: the kernels align their scratch to 64 bytes */
 }
 
 size_t kern_lstm_saved(int I, int H, int T) {
     (void)I;
-    return (size_t)T * 6 * H * KL;
+    return (size_t)T * 6 * H * KL + KL;
 }
 
 size_t kern_lstm_tmp(int I, int H, int T) {
-    size_t G = 4 * (size_t)H, fwd = (2 * G + I) * KL;
+    size_t G = 4 * (size_t)H, fwd = (2 * G + I) * KL + G * ((size_t)I + H);
     size_t bwd = ((size_t)T * (G + I) + G + 3 * (size_t)H + 2 * (size_t)I) * KL;
-    return fwd > bwd ? fwd : bwd;
+    return (fwd > bwd ? fwd : bwd) + KL; /* + KL: the kernels align their scratch to 64 bytes */
 }
 
-size_t kern_rvt_saved(int H, int T) { return (size_t)T * (36 + H) * KL; }
+size_t kern_rvt_saved(int H, int T) { return (size_t)T * (36 + H) * KL + KL; }
 
 size_t kern_rvt_tmp(int H, int T) {
-    return ((size_t)T * (2 + H) + 30 + 20 + 8 + (size_t)H + 36 + 20 + 2) * KL;
+    size_t fwd = (30 + (size_t)H) * KL + 38 * (size_t)H;
+    size_t bwd = ((size_t)T * (2 + H) + 30 + 20 + 8 + (size_t)H + 36 + 20 + 2) * KL;
+    return (fwd > bwd ? fwd : bwd) + KL; /* + KL: the kernels align their scratch to 64 bytes */
 }
 
 size_t kern_lin_tmp(int out, int in, int N) {
-    size_t nblk = ((size_t)N + KL - 1) / KL, fwd = (size_t)(in + out) * KL;
+    size_t nblk = ((size_t)N + KL - 1) / KL, fwd = (size_t)(in + out) * KL + (size_t)in * out;
     size_t bwd = (nblk * (size_t)(in + out) + (size_t)in) * KL;
-    return fwd > bwd ? fwd : bwd;
+    return (fwd > bwd ? fwd : bwd) + KL; /* + KL: the kernels align their scratch to 64 bytes */
 }

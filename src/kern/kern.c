@@ -8,73 +8,151 @@
  * summed over the lanes once, in lane order, at the end. */
 #include "simd.h"
 
-/* Blocks of nb rows (gemv) or columns (gemv_t) with nb a compile-time constant at every call
- * site (8, 4, 2, 1), so the nb accumulator chains stay in registers and run side by side. */
-static inline __attribute__((always_inline)) void gemv_block(const float *W, int ldw, int q0, int n, const float *v,
+/* Accumulator chains one block of gemv/gemv_t keeps in registers: AVX-512 has 32 vector registers
+ * and its FMAs take the broadcast weight from memory; AVX2 and SSE have 16. Rows (gemv) or columns
+ * (gemv_t) are split into near-equal blocks of at most NBMAX, so that a hidden size such as 23 runs
+ * as one block of 23 independent chains instead of 8 + 8 + 4 + 2 + 1 (whose short tails wait on the
+ * FMA latency). Every chain sums in the same order whatever the blocking: the results do not
+ * depend on it. */
+#if VW == 16
+#define NBMAX 24
+#else
+#define NBMAX 12
+#endif
+
+/* Calls BLOCK(nb) with a compile-time nb equal to m (1 <= m <= NBMAX), so that the nb
+ * accumulators of the always-inlined block stay in registers. */
+#if NBMAX > 12
+#define NB_WIDE(BLOCK)                                                                             \
+    case 13: BLOCK(13); break; case 14: BLOCK(14); break; case 15: BLOCK(15); break;               \
+    case 16: BLOCK(16); break; case 17: BLOCK(17); break; case 18: BLOCK(18); break;               \
+    case 19: BLOCK(19); break; case 20: BLOCK(20); break; case 21: BLOCK(21); break;               \
+    case 22: BLOCK(22); break; case 23: BLOCK(23); break; case 24: BLOCK(24); break;
+#else
+#define NB_WIDE(BLOCK)
+#endif
+#define NB_SWITCH(m, BLOCK)                                                                        \
+    switch (m) {                                                                                   \
+    case 1: BLOCK(1); break; case 2: BLOCK(2); break; case 3: BLOCK(3); break;                     \
+    case 4: BLOCK(4); break; case 5: BLOCK(5); break; case 6: BLOCK(6); break;                     \
+    case 7: BLOCK(7); break; case 8: BLOCK(8); break; case 9: BLOCK(9); break;                     \
+    case 10: BLOCK(10); break; case 11: BLOCK(11); break; case 12: BLOCK(12); break;               \
+    NB_WIDE(BLOCK)                                                                                 \
+    }
+
+/* Fully unrolled, so that a block's accumulators are registers, not an array in memory. */
+#define UNROLL _Pragma("GCC unroll 24")
+
+/* The size of block b of the near-equal split of m into nblocks(m) blocks. */
+static inline int nblocks(int m) { return (m + NBMAX - 1) / NBMAX; }
+static inline int block_size(int m, int b) { return m / nblocks(m) + (b < m % nblocks(m)); }
+
+/* Rows q0 .. q0 + nb of out = bias + W v, from the transposed weights Wt (n, ldt): the nb weights
+ * of one input are contiguous, so every FMA takes its broadcast at a constant offset. */
+static inline __attribute__((always_inline)) void gemv_block(const float *Wt, int ldt, int q0, int n, const float *v,
                                                             const float *bias, float *out, const int nb) {
     for (int o = 0; o < KL; o += VW) {
-        vf a[8];
-        for (int k = 0; k < nb; k++) a[k] = (vf){} + (bias ? bias[q0 + k] : 0.0f);
+        vf a[NBMAX];
+        UNROLL for (int k = 0; k < nb; k++) a[k] = (vf){} + (bias ? bias[q0 + k] : 0.0f);
         for (int i = 0; i < n; i++) {
             vf x = ld(v + i * KL + o);
-            for (int k = 0; k < nb; k++) a[k] += W[(size_t)(q0 + k) * ldw + i] * x;
+            const float *w = Wt + (size_t)i * ldt + q0;
+            UNROLL for (int k = 0; k < nb; k++) a[k] += w[k] * x;
         }
-        for (int k = 0; k < nb; k++) st(out + (q0 + k) * KL + o, a[k]);
+        UNROLL for (int k = 0; k < nb; k++) st(out + (q0 + k) * KL + o, a[k]);
     }
 }
 
-static inline __attribute__((always_inline)) void gemv_t_block(const float *W, int ldw, int rows, int i0,
-                                                              const float *d, float *out, const int nb) {
+/* Columns i0 .. i0 + nb of out += W1^T d1 + W2^T d2 (rows1 rows of W1 and d1, then rows2 of W2 and
+ * d2; rows2 may be 0), each chain summed over the rows in that order. */
+static inline __attribute__((always_inline)) void gemv_t_block(const float *W1, const float *W2, int ldw, int rows1,
+                                                              int rows2, int i0, const float *d1, const float *d2,
+                                                              float *out, const int nb) {
     for (int o = 0; o < KL; o += VW) {
-        vf a[8];
-        for (int k = 0; k < nb; k++) a[k] = ld(out + (i0 + k) * KL + o);
-        for (int q = 0; q < rows; q++) {
-            vf x = ld(d + q * KL + o);
-            const float *w = W + (size_t)q * ldw + i0;
-            for (int k = 0; k < nb; k++) a[k] += w[k] * x;
+        vf a[NBMAX];
+        UNROLL for (int k = 0; k < nb; k++) a[k] = ld(out + (i0 + k) * KL + o);
+        for (int q = 0; q < rows1; q++) {
+            vf x = ld(d1 + q * KL + o);
+            const float *w = W1 + (size_t)q * ldw + i0;
+            UNROLL for (int k = 0; k < nb; k++) a[k] += w[k] * x;
         }
-        for (int k = 0; k < nb; k++) st(out + (i0 + k) * KL + o, a[k]);
+        for (int q = 0; q < rows2; q++) {
+            vf x = ld(d2 + q * KL + o);
+            const float *w = W2 + (size_t)q * ldw + i0;
+            UNROLL for (int k = 0; k < nb; k++) a[k] += w[k] * x;
+        }
+        UNROLL for (int k = 0; k < nb; k++) st(out + (i0 + k) * KL + o, a[k]);
     }
 }
 
-/* out (rows, KL) = bias + W v, W (rows, n) with row stride ldw, v (n, KL); bias may be NULL. */
-static void gemv(const float *W, int ldw, int rows, int n, const float *v, const float *bias, float *out) {
-    int q = 0;
-    for (; q + 8 <= rows; q += 8) gemv_block(W, ldw, q, n, v, bias, out, 8);
-    if (q + 4 <= rows) gemv_block(W, ldw, q, n, v, bias, out, 4), q += 4;
-    if (q + 2 <= rows) gemv_block(W, ldw, q, n, v, bias, out, 2), q += 2;
-    if (q < rows) gemv_block(W, ldw, q, n, v, bias, out, 1);
+/* out (rows, KL) = bias + W v, W (rows, n) given transposed as Wt (n, ldt) (transpose()),
+ * v (n, KL); bias may be NULL. */
+static void gemv(const float *Wt, int ldt, int rows, int n, const float *v, const float *bias, float *out) {
+    for (int b = 0, q = 0, m; b < nblocks(rows); b++, q += m) {
+        m = block_size(rows, b);
+#define GEMV_BLOCK(nb) gemv_block(Wt, ldt, q, n, v, bias, out, nb)
+        NB_SWITCH(m, GEMV_BLOCK)
+#undef GEMV_BLOCK
+    }
+}
+
+/* out (n, KL) += W1^T d1 + W2^T d2: W1 (rows1, n) and W2 (rows2, n) with row stride ldw, d1
+ * (rows1, KL), d2 (rows2, KL); the W1 rows first, as two gemv_t calls would. */
+static void gemv_t2(const float *W1, const float *W2, int ldw, int rows1, int rows2, int n, const float *d1,
+                    const float *d2, float *out) {
+    for (int b = 0, i = 0, m; b < nblocks(n); b++, i += m) {
+        m = block_size(n, b);
+#define GEMV_T_BLOCK(nb) gemv_t_block(W1, W2, ldw, rows1, rows2, i, d1, d2, out, nb)
+        NB_SWITCH(m, GEMV_T_BLOCK)
+#undef GEMV_T_BLOCK
+    }
 }
 
 /* out (n, KL) += W^T d, W (rows, n) with row stride ldw, d (rows, KL). */
 static void gemv_t(const float *W, int ldw, int rows, int n, const float *d, float *out) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) gemv_t_block(W, ldw, rows, i, d, out, 8);
-    if (i + 4 <= n) gemv_t_block(W, ldw, rows, i, d, out, 4), i += 4;
-    if (i + 2 <= n) gemv_t_block(W, ldw, rows, i, d, out, 2), i += 2;
-    if (i < n) gemv_t_block(W, ldw, rows, i, d, out, 1);
+    gemv_t2(W, NULL, ldw, rows, 0, n, d, NULL, out);
 }
 
-/* a[k][l] += d_t[q0 + k] v_t[i0 + l] (per lane) over t < T and lane offsets o0 <= o < o1, for
- * the nq x ni used of a 4 x 4 tile, d_t at d + t * sd and v_t at v + t * sv. Always inlined:
- * called with constant 4 x 4, the 16 accumulators stay in registers. */
-static inline __attribute__((always_inline)) void tile(vf a[4][4], int nq, int ni, int T, const float *d, ptrdiff_t sd,
-                                                       const float *v, ptrdiff_t sv, int q0, int i0, int o0, int o1) {
+/* Wt (n, rows) = W^T for W (rows, n): gemv's layout, made once per kernel call. */
+static void transpose(float *Wt, const float *W, int rows, int n) {
+    for (int q = 0; q < rows; q++)
+        for (int i = 0; i < n; i++) Wt[(size_t)i * rows + q] = W[(size_t)q * n + i];
+}
+
+/* a[k][l] += d_t[q0 + k] v_t[i0 + l] (per lane) over t < T and the lane offsets o0 <= o < o1 (t
+ * outer, o inner), d_t at d + t * sd and v_t at v + t * sv, for an nq x ni tile (at most 4 x 4).
+ * Always inlined with constant nq and ni (TILE_SWITCH), so the tile's accumulators stay in
+ * registers and no product is spent on an edge tile's missing rows or columns. */
+static inline __attribute__((always_inline)) void tile(vf a[4][4], int T, const float *d, ptrdiff_t sd,
+                                                       const float *v, ptrdiff_t sv, int q0, int i0, int o0, int o1,
+                                                       const int nq, const int ni) {
     for (int t = 0; t < T; t++)
         for (int o = o0; o < o1; o += VW) {
-            vf dv[4] = {{0}}, vv[4] = {{0}};
-            for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
-            for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
-            for (int k = 0; k < 4; k++)
-                for (int l = 0; l < 4; l++) a[k][l] += dv[k] * vv[l];
+            vf dv[4], vv[4];
+            UNROLL for (int k = 0; k < nq; k++) dv[k] = ld(d + t * sd + (q0 + k) * KL + o);
+            UNROLL for (int l = 0; l < ni; l++) vv[l] = ld(v + t * sv + (i0 + l) * KL + o);
+            UNROLL for (int k = 0; k < nq; k++) UNROLL for (int l = 0; l < ni; l++) a[k][l] += dv[k] * vv[l];
         }
 }
 
+/* Calls TILE(nq, ni) with compile-time nq, ni equal to the runtime ones (1..4 each). */
+#define TILE_SWITCH(nq, ni, TILE)                                                                  \
+    switch ((nq) * 4 + (ni) - 5) {                                                                 \
+    case 0: TILE(1, 1); break; case 1: TILE(1, 2); break; case 2: TILE(1, 3); break;               \
+    case 3: TILE(1, 4); break; case 4: TILE(2, 1); break; case 5: TILE(2, 2); break;               \
+    case 6: TILE(2, 3); break; case 7: TILE(2, 4); break; case 8: TILE(3, 1); break;               \
+    case 9: TILE(3, 2); break; case 10: TILE(3, 3); break; case 11: TILE(3, 4); break;             \
+    case 12: TILE(4, 1); break; case 13: TILE(4, 2); break; case 14: TILE(4, 3); break;            \
+    case 15: TILE(4, 4); break;                                                                    \
+    }
+
 /* One tile of outer: the products over every t and lane, the lanes summed in lane order. */
-static inline __attribute__((always_inline)) void outer_tile(float *g, int ldg, int nq, int ni, int T, const float *d,
-                                                             ptrdiff_t sd, const float *v, ptrdiff_t sv, int q0, int i0) {
-    vf a[4][4] = {{{0}}};
-    tile(a, nq, ni, T, d, sd, v, sv, q0, i0, 0, KL);
+static inline __attribute__((always_inline)) void outer_tile(float *g, int ldg, int T, const float *d, ptrdiff_t sd,
+                                                             const float *v, ptrdiff_t sv, int q0, int i0,
+                                                             const int nq, const int ni) {
+    vf a[4][4];
+    UNROLL for (int k = 0; k < nq; k++) UNROLL for (int l = 0; l < ni; l++) a[k][l] = (vf){};
+    tile(a, T, d, sd, v, sv, q0, i0, 0, KL, nq, ni);
     for (int k = 0; k < nq; k++)
         for (int l = 0; l < ni; l++) {
             float s = 0.0f;
@@ -84,27 +162,28 @@ static inline __attribute__((always_inline)) void outer_tile(float *g, int ldg, 
 }
 
 /* g (rows, n) += sum over t < T and the lanes of d_t (rows, KL) v_t (n, KL)^T, with d_t at
- * d + t * sd and v_t at v + t * sv, in 4 x 4 tiles. */
+ * d + t * sd and v_t at v + t * sv, in 4 x 4 tiles (smaller at the edges). */
 static void outer(float *g, int ldg, int rows, int n, int T, const float *d, size_t sd, const float *v,
                   size_t sv) {
     for (int q0 = 0; q0 < rows; q0 += 4)
         for (int i0 = 0; i0 < n; i0 += 4) {
             int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
-            if (nq == 4 && ni == 4) outer_tile(g, ldg, 4, 4, T, d, (ptrdiff_t)sd, v, (ptrdiff_t)sv, q0, i0);
-            else outer_tile(g, ldg, nq, ni, T, d, (ptrdiff_t)sd, v, (ptrdiff_t)sv, q0, i0);
+#define OUTER_TILE(a, b) outer_tile(g, ldg, T, d, (ptrdiff_t)sd, v, (ptrdiff_t)sv, q0, i0, a, b)
+            TILE_SWITCH(nq, ni, OUTER_TILE)
+#undef OUTER_TILE
         }
 }
 
 /* One tile of outer_acc at lane offset o: load, accumulate over t, store. */
-static inline __attribute__((always_inline)) void acc_tile(float *acc, int n, int nq, int ni, int T, const float *d,
-                                                           ptrdiff_t sd, const float *v, ptrdiff_t sv, int q0, int i0,
-                                                           int o) {
-    vf a[4][4] = {{{0}}};
-    for (int k = 0; k < nq; k++)
-        for (int l = 0; l < ni; l++) a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
-    tile(a, nq, ni, T, d, sd, v, sv, q0, i0, o, o + VW);
-    for (int k = 0; k < nq; k++)
-        for (int l = 0; l < ni; l++) st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
+static inline __attribute__((always_inline)) void acc_tile(float *acc, int n, int T, const float *d, ptrdiff_t sd,
+                                                           const float *v, ptrdiff_t sv, int q0, int i0, int o,
+                                                           const int nq, const int ni) {
+    vf a[4][4];
+    UNROLL for (int k = 0; k < nq; k++) UNROLL for (int l = 0; l < ni; l++)
+        a[k][l] = ld(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o);
+    tile(a, T, d, sd, v, sv, q0, i0, o, o + VW, nq, ni);
+    UNROLL for (int k = 0; k < nq; k++) UNROLL for (int l = 0; l < ni; l++)
+        st(acc + ((size_t)(q0 + k) * n + i0 + l) * KL + o, a[k][l]);
 }
 
 /* Per-lane accumulation acc (rows, n, KL) += d_t (rows, KL) (x) v_t (n, KL) over T steps, d_t at
@@ -116,9 +195,11 @@ static void outer_acc(float *acc, int rows, int n, int T, const float *d, ptrdif
     for (int q0 = 0; q0 < rows; q0 += 4)
         for (int i0 = 0; i0 < n; i0 += 4) {
             int nq = rows - q0 < 4 ? rows - q0 : 4, ni = n - i0 < 4 ? n - i0 : 4;
-            for (int o = 0; o < KL; o += VW)
-                if (nq == 4 && ni == 4) acc_tile(acc, n, 4, 4, T, d, sd, v, sv, q0, i0, o);
-                else acc_tile(acc, n, nq, ni, T, d, sd, v, sv, q0, i0, o);
+            for (int o = 0; o < KL; o += VW) {
+#define ACC_TILE(a, b) acc_tile(acc, n, T, d, sd, v, sv, q0, i0, o, a, b)
+                TILE_SWITCH(nq, ni, ACC_TILE)
+#undef ACC_TILE
+            }
         }
 }
 
@@ -148,24 +229,30 @@ static void scatter(float *dst, const float *src, int B, int T, int t, int width
 }
 
 /* The gate pre-activations of step t for G gate rows: ai = W_ih x_t + b_ih (x_t gathered into
- * xt), ah = W_hh h_{t-1} + b_hh, with h_{-1} = 0 when hp is NULL. */
-static inline __attribute__((always_inline)) void project(const kgru *w, int B, int T, int t, const float *x,
-                                                          const float *hp, int G, float *xt, float *ai, float *ah) {
+ * xt), ah = W_hh h_{t-1} + b_hh, with h_{-1} = 0 when hp is NULL; wti, wth: W_ih and W_hh
+ * transposed. */
+static inline __attribute__((always_inline)) void project(const kgru *w, const float *wti, const float *wth, int B,
+                                                          int T, int t, const float *x, const float *hp, int G,
+                                                          float *xt, float *ai, float *ah) {
     gather(xt, x, B, T, t, w->I);
-    gemv(w->wih, w->I, G, w->I, xt, w->bih, ai);
-    gemv(w->whh, w->H, G, hp ? w->H : 0, hp, w->bhh, ah);
+    gemv(wti, G, G, w->I, xt, w->bih, ai);
+    gemv(wth, G, G, hp ? w->H : 0, hp, w->bhh, ah);
 }
 
 static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
     const int I = w->I, H = w->H, G = 3 * H;
-    float *soa = sv + (size_t)B * T * H; /* (T, NSAV, H, KL); sv itself holds h as (B, T, H) */
+    float *soa = kalign(sv + (size_t)B * T * H); /* (T, NSAV, H, KL); sv itself holds h as (B, T, H) */
+    tmp = kalign(tmp);
     float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL, *yo = xt + (size_t)I * KL;
+    float *wti = yo + 2 * KL, *wth = wti + (size_t)I * G, *wto = wth + (size_t)H * G; /* transposed */
     const vf zero = {};
+    transpose(wti, w->wih, G, I), transpose(wth, w->whh, G, H);
+    if (w->wo) transpose(wto, w->wo, 2, H);
     for (int t = 0; t < T; t++) {
         float *s0 = soa + (size_t)(w->ring ? t & 1 : t) * NSAV * H * KL;
         float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL, *hn = gs + H * KL;
         const float *hp = t ? soa + (size_t)(w->ring ? (t - 1) & 1 : t - 1) * NSAV * H * KL + 4 * H * KL : NULL;
-        project(w, B, T, t, x, hp, G, xt, ai, ah);
+        project(w, wti, wth, B, T, t, x, hp, G, xt, ai, ah);
         for (int j = 0; j < H * NV; j++) {
             int e = j * VW;
             vf r = vsig(ld(ai + e) + ld(ah + e)), z = vsig(ld(ai + H * KL + e) + ld(ah + H * KL + e));
@@ -175,7 +262,7 @@ static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *t
             st(hn + e, (1.0f - z) * n + z * h);
         }
         if (w->wo) { /* fused head: y = W_out h + b_out, written directly */
-            gemv(w->wo, H, 2, H, hn, w->bo, yo);
+            gemv(wto, 2, 2, H, hn, w->bo, yo);
             scatter(w->y, yo, B, T, t, 2);
         } else {
             scatter(sv, hn, B, T, t, H);
@@ -190,7 +277,8 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
                 float *dx, float *tmp) {
     const int I = w->I, H = w->H, G = 3 * H;
     const size_t sg = (size_t)G * KL, sh = (size_t)H * KL, sx = (size_t)I * KL, ss = (size_t)NSAV * sh;
-    const float *soa = sv + (size_t)B * T * H;
+    const float *soa = kalign((float *)sv + (size_t)B * T * H);
+    tmp = kalign(tmp);
     float *accI = tmp, *accH = accI + (size_t)G * I * KL;      /* (G, I, KL), (G, H, KL) per lane */
     float *bi = accH + (size_t)G * H * KL, *bh = bi + sg;      /* (G, KL) bias lanes */
     float *dA = bh + sg, *DG = dA + TW * sg, *X = DG + TW * sh; /* windows (TW, G|H|I, KL) */
@@ -223,10 +311,8 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
             st(da + e, dar), st(da + sh + e, daz), st(da + 2 * sh + e, dan), st(dg + e, dgn);
             st(dhn + e, d * z);
         }
-        if (hp) { /* dh(t-1) += W_hh^T (da_r, da_z, dg): rows r, z from da, rows n from dg */
-            gemv_t(w->whh, H, 2 * H, H, da, dhn);
-            gemv_t(w->whh + (size_t)2 * H * H, H, H, H, dg, dhn);
-        }
+        if (hp) /* dh(t-1) += W_hh^T (da_r, da_z, dg): rows r, z from da, rows n from dg */
+            gemv_t2(w->whh, w->whh + (size_t)2 * H * H, H, 2 * H, H, H, da, dg, dhn);
         if (dx) {
             memset(dxt, 0, sizeof(float) * sx);
             gemv_t(w->wih, I, G, I, da, dxt);
@@ -272,14 +358,17 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
 static void lstm_fwd(const kgru *w, int B, int T, const float *x, float *sv, float *tmp) {
     const int H = w->H, G = 4 * H;
     const size_t sh = (size_t)H * KL, ss = (size_t)NSAVL * sh;
-    float *soa = sv + (size_t)B * T * H; /* (T, NSAVL, H, KL); sv itself holds h as (B, T, H) */
+    float *soa = kalign(sv + (size_t)B * T * H); /* (T, NSAVL, H, KL); sv itself holds h as (B, T, H) */
+    tmp = kalign(tmp);
     float *ai = tmp, *ah = ai + (size_t)G * KL, *xt = ah + (size_t)G * KL;
+    float *wti = xt + (size_t)w->I * KL, *wth = wti + (size_t)w->I * G; /* transposed */
     const vf zero = {};
+    transpose(wti, w->wih, G, w->I), transpose(wth, w->whh, G, H);
     for (int t = 0; t < T; t++) {
         float *s0 = soa + (size_t)t * ss, *is = s0, *fs = is + sh, *gs = fs + sh, *os = gs + sh, *cs = os + sh,
               *hn = cs + sh;
         const float *hp = t ? hn - ss : NULL, *cp = t ? cs - ss : NULL;
-        project(w, B, T, t, x, hp, G, xt, ai, ah);
+        project(w, wti, wth, B, T, t, x, hp, G, xt, ai, ah);
         for (int j = 0; j < H * NV; j++) {
             int e = j * VW;
             vf ig = vsig(ld(ai + e) + ld(ah + e)), fg = vsig(ld(ai + sh + e) + ld(ah + sh + e));
@@ -296,7 +385,8 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
                      float *dx, float *tmp) {
     const int I = w->I, H = w->H, G = 4 * H;
     const size_t sg = (size_t)G * KL, sh = (size_t)H * KL, sx = (size_t)I * KL, ss = (size_t)NSAVL * sh;
-    const float *soa = sv + (size_t)B * T * H;
+    const float *soa = kalign((float *)sv + (size_t)B * T * H);
+    tmp = kalign(tmp);
     float *dA = tmp, *X = dA + T * sg, *bs = X + T * sx; /* (T, G, KL), (T, I, KL), (G, KL) */
     float *dhn = bs + sg, *dcn = dhn + sh, *dxt = dcn + sh, *dd = dxt + sx;
     const vf zero = {};
@@ -359,7 +449,11 @@ static void rvt_image(const float *x, int B, int T, int t, float *img, float *ra
 
 static void rvt_fwd(const krvt *w, int B, int T, const float *x, float *sv, float *y, float *tmp) {
     const int H = w->H;
+    sv = kalign(sv);
+    tmp = kalign(tmp);
     float *img = tmp, *raw = img + 20 * KL, *hid = raw + 8 * KL, *out = hid + (size_t)H * KL;
+    float *wth = out + 2 * KL, *wto = wth + (size_t)36 * H; /* transposed */
+    transpose(wth, w->wh, H, 36), transpose(wto, w->wo, 2, H);
     for (int t = 0; t < T; t++) {
         float *a = sv + (size_t)t * (36 + H) * KL, *h = a + 36 * KL;
         rvt_image(x, B, T, t, img, raw);
@@ -375,9 +469,9 @@ static void rvt_fwd(const krvt *w, int B, int T, const float *x, float *sv, floa
                         }
                         st(a + (ch * 12 + r * 3 + j) * KL + o, vtanh(v));
                     }
-        gemv(w->wh, 36, H, 36, a, w->bh, hid);
+        gemv(wth, H, H, 36, a, w->bh, hid);
         for (int e = 0; e < H * KL; e += VW) st(h + e, vtanh(ld(hid + e)));
-        gemv(w->wo, H, 2, H, h, w->bo, out);
+        gemv(wto, 2, 2, H, h, w->bo, out);
         for (int b = 0; b < B; b++) y[((size_t)b * T + t) * 2] = out[b], y[((size_t)b * T + t) * 2 + 1] = out[KL + b];
     }
 }
@@ -386,6 +480,8 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
                     float *tmp) {
     const int H = w->H;
     const size_t sa = (size_t)(36 + H) * KL;
+    sv = kalign((float *)sv);
+    tmp = kalign(tmp);
     float *DY = tmp, *DZ = DY + (size_t)T * 2 * KL;      /* histories (T, 2, KL), (T, H, KL) */
     float *gc = DZ + (size_t)T * H * KL, *img = gc + 30 * KL, *raw = img + 20 * KL; /* conv grads per lane */
     float *dh = raw + 8 * KL, *da = dh + (size_t)H * KL, *dimg = da + 36 * KL;
@@ -462,13 +558,15 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
  * transposed to SoA so that the products are the same broadcast-FMAs ---- */
 
 static void lin_fwd(const float *W, const float *b, int out, int in, int N, const float *x, float *y, float *tmp) {
-    float *xs = tmp, *ys = xs + (size_t)in * KL;
+    tmp = kalign(tmp);
+    float *xs = tmp, *ys = xs + (size_t)in * KL, *Wt = ys + (size_t)out * KL;
+    transpose(Wt, W, out, in);
     for (int n0 = 0; n0 < N; n0 += KL) {
         int nb = N - n0 < KL ? N - n0 : KL;
         memset(xs, 0, sizeof(float) * (size_t)in * KL);
         for (int s = 0; s < nb; s++)
             for (int i = 0; i < in; i++) xs[i * KL + s] = x[(size_t)(n0 + s) * in + i];
-        gemv(W, in, out, in, xs, b, ys);
+        gemv(Wt, out, out, in, xs, b, ys);
         for (int s = 0; s < nb; s++)
             for (int o = 0; o < out; o++) y[(size_t)(n0 + s) * out + o] = ys[o * KL + s];
     }
@@ -481,6 +579,7 @@ static void lin_bwd(const float *W, int out, int in, int N, const float *x, cons
                     float *gW, float *gb, float *tmp) {
     int nblk = (N + KL - 1) / KL;
     const size_t sx = (size_t)in * KL, sd = (size_t)out * KL;
+    tmp = kalign(tmp);
     float *XS = tmp, *DS = XS + nblk * sx, *dxs = DS + nblk * sd;
     memset(XS, 0, sizeof(float) * nblk * (sx + sd));
     for (int n = 0; n < N; n++) {

@@ -28,6 +28,13 @@ static inline __attribute__((always_inline, unused)) vf ld(const float *p) {
 static inline __attribute__((always_inline, unused)) void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline __attribute__((always_inline, unused)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
 
+/* p rounded up to a 64-byte boundary, so that no vector of a kernel's scratch or saved planes
+ * straddles two cache lines (a split load or store costs twice; kern.h's sizes leave KL floats for
+ * the rounding). Placement only: the arithmetic, so the results, do not depend on it. */
+static inline __attribute__((always_inline, unused)) float *kalign(float *p) {
+    return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
 /* Fast nonlinearities: within ~2e-7 relative of libm's, not bitwise equal to them. */
 /* e^r for |r| <= ln(2)/2: a degree-6 polynomial. */
 static inline __attribute__((always_inline)) vf expm(vf r) {
