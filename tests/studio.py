@@ -6,9 +6,11 @@ Usage: python3 tests/studio.py [path/to/dpd] [TEST_NAME...]
 Starts the real server on 127.0.0.1:<free port> with a temporary root for each test, drives it
 with http.client and prints "PASS name" / "FAIL name: why" / "SKIP name: reason" per test, then
 "RESULT studio <passed> <failed> <skipped>". Exit status 1 when a test failed.
-Python 3.11 standard library only. STUDIO_QUICK=1 skips the three slow background tests
-(sse_keepalive ~18 s, heartbeat_events ~13 s, heartbeat_stale ~62 s: real time, the contract has
-no test clock); they otherwise run in threads beside the others (the suite takes ~65 s).
+Python 3.11 standard library only. STUDIO_QUICK=1 (the ThreadSanitizer pass of .ci/run) skips the
+slow tests: three background ones (sse_keepalive ~18 s, heartbeat_events ~13 s, heartbeat_stale
+~62 s: real time, the contract has no test clock), which otherwise run in threads beside the
+others (the suite takes ~65 s), and two that train for real, ~65 s each under ThreadSanitizer
+(cli_resumes_cancelled_run, other_verbs); the other passes run them.
 Marked REAL: the tests that train for real (a few seconds each).
 """
 import copy
@@ -3120,7 +3122,7 @@ def t_real_train_pa_matches_cli(ctx):  # REAL end-to-end training (a few seconds
     check(longest(lv["plots"]) <= 4000, f"a live curve has {longest(lv['plots'])} points (> 4000)")
 
 
-@test()
+@test(slow=True)
 def t_cli_resumes_cancelled_run(ctx):  # "dpd train-pa --resume continues a cancelled studio run" (REAL)
     s = ctx.server(grace=10)
     rid = s.submit("train-pa", "synth", {"model": "gru", "hidden": 8, "frame": 50, "stride": 1, "epochs": 40})["id"]
@@ -3141,7 +3143,7 @@ def t_cli_resumes_cancelled_run(ctx):  # "dpd train-pa --resume continues a canc
     check(j.get("epochs") == 40, f"resumed run: epochs {j.get('epochs')}")
 
 
-@test()
+@test(slow=True)
 def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named by a studio run id
     s = ctx.server()
     pa = s.submit("train-pa", "synth", {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 1})["id"]

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Black-box tests of `dpd serve` (docs/studio.md): tests/studio.py against BUILD_DIR/dpd.
 # Usage: tests/studio.sh [BUILD_DIR] [TEST_NAME...]. Prints "RESULT studio <passed> <failed> <skipped>";
-# exits with tests/studio.py's status. STUDIO_QUICK=1 skips the two slow background tests.
+# exits with tests/studio.py's status. STUDIO_QUICK=1 skips the slow tests (tests/studio.py says which).
 BUILD=${1:-build}
 [ $# -gt 0 ] && shift
 if ! command -v python3 >/dev/null 2>&1; then
