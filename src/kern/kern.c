@@ -310,6 +310,8 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
             vf dar = dan * g * r * (1.0f - r), dgn = dan * r;
             st(da + e, dar), st(da + sh + e, daz), st(da + 2 * sh + e, dan), st(dg + e, dgn);
             st(dhn + e, d * z);
+            st(bi + e, ld(bi + e) + dar), st(bi + sh + e, ld(bi + sh + e) + daz); /* biases, step by step */
+            st(bi + 2 * sh + e, ld(bi + 2 * sh + e) + dan), st(bh + e, ld(bh + e) + dgn);
         }
         if (hp) /* dh(t-1) += W_hh^T (da_r, da_z, dg): rows r, z from da, rows n from dg */
             gemv_t2(w->whh, w->whh + (size_t)2 * H * H, H, 2 * H, H, H, da, dg, dhn);
@@ -328,12 +330,9 @@ static void bwd(const kgru *w, int B, int T, const float *x, const float *sv, co
                 outer_acc(accH, 2 * H, H, nh, dA, (ptrdiff_t)sg, hv, -(ptrdiff_t)ss);
                 outer_acc(accH + (size_t)2 * H * H * KL, H, H, nh, DG, (ptrdiff_t)sh, hv, -(ptrdiff_t)ss);
             }
-            for (int u = 0; u < nw; u++) {
-                for (int e = 0; e < G * KL; e += VW) st(bi + e, ld(bi + e) + ld(dA + u * sg + e));
-                for (int e = 0; e < H * KL; e += VW) st(bh + e, ld(bh + e) + ld(DG + u * sh + e));
-                if (w->wo)
+            if (w->wo)
+                for (int u = 0; u < nw; u++)
                     for (int e = 0; e < 2 * KL; e += VW) st(bo + e, ld(bo + e) + ld(DY + u * 2 * KL + e));
-            }
             if (w->wo) /* W_out pairs (dy(t'), h(t')) */
                 outer_acc(accO, 2, H, nw, DY, 2 * KL, soa + (size_t)t_new * ss + 4 * sh, -(ptrdiff_t)ss);
         }
