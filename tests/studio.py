@@ -6,11 +6,11 @@ Usage: python3 tests/studio.py [path/to/dpd] [TEST_NAME...]
 Starts the real server on 127.0.0.1:<free port> with a temporary root for each test, drives it
 with http.client and prints "PASS name" / "FAIL name: why" / "SKIP name: reason" per test, then
 "RESULT studio <passed> <failed> <skipped>". Exit status 1 when a test failed.
-Python 3.11 standard library only. STUDIO_QUICK=1 (the ThreadSanitizer pass of .ci/run) skips the
+Python 3.11 standard library only. STUDIO_QUICK=1 (the sanitized passes of .ci/run) skips the
 slow tests: three background ones (sse_keepalive ~18 s, heartbeat_events ~13 s, heartbeat_stale
 ~62 s: real time, the contract has no test clock), which otherwise run in threads beside the
 others (the suite takes ~65 s), and two that train for real, ~65 s each under ThreadSanitizer
-(cli_resumes_cancelled_run, other_verbs); the other passes run them.
+(cli_resumes_cancelled_run, other_verbs); the plain pass runs them.
 Marked REAL: the tests that train for real (a few seconds each).
 """
 import copy

@@ -252,13 +252,22 @@ static void fwd(const kgru *w, int B, int T, const float *x, float *sv, float *t
         float *s0 = soa + (size_t)(w->ring ? t & 1 : t) * NSAV * H * KL;
         float *rs = s0, *zs = rs + H * KL, *ns = zs + H * KL, *gs = ns + H * KL, *hn = gs + H * KL;
         const float *hp = t ? soa + (size_t)(w->ring ? (t - 1) & 1 : t - 1) * NSAV * H * KL + 4 * H * KL : NULL;
-        project(w, wti, wth, B, T, t, x, hp, G, xt, ai, ah);
-        for (int j = 0; j < H * NV; j++) {
-            int e = j * VW;
-            vf r = vsig(ld(ai + e) + ld(ah + e)), z = vsig(ld(ai + H * KL + e) + ld(ah + H * KL + e));
+        gather(xt, x, B, T, t, I);
+        gemv(wti, G, G, I, xt, w->bih, ai);
+        /* gate by gate, each gate's non-linearity right after its rows of W_hh h(t-1), so that it
+         * runs beside the next gate's products */
+        for (int q = 0; q < 2; q++) { /* r, z */
+            const float *a0 = ai + (size_t)q * H * KL, *h0 = ah + (size_t)q * H * KL;
+            float *out = q ? zs : rs;
+            gemv(wth + q * H, G, H, hp ? H : 0, hp, w->bhh ? w->bhh + q * H : NULL, ah + (size_t)q * H * KL);
+            for (int e = 0; e < H * KL; e += VW) st(out + e, vsig(ld(a0 + e) + ld(h0 + e)));
+        }
+        gemv(wth + 2 * H, G, H, hp ? H : 0, hp, w->bhh ? w->bhh + 2 * H : NULL, ah + (size_t)2 * H * KL);
+        for (int e = 0; e < H * KL; e += VW) {
+            vf r = ld(rs + e), z = ld(zs + e);
             vf g = ld(ah + 2 * H * KL + e), n = vtanh(ld(ai + 2 * H * KL + e) + r * g);
             vf h = hp ? ld(hp + e) : zero;
-            st(rs + e, r), st(zs + e, z), st(ns + e, n), st(gs + e, g);
+            st(ns + e, n), st(gs + e, g);
             st(hn + e, (1.0f - z) * n + z * h);
         }
         if (w->wo) { /* fused head: y = W_out h + b_out, written directly */
