@@ -440,13 +440,19 @@ class Server:
         check(isinstance(r.json, dict) and isinstance(r.json.get("id"), str), f"submit: no run object: {r!r}")
         return r.json
 
-    def run(self, rid):
-        r = self.get(f"/api/v1/runs/{rid}")
-        for _ in range(5):  # a public session polling fast meets its request rate: waits as a client would
-            if r.status != 429 or r.json["error"]["code"] != "rate_limited":
+    def polled(self, path):
+        """GET for a poll: a public session polling fast meets its request rate, and waits as a
+        client would (Retry-After), up to five times."""
+        r = self.get(path)
+        for _ in range(5):
+            if r.status != 429 or not isinstance(r.json, dict) or r.json["error"]["code"] != "rate_limited":
                 break
             time.sleep(int(r.headers.get("Retry-After", "1")))
-            r = self.get(f"/api/v1/runs/{rid}")
+            r = self.get(path)
+        return r
+
+    def run(self, rid):
+        r = self.polled(f"/api/v1/runs/{rid}")
         check(r.status == 200, f"GET run {rid}: {r!r}")
         return r.json
 
@@ -478,7 +484,7 @@ class Server:
 
     def events(self, rid, after=0, limit=None):
         q = f"?after={after}" + (f"&limit={limit}" if limit is not None else "")
-        r = self.get(f"/api/v1/runs/{rid}/events{q}")
+        r = self.polled(f"/api/v1/runs/{rid}/events{q}")
         check(r.status == 200, f"events {rid}{q}: {r!r}")
         return r.json
 
