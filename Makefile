@@ -42,8 +42,8 @@ CLI_SRC += $(wildcard studio/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/studio/assets.o
 # libmicrohttpd and SQLite serve the studio only; the library never links them.
 STUDIO_LIBS := $(shell pkg-config --libs libmicrohttpd sqlite3 libseccomp 2>/dev/null) -lpthread
-# cairo draws `dpd plot`'s pictures with FreeType's fonts, and libdeflate compresses the PNGs
-# (cli/plot.c): the command links them, the library never does.
+# cairo draws `dpd plot`'s pictures with FreeType's fonts, and libdeflate gives the PNGs' CRC-32 and
+# Adler-32 (cli/plot.c, cli/deflate.c): the command links them, the library never does.
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo freetype2 libdeflate 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo freetype2 libdeflate 2>/dev/null)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/check.c,$(wildcard tests/test_*.c)))
@@ -142,6 +142,11 @@ $(BUILD)/tests/test_store: $(BUILD)/tests/test_store.o $(BUILD)/tests/check.o $(
 $(BUILD)/tests/test_guard.o: CFLAGS += -Istudio
 $(BUILD)/tests/test_guard: $(BUILD)/tests/test_guard.o $(BUILD)/tests/check.o $(BUILD)/studio/guard.o $(BUILD)/libdpd.a
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# dpd plot's PNG compressor (cli/deflate.c), checked by libdeflate's decompressor.
+$(BUILD)/tests/test_deflate.o: CFLAGS += -Icli
+$(BUILD)/tests/test_deflate: $(BUILD)/tests/test_deflate.o $(BUILD)/tests/check.o $(BUILD)/cli/deflate.o $(BUILD)/libdpd.a
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CAIRO_LIBS)
 
 # The fault-injecting test provider (tests only; never installed by default).
 $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a

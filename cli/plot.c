@@ -31,6 +31,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "deflate.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* LeakSanitizer (make test SANITIZE=address): fontconfig, under cairo, leaks one block while it
@@ -540,6 +541,15 @@ typedef struct ink {
 } ink;
 _Static_assert(W % 32 == 0 && W / 32 <= 32, "a row is whole blocks, each a bit of a uint32_t");
 
+/* The lanes of comparison m that hold (lane k: bit k). */
+static unsigned lanes(i4 m) {
+#ifdef __SSE2__
+    return (unsigned)__builtin_ia32_movmskps((f4)m);
+#else
+    return (unsigned)((m[0] & 1) | (m[1] & 2) | (m[2] & 4) | (m[3] & 8));
+#endif
+}
+
 /* The first whole number at or above v, and the last at or below v, clamped to [lo, hi] (a NaN:
  * lo); without libm's calls, which cost as much as the pixels of a short segment. */
 static int first_at(double v, int lo, int hi) {
@@ -602,7 +612,6 @@ static void cover_seg(ink *k, const double a[2], const double b[2], double hw, i
     /* a sample is in within hw of the segment: beside it (ts in [0, len]), or before a by dt if round there */
     const f4 zero = {0, 0, 0, 0}, fhw2 = zero + (float)hw2, flen = zero + (float)len;
     const f4 tlo = zero + (round_a ? -INFINITY : 0.0f), dtk = zero + (float)round_a;
-    const i4 weight[2] = {{1, 2, 4, 8}, {16, 32, 64, 128}};
     int clo[2] = {k->x0, k->y0}, chi[2] = {k->x1 - 1, k->y1 - 1};
     int i1 = last_at(hi + after - 0.5, clo[m] - 1, chi[m]);
     for (int i = first_at(lo - before - 0.5, clo[m], chi[m] + 1); i <= i1; i++) {
@@ -620,18 +629,16 @@ static void cover_seg(ink *k, const double a[2], const double b[2], double hw, i
         if (m && lesser(t, tj) >= 0.65 && greater(t, tj) <= len - 0.65) { /* every sample beside the segment */
             for (int j = j0; j <= j1; j++, n -= ux, px++) {
                 f4 n0 = (float)n + sn[0], n1 = (float)n + sn[1];
-                i4 in = ((n0 * n0 <= fhw2) & weight[0]) | ((n1 * n1 <= fhw2) & weight[1]);
-                *px |= (unsigned)(in[0] | in[1] | in[2] | in[3]) << 24;
+                *px |= (lanes(n0 * n0 <= fhw2) | lanes(n1 * n1 <= fhw2) << 4) << 24; /* sample s: bit s */
             }
             continue;
         }
         for (int j = j0; j <= j1; j++, t += uy, n -= ux, px += step) {
-            i4 in = {0, 0, 0, 0};
+            unsigned bits = 0;
             for (int h = 0; h < 2; h++) {
                 f4 ts = (float)t + st[h], ns = (float)n + sn[h], dt = (f4)((i4)ts & (ts < zero)) * dtk; /* dt: ts < 0 */
-                in |= (ns * ns + dt * dt <= fhw2) & (ts >= tlo) & (ts <= flen) & weight[h];
+                bits |= lanes((ns * ns + dt * dt <= fhw2) & (ts >= tlo) & (ts <= flen)) << 4 * h;
             }
-            unsigned bits = (unsigned)(in[0] | in[1] | in[2] | in[3]);
             if (!m) reach(k, j, i, i);
             *px |= bits << 24;
         }
@@ -1202,18 +1209,21 @@ static const struct chart {
     {"history", "Learning curves", chart_history, 1},
 };
 #define NCHARTS (sizeof charts / sizeof *charts)
+/* The order they are drawn in: AM/AM and AM/PM first, the quickest to draw (0.4 ms against the
+ * PSD's 2.3), so that the encoder thread soon has work; the learning curves, the quickest to
+ * encode, last, when this thread is left to wait for the encoder. */
+static const size_t draw_order[] = {1, 2, 0, 3, 4, 5};
+_Static_assert(sizeof draw_order / sizeof *draw_order == NCHARTS, "every chart, once");
 
-/* ---- PNG: the pixels compressed by libdeflate into the PNG container -------------------------- */
+/* ---- PNG: the pixels compressed by deflate.c into the PNG container ---------------------------- */
 
 /* zlib's deflate at level 1 (the fastest general setting, through libpng) took 2.5 to 5 ms a
- * chart: half of the end-of-run pictures' time. libdeflate compresses a whole buffer at once,
- * at level 3 1.7 times as fast as that and 20 % smaller. libpng has no way in for data already
- * compressed, so the few bytes around it (PNG's signature and chunks, RFC 2083) are written
- * here, each chunk with its CRC-32 (libdeflate's).
+ * chart: half of the end-of-run pictures' time; libdeflate (level 2) 1.1 to 1.6 ms at any level;
+ * deflate.c, which looks for runs and the row above only, 0.1 to 0.3 ms for files about as small.
+ * libpng has no way in for data already compressed, so the few bytes around it (PNG's signature
+ * and chunks, RFC 2083) are written here, each chunk with its CRC-32 (libdeflate's).
  * A chart is written with a palette, one byte a pixel, where one fits (see palette()): a third
- * of the bytes to compress, and deflate's time goes with them (2.2 ms a chart as 8-bit RGB, 0.9
- * with the palette and 0.6 to find it). Level 2: level 3 cost 5 % more for 1 % smaller files. */
-#define DEFLATE_LEVEL 2
+ * of the bytes to compress, and the compressor's time goes with them. */
 #define RAW ((size_t)H * (1 + 3 * W)) /* the RGB scanlines: a filter byte (0: none), then R, G, B */
 #define RAW_INDEXED ((size_t)H * (1 + W)) /* with a palette: a filter byte, then an index a pixel */
 #define MAX_COLOURS 1024                 /* more distinct colours than this: 8-bit RGB */
@@ -1233,29 +1243,27 @@ typedef struct colours {
     int np;
 } colours;
 
-/* One compressor and its output buffer (cap bytes: libdeflate's bound for RAW_INDEXED, in the
- * warm block; RAW, malloc'd: own), and a colour table, for one thread: deflaters[0] the encoder
- * thread's, [1] the drawing thread's. Set up by warm_up or, where that failed, deflater_open. */
+/* One compressor's scratch and output buffer (cap bytes: the bound for RAW_INDEXED, in the warm
+ * block; for RAW, malloc'd: own), and a colour table, for one thread: deflaters[0] the encoder
+ * thread's, [1] the drawing thread's (their pages touched by warm_up). */
 typedef struct deflater {
-    struct libdeflate_compressor *z;
     unsigned char *out;
     size_t cap;
     int own;
+    deflate_work w;
     colours c;
 } deflater;
 static deflater deflaters[2];
 
 static void deflater_close(deflater *d) {
-    libdeflate_free_compressor(d->z);
     if (d->own) free(d->out);
-    d->z = NULL, d->out = NULL, d->cap = 0, d->own = 0;
+    d->out = NULL, d->cap = 0, d->own = 0;
 }
 
-/* d as it is, or (where warm_up did not set it up) a compressor and a malloc'd buffer. 0, or -1. */
+/* d as it is, or (where warm_up did not set it up) a malloc'd buffer. 0, or -1. */
 static int deflater_open(deflater *d) {
-    if (d->z) return 0;
-    if (!(d->z = libdeflate_alloc_compressor(DEFLATE_LEVEL))) return -1;
-    d->cap = libdeflate_zlib_compress_bound(d->z, RAW), d->own = 1;
+    if (d->out) return 0;
+    d->cap = deflate_bound(RAW), d->own = 1;
     if (!(d->out = malloc(d->cap))) return deflater_close(d), -1;
     return 0;
 }
@@ -1273,70 +1281,82 @@ static int colour_id(colours *c, uint32_t v) {
 }
 _Static_assert(COLOUR_SLOTS == 1 << 11 && COLOUR_SLOTS >= 2 * MAX_COLOURS, "the hash takes 11 bits; half full");
 
-/* Replaces each pixel of the image (H, stride) by the id of its colour in c, counting them. 0, or
- * -1 with the pixels as they were (but their top bytes) when there are more than MAX_COLOURS. */
+/* The image's runs: within a row, pixels of one colour (their 24 bits). A run's first pixel holds
+ * id | length << 16 once colour_ids has passed (the others are left as they were). */
+#define RUN(id, len) ((uint32_t)(id) | (uint32_t)(len) << 16)
+_Static_assert(MAX_COLOURS <= 1 << 16 && W < 1 << 16, "an id and a run's length share 32 bits");
+
+/* Puts the colours back at the heads of the runs of rows [0, y) and of row y up to x. */
+static void run_heads_back(const colours *c, unsigned char *data, int stride, int y, int x) {
+    for (int yy = 0; yy <= y; yy++) {
+        uint32_t *px = (uint32_t *)(data + (size_t)yy * stride);
+        for (int k = 0, end = yy < y ? W : x, len; k < end; k += len) {
+            uint32_t v = px[k];
+            px[k] = c->rgb[v & 0xFFFF], len = (int)(v >> 16);
+            if (!len) break; /* not a head: never, but never loop */
+        }
+    }
+}
+
+/* Marks the runs of the image (H, stride) with RUN(id, length), ids in c in the order their colours
+ * are met, counting the pixels of each. Four pixels are compared at a time (most of a chart is
+ * long runs); only the heads are written. 0, or -1 with the pixels as they were (but their top
+ * bytes) when there are more than MAX_COLOURS. */
 static int colour_ids(colours *c, unsigned char *data, int stride) {
     memset(c->key, 0, sizeof c->key);
     c->n = 0;
-    uint32_t last = *(const uint32_t *)data & 0xFFFFFF, run = 0;
-    int id = colour_id(c, last);
     for (int y = 0; y < H; y++) {
         uint32_t *px = (uint32_t *)(data + (size_t)y * stride);
-        for (int x = 0; x < W; x += 4) {
-            u4 v;
-            memcpy(&v, px + x, sizeof v);
-            v &= 0xFFFFFF;
-            u4 same = v == last;
-            if (same[0] & same[1] & same[2] & same[3]) { /* in a run, as most of a chart is */
-                u4 ids = {0, 0, 0, 0};
-                ids += (uint32_t)id;
-                memcpy(px + x, &ids, sizeof ids), run += 4;
-                continue;
+        uint32_t last = px[0] & 0xFFFFFF;
+        int id = colour_id(c, last), x0 = 0, x = 1;
+        if (id < 0) return run_heads_back(c, data, stride, y, 0), -1;
+        for (;;) {
+            for (; x + 4 <= W; x += 4) { /* in a run, as most of a chart is */
+                u4 v;
+                memcpy(&v, px + x, sizeof v);
+                u4 same = (v & 0xFFFFFF) == last;
+                if (!(same[0] & same[1] & same[2] & same[3])) break;
             }
-            for (int i = 0; i < 4; i++) {
-                if (v[i] != last) {
-                    c->count[id] += run, run = 0, last = v[i];
-                    if ((id = colour_id(c, last)) < 0) { /* too many: the pixels back as they were */
-                        for (int yy = 0; yy <= y; yy++) {
-                            uint32_t *p = (uint32_t *)(data + (size_t)yy * stride);
-                            for (int xx = 0; xx < (yy < y ? W : x + i); xx++) p[xx] = c->rgb[p[xx]];
-                        }
-                        return -1;
-                    }
-                }
-                px[x + i] = (uint32_t)id, run++;
-            }
+            while (x < W && (px[x] & 0xFFFFFF) == last) x++;
+            if (x == W) break;
+            c->count[id] += (uint32_t)(x - x0);
+            px[x0] = RUN(id, x - x0);
+            last = px[x] & 0xFFFFFF, x0 = x++;
+            if ((id = colour_id(c, last)) < 0) return run_heads_back(c, data, stride, y, x0), -1;
         }
+        c->count[id] += (uint32_t)(W - x0);
+        px[x0] = RUN(id, W - x0);
     }
-    c->count[id] += run;
     return 0;
 }
 
-/* The largest channel difference between colour v and the nearest of c's first np entries (256
- * when np is 0); *at: that entry. The loop is one the compiler vectorizes where at is NULL. */
-static int nearest(const colours *c, int np, uint32_t v, int *at) {
-    int r = (int)(v >> 16 & 255), g = (int)(v >> 8 & 255), b = (int)(v & 255), best = 256;
-    if (!at) {
-        for (int p = 0; p < np; p++) {
-            int d = abs(c->pr[p] - r), e = abs(c->pg[p] - g), f = abs(c->pb[p] - b);
+/* The palette's entries by their red: the first of each red value, and the next of the same red
+ * (-1: none). */
+typedef struct reds {
+    int16_t head[256], next[256];
+} reds;
+
+/* The largest channel difference between colour v and the nearest of c's entries whose red is
+ * within k of v's, the first of them where several are as near (256: none); *at: that entry. The
+ * nearest entry of all, wherever that is within k: a channel differs no more than all do. */
+static int nearest(const colours *c, const reds *b, uint32_t v, int k, int *at) {
+    int r = (int)(v >> 16 & 255), g = (int)(v >> 8 & 255), bl = (int)(v & 255), best = 256, bp = -1;
+    for (int rr = r - k < 0 ? 0 : r - k; rr <= r + k && rr < 256; rr++)
+        for (int p = b->head[rr]; p >= 0; p = b->next[p]) {
+            int d = abs(c->pr[p] - r), e = abs(c->pg[p] - g), f = abs(c->pb[p] - bl);
             d = d > e ? d : e, d = d > f ? d : f;
-            best = d < best ? d : best;
+            if (d < best || (d == best && p < bp)) best = d, bp = p;
         }
-        return best;
-    }
-    for (int p = 0; p < np; p++) {
-        int d = abs(c->pr[p] - r), e = abs(c->pg[p] - g), f = abs(c->pb[p] - b);
-        d = d > e ? d : e, d = d > f ? d : f;
-        if (d < best) best = d, *at = p;
-    }
+    if (at) *at = bp;
     return best;
 }
 
-static void entry(colours *c, int id) {
+static void entry(colours *c, reds *b, int id) {
     uint32_t v = c->rgb[id];
-    c->index[id] = (uint8_t)c->np;
-    c->pr[c->np] = (int16_t)(v >> 16 & 255), c->pg[c->np] = (int16_t)(v >> 8 & 255), c->pb[c->np] = (int16_t)(v & 255);
-    c->np++;
+    int p = c->np++, r = (int)(v >> 16 & 255);
+    c->index[id] = (uint8_t)p;
+    c->pr[p] = (int16_t)r, c->pg[p] = (int16_t)(v >> 8 & 255), c->pb[p] = (int16_t)(v & 255);
+    b->next[p] = b->head[r], b->head[r] = (int16_t)p;
 }
 
 static int by_key_down(const void *a, const void *b) {
@@ -1356,25 +1376,33 @@ static int by_key_down(const void *a, const void *b) {
 static int palette(colours *c) {
     uint64_t order[MAX_COLOURS]; /* (pixels << 16 | MAX_COLOURS - 1 - id), most pixels first, then id */
     uint8_t own[MAX_COLOURS];    /* by id: has an entry of its own */
+    reds b;
+    memset(b.head, 0xFF, sizeof b.head);
+    c->np = 0;
+    if (c->n <= 256) { /* an entry each, in the order met */
+        for (int id = 0; id < c->n; id++) entry(c, &b, id);
+        return 0;
+    }
     for (int i = 0; i < c->n; i++) order[i] = (uint64_t)c->count[i] << 16 | (uint64_t)(MAX_COLOURS - 1 - i);
-    if (c->n > 256) qsort(order, (size_t)c->n, sizeof *order, by_key_down);
-    for (int k = c->n > 256; k <= QUANT; k++) {
+    qsort(order, (size_t)c->n, sizeof *order, by_key_down);
+    for (int k = 1; k <= QUANT; k++) {
         int i;
         c->np = 0;
+        memset(b.head, 0xFF, sizeof b.head);
         for (i = 0; i < c->n; i++) {
             int id = MAX_COLOURS - 1 - (int)(order[i] & 0xFFFF);
-            if (!(own[id] = nearest(c, c->np, c->rgb[id], NULL) > k)) continue;
+            if (!(own[id] = nearest(c, &b, c->rgb[id], k, NULL) > k)) continue;
             if (c->np == 256) break;
-            entry(c, id);
+            entry(c, &b, id);
         }
         if (i < c->n) continue; /* a larger k */
         for (i = 0; i < c->n && c->np < 256; i++) {
             int id = MAX_COLOURS - 1 - (int)(order[i] & 0xFFFF);
-            if (!own[id]) own[id] = 1, entry(c, id);
+            if (!own[id]) own[id] = 1, entry(c, &b, id);
         }
         for (int id = 0; id < c->n; id++) {
             int at = 0;
-            if (!own[id]) nearest(c, c->np, c->rgb[id], &at), c->index[id] = (uint8_t)at;
+            if (!own[id]) nearest(c, &b, c->rgb[id], k, &at), c->index[id] = (uint8_t)at;
         }
         return 0;
     }
@@ -1406,18 +1434,22 @@ static int write_png(unsigned char *data, int stride, deflater *d, const char *p
     unsigned char plte[3 * 256];
     colours *c = &d->c;
     int indexed = !colour_ids(c, data, stride);
-    if (indexed && palette(c)) { /* the pixels back from their ids */
+    if (indexed && palette(c)) { /* the runs' heads back to their colours */
         indexed = 0;
-        for (int y = 0; y < H; y++) {
-            uint32_t *px = (uint32_t *)(data + (size_t)y * stride);
-            for (int x = 0; x < W; x++) px[x] = c->rgb[px[x]];
-        }
+        run_heads_back(c, data, stride, H - 1, W);
     }
     for (int y = 0; y < H; y++) {
         const uint32_t *px = (const uint32_t *)(data + (size_t)y * stride); /* cairo: native-endian xRGB */
         unsigned char *o = data + (size_t)y * (1 + (indexed ? 1 : 3) * W);
-        if (indexed) {
-            for (int x = 0; x < W; x++) o[1 + x] = c->index[px[x]];
+        if (indexed) { /* run by run: each ends before the next head, which it does not reach */
+            for (int x = 0, len; x < W; x += len) {
+                uint32_t v = px[x];
+                unsigned char b = c->index[v & 0xFFFF];
+                len = (int)(v >> 16);
+                if (len > 8) memset(o + 1 + x, b, (size_t)len);
+                else
+                    for (int k = 0; k < len; k++) o[1 + x + k] = b;
+            }
         } else {
             for (int x = 0; x < W; x++) {
                 uint32_t v = px[x];
@@ -1430,16 +1462,16 @@ static int write_png(unsigned char *data, int stride, deflater *d, const char *p
         plte[3 * p] = (unsigned char)c->pr[p], plte[3 * p + 1] = (unsigned char)c->pg[p];
         plte[3 * p + 2] = (unsigned char)c->pb[p];
     }
-    size_t raw = indexed ? RAW_INDEXED : RAW, bound = libdeflate_zlib_compress_bound(d->z, raw);
+    size_t raw = indexed ? RAW_INDEXED : RAW, bound = deflate_bound(raw);
     unsigned char *out = bound <= d->cap ? d->out : malloc(bound); /* RGB in the warm block's room: its own */
-    size_t n = out ? libdeflate_zlib_compress(d->z, data, raw, out, bound) : 0;
+    size_t n = out ? deflate_zlib(data, raw, indexed ? 1 : 3, raw / H, &d->w, out, bound) : 0;
     be32(ihdr, W), be32(ihdr + 4, H);
     ihdr[9] = indexed ? 3 : 2;
     FILE *f = n ? fopen(path, "wb") : NULL;
     int ok = f && fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) &&
              (!indexed || chunk(f, "PLTE", plte, 3 * (size_t)c->np)) && chunk(f, "IDAT", out, n) && chunk(f, "IEND", NULL, 0);
     if (!out) errno = ENOMEM;
-    else if (!n) errno = ENOBUFS; /* not within libdeflate's own bound: never */
+    else if (!n) errno = ENOBUFS; /* not within the bound: never */
     else if (!ok && !errno) errno = EIO;
     if (f && fclose(f) && ok) ok = 0;
     if (out != d->out) free(out);
@@ -1490,6 +1522,7 @@ typedef struct png_job {
     int stride;
     cairo_status_t st; /* the drawing failed: nothing to encode */
     int rc, e;         /* write_png's result and errno */
+    int done;          /* encoded (under the queue's mu): its image may be drawn on again */
 } png_job;
 
 /* The PNGs drawn, in order, and how far the encoders have taken them. A job is filled, then
@@ -1497,10 +1530,12 @@ typedef struct png_job {
  * the encoder thread is joined: every access is ordered. The encoder thread never uses cairo. */
 typedef struct png_queue {
     pthread_mutex_t mu;
-    pthread_cond_t more; /* a job is drawn, or the drawing is over */
+    pthread_cond_t more;  /* a job is drawn, or the drawing is over */
+    pthread_cond_t spent; /* a job is encoded */
     png_job job[NCHARTS];
     size_t drawn, taken;
     int over;
+    doc_job *doc; /* plots.json, written by the encoder thread before it encodes */
 } png_queue;
 
 /* The next job drawn and not yet taken, waiting for one while the drawing goes on if wait; NULL:
@@ -1521,44 +1556,43 @@ static void encode(png_job *j, deflater *d) {
     else j->rc = write_png(j->data, j->stride, d, j->tmp), j->e = errno;
 }
 
+/* encode(), then j is told done. */
+static void encode_job(png_queue *q, png_job *j, deflater *d) {
+    encode(j, d);
+    pthread_mutex_lock(&q->mu);
+    j->done = 1;
+    pthread_cond_broadcast(&q->spent);
+    pthread_mutex_unlock(&q->mu);
+}
+
 static void *encoder(void *queue) {
     png_queue *q = queue;
-    for (png_job *j; (j = take(q, 1));) encode(j, &deflaters[0]);
+    doc_write(q->doc); /* while the first chart is drawn */
+    for (png_job *j; (j = take(q, 1));) encode_job(q, j, &deflaters[0]);
     return NULL;
 }
 
-/* The images the charts are drawn on, one a chart, (SLOTS, H, STRIDE): cairo's RGB24 rows of W
- * pixels. The drawing never waits for an encoder, and once it is done this thread encodes what
- * the encoder thread has not taken (fewer images, reused once encoded, cost more: 2 for the six
- * charts, 26 ms; 4, 24.8; 6, 24.0). Then the deflaters' buffers.
+/* The images the charts are drawn on, (SLOTS, H, STRIDE): cairo's RGB24 rows of W pixels, each
+ * drawn on again once its chart is encoded (spend). Three: as fast as one a chart (10.9 ms for the
+ * quick run's six, 12.4 with two), and half the memory to touch (a fresh page costs a fault: on
+ * this project's virtual machines 2 to 20 us, while the run trains on both cores). Then the
+ * deflaters' buffers.
  * One block, allocated and touched by cli_plot_warm's thread, in 2 MiB pages where the kernel has
- * them: a fresh 4 KiB page costs a fault (on this project's virtual machines about 20 us: 8 ms
- * for a chart's 1.6 MB), a 2 MiB one costs one fault for the lot. NULL: not there, cairo
- * allocates an image per chart. Freed by warm_release. */
-#define SLOTS NCHARTS
+ * them. NULL: not there, cairo allocates an image per chart. Freed by warm_release. */
+#define SLOTS 3
 #define STRIDE (W * 4)
 #define HUGE_PAGE ((size_t)2 << 20)
-#define CARVED ((size_t)3 << 19) /* room for the two compressors (668 KB each, libdeflate 1.14 at level 2) */
 static unsigned char *warm_px;
 static size_t warm_size;
 
-/* libdeflate's memory while warm_up allocates the compressors: carved from the warm block's last
- * CARVED bytes (its 2 MiB pages are touched once) instead of malloc's fresh 4 KiB pages, which
- * fault one by one on their first compression (0.8 ms a compressor on this project's VMs). Past
- * that room, and for anything else, malloc's; what is carved goes with the block. */
-static unsigned char *carve_at, *carve_end;
-
-static void *carve(size_t n) {
-    n = (n + 63) & ~(size_t)63;
-    if (!carve_at || n > (size_t)(carve_end - carve_at)) return malloc(n);
-    void *p = carve_at;
-    carve_at += n;
-    return p;
-}
-
-static void uncarve(void *p) {
-    uintptr_t a = (uintptr_t)p, b = (uintptr_t)warm_px;
-    if (!warm_px || a < b || a >= b + warm_size) free(p);
+/* Returns once job k is encoded: here, if the encoder thread has not taken it (jobs are taken in
+ * order, and every job before k is encoded already). */
+static void spend(png_queue *q, size_t k) {
+    pthread_mutex_lock(&q->mu);
+    png_job *j = q->taken == k ? &q->job[q->taken++] : NULL;
+    while (!j && !q->job[k].done) pthread_cond_wait(&q->spent, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+    if (j) encode_job(q, j, &deflaters[1]);
 }
 
 /* Draws chart i of d on an image (a slot of warm_px where it can) into the next job of q, for
@@ -1568,7 +1602,8 @@ static cairo_status_t png_draw(png_queue *q, size_t i, const plot_doc *d, const 
     int warm = warm_px && cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, W) == STRIDE;
     snprintf(j->path, sizeof j->path, "%s", path);
     snprintf(j->tmp, sizeof j->tmp, "%s.tmp.%d", path, (int)getpid());
-    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + q->drawn * H * STRIDE, CAIRO_FORMAT_RGB24, W, H, STRIDE)
+    if (warm && q->drawn >= SLOTS) spend(q, q->drawn - SLOTS); /* the slot's last chart */
+    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + q->drawn % SLOTS * H * STRIDE, CAIRO_FORMAT_RGB24, W, H, STRIDE)
                  : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
     j->st = render(&charts[i], d, j->sf);
     cairo_surface_flush(j->sf);
@@ -1583,7 +1618,7 @@ static cairo_status_t png_draw(png_queue *q, size_t i, const plot_doc *d, const 
 
 /* Encodes here what is drawn and not yet taken (without an encoder thread: before the next chart). */
 static void drain(png_queue *q) {
-    for (png_job *j; (j = take(q, 0));) encode(j, &deflaters[1]);
+    for (png_job *j; (j = take(q, 0));) encode_job(q, j, &deflaters[1]);
 }
 
 /* Frees j's image and publishes its picture, once encoded. */
@@ -1593,7 +1628,7 @@ static dpd_status png_finish(png_job *j, dpd_error *err) {
 }
 
 static void warm_release(void) {
-    for (int i = 0; i < 2; i++) deflater_close(&deflaters[i]); /* before the block they may be carved from */
+    for (int i = 0; i < 2; i++) deflater_close(&deflaters[i]); /* before the block their buffers are in */
     free(warm_px), warm_px = NULL, warm_size = 0;
 }
 
@@ -1601,8 +1636,8 @@ static void warm_release(void) {
 static void *warm_up(void *unused) {
     fonts_open();
     if (warm_px) return NULL;
-    size_t cap = libdeflate_zlib_compress_bound(NULL, RAW_INDEXED), px = SLOTS * H * STRIDE;
-    size_t size = (px + 2 * cap + CARVED + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    size_t cap = deflate_bound(RAW_INDEXED), px = SLOTS * H * STRIDE;
+    size_t size = (px + 2 * cap + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     void *p = NULL;
     if (posix_memalign(&p, HUGE_PAGE, size)) return NULL;
 #ifdef MADV_HUGEPAGE
@@ -1610,20 +1645,10 @@ static void *warm_up(void *unused) {
 #endif
     for (size_t k = 0; k < size; k += 4096) ((unsigned char *)p)[k] = 255; /* each page, once */
     warm_px = p, warm_size = size;
-    carve_at = warm_px + size - CARVED, carve_end = warm_px + size;
-    libdeflate_set_memory_allocator(carve, uncarve);
-    struct libdeflate_compressor *z[2] = {libdeflate_alloc_compressor(DEFLATE_LEVEL),
-                                          libdeflate_alloc_compressor(DEFLATE_LEVEL)};
-    carve_at = carve_end = NULL;
-    if (!z[0] || !z[1]) {
-        for (int i = 0; i < 2; i++) libdeflate_free_compressor(z[i]);
-        free(warm_px), warm_px = NULL, warm_size = 0;
-        return NULL;
-    }
     for (int i = 0; i < 2; i++) {
-        deflaters[i].z = z[i], deflaters[i].out = warm_px + px + i * cap, deflaters[i].cap = cap, deflaters[i].own = 0;
-        memset(&deflaters[i].c, 0, sizeof deflaters[i].c); /* its pages, once */
-        libdeflate_zlib_compress(z[i], warm_px, 65536, deflaters[i].out, cap); /* libdeflate's code, once */
+        deflaters[i].out = warm_px + px + i * cap, deflaters[i].cap = cap, deflaters[i].own = 0;
+        memset(&deflaters[i].w, 0, sizeof deflaters[i].w); /* its pages, once */
+        memset(&deflaters[i].c, 0, sizeof deflaters[i].c);
     }
     return NULL;
 }
@@ -1647,19 +1672,20 @@ void cli_plot_warm_wait(void) {
 }
 
 /* The charts, drawn one after the other on this thread, and plots.json (doc): SVGs, after
- * plots.json; or PNGs on the slots' images, encoded by an encoder thread while the next ones are
- * drawn, then plots.json, then this thread encodes what the encoder thread has not taken. Only
+ * plots.json; or PNGs on the slots' images, while an encoder thread writes plots.json and then
+ * encodes each chart drawn, and this thread encodes what that one has not taken. Only
  * this thread uses cairo: drawing on two threads at once was faster, but ThreadSanitizer reports
  * races inside cairo's shared state (the fonts and the pixels are set up beside the plot data,
  * by cli_plot_warm's thread, joined before). Stops drawing at the first error; the first error
- * in the charts' order is the one told, plots.json's before any: then no picture is published. */
+ * in draw_order is the one told, plots.json's before any: then no picture is published. */
 static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, doc_job *doc, dpd_error *err) {
-    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER};
+    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .spent = PTHREAD_COND_INITIALIZER, .doc = doc};
     pthread_t th;
     int threaded = !r->svg && !pthread_create(&th, NULL, encoder, &q);
     if (!threaded) doc_write(doc);
-    dpd_status s = threaded ? DPD_OK : doc->s;
-    for (size_t i = 0; i < NCHARTS && !s; i++) {
+    dpd_status s = threaded ? DPD_OK : doc->s; /* threaded: told once the encoder thread is joined */
+    for (size_t k = 0; k < NCHARTS && !s; k++) {
+        size_t i = draw_order[k];
         if (charts[i].run_only && !r->run_dir) continue;
         char path[4200];
         snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, r->svg ? "svg" : "png");
@@ -1670,7 +1696,6 @@ static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, d
         if (!threaded) drain(&q);
         if (png_draw(&q, i, d, path)) break;
     }
-    if (threaded) doc_write(doc); /* while the encoder thread catches up */
     pthread_mutex_lock(&q.mu);
     q.over = 1;
     pthread_cond_signal(&q.more);
@@ -1678,6 +1703,7 @@ static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, d
     drain(&q);
     if (threaded) pthread_join(th, NULL);
     pthread_cond_destroy(&q.more);
+    pthread_cond_destroy(&q.spent);
     pthread_mutex_destroy(&q.mu);
     if (doc->s) /* plots.json is not written: no picture either */
         for (size_t i = 0; i < q.drawn; i++) q.job[i].st = CAIRO_STATUS_WRITE_ERROR;
