@@ -46,6 +46,27 @@ static size_t same(const unsigned char *a, const unsigned char *b, size_t max) {
     return k;
 }
 
+/* Bit k: a[k] == b[k], k < 16. */
+static unsigned equal16(const unsigned char *a, const unsigned char *b) {
+#ifdef __SSE2__
+    typedef char c16 __attribute__((vector_size(16)));
+    c16 x, y;
+    memcpy(&x, a, 16), memcpy(&y, b, 16);
+    return (unsigned)__builtin_ia32_pmovmskb128(x == y) & 0xFFFF;
+#else
+    unsigned m = 0;
+    for (int k = 0; k < 16; k++) m |= (unsigned)(a[k] == b[k]) << k;
+    return m;
+#endif
+}
+
+/* Bit k, k < 14: a match of at least MIN_MATCH starts at in[i + k], d <= i bytes back (0: none). */
+static unsigned starts(const unsigned char *in, size_t i, size_t d) {
+    if (!d) return 0;
+    unsigned m = equal16(in + i, in + i - d);
+    return m & m >> 1 & m >> 2 & 0x3FFF;
+}
+
 /* Bits out, the first in a byte's lowest bit (RFC 1951 3.1.1). */
 typedef struct bits {
     unsigned char *p;
@@ -165,15 +186,17 @@ static void stored(bits *b, const unsigned char *raw, size_t m, int final) {
  * stored blocks where that is not longer. */
 static void block(bits *out, const deflate_work *w, size_t ns, const unsigned char *raw, size_t m, int final, const tables *t) {
     bits o = *out, *b = &o; /* in registers while the symbols go out */
-    uint32_t lf[NLIT] = {0}, df[NDIST] = {0}, cf[NCL] = {0};
-    for (size_t i = 0; i < ns; i++) {
+    uint32_t lf[NLIT] = {0}, df[NDIST] = {0}, cf[NCL] = {0}, odd[NLIT] = {0}; /* odd: every other symbol's */
+    for (size_t i = 0; i < ns; i++) { /* two tables: a run of one literal is not one chain of increments */
+        uint32_t *f = i & 1 ? odd : lf;
         if (!w->s[i].dist) {
-            lf[w->s[i].sym]++;
+            f[w->s[i].sym]++;
             continue;
         }
-        lf[257 + t->lc[w->s[i].sym]]++;
+        f[257 + t->lc[w->s[i].sym]]++;
         df[dist_code(t, w->s[i].dist)]++;
     }
+    for (int k = 0; k < NLIT; k++) lf[k] += odd[k];
     lf[256] = 1;
     two_used(lf, NLIT), two_used(df, NDIST);
     uint8_t ll[NLIT], dl[NDIST], cl[NCL], seq[NLIT + NDIST];
@@ -258,8 +281,20 @@ size_t deflate_zlib(const unsigned char *in, size_t n, size_t px, size_t row, de
     }
     out[0] = 0x78, out[1] = 0x01; /* deflate, a 32 KiB window; the fastest level, as a hint */
     bits b = {out + 2, 0, 0};
-    size_t i = 0, start = 0, ns = 0;
+    size_t i = 0, start = 0, ns = 0, far = row > px ? row : px > 1 ? px : 1; /* the farthest distance sought */
     while (i < n) {
+        if (i >= far && i + 16 <= n) { /* the literals before the next match, 16 bytes at a time */
+            unsigned m = starts(in, i, 1) | starts(in, i, px) | starts(in, i, row);
+            int lit = m ? __builtin_ctz(m) : 14;
+            for (int k = 0; k < lit; k++) {
+                w->s[ns].sym = in[i++], w->s[ns].dist = 0;
+                if (++ns == DEFLATE_SYMBOLS) {
+                    block(&b, w, ns, in + start, i - start, 0, &t);
+                    start = i, ns = 0;
+                }
+            }
+            if (!m) continue;
+        }
         size_t max = n - i < MAX_MATCH ? n - i : MAX_MATCH, len = 0, dist = 0;
         unsigned char c = in[i];
         if (row && i >= row && in[i - row] == c) len = same(in + i, in + i - row, max), dist = row;

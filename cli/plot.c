@@ -1299,8 +1299,8 @@ static void run_heads_back(const colours *c, unsigned char *data, int stride, in
 }
 
 /* Marks the runs of the image (H, stride) with RUN(id, length), ids in c in the order their colours
- * are met, counting the pixels of each. Four pixels are compared at a time (most of a chart is
- * long runs); only the heads are written. 0, or -1 with the pixels as they were (but their top
+ * are met, counting the pixels of each. Four pixels are compared at a time, a run's end found
+ * from their mask (most of a chart is long runs); only the heads are written. 0, or -1 with the pixels as they were (but their top
  * bytes) when there are more than MAX_COLOURS. */
 static int colour_ids(colours *c, unsigned char *data, int stride) {
     memset(c->key, 0, sizeof c->key);
@@ -1311,17 +1311,22 @@ static int colour_ids(colours *c, unsigned char *data, int stride) {
         int id = colour_id(c, last), x0 = 0, x = 1;
         if (id < 0) return run_heads_back(c, data, stride, y, 0), -1;
         for (;;) {
-            for (; x + 4 <= W; x += 4) { /* in a run, as most of a chart is */
+            int b = W; /* the run's end: the next pixel of another colour */
+            for (; x + 4 <= W; x += 4) {
                 u4 v;
                 memcpy(&v, px + x, sizeof v);
-                u4 same = (v & 0xFFFFFF) == last;
-                if (!(same[0] & same[1] & same[2] & same[3])) break;
+                unsigned other = 15 & ~lanes((i4)((v & 0xFFFFFF) == last));
+                if (other) {
+                    b = x + __builtin_ctz(other);
+                    break;
+                }
             }
-            while (x < W && (px[x] & 0xFFFFFF) == last) x++;
-            if (x == W) break;
-            c->count[id] += (uint32_t)(x - x0);
-            px[x0] = RUN(id, x - x0);
-            last = px[x] & 0xFFFFFF, x0 = x++;
+            for (; b == W && x < W; x++)
+                if ((px[x] & 0xFFFFFF) != last) b = x;
+            if (b == W) break;
+            c->count[id] += (uint32_t)(b - x0);
+            px[x0] = RUN(id, b - x0);
+            last = px[b] & 0xFFFFFF, x0 = b, x = b + 1;
             if ((id = colour_id(c, last)) < 0) return run_heads_back(c, data, stride, y, x0), -1;
         }
         c->count[id] += (uint32_t)(W - x0);
