@@ -1,7 +1,7 @@
 /* test_deflate: dpd plot's PNG compressor (cli/deflate.c) against libdeflate's decompressor, which
  * checks the zlib header, every block and the Adler-32: the empty input, one and two bytes, runs
- * across the longest match, a block's symbols exactly full, incompressible bytes (stored blocks,
- * more than 65 535 of them), rows that repeat at a distance past the window (ignored) and of 1, a
+ * across the longest match, a block's symbols exactly full, incompressible bytes (stored
+ * blocks), rows that repeat at a distance past the window (ignored) and of 1, a
  * chart-like image (within 10 % of libdeflate's level 2 in size) and 300 random mixtures of runs,
  * copies of the row above and noise; an RGB image compresses better with the pixel's distance;
  * every output within deflate_bound; too small a buffer: 0. */
