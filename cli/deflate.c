@@ -26,10 +26,16 @@ static const uint8_t cl_extra[3] = {2, 3, 7}; /* of codes 16, 17, 18 */
 
 #define SLACK 8 /* put() writes 8 bytes where it may have filled fewer */
 
+/* A stored block holds at most 65 535 bytes, and one is always enough: a block is stored only
+ * where its Huffman-coded bits are not fewer than 8 bytes a byte plus 42, and those bits are at most
+ * 48 a symbol (a length code and its extra bits, a distance code and its extra bits) plus a
+ * header of under 4 600. */
+_Static_assert(DEFLATE_SYMBOLS * 48 + 4600 < 8 * 65535, "a stored block's bytes fit its 16-bit length");
+
 size_t deflate_bound(size_t n) {
-    /* every block at worst stored: 3 bits, up to 7 to the byte and 4 bytes a 65 535-byte piece;
-     * a block holds DEFLATE_SYMBOLS symbols, at least a byte each, but the last. Then zlib's 6. */
-    return n + 6 * (n / DEFLATE_SYMBOLS + n / 65535 + 2) + 8 + SLACK;
+    /* every block at worst stored: 3 bits, up to 7 to the byte and 4 bytes; a block holds
+     * DEFLATE_SYMBOLS symbols, at least a byte each, but the last. Then zlib's 6. */
+    return n + 6 * (n / DEFLATE_SYMBOLS + 2) + 8 + SLACK;
 }
 
 /* The bytes a[k] == b[k] from k = 0, up to max. */
@@ -167,36 +173,30 @@ static int code_of(size_t dist) {
     return c;
 }
 
-/* Stored blocks of raw[0, m): 65 535 bytes at most each, the last final if final. */
+/* raw[0, m), m < 65 536, as a stored block. */
 static void stored(bits *b, const unsigned char *raw, size_t m, int final) {
-    size_t off = 0;
-    do {
-        size_t c = m - off < 65535 ? m - off : 65535;
-        put(b, final && off + c == m, 1);
-        put(b, 0, 2);
-        align(b);
-        put(b, (uint32_t)c, 16);
-        put(b, (uint32_t)c ^ 0xFFFF, 16);
-        memcpy(b->p, raw + off, c);
-        b->p += c, off += c;
-    } while (off < m);
+    put(b, (uint32_t)final, 1);
+    put(b, 0, 2);
+    align(b);
+    put(b, (uint32_t)m, 16);
+    put(b, (uint32_t)m ^ 0xFFFF, 16);
+    memcpy(b->p, raw, m);
+    b->p += m;
 }
 
-/* One block: w's ns symbols, which stand for raw[0, m), with Huffman codes of their own, or as
- * stored blocks where that is not longer. */
+/* One block: w's ns symbols, which stand for raw[0, m), with Huffman codes of their own, or as a
+ * stored block where that is not longer. */
 static void block(bits *out, const deflate_work *w, size_t ns, const unsigned char *raw, size_t m, int final, const tables *t) {
     bits o = *out, *b = &o; /* in registers while the symbols go out */
-    uint32_t lf[NLIT] = {0}, df[NDIST] = {0}, cf[NCL] = {0}, odd[NLIT] = {0}; /* odd: every other symbol's */
-    for (size_t i = 0; i < ns; i++) { /* two tables: a run of one literal is not one chain of increments */
-        uint32_t *f = i & 1 ? odd : lf;
+    uint32_t lf[NLIT] = {0}, df[NDIST] = {0}, cf[NCL] = {0};
+    for (size_t i = 0; i < ns; i++) {
         if (!w->s[i].dist) {
-            f[w->s[i].sym]++;
+            lf[w->s[i].sym]++;
             continue;
         }
-        f[257 + t->lc[w->s[i].sym]]++;
+        lf[257 + t->lc[w->s[i].sym]]++;
         df[dist_code(t, w->s[i].dist)]++;
     }
-    for (int k = 0; k < NLIT; k++) lf[k] += odd[k];
     lf[256] = 1;
     two_used(lf, NLIT), two_used(df, NDIST);
     uint8_t ll[NLIT], dl[NDIST], cl[NCL], seq[NLIT + NDIST];
@@ -238,7 +238,7 @@ static void block(bits *out, const deflate_work *w, size_t ns, const unsigned ch
     for (int s = 0; s < NCL; s++) dyn += (uint64_t)cf[s] * (cl[s] + (s >= 16 ? cl_extra[s - 16] : 0));
     for (int s = 0; s < NLIT; s++) dyn += (uint64_t)lf[s] * (ll[s] + (s > 256 ? len_extra[s - 257] : 0));
     for (int s = 0; s < NDIST; s++) dyn += (uint64_t)df[s] * (dl[s] + dist_extra[s]);
-    if (dyn >= (m / 65535 + 1) * 42 + 8 * (uint64_t)m) { /* a stored piece: 3 bits, 7 to align, 32 */
+    if (dyn >= 42 + 8 * (uint64_t)m) { /* stored: 3 bits, up to 7 to the byte, 32 */
         stored(b, raw, m, final);
         *out = o;
         return;

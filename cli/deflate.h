@@ -4,10 +4,9 @@
  * the largest part of the pictures' cost at the end of a run; it spends about a nanosecond a byte
  * even on zeros. Here matches are sought at three distances only, 1 (a run of a byte), `px` (of a
  * pixel) and `row` (the byte above), greedily, a machine word compared at a time, and each block
- * of up to DEFLATE_SYMBOLS
- * symbols gets Huffman codes of its own (a stored block where those would not be smaller): about
- * a tenth of the time, files about as small as libdeflate's level 2 for such images (any input
- * is valid; others just compress less). */
+ * of up to DEFLATE_SYMBOLS symbols gets Huffman codes of its own (a stored block where those
+ * would not be smaller): a third to a tenth of the time, files about 10 % smaller than
+ * libdeflate's level 2 for such images (any input is valid; others just compress less). */
 #ifndef DPD_CLI_DEFLATE_H
 #define DPD_CLI_DEFLATE_H
 #include <stddef.h>
