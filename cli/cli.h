@@ -130,10 +130,12 @@ typedef struct cli_plot_kept {
 void cli_plot_keep(cli_plot_kept *k, const dpd_event *e);
 void cli_plot_kept_free(cli_plot_kept *k); /* accepts a zeroed k */
 
-/* Starts setting up cairo's fonts in a thread of their own (fontconfig's first use costs about as
- * much as a chart), so that pictures drawn later, at the end of a run, need not wait for it: call
- * it when the run starts. cli_plot_warm_wait joins that thread (cli_plot_run does); call it
- * before the process ends when no pictures are drawn. Not thread-safe: from one thread. */
+/* Starts setting up the pictures in a thread of their own (the fonts, the images' memory, a first
+ * drawing that binds and warms cairo's and FreeType's code), so that pictures drawn later, at the
+ * end of a run, need not wait for it: call it before dpd_train, whose first milliseconds read the
+ * dataset on one core while this thread has the other. cli_plot_warm_wait joins that thread
+ * (cli_plot_run does); call it before the process ends when no pictures are drawn. Not
+ * thread-safe: from one thread. */
 void cli_plot_warm(void);
 void cli_plot_warm_wait(void);
 

@@ -127,7 +127,6 @@ static int on_event(void *user, const dpd_event *e) {
         d->mark = e->time;
         remember_best(d, e);
         legend(d);
-        if (d->plots) cli_plot_warm();
         break;
     case DPD_EV_PROGRESS: progress(d, e); break;
     case DPD_EV_EPOCH:
@@ -208,6 +207,7 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
     catch_signals();
+    if (x) cli_plot_warm(); /* while the dataset is read, on one core */
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
     char plots[4200] = "";
