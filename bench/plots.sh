@@ -1,8 +1,9 @@
 #!/bin/sh
 # The cost of the end-of-run pictures: the whole `dpd train-pa --preset quick` process with and
 # without --no-plots, alternated N times (default 15) on the built-in synthetic dataset (dpd
-# synth's defaults) or on DATA, default threads. Prints the medians, the minima and the cost.
-# Never asserts; run it on a quiet machine (docs/performance.md).
+# synth's defaults) or on DATA, default threads. Prints the medians, the minima and the cost, and
+# the median of each round's difference (the steadiest of the three where the machine's speed
+# drifts). Never asserts; run it on a quiet machine (docs/performance.md).
 # Usage: bench/plots.sh [DPD] [N] [DATA]
 set -eu
 DPD=${1:-build/dpd}
@@ -28,4 +29,7 @@ awk '{ v[$1, ++n[$1]] = $2 }
          lo[k] = a[1]; return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
      END { p = med("plots"); q = med("noplots")
            printf "with the pictures: median %d ms (min %d); --no-plots: median %d ms (min %d)\n", p, lo["plots"], q, lo["noplots"]
-           printf "cost: %+d ms, %+.1f %% of the run by median; %+d ms, %+.1f %% by minimum (%d runs each)\n", p - q, 100 * (p - q) / q, lo["plots"] - lo["noplots"], 100 * (lo["plots"] - lo["noplots"]) / lo["noplots"], n["plots"] }' "$T/times"
+           printf "cost: %+d ms, %+.1f %% of the run by median; %+d ms, %+.1f %% by minimum (%d runs each)\n", p - q, 100 * (p - q) / q, lo["plots"] - lo["noplots"], 100 * (lo["plots"] - lo["noplots"]) / lo["noplots"], n["plots"]
+           for (i = 1; i <= n["plots"]; i++) v["d", i] = v["plots", i] - v["noplots", i]
+           n["d"] = n["plots"]; d = med("d")
+           printf "difference within each round: median %+.1f ms, %+.1f %% of the --no-plots median\n", d, 100 * d / q }' "$T/times"

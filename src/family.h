@@ -23,6 +23,8 @@ typedef struct dpd_family {
     int hidden;          /* default hidden size */
     int max_layers;      /* 1 when the family has no layer count */
     int poly;            /* 1: sized by order/memory/cross instead of hidden/layers */
+    int gated;           /* 1: its fast kernels take chunks of kern_fast's sizes only (KMIN..KL
+                          * sequences), computing their sequences side by side */
     /* Fills t[0..n) in state-dict order with offsets into one buffer; returns n. */
     int (*layout)(const dpd_model_cfg *c, dpd_tensor *t);
     void (*init)(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng *rng);

@@ -3,7 +3,11 @@
 # small synthetic dataset, hashed as the sha256 of last.safetensors' data region (weights and
 # AdamW moments, without the metadata) and of history.csv without its wall-clock TIME column and
 # its EPOCH numbering (checked separately). tests/identity.txt holds the values recorded on the
-# main branch before the public-API refactor (issue 8), with the kernel ISA they were made on.
+# main branch before the public-API refactor (issue 8), with the kernel ISA they were made on;
+# re-recorded when an inference of fewer than 5 sequences (here the val and test splits, one
+# segment each) moved onto the fast kernels, padded: the history hashes of the gated families and
+# of every DPD run (through a GRU PA) changed, and the least-squares DPD fits, which are fit to
+# the PA's outputs; every other weight hash stayed as it was.
 #   tests/identity.sh DPD record         prints the table (one run per family, 1 thread)
 #   tests/identity.sh DPD check [THREADS...]  compares every run with the table; prints RESULT
 DPD=${1:-build/dpd}; MODE=${2:-check}; shift 2 2>/dev/null

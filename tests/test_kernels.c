@@ -2,7 +2,8 @@
  * reference kernels, and the families' exact fast paths bitwise against theirs,
  * on random and edge shapes — lanes partly used (B = 5, 7), full (16), T = 1, H = 1, H not a
  * multiple of the vector width, 2 and 6 inputs, with and without biases: the layer's h, the
- * input gradient and every weight gradient within 2e-5 of the reference's largest value. */
+ * input gradient and every weight gradient within 2e-5 of the reference's largest value; and an
+ * inference of fewer sequences than the fast kernels take, padded to them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,15 +65,20 @@ static void rnn_case(const kern_ops *k, int lstm, int B, int T, int I, int H, in
     free(g1), free(g2), free(dx1), free(dx2);
 }
 
+/* A model of family with H hidden and L layers, initialised from seed. */
+static dpd_model *model_of(const char *family, int H, int L, dpd_rng *r, uint64_t seed) {
+    dpd_model_cfg c = {"", H, L};
+    snprintf(c.family, sizeof c.family, "%s", family);
+    dpd_rng_seed(r, seed);
+    return check_model(&c, r);
+}
+
 /* Whole models, fast kernels against --kernels ref: one training step on a batch of 16 (one
  * full chunk) gives the same outputs (loss) and gradients within tolerance. */
 static void model_case(const char *family, int H, int L) {
-    dpd_model_cfg c = {"", H, L};
-    snprintf(c.family, sizeof c.family, "%s", family);
     dpd_error err;
     dpd_rng r;
-    dpd_rng_seed(&r, 4);
-    dpd_model *m = check_model(&c, &r);
+    dpd_model *m = model_of(family, H, L, &r, 4);
     int B = 16, T = 37;
     size_t n = (size_t)B * T * 2, np = dpd_model_nparams(m);
     float *x = rnd(&r, n, 0.4), *t = rnd(&r, n, 0.4), *g0 = malloc(np * 4), *dx0 = malloc(n * 4), *dx1 = malloc(n * 4);
@@ -89,6 +95,38 @@ static void model_case(const char *family, int H, int L) {
            kern_name(dpd_net_kernels(fast)), fabs(l1 - l0) / l0, eg, ex);
     dpd_net_free(ref), dpd_net_free(fast);
     free(x), free(t), free(g0), free(dx0), free(dx1);
+    dpd_model_free(m);
+}
+
+/* An inference (dpd_net_infer) of 1, 3 and 4 sequences, and of 19 (a last chunk of 3), with the
+ * fast kernels of a gated family: each sequence's output bitwise what dpd_net_forward gives it
+ * beside other sequences in chunks of KMIN or more (the padding is silent and takes the fast
+ * kernels), within their tolerance of the reference's; a family that is not gated (tcn) is not
+ * padded: its inference is its forward of B, bit for bit. */
+static void infer_case(const char *family, int H, int L) {
+    dpd_error err;
+    dpd_rng r;
+    dpd_model *m = model_of(family, H, L, &r, 9);
+    int T = 29, all = DPD_CHUNK + KMIN;
+    size_t n = (size_t)all * T * 2;
+    float *x = rnd(&r, n, 0.4), *y0 = malloc(n * 4), *y = malloc(n * 4), *yr = malloc(n * 4);
+    dpd_net *fast = check_net(m, "auto"), *ref = check_net(m, "ref");
+    int gated = strcmp(family, "tcn") != 0;
+    static const int Bs[] = {1, 3, 4, DPD_CHUNK + 3};
+    for (size_t i = 0; i < sizeof Bs / sizeof *Bs; i++) {
+        int B = Bs[i];
+        size_t nb = (size_t)B * T * 2;
+        CHECK(dpd_net_forward(fast, x, gated ? all : B, T, y0, &err) == DPD_OK, "%s", err.msg);
+        memset(y, 0xFF, n * 4);
+        CHECK(dpd_net_infer(fast, x, B, T, y, &err) == DPD_OK, "%s", err.msg);
+        CHECK(dpd_net_forward(ref, x, B, T, yr, &err) == DPD_OK, "%s", err.msg);
+        CHECK(!memcmp(y, y0, nb * 4) && y[nb] != y[nb] && rel(y, yr, nb) < 2e-5,
+              "%s H=%d L=%d: an inference of %d is not the fast kernels' forward of its sequences among %d (%.1e), "
+              "wrote past its end, or is not within 2e-5 of the reference's (%.1e)",
+              family, H, L, B, gated ? all : B, rel(y, y0, nb), rel(y, yr, nb));
+    }
+    dpd_net_free(fast), dpd_net_free(ref);
+    free(x), free(y0), free(y), free(yr);
     dpd_model_free(m);
 }
 
@@ -287,6 +325,9 @@ int main(void) {
     model_case("gru", 5, 3);
     model_case("dgru", 9, 2);
     model_case("lstm", 6, 2);
+    for (size_t f = 0; f < sizeof fams / sizeof *fams - 1; f++) infer_case(fams[f], 7, 1); /* not deltagru */
+    infer_case("gru", 5, 2);
+    infer_case("tcn", 8, 1);
     dpd_error err;
     const kern_ops *k = &kern_sse;
     CHECK(kern_select("kernels", "ref", &k, &err) == DPD_OK && !k && !strcmp(kern_name(k), "ref"), "ref selectable");

@@ -226,13 +226,35 @@ dpd_status dpd_net_forward(dpd_net *m, const float *x, int B, int T, float *y, d
     return DPD_OK;
 }
 
+/* The sequences dpd_net_infer runs for B: B, or more where the last chunk would be shorter than
+ * KMIN and the family's fast kernels are gated (family.h): that chunk is padded to KMIN with
+ * silent sequences, which the fast kernels compute beside the others for no more time. Not for
+ * the delta families: the silent sequences would count in their statistics. */
+static int infer_b(const dpd_net *m, int B) {
+    int last = B - (nchunks(B) - 1) * DPD_CHUNK;
+    return m->k && m->fam->gated && !m->fam->delta_zeros && last < KMIN ? B + KMIN - last : B;
+}
+
 dpd_status dpd_net_infer(dpd_net *m, const float *x, int B, int T, float *y, dpd_error *err) {
-    if (!m->fam->infer || m->fam->delta_zeros) return dpd_net_forward(m, x, B, T, y, err); /* (the statistics) */
-    dpd_status s = dpd_net_reserve(m, B, T, err);
+    if (B < 1 || T < 1) return dpd_fail(err, DPD_E_INVAL, "batch %d x length %d: both must be >= 1", B, T);
+    int P = infer_b(m, B);
+    size_t n = (size_t)B * T * 2, all = (size_t)P * T * 2;
+    dpd_status s = dpd_net_reserve(m, P, T, err);
     if (s) return s;
-    job j = make_job(m, x, B, T);
-    j.y = y, j.infer = 1;
-    dpd_pool_run(m->pool, nchunks(B), fwd_task, &j);
+    float *in = (float *)x, *out = y;
+    if (P > B) { /* x and y padded, in io */
+        in = m->io, out = m->io + all;
+        memcpy(in, x, n * sizeof *in);
+        memset(in + n, 0, (all - n) * sizeof *in);
+    }
+    if (!m->fam->infer || m->fam->delta_zeros) { /* (the statistics) */
+        forward(m, in, P, T, out);
+    } else {
+        job j = make_job(m, in, P, T);
+        j.y = out, j.infer = 1;
+        dpd_pool_run(m->pool, nchunks(P), fwd_task, &j);
+    }
+    if (P > B) memcpy(y, out, n * sizeof *y);
     return DPD_OK;
 }
 

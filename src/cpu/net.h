@@ -46,8 +46,12 @@ dpd_status dpd_net_reserve(dpd_net *n, int B, int T, dpd_error *err);
 /* x (B, T, 2) -> y (B, T, 2), every sequence from zero state (reserves as needed). */
 dpd_status dpd_net_forward(dpd_net *n, const float *x, int B, int T, float *y, dpd_error *err);
 
-/* The same y as dpd_net_forward, for an inference: no backward may follow (the family's infer,
- * which may keep less of the activations). */
+/* y as dpd_net_forward gives it, for an inference: no backward may follow (the family's infer,
+ * which may keep less of the activations). With the fast kernels of a gated family (family.h), a
+ * last chunk of fewer than KMIN sequences runs padded to KMIN with silent sequences: its y is then
+ * the fast kernels' (as dpd_net_forward of those KMIN gives it), not the reference kernels' (a
+ * validation split of three segments took a third of a quick run on those). The delta families
+ * are not padded: the silent sequences would count in their delta statistics. */
 dpd_status dpd_net_infer(dpd_net *n, const float *x, int B, int T, float *y, dpd_error *err);
 
 /* Backward after dpd_net_forward of the same x, B, T: dy -> the gradient buffer (overwritten)

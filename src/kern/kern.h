@@ -11,6 +11,7 @@
 #include "dpd/dpd.h"
 
 #define KL 16  /* lanes: sequences per chunk */
+#define KMIN 5 /* the fewest sequences kern_fast gives the fast kernels */
 #define KTW 16 /* GRU backward: steps of gate gradients kept before folding them into the weight gradients */
 
 /* A GRU layer's weights (PyTorch layout; biases may be NULL) and its gradient buffers. */
@@ -128,15 +129,16 @@ const char *kern_name(const kern_ops *k);
 #define KERN_EXACT(k, fam) ((k) ? (k)->fam : NULL)
 #endif
 
-/* Whether table k takes a chunk of B sequences: the fast kernels take 5..KL (fewer lanes would
- * waste them); never in the double-precision (DPD_F64) builds of the families, which are
- * reference-only, nor with k NULL (the reference kernels). */
+/* Whether table k takes a chunk of B sequences: the fast kernels take KMIN..KL (a training chunk
+ * of fewer takes the reference, as it always has: its results stay the same); never in the
+ * double-precision (DPD_F64) builds of the families, which are reference-only, nor with k NULL
+ * (the reference kernels). An inference of fewer is padded to KMIN instead (dpd_net_infer). */
 static inline int kern_fast(const kern_ops *k, int B) {
 #ifdef DPD_F64
     (void)k, (void)B;
     return 0;
 #else
-    return B > 4 && B <= KL && k;
+    return B >= KMIN && B <= KL && k;
 #endif
 }
 #endif

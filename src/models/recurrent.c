@@ -318,7 +318,7 @@ static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T,
 
 #define RECURRENT(id, tg, formula, text, maxl, dz)                                             \
     const dpd_family dpd_family_##id = {.name = #id, .tag = tg, .params = formula, .about = text, \
-                                        .hidden = 23, .max_layers = maxl, .layout = layout,     \
+                                        .hidden = 23, .max_layers = maxl, .gated = 1, .layout = layout, \
                                         .init = init, .ws_size = ws_size,                       \
                                         .scratch_size = scratch_size, .forward = fwd_f32,       \
                                         .infer = infer, .backward = bwd_f32, .delta_zeros = dz}

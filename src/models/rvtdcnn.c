@@ -160,6 +160,6 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
 const dpd_family dpd_family_rvtdcnn = {
     .name = "rvtdcnn", .tag = "RVTDCNN", .params = "39H+32",
     .about = "real-valued time-delay CNN: 4-sample feature image, 3x3 conv, tanh MLP",
-    .hidden = 12, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
+    .hidden = 12, .max_layers = 1, .gated = 1, .layout = layout, .init = init, .ws_size = ws_size,
     .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
 #endif

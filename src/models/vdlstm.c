@@ -160,6 +160,6 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
 const dpd_family dpd_family_vdlstm = {
     .name = "vdlstm", .tag = "VDLSTM", .params = "4H^2+32H+26",
     .about = "vector-decomposed LSTM: LSTM on amplitude windows, phase-restored head", .hidden = 8,
-    .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
+    .max_layers = 1, .gated = 1, .layout = layout, .init = init, .ws_size = ws_size,
     .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
 #endif
