@@ -130,6 +130,25 @@ static void infer_case(const char *family, int H, int L) {
     dpd_model_free(m);
 }
 
+/* One sequence long enough that the fast kernels' padded workspace would pass 64 MiB (LSTM-7, 30 000
+ * steps: 80 MB) is not padded: the reference kernels run it, bit for bit their forward. */
+static void infer_long_case(void) {
+    dpd_error err;
+    dpd_rng r;
+    dpd_model *m = model_of("lstm", 7, 1, &r, 11);
+    int T = 30000;
+    size_t n = (size_t)T * 2;
+    float *x = rnd(&r, n, 0.4), *y = malloc(n * 4), *yr = malloc(n * 4);
+    dpd_net *fast = check_net(m, "auto"), *ref = check_net(m, "ref");
+    CHECK(dpd_net_infer(fast, x, 1, T, y, &err) == DPD_OK && dpd_net_forward(ref, x, 1, T, yr, &err) == DPD_OK, "%s",
+          err.msg);
+    CHECK(!memcmp(y, yr, n * 4), "lstm H=7: an inference of one sequence of %d steps is not the reference's (%.1e)", T,
+          rel(y, yr, n));
+    dpd_net_free(fast), dpd_net_free(ref);
+    free(x), free(y), free(yr);
+    dpd_model_free(m);
+}
+
 /* A family's exact fast path (src/kern/<family>.c) against --kernels ref with one ISA's table: the
  * outputs, the loss, every gradient and dx of one training step, and the delta counters of the
  * delta families, are bitwise equal. c: the model (its thresholds included). */
@@ -328,6 +347,7 @@ int main(void) {
     for (size_t f = 0; f < sizeof fams / sizeof *fams - 1; f++) infer_case(fams[f], 7, 1); /* not deltagru */
     infer_case("gru", 5, 2);
     infer_case("tcn", 8, 1);
+    infer_long_case();
     dpd_error err;
     const kern_ops *k = &kern_sse;
     CHECK(kern_select("kernels", "ref", &k, &err) == DPD_OK && !k && !strcmp(kern_name(k), "ref"), "ref selectable");

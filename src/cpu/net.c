@@ -226,18 +226,26 @@ dpd_status dpd_net_forward(dpd_net *m, const float *x, int B, int T, float *y, d
     return DPD_OK;
 }
 
-/* The sequences dpd_net_infer runs for B: B, or more where the last chunk would be shorter than
- * KMIN and the family's fast kernels are gated (family.h): that chunk is padded to KMIN with
+/* The most workspace a padded batch of fewer than KMIN sequences may take: the fast kernels keep
+ * a chunk's activations for all its lanes, 16 times the reference's for one sequence, and a long
+ * one (dpd run --exact over a million samples: gigabytes) is better off on the reference. */
+#define PAD_WS ((size_t)64 << 20)
+
+/* The sequences dpd_net_infer runs for B of T: B, or more where the last chunk would be shorter
+ * than KMIN and the family's fast kernels are gated (family.h): that chunk is padded to KMIN with
  * silent sequences, which the fast kernels compute beside the others for no more time. Not for
- * the delta families: the silent sequences would count in their statistics. */
-static int infer_b(const dpd_net *m, int B) {
+ * the delta families (the silent sequences would count in their statistics), nor for fewer than
+ * KMIN whose padded workspace would pass PAD_WS. */
+static int infer_b(const dpd_net *m, int B, int T) {
     int last = B - (nchunks(B) - 1) * DPD_CHUNK;
-    return m->k && m->fam->gated && !m->fam->delta_zeros && last < KMIN ? B + KMIN - last : B;
+    if (!m->k || !m->fam->gated || m->fam->delta_zeros || last >= KMIN) return B;
+    if (B < KMIN && m->fam->ws_size(m->k, &m->cfg, KMIN, T) > PAD_WS / sizeof(float)) return B;
+    return B + KMIN - last;
 }
 
 dpd_status dpd_net_infer(dpd_net *m, const float *x, int B, int T, float *y, dpd_error *err) {
     if (B < 1 || T < 1) return dpd_fail(err, DPD_E_INVAL, "batch %d x length %d: both must be >= 1", B, T);
-    int P = infer_b(m, B);
+    int P = infer_b(m, B, T);
     size_t n = (size_t)B * T * 2, all = (size_t)P * T * 2;
     dpd_status s = dpd_net_reserve(m, P, T, err);
     if (s) return s;

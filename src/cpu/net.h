@@ -50,8 +50,10 @@ dpd_status dpd_net_forward(dpd_net *n, const float *x, int B, int T, float *y, d
  * which may keep less of the activations). With the fast kernels of a gated family (family.h), a
  * last chunk of fewer than KMIN sequences runs padded to KMIN with silent sequences: its y is then
  * the fast kernels' (as dpd_net_forward of those KMIN gives it), not the reference kernels' (a
- * validation split of three segments took a third of a quick run on those). The delta families
- * are not padded: the silent sequences would count in their delta statistics. */
+ * validation split of three segments took a third of a quick run on those). Not padded: the delta
+ * families (the silent sequences would count in their delta statistics), and a batch of fewer
+ * than KMIN whose padded workspace would pass 64 MiB (long sequences: the fast kernels keep every
+ * lane's activations; the reference kernels run them as before). */
 dpd_status dpd_net_infer(dpd_net *n, const float *x, int B, int T, float *y, dpd_error *err);
 
 /* Backward after dpd_net_forward of the same x, B, T: dy -> the gradient buffer (overwritten)

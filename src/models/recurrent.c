@@ -316,16 +316,16 @@ static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T,
     return (size_t)3 * H * (v->feats + H);
 }
 
-#define RECURRENT(id, tg, formula, text, maxl, dz)                                             \
+#define RECURRENT(id, tg, formula, text, maxl, gt, dz)                                         \
     const dpd_family dpd_family_##id = {.name = #id, .tag = tg, .params = formula, .about = text, \
-                                        .hidden = 23, .max_layers = maxl, .gated = 1, .layout = layout, \
+                                        .hidden = 23, .max_layers = maxl, .gated = gt, .layout = layout, \
                                         .init = init, .ws_size = ws_size,                       \
                                         .scratch_size = scratch_size, .forward = fwd_f32,       \
                                         .infer = infer, .backward = bwd_f32, .delta_zeros = dz}
-RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16, NULL);
-RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/Q, linear head", 16, NULL);
+RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16, 1, NULL);
+RECURRENT(lstm, "LSTM", "4H^2+18H+2 (+8H^2+8H per extra layer)", "LSTM on raw I/Q, linear head", 16, 1, NULL);
 RECURRENT(dgru, "DGRU", "4H^2+27H+14 (+6H^2+6H per extra layer)",
-          "GRU on (I,Q,A,A^3,sin,cos), head on [ReLU(W h); features]", 16, NULL);
+          "GRU on (I,Q,A,A^3,sin,cos), head on [ReLU(W h); features]", 16, 1, NULL);
 RECURRENT(deltagru, "DELTAGRU", "3H^2+26H+2",
-          "DeltaGRU on 6 features, delta thresholds thx/thh (DeltaDPD)", 1, delta_zeros);
+          "DeltaGRU on 6 features, delta thresholds thx/thh (DeltaDPD)", 1, 0, delta_zeros); /* kdelta: any B */
 #endif

@@ -161,6 +161,6 @@ const dpd_family dpd_family_tres_gru = {
 const dpd_family dpd_family_tres_deltagru = {
     .name = "tres_deltagru", .tag = "TRES_DELTAGRU", .params = "3H^2+20H+24",
     .about = "TRes-DeltaGRU: TRes-GRU with delta thresholds thx/thh (OpenDPDv2)",
-    .hidden = 15, .max_layers = 1, .gated = 1, .layout = layout, .init = init, .ws_size = ws_size,
+    .hidden = 15, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
     .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .delta_zeros = delta_zeros};
 #endif
