@@ -207,7 +207,7 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
     catch_signals();
-    if (x) cli_plot_warm(); /* while the dataset is read, on one core */
+    if (x) cli_plot_warm(); /* beside dpd_train's reading of the dataset, which leaves a core idle */
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
     char plots[4200] = "";

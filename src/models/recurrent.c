@@ -318,8 +318,8 @@ static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T,
 
 #define RECURRENT(id, tg, formula, text, maxl, gt, dz)                                         \
     const dpd_family dpd_family_##id = {.name = #id, .tag = tg, .params = formula, .about = text, \
-                                        .hidden = 23, .max_layers = maxl, .gated = gt, .layout = layout, \
-                                        .init = init, .ws_size = ws_size,                       \
+                                        .hidden = 23, .max_layers = maxl, .layout = layout,     \
+                                        .gated = gt, .init = init, .ws_size = ws_size,          \
                                         .scratch_size = scratch_size, .forward = fwd_f32,       \
                                         .infer = infer, .backward = bwd_f32, .delta_zeros = dz}
 RECURRENT(gru, "GRU", "3H^2+14H+2 (+6H^2+6H per extra layer)", "GRU on raw I/Q, linear head", 16, 1, NULL);
