@@ -1,12 +1,12 @@
 /* dataset: OpenDPD dataset directories (reference §1): spec.json, split_csv (six I,Q files) and
  * single_csv (one I_in,Q_in,I_out,Q_out file split by ratios), plus eval segmentation.
  * It reads and validates; it does not frame, normalise or align anything. */
-#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,18 +42,54 @@ static int split_fields(const char *p, const char *end, const char **f, int *len
     }
 }
 
-static int parse_number(const char *f, int len, double *v) {
-    char buf[128];
-    while (len > 0 && (*f == ' ' || *f == '\t')) f++, len--;
-    while (len > 0 && (f[len - 1] == ' ' || f[len - 1] == '\t')) len--;
-    if (len <= 0 || len >= (int)sizeof buf) return 0;
-    memcpy(buf, f, (size_t)len);
-    buf[len] = 0;
-    char *e;
-    errno = 0;
-    *v = strtod_l(buf, &e, c_locale());
-    return e == buf + len;
+/* The plain decimal [+-]digits[.digits][e[+-]digits] in [f, e) when its value is one correctly
+ * rounded operation away (Clinger's fast path: at most 19 significant digits making a mantissa below
+ * 2^53, times or over an exact power of ten up to 1e22): 1 with *v set, else 0 (strtod_l decides).
+ * It reads a capture's numbers (0.044844472) several times faster than strtod_l, to the same bits. */
+static int fast_number(const char *f, const char *e, double *v) {
+    static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int neg = f < e && *f == '-', digits = 0, any = 0, frac = 0;
+    long ex = 0;
+    uint64_t m = 0;
+    if (f < e && (*f == '-' || *f == '+')) f++;
+    for (; f < e && ((*f >= '0' && *f <= '9') || (*f == '.' && !frac)); f++) {
+        if (*f == '.') {
+            frac = 1;
+            continue;
+        }
+        any = 1;
+        ex -= frac;
+        if (!m && *f == '0') continue; /* leading zeros */
+        if (++digits > 19) return 0;
+        m = m * 10 + (uint64_t)(*f - '0');
+    }
+    if (f < e && (*f == 'e' || *f == 'E')) {
+        int sign = ++f < e && *f == '-' ? -1 : 1, k = 0;
+        if (f < e && (*f == '-' || *f == '+')) f++;
+        for (; f < e && *f >= '0' && *f <= '9' && k < 6; f++, any |= 2) k = k * 10 + (*f - '0');
+        if (!(any & 2)) return 0;
+        ex += sign * k;
+    }
+    if (f != e || !(any & 1) || m > (1ull << 53) || ex < -22 || ex > 22) return 0;
+    *v = ex < 0 ? (double)m / p10[-ex] : (double)m * p10[ex];
+    if (neg) *v = -*v;
+    return 1;
 }
+
+int dpd_csv_number(const char *f, const char *e, double *v) {
+    char buf[128], *end;
+    while (f < e && (*f == ' ' || *f == '\t')) f++;
+    while (e > f && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    if (f == e) return 0;
+    if (fast_number(f, e, v)) return 1;
+    if (e - f >= (long)sizeof buf) return 0;
+    memcpy(buf, f, (size_t)(e - f));
+    buf[e - f] = 0;
+    *v = strtod_l(buf, &end, c_locale());
+    return end == buf + (e - f);
+}
+
 
 #define MAXCOL 64
 
@@ -92,7 +128,7 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
                 s = dpd_fail(err, DPD_E_FORMAT, "%s:1: more than %d columns", path, MAXCOL);
                 goto fail;
             }
-            if (parse_number(f[0], fl[0], &v)) {
+            if (dpd_csv_number(f[0], f[0] + fl[0], &v)) {
                 char want[256] = "";
                 for (int k = 0; k < ncol; k++)
                     snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", k ? "," : "",
@@ -139,7 +175,7 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
             for (int k = 0; k < ncol; k++) {
                 int j = pick[k];
                 double v;
-                if (!parse_number(f[j], fl[j], &v)) {
+                if (!dpd_csv_number(f[j], f[j] + fl[j], &v)) {
                     s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is not a number",
                                  path, line, j + 1, fl[j] > 40 ? 40 : fl[j], f[j]);
                     goto fail;

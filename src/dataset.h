@@ -9,4 +9,9 @@
  * a missing header and an empty file are DPD_E_FORMAT naming the file and line. */
 dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out,
                         size_t *rows, dpd_error *err);
+
+/* The number in [f, e), spaces and tabs around it allowed, as strtod_l reads it in the C locale,
+ * bit for bit: 1 with *v set; 0 when [f, e) is empty, not one number or 128 bytes or more. The
+ * CSV readers' (the loader's and the doctor's) one parser. */
+int dpd_csv_number(const char *f, const char *e, double *v);
 #endif

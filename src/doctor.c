@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <kiss_fft.h>
-#include <locale.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "dpd/dpd.h"
+#include "dataset.h"
 #include "file.h"
 #include "status.h"
 
@@ -183,62 +183,21 @@ static void file_record(dpd_doctor_report *r, const char *name, const char *buf,
     hex(md, f->sha256);
 }
 
-/* The plain decimal [+-]digits[.digits][e[+-]digits] in [f, e) when its value is one correctly
- * rounded operation away (Clinger's fast path: at most 19 significant digits making a mantissa below
- * 2^53, times or over an exact power of ten up to 1e22): 1 with *v set, else 0 (strtod_l decides).
- * It reads a capture's numbers (0.044844472) several times faster than strtod_l, to the same bits. */
-static int fast_number(const char *f, const char *e, double *v) {
-    static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    int neg = f < e && *f == '-', digits = 0, any = 0, frac = 0;
-    long ex = 0;
-    uint64_t m = 0;
-    if (f < e && (*f == '-' || *f == '+')) f++;
-    for (; f < e && ((*f >= '0' && *f <= '9') || (*f == '.' && !frac)); f++) {
-        if (*f == '.') {
-            frac = 1;
-            continue;
-        }
-        any = 1;
-        ex -= frac;
-        if (!m && *f == '0') continue; /* leading zeros */
-        if (++digits > 19) return 0;
-        m = m * 10 + (uint64_t)(*f - '0');
-    }
-    if (f < e && (*f == 'e' || *f == 'E')) {
-        int sign = ++f < e && *f == '-' ? -1 : 1, k = 0;
-        if (f < e && (*f == '-' || *f == '+')) f++;
-        for (; f < e && *f >= '0' && *f <= '9' && k < 6; f++, any |= 2) k = k * 10 + (*f - '0');
-        if (!(any & 2)) return 0;
-        ex += sign * k;
-    }
-    if (f != e || !(any & 1) || m > (1ull << 53) || ex < -22 || ex > 22) return 0;
-    *v = ex < 0 ? (double)m / p10[-ex] : (double)m * p10[ex];
-    if (neg) *v = -*v;
-    return 1;
-}
-
 /* The number in [f, e) (spaces and tabs around it allowed) in the C locale: 1 with *v set (an
  * empty field reads as NaN: pandas writes a missing value so), 0 when it is not a number. */
-static int field_number(const char *f, const char *e, locale_t loc, double *v) {
+static int field_number(const char *f, const char *e, double *v) {
     while (f < e && (*f == ' ' || *f == '\t')) f++;
     while (e > f && (e[-1] == ' ' || e[-1] == '\t')) e--;
-    char buf[128], *end;
     if (f == e) {
         *v = NAN;
         return 1;
     }
-    if (fast_number(f, e, v)) return 1;
-    if (e - f >= (long)sizeof buf) return 0;
-    memcpy(buf, f, (size_t)(e - f));
-    buf[e - f] = 0;
-    *v = strtod_l(buf, &end, loc);
-    return end == buf + (e - f);
+    return dpd_csv_number(f, e, v);
 }
 
 /* Parses row [p, e) of nh fields into row[k] = field pick[k]. 0, or the 1-based field that is not
  * a number, -1 for missing fields, -2 for extra ones. *bad receives the offending field's text. */
-static int parse_row(const char *p, const char *e, int nh, const int *pick, int ncol, locale_t loc, double *row,
+static int parse_row(const char *p, const char *e, int nh, const int *pick, int ncol, double *row,
                      const char **bad, int *nbad) {
     const char *q = p;
     for (int j = 0; j < nh; j++) {
@@ -246,7 +205,7 @@ static int parse_row(const char *p, const char *e, int nh, const int *pick, int 
         const char *f = q;
         while (q < e && *q != ',') q++;
         for (int k = 0; k < ncol; k++)
-            if (pick[k] == j && !field_number(f, q, loc, &row[k])) {
+            if (pick[k] == j && !field_number(f, q, &row[k])) {
                 *bad = f, *nbad = (int)(q - f);
                 return j + 1;
             }
@@ -257,7 +216,7 @@ static int parse_row(const char *p, const char *e, int nh, const int *pick, int 
 /* Reads the header [p, e) of path: pick[k] = the field named names[k]; when one is absent and
  * `ordered`, a header of exactly ncol fields is taken in order. *nh = its field count. */
 static dpd_status parse_header(const char *path, const char *p, const char *e, int ncol, const char *const *names,
-                               int ordered, locale_t loc, int *pick, int *nh, dpd_error *err) {
+                               int ordered, int *pick, int *nh, dpd_error *err) {
     const char *f[64];
     int len[64], n = 0;
     for (const char *q = p;; q++) {
@@ -269,7 +228,7 @@ static dpd_status parse_header(const char *path, const char *p, const char *e, i
         if (q == e) break;
     }
     double v;
-    if (len[0] && field_number(f[0], f[0] + len[0], loc, &v))
+    if (len[0] && field_number(f[0], f[0] + len[0], &v))
         return dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s%s%s), got numbers", path, names[0],
                         ncol > 2 ? ",..," : ",", names[ncol - 1]);
     int all = 1;
@@ -298,7 +257,7 @@ static const char *line_end(const char *p, const char *end, const char **next) {
 
 /* Parses the rows after the header into *out (rows, ncol); see read_csv. */
 static dpd_status parse_rows(const char *path, const char *p, const char *end, int nh, const int *pick, int ncol,
-                             locale_t loc, double **out, size_t *rows, dpd_error *err) {
+                             double **out, size_t *rows, dpd_error *err) {
     size_t cap = 1, n = 0, line = 1;
     for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++) cap++; /* rows <= newlines + 1 */
     double *d = malloc(cap * (size_t)ncol * sizeof *d);
@@ -312,7 +271,7 @@ static dpd_status parse_rows(const char *path, const char *p, const char *end, i
             s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: empty line inside the data", path, line);
             goto done;
         }
-        int nbad = 0, bf = parse_row(p, e, nh, pick, ncol, loc, d + n * (size_t)ncol, &bad, &nbad);
+        int nbad = 0, bf = parse_row(p, e, nh, pick, ncol, d + n * (size_t)ncol, &bad, &nbad);
         if (bf > 0)
             s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is not a number", path, line, bf,
                          nbad > 40 ? 40 : nbad, bad);
@@ -348,20 +307,14 @@ static dpd_status read_csv(capture *c, dpd_doctor_report *r, const char *file, i
     file_record(r, file, buf, len);
     EVP_DigestUpdate(c->raw, buf, len);
     c->nraw++;
-    locale_t loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    if (!loc) {
-        free(buf);
-        return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", path);
-    }
     const char *next, *e = line_end(buf, buf + len, &next);
     int pick[4], nh = 0;
     if (e == buf)
         s = dpd_fail(err, DPD_E_FORMAT, "%s:1: empty%s (expected a header line, then data rows)", path,
                      len ? " first line" : " file");
     else
-        s = parse_header(path, buf, e, ncol, names, ordered, loc, pick, &nh, err);
-    if (!s) s = parse_rows(path, next, buf + len, nh, pick, ncol, loc, out, rows, err);
-    freelocale(loc);
+        s = parse_header(path, buf, e, ncol, names, ordered, pick, &nh, err);
+    if (!s) s = parse_rows(path, next, buf + len, nh, pick, ncol, out, rows, err);
     free(buf);
     return s;
 }
