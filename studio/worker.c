@@ -226,7 +226,9 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     dpd_train_result res;
     memset(&res, 0, sizeof res);
     memset(&err, 0, sizeof err);
+    cli_plot_warm(); /* beside dpd_train's reading of the dataset, as train-pa does (cli.h) */
     dpd_status s = dpd_train(&c, on_event, &cx, &res, &err);
+    if (s) cli_plot_warm_wait(); /* no pictures: the warm-up joined and let go */
     json_t *sum = NULL;
     if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */
         cli_plot_kept_free(&cx.kept);
