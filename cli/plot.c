@@ -1636,37 +1636,29 @@ static void warm_release(void) {
     free(warm_px), warm_px = NULL;
 }
 
-/* Draws what every chart draws, on image px (a slot, drawn on again later): a frame with its
- * ticks, a legend of each kind, a shaded band, and every character the charts write in each size
- * and weight they use (the y label turned). The first chart then finds cairo's and FreeType's code
- * bound and set up and the glyphs rendered: it took 0.65 ms longer than the next without. */
+/* Draws once, on image px (a slot, drawn on again later), with the charts' own pieces: the title
+ * and its source line, a frame with ticks and both axis labels (the y label turned), a legend of
+ * each kind, a shaded band; the texts hold every character the charts write. The first chart then
+ * finds cairo's and FreeType's code bound and set up and the glyphs of each size rendered: it took
+ * 1.45 ms without, against 0.5 for the next ones. */
 static void warm_draw(unsigned char *px) {
     static const char every[] = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`"
                                 "abcdefghijklmnopqrstuvwxyz{|}~\xE2\x88\x92\xC2\xB7"; /* and minus, middle dot */
-    static const struct {
-        double size;
-        int bold, turned;
-    } face[] = {{17, 1, 0}, {11, 0, 0}, {12, 0, 0}, {13, 0, 0}, {13, 0, 1}};
     cairo_surface_t *sf = cairo_image_surface_create_for_data(px, CAIRO_FORMAT_RGB24, W, H, STRIDE);
     cairo_t *cr = cairo_create(sf);
+    json_t *doc = json_pack("{s:s}", "split", every); /* the source line: ", <every> split" */
     colour(cr, 0xFFFFFF, 1);
     cairo_paint(cr);
+    title(cr, doc, every);
     axes a = axes_at(PX, PY, PW, PH, (range){0, 1}, (range){0, 1}, 0, 0);
-    axes_draw(cr, &a, "x", "y");
-    style s[2] = {{BLACK, 2.2, 0, "a"}, {SKY, 1.4, 1, "b"}};
-    legend(cr, &a, s, 2, TOP_RIGHT, 0);
+    axes_draw(cr, &a, every, every);
+    style s[2] = {{BLACK, 2.2, 0, every}, {SKY, 1.4, 1, every}};
+    legend(cr, &a, s, 2, TOP_LEFT, 0);
     legend(cr, &a, s, 2, TOP_LEFT, 1);
     colour(cr, YELLOW, 0.35);
-    cairo_rectangle(cr, 100, 100, 50, 50);
+    cairo_rectangle(cr, a.px, a.py, 50, a.ph);
     cairo_fill(cr);
-    colour(cr, BLACK, 1);
-    for (size_t i = 0; i < sizeof face / sizeof *face; i++) {
-        cairo_save(cr);
-        cairo_translate(cr, 20, 60 + 40 * (double)i);
-        if (face[i].turned) cairo_rotate(cr, -M_PI / 2);
-        text(cr, 0, 0, face[i].size, face[i].bold, 0, 0, every);
-        cairo_restore(cr);
-    }
+    json_decref(doc);
     cairo_destroy(cr);
     cairo_surface_destroy(sf);
 }

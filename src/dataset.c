@@ -90,7 +90,6 @@ int dpd_csv_number(const char *f, const char *e, double *v) {
     return end == buf + (e - f);
 }
 
-
 #define MAXCOL 64
 
 dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out,

@@ -186,13 +186,10 @@ static void file_record(dpd_doctor_report *r, const char *name, const char *buf,
 /* The number in [f, e) (spaces and tabs around it allowed) in the C locale: 1 with *v set (an
  * empty field reads as NaN: pandas writes a missing value so), 0 when it is not a number. */
 static int field_number(const char *f, const char *e, double *v) {
+    if (dpd_csv_number(f, e, v)) return 1;
     while (f < e && (*f == ' ' || *f == '\t')) f++;
-    while (e > f && (e[-1] == ' ' || e[-1] == '\t')) e--;
-    if (f == e) {
-        *v = NAN;
-        return 1;
-    }
-    return dpd_csv_number(f, e, v);
+    if (f == e) *v = NAN; /* blank */
+    return f == e;
 }
 
 /* Parses row [p, e) of nh fields into row[k] = field pick[k]. 0, or the 1-based field that is not

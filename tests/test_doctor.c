@@ -722,6 +722,11 @@ static void test_malformed(void) {
     CHECK(s == DPD_E_FORMAT && strstr(err.msg, "val_output.csv:3") && strstr(err.msg, "abc"),
           "text in a number field: DPD_E_FORMAT naming file and line (%s)", err.msg);
     dpd_doctor_report_free(&r);
+    check_write(d, "val_output.csv", "I,Q\n0.1,0.2\n,0.3\n0.4, \t\n");
+    s = dpd_doctor_run(d, &r, &err);
+    const dpd_finding *nf = s ? NULL : find(&r, "non_finite_samples");
+    CHECK(!s && nf && nf->blocking, "blank fields read as missing values (NaN), not as errors (%s)", err.msg);
+    dpd_doctor_report_free(&r);
     check_write(d, "val_output.csv", "I,Q\n0.1,0.2,0.3\n");
     s = dpd_doctor_run(d, &r, &err);
     CHECK(s == DPD_E_FORMAT && strstr(err.msg, "val_output.csv:2: extra fields"), "extra fields (%s)", err.msg);

@@ -244,7 +244,7 @@ static int infer_b(const dpd_net *m, int B, int T) {
 }
 
 dpd_status dpd_net_infer(dpd_net *m, const float *x, int B, int T, float *y, dpd_error *err) {
-    if (B < 1 || T < 1) return dpd_fail(err, DPD_E_INVAL, "batch %d x length %d: both must be >= 1", B, T);
+    if (B < 1 || T < 1) return dpd_net_reserve(m, B, T, err); /* its refusal */
     int P = infer_b(m, B, T);
     size_t n = (size_t)B * T * 2, all = (size_t)P * T * 2;
     dpd_status s = dpd_net_reserve(m, P, T, err);
