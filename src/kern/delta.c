@@ -58,59 +58,6 @@ static dsoa soa_at(const float *sv, int I, int H, int B, int T, int c) {
     return s;
 }
 
-/* The zip indices of transpose(): lanes 0..VW/2-1 (lo) and VW/2..VW-1 (hi) of a and b interleaved
- * (__builtin_shufflevector: GCC 12 and clang alike). */
-#if VW == 16
-#define ZLO 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
-#define ZHI 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
-#elif VW == 8
-#define ZLO 0, 8, 1, 9, 2, 10, 3, 11
-#define ZHI 4, 12, 5, 13, 6, 14, 7, 15
-#else
-#define ZLO 0, 4, 1, 5
-#define ZHI 2, 6, 3, 7
-#endif
-
-/* r (VW x VW) transposed in registers: log2(VW) rounds of zipping row k with row k + VW/2. */
-static inline __attribute__((always_inline)) void transpose(vf r[VW]) {
-    for (int s = 1; s < VW; s *= 2) {
-        vf o[VW];
-        for (int k = 0; k < VW / 2; k++) {
-            o[2 * k] = __builtin_shufflevector(r[k], r[k + VW / 2], ZLO);
-            o[2 * k + 1] = __builtin_shufflevector(r[k], r[k + VW / 2], ZHI);
-        }
-        for (int k = 0; k < VW; k++) r[k] = o[k];
-    }
-}
-
-/* dst (N, KL) = the lanes of nb rows of N floats at src (row l at src + l N), lanes >= nb zero */
-static void to_lanes(float *restrict dst, const float *restrict src, int nb, size_t N) {
-    size_t j = 0;
-    for (; j + VW <= N; j += VW)
-        for (int l0 = 0; l0 < KL; l0 += VW) {
-            vf v[VW];
-            for (int k = 0; k < VW; k++) v[k] = l0 + k < nb ? ld(src + (size_t)(l0 + k) * N + j) : (vf){};
-            transpose(v);
-            for (int k = 0; k < VW; k++) st(dst + (j + k) * KL + l0, v[k]);
-        }
-    for (; j < N; j++)
-        for (int l = 0; l < KL; l++) dst[j * KL + l] = l < nb ? src[(size_t)l * N + j] : 0.0f;
-}
-
-/* The inverse for the nb lanes in use: rows of N floats at dst (row l at dst + l ldd) from src (N, KL). */
-static void from_lanes(float *restrict dst, size_t ldd, const float *restrict src, int nb, size_t N) {
-    size_t j = 0;
-    for (; j + VW <= N; j += VW)
-        for (int l0 = 0; l0 < nb; l0 += VW) {
-            vf v[VW];
-            for (int k = 0; k < VW; k++) v[k] = ld(src + (j + k) * KL + l0);
-            transpose(v);
-            for (int k = 0; k < VW && l0 + k < nb; k++) st(dst + (size_t)(l0 + k) * ldd + j, v[k]);
-        }
-    for (; j < N; j++)
-        for (int l = 0; l < nb; l++) dst[(size_t)l * ldd + j] = src[j * KL + l];
-}
-
 static inline __attribute__((always_inline)) vf vabs(vf v) { return (vf)((vi)v & 0x7fffffff); }
 
 /* The reference's commit of n values: m = |cur - prev| >= th (1 or 0, to mk) and the committed
@@ -224,11 +171,11 @@ static void forward(const kgru *w, float thx, float thh, int B, int T, const flo
     for (int c = 0; c < nchunks(B); c++) {
         int b0 = c * KL, nb = B - b0 < KL ? B - b0 : KL;
         dsoa s = soa_at(sv, I, H, B, T, c);
-        to_lanes(X, x + (size_t)b0 * T * I, nb, (size_t)T * I);
+        to_lanes(X, x + (size_t)b0 * T * I, nb, (size_t)T * I, (size_t)T * I);
         for (int t = 0; t < T; t++) fwd_step(w, thx, thh, nb, vt, t, X, s, st_tmp);
-        from_lanes(sv + (size_t)b0 * T * H, (size_t)T * H, s.h, nb, (size_t)T * H);
-        from_lanes(sv + bt * H + (size_t)b0 * T * I, (size_t)T * I, s.xp, nb, (size_t)T * I);
-        from_lanes(sv + bt * (H + I) + (size_t)b0 * T * H, (size_t)T * H, s.hp, nb, (size_t)T * H);
+        from_lanes(sv + (size_t)b0 * T * H, (size_t)T * H, s.h, nb, (size_t)T * H, 0);
+        from_lanes(sv + bt * H + (size_t)b0 * T * I, (size_t)T * I, s.xp, nb, (size_t)T * I, 0);
+        from_lanes(sv + bt * (H + I) + (size_t)b0 * T * H, (size_t)T * H, s.hp, nb, (size_t)T * H, 0);
     }
 }
 
@@ -262,8 +209,8 @@ static void bwd_step(const kgru *w, int nb, int T, int t, dsoa s, dbuf d, int Gp
         st(dah + k, dar), st(dah + H * KL + k, daz), st(dah + 2 * H * KL + k, dan * r);
         st(d.dhn + k, dd * z);
     }
-    from_lanes(d.LA + (size_t)t * Gp, (size_t)T * Gp, da, nb, (size_t)Gp);
-    from_lanes(d.LH + (size_t)t * Gp, (size_t)T * Gp, dah, nb, (size_t)Gp);
+    from_lanes(d.LA + (size_t)t * Gp, (size_t)T * Gp, da, nb, (size_t)Gp, 0);
+    from_lanes(d.LH + (size_t)t * Gp, (size_t)T * Gp, dah, nb, (size_t)Gp, 0);
     memcpy(dxp, d.cx, (size_t)I * KL * sizeof *dxp);
     gemv_t(dxp, w->wih, G, I, da);
     memcpy(d.dhp, d.ch, (size_t)H * KL * sizeof *d.dhp);
@@ -377,12 +324,12 @@ static void backward(const kgru *w, int B, int T, const float *sv, const float *
     for (int c = 0; c < nchunks(B); c++) {
         int b0 = c * KL, nb = B - b0 < KL ? B - b0 : KL;
         dsoa s = soa_at(sv, I, H, B, T, c);
-        to_lanes(d.DH, dh + (size_t)b0 * T * H, nb, (size_t)T * H);
+        to_lanes(d.DH, dh + (size_t)b0 * T * H, nb, (size_t)T * H, (size_t)T * H);
         memset(d.dhn, 0, (size_t)H * KL * sizeof *d.dhn);
         memset(d.ch, 0, (size_t)H * KL * sizeof *d.ch);
         memset(d.cx, 0, (size_t)I * KL * sizeof *d.cx);
         for (int t = T - 1; t >= 0; t--) bwd_step(w, nb, T, t, s, d, Gp);
-        if (dx) from_lanes(dx + (size_t)b0 * T * I, (size_t)T * I, d.DX, nb, (size_t)T * I);
+        if (dx) from_lanes(dx + (size_t)b0 * T * I, (size_t)T * I, d.DX, nb, (size_t)T * I, 0);
         fold_chunk(w, a, d.LA, d.LH, sv + bt * H + (size_t)b0 * T * I, sv + bt * (H + I) + (size_t)b0 * T * H, nb, T,
                    Gp);
     }

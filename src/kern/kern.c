@@ -218,14 +218,11 @@ static void lane_reduce(float *g, int ldg, int rows, int n, const float *acc) {
 
 /* Lanes of (width, KL) from an (B, T, width) array at step t; lanes >= B are 0. */
 static void gather(float *dst, const float *src, int B, int T, int t, int width) {
-    memset(dst, 0, sizeof(float) * (size_t)width * KL);
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < width; i++) dst[i * KL + b] = src[((size_t)b * T + t) * width + i];
+    to_lanes(dst, src + (size_t)t * width, B, (size_t)width, (size_t)T * width);
 }
 
 static void scatter(float *dst, const float *src, int B, int T, int t, int width) {
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < width; i++) dst[((size_t)b * T + t) * width + i] = src[i * KL + b];
+    from_lanes(dst + (size_t)t * width, (size_t)T * width, src, B, (size_t)width, 0);
 }
 
 /* The gate pre-activations of step t for G gate rows: ai = W_ih x_t + b_ih (x_t gathered into
@@ -571,12 +568,9 @@ static void lin_fwd(const float *W, const float *b, int out, int in, int N, cons
     transpose(Wt, W, out, in);
     for (int n0 = 0; n0 < N; n0 += KL) {
         int nb = N - n0 < KL ? N - n0 : KL;
-        memset(xs, 0, sizeof(float) * (size_t)in * KL);
-        for (int s = 0; s < nb; s++)
-            for (int i = 0; i < in; i++) xs[i * KL + s] = x[(size_t)(n0 + s) * in + i];
+        to_lanes(xs, x + (size_t)n0 * in, nb, (size_t)in, (size_t)in);
         gemv(Wt, out, out, in, xs, b, ys);
-        for (int s = 0; s < nb; s++)
-            for (int o = 0; o < out; o++) y[(size_t)(n0 + s) * out + o] = ys[o * KL + s];
+        from_lanes(y + (size_t)n0 * out, (size_t)out, ys, nb, (size_t)out, 0);
     }
 }
 
@@ -589,11 +583,10 @@ static void lin_bwd(const float *W, int out, int in, int N, const float *x, cons
     const size_t sx = (size_t)in * KL, sd = (size_t)out * KL;
     tmp = kalign(tmp);
     float *XS = tmp, *DS = XS + nblk * sx, *dxs = DS + nblk * sd;
-    memset(XS, 0, sizeof(float) * nblk * (sx + sd));
-    for (int n = 0; n < N; n++) {
-        float *xs = XS + (size_t)(n / KL) * sx, *ds = DS + (size_t)(n / KL) * sd;
-        for (int i = 0; i < in; i++) xs[i * KL + n % KL] = x[(size_t)n * in + i];
-        for (int o = 0; o < out; o++) ds[o * KL + n % KL] = dy[(size_t)n * out + o];
+    for (int k = 0; k < nblk; k++) {
+        int nb = N - k * KL < KL ? N - k * KL : KL;
+        to_lanes(XS + (size_t)k * sx, x + (size_t)k * KL * in, nb, (size_t)in, (size_t)in);
+        to_lanes(DS + (size_t)k * sd, dy + (size_t)k * KL * out, nb, (size_t)out, (size_t)out);
     }
     outer(gW, in, out, in, nblk, DS, sd, XS, sx);
     if (gb)
@@ -609,8 +602,7 @@ static void lin_bwd(const float *W, int out, int in, int N, const float *x, cons
     for (int k = 0; k < nblk; k++) {
         memset(dxs, 0, sizeof(float) * sx);
         gemv_t(W, in, out, in, DS + k * sd, dxs);
-        for (int s2 = 0; s2 < KL && k * KL + s2 < N; s2++)
-            for (int i = 0; i < in; i++) dx[(size_t)(k * KL + s2) * in + i] += dxs[i * KL + s2];
+        from_lanes(dx + (size_t)k * KL * in, (size_t)in, dxs, N - k * KL < KL ? N - k * KL : KL, (size_t)in, 1);
     }
 }
 

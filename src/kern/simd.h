@@ -28,6 +28,69 @@ static inline __attribute__((always_inline, unused)) vf ld(const float *p) {
 static inline __attribute__((always_inline, unused)) void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline __attribute__((always_inline, unused)) vf sel(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
 
+/* The zip indices of vtranspose(): lanes 0..VW/2-1 (lo) and VW/2..VW-1 (hi) of a and b
+ * interleaved (__builtin_shufflevector: GCC 12 and clang alike). */
+#if VW == 16
+#define ZLO 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+#define ZHI 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
+#elif VW == 8
+#define ZLO 0, 8, 1, 9, 2, 10, 3, 11
+#define ZHI 4, 12, 5, 13, 6, 14, 7, 15
+#else
+#define ZLO 0, 4, 1, 5
+#define ZHI 2, 6, 3, 7
+#endif
+
+/* r (VW x VW) transposed in registers: log2(VW) rounds of zipping row k with row k + VW/2. */
+static inline __attribute__((always_inline, unused)) void vtranspose(vf r[VW]) {
+    for (int s = 1; s < VW; s *= 2) {
+        vf o[VW];
+        for (int k = 0; k < VW / 2; k++) {
+            o[2 * k] = __builtin_shufflevector(r[k], r[k + VW / 2], ZLO);
+            o[2 * k + 1] = __builtin_shufflevector(r[k], r[k + VW / 2], ZHI);
+        }
+        for (int k = 0; k < VW; k++) r[k] = o[k];
+    }
+}
+
+/* Samples as lanes: dst (N, KL) = N floats of each of nb rows (row l at src + l lds, in lane l),
+ * the lanes from nb on zero; VW x VW blocks transposed in registers. */
+static inline __attribute__((unused)) void to_lanes(float *restrict dst, const float *restrict src, int nb, size_t N,
+                                                    size_t lds) {
+    size_t j = 0;
+    for (; j + VW <= N; j += VW)
+        for (int l0 = 0; l0 < KL; l0 += VW) {
+            vf v[VW];
+            for (int k = 0; k < VW; k++) v[k] = l0 + k < nb ? ld(src + (size_t)(l0 + k) * lds + j) : (vf){};
+            vtranspose(v);
+            for (int k = 0; k < VW; k++) st(dst + (j + k) * KL + l0, v[k]);
+        }
+    for (; j < N; j++)
+        for (int l = 0; l < KL; l++) dst[j * KL + l] = l < nb ? src[(size_t)l * lds + j] : 0.0f;
+}
+
+/* The inverse for the nb lanes in use: rows of N floats at dst (row l at dst + l ldd) = src (N,
+ * KL), or += with add (the one sum each element gets). */
+static inline __attribute__((unused)) void from_lanes(float *restrict dst, size_t ldd, const float *restrict src, int nb,
+                                                      size_t N, int add) {
+    size_t j = 0;
+    for (; j + VW <= N; j += VW)
+        for (int l0 = 0; l0 < nb; l0 += VW) {
+            vf v[VW];
+            for (int k = 0; k < VW; k++) v[k] = ld(src + (j + k) * KL + l0);
+            vtranspose(v);
+            for (int k = 0; k < VW && l0 + k < nb; k++) {
+                float *d = dst + (size_t)(l0 + k) * ldd + j;
+                st(d, add ? ld(d) + v[k] : v[k]);
+            }
+        }
+    for (; j < N; j++)
+        for (int l = 0; l < nb; l++) {
+            float *d = dst + (size_t)l * ldd + j;
+            *d = add ? *d + src[j * KL + l] : src[j * KL + l];
+        }
+}
+
 /* p rounded up to a 64-byte boundary, so that no vector of a kernel's scratch or saved planes
  * straddles two cache lines (a split load or store costs twice; kern.h's sizes leave KL floats for
  * the rounding). Placement only: the arithmetic, so the results, do not depend on it. */
