@@ -53,42 +53,65 @@ static inline __attribute__((always_inline, unused)) void vtranspose(vf r[VW]) {
     }
 }
 
+/* The first n (< VW) floats at p, the other lanes 0 (ldn); and the first n lanes of v stored at p
+ * (stn): masked moves, which touch no memory past the n floats. */
+static inline __attribute__((always_inline, unused)) vf ldn(const float *p, size_t n) {
+#if VW == 16 && defined(__AVX512F__)
+    return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+#elif VW == 8 && defined(__AVX2__)
+    return (vf)_mm256_maskload_ps(p, (__m256i)((vi){0, 1, 2, 3, 4, 5, 6, 7} < (int)n));
+#else
+    vf v = {};
+    memcpy(&v, p, n * sizeof(float));
+    return v;
+#endif
+}
+static inline __attribute__((always_inline, unused)) void stn(float *p, vf v, size_t n) {
+#if VW == 16 && defined(__AVX512F__)
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
+#elif VW == 8 && defined(__AVX2__)
+    _mm256_maskstore_ps(p, (__m256i)((vi){0, 1, 2, 3, 4, 5, 6, 7} < (int)n), (__m256)v);
+#else
+    memcpy(p, &v, n * sizeof(float));
+#endif
+}
+
 /* Samples as lanes: dst (N, KL) = N floats of each of nb rows (row l at src + l lds, in lane l),
- * the lanes from nb on zero; VW x VW blocks transposed in registers. */
+ * the lanes from nb on zero; VW x VW blocks transposed in registers (the last, of fewer columns,
+ * through masked moves). */
 static inline __attribute__((unused)) void to_lanes(float *restrict dst, const float *restrict src, int nb, size_t N,
                                                     size_t lds) {
-    size_t j = 0;
-    for (; j + VW <= N; j += VW)
+    for (size_t j = 0; j < N; j += VW) {
+        size_t w = N - j < VW ? N - j : VW;
         for (int l0 = 0; l0 < KL; l0 += VW) {
             vf v[VW];
-            for (int k = 0; k < VW; k++) v[k] = l0 + k < nb ? ld(src + (size_t)(l0 + k) * lds + j) : (vf){};
+            for (int k = 0; k < VW; k++) {
+                const float *p = src + (size_t)(l0 + k) * lds + j;
+                v[k] = l0 + k >= nb ? (vf){} : w == VW ? ld(p) : ldn(p, w);
+            }
             vtranspose(v);
-            for (int k = 0; k < VW; k++) st(dst + (j + k) * KL + l0, v[k]);
+            for (size_t k = 0; k < w; k++) st(dst + (j + k) * KL + l0, v[k]);
         }
-    for (; j < N; j++)
-        for (int l = 0; l < KL; l++) dst[j * KL + l] = l < nb ? src[(size_t)l * lds + j] : 0.0f;
+    }
 }
 
 /* The inverse for the nb lanes in use: rows of N floats at dst (row l at dst + l ldd) = src (N,
  * KL), or += with add (the one sum each element gets). */
 static inline __attribute__((unused)) void from_lanes(float *restrict dst, size_t ldd, const float *restrict src, int nb,
                                                       size_t N, int add) {
-    size_t j = 0;
-    for (; j + VW <= N; j += VW)
+    for (size_t j = 0; j < N; j += VW) {
+        size_t w = N - j < VW ? N - j : VW;
         for (int l0 = 0; l0 < nb; l0 += VW) {
             vf v[VW];
-            for (int k = 0; k < VW; k++) v[k] = ld(src + (j + k) * KL + l0);
+            for (size_t k = 0; k < VW; k++) v[k] = k < w ? ld(src + (j + k) * KL + l0) : (vf){};
             vtranspose(v);
             for (int k = 0; k < VW && l0 + k < nb; k++) {
                 float *d = dst + (size_t)(l0 + k) * ldd + j;
-                st(d, add ? ld(d) + v[k] : v[k]);
+                if (w == VW) st(d, add ? ld(d) + v[k] : v[k]);
+                else stn(d, add ? ldn(d, w) + v[k] : v[k], w);
             }
         }
-    for (; j < N; j++)
-        for (int l = 0; l < nb; l++) {
-            float *d = dst + (size_t)l * ldd + j;
-            *d = add ? *d + src[j * KL + l] : src[j * KL + l];
-        }
+    }
 }
 
 /* p rounded up to a 64-byte boundary, so that no vector of a kernel's scratch or saved planes
