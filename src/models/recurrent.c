@@ -86,6 +86,24 @@ static void bind(const kern_ops *kt, const dpd_model_cfg *c, const real *p, net 
     n->bh = nt > h + 2 ? p + t[h + 3].offset : NULL;
 }
 
+/* v = ReLU(v), copied to cat, n values (DGRU's hidden head); branch-free, so that it vectorises (a
+ * branch on a sign is a coin toss for the predictor). */
+static inline void relu(real *v, real *cat, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        real r = v[j] > 0 ? v[j] : 0;
+        v[j] = r, cat[j] = r;
+    }
+}
+
+/* out = d where v > 0, else 0: ReLU's backward, branch-free (vectorised where out is not d; d is
+ * read whatever v is, or the read would be conditional and keep the branch). */
+static inline void relu_back(real *out, const real *v, const real *d, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        real g = d[j];
+        out[j] = v[j] > 0 ? g : 0;
+    }
+}
+
 /* The single-layer GRU on raw I/Q with its linear head runs as one fused fast kernel. */
 static inline int fused(const kern_ops *kt, const dpd_model_cfg *c, const variant *v, int B) {
     return fast_head(kt, v, B) && v->cell == CELL_GRU && v->feats == 2 && !v->dgru_head && !v->delta && c->layers == 1;
@@ -175,7 +193,7 @@ static void FN(run)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
         kt->lin_fwd(n.wh, n.bh, (int)H, (int)H, (int)bt, in, s.u, s.tmp);
         for (size_t i = 0; i < bt; i++) {
             real *u = s.u + i * H, *cv = s.cat + i * (H + 6);
-            for (size_t j = 0; j < H; j++) u[j] = u[j] > 0 ? u[j] : 0, cv[j] = u[j];
+            relu(u, cv, H);
             memcpy(cv + H, s.feat + 6 * i, 6 * sizeof *cv);
         }
         kt->lin_fwd(n.wo, n.bo, 2, (int)H + 6, (int)bt, s.cat, y, s.tmp);
@@ -190,7 +208,7 @@ static void FN(run)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
         }
         real *u = s.u + i * H, cat[4096 + 6];
         linear(u, n.wh, n.bh, h, (int)H, (int)H);
-        for (size_t j = 0; j < H; j++) u[j] = u[j] > 0 ? u[j] : 0, cat[j] = u[j];
+        relu(u, cat, H);
         memcpy(cat + H, s.feat + 6 * i, 6 * sizeof *cat);
         linear(y + 2 * i, n.wo, n.bo, cat, 2, (int)H + 6);
     }
@@ -237,7 +255,7 @@ static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
             memset(dca, 0, bt * (H + 6) * sizeof *dca);
             kt->lin_bwd(n.wo, 2, (int)H + 6, (int)bt, s.cat, dy, dca, gwo, gbo, tmp);
             for (size_t i = 0; i < bt; i++) {
-                for (size_t j = 0; j < H; j++) du[i * H + j] = s.u[i * H + j] > 0 ? dca[i * (H + 6) + j] : 0;
+                relu_back(du + i * H, s.u + i * H, dca + i * (H + 6), H);
                 memcpy(dfh + 6 * i, dca + i * (H + 6) + H, 6 * sizeof *dfh);
             }
             kt->lin_bwd(n.wh, (int)H, (int)H, (int)bt, top, du, d0, gwh, gbh, tmp);
@@ -254,7 +272,7 @@ static void FN(bwd)(const kern_ops *kt, const dpd_model_cfg *c, const real *p, c
         memcpy(cat + H, s.feat + 6 * i, 6 * sizeof *cat);
         memset(dcat, 0, (H + 6) * sizeof *dcat);
         linear_back(dcat, gwo, gbo, n.wo, cat, dy + 2 * i, 2, (int)H + 6);
-        for (size_t j = 0; j < H; j++) dcat[j] = u[j] > 0 ? dcat[j] : 0;
+        relu_back(dcat, u, dcat, H);
         linear_back(d0 + i * H, gwh, gbh, n.wh, top + i * H, dcat, (int)H, (int)H);
         memcpy(dfh + 6 * i, dcat + H, 6 * sizeof *dfh);
     }
