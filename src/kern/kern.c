@@ -433,14 +433,18 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
 
 /* ---- RVTDCNN: per step saved (SoA) the conv activations (36, KL) and hidden (H, KL) ---- */
 
-/* The 4 x 5 feature image of step t, (20, KL): rows t-3..t (wrapping to the sequence end). */
+/* The 4 x 5 feature image of step t, (20, KL): rows t-3..t (wrapping to the sequence end). Called
+ * for t = 0, 1, ... in turn on the same img: each step after the first computes only its newest
+ * row. */
 static void rvt_image(const float *x, int B, int T, int t, float *img, float *raw) {
+    int r0 = t ? 3 : 0; /* after the first step, rows 1..3 of the last image are rows 0..2 of this one */
+    if (t) memmove(img, img + 5 * KL, sizeof(float) * 15 * KL);
     memset(raw, 0, sizeof(float) * 8 * KL);
-    for (int r = 0; r < 4; r++) {
+    for (int r = r0; r < 4; r++) {
         int u = ((t - 3 + r) % T + T) % T;
         for (int b = 0; b < B; b++) raw[(2 * r) * KL + b] = x[((size_t)b * T + u) * 2], raw[(2 * r + 1) * KL + b] = x[((size_t)b * T + u) * 2 + 1];
     }
-    for (int r = 0; r < 4; r++)
+    for (int r = r0; r < 4; r++)
         for (int o = 0; o < KL; o += VW) {
             vf i = ld(raw + 2 * r * KL + o), q = ld(raw + (2 * r + 1) * KL + o);
             vf a2 = i * i + q * q, av;
@@ -506,24 +510,41 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
         memset(da, 0, sizeof(float) * 36 * KL);
         gemv_t(w->wh, 36, H, 36, dz, da);
         rvt_image(x, B, T, t, img, raw);
-        memset(dimg, 0, sizeof(float) * 20 * KL);
-        for (int ch = 0; ch < 3; ch++)
-            for (int r = 0; r < 4; r++)
-                for (int j = 0; j < 3; j++)
-                    for (int o = 0; o < KL; o += VW) {
-                        int e = (ch * 12 + r * 3 + j) * KL + o;
-                        vf av = ld(a + e), d = ld(da + e) * (1.0f - av * av);
-                        st(gc + (27 + ch) * KL + o, ld(gc + (27 + ch) * KL + o) + d);
-                        for (int kr = 0; kr < 3; kr++) {
+        if (dx) memset(dimg, 0, sizeof(float) * 20 * KL);
+        /* each conv weight's and bias's lane sums over the positions (r, j) in order, in a register;
+         * the image's gradient (only for dx) in (ch, r, j, kr, kc) order */
+        for (int o = 0; o < KL; o += VW)
+            for (int ch = 0; ch < 3; ch++) {
+                vf d[12], gb = ld(gc + (27 + ch) * KL + o);
+                for (int p = 0; p < 12; p++) {
+                    int e = (ch * 12 + p) * KL + o;
+                    vf av = ld(a + e);
+                    d[p] = ld(da + e) * (1.0f - av * av);
+                    gb += d[p];
+                }
+                st(gc + (27 + ch) * KL + o, gb);
+                for (int kr = 0; kr < 3; kr++)
+                    for (int kc = 0; kc < 3; kc++) {
+                        int wi = ch * 9 + kr * 3 + kc;
+                        vf g = ld(gc + wi * KL + o);
+                        for (int r = 0; r < 4; r++) {
                             int rr = r + kr - 1;
                             if (rr < 0 || rr > 3) continue;
+                            for (int j = 0; j < 3; j++) g += d[r * 3 + j] * ld(img + (rr * 5 + j + kc) * KL + o);
+                        }
+                        st(gc + wi * KL + o, g);
+                    }
+                if (dx)
+                    for (int p = 0; p < 12; p++)
+                        for (int kr = 0; kr < 3; kr++) {
+                            int rr = p / 3 + kr - 1;
+                            if (rr < 0 || rr > 3) continue;
                             for (int kc = 0; kc < 3; kc++) {
-                                int wi = ch * 9 + kr * 3 + kc, ii = (rr * 5 + j + kc) * KL + o;
-                                st(gc + wi * KL + o, ld(gc + wi * KL + o) + d * ld(img + ii));
-                                st(dimg + ii, ld(dimg + ii) + w->wc[wi] * d);
+                                int ii = (rr * 5 + p % 3 + kc) * KL + o;
+                                st(dimg + ii, ld(dimg + ii) + w->wc[ch * 9 + kr * 3 + kc] * d[p]);
                             }
                         }
-                    }
+            }
         if (!dx) continue;
         for (int r = 0; r < 4; r++) { /* features back to I, Q of sample t - 3 + r */
             int u = ((t - 3 + r) % T + T) % T;
