@@ -58,8 +58,8 @@ size_t kern_lstm_tmp(int I, int H, int T) {
 size_t kern_rvt_saved(int H, int T) { return (size_t)T * (36 + H) * KL + KL; }
 
 size_t kern_rvt_tmp(int H, int T) {
-    size_t fwd = (30 + (size_t)H) * KL + 38 * (size_t)H;
-    size_t bwd = ((size_t)T * (2 + H) + 30 + 20 + 8 + (size_t)H + 36 + 20 + 2) * KL;
+    size_t fwd = (20 + 4 * (size_t)T + (size_t)H) * KL + 38 * (size_t)H;
+    size_t bwd = ((size_t)T * (2 + H) + 30 + 20 + 2 * (size_t)T + (size_t)H + 36 + 20) * KL;
     return (fwd > bwd ? fwd : bwd) + KL; /* + KL: the kernels align their scratch to 64 bytes */
 }
 

@@ -433,20 +433,16 @@ static void lstm_bwd(const kgru *w, int B, int T, const float *x, const float *s
 
 /* ---- RVTDCNN: per step saved (SoA) the conv activations (36, KL) and hidden (H, KL) ---- */
 
-/* The 4 x 5 feature image of step t, (20, KL): rows t-3..t (wrapping to the sequence end). Called
- * for t = 0, 1, ... in turn on the same img: each step after the first computes only its newest
- * row. */
-static void rvt_image(const float *x, int B, int T, int t, float *img, float *raw) {
+/* The 4 x 5 feature image of step t, (20, KL): rows t-3..t (wrapping to the sequence end) of xl,
+ * the chunk's (I, Q) as lanes (2 T, KL). Called for t = 0, 1, ... in turn on the same img: each
+ * step after the first computes only its newest row. */
+static void rvt_image(const float *xl, int T, int t, float *img) {
     int r0 = t ? 3 : 0; /* after the first step, rows 1..3 of the last image are rows 0..2 of this one */
     if (t) memmove(img, img + 5 * KL, sizeof(float) * 15 * KL);
-    memset(raw, 0, sizeof(float) * 8 * KL);
     for (int r = r0; r < 4; r++) {
-        int u = ((t - 3 + r) % T + T) % T;
-        for (int b = 0; b < B; b++) raw[(2 * r) * KL + b] = x[((size_t)b * T + u) * 2], raw[(2 * r + 1) * KL + b] = x[((size_t)b * T + u) * 2 + 1];
-    }
-    for (int r = r0; r < 4; r++)
+        const float *s = xl + (size_t)2 * (((t - 3 + r) % T + T) % T) * KL;
         for (int o = 0; o < KL; o += VW) {
-            vf i = ld(raw + 2 * r * KL + o), q = ld(raw + (2 * r + 1) * KL + o);
+            vf i = ld(s + o), q = ld(s + KL + o);
             vf a2 = i * i + q * q, av;
             float *f = img + (size_t)r * 5 * KL + o, tv[VW];
             memcpy(tv, &a2, sizeof tv);
@@ -454,18 +450,20 @@ static void rvt_image(const float *x, int B, int T, int t, float *img, float *ra
             memcpy(&av, tv, sizeof av);
             st(f, i), st(f + KL, q), st(f + 2 * KL, av), st(f + 3 * KL, a2), st(f + 4 * KL, a2 * av);
         }
+    }
 }
 
 static void rvt_fwd(const krvt *w, int B, int T, const float *x, float *sv, float *y, float *tmp) {
     const int H = w->H;
     sv = kalign(sv);
     tmp = kalign(tmp);
-    float *img = tmp, *raw = img + 20 * KL, *hid = raw + 8 * KL, *out = hid + (size_t)H * KL;
-    float *wth = out + 2 * KL, *wto = wth + (size_t)36 * H; /* transposed */
+    float *img = tmp, *xl = img + 20 * KL, *yl = xl + (size_t)2 * T * KL, *hid = yl + (size_t)2 * T * KL;
+    float *wth = hid + (size_t)H * KL, *wto = wth + (size_t)36 * H; /* transposed */
     transpose(wth, w->wh, H, 36), transpose(wto, w->wo, 2, H);
+    to_lanes(xl, x, B, (size_t)2 * T, (size_t)2 * T);
     for (int t = 0; t < T; t++) {
         float *a = sv + (size_t)t * (36 + H) * KL, *h = a + 36 * KL;
-        rvt_image(x, B, T, t, img, raw);
+        rvt_image(xl, T, t, img);
         for (int ch = 0; ch < 3; ch++)
             for (int r = 0; r < 4; r++)
                 for (int j = 0; j < 3; j++)
@@ -480,9 +478,9 @@ static void rvt_fwd(const krvt *w, int B, int T, const float *x, float *sv, floa
                     }
         gemv(wth, H, H, 36, a, w->bh, hid);
         for (int e = 0; e < H * KL; e += VW) st(h + e, vtanh(ld(hid + e)));
-        gemv(wto, 2, 2, H, h, w->bo, out);
-        for (int b = 0; b < B; b++) y[((size_t)b * T + t) * 2] = out[b], y[((size_t)b * T + t) * 2 + 1] = out[KL + b];
+        gemv(wto, 2, 2, H, h, w->bo, yl + (size_t)t * 2 * KL);
     }
+    from_lanes(y, (size_t)2 * T, yl, B, (size_t)2 * T, 0);
 }
 
 static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv, const float *dy, float *dx,
@@ -492,15 +490,15 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
     sv = kalign((float *)sv);
     tmp = kalign(tmp);
     float *DY = tmp, *DZ = DY + (size_t)T * 2 * KL;      /* histories (T, 2, KL), (T, H, KL) */
-    float *gc = DZ + (size_t)T * H * KL, *img = gc + 30 * KL, *raw = img + 20 * KL; /* conv grads per lane */
-    float *dh = raw + 8 * KL, *da = dh + (size_t)H * KL, *dimg = da + 36 * KL;
+    float *gc = DZ + (size_t)T * H * KL, *img = gc + 30 * KL, *xl = img + 20 * KL; /* conv grads per lane */
+    float *dh = xl + (size_t)2 * T * KL, *da = dh + (size_t)H * KL, *dimg = da + 36 * KL;
     memset(gc, 0, sizeof(float) * 30 * KL);
     if (dx) memset(dx, 0, sizeof(float) * (size_t)B * T * 2);
+    to_lanes(DY, dy, B, (size_t)2 * T, (size_t)2 * T);
+    to_lanes(xl, x, B, (size_t)2 * T, (size_t)2 * T);
     for (int t = 0; t < T; t++) {
         const float *a = sv + (size_t)t * sa, *h = a + 36 * KL;
         float *dyt = DY + (size_t)t * 2 * KL, *dz = DZ + (size_t)t * H * KL;
-        memset(dyt, 0, sizeof(float) * 2 * KL);
-        for (int b = 0; b < B; b++) dyt[b] = dy[((size_t)b * T + t) * 2], dyt[KL + b] = dy[((size_t)b * T + t) * 2 + 1];
         memset(dh, 0, sizeof(float) * (size_t)H * KL);
         gemv_t(w->wo, H, 2, H, dyt, dh);
         for (int e = 0; e < H * KL; e += VW) {
@@ -509,7 +507,7 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
         }
         memset(da, 0, sizeof(float) * 36 * KL);
         gemv_t(w->wh, 36, H, 36, dz, da);
-        rvt_image(x, B, T, t, img, raw);
+        rvt_image(xl, T, t, img);
         if (dx) memset(dimg, 0, sizeof(float) * 20 * KL);
         /* each conv weight's and bias's lane sums over the positions (r, j) in order, in a register;
          * the image's gradient (only for dx) in (ch, r, j, kr, kc) order */
