@@ -474,8 +474,9 @@ static void rvt_fwd(const krvt *w, int B, int T, const float *x, float *sv, floa
                             if (rr < 0 || rr > 3) continue;
                             for (int kc = 0; kc < 3; kc++) v += w->wc[ch * 9 + kr * 3 + kc] * ld(img + (rr * 5 + j + kc) * KL + o);
                         }
-                        st(a + (ch * 12 + r * 3 + j) * KL + o, vtanh(v));
+                        st(a + (ch * 12 + r * 3 + j) * KL + o, v);
                     }
+        for (int e = 0; e < 36 * KL; e += VW) st(a + e, vtanh(ld(a + e)));
         gemv(wth, H, H, 36, a, w->bh, hid);
         for (int e = 0; e < H * KL; e += VW) st(h + e, vtanh(ld(hid + e)));
         gemv(wto, 2, 2, H, h, w->bo, yl + (size_t)t * 2 * KL);
