@@ -567,13 +567,16 @@ static void rvt_bwd(const krvt *w, int B, int T, const float *x, const float *sv
         if (k < 27) w->gwc[k] += s;
         else w->gbc[k - 27] += s;
     }
-    for (int q = 0; q < H + 2; q++) { /* fc biases: sums over time, then lanes */
-        float s = 0.0f;
-        for (int b = 0; b < KL; b++) {
-            float lane = 0.0f;
-            for (int t = 0; t < T; t++) lane += q < H ? DZ[(size_t)t * H * KL + q * KL + b] : DY[(size_t)t * 2 * KL + (q - H) * KL + b];
-            s += lane;
+    for (int q = 0; q < H + 2; q++) { /* fc biases: each lane's sum over time (lanes side by side), then the lanes */
+        const float *p = q < H ? DZ + (size_t)q * KL : DY + (size_t)(q - H) * KL;
+        size_t step = q < H ? (size_t)H * KL : 2 * KL;
+        float lane[KL], s = 0.0f;
+        for (int o = 0; o < KL; o += VW) {
+            vf v = (vf){};
+            for (int t = 0; t < T; t++) v += ld(p + t * step + o);
+            st(lane + o, v);
         }
+        for (int b = 0; b < KL; b++) s += lane[b];
         if (q < H) w->gbh[q] += s;
         else w->gbo[q - H] += s;
     }
