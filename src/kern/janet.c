@@ -83,9 +83,11 @@ static void lanes_pair(float *dst, const float *src, int b0, int nb, int T, int 
         for (int o = 0; o < 2; o++) dst[o * KL + l] = l < nb ? src[((size_t)(b0 + l) * T + t) * 2 + o] : 0.0f;
 }
 
-/* rec (Hp) = lane l of d (H, KL), zero-padded: one row of a sample's record. */
-static void put(float *rec, const float *d, int H, int Hp, int l) {
-    for (int o = 0; o < Hp; o++) rec[o] = o < H ? d[(size_t)o * KL + l] : 0.0f;
+/* Step t's records of the nb lanes: row k of lane l's record (rec (KL, T, nd, Hp), the padding
+ * zeroed by bwd_clear) = lane l of d + k H KL (H, KL), for k < nd. */
+static void put(float *rec, const float *d, int H, int Hp, int nd, int T, int t, int nb) {
+    for (int k = 0; k < nd; k++)
+        from_lanes(rec + ((size_t)t * nd + k) * Hp, (size_t)T * nd * Hp, d + (size_t)k * H * KL, nb, (size_t)H, 0);
 }
 
 /* A chunk's samples as the folds see them: the records rec (nb, T, nd, Hp) and the saved rows S0
@@ -280,7 +282,8 @@ static void pg_fold(const fctx *f, int H, const float *dy, float *acc, float *gw
 /* The backward's start: gradients dp (np) and dx (n samples, if asked) and the weight-gradient
  * accumulators acc (na) zeroed, the zero state (hk) and a lane of ones. */
 static void bwd_clear(float *dp, size_t np, float *acc, size_t na, float *zero, size_t hk, float *ones, float *dx,
-                      size_t n) {
+                      size_t n, float *rec, size_t nrec, int H, int Hp) {
+    if (Hp > H) memset(rec, 0, nrec * sizeof *rec); /* the records' padding: put writes H of each Hp */
     memset(dp, 0, np * sizeof *dp);
     memset(acc, 0, na * sizeof *acc);
     memset(zero, 0, hk * sizeof *zero);
@@ -297,7 +300,7 @@ static void pg_bwd(const dpd_model_cfg *c, const float *p, const float *x, const
     float *rec = sc, *acc = rec + (size_t)KL * T * 5 * Hp, *dnext = acc + pg_accs(H), *dh = dnext + hk, *df = dh + hk;
     float *zero = df + 5 * hk, *dv = zero + hk, *dvk = dv + 2 * hk, *dyv = dvk + hk + KL, *de = dyv + 2 * KL;
     float *ones = de + 3 * KL;
-    bwd_clear(dp, np, acc, pg_accs(H), zero, hk, ones, dx, (size_t)B * T);
+    bwd_clear(dp, np, acc, pg_accs(H), zero, hk, ones, dx, (size_t)B * T, rec, (size_t)KL * T * 5 * Hp, H, Hp);
     for (int ch = 0; ch < chunks(B); ch++) {
         const int b0 = ch * KL, nb = lanes(B, ch);
         const float *S0 = ws + (size_t)ch * T * NS * KL;
@@ -306,11 +309,11 @@ static void pg_bwd(const dpd_model_cfg *c, const float *p, const float *x, const
             const float *S = S0 + (size_t)t * NS * KL, *hp = t ? S - (size_t)NS * KL : zero;
             lanes_pair(dyv, dy, b0, nb, T, t);
             pg_step_back(&w, H, S, hp, dyv, dnext, dh, df, dv, dvk, de);
-            for (int l = 0; l < nb; l++) {
+            for (int l = 0; dx && l < nb; l++) {
                 size_t i = (size_t)(b0 + l) * T + t;
-                if (dx) polar_back(x + 2 * i, de[l], de[KL + l], de[2 * KL + l], 0, dx + 2 * i);
-                for (int k = 0; k < 5; k++) put(rec + (((size_t)l * T + t) * 5 + k) * Hp, df + k * hk, H, Hp, l);
+                polar_back(x + 2 * i, de[l], de[KL + l], de[2 * KL + l], 0, dx + 2 * i);
             }
+            put(rec, df, H, Hp, 5, T, t, nb);
         }
         fctx f = {rec, S0, zero, ones, 5, NS, Hp, T, nb};
         pg_fold(&f, H, dy + (size_t)b0 * T * 2, acc, dp + (w.wo - p), dp + (w.bo - p));
@@ -534,7 +537,7 @@ static void dvr_bwd(const dpd_model_cfg *c, const float *p, const float *x, cons
     float *rec = sc, *acc = rec + (size_t)KL * T * 6 * Hp, *nI = acc + dvr_accs(H), *nQ = nI + hk, *dI = nQ + hk;
     float *dQ = dI + hk, *g = dQ + hk, *dsum = g + 6 * hk, *zero = dsum + hk, *dcat = zero + hk, *dyv = dcat + 2 * hk;
     float *dA = dyv + 2 * KL, *ones = dA + 2 * KL;
-    bwd_clear(dp, np, acc, dvr_accs(H), zero, hk, ones, dx, (size_t)B * T);
+    bwd_clear(dp, np, acc, dvr_accs(H), zero, hk, ones, dx, (size_t)B * T, rec, (size_t)KL * T * 6 * Hp, H, Hp);
     for (int ch = 0; ch < chunks(B); ch++) {
         const int b0 = ch * KL, nb = lanes(B, ch);
         const float *S0 = ws + (size_t)ch * T * NS * KL;
@@ -544,11 +547,11 @@ static void dvr_bwd(const dpd_model_cfg *c, const float *p, const float *x, cons
             const float *pI = t ? S - (size_t)NS * KL : zero, *pQ = t ? S - (size_t)NS * KL + hk : zero;
             lanes_pair(dyv, dy, b0, nb, T, t);
             dvr_step_back(&w, H, K, S, pI, pQ, dyv, nI, nQ, dI, dQ, g, dsum, dcat, dA);
-            for (int l = 0; l < nb; l++) {
+            for (int l = 0; dx && l < nb; l++) {
                 size_t i = (size_t)(b0 + l) * T + t;
-                if (dx) polar_back(x + 2 * i, dA[l], 0, 0, dA[KL + l], dx + 2 * i);
-                for (int k = 0; k < 6; k++) put(rec + (((size_t)l * T + t) * 6 + k) * Hp, g + k * hk, H, Hp, l);
+                polar_back(x + 2 * i, dA[l], 0, 0, dA[KL + l], dx + 2 * i);
             }
+            put(rec, g, H, Hp, 6, T, t, nb);
         }
         fctx f = {rec, S0, zero, ones, 6, NS, Hp, T, nb};
         dvr_fold(&f, &w, p, H, K, dy + (size_t)b0 * T * 2, acc, dp);
