@@ -51,7 +51,7 @@ FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
-.PHONY: all test demo bench deps clean cuda pack-cuda opencl pack-opencl install uninstall
+.PHONY: all test demo bench deps clean cuda pack-cuda opencl pack-opencl gpu-inputs install uninstall
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
@@ -222,6 +222,11 @@ opencl:
 pack-opencl: opencl
 	@if [ "$(OPENCL_OK)" = yes ]; then BUILD=$(BUILD) scripts/pack.sh opencl '' $(PACK_DIR); \
 	else echo "make pack-opencl: no OpenCL build, skipping the pack"; fi
+
+# The device check's inputs (scripts/gpu-prepare.sh: binaries, packs, data and a PA checkpoint in
+# $(BUILD)/gpu, carried to the GPU machine, where scripts/gpu-check.sh runs).
+gpu-inputs: all cuda opencl $(BUILD)/tests/test_conformance
+	@BUILD=$(BUILD) scripts/gpu-prepare.sh
 
 deps:
 	@scripts/deps.sh

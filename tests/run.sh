@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs every test program given as arguments, then tests/cli.sh, tests/opencl.sh (the OpenCL
 # provider's pack, training and fallback cases on PoCL), tests/cuda_gate.sh (the same kernels
-# compiled for the H200: no stack, no spills), tests/plot.sh (dpd plot's
+# compiled for the H200: no stack, no spills), tests/gpucheck.sh (the device check's dry run:
+# its inputs gathered, every stage reported, its results file valid), tests/plot.sh (dpd plot's
 # pictures), tests/doctor.sh (dpd doctor and the training gate), tests/recordings.sh (.mat,
 # SigMF and the synth presets through dpd), tests/studio.sh (dpd serve, black-box over HTTP),
 # tests/ui.sh (the studio's pages in headless Chromium), tests/identity.sh (training
@@ -28,7 +29,7 @@ passed=0; failed=0; skipped=0; crashed=0
 S=$(mktemp -d)
 trap 'rm -rf "$S"' EXIT
 log=$S/log
-for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh; do
+for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/gpucheck.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh; do
     t0=$(date +%s)
     case $t in
     tests/fuzz/run.sh) if [ "${FUZZ_SECONDS:-15}" = 0 ]; then
@@ -39,6 +40,7 @@ for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/plot.sh test
     tests/cuda_gate.sh) if [ "${CUDA_GATE:-1}" = 0 ]; then
             printf 'SKIP cuda_gate: CUDA_GATE=0 (it compiles only the kernels, the same in every build; another pass runs it)\nRESULT cuda_gate 0 0 1\n' >"$log"
         else sh tests/cuda_gate.sh "${NVCC:-nvcc}" "$BUILD/cuda/resident.ptxas" >"$log" 2>&1; fi ;;
+    tests/gpucheck.sh) sh tests/gpucheck.sh "$BUILD" >"$log" 2>&1 ;;
     tests/studio.sh) sh tests/studio.sh "$BUILD" >"$log" 2>&1 ;;
     tests/plot.sh) sh tests/plot.sh "$BUILD" >"$log" 2>&1 ;;
     tests/doctor.sh) sh tests/doctor.sh "$BUILD" >"$log" 2>&1 ;;

@@ -15,7 +15,10 @@
  *  - a DPD trained through the family's model as a frozen PA (chain): evaluate and five steps as
  *    above, the PA's weights untouched; a GRU-6 DPD at every shape, and at 3 x 24 each of the five
  *    families as the DPD (every pair);
- *  - a step with infinite targets: DPD_E_DIVERGED before its update.
+ *  - a step with infinite targets: DPD_E_DIVERGED before its update;
+ *  - device providers: their fused kernels against their layered ones, recorded chunks against
+ *    launched steps and against a second run, a resumed run against a straight one (every
+ *    family and the cascade: fused(), replays(), resumes(), bitwise); resumes() on the cpu too.
  * Each comparison is max |a - b| / max |b| <= 1e-5 over the tensor (a chain through a DGRU PA:
  * twice the cpu's own two kernel sets' deviation, see ill()). A configuration the provider
  * does not support must be refused by session_open with DPD_E_UNSUPPORTED and a reason. A provider
@@ -280,6 +283,15 @@ static void diverge(const dpd_provider *p, const char *pname, const char *kernel
     dpd_model_free(m);
 }
 
+/* One determinism check's outcome as a line scripts/gpu-check.sh reads: "BITWISE provider model pa
+ * kind 0|1", models as family-hidden (pa: the chained PA, or -), kind fused_layered, eager_graph,
+ * run_twice or resume. */
+static void bitwise(const char *pname, const dpd_model_cfg *m, const dpd_model_cfg *pa, const char *kind, int eq) {
+    char pas[48] = "-";
+    if (pa) snprintf(pas, sizeof pas, "%s-%d", pa->family, pa->hidden);
+    printf("BITWISE %s %s-%d %s %s %d\n", pname, m->family, m->hidden, pas, kind, eq);
+}
+
 /* A device provider's fused kernels (kernels auto: gru, lstm, dgru, tres_gru and rvtdcnn of one layer of
  * H <= 32) against its layered kernels (kernels=ref): the same sums in the same order, so bitwise
  * equal predictions (in one launch, and with the layered kernels in batches), losses, gradients,
@@ -310,9 +322,10 @@ static void fused(const dpd_provider *p, const char *pname) {
                 run(p, b, NULL, np, sh.B, sh.T, x, y, what, &tb);
                 double e[6] = {0};
                 if (ta.ok && tb.ok) deviations(&ta, &tb, np, n, e);
-                CHECK(same(&ta, &tb, np) && !memcmp(ta.pred, tb.pred, n * 4) && !memcmp(ta.pred2, tb.pred2, n * 4),
-                      "%s: bitwise equal (deviations: evaluate %.2g, losses %.2g, gradients %.2g, parameters %.2g)",
+                int eq = same(&ta, &tb, np) && !memcmp(ta.pred, tb.pred, n * 4) && !memcmp(ta.pred2, tb.pred2, n * 4);
+                CHECK(eq, "%s: bitwise equal (deviations: evaluate %.2g, losses %.2g, gradients %.2g, parameters %.2g)",
                       what, e[0], e[1], e[2], e[3]);
+                bitwise(pname, &c, NULL, "fused_layered", eq);
             }
             trace_free(&ta), trace_free(&tb);
             if (a) p->i->session_free(a);
@@ -323,32 +336,49 @@ static void fused(const dpd_provider *p, const char *pname) {
 }
 
 /* Recorded chunks of training steps (kernels auto) against every step launched (kernels=eager),
- * bitwise, over calls that reuse a recording and calls that must not, each changing one thing the
- * recording depends on: the same call twice, more steps than a chunk holds (HOST_CHUNK 32), fewer
- * (a shorter chunk), a longer training split attached (buffers reallocated), a max_norm that clips,
- * the chained PA's buffers reallocated, a shorter frame; for a fused GRU, a fused LSTM and a
- * (layered) GRU DPD chained to a GRU PA. */
+ * and against a second session recording its own (the same run twice), bitwise, over calls that
+ * reuse a recording and calls that must not, each changing one thing the recording depends on:
+ * the same call twice, more steps than a chunk holds (HOST_CHUNK 32), fewer (a shorter chunk), a
+ * longer training split attached (buffers reallocated), a max_norm that clips, the chained PA's
+ * buffers reallocated, a shorter frame. Every family fused (a GRU and an LSTM through every call,
+ * the others through the first five) and the cascade: a GRU DPD through a GRU PA (every call),
+ * each family's DPD through a GRU PA and a GRU DPD through each family's PA (the first five). */
 static void replays(const dpd_provider *p, const char *pname) {
-    static const dpd_model_cfg cs[] = {{"gru", 8, 1}, {"lstm", 6, 1}, {"gru", 6, 1}};
+    static const struct {
+        dpd_model_cfg m, pa; /* pa.family "": no PA */
+        int all;             /* every call (else the first five) */
+    } cs[] = {{{"gru", 8, 1}, {"", 0, 0}, 1},          {{"lstm", 6, 1}, {"", 0, 0}, 1},
+              {{"gru", 6, 1}, {"gru", 8, 1}, 1},       {{"dgru", 7, 1}, {"", 0, 0}, 0},
+              {{"tres_gru", 5, 1}, {"", 0, 0}, 0},     {{"rvtdcnn", 6, 1}, {"", 0, 0}, 0},
+              {{"lstm", 5, 1}, {"gru", 8, 1}, 0},      {{"dgru", 5, 1}, {"gru", 8, 1}, 0},
+              {{"tres_gru", 4, 1}, {"gru", 8, 1}, 0},  {{"rvtdcnn", 5, 1}, {"gru", 8, 1}, 0},
+              {{"gru", 6, 1}, {"lstm", 6, 1}, 0},      {{"gru", 6, 1}, {"dgru", 7, 1}, 0},
+              {{"gru", 6, 1}, {"tres_gru", 5, 1}, 0},  {{"gru", 6, 1}, {"rvtdcnn", 6, 1}, 0}};
+    /* frames (at stride 8), max_norm, frame length; first a longer split attached (1), or the
+     * chained PA's buffers grown by a forward of a larger batch (2); each change alone */
+    static const struct { int nf; double clip; int T, what; } calls[] = {
+        {70, 1.0, 24, 0},  {70, 1.0, 24, 0},  {200, 1.0, 24, 0}, {40, 1.0, 24, 0},   {70, 1.0, 24, 0},
+        {70, 1.0, 24, 1},  {70, 1e-3, 24, 0}, {70, 1e-3, 24, 2}, {70, 1e-3, 16, 0}};
     for (size_t f = 0; f < sizeof cs / sizeof *cs; f++) {
-        int chained = f == 2, B = 4, T = 24;
+        int chained = cs[f].pa.family[0] != 0, B = 4, T = 24;
         char what[160], msg[512] = "";
-        snprintf(what, sizeof what, "%s %s-%d%s, recorded chunks against launched steps", pname, cs[f].family,
-                 cs[f].hidden, chained ? " through a gru-8 PA" : "");
+        snprintf(what, sizeof what, "%s %s-%d%s%s-%d, recorded chunks against launched steps and a second run", pname,
+                 cs[f].m.family, cs[f].m.hidden, chained ? " through a PA " : "", chained ? cs[f].pa.family : "",
+                 chained ? cs[f].pa.hidden : 0);
         dpd_rng r;
         dpd_rng_seed(&r, 11 + f);
-        dpd_model *m = check_model(&cs[f], &r), *pm = check_model(&cs[0], &r);
+        dpd_model *m = check_model(&cs[f].m, &r), *pm = chained ? check_model(&cs[f].pa, &r) : NULL;
         size_t np = dpd_model_nparams(m), n = 4096;
-        float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4), *pa_ = malloc(np * 4), *pb = malloc(np * 4);
+        float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4), *pp[3] = {malloc(np * 4), malloc(np * 4), malloc(np * 4)};
         for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = (float)(0.3 * dpd_rng_normal(&r));
         uint32_t fr[200];
         for (int i = 0; i < 200; i++) fr[i] = (uint32_t)((i * 37 + 5) % 150);
         dpd_status st = DPD_OK;
-        void *s[2] = {0}, *pas[2] = {0};
-        static const char *const kern[2] = {"auto", "eager"};
-        double loss[2][200];
+        void *s[3] = {0}, *pas[3] = {0};
+        static const char *const kern[3] = {"auto", "eager", "auto"};
+        double loss[3][200];
         int ok = 1;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             s[k] = open_session(p, kern[k], m, B, T, &st, msg, sizeof msg);
             if (s[k] && chained && (pas[k] = open_session(p, kern[k], pm, B, T, &st, msg, sizeof msg)))
                 st = p->i->chain(s[k], pas[k], msg, sizeof msg);
@@ -356,36 +386,104 @@ static void replays(const dpd_provider *p, const char *pname) {
             ok = ok && s[k] && !st && (!chained || pas[k]);
         }
         CHECK(ok, "%s: sessions: %s", what, msg);
-        /* frames (at stride 8), max_norm, frame length; first a longer split attached (1), or the
-         * chained PA's buffers grown by a forward of a larger batch (2); each change alone */
-        static const struct { int nf; double clip; int T, what; } calls[] = {
-            {70, 1.0, 24, 0},  {70, 1.0, 24, 0},  {200, 1.0, 24, 0}, {40, 1.0, 24, 0},   {70, 1.0, 24, 0},
-            {70, 1.0, 24, 1},  {70, 1e-3, 24, 0}, {70, 1e-3, 24, 2}, {70, 1e-3, 16, 0}};
         float *out = malloc(8 * 24 * 2 * 4);
-        for (size_t c = 0; ok && c < sizeof calls / sizeof *calls; c++) {
-            for (int k = 0; ok && k < 2; k++) {
+        size_t nc = cs[f].all ? sizeof calls / sizeof *calls : 5;
+        int eq[3] = {ok, ok, ok};
+        for (size_t c = 0; ok && c < nc; c++) {
+            for (int k = 0; ok && k < 3; k++) {
                 if (calls[c].what == 1) st = p->i->attach(s[k], DPD_TRAIN, x, y, n, msg, sizeof msg);
                 if (calls[c].what == 2 && pas[k]) st = p->i->forward(pas[k], x, 8, 24, out, msg, sizeof msg);
                 if (!st)
                     st = p->i->train_steps(s[k], fr, (size_t)calls[c].nf, B, calls[c].T, 8, 1e-3, 0.01,
                                            calls[c].clip, loss[k], msg, sizeof msg);
-                if (!st) st = p->i->download(s[k], k ? pb : pa_, msg, sizeof msg);
+                if (!st) st = p->i->download(s[k], pp[k], msg, sizeof msg);
                 ok = !st;
             }
             size_t steps = ((size_t)calls[c].nf + B - 1) / B;
-            CHECK(ok && !memcmp(loss[0], loss[1], steps * sizeof **loss) && !memcmp(pa_, pb, np * 4),
-                  "%s: call %zu (%d frames, clip %g, T %d%s): losses and parameters bitwise equal (%s)", what, c + 1,
-                  calls[c].nf, calls[c].clip, calls[c].T,
-                  calls[c].what == 1 ? ", a longer split" : calls[c].what == 2 ? ", the PA's buffers grown" : "",
-                  st ? msg : "");
+            for (int k = 1; k < 3; k++)
+                CHECK((eq[k] = eq[k] && ok && !memcmp(loss[0], loss[k], steps * sizeof **loss) && !memcmp(pp[0], pp[k], np * 4)),
+                      "%s: call %zu (%d frames, clip %g, T %d%s): losses and parameters bitwise equal to %s (%s)", what,
+                      c + 1, calls[c].nf, calls[c].clip, calls[c].T,
+                      calls[c].what == 1 ? ", a longer split" : calls[c].what == 2 ? ", the PA's buffers grown" : "",
+                      k == 1 ? "every step launched" : "a second recording session", st ? msg : "");
         }
         free(out);
-        for (int k = 0; k < 2; k++) {
+        bitwise(pname, &cs[f].m, chained ? &cs[f].pa : NULL, "eager_graph", eq[1]);
+        bitwise(pname, &cs[f].m, chained ? &cs[f].pa : NULL, "run_twice", eq[2]);
+        for (int k = 0; k < 3; k++) {
             if (s[k]) p->i->session_free(s[k]);
             if (pas[k]) p->i->session_free(pas[k]);
+            free(pp[k]);
         }
-        free(x), free(y), free(pa_), free(pb);
-        dpd_model_free(m), dpd_model_free(pm);
+        free(x), free(y);
+        dpd_model_free(m);
+        if (pm) dpd_model_free(pm);
+    }
+}
+
+/* A resumed run against a straight one, bitwise: 40 frames then 30 in one session (recorded
+ * chunks), against 40 frames in a session whose parameters, moments and step count are read
+ * back (download, get_state) and given to a new session (upload, set_state) that trains the 30:
+ * the second call's losses, the parameters and both moments equal, for every family and for a
+ * GRU DPD through each family's PA. */
+static void resumes(const dpd_provider *p, const char *pname) {
+    static const char *const fam[] = {"gru", "lstm", "dgru", "tres_gru", "rvtdcnn"};
+    for (size_t f = 0; f < 10; f++) {
+        int chained = f >= 5, B = 4, T = 24;
+        dpd_model_cfg c = {"", 6, 1}, pc = {"", 7, 1};
+        snprintf((chained ? &pc : &c)->family, sizeof c.family, "%s", fam[f % 5]);
+        if (chained) snprintf(c.family, sizeof c.family, "gru");
+        char what[160], msg[512] = "";
+        snprintf(what, sizeof what, "%s %s-%d%s%s, a resumed run against a straight one", pname, c.family, c.hidden,
+                 chained ? " through a PA " : "", chained ? pc.family : "");
+        dpd_rng r;
+        dpd_rng_seed(&r, 41 + f);
+        dpd_model *m = check_model(&c, &r), *pm = chained ? check_model(&pc, &r) : NULL;
+        size_t np = dpd_model_nparams(m), n = 2000;
+        float *x = malloc(2 * n * 4), *y = malloc(2 * n * 4), *st3[2][3];
+        for (size_t i = 0; i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(&r)), y[i] = (float)(0.3 * dpd_rng_normal(&r));
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 3; i++) st3[k][i] = malloc(np * 4);
+        uint32_t fr[70];
+        for (int i = 0; i < 70; i++) fr[i] = (uint32_t)((i * 37 + 5) % 150);
+        double loss[2][20];
+        long step[2] = {0, 0};
+        dpd_status st = DPD_OK;
+        /* k 0: straight; k 1: 40 frames, then a new session from its state */
+        for (int k = 0; k < 2 && !st; k++) {
+            void *s = open_session(p, "auto", m, B, T, &st, msg, sizeof msg), *pa = NULL;
+            if (s && chained && (pa = open_session(p, "auto", pm, B, T, &st, msg, sizeof msg))) st = p->i->chain(s, pa, msg, sizeof msg);
+            if (s && !st) st = p->i->attach(s, DPD_TRAIN, x, y, n, msg, sizeof msg);
+            if (s && !st) st = p->i->train_steps(s, fr, 40, B, T, 8, 1e-3, 0.01, 1.0, loss[k], msg, sizeof msg);
+            if (s && !st && k) {
+                st = p->i->download(s, st3[k][0], msg, sizeof msg);
+                if (!st) st = p->i->get_state(s, st3[k][1], st3[k][2], &step[k], msg, sizeof msg);
+                p->i->session_free(s), s = NULL;
+                if (pa) p->i->session_free(pa), pa = NULL;
+                if (!st) s = open_session(p, "auto", m, B, T, &st, msg, sizeof msg);
+                if (s && chained && (pa = open_session(p, "auto", pm, B, T, &st, msg, sizeof msg))) st = p->i->chain(s, pa, msg, sizeof msg);
+                if (s && !st) st = p->i->upload(s, st3[k][0], msg, sizeof msg);
+                if (s && !st) st = p->i->set_state(s, st3[k][1], st3[k][2], step[k], msg, sizeof msg);
+                if (s && !st) st = p->i->attach(s, DPD_TRAIN, x, y, n, msg, sizeof msg);
+            }
+            if (s && !st) st = p->i->train_steps(s, fr + 40, 30, B, T, 8, 1e-3, 0.01, 1.0, loss[k] + 10, msg, sizeof msg);
+            if (s && !st) st = p->i->download(s, st3[k][0], msg, sizeof msg);
+            if (s && !st) st = p->i->get_state(s, st3[k][1], st3[k][2], &step[k], msg, sizeof msg);
+            if (!s && !st) st = DPD_E_INVAL;
+            if (s) p->i->session_free(s);
+            if (pa) p->i->session_free(pa);
+        }
+        int eq = !st && step[0] == 18 && step[1] == 18 && !memcmp(loss[0], loss[1], 18 * sizeof **loss) &&
+                 !memcmp(st3[0][0], st3[1][0], np * 4) && !memcmp(st3[0][1], st3[1][1], np * 4) &&
+                 !memcmp(st3[0][2], st3[1][2], np * 4);
+        CHECK(eq, "%s: losses, parameters and moments bitwise equal, step %ld and %ld (%s)", what, step[0], step[1],
+              st ? msg : "");
+        bitwise(pname, &c, chained ? &pc : NULL, "resume", eq);
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 3; i++) free(st3[k][i]);
+        free(x), free(y);
+        dpd_model_free(m);
+        if (pm) dpd_model_free(pm);
     }
 }
 
@@ -396,23 +494,43 @@ static void suite(const dpd_provider *p, const char *name, const char *kernels) 
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) one(p, name, kernels, &families[f], shapes[k]);
 }
 
+/* Whether provider name runs here: all of them, or only the one $DPD_CONFORMANCE_ONLY names (the
+ * device check runs the GPU's alone); a provider left out is a counted skip. */
+static int wanted(const char *name) {
+    const char *only = getenv("DPD_CONFORMANCE_ONLY");
+    if (!only || !*only || !strcmp(only, name)) return 1;
+    char what[64];
+    snprintf(what, sizeof what, "conformance %s", name);
+    check_skip(what, "DPD_CONFORMANCE_ONLY names another provider");
+    return 0;
+}
+
 int main(void) {
     char why[600], path[4200];
-    suite(dpd_provider_cpu(), "cpu", "auto");
-    suite(dpd_provider_cpu(), "cpu-ref", "ref"); /* the CPU provider's reference kernels against its fast ones */
-    const dpd_provider *fake = load(getenv("DPD_FAKE_LIB"), why, sizeof why);
-    if (fake) suite(fake, "fake", "auto");
-    else check_skip("conformance fake", why);
+    if (wanted("cpu")) {
+        suite(dpd_provider_cpu(), "cpu", "auto");
+        suite(dpd_provider_cpu(), "cpu-ref", "ref"); /* the CPU provider's reference kernels against its fast ones */
+        resumes(dpd_provider_cpu(), "cpu");
+    }
+    if (wanted("fake")) {
+        const dpd_provider *fake = load(getenv("DPD_FAKE_LIB"), why, sizeof why);
+        if (fake) suite(fake, "fake", "auto");
+        else check_skip("conformance fake", why);
+    }
     const char *lib = getenv("DPD_OPENCL_LIB");
     if (!lib) snprintf(path, sizeof path, "%s/opencl/test/libdpd-opencl.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
-    const dpd_provider *ocl = load(lib, why, sizeof why);
-    if (ocl) suite(ocl, "opencl", "auto"), fused(ocl, "opencl"), replays(ocl, "opencl");
-    else check_skip("conformance opencl", why);
+    if (wanted("opencl")) {
+        const dpd_provider *ocl = load(lib, why, sizeof why);
+        if (ocl) suite(ocl, "opencl", "auto"), fused(ocl, "opencl"), replays(ocl, "opencl"), resumes(ocl, "opencl");
+        else check_skip("conformance opencl", why);
+    }
     /* the device-resident CUDA provider (providers/cuda/device.cu), where a GPU is */
     if (!(lib = getenv("DPD_CUDA_LIB")))
         snprintf(path, sizeof path, "%s/cuda/libdpd-cuda-resident.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
-    const dpd_provider *cu = access(lib, R_OK) ? NULL : load(lib, why, sizeof why);
-    if (cu) suite(cu, "cuda", "auto"), fused(cu, "cuda"), replays(cu, "cuda");
-    else check_skip("conformance cuda", access(lib, R_OK) ? "not built (no nvcc, or a sanitized build)" : why);
+    if (wanted("cuda")) {
+        const dpd_provider *cu = access(lib, R_OK) ? NULL : load(lib, why, sizeof why);
+        if (cu) suite(cu, "cuda", "auto"), fused(cu, "cuda"), replays(cu, "cuda"), resumes(cu, "cuda");
+        else check_skip("conformance cuda", access(lib, R_OK) ? "not built (no nvcc, or a sanitized build)" : why);
+    }
     return check_done("conformance");
 }

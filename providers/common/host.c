@@ -540,21 +540,20 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
     return e;
 }
 
-/* The fused step's local memory for frames of T samples, in floats: the layouts of kernels.cl's
- * gru_, lstm_, dgru_, tres_ and rvt_train (each kernel's comment lists its buffers). */
-static size_t fused_floats(const session *s, int T) {
-    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
-    if (s->f->head == HEAD_RVT) return 98 * (size_t)T + 2 * H * T;
-    return (dgru ? 12 : tres ? 22 : 6) * (size_t)T + H * (T + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * T +
-           (lstm ? 8 : 6) * H;
-}
-
-/* The fused evaluation's: the segment (DGRU: and its features), the hidden states, each step's gates
- * (DGRU: and its hidden head). */
-static size_t eval_floats(const session *s, int T) {
-    size_t H = (size_t)s->H, lstm = s->f->cell == CELL_LSTM, dgru = s->f->head == HEAD_DGRU, tres = s->f->tcn;
-    if (s->f->head == HEAD_RVT) return 38 * (size_t)T + H * T;
-    return (dgru ? 8 : tres ? 13 : 2) * (size_t)T + H * (T + 1) + (lstm || dgru ? 5 : 4) * H * T;
+/* See host.h: the layouts of kernels.cl's gru_, lstm_, dgru_, tres_ and rvt_ train and eval (each
+ * kernel's comment lists its buffers). Training: the frame, its target and loss gradient (DGRU:
+ * and features, TRes-GRU: and the skip's), the hidden states, each step's gates and saved values,
+ * the recurrent weights' columns; evaluation: the segment (DGRU: and its features), the hidden
+ * states, each step's gates (DGRU: and its hidden head). */
+size_t host_fused_floats(const char *family, int hidden, int T, int train) {
+    const plan *f = NULL;
+    for (size_t i = 0; i < sizeof plans / sizeof *plans && !f; i++)
+        if (!strcmp(family, plans[i].family)) f = &plans[i];
+    if (!f || hidden < 1 || hidden > HOST_FUSED || T < 1) return 0;
+    size_t H = (size_t)hidden, t = (size_t)T, lstm = f->cell == CELL_LSTM, dgru = f->head == HEAD_DGRU, tres = f->tcn;
+    if (f->head == HEAD_RVT) return train ? 98 * t + 2 * H * t : 38 * t + H * t;
+    if (train) return (dgru ? 12 : tres ? 22 : 6) * t + H * (t + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * t + (lstm ? 8 : 6) * H;
+    return (dgru ? 8 : tres ? 13 : 2) * t + H * (t + 1) + (lstm || dgru ? 5 : 4) * H * t;
 }
 
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
@@ -581,7 +580,7 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
         double bc1 = 1.0 - pow(0.9, (double)t), bc2 = 1.0 - pow(0.999, (double)t);
         fac[3 * k] = (float)(1.0 - lr * wd), fac[3 * k + 1] = (float)(lr / bc1), fac[3 * k + 2] = (float)sqrt(bc2);
     }
-    size_t fused = !pa && s->fused ? fused_floats(s, L) : 0; /* the fused step's local memory, 0: not fused */
+    size_t fused = !pa && s->fused ? host_fused_floats(s->f->family, s->H, L, 1) : 0; /* the fused step's local memory, 0: not fused */
     if (fused * 4 > s->local) fused = 0;
     int zero = 0, e = s->be->write(s->q, s->fr.m, frames, nframes * 4, 0);
     if (!e) e = s->be->write(s->q, s->stop.m, &zero, 4, 0);
@@ -634,7 +633,7 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
     if (!st && pa) st = reserve(pa, most, N, err, nerr);
     if (st) return st;
     int e = 0;
-    size_t fl = !pa && s->fused ? eval_floats(s, N) : 0;
+    size_t fl = !pa && s->fused ? host_fused_floats(s->f->family, s->H, N, 0) : 0;
     if (fl && fl * 4 <= s->local) { /* every segment in one launch of the fused forward */
         int o[6];
         fused_offsets(s, o);

@@ -188,6 +188,10 @@ int main(void) {
     cudaDriverGetVersion(&drv), cudaRuntimeGetVersion(&rt);
     printf("device: %s, %.0f GiB, sm_%d%d, driver %d, runtime %d\n", pr.name, pr.totalGlobalMem / 1073741824.0, pr.major,
            pr.minor, drv, rt);
+    /* scripts/gpu-check.sh's preflight reads this line: what the fused kernels' frames may take */
+    printf("preflight: sms %d smem_optin %zu smem_sm %zu smem_block %zu regs_block %d\n", pr.multiProcessorCount,
+           (size_t)pr.sharedMemPerBlockOptin, (size_t)pr.sharedMemPerMultiprocessor, (size_t)pr.sharedMemPerBlock,
+           pr.regsPerBlock);
     parity(3, 24, 5);
     parity(7, 50, 23);
     parity(64, 200, 23);

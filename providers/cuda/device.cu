@@ -66,11 +66,15 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
         close_queue(q);
         return fail(e, "open a stream", err, nerr);
     }
-    /* the fused kernels' frames live in dynamic shared memory: past 48 KiB a kernel must be allowed it */
-    const void *const *fused[8] = {gru_train_h, lstm_train_h, gru_eval_h,  lstm_eval_h,
-                                   dgru_train_h, dgru_eval_h, tres_train_h, tres_eval_h};
-    for (int i = 0; i < 8 && H <= HOST_FUSED; i++)
-        if ((e = cudaFuncSetAttribute(fused[i][H], cudaFuncAttributeMaxDynamicSharedMemorySize,
+    /* the fused kernels' frames live in dynamic shared memory: past 48 KiB a kernel must be allowed
+     * it (RVTDCNN's as well: 98 T + 2 H T floats, 88 KiB at T = 200 and H = 12) */
+    const void *fused[10] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (const void *)rvt_train,
+                             (const void *)rvt_eval};
+    const void *const *each[8] = {gru_train_h, lstm_train_h, gru_eval_h,  lstm_eval_h,
+                                  dgru_train_h, dgru_eval_h, tres_train_h, tres_eval_h};
+    for (int i = 0; i < 8 && H <= HOST_FUSED; i++) fused[i] = each[i][H];
+    for (int i = 0; i < 10 && H <= HOST_FUSED; i++)
+        if ((e = cudaFuncSetAttribute(fused[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)p.sharedMemPerBlockOptin))) {
             close_queue(q);
             return fail(e, "allow a fused step its shared memory", err, nerr);
