@@ -280,7 +280,8 @@ static void pg_fold(const fctx *f, int H, const float *dy, float *acc, float *gw
 }
 
 /* The backward's start: gradients dp (np) and dx (n samples, if asked) and the weight-gradient
- * accumulators acc (na) zeroed, the zero state (hk) and a lane of ones. */
+ * accumulators acc (na) zeroed, the zero state (hk) and a lane of ones; the records rec (nrec)
+ * zeroed where Hp > H, so that the padding put leaves alone reads as zeros. */
 static void bwd_clear(float *dp, size_t np, float *acc, size_t na, float *zero, size_t hk, float *ones, float *dx,
                       size_t n, float *rec, size_t nrec, int H, int Hp) {
     if (Hp > H) memset(rec, 0, nrec * sizeof *rec); /* the records' padding: put writes H of each Hp */

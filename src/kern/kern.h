@@ -44,7 +44,8 @@ typedef struct krvt {
     float *gwc, *gbc, *gwh, *gbh, *gwo, *gbo;
 } krvt;
 
-/* RVTDCNN: floats saved per chunk (T (36 + H) KL; y is written directly) and scratch. */
+/* RVTDCNN: floats saved per chunk (T (36 + H) KL, + KL to align) and scratch (the chunk's
+ * outputs among it, in lanes, moved to y once the chunk is done). */
 size_t kern_rvt_saved(int H, int T);
 size_t kern_rvt_tmp(int H, int T);
 

@@ -86,8 +86,12 @@ static inline __attribute__((unused)) void to_lanes(float *restrict dst, const f
         for (int l0 = 0; l0 < KL; l0 += VW) {
             vf v[VW];
             for (int k = 0; k < VW; k++) {
+                if (l0 + k >= nb) { /* no row there: the pointer is not even formed */
+                    v[k] = (vf){};
+                    continue;
+                }
                 const float *p = src + (size_t)(l0 + k) * lds + j;
-                v[k] = l0 + k >= nb ? (vf){} : w == VW ? ld(p) : ldn(p, w);
+                v[k] = w == VW ? ld(p) : ldn(p, w);
             }
             vtranspose(v);
             for (size_t k = 0; k < w; k++) st(dst + (j + k) * KL + l0, v[k]);
