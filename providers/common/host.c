@@ -102,7 +102,7 @@ typedef struct session {
     buf p, g, m, v;                  /* parameters, gradient, AdamW moments (np) */
     buf x[3], y[3];                  /* resident splits */
     size_t n[3];                     /* their sample counts */
-    buf gp, lp;                      /* per-sequence gradient rows (B, np) and loss sums (B) */
+    buf gp, lp;                      /* per-sequence gradient rows (B, np) and loss sums (B doubles) */
     buf bx, bt, out, dy, du;         /* batch x and target, output, its gradient, a chained DPD's (R, 2) */
     buf da, db;                      /* gradients at a layer's output and input (R, max(H, 6)) */
     buf ga;                          /* a recurrent layer's gate gradients (R, 6 H) */
@@ -198,7 +198,7 @@ static dpd_status reserve(session *s, int B, int T, char *err, size_t nerr) {
         if (!(st = need(s, &s->hs[l], H * R, err, nerr)))
             st = need(s, &s->sv[l], (f->cell == CELL_LSTM ? 5 : 4) * H * R, err, nerr);
     if (!st) st = need(s, &s->gp, (size_t)B * s->np, err, nerr);
-    if (!st) st = need(s, &s->lp, (size_t)B, err, nerr);
+    if (!st) st = need(s, &s->lp, 2 * (size_t)B, err, nerr); /* doubles (kernels.cl's lsum) */
     return st;
 }
 

@@ -48,6 +48,18 @@ typedef unsigned int uint;
 #define LOCAL_PTR __local float *
 #endif
 
+/* The loss's partial sums: double where the device has it (CUDA; OpenCL with cl_khr_fp64), as the
+ * cpu provider sums its loss; float on an OpenCL device without doubles. The host sizes lp for
+ * doubles either way. */
+#if defined(__CUDACC__)
+typedef double lsum;
+#elif defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double lsum;
+#else
+typedef float lsum;
+#endif
+
 #ifdef H_CONST
 #define H H_CONST
 #else
@@ -507,19 +519,19 @@ __kernel void rvt_bwd_x(__global const float *x, int off, int T, __global const 
 /* ---- loss and update ------------------------------------------------------------------------- */
 
 /* The MSE's pieces for sequence b (one work-item each, per = T * 2 values): lp[b] its share of
- * the mean, the squared differences over n summed in order (a share overflows only where the
- * mean itself would: the cpu sums in double), dy = 2 (y - t) / n, n the batch's count of values. */
+ * the mean, the squared differences summed in order in lsum, then over n (as the cpu, which sums
+ * in double), dy = 2 (y - t) / n, n the batch's count of values. */
 __kernel void mse(__global const float *y, __global const float *t, int per, float n, __global float *dy,
-                  __global float *lp) {
+                  __global lsum *lp) {
     size_t b = get_global_id(0);
-    float s = 0;
+    lsum s = 0;
     for (int e = 0; e < per; e++) {
         size_t i = b * per + e;
         float d = y[i] - t[i];
-        s += d * d / n;
+        s += (lsum)d * d;
         dy[i] = 2.0f * d / n;
     }
-    lp[b] = s;
+    lp[b] = s / n;
 }
 
 #define WG 256
@@ -533,15 +545,16 @@ __kernel void mse(__global const float *y, __global const float *t, int per, flo
  * chunk of steps can be recorded once and replayed (a CUDA graph). */
 __kernel WG_SIZE(WG) void adamw(
     __global float *p, __global float *g, __global const float *gp, int B, int np, __global float *m,
-    __global float *v, __global const float *lp, __global float *losses, __global int *cur, __global int *stop,
+    __global float *v, __global const lsum *lp, __global float *losses, __global int *cur, __global int *stop,
     __global const float *fac, float max_norm, float b1, float b2, float c1, float c2, float eps) {
     int l = get_local_id(0), k = *cur;
     float decay = fac[3 * k], step = fac[3 * k + 1], bc2s = fac[3 * k + 2];
     __local float part[WG];
     __local int bad;
     if (l == 0) {
-        float loss = 0;
-        for (int b = 0; b < B; b++) loss += lp[b];
+        lsum sum = 0;
+        for (int b = 0; b < B; b++) sum += lp[b];
+        float loss = (float)sum;
         bad = *stop;
         if (!bad) losses[k] = loss;
         if (!bad && !isfinite(loss)) bad = *stop = 1;
@@ -631,21 +644,21 @@ FN void fused_error(float y, LOCAL_PTR ts, LOCAL_PTR dy, int e, float n) {
     dy[e] = 2.0f * d / n;
 }
 
-/* lp[b] = the sequence's share of the loss, the errors ts squared over n summed in order by
- * work-item 0 (as mse), after a barrier. */
-FN void fused_share(LOCAL_PTR ts, int T, float n, __global float *lp, int b, int l) {
+/* lp[b] = the sequence's share of the loss, the errors ts squared, summed in order by work-item 0,
+ * over n (as mse), after a barrier. */
+FN void fused_share(LOCAL_PTR ts, int T, float n, __global lsum *lp, int b, int l) {
     FUSED_SYNC();
     if (l == 0) {
-        float s = 0;
-        for (int e = 0; e < 2 * T; e++) s += ts[e] * ts[e] / n;
-        lp[b] = s;
+        lsum s = 0;
+        for (int e = 0; e < 2 * T; e++) s += (lsum)ts[e] * ts[e];
+        lp[b] = s / n;
     }
 }
 
 /* The head and the MSE's pieces (as mse): ts becomes y - target, dy the loss gradient at the
  * output, lp[b] the sequence's share of the loss (work-item 0, in order). Ends past a barrier. */
 FN void fused_head(__global const float *p, int o_wo, int o_bo, LOCAL_PTR hs, LOCAL_PTR ts, LOCAL_PTR dy, int T, int Hn,
-                   float n, __global float *lp, int b, int l) {
+                   float n, __global lsum *lp, int b, int l) {
     for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(head_at(p, o_wo, o_bo, hs, e, Hn), ts, dy, e, n);
     fused_share(ts, T, n, lp, b, l);
 }
@@ -910,7 +923,7 @@ FN float dgru_out(__global const float *p, int o_wo, int o_bo, LOCAL_PTR us, LOC
 #define TRAIN_ARGS                                                                                                      \
     __global const float *x, __global const float *y, __global const uint *frames, __global const int *cur,           \
         int batch, int T, int S, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,        \
-        int o_bo, int o_wh, int o_bh, float n, __global float *gp, int np, __global float *lp SHARED
+        int o_bo, int o_wh, int o_bh, float n, __global float *gp, int np, __global lsum *lp SHARED
 /* The kernel NAME of a cell: its FORWARD and BACKWARD, G gate values a unit and step in gs (o_wh,
  * o_bh: DGRU's fc_hid, unused here). */
 #define TRAIN_KERNEL(NAME, FORWARD, BACKWARD, G)                                                                        \
