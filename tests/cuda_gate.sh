@@ -67,7 +67,7 @@ if [ $ok = 1 ]; then
     # their dynamic shared memory, from host.c's own host_fused_floats (tests/cuda_smem.c), at the
     # frame the targets train on, T = 200, against the 227 KiB an H200 block may opt into: every
     # fused training step must fit (or it would run on the layered kernels); the fused evaluation
-    # runs where its segment fits, and the longest that does is printed
+    # runs a longer segment in tiles, and the longest it takes in one is printed
     LIMIT=232448
     if ! ${CC:-cc} -O1 -Iinclude -o "$T/smem" tests/cuda_smem.c providers/common/host.c -lm >"$T/cc.log" 2>&1; then
         failed=$((failed + 1)); echo "FAIL cuda_gate: tests/cuda_smem.c did not build"; cat "$T/cc.log"
@@ -75,7 +75,7 @@ if [ $ok = 1 ]; then
         failed=$((failed + 1)); echo "FAIL cuda_gate: cuda_smem failed"
     else
         awk -v lim=$LIMIT '{ if ($3 > tr[$1]) tr[$1] = $3; if (!($1 in et) || $6 < et[$1]) et[$1] = $6; if (!($1 in tt) || $5 < tt[$1]) tt[$1] = $5; n[$1] = $2 }
-            END { for (f in tr) printf "%-9s H 1..%d at T = 200: training step at most %6d bytes; fits up to T = %d (train), %d (evaluate)\n", f, n[f], tr[f], tt[f], et[f] }' "$T/smem.txt" | sort
+            END { for (f in tr) printf "%-9s H 1..%d at T = 200: training step at most %6d bytes; fits up to T = %d (train), %d (evaluate in one tile)\n", f, n[f], tr[f], tt[f], et[f] }' "$T/smem.txt" | sort
         bad=$(awk -v lim=$LIMIT '$3 > lim { print $1 "-" $2 }' "$T/smem.txt" | tr '\n' ' ')
         if [ -n "$bad" ]; then failed=$((failed + 1)); echo "FAIL cuda_gate: fused training steps over $LIMIT bytes at T = 200: $bad"; else passed=$((passed + 1)); fi
     fi

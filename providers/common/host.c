@@ -121,6 +121,7 @@ typedef struct session {
     graph_key gkey;     /* what it was recorded for */
     int fail_at;        /* test builds: launches left before a simulated device loss (0: none) */
     int nomem_above;    /* test builds: forward and evaluate batches above this fail for memory (0: none) */
+    int tile_cap;       /* test builds: the fused evaluation's tiles at most this long (0: no cap) */
 } session;
 
 static void release(const session *s, buf *b) {
@@ -287,6 +288,8 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     s->fail_at = (v = getenv(var)) ? atoi(v) : 0;
     snprintf(var, sizeof var, "DPD_%s_NOMEM", be->name[0] == 'o' ? "OPENCL" : "CUDA");
     s->nomem_above = (v = getenv(var)) ? atoi(v) : 0;
+    snprintf(var, sizeof var, "DPD_%s_TILE", be->name[0] == 'o' ? "OPENCL" : "CUDA");
+    s->tile_cap = (v = getenv(var)) ? atoi(v) : 0;
 #endif
     if (st) return session_free(s), st;
     *out = s;
@@ -506,7 +509,7 @@ static void fused_offsets(const session *s, int o[6]) {
 /* The type strings of the fused kernels' launches (RVTDCNN's take the hidden size last). */
 static const char *fused_types(const session *s, int train) {
     int rvt = s->f->head == HEAD_RVT;
-    return train ? (rvt ? "mmmmiiimiiiiiiiifmimli" : "mmmmiiimiiiiiiiifmiml") : (rvt ? "miimiiiiiiiimli" : "miimiiiiiiiiml");
+    return train ? (rvt ? "mmmmiiimiiiiiiiifmimli" : "mmmmiiimiiiiiiiifmiml") : (rvt ? "miimiiiiiiiimili" : "miimiiiiiiiimil");
 }
 
 /* One training step on s's queue over the next b frames of the call (their index *cur on the
@@ -543,17 +546,19 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
 /* See host.h: the layouts of kernels.cl's gru_, lstm_, dgru_, tres_ and rvt_ train and eval (each
  * kernel's comment lists its buffers). Training: the frame, its target and loss gradient (DGRU:
  * and features, TRes-GRU: and the skip's), the hidden states, each step's gates and saved values,
- * the recurrent weights' columns; evaluation: the segment (DGRU: and its features), the hidden
- * states, each step's gates (DGRU: and its hidden head). */
+ * the recurrent weights' columns; evaluation, of a tile of T samples: the tile (TRes-GRU: with 16
+ * samples either side and the next, RVTDCNN: with the 3 before; DGRU, TRes-GRU: and its
+ * features), the hidden states, each step's gates (DGRU: and its hidden head; the LSTM: its cell
+ * state's carry). */
 size_t host_fused_floats(const char *family, int hidden, int T, int train) {
     const plan *f = NULL;
     for (size_t i = 0; i < sizeof plans / sizeof *plans && !f; i++)
         if (!strcmp(family, plans[i].family)) f = &plans[i];
     if (!f || hidden < 1 || hidden > HOST_FUSED || T < 1) return 0;
     size_t H = (size_t)hidden, t = (size_t)T, lstm = f->cell == CELL_LSTM, dgru = f->head == HEAD_DGRU, tres = f->tcn;
-    if (f->head == HEAD_RVT) return train ? 98 * t + 2 * H * t : 38 * t + H * t;
+    if (f->head == HEAD_RVT) return train ? 98 * t + 2 * H * t : 38 * t + 6 + H * t;
     if (train) return (dgru ? 12 : tres ? 22 : 6) * t + H * (t + 1) + (lstm ? 5 : dgru ? 7 : 4) * H * t + (lstm ? 8 : 6) * H;
-    return (dgru ? 8 : tres ? 13 : 2) * t + H * (t + 1) + (lstm || dgru ? 5 : 4) * H * t;
+    return (dgru ? 8 : tres ? 13 : 2) * t + (tres ? 66 : 0) + H * (t + 1) + (lstm || dgru ? 5 : 4) * H * t + (lstm ? H : 0);
 }
 
 static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
@@ -623,6 +628,21 @@ static dpd_status train_steps(void *sv, const uint32_t *frames, size_t nframes, 
     return DPD_OK;
 }
 
+/* The fused evaluation's tile for segments of N samples: the longest up to N whose buffers fit the
+ * device's local memory (test builds: at most DPD_<NAME>_TILE), 0 where not even one sample's do. */
+static int eval_tile(const session *s, int N) {
+    int lo = 0, hi = N;
+#ifdef DPD_TEST_HOOKS
+    if (s->tile_cap > 0 && s->tile_cap < hi) hi = s->tile_cap;
+#endif
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (host_fused_floats(s->f->family, s->H, mid, 0) * 4 <= s->local) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
 static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char *err, size_t nerr) {
     session *s = (session *)sv, *pa = s->pa;
     if (k < 0 || k > 2 || !s->x[k].m || !s->n[k] || N < 1 || batch < 1 || s->n[k] % (size_t)N)
@@ -632,14 +652,14 @@ static dpd_status evaluate(void *sv, int k, int N, int batch, float *pred, char 
     if (!st) st = reserve(s, most, N, err, nerr);
     if (!st && pa) st = reserve(pa, most, N, err, nerr);
     if (st) return st;
-    int e = 0;
-    size_t fl = !pa && s->fused ? host_fused_floats(s->f->family, s->H, N, 0) : 0;
-    if (fl && fl * 4 <= s->local) { /* every segment in one launch of the fused forward */
+    int e = 0, tile = !pa && s->fused ? eval_tile(s, N) : 0;
+    if (tile) { /* every segment in one launch of the fused forward, in tiles of up to `tile` samples */
         int o[6];
         fused_offsets(s, o);
         if ((st = need(s, &s->ev, s->n[k] * 2, err, nerr))) return st;
         e = go(s, s, s->f->eval, (size_t)S * HOST_FUSED, HOST_FUSED, fused_types(s, 0), s->x[k].m, 0, N, s->p.m, o[0],
-               o[1], o[2], o[3], s->t.wo, s->t.bo, o[4], o[5], s->ev.m, (int)fl, s->H);
+               o[1], o[2], o[3], s->t.wo, s->t.bo, o[4], o[5], s->ev.m, tile,
+               (int)host_fused_floats(s->f->family, s->H, tile, 0), s->H);
         if (!e) e = s->be->read(s->q, s->ev.m, pred, s->n[k] * 2 * 4);
         return finish(s, e, "evaluate", err, nerr);
     }

@@ -32,11 +32,12 @@ const char *host_kernel_name(int k);
  * kernels.cl's FUSED_WG), the
  * largest hidden size they take. */
 #define HOST_FUSED 32
-/* The local (shared) memory, in floats, of family's fused training step (train 1) or fused
- * evaluation (train 0) of one layer of hidden units at sequences of T samples; 0 where the family
- * has no fused kernels or hidden is past HOST_FUSED. A session runs them only where this fits the
- * device's limit (backend.open's *local), its layered kernels otherwise; tests/cuda_gate.sh
- * checks the H200's at the targets' frame. */
+/* The local (shared) memory, in floats, of family's fused training step (train 1) of one layer of
+ * hidden units at frames of T samples, or of its fused evaluation (train 0) in tiles of T
+ * samples; 0 where the family has no fused kernels or hidden is past HOST_FUSED. A session
+ * trains on them only where this fits the device's limit (backend.open's *local), on its layered
+ * kernels otherwise, and evaluates in the longest tile that fits; tests/cuda_gate.sh checks the
+ * H200's at the targets' frame. */
 size_t host_fused_floats(const char *family, int hidden, int T, int train);
 /* Training steps a recorded graph holds (backend.record). */
 #define HOST_CHUNK 32

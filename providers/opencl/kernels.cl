@@ -673,7 +673,7 @@ FN void fused_head_grads(LOCAL_PTR dy, LOCAL_PTR hs, int T, int Hn, int o_wo, in
     }
 }
 
-/* A GRU layer's forward over xs (T, I), I 2 or 6: h(t) into hs row t + 1 (row 0 is h(-1) = 0);
+/* A GRU layer's forward over xs (T, I), I 2 or 6: h(t) into hs row t + 1 (row 0 is h(-1));
  * r, z, n and W_hn h + b_hn into gs (T, 4 H); as gru_fwd, with unit j's rows of W_ih, W_hh and its
  * biases in registers. Ends past a barrier. */
 FUSED_FN void gru_forward(__global const float *p, int I, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
@@ -689,7 +689,7 @@ FUSED_FN void gru_forward(__global const float *p, int I, int o_wih, int o_whh, 
         for (int g = 0; g < 3; g++) wi[6 * g + i] = i < I ? p[o_wih + (g * H + j) * I + i] : 0;
     if (o_bih >= 0) br = p[o_bih + j], bz = p[o_bih + H + j], bn = p[o_bih + 2 * H + j];
     if (o_bhh >= 0) cr = p[o_bhh + j], cz = p[o_bhh + H + j], cn = p[o_bhh + 2 * H + j];
-    float hj = 0;
+    float hj = hs[j]; /* h(-1): zeros, or a tile's carry (the fused evaluations) */
     for (int t = 0; t < T; t++) {
         float ar = br, az = bz, an = bn, gr = cr, gz = cz, gn = cn;
 #pragma unroll
@@ -716,9 +716,10 @@ FUSED_FN void gru_forward(__global const float *p, int I, int o_wih, int o_whh, 
 }
 
 /* An LSTM layer's forward, as gru_forward: c, i, f, g, o into gs (T, 5 H), as lstm_fwd, with
- * unit j's rows of W_hh, W_ih and the summed biases in registers. Ends past a barrier. */
+ * unit j's rows of W_hh, W_ih and the summed biases in registers; c(-1) from c0 (H), or zeros
+ * where c0 is NULL. Ends past a barrier. */
 FUSED_FN void lstm_forward(__global const float *p, int I, int o_wih, int o_whh, int o_bih, int o_bhh, LOCAL_PTR xs,
-                           LOCAL_PTR hs, LOCAL_PTR gs, int T, int l) { /* I: 2 */
+                           LOCAL_PTR hs, LOCAL_PTR gs, LOCAL_PTR c0, int T, int l) { /* I: 2 */
     int j = l < H ? l : 0;
     float w[4 * H], wi[8], bs[4]; /* gate k's row of W_hh at w[k H ..] */
 #pragma unroll
@@ -728,7 +729,7 @@ FUSED_FN void lstm_forward(__global const float *p, int I, int o_wih, int o_whh,
 #pragma unroll
         for (int m = 0; m < H; m++) w[k * H + m] = p[o_whh + (k * H + j) * H + m];
     }
-    float hj = 0, cj = 0;
+    float hj = 0, cj = c0 ? c0[j] : 0; /* c(-1): zero, or a tile's carry */
     for (int t = 0; t < T; t++) {
         float a[4];
 #pragma unroll
@@ -881,13 +882,14 @@ FUSED_FN void lstm_backward(__global const float *p, int I, int o_wih, int o_whh
     }
 }
 
-/* The features (kind 1 DGRU's, 2 TRes-GRU's) of the frame xs (T, 2) into ft (T, 6), as features.
+/* The features (kind 1 DGRU's, 2 TRes-GRU's) of the frame xs (T, 2) into ft (T, 6), as features;
+ * xn: the sample after the last (xs itself for a whole sequence, which wraps as features does).
  * Ends past a barrier. */
-FN void fused_features(LOCAL_PTR xs, LOCAL_PTR ft, int T, int kind, int l) {
+FN void fused_features(LOCAL_PTR xs, LOCAL_PTR xn, LOCAL_PTR ft, int T, int kind, int l) {
     for (int t = l; t < T; t += FUSED_WG) {
         float o[6];
-        int u = (t + 1) % T;
-        feature6(xs[2 * t], xs[2 * t + 1], xs[2 * u], xs[2 * u + 1], kind, o);
+        LOCAL_PTR u = t + 1 < T ? xs + 2 * (t + 1) : xn;
+        feature6(xs[2 * t], xs[2 * t + 1], u[0], u[1], kind, o);
         for (int k = 0; k < 6; k++) ft[6 * t + k] = o[k];
     }
     FUSED_SYNC();
@@ -924,9 +926,9 @@ FN float dgru_out(__global const float *p, int o_wo, int o_bo, LOCAL_PTR us, LOC
     __global const float *x, __global const float *y, __global const uint *frames, __global const int *cur,           \
         int batch, int T, int S, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh, int o_wo,        \
         int o_bo, int o_wh, int o_bh, float n, __global float *gp, int np, __global lsum *lp SHARED
-/* The kernel NAME of a cell: its FORWARD and BACKWARD, G gate values a unit and step in gs (o_wh,
- * o_bh: DGRU's fc_hid, unused here). */
-#define TRAIN_KERNEL(NAME, FORWARD, BACKWARD, G)                                                                        \
+/* The kernel NAME of a cell: its FORWARD (C0: the LSTM's zero cell state argument) and BACKWARD,
+ * G gate values a unit and step in gs (o_wh, o_bh: DGRU's fc_hid, unused here). */
+#define TRAIN_KERNEL(NAME, FORWARD, C0, BACKWARD, G)                                                                    \
     FUSED(NAME)(TRAIN_ARGS) {                                                                                           \
         SHARED_MEM                                                                                                      \
         int b = get_group_id(0), l = get_local_id(0);                                                                   \
@@ -936,31 +938,68 @@ FN float dgru_out(__global const float *p, int o_wo, int o_bo, LOCAL_PTR us, LOC
         LOCAL_PTR gs = hs + H * (T + 1);                                                                                \
         __global float *row = gp + (size_t)b * np;                                                                      \
         fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);                                            \
-        SIZED(FORWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, sm, hs, gs, T, l);                                             \
+        SIZED(FORWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, sm, hs, gs C0, T, l);                                          \
         fused_head(p, o_wo, o_bo, hs, ts, dy, T, H, n, lp, b, l);                                                       \
         SIZED(BACKWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, o_wo, sm, hs, gs, gs + (G) * H * T, dy, NULL, T, row, l);    \
         fused_head_grads(dy, hs, T, H, o_wo, o_bo, row, l);                                                             \
     }
-TRAIN_KERNEL(gru_train, gru_forward, gru_backward, 4)
-TRAIN_KERNEL(lstm_train, lstm_forward, lstm_backward, 5)
+#define NO_C0
+#define ZERO_C0 , (LOCAL_PTR)0
+TRAIN_KERNEL(gru_train, gru_forward, NO_C0, gru_backward, 4)
+TRAIN_KERNEL(lstm_train, lstm_forward, ZERO_C0, lstm_backward, 5)
 
-/* The predictions (gru_eval, lstm_eval), every segment of T samples of x at float offset off in
- * one launch, one work-group a segment: out (segments, T, 2). Local memory: the segment (T, 2),
- * hs (T + 1, H), gs (T, G): 2 T + H (T + 1) + 4 H T floats (GRU), 2 T + H (T + 1) + 5 H T (LSTM). */
+/* The predictions (gru_eval, lstm_eval, dgru_eval, tres_eval, rvt_eval), every segment of T
+ * samples of x at float offset off in one launch, one work-group a segment: out (segments, T, 2).
+ * A segment runs in tiles of up to `tile` samples (the whole segment where its buffers fit the
+ * local memory; host.c's host_fused_floats at the tile's length), the recurrence's state carried
+ * from one tile to the next in hs row 0 (the LSTM's cell state in c0), every output computed as
+ * for a whole segment. eval_tile loads tile samples t0 .. t0 + n - 1 of the segment xg into xs,
+ * with pre samples before and post after (wrap: taken around the segment's ends, as RVTDCNN's
+ * rows; else zeros past them, never read). The caller passes a barrier before reading xs. */
 #define EVAL_ARGS                                                                                                       \
     __global const float *x, int off, int T, __global const float *p, int o_wih, int o_whh, int o_bih, int o_bhh,      \
-        int o_wo, int o_bo, int o_wh, int o_bh, __global float *out SHARED
-#define EVAL_KERNEL(NAME, FORWARD)                                                                                      \
+        int o_wo, int o_bo, int o_wh, int o_bh, __global float *out, int tile SHARED
+FN void eval_tile(__global const float *xg, int T, int t0, int n, int pre, int post, int wrap, LOCAL_PTR xs, int l) {
+    for (int e = l; e < 2 * (pre + n + post); e += FUSED_WG) {
+        int a = t0 - pre + e / 2;
+        if (wrap) a = (a % T + T) % T;
+        xs[e] = a >= 0 && a < T ? xg[2 * a + e % 2] : 0;
+    }
+}
+
+/* The next tile's h(-1) in hs row 0: the last tile's h, row n (after a barrier past every read). */
+FN void eval_carry(LOCAL_PTR hs, int n, int Hn, int l) {
+    FUSED_SYNC();
+    for (int e = l; e < Hn; e += FUSED_WG) hs[e] = hs[n * Hn + e];
+}
+
+/* GRU, LSTM: local memory xs (tile, 2), hs (tile + 1, H), gs (tile, G), LSTM's c0 (H): 2 t + H (t + 1)
+ * + 4 H t floats (GRU), 2 t + H (t + 1) + 5 H t + H (LSTM), t the tile. */
+#define EVAL_KERNEL(NAME, FORWARD, LSTM)                                                                                \
     FUSED(NAME)(EVAL_ARGS) {                                                                                            \
         SHARED_MEM                                                                                                      \
         int b = get_group_id(0), l = get_local_id(0);                                                                   \
-        LOCAL_PTR hs = sm + 2 * T;                                                                                      \
-        fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);                                          \
-        SIZED(FORWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, sm, hs, hs + H * (T + 1), T, l);                               \
-        for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H);       \
+        __global const float *xg = x + off + (size_t)b * T * 2;                                                         \
+        LOCAL_PTR hs = sm + 2 * tile;                                                                                   \
+        LOCAL_PTR gs = hs + H * (tile + 1);                                                                             \
+        LOCAL_PTR c0 = LSTM ? gs + 5 * H * tile : (LOCAL_PTR)0;                                                         \
+        for (int e = l; e < H; e += FUSED_WG) hs[e] = 0;                                                                \
+        for (int e = l; LSTM && e < H; e += FUSED_WG) c0[e] = 0;                                                        \
+        for (int t0 = 0; t0 < T; t0 += tile) {                                                                          \
+            int n = T - t0 < tile ? T - t0 : tile;                                                                      \
+            eval_tile(xg, T, t0, n, 0, 0, 0, sm, l);                                                                    \
+            FUSED_SYNC();                                                                                               \
+            SIZED(FORWARD)(p, 2, o_wih, o_whh, o_bih, o_bhh, sm, hs, gs EVAL_C0_##LSTM, n, l);                          \
+            for (int e = l; e < 2 * n; e += FUSED_WG)                                                                   \
+                out[((size_t)b * T + t0) * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H);                                  \
+            eval_carry(hs, n, H, l);                                                                                    \
+            for (int e = l; LSTM && e < H; e += FUSED_WG) c0[e] = gs[5 * H * (n - 1) + e];                              \
+        }                                                                                                               \
     }
-EVAL_KERNEL(gru_eval, gru_forward)
-EVAL_KERNEL(lstm_eval, lstm_forward)
+#define EVAL_C0_0
+#define EVAL_C0_1 , c0
+EVAL_KERNEL(gru_eval, gru_forward, 0)
+EVAL_KERNEL(lstm_eval, lstm_forward, 1)
 
 /* A DGRU model's training step (one layer): the features (I, Q, A, A^3, Q/A, I/A) of the frame
  * (as features), the GRU over them, the head u = ReLU(W_hid h + b_hid), y = W_out [u; f] + b_out
@@ -981,7 +1020,7 @@ FUSED(dgru_train)(TRAIN_ARGS) {
     LOCAL_PTR dhh = du + H * T;
     __global float *row = gp + (size_t)b * np;
     fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);
-    fused_features(sm, ft, T, 1, l);
+    fused_features(sm, sm, ft, T, 1, l);
     SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
     dgru_hidden(p, o_wh, o_bh, hs, us, T, H, l);
     for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(dgru_out(p, o_wo, o_bo, us, ft, e, H), ts, dy, e, n);
@@ -1018,36 +1057,46 @@ FUSED(dgru_train)(TRAIN_ARGS) {
     }
 }
 
-/* A DGRU model's predictions, as gru_eval. Local memory past the segment: ft (T, 6), hs (T + 1, H),
- * gs (T, 4 H), us (T, H): 8 T + H (T + 1) + 5 H T floats. */
+/* A DGRU model's predictions, as gru_eval. Local memory past the tile's samples: ft (t, 6),
+ * hs (t + 1, H), gs (t, 4 H), us (t, H): 8 t + H (t + 1) + 5 H t floats, t the tile. */
 FUSED(dgru_eval)(EVAL_ARGS) {
     SHARED_MEM
     int b = get_group_id(0), l = get_local_id(0);
-    LOCAL_PTR ft = sm + 2 * T;
-    LOCAL_PTR hs = ft + 6 * T;
-    LOCAL_PTR gs = hs + H * (T + 1);
-    LOCAL_PTR us = gs + 4 * H * T;
-    fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);
-    fused_features(sm, ft, T, 1, l);
-    SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
-    dgru_hidden(p, o_wh, o_bh, hs, us, T, H, l);
-    for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = dgru_out(p, o_wo, o_bo, us, ft, e, H);
+    __global const float *xg = x + off + (size_t)b * T * 2;
+    LOCAL_PTR ft = sm + 2 * tile;
+    LOCAL_PTR hs = ft + 6 * tile;
+    LOCAL_PTR gs = hs + H * (tile + 1);
+    LOCAL_PTR us = gs + 4 * H * tile;
+    for (int e = l; e < H; e += FUSED_WG) hs[e] = 0;
+    for (int t0 = 0; t0 < T; t0 += tile) {
+        int n = T - t0 < tile ? T - t0 : tile;
+        eval_tile(xg, T, t0, n, 0, 0, 0, sm, l);
+        FUSED_SYNC();
+        fused_features(sm, sm, ft, n, 1, l); /* DGRU's features are of one sample each */
+        SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, n, l);
+        dgru_hidden(p, o_wh, o_bh, hs, us, n, H, l);
+        for (int e = l; e < 2 * n; e += FUSED_WG) out[((size_t)b * T + t0) * 2 + e] = dgru_out(p, o_wo, o_bo, us, ft, e, H);
+        eval_carry(hs, n, H, l);
+    }
 }
 
-/* TRes-GRU's dilated skip over the frame xs (T, 2) in local memory (tap and tcn_fwd's sums in
- * their order): c1 (T, 3), c2 (T, 2) its pre-activations. Ends past a barrier. */
-FN float tap_local(LOCAL_PTR xs, int T, int t, int k, int ch) {
+/* TRes-GRU's dilated skip over n samples of a sequence of T from sample t0, xs (n, 2) in local
+ * memory (for a tile, 16 samples of the sequence on either side too; zeros past its ends are
+ * never read: tap and tcn_fwd's sums in their order): c1 (n, 3), c2 (n, 2) its pre-activations.
+ * Ends past a barrier. */
+FN float tap_local(LOCAL_PTR xs, int T, int t0, int t, int k, int ch) {
     int u = t + (k - 1) * 16;
-    return u < 0 || u >= T ? 0 : xs[2 * u + ch];
+    return t0 + u < 0 || t0 + u >= T ? 0 : xs[2 * u + ch];
 }
 
-FN void fused_skip(__global const float *p, int o_w0, int o_w2, LOCAL_PTR xs, LOCAL_PTR c1, LOCAL_PTR c2, int T, int l) {
-    for (int t = l; t < T; t += FUSED_WG) {
+FN void fused_skip(__global const float *p, int o_w0, int o_w2, LOCAL_PTR xs, LOCAL_PTR c1, LOCAL_PTR c2, int n, int T,
+                   int t0, int l) {
+    for (int t = l; t < n; t += FUSED_WG) {
         float a1[3];
         for (int o = 0; o < 3; o++) {
             float v = 0;
             for (int ch = 0; ch < 2; ch++)
-                for (int k = 0; k < 3; k++) v += p[o_w0 + (o * 2 + ch) * 3 + k] * tap_local(xs, T, t, k, ch);
+                for (int k = 0; k < 3; k++) v += p[o_w0 + (o * 2 + ch) * 3 + k] * tap_local(xs, T, t0, t, k, ch);
             c1[3 * t + o] = v, a1[o] = hswish(v);
         }
         for (int o = 0; o < 2; o++) c2[2 * t + o] = p[o_w2 + 3 * o] * a1[0] + p[o_w2 + 3 * o + 1] * a1[1] + p[o_w2 + 3 * o + 2] * a1[2];
@@ -1074,8 +1123,8 @@ FUSED(tres_train)(TRAIN_ARGS) {
     LOCAL_PTR gs = hs + H * (T + 1);
     __global float *row = gp + (size_t)b * np;
     fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, hs, H, l);
-    fused_features(sm, ft, T, 2, l);
-    fused_skip(p, o_w0, o_w2, sm, c1, c2, T, l);
+    fused_features(sm, sm, ft, T, 2, l);
+    fused_skip(p, o_w0, o_w2, sm, c1, c2, T, T, 0, l);
     SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, gs, T, l);
     for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(head_at(p, o_wo, o_bo, hs, e, H) + hswish(c2[e]), ts, dy, e, n);
     fused_share(ts, T, n, lp, b, l);
@@ -1089,40 +1138,53 @@ FUSED(tres_train)(TRAIN_ARGS) {
     for (int q = l; q < 24; q += FUSED_WG) { /* as tcn_bwd_w: W0's 18, then W2's 6 */
         float s = 0;
         for (int t = 0; t < T; t++) {
-            if (q < 18) s += d1[3 * t + q / 6] * tap_local(sm, T, t, q % 3, q / 3 % 2);
+            if (q < 18) s += d1[3 * t + q / 6] * tap_local(sm, T, 0, t, q % 3, q / 3 % 2);
             else s += d2[2 * t + (q - 18) / 3] * hswish(c1[3 * t + (q - 18) % 3]);
         }
         row[q < 18 ? o_w0 + q : o_w2 + q - 18] = s;
     }
 }
 
-/* A TRes-GRU model's predictions, as gru_eval. Local memory past the segment: ft (T, 6), c1 (T, 3),
- * c2 (T, 2), hs (T + 1, H), gs (T, 4 H): 13 T + H (T + 1) + 4 H T floats. */
+/* A TRes-GRU model's predictions, as gru_eval. Local memory: the tile's samples with 16 of the
+ * segment on either side (t + 32, 2), the sample after its last (2; the segment's first after its
+ * end, as features), ft (t, 6), c1 (t, 3), c2 (t, 2), hs (t + 1, H), gs (t, 4 H):
+ * 13 t + 66 + H (t + 1) + 4 H t floats, t the tile. */
 FUSED(tres_eval)(EVAL_ARGS) {
     SHARED_MEM
     int b = get_group_id(0), l = get_local_id(0);
-    LOCAL_PTR ft = sm + 2 * T;
-    LOCAL_PTR c1 = ft + 6 * T;
-    LOCAL_PTR c2 = c1 + 3 * T;
-    LOCAL_PTR hs = c2 + 2 * T;
-    fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, hs, H, l);
-    fused_features(sm, ft, T, 2, l);
-    fused_skip(p, o_wh, o_bh, sm, c1, c2, T, l);
-    SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, hs + H * (T + 1), T, l);
-    for (int e = l; e < 2 * T; e += FUSED_WG)
-        out[(size_t)b * T * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H) + hswish(c2[e]);
+    __global const float *xg = x + off + (size_t)b * T * 2;
+    LOCAL_PTR xm = sm + 32; /* the tile's first sample */
+    LOCAL_PTR xn = sm + 2 * (tile + 32);
+    LOCAL_PTR ft = xn + 2;
+    LOCAL_PTR c1 = ft + 6 * tile;
+    LOCAL_PTR c2 = c1 + 3 * tile;
+    LOCAL_PTR hs = c2 + 2 * tile;
+    for (int e = l; e < H; e += FUSED_WG) hs[e] = 0;
+    for (int t0 = 0; t0 < T; t0 += tile) {
+        int n = T - t0 < tile ? T - t0 : tile;
+        eval_tile(xg, T, t0, n, 16, 16, 0, sm, l);
+        if (l < 2) xn[l] = xg[2 * ((t0 + n) % T) + l];
+        FUSED_SYNC();
+        fused_features(xm, xn, ft, n, 2, l);
+        fused_skip(p, o_wh, o_bh, xm, c1, c2, n, T, t0, l);
+        SIZED(gru_forward)(p, 6, o_wih, o_whh, o_bih, o_bhh, ft, hs, hs + H * (tile + 1), n, l);
+        for (int e = l; e < 2 * n; e += FUSED_WG)
+            out[((size_t)b * T + t0) * 2 + e] = head_at(p, o_wo, o_bo, hs, e, H) + hswish(c2[e]);
+        eval_carry(hs, n, H, l);
+    }
 }
 
 /* RVTDCNN's forward over the segment or frame xs (T, 2) in local memory, one row t at a time
  * across the group (no recurrence): the image, its convolution c (T, 36) past the tanh, u (T, Hn)
- * = tanh(W_hid c + b_hid) (as dense_fwd); img (T, 20) the images when not NULL. Ends past a
- * barrier. */
+ * = tanh(W_hid c + b_hid) (as dense_fwd); img (T, 20) the images when not NULL. The rows before
+ * the first wrap to the end (wrap: a whole sequence), or are the 3 samples before xs (a tile).
+ * Ends past a barrier. */
 FN void rvt_forward(__global const float *p, int o_wc, int o_bc, int o_wh, int o_bh, LOCAL_PTR xs, LOCAL_PTR img,
-                    LOCAL_PTR cs, LOCAL_PTR us, int T, int Hn, int l) {
+                    LOCAL_PTR cs, LOCAL_PTR us, int T, int wrap, int Hn, int l) {
     for (int t = l; t < T; t += FUSED_WG) {
         float im[20], c[36];
         for (int r = 0; r < 4; r++) {
-            int u = ((t - 3 + r) % T + T) % T;
+            int u = wrap ? ((t - 3 + r) % T + T) % T : t - 3 + r;
             image_row(xs[2 * u], xs[2 * u + 1], im + 5 * r);
         }
 #pragma unroll
@@ -1163,7 +1225,7 @@ __kernel WG_SIZE(FUSED_WG) void rvt_train(TRAIN_ARGS, int hidden) {
     LOCAL_PTR dc = du + H * T;
     __global float *row = gp + (size_t)b * np;
     fused_frame(x, y, frames, cur, batch, 0, b, T, S, sm, ts, NULL, 0, l);
-    rvt_forward(p, o_wc, o_bc, o_wh, o_bh, sm, img, cs, us, T, H, l);
+    rvt_forward(p, o_wc, o_bc, o_wh, o_bh, sm, img, cs, us, T, 1, H, l);
     for (int e = l; e < 2 * T; e += FUSED_WG) fused_error(rvt_out(p, o_wo, o_bo, us, e, H), ts, dy, e, n);
     fused_share(ts, T, n, lp, b, l);
     for (int e = l; e < T * H; e += FUSED_WG) { /* du = W_out^T dy past the tanh */
@@ -1209,16 +1271,23 @@ __kernel WG_SIZE(FUSED_WG) void rvt_train(TRAIN_ARGS, int hidden) {
     }
 }
 
-/* An RVTDCNN model's predictions, as gru_eval. Local memory past the segment: cs (T, 36), us (T, H):
- * 38 T + H T floats. */
+/* An RVTDCNN model's predictions, as gru_eval (no state to carry). Local memory: the tile's
+ * samples with the 3 before (t + 3, 2; around the segment's end for the first), cs (t, 36),
+ * us (t, H): 38 t + 6 + H t floats, t the tile. */
 __kernel WG_SIZE(FUSED_WG) void rvt_eval(EVAL_ARGS, int hidden) {
     SHARED_MEM
     int b = get_group_id(0), l = get_local_id(0);
-    LOCAL_PTR cs = sm + 2 * T;
-    LOCAL_PTR us = cs + 36 * T;
-    fused_frame(x, NULL, NULL, NULL, 0, off, b, T, 0, sm, NULL, NULL, 0, l);
-    rvt_forward(p, o_wih, o_whh, o_wh, o_bh, sm, NULL, cs, us, T, H, l);
-    for (int e = l; e < 2 * T; e += FUSED_WG) out[(size_t)b * T * 2 + e] = rvt_out(p, o_wo, o_bo, us, e, H);
+    __global const float *xg = x + off + (size_t)b * T * 2;
+    LOCAL_PTR cs = sm + 2 * (tile + 3);
+    LOCAL_PTR us = cs + 36 * tile;
+    for (int t0 = 0; t0 < T; t0 += tile) {
+        int n = T - t0 < tile ? T - t0 : tile;
+        eval_tile(xg, T, t0, n, 3, 0, 1, sm, l);
+        FUSED_SYNC();
+        rvt_forward(p, o_wih, o_whh, o_wh, o_bh, sm + 6, NULL, cs, us, n, 0, H, l);
+        for (int e = l; e < 2 * n; e += FUSED_WG) out[((size_t)b * T + t0) * 2 + e] = rvt_out(p, o_wo, o_bo, us, e, H);
+        FUSED_SYNC(); /* every read of xs, cs and us done before the next tile's */
+    }
 }
 
 #ifdef __CUDACC__
