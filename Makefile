@@ -173,7 +173,8 @@ $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh provi
 	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -shared -Iinclude -Iproviders/cuda providers/cuda/gru.cu providers/cuda/provider.cu -o $@
 
 # The device-resident CUDA provider (providers/cuda/device.cu: host.c's CUDA backend, the kernels of
-# providers/opencl/kernels.cl compiled as CUDA): built and resource-gated here, run by gpu-check.sh.
+# providers/opencl/kernels.cl compiled as CUDA), the CUDA pack's library: built and resource-gated
+# here, run by gpu-check.sh.
 $(BUILD)/cuda/host.o: providers/common/host.c providers/common/host.h include/dpd/provider.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
@@ -192,10 +193,13 @@ cuda: $(BUILD)/libdpd.a
 
 # The runtime packs go to PACK_DIR (dist/ for a release; make test puts the CUDA pack under $(BUILD)).
 PACK_DIR ?= dist
-# The CUDA runtime pack ($(PACK_DIR)/dpd-pack-cuda-<version>-linux-x86_64.tar.gz); skipped without nvcc.
+# The CUDA runtime pack ($(PACK_DIR)/dpd-pack-cuda-<version>-linux-x86_64.tar.gz) of the
+# device-resident provider; skipped without nvcc. A sanitized build has no resident library and
+# packs the first provider (the tests check the pack's refusal without a GPU, the same for both).
 # After `cuda`, so that under -j one nvcc builds the library, not two.
+CUDA_PACK_LIB := $(BUILD)/cuda/libdpd-cuda$(if $(SANITIZE),,-resident).so
 pack-cuda: cuda
-	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh cuda '' $(PACK_DIR); \
+	@if command -v $(NVCC) >/dev/null 2>&1; then BUILD=$(BUILD) scripts/pack.sh cuda $(CUDA_PACK_LIB) $(PACK_DIR); \
 	else echo "make pack-cuda: nvcc not found, skipping the CUDA pack"; fi
 
 # The OpenCL provider (providers/opencl/), where the OpenCL headers and ICD loader are installed

@@ -9,15 +9,16 @@
 #                family and the cascade against the cpu (parity_rel), and determinism (bitwise:
 #                fused against layered, recorded chunks against launched steps, a second run, a
 #                resumed run; short last batches included)
-#   steps        us per step per family: recorded chunks (step_us), every step launched
-#                (step_us_eager), the layered kernels (step_us_layered); the resident pack installed
+#   steps        the CUDA pack installed (its probe trains each family on the device), then us
+#                per step per family: recorded chunks (step_us), every step launched
+#                (step_us_eager), the layered kernels (step_us_layered)
 #   slope        pair_ns: one forward+backward time step, the slope of GRU-23 over T = 100..400
 #   epochs       a DPA_160MHz-shaped synthetic set: the second of two epochs (epoch_s, incl. val
 #                and test) of train-pa for each family and train-dpd GRU-15 through the GRU-23 PA,
 #                on cuda and on the cpu provider
 #   run4         four epochs of PA GRU-23 end to end (run4_s)
-#   pack         the CUDA pack as shipped: install with its helper probe, dpd providers, dpd parity
-#                on DPA_200MHz (parity_rel), quick PA/DPD training, a resumed run (bitwise)
+#   pack         the CUDA pack in the default settings: dpd providers, dpd parity on DPA_200MHz
+#                (parity_rel), quick PA training cuda and cpu, a resumed run (bitwise)
 #   gru_check    the first CUDA provider's own parity and speed check
 #   opencl       the OpenCL pack on NVIDIA's ICD, where the machine has it
 # Every figure goes to GPU_CHECK_JSONL (default build/gpu-check.jsonl) as one JSON object a line
@@ -54,7 +55,7 @@ ep() {
 }
 ms() { sed -n 's/.*"ms_per_step":\([-0-9.e+]*\).*/\1/p'; }
 gpu() { [ -f "$W/gpu" ]; } # preflight found a CUDA device
-# rdpd SECONDS ARGS: dpd with the resident pack's settings (installed apart, so the shipped pack's stage keeps its own)
+# rdpd SECONDS ARGS: dpd with the settings of the steps stage's install (apart from the pack stage's)
 rdpd() { t=$1; shift; XDG_CONFIG_HOME="$W/res/config" XDG_DATA_HOME="$W/res/data" timeout "$t" "$D" "$@"; }
 # s160: the DPA_160MHz-shaped synthetic set (294 912 training samples: 4 605 steps at batch 64, frame 200, stride 1)
 s160() { [ -d "$W/s160" ] || "$D" synth --out "$W/s160" --carriers 4 --carrier-bw 40e6 --qam 1024 --fs 640e6 --nperseg 16384 --length 491520 >/dev/null; }
@@ -102,8 +103,8 @@ st_conformance() {
 
 st_steps() {
     gpu || { echo "no CUDA device"; return 3; }
-    RPK=$(ls "$G"/dist/resident/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
-    [ -n "$RPK" ] && rdpd 60 pack install "$RPK" || { echo "the resident pack did not install"; return 1; }
+    RPK=$(ls "$G"/dist/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
+    [ -n "$RPK" ] && rdpd 60 pack install "$RPK" || { echo "the CUDA pack did not install"; return 1; }
     for spec in "gru 23" "gru 15" "dgru 23" "lstm 23" "tres_gru 15" "rvtdcnn 12"; do
         set -- $spec
         for k in auto eager ref; do
@@ -118,7 +119,7 @@ st_steps() {
 }
 
 st_slope() {
-    gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no resident pack (stage steps)"; return 3; }
+    gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no CUDA pack installed (stage steps)"; return 3; }
     for T in 100 200 400; do
         eval "t$T=\$(rdpd 30 bench train --frame $T --provider cuda --steps 256 --per-call 128 --json 2>/dev/null | ms)"
     done
@@ -127,7 +128,7 @@ st_slope() {
 }
 
 st_epochs() {
-    gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no resident pack (stage steps)"; return 3; }
+    gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no CUDA pack installed (stage steps)"; return 3; }
     s160
     for spec in "gru 23" "dgru 23" "lstm 23" "tres_gru 15" "rvtdcnn 12"; do
         set -- $spec
@@ -150,7 +151,7 @@ st_epochs() {
 }
 
 st_run4() {
-    gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no resident pack (stage steps)"; return 3; }
+    gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no CUDA pack installed (stage steps)"; return 3; }
     s160
     t0=$(date +%s.%N)
     rdpd 60 train-pa --data "$W/s160" --model gru --hidden 23 --epochs 4 --frame 200 --stride 1 --batch 64 --no-plots \

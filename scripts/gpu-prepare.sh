@@ -5,10 +5,9 @@
 # dpd, the CUDA libraries and check, the OpenCL provider and test_conformance first, then this),
 # or this after those; a missing input is named and the script exits 1.
 #   bin/   dpd, check (the first CUDA provider's parity and speed), test_conformance
-#   lib/   libdpd-cuda.so, libdpd-cuda-resident.so, libdpd-opencl-test.so (test hooks), and the
+#   lib/   libdpd-cuda-resident.so, libdpd-opencl-test.so (with the test hooks), and the
 #          shared libraries the binaries need beyond the C library's own (the ICD loader included)
-#   dist/  the CUDA pack as shipped (the first provider), dist/resident/ the device-resident
-#          provider's pack, the OpenCL pack
+#   dist/  the CUDA pack (the device-resident provider) and the OpenCL pack
 #   data/DPA_200MHz (../shared/data/opendpd), ckpt/pa_gru23.safetensors (a quick GRU-23 PA on it)
 # Then the folder as one archive beside it, $G.tar.xz (~34 MiB; the device tool carries at most 64
 # MiB with the repository: carry that, and gpu-check.sh unpacks it where the folder is missing);
@@ -19,7 +18,7 @@ B=${BUILD:-build}
 G=${GPU_CHECK_INPUTS:-$B/gpu}
 DATA=${DPD_SHARED:-../shared}/data/opendpd/DPA_200MHz
 miss=""
-for f in "$B/dpd" "$B/cuda/check" "$B/tests/test_conformance" "$B/cuda/libdpd-cuda.so" "$B/cuda/libdpd-cuda-resident.so" \
+for f in "$B/dpd" "$B/cuda/check" "$B/tests/test_conformance" "$B/cuda/libdpd-cuda-resident.so" \
     "$B/opencl/libdpd-opencl.so" "$B/opencl/test/libdpd-opencl.so" "$DATA/spec.json"; do
     [ -f "$f" ] || miss="$miss $f"
 done
@@ -28,12 +27,11 @@ if [ -n "$miss" ]; then
     exit 1
 fi
 rm -rf "$G"
-mkdir -p "$G/bin" "$G/lib" "$G/dist/resident" "$G/data" "$G/ckpt"
+mkdir -p "$G/bin" "$G/lib" "$G/dist" "$G/data" "$G/ckpt"
 cp "$B/dpd" "$B/cuda/check" "$B/tests/test_conformance" "$G/bin/"
-cp "$B/cuda/libdpd-cuda.so" "$B/cuda/libdpd-cuda-resident.so" "$G/lib/"
+cp "$B/cuda/libdpd-cuda-resident.so" "$G/lib/"
 cp "$B/opencl/test/libdpd-opencl.so" "$G/lib/libdpd-opencl-test.so"
-BUILD=$B scripts/pack.sh cuda '' "$G/dist" >/dev/null
-BUILD=$B scripts/pack.sh cuda "$B/cuda/libdpd-cuda-resident.so" "$G/dist/resident" >/dev/null
+BUILD=$B scripts/pack.sh cuda "$B/cuda/libdpd-cuda-resident.so" "$G/dist" >/dev/null
 BUILD=$B scripts/pack.sh opencl '' "$G/dist" >/dev/null
 # the shared libraries beyond the C library's own (libc, libm, libpthread, libdl, librt, the loader)
 for f in "$G"/bin/* "$G"/lib/libdpd-*.so; do ldd "$f" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |

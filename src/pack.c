@@ -638,6 +638,78 @@ static dpd_status probe_session(const dpd_provider *p, dpd_model *m, int B, int 
     return s;
 }
 
+/* Three training steps of model m (batches of B sequences of T samples of random data, clipped at
+ * 1: a chunk of steps a device records and replays) on session a of provider p and on session b
+ * of the cpu: the largest relative deviation of the losses and of both AdamW moments, in *dev. */
+static dpd_status probe_step(const dpd_provider *p, void *a, const dpd_provider *cpu, void *b, size_t np, int B, int T,
+                             dpd_rng *r, double *dev, char *msg, size_t nmsg) {
+    size_t n = 3 * (size_t)B * T;
+    float *x = malloc(2 * n * sizeof *x), *y = malloc(2 * n * sizeof *y), *g = malloc(4 * np * sizeof *g);
+    uint32_t *fr = malloc(3 * (size_t)B * sizeof *fr);
+    dpd_status s = x && y && g && fr ? DPD_OK : DPD_E_NOMEM;
+    if (s) snprintf(msg, nmsg, "out of memory");
+    for (size_t i = 0; !s && i < 2 * n; i++) x[i] = (float)(0.3 * dpd_rng_normal(r)), y[i] = (float)(0.3 * dpd_rng_normal(r));
+    for (int i = 0; !s && i < 3 * B; i++) fr[i] = (uint32_t)((i * 5 + 1) % (3 * B));
+    double loss[2][3] = {{0}};
+    long step;
+    const dpd_provider *pp[2] = {p, cpu};
+    void *ss[2] = {a, b};
+    for (int k = 0; k < 2 && !s; k++) {
+        s = pp[k]->i->attach(ss[k], DPD_TRAIN, x, y, n, msg, nmsg);
+        if (!s) s = pp[k]->i->train_steps(ss[k], fr, 3 * (size_t)B, B, T, T, 1e-3, 0.01, 1.0, loss[k], msg, nmsg);
+        if (!s) s = pp[k]->i->get_state(ss[k], g + 2 * k * np, g + (2 * k + 1) * np, &step, msg, nmsg);
+    }
+    *dev = 0;
+    for (int q = 0; !s && q < 2; q++) { /* m, then v */
+        const float *u = g + q * np, *w = g + (2 + q) * np;
+        double e = 0, mx = 0;
+        for (size_t i = 0; i < np; i++) e = fmax(e, fabs((double)u[i] - w[i])), mx = fmax(mx, fabs((double)w[i]));
+        *dev = fmax(*dev, mx > 0 ? e / mx : e);
+    }
+    for (int i = 0; !s && i < 3; i++) *dev = fmax(*dev, fabs(loss[0][i] - loss[1][i]) / fmax(fabs(loss[1][i]), 1e-30));
+    if (isnan(*dev)) *dev = INFINITY;
+    free(x), free(y), free(g), free(fr);
+    return s;
+}
+
+/* The training probe of a provider that trains on its device (ABI v2's attach, train_steps and
+ * get_state): three steps of each model below it supports, against the CPU provider, within 1e-4
+ * (the losses and both moments), so that a device whose fused or layered training kernels, or its
+ * replay of recorded steps, go wrong is refused at install and not found out in a run. *checked
+ * counts the models stepped. */
+static dpd_status probe_training(const dpd_provider *p, const char *provider, int *checked, double *worst,
+                                 dpd_error *err) {
+    static const dpd_model_cfg models[] = {{"gru", 8, 1}, {"lstm", 6, 1}, {"dgru", 7, 1}, {"tres_gru", 5, 1}, {"rvtdcnn", 6, 1}};
+    const dpd_provider *cpu = dpd_provider_cpu();
+    char msg[512] = "";
+    dpd_status s = DPD_OK;
+    *checked = 0, *worst = 0;
+    if (p->i->api_version < 2 || !p->i->attach || !p->i->train_steps || !p->i->get_state) return DPD_OK;
+    for (size_t k = 0; k < sizeof models / sizeof *models && !s; k++) {
+        if (!p->i->supports(p->ctx, &models[k])) continue;
+        dpd_model *m;
+        if ((s = dpd_model_create(&models[k], &m, err))) return s;
+        dpd_rng r;
+        dpd_rng_seed(&r, 101 + k);
+        dpd_model_init(m, &r);
+        void *a = NULL, *b = NULL;
+        double dev = 0;
+        const int B = 4, T = 64;
+        if ((s = probe_session(p, m, B, T, &a, msg, sizeof msg)) || (s = probe_session(cpu, m, B, T, &b, msg, sizeof msg)) ||
+            (s = probe_step(p, a, cpu, b, dpd_model_nparams(m), B, T, &r, &dev, msg, sizeof msg)))
+            dpd_fail(err, s, "probe: training %s-%d: %s", models[k].family, models[k].hidden, msg);
+        else if (!(dev <= 1e-4))
+            s = dpd_fail(err, DPD_E_FORMAT, "probe mismatch: a %s training step of %s-%d differs from the CPU's by %.2e "
+                         "(losses or AdamW moments, relative)", provider, models[k].family, models[k].hidden, dev);
+        else
+            (*checked)++, *worst = fmax(*worst, dev);
+        if (a) p->i->session_free(a);
+        if (b) cpu->i->session_free(b);
+        dpd_model_free(m);
+    }
+    return s;
+}
+
 DPD_API dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *err) {
     char provider[32], version[64], why[512] = "", msg[512] = "";
     dpd_status s = check_manifest(dir, provider, version, err);
@@ -679,12 +751,16 @@ DPD_API dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd
     }
     double e = 0, mx = 0;
     for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)y1[i] - y0[i])), mx = fmax(mx, fabs((double)y0[i]));
+    int trained = 0;
+    double worst = 0;
     if (!(e <= 1e-4 * mx))
         s = dpd_fail(err, DPD_E_FORMAT, "probe mismatch: the %s output differs from the CPU by %.2e (max %.2e)",
                      provider, e, mx);
-    else
-        snprintf(info, ninfo, "%s on %s (%s, %.0f MiB, ABI version %u): probe matches the CPU within %.1e", provider,
-                 d.name, d.arch, d.memory / 1048576.0, p->i->api_version, mx > 0 ? e / mx : e);
+    else if (!(s = probe_training(p, provider, &trained, &worst, err)))
+        snprintf(info, ninfo, "%s on %s (%s, %.0f MiB, ABI version %u): probe matches the CPU within %.1e%s", provider,
+                 d.name, d.arch, d.memory / 1048576.0, p->i->api_version, mx > 0 ? e / mx : e,
+                 trained ? ", three training steps of each of its fast families within " : "");
+    if (!s && trained) snprintf(info + strlen(info), ninfo - strlen(info), "%.1e (%d)", worst, trained);
 done:
     if (sess) p->i->session_free(sess);
     if (ref) cpu->i->session_free(ref);

@@ -6,6 +6,7 @@
  *            v1 (init refuses 2 and serves 1: only the v1 slots) | nodevice (score 0) |
  *            crash (SIGSEGV in a computing call) | hang (a computing call never returns) |
  *            wrong (forward and evaluate outputs off by 0.01) |
+ *            wrongtrain (train_steps' losses 1 % high) |
  *            nomem:N (forward and evaluate batches above N fail for memory) |
  *            devfail (a device failure in every computing call) |
  *            nochain (no training through a PA model: forward_keep, backward, clip, chain NULL) |
@@ -160,7 +161,9 @@ static dpd_status attach(void *s, int split, const float *x, const float *y, siz
 static dpd_status train_steps(void *s, const uint32_t *frames, size_t nframes, int B, int L, int S, double lr,
                               double wd, double max_norm, double *losses, char *err, size_t nerr) {
     dpd_status st = fault(B, 0, err, nerr);
-    return st ? st : cpu()->train_steps(s, frames, nframes, B, L, S, lr, wd, max_norm, losses, err, nerr);
+    if (!st) st = cpu()->train_steps(s, frames, nframes, B, L, S, lr, wd, max_norm, losses, err, nerr);
+    for (size_t i = 0; !st && !strcmp(mode(), "wrongtrain") && i < (nframes + B - 1) / B; i++) losses[i] *= 1.01;
+    return st;
 }
 
 static dpd_status evaluate(void *s, int split, int N, int batch, float *pred, char *err, size_t nerr) {

@@ -2,11 +2,10 @@
  * v2, every family host.c composes, DPD chains) on NVIDIA GPUs, built as libdpd-cuda-resident.so.
  * The kernels are providers/opencl/kernels.cl compiled as CUDA C++ in this translation unit (one
  * source for both APIs; the hidden size is their argument, so one cubin serves every size, but
- * for the fused kernels (gru_train, lstm_train, gru_eval, lstm_eval), templates instantiated for
- * every H up to 32;
- * tests/cuda_gate.sh checks their resources). Not yet the pack's library: the pack ships the
- * measured GRU provider (provider.cu) until this one has been run on a GPU (scripts/gpu-check.sh
- * runs the conformance suite on it).
+ * for the fused kernels of the GRU, LSTM, DGRU and TRes-GRU, templates instantiated for every H up
+ * to 32; tests/cuda_gate.sh checks their resources). The CUDA pack's library (make pack-cuda); not run
+ * on a GPU yet: the install probe trains every family on the device against the cpu before a
+ * pack activates, and scripts/gpu-check.sh runs the conformance suite on it.
  *
  * A queue is a CUDA stream on its device. Launches take their geometry from the work: a kernel
  * with a work-group (the recurrent ones: H threads a sequence) runs n / local blocks of local
