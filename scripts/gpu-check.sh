@@ -18,7 +18,8 @@
 #                on cuda and on the cpu provider
 #   run4         four epochs of PA GRU-23 end to end (run4_s)
 #   pack         the CUDA pack in the default settings: dpd providers, dpd parity on DPA_200MHz
-#                (parity_rel), quick PA training cuda and cpu, a resumed run (bitwise)
+#                (parity_rel), quick-preset PA and DPD training on cuda and cpu (test_nmse_db,
+#                test_aclr_db and their differences delta_*), a resumed run (bitwise)
 #   gru_check    the first CUDA provider's own parity and speed check
 #   opencl       the OpenCL pack on NVIDIA's ICD, where the machine has it
 # Every figure goes to GPU_CHECK_JSONL (default build/gpu-check.jsonl) as one JSON object a line
@@ -38,13 +39,13 @@ D="$G/bin/dpd"
 # rec STAGE PROVIDER FAMILY HIDDEN METRIC VALUE: one line of $J (VALUE: a number, true/false, or text)
 rec() {
     case $6 in
-    true | false) v=$6 ;;
-    *) if printf '%s' "$6" | grep -Eq '^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$'; then v=$6; else
-        v="\"$(printf '%s' "$6" | tr -d '\000-\037' | sed 's/["\\]/\\&/g')\""; fi ;;
+    true | false) rv=$6 ;;
+    *) if printf '%s' "$6" | grep -Eq '^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$'; then rv=$6; else
+        rv="\"$(printf '%s' "$6" | tr -d '\000-\037' | sed 's/["\\]/\\&/g')\""; fi ;;
     esac
-    h=$4
-    printf '%s' "$h" | grep -Eq '^[0-9]+$' || h=null
-    printf '{"stage":"%s","provider":"%s","family":"%s","hidden":%s,"metric":"%s","value":%s}\n' "$1" "$2" "$3" "$h" "$5" "$v" >>"$J"
+    rh=$4
+    printf '%s' "$rh" | grep -Eq '^[0-9]+$' || rh=null
+    printf '{"stage":"%s","provider":"%s","family":"%s","hidden":%s,"metric":"%s","value":%s}\n' "$1" "$2" "$3" "$rh" "$5" "$rv" >>"$J"
 }
 # sec MINUTES: seconds with three decimals
 sec() { awk -v m="$1" 'BEGIN { printf "%.3f", m * 60 }'; }
@@ -56,7 +57,7 @@ ep() {
 ms() { sed -n 's/.*"ms_per_step":\([-0-9.e+]*\).*/\1/p'; }
 gpu() { [ -f "$W/gpu" ]; } # preflight found a CUDA device
 # rdpd SECONDS ARGS: dpd with the settings of the steps stage's install (apart from the pack stage's)
-rdpd() { t=$1; shift; XDG_CONFIG_HOME="$W/res/config" XDG_DATA_HOME="$W/res/data" timeout "$t" "$D" "$@"; }
+rdpd() { t=$1; shift; XDG_CONFIG_HOME="$W/res/config" XDG_DATA_HOME="$W/res/data" timeout --foreground "$t" "$D" "$@"; }
 # s160: the DPA_160MHz-shaped synthetic set (294 912 training samples: 4 605 steps at batch 64, frame 200, stride 1)
 s160() { [ -d "$W/s160" ] || "$D" synth --out "$W/s160" --carriers 4 --carrier-bw 40e6 --qam 1024 --fs 640e6 --nperseg 16384 --length 491520 >/dev/null; }
 
@@ -66,7 +67,7 @@ st_preflight() {
     q=$(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --format=csv,noheader 2>/dev/null)
     echo "${q:-nvidia-smi: unavailable}"
     rec preflight cuda - null device "${q:-none}"
-    out=$(timeout 30 "$G/bin/check" 2>&1 | sed -n '1,2p')
+    out=$(timeout --foreground 30 "$G/bin/check" --preflight 2>&1 | sed -n '1,2p')
     echo "$out"
     line=$(printf '%s\n' "$out" | sed -n 's/^preflight: //p')
     if [ -n "$line" ]; then
@@ -80,7 +81,9 @@ st_preflight() {
 
 st_conformance() {
     gpu || { echo "no CUDA device"; return 3; }
-    DPD_CONFORMANCE_ONLY=cuda DPD_CUDA_LIB="$G/lib/libdpd-cuda-resident.so" "$G/bin/test_conformance" >"$W/conf.txt" 2>&1
+    # under its own limit, inside the stage's, so that what it printed (line by line) is read either way
+    DPD_CONFORMANCE_ONLY=cuda DPD_CUDA_LIB="$G/lib/libdpd-cuda-resident.so" \
+        timeout --foreground $((${GPU_CHECK_STAGE_SECONDS:-150} - 10)) "$G/bin/test_conformance" >"$W/conf.txt" 2>&1
     rc=$?
     grep -E "^cuda |FAIL|SKIP|RESULT" "$W/conf.txt" | tail -n 60
     # parity_rel: the largest of a line's six relative deviations; a chain's family is PA>DPD
@@ -105,6 +108,7 @@ st_steps() {
     gpu || { echo "no CUDA device"; return 3; }
     RPK=$(ls "$G"/dist/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
     [ -n "$RPK" ] && rdpd 60 pack install "$RPK" || { echo "the CUDA pack did not install"; return 1; }
+    bad=0
     for spec in "gru 23" "gru 15" "dgru 23" "lstm 23" "tres_gru 15" "rvtdcnn 12"; do
         set -- $spec
         for k in auto eager ref; do
@@ -113,9 +117,10 @@ st_steps() {
             m=step_us
             [ $k = eager ] && m=step_us_eager
             [ $k = ref ] && m=step_us_layered
-            [ -n "$v" ] && rec steps cuda "$1" "$2" $m "$(awk -v m="$v" 'BEGIN { printf "%.2f", m * 1000 }')"
+            if [ -n "$v" ]; then rec steps cuda "$1" "$2" $m "$(awk -v m="$v" 'BEGIN { printf "%.2f", m * 1000 }')"; else bad=$((bad + 1)); fi
         done
     done
+    [ $bad = 0 ]
 }
 
 st_slope() {
@@ -124,12 +129,14 @@ st_slope() {
         eval "t$T=\$(rdpd 30 bench train --frame $T --provider cuda --steps 256 --per-call 128 --json 2>/dev/null | ms)"
     done
     echo "GRU-23 ms a step at T = 100, 200, 400: ${t100:-?} ${t200:-?} ${t400:-?}"
-    [ -n "$t100" ] && [ -n "$t400" ] && rec slope cuda gru 23 pair_ns "$(awk -v a="$t100" -v b="$t400" 'BEGIN { printf "%.1f", (b - a) / 300 * 1e6 }')"
+    [ -n "$t100" ] && [ -n "$t400" ] || return 1
+    rec slope cuda gru 23 pair_ns "$(awk -v a="$t100" -v b="$t400" 'BEGIN { printf "%.1f", (b - a) / 300 * 1e6 }')"
 }
 
 st_epochs() {
     gpu && [ -d "$W/res" ] || { echo "no CUDA device, or no CUDA pack installed (stage steps)"; return 3; }
     s160
+    bad=0
     for spec in "gru 23" "dgru 23" "lstm 23" "tres_gru 15" "rvtdcnn 12"; do
         set -- $spec
         for p in cuda cpu; do
@@ -137,7 +144,7 @@ st_epochs() {
                 --no-plots --provider $p --out "$W/r-$1-$p" >/dev/null 2>&1
             v=$(ep "$W/r-$1-$p")
             echo "$1-$2 on $p: a DPA_160MHz-shaped epoch ${v:-failed} s"
-            [ -n "$v" ] && rec epoch160 $p "$1" "$2" epoch_s "$v"
+            if [ -n "$v" ]; then rec epoch160 $p "$1" "$2" epoch_s "$v"; else bad=$((bad + 1)); fi
         done
     done
     PA=$(ls "$W"/r-gru-cuda/*/train_pa/*/best.safetensors "$W"/r-gru-cpu/*/train_pa/*/best.safetensors 2>/dev/null | head -n 1)
@@ -146,8 +153,9 @@ st_epochs() {
             --no-plots --provider $p --out "$W/d-$p" >/dev/null 2>&1
         v=$(ep "$W/d-$p")
         echo "DPD GRU-15 through the GRU-23 PA on $p: an epoch ${v:-failed} s"
-        [ -n "$v" ] && rec epoch160_dpd $p "gru>gru" 15 epoch_s "$v"
+        if [ -n "$v" ]; then rec epoch160_dpd $p "gru>gru" 15 epoch_s "$v"; else bad=$((bad + 1)); fi
     done
+    [ $bad = 0 ]
 }
 
 st_run4() {
@@ -164,24 +172,42 @@ st_run4() {
 st_pack() {
     gpu || { echo "no CUDA device"; return 3; }
     PACK=$(ls "$G"/dist/dpd-pack-cuda-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
-    timeout 60 "$D" pack install "$PACK" || return 1
+    timeout --foreground 60 "$D" pack install "$PACK" || return 1
     "$D" providers
     M=$G/ckpt/pa_gru23.safetensors S=$G/data/DPA_200MHz
-    timeout 60 "$D" parity --model "$M" --data "$S" --providers cpu,cuda --json >"$W/par.json" 2>&1
+    timeout --foreground 60 "$D" parity --model "$M" --data "$S" --providers cpu,cuda --json >"$W/par.json" 2>&1
     cat "$W/par.json"
     V=$(sed -n 's/.*"provider":"cuda"[^}]*"max_rel":\([-0-9.e+]*\).*/\1/p' "$W/par.json" | head -n 1)
     [ -n "$V" ] && rec pack cuda gru 23 parity_rel "$V"
+    # quick-preset training on both providers: the test metrics (test_nmse_db, test_aclr_db) and
+    # their differences (delta_*: the issue's 0.01 dB), a GRU-23 PA and a GRU-10 DPD through it
     for p in cuda cpu; do
-        /usr/bin/time -f "$p: %e s wall" timeout 60 "$D" train-pa --data "$S" --model gru --hidden 23 --preset quick \
-            --no-plots --provider $p --out "$W/q-$p" --json 2>&1 | grep -oE '"test":\{[^}]*\}|.*wall'
+        timeout --foreground 60 "$D" train-pa --data "$S" --model gru --hidden 23 --preset quick --no-plots --provider $p \
+            --out "$W/q-$p" --json >"$W/qpa-$p.json" 2>/dev/null
+        timeout --foreground 90 "$D" train-dpd --data "$S" --pa "$M" --model gru --hidden 10 --preset quick --no-plots --provider $p \
+            --out "$W/qd-$p" --json >"$W/qdpd-$p.json" 2>/dev/null
+    done
+    # tm FILE KEY: the test split's KEY (NMSE, ACLR_AVG) in a run's --json answer
+    tm() { grep -o '"test":{[^}]*}' "$1" 2>/dev/null | sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p"; }
+    for k in pa dpd; do
+        h=23
+        [ $k = dpd ] && h=10
+        for key in NMSE:test_nmse_db ACLR_AVG:test_aclr_db; do
+            u=$(tm "$W/q$k-cuda.json" "${key%%:*}") v=$(tm "$W/q$k-cpu.json" "${key%%:*}")
+            echo "quick $k ${key%%:*} (test): cuda ${u:-?} dB, cpu ${v:-?} dB"
+            [ -n "$u" ] && rec "quick_$k" cuda gru $h "${key#*:}" "$u"
+            [ -n "$v" ] && rec "quick_$k" cpu gru $h "${key#*:}" "$v"
+            [ -n "$u" ] && [ -n "$v" ] && rec "quick_$k" cuda gru $h "delta_${key#*:test_}" \
+                "$(awk -v a="$u" -v b="$v" 'BEGIN { d = a - b; printf "%.6f", d < 0 ? -d : d }')"
+        done
     done
     tensors() { hl=$(od -An -t u8 -N8 "$1" | tr -d ' '); tail -c +$((hl + 9)) "$1"; }
     for n in 1 2; do
-        timeout 60 "$D" train-pa --data "$S" --model gru --hidden 23 --preset quick --epochs $n --no-plots --provider cuda \
+        timeout --foreground 60 "$D" train-pa --data "$S" --model gru --hidden 23 --preset quick --epochs $n --no-plots --provider cuda \
             --out "$W/rs$n" >/dev/null 2>&1
     done
     R1=$(ls -d "$W"/rs1/*/train_pa/* | head -n 1) R2=$(ls -d "$W"/rs2/*/train_pa/* | head -n 1)
-    timeout 60 "$D" train-pa --resume "$R1" --epochs 2 --provider cuda >/dev/null 2>&1
+    timeout --foreground 60 "$D" train-pa --resume "$R1" --epochs 2 --provider cuda >/dev/null 2>&1
     [ -f "$R2/last.safetensors" ] && tensors "$R2/last.safetensors" >"$W/t2"
     if [ -f "$W/t2" ] && tensors "$R1/last.safetensors" | cmp -s - "$W/t2"; then
         echo "resume: weights and moments bitwise equal"; rec pack cuda gru 23 bitwise true
@@ -192,12 +218,13 @@ st_pack() {
 
 st_gru_check() {
     gpu || { echo "no CUDA device"; return 3; }
-    "$G/bin/check"
+    timeout --foreground $((${GPU_CHECK_STAGE_SECONDS:-60} - 5)) "$G/bin/check"
 }
 
 st_opencl() {
     gpu && ls /etc/OpenCL/vendors/*nvidia* >/dev/null 2>&1 || { echo "no NVIDIA OpenCL ICD under /etc/OpenCL/vendors"; return 3; }
-    DPD_CONFORMANCE_ONLY=opencl DPD_OPENCL_LIB="$G/lib/libdpd-opencl-test.so" "$G/bin/test_conformance" >"$W/oconf.txt" 2>&1
+    DPD_CONFORMANCE_ONLY=opencl DPD_OPENCL_LIB="$G/lib/libdpd-opencl-test.so" \
+        timeout --foreground $((${GPU_CHECK_STAGE_SECONDS:-60} - 5)) "$G/bin/test_conformance" >"$W/oconf.txt" 2>&1
     rc=$?
     grep -E "FAIL|RESULT" "$W/oconf.txt" | tail -n 20
     r=$(sed -n 's/^RESULT conformance //p' "$W/oconf.txt")
@@ -229,7 +256,7 @@ stage() {
     fi
     t=$(($2 < left ? $2 : left))
     t0=$(date +%s)
-    timeout "$t" sh "$SELF" --stage "$1"
+    GPU_CHECK_STAGE_SECONDS=$t timeout "$t" sh "$SELF" --stage "$1"
     rc=$?
     case $rc in
     0) s=ok ;;

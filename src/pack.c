@@ -638,6 +638,12 @@ static dpd_status probe_session(const dpd_provider *p, dpd_model *m, int B, int 
     return s;
 }
 
+/* The larger of e and |d|, infinite where d is not a number (fmax would drop a NaN). */
+static double worse(double e, double d) {
+    d = fabs(d);
+    return d <= e ? e : isnan(d) ? INFINITY : d;
+}
+
 /* Three training steps of model m (batches of B sequences of T samples of random data, clipped at
  * 1: a chunk of steps a device records and replays) on session a of provider p and on session b
  * of the cpu: the largest relative deviation of the losses and of both AdamW moments, in *dev. */
@@ -663,11 +669,10 @@ static dpd_status probe_step(const dpd_provider *p, void *a, const dpd_provider 
     for (int q = 0; !s && q < 2; q++) { /* m, then v */
         const float *u = g + q * np, *w = g + (2 + q) * np;
         double e = 0, mx = 0;
-        for (size_t i = 0; i < np; i++) e = fmax(e, fabs((double)u[i] - w[i])), mx = fmax(mx, fabs((double)w[i]));
-        *dev = fmax(*dev, mx > 0 ? e / mx : e);
+        for (size_t i = 0; i < np; i++) e = worse(e, (double)u[i] - w[i]), mx = fmax(mx, fabs((double)w[i]));
+        *dev = worse(*dev, mx > 0 ? e / mx : e);
     }
-    for (int i = 0; !s && i < 3; i++) *dev = fmax(*dev, fabs(loss[0][i] - loss[1][i]) / fmax(fabs(loss[1][i]), 1e-30));
-    if (isnan(*dev)) *dev = INFINITY;
+    for (int i = 0; !s && i < 3; i++) *dev = worse(*dev, (loss[0][i] - loss[1][i]) / fmax(fabs(loss[1][i]), 1e-30));
     free(x), free(y), free(g), free(fr);
     return s;
 }
@@ -750,7 +755,7 @@ DPD_API dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd
         goto done;
     }
     double e = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)y1[i] - y0[i])), mx = fmax(mx, fabs((double)y0[i]));
+    for (size_t i = 0; i < n; i++) e = worse(e, (double)y1[i] - y0[i]), mx = fmax(mx, fabs((double)y0[i]));
     int trained = 0;
     double worst = 0;
     if (!(e <= 1e-4 * mx))
@@ -760,7 +765,8 @@ DPD_API dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd
         snprintf(info, ninfo, "%s on %s (%s, %.0f MiB, ABI version %u): probe matches the CPU within %.1e%s", provider,
                  d.name, d.arch, d.memory / 1048576.0, p->i->api_version, mx > 0 ? e / mx : e,
                  trained ? ", three training steps of each of its fast families within " : "");
-    if (!s && trained) snprintf(info + strlen(info), ninfo - strlen(info), "%.1e (%d)", worst, trained);
+    if (!s && trained && info && ninfo > strlen(info) + 1)
+        snprintf(info + strlen(info), ninfo - strlen(info), "%.1e (%d)", worst, trained);
 done:
     if (sess) p->i->session_free(sess);
     if (ref) cpu->i->session_free(ref);

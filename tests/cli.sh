@@ -387,6 +387,7 @@ if [ -f "$FAKE" ]; then
     DPD_FAKE=hang DPD_PACK_TIMEOUT=2 "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "gave no answer within 2 s and was stopped" "$T/err"' "a hanging probe is stopped at the timeout and refused"
     DPD_FAKE=wrong "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "probe mismatch" "$T/err"' "a wrong probe result is refused"
     DPD_FAKE=wrongtrain "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "probe mismatch: a cuda training step of gru-8" "$T/err"' "a wrong training step is refused at install ($(head -c 200 "$T/err"))"
+    DPD_FAKE=nantrain "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "probe mismatch: a cuda training step of gru-8 differs from the CPU.s by inf" "$T/err"' "a training step leaving NaN moments is refused at install ($(head -c 200 "$T/err"))"
     check '! ls "$PACKS" | grep -qv "^\.validate.lock$"' "refused packs leave nothing installed"
     # case 4: cannot activate -> the preference goes to cpu with the reason shown
     DPD_FAKE=nodevice "$DPD" pack install "$T/fake.tar.gz" >/dev/null 2>"$T/err"

@@ -6,7 +6,7 @@
  *            v1 (init refuses 2 and serves 1: only the v1 slots) | nodevice (score 0) |
  *            crash (SIGSEGV in a computing call) | hang (a computing call never returns) |
  *            wrong (forward and evaluate outputs off by 0.01) |
- *            wrongtrain (train_steps' losses 1 % high) |
+ *            wrongtrain (train_steps' losses 1 % high) | nantrain (its AdamW moments NaN) |
  *            nomem:N (forward and evaluate batches above N fail for memory) |
  *            devfail (a device failure in every computing call) |
  *            nochain (no training through a PA model: forward_keep, backward, clip, chain NULL) |
@@ -15,7 +15,8 @@
  *   DPD_FAKE_LOG=FILE  appends the batch size of every forward and evaluate call.
  *   DPD_FAKE_LOADS=FILE appends "load" when the library is loaded and "init NAME VERSION" at
  *                      every init call (tests count how often the registry loads a pack).
- * The computing calls are forward, evaluate, train_step, forward_keep and train_steps. */
+ * The computing calls are forward, evaluate, train_step, forward_keep and train_steps; get_state
+ * only answers nantrain. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -175,6 +176,13 @@ static dpd_status evaluate(void *s, int split, int N, int batch, float *pred, ch
 }
 
 static dpd_provider_i fake_i;
+/* get_state as the cpu's, but for nantrain: the first moment NaN (a device whose step went wrong). */
+static dpd_status get_state(void *s, float *m, float *v, long *step, char *err, size_t nerr) {
+    dpd_status st = cpu()->get_state(s, m, v, step, err, nerr);
+    if (!st && !strcmp(mode(), "nantrain")) m[0] = __builtin_nanf("");
+    return st;
+}
+
 static char fake_name[32];
 
 __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api_version, dpd_provider *out, char *err,
@@ -196,6 +204,7 @@ __attribute__((visibility("default"))) dpd_status dpd_provider_init(uint32_t api
     fake_i.attach = cpu()->attach ? attach : NULL;
     fake_i.train_steps = cpu()->train_steps ? train_steps : NULL;
     fake_i.evaluate = cpu()->evaluate ? evaluate : NULL;
+    fake_i.get_state = cpu()->get_state ? get_state : NULL;
     if (!strcmp(m, "nochain")) fake_i.forward_keep = NULL, fake_i.backward = NULL, fake_i.clip = NULL, fake_i.chain = NULL;
     if (v1) fake_i.session_open = NULL, fake_i.attach = NULL, fake_i.train_steps = NULL, fake_i.evaluate = NULL,
             fake_i.chain = NULL;

@@ -15,6 +15,10 @@ if [ ! -f "$B/cuda/libdpd-cuda-resident.so" ] || [ ! -f "$B/cuda/check" ]; then
     echo "SKIP gpucheck: $B/cuda has no CUDA libraries (no nvcc, or a sanitized build)"
     echo "RESULT gpucheck 0 0 1"; exit 0
 fi
+if [ ! -f "${DPD_SHARED:-../shared}/data/opendpd/DPA_200MHz/spec.json" ]; then
+    echo "SKIP gpucheck: no ${DPD_SHARED:-../shared}/data/opendpd/DPA_200MHz (the device check's data)"
+    echo "RESULT gpucheck 0 0 1"; exit 0
+fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 if BUILD=$B GPU_CHECK_INPUTS=$T/gpu GPU_PREPARE_ARCHIVE=0 sh scripts/gpu-prepare.sh >"$T/prep.log" 2>&1; then ok; else bad "gpu-prepare: $(tail -n 3 "$T/prep.log")"; fi

@@ -444,8 +444,9 @@ typedef struct dpd_session dpd_session;
  *              A loaded OpenBLAS/BLIS/OpenMP (used by least-squares fits) gets the same count,
  *              process-wide by those libraries' own design: the last session opened sets it
  *   kernels    cpu: auto, fast, avx512, avx2, sse or ref (the scalar reference) (auto); eager is auto.
- *              opencl, cuda: auto (a one-layer GRU or LSTM of hidden <= 32, not chained to a PA,
- *              trains in one fused kernel a step and evaluates in one launch; chunks of steps are
+ *              opencl, cuda: auto (a one-layer GRU, LSTM, DGRU or TRes-GRU or an RVTDCNN of
+ *              hidden <= 32, not chained to a PA, trains in one fused kernel a step and
+ *              evaluates every segment in one launch, in tiles; chunks of steps are
  *              recorded once and replayed: CUDA graphs), eager (fused,
  *              every step launched) or ref (the layered kernels, every step launched); every
  *              choice gives the same bits (tests/test_conformance.c)
@@ -955,8 +956,10 @@ DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n);
 DPD_API DPD_CHECK dpd_status dpd_pack_install(const char *file, const char *sha256, const char *helper,
                                               char *installed, size_t ninstalled, dpd_error *err);
 /* The helper's probe: load the provider of pack dir, check a device is listed, run a small GRU
- * inference against the CPU result. DPD_E_DEVICE when it cannot activate here. info: devices
- * and timings. */
+ * inference against the CPU result and, for a provider that trains on its device (ABI v2), three
+ * training steps of each fast family it supports (losses and AdamW moments within 1e-4 of the
+ * CPU's). DPD_E_DEVICE when it cannot activate here, DPD_E_FORMAT on a mismatch. info (may be
+ * NULL with ninfo 0): the device and the deviations. */
 DPD_API DPD_CHECK dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd_error *err);
 DPD_API DPD_CHECK dpd_status dpd_pack_verify(const char *name, dpd_error *err);
 DPD_API DPD_CHECK dpd_status dpd_pack_activate(const char *name, const char *helper, dpd_error *err);

@@ -591,7 +591,7 @@ __kernel WG_SIZE(WG) void adamw(
  * past H compute unit 0 and store nothing); built with the hidden size a compile-time constant
  * (OpenCL: H_CONST; CUDA: templates, instantiated for 1..32 below), so that the recurrence runs
  * from registers: unit j's rows of W_hh in the forward, its columns in the backward. Everything
- * stays in local memory (sm, sized by host.c's fused_floats): the frame, the targets, the hidden
+ * stays in local memory (sm, sized by host.c's host_fused_floats): the frame, the targets, the hidden
  * states, the gates; one barrier a time step. The head, the loss and the weight gradients are
  * data-parallel passes over the group. Every sum runs in the order of the layered kernels
  * (gather, gru_fwd or lstm_fwd, dense_fwd, mse, dense_bwd_in, gru_bwd or lstm_bwd, rnn_bwd_w,
@@ -920,7 +920,7 @@ FN float dgru_out(__global const float *p, int o_wo, int o_bo, LOCAL_PTR us, LOC
  * the output; hs (T + 1, H): h(t - 1) at row t; gs (T, G): the gates (G = 4 H for the GRU, 5 H
  * for the LSTM), where the backward puts its gate gradients; da (2, 3 H or 4 H): gate gradients,
  * two steps in turn. 6 T + H (T + 1) + 4 H T + 6 H floats (GRU), 6 T + H (T + 1) + 5 H T + 8 H
- * (LSTM): host.c's fused_floats. Two kernels, not one with a flag: PoCL miscompiles barriers
+ * (LSTM): host.c's host_fused_floats. Two kernels, not one with a flag: PoCL miscompiles barriers
  * under a branch. */
 #define TRAIN_ARGS                                                                                                      \
     __global const float *x, __global const float *y, __global const uint *frames, __global const int *cur,           \
