@@ -322,8 +322,11 @@ int cmd_parity(int argc, char **argv) {
             mref = ep.m;
             snprintf(refname, sizeof refname, "%s", p);
         }
-        for (size_t i = 0; i < len; i++)
-            dev = fmax(dev, fabs((double)ep.pred[i] - ref[i])), mx = fmax(mx, fabs((double)ref[i]));
+        for (size_t i = 0; i < len; i++) { /* a NaN output is an infinite deviation (fmax would drop it) */
+            double d = fabs((double)ep.pred[i] - ref[i]);
+            if (!(d <= dev)) dev = isnan(d) ? INFINITY : d;
+            mx = fmax(mx, fabs((double)ref[i]));
+        }
         double rel = mx > 0 ? dev / mx : dev;
         const dpd_metrics *q = &ep.m;
         if (json) {

@@ -12,7 +12,8 @@
 #   steps        the CUDA pack installed (its probe trains each family on the device), then us
 #                per step per family: recorded chunks (step_us), every step launched
 #                (step_us_eager), the layered kernels (step_us_layered)
-#   slope        pair_ns: one forward+backward time step, the slope of GRU-23 over T = 100..400
+#   slope        pair_ns: one forward+backward time step, the least-squares slope of a GRU-23
+#                step over T = 100, 200, 400
 #   epochs       a DPA_160MHz-shaped synthetic set: the second of two epochs (epoch_s, incl. val
 #                and test) of train-pa for each family and train-dpd GRU-15 through the GRU-23 PA,
 #                on cuda and on the cpu provider
@@ -129,8 +130,11 @@ st_slope() {
         eval "t$T=\$(rdpd 30 bench train --frame $T --provider cuda --steps 256 --per-call 128 --json 2>/dev/null | ms)"
     done
     echo "GRU-23 ms a step at T = 100, 200, 400: ${t100:-?} ${t200:-?} ${t400:-?}"
-    [ -n "$t100" ] && [ -n "$t400" ] || return 1
-    rec slope cuda gru 23 pair_ns "$(awk -v a="$t100" -v b="$t400" 'BEGIN { printf "%.1f", (b - a) / 300 * 1e6 }')"
+    [ -n "$t100" ] && [ -n "$t200" ] && [ -n "$t400" ] || return 1
+    # the least-squares slope of the three (ms a sample of the frame), in ns
+    rec slope cuda gru 23 pair_ns "$(awk -v a="$t100" -v b="$t200" -v c="$t400" 'BEGIN { m = 700 / 3; y = (a + b + c) / 3
+        printf "%.1f", ((100 - m) * (a - y) + (200 - m) * (b - y) + (400 - m) * (c - y)) /
+            ((100 - m) ^ 2 + (200 - m) ^ 2 + (400 - m) ^ 2) * 1e6 }')"
 }
 
 st_epochs() {

@@ -758,15 +758,15 @@ DPD_API dpd_status dpd_pack_probe(const char *dir, char *info, size_t ninfo, dpd
     for (size_t i = 0; i < n; i++) e = worse(e, (double)y1[i] - y0[i]), mx = fmax(mx, fabs((double)y0[i]));
     int trained = 0;
     double worst = 0;
+    char steps[96] = "";
     if (!(e <= 1e-4 * mx))
         s = dpd_fail(err, DPD_E_FORMAT, "probe mismatch: the %s output differs from the CPU by %.2e (max %.2e)",
                      provider, e, mx);
-    else if (!(s = probe_training(p, provider, &trained, &worst, err)))
+    else if (!(s = probe_training(p, provider, &trained, &worst, err))) {
+        if (trained) snprintf(steps, sizeof steps, ", three training steps of %d families within %.1e", trained, worst);
         snprintf(info, ninfo, "%s on %s (%s, %.0f MiB, ABI version %u): probe matches the CPU within %.1e%s", provider,
-                 d.name, d.arch, d.memory / 1048576.0, p->i->api_version, mx > 0 ? e / mx : e,
-                 trained ? ", three training steps of each of its fast families within " : "");
-    if (!s && trained && info && ninfo > strlen(info) + 1)
-        snprintf(info + strlen(info), ninfo - strlen(info), "%.1e (%d)", worst, trained);
+                 d.name, d.arch, d.memory / 1048576.0, p->i->api_version, mx > 0 ? e / mx : e, steps);
+    }
 done:
     if (sess) p->i->session_free(sess);
     if (ref) cpu->i->session_free(ref);

@@ -339,13 +339,13 @@ static void fused(const dpd_provider *p, const char *pname) {
  * from one to the next; TRes-GRU's skip and RVTDCNN's rows reaching into the tiles beside, and
  * around the segment's ends), against its layered kernels, bitwise: 3 segments of N samples,
  * each family at hidden 8 and 23, in as many tiles as the device's local memory needs, and where
- * the provider is a test build that honours var (DPD_OPENCL_TILE), in tiles of 1, 7 and 64 too.
- * N = 700 there; 3000 where no cap is honoured (the CUDA library), so that on an H200 (227 KiB
- * a block) every one of them runs in at least three tiles. */
-static void tiles(const dpd_provider *p, const char *pname, const char *var, int capped) {
+ * the provider is a test build that honours the variable cap (DPD_OPENCL_TILE), in tiles of 1, 7
+ * and 64 too. N = 700 there; 3000 where cap is NULL (the CUDA library has no test hooks), so that
+ * on an H200 (227 KiB a block) every one of them runs in at least three tiles. */
+static void tiles(const dpd_provider *p, const char *pname, const char *cap) {
     static const char *const fam[] = {"gru", "lstm", "dgru", "tres_gru", "rvtdcnn"};
     static const char *const caps[] = {"", "1", "7", "64"};
-    const int S = 3, N = capped ? 700 : 3000;
+    const int S = 3, N = cap ? 700 : 3000;
     for (size_t f = 0; f < 10; f++) {
         dpd_model_cfg c = {"", f % 2 ? 23 : 8, 1};
         snprintf(c.family, sizeof c.family, "%s", fam[f / 2]);
@@ -360,10 +360,10 @@ static void tiles(const dpd_provider *p, const char *pname, const char *var, int
         void *b = open_session(p, "ref", m, S, N, &st, msg, sizeof msg);
         if (b && !(st = p->i->attach(b, DPD_VAL, x, NULL, n, msg, sizeof msg))) st = p->i->evaluate(b, DPD_VAL, N, S, yb, msg, sizeof msg);
         CHECK(b && !st, "%s %s-%d: the layered evaluation of long segments: %s", pname, c.family, c.hidden, msg);
-        for (size_t k = 0; k < (capped ? sizeof caps / sizeof *caps : 1) && b && !st; k++) {
-            setenv(var, caps[k], 1);
+        for (size_t k = 0; k < (cap ? sizeof caps / sizeof *caps : 1) && b && !st; k++) {
+            if (cap) setenv(cap, caps[k], 1);
             void *a = open_session(p, "auto", m, S, N, &st, msg, sizeof msg);
-            unsetenv(var);
+            if (cap) unsetenv(cap);
             if (a && !(st = p->i->attach(a, DPD_VAL, x, NULL, n, msg, sizeof msg)))
                 st = p->i->evaluate(a, DPD_VAL, N, S, ya, msg, sizeof msg);
             CHECK(a && !st && !memcmp(ya, yb, n * 2 * 4),
@@ -564,7 +564,7 @@ int main(void) {
     if (!lib) snprintf(path, sizeof path, "%s/opencl/test/libdpd-opencl.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
     if (wanted("opencl")) {
         const dpd_provider *ocl = load(lib, why, sizeof why);
-        if (ocl) suite(ocl, "opencl", "auto"), fused(ocl, "opencl"), tiles(ocl, "opencl", "DPD_OPENCL_TILE", 1), replays(ocl, "opencl"), resumes(ocl, "opencl");
+        if (ocl) suite(ocl, "opencl", "auto"), fused(ocl, "opencl"), tiles(ocl, "opencl", "DPD_OPENCL_TILE"), replays(ocl, "opencl"), resumes(ocl, "opencl");
         else check_skip("conformance opencl", why);
     }
     /* the device-resident CUDA provider (providers/cuda/device.cu), where a GPU is */
@@ -572,7 +572,7 @@ int main(void) {
         snprintf(path, sizeof path, "%s/cuda/libdpd-cuda-resident.so", getenv("BUILD") ? getenv("BUILD") : "build"), lib = path;
     if (wanted("cuda")) {
         const dpd_provider *cu = access(lib, R_OK) ? NULL : load(lib, why, sizeof why);
-        if (cu) suite(cu, "cuda", "auto"), fused(cu, "cuda"), tiles(cu, "cuda", "DPD_CUDA_TILE", 0), replays(cu, "cuda"), resumes(cu, "cuda");
+        if (cu) suite(cu, "cuda", "auto"), fused(cu, "cuda"), tiles(cu, "cuda", NULL), replays(cu, "cuda"), resumes(cu, "cuda");
         else check_skip("conformance cuda", access(lib, R_OK) ? "not built (no nvcc, or a sanitized build)" : why);
     }
     return check_done("conformance");

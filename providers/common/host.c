@@ -46,15 +46,15 @@ static const plan plans[] = {
     {"tres_gru", FEAT_TRES, CELL_GRU, HEAD_LINEAR, 1, 1, K_TRES_TRAIN, K_TRES_EVAL},
     {"rvtdcnn", FEAT_NONE, CELL_NONE, HEAD_RVT, 0, 1, K_RVT_TRAIN, K_RVT_EVAL}};
 
-static const plan *plan_of(const dpd_model_cfg *m) {
+static const plan *plan_of(const char *family) {
     for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
-        if (!strcmp(m->family, plans[i].family)) return &plans[i];
+        if (!strcmp(family, plans[i].family)) return &plans[i];
     return NULL;
 }
 
 static int supports(void *ctx, const dpd_model_cfg *m) {
     (void)ctx;
-    const plan *f = plan_of(m);
+    const plan *f = plan_of(m->family);
     return f && m->layers >= 1 && m->layers <= f->layers && m->hidden >= 1 && m->hidden <= HOST_MAX_HIDDEN;
 }
 
@@ -256,7 +256,7 @@ static dpd_status session_open(void *ctx, int device, const dpd_model_cfg *m, co
     if (device < 0 || device >= be->count()) return snprintf(err, nerr, "%s: no device %d", be->name, device), DPD_E_INVAL;
     session *s = (session *)calloc(1, sizeof *s);
     if (!s) return snprintf(err, nerr, "%s: out of memory", be->name), DPD_E_NOMEM;
-    s->be = be, s->dev = device, s->H = m->hidden, s->f = plan_of(m), s->L = s->f->cell == CELL_NONE ? 0 : m->layers;
+    s->be = be, s->dev = device, s->H = m->hidden, s->f = plan_of(m->family), s->L = s->f->cell == CELL_NONE ? 0 : m->layers;
     for (int i = 0; i < nt; i++) s->np = (int)(t[i].offset + t[i].numel) > s->np ? (int)(t[i].offset + t[i].numel) : s->np;
     const char *missing = NULL;
     if (!bind(s, t, nt, &missing)) {
@@ -551,9 +551,7 @@ static int step(session *s, int B, int b, int L, int S, size_t fused, double max
  * features), the hidden states, each step's gates (DGRU: and its hidden head; the LSTM: its cell
  * state's carry). */
 size_t host_fused_floats(const char *family, int hidden, int T, int train) {
-    const plan *f = NULL;
-    for (size_t i = 0; i < sizeof plans / sizeof *plans && !f; i++)
-        if (!strcmp(family, plans[i].family)) f = &plans[i];
+    const plan *f = plan_of(family);
     if (!f || hidden < 1 || hidden > HOST_FUSED || T < 1) return 0;
     size_t H = (size_t)hidden, t = (size_t)T, lstm = f->cell == CELL_LSTM, dgru = f->head == HEAD_DGRU, tres = f->tcn;
     if (f->head == HEAD_RVT) return train ? 98 * t + 2 * H * t : 38 * t + 6 + H * t;
