@@ -111,6 +111,11 @@ $(BUILD)/fuzz/src/kern/%_$(1).o: src/kern/%.c $(wildcard src/kern/*.h)
 	$$(call say,FUZZ,$$< ($(1)))$$(FUZZ_CC) $$(filter-out $$(FUZZ_SAN),$$(FUZZ_CFLAGS)) $$(INTERNAL) $$(KFLAGS) $$(ISA_$(1)) -c $$< -o $$@
 endef
 $(foreach isa,avx512 avx2 sse,$(eval $(call KERN_RULE,$(isa))))
+# tests/test_vlibm.c checks each ISA's vlibm.h functions, compiled as the kernels are.
+$(BUILD)/tests/vlibm_%.o: tests/vlibm.c $(wildcard src/kern/*.h)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$< ($*))$(CC) $(CFLAGS) $(INTERNAL) -ffp-contract=off -Wno-psabi $(ISA_$*) -c $< -o $@
+$(BUILD)/tests/test_vlibm: $(foreach isa,avx512 avx2 sse,$(BUILD)/tests/vlibm_$(isa).o)
 
 $(BUILD)/libdpd.a: $(LIB_OBJ)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^

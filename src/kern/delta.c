@@ -118,10 +118,16 @@ static void gemv_t(float *out, const float *W, int rows, int n, const float *d) 
     if (i < n) gemv_t_block(out, W, rows, n, i, d, 1);
 }
 
-/* v (n, KL) = expf(v) for the lanes in use (libm, element by element), 0 in the others */
-static void map_expf(float *v, int n, int nb) {
+/* v (n, KL) = expf(v) for the lanes in use, 0 in the others: vexpf on every lane when ve
+ * (vexpf_matches()), else libm element by element */
+static void map_expf(float *v, int n, int nb, int ve) {
     for (int k = 0; k < n; k++)
-        for (int l = 0; l < KL; l++) v[k * KL + l] = l < nb ? expf(v[k * KL + l]) : 0.0f;
+        for (int l = 0; l < KL; l += VW) {
+            float *p = v + k * KL + l;
+            if (ve && l + VW <= nb) st(p, vexpf(ld(p)));
+            else
+                for (int j = 0; j < VW; j++) p[j] = l + j < nb ? expf(p[j]) : 0.0f;
+        }
 }
 
 /* v (n, KL) = tanhf(v): vtanhf on every lane when vt (vtanhf_matches()), else libm for the lanes in
@@ -137,7 +143,7 @@ static void map_tanhf(float *v, int n, int nb, int vt) {
 
 /* One chunk's forward step t (rnn.c's loop body, lane by lane): the commits of x_t (X) and h(t-1),
  * the gate sums, the cell, into the lane planes at t. */
-static void fwd_step(const kgru *w, float thx, float thh, int nb, int vt, int t, const float *X, dsoa s, float *tmp) {
+static void fwd_step(const kgru *w, float thx, float thh, int nb, int vt, int ve, int t, const float *X, dsoa s, float *tmp) {
     int I = w->I, H = w->H, G = 3 * H;
     size_t oh = (size_t)t * H * KL, ox = (size_t)t * I * KL;
     float *ai = tmp, *ah = ai + G * KL, *e = ah + G * KL, *u = e + 2 * H * KL, *z0 = u + H * KL;
@@ -147,7 +153,7 @@ static void fwd_step(const kgru *w, float thx, float thh, int nb, int vt, int t,
     gemv(ai, w->wih, w->bih, G, I, s.xp + ox);
     gemv(ah, w->whh, w->bhh, G, H, t ? s.hp + oh : NULL); /* h_p is 0 at t = 0: the biases alone */
     for (int k = 0; k < 2 * H * KL; k += VW) st(e + k, -(ld(ai + k) + ld(ah + k)));
-    map_expf(e, 2 * H, nb);
+    map_expf(e, 2 * H, nb, ve);
     for (int k = 0; k < H * KL; k += VW) {
         vf r = 1.0f / (1.0f + ld(e + k)), g = ld(ah + 2 * H * KL + k);
         st(s.r + oh + k, r), st(s.g + oh + k, g);
@@ -163,7 +169,7 @@ static void fwd_step(const kgru *w, float thx, float thh, int nb, int vt, int t,
 }
 
 static void forward(const kgru *w, float thx, float thh, int B, int T, const float *x, float *sv, float *tmp) {
-    int I = w->I, H = w->H, G = 3 * H, vt = vtanhf_matches();
+    int I = w->I, H = w->H, G = 3 * H, vt = vtanhf_matches(), ve = vexpf_matches();
     size_t bt = (size_t)B * T;
     tmp = kalign(tmp);
     float *X = tmp, *st_tmp = X + (size_t)T * I * KL, *z0 = st_tmp + (2 * (size_t)G + 3 * (size_t)H) * KL;
@@ -172,7 +178,7 @@ static void forward(const kgru *w, float thx, float thh, int B, int T, const flo
         int b0 = c * KL, nb = B - b0 < KL ? B - b0 : KL;
         dsoa s = soa_at(sv, I, H, B, T, c);
         to_lanes(X, x + (size_t)b0 * T * I, nb, (size_t)T * I, (size_t)T * I);
-        for (int t = 0; t < T; t++) fwd_step(w, thx, thh, nb, vt, t, X, s, st_tmp);
+        for (int t = 0; t < T; t++) fwd_step(w, thx, thh, nb, vt, ve, t, X, s, st_tmp);
         from_lanes(sv + (size_t)b0 * T * H, (size_t)T * H, s.h, nb, (size_t)T * H, 0);
         from_lanes(sv + bt * H + (size_t)b0 * T * I, (size_t)T * I, s.xp, nb, (size_t)T * I, 0);
         from_lanes(sv + bt * (H + I) + (size_t)b0 * T * H, (size_t)T * H, s.hp, nb, (size_t)T * H, 0);

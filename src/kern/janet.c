@@ -7,8 +7,9 @@
  *   operation on vectors of lanes; a gate's dot product keeps nn.h's dot(): four partial sums in
  *   input order, the tail into the first, then the bias;
  * - the nonlinearities give libm's results as the reference calls it: tanhf as vlibm.h's vtanhf (the
- *   same float operations as this libm's, or libm itself where vtanhf_matches says otherwise), cos
- *   and sin as vsincos (libm's floats, checked), expf (in sigm) and atan2 as libm per element;
+ *   same float operations as this libm's, or libm itself where vtanhf_matches says otherwise), expf
+ *   (in sigm) as vexpf (likewise, vexpf_matches), cos and sin as vsincos (libm's floats, checked),
+ *   atan2 as libm per element;
  * - the weight gradients: the reference sums each element over the sequences in order, each one
  *   from its last step back, which lanes cannot do. Backward writes each sample's gate gradients
  *   into a record (rows padded to Hp) and, after each chunk, folds the records into transposed
@@ -54,16 +55,20 @@ static void vback(float *acc, const float *W, const float *d, int rows, int n, i
         }
 }
 
-/* The nonlinearities with the reference's calls, element by element; tanhf as vtanhf (bitwise the
- * same) when exact says vtanhf_matches(). n: a multiple of VW. */
+/* The nonlinearities with the reference's calls, element by element; tanhf as vtanhf and sigm's
+ * expf as vexpf (bitwise the same) when exact says vtanhf_matches(), vexpf_matches(). n: a
+ * multiple of VW. */
 static void map_tanh(float *v, size_t n, int exact) {
     if (exact)
         for (size_t e = 0; e < n; e += VW) st(v + e, vtanhf(ld(v + e)));
     else
         for (size_t e = 0; e < n; e++) v[e] = tanhf(v[e]);
 }
-static void map_sigm(float *v, size_t n) {
-    for (size_t e = 0; e < n; e++) v[e] = sigm(v[e]);
+static void map_sigm(float *v, size_t n, int exact) {
+    if (exact)
+        for (size_t e = 0; e < n; e += VW) st(v + e, 1.0f / (1.0f + vexpf(-ld(v + e)))); /* nn.h's sigm */
+    else
+        for (size_t e = 0; e < n; e++) v[e] = sigm(v[e]);
 }
 
 /* A, cos, sin (and theta when th is not NULL) of step t for the nb lanes of a chunk from sequence
@@ -182,7 +187,7 @@ static void pg_fwd(const dpd_model_cfg *c, const float *p, const float *x, int B
     pg_p w;
     pg_params(p, H, &w);
     float *v = ws + (size_t)chunks(B) * T * NS * KL, *zero = v + 2 * hk, yo[KL];
-    const int vt = vtanhf_matches();
+    const int vt = vtanhf_matches(), ve = vexpf_matches();
     memset(zero, 0, hk * sizeof *zero);
     for (int ch = 0; ch < chunks(B); ch++) {
         const int b0 = ch * KL, nb = lanes(B, ch);
@@ -204,7 +209,7 @@ static void pg_fwd(const dpd_model_cfg *c, const float *p, const float *x, int B
             memcpy(v + hk, u, hk * sizeof *v);
             vlinear(f, w.w[3], w.b[3], v, H, 2 * H);
             vlinear(g, w.w[4], w.b[4], v, H, 2 * H);
-            map_sigm(f, hk);
+            map_sigm(f, hk, ve);
             map_tanh(g, hk, vt);
             for (size_t e = 0; e < hk; e += VW) {
                 vf vf_ = ld(f + e);
@@ -377,7 +382,7 @@ static void dvr_fwd(const dpd_model_cfg *c, const float *p, const float *x, int 
     dvr_p w;
     dvr_params(p, H, K, &w);
     float *v = ws + (size_t)chunks(B) * T * NS * KL, *th = v + 2 * hk, *zero = th + hk, yo[KL], co[KL], si[KL];
-    const int vt = vtanhf_matches();
+    const int vt = vtanhf_matches(), ve = vexpf_matches();
     memset(zero, 0, hk * sizeof *zero);
     for (int ch = 0; ch < chunks(B); ch++) {
         const int b0 = ch * KL, nb = lanes(B, ch);
@@ -402,7 +407,7 @@ static void dvr_fwd(const dpd_model_cfg *c, const float *p, const float *x, int 
                 for (size_t e = 0; e < hk; e += VW)
                     st(at + e, ld(at + e) + ck * (vf)((vi)(ld(vv + e) - kf) & 0x7fffffff)); /* fabsf */
             }
-            map_sigm(f, hk);
+            map_sigm(f, hk, ve);
             vsincos(th, cs, sn, hk);
             for (size_t e = 0; e < hk; e += VW) {
                 st(ac + e, ld(at + e) * ld(cs + e));

@@ -1,9 +1,9 @@
-/* vlibm: libm's results on vectors of lanes, bit for bit (include after simd.h): tanhf (vtanhf)
- * and (float)cos, (float)sin of a float (vsincos). The exact fast paths must give the reference's
- * results, and the reference calls libm; calling it per element costs more than all the rest of a
- * recurrent step. glibc (up to at least 2.36, the one
- * here) computes tanhf with fdlibm's code: tanhf from expm1f, float operations only, no table and
- * no fused multiply-add. vtanhf below is that code with every branch evaluated and selected per
+/* vlibm: libm's results on vectors of lanes, bit for bit (include after simd.h): tanhf (vtanhf),
+ * expf (vexpf) and (float)cos, (float)sin of a float (vsincos). The exact fast paths must give the
+ * reference's results, and the reference calls libm; calling it per element costs more than all
+ * the rest of a recurrent step. glibc (up to at least 2.36, the one here) computes tanhf with
+ * fdlibm's code: tanhf from expm1f, float operations only, no table and no fused multiply-add.
+ * vtanhf below is that code with every branch evaluated and selected per
  * lane: the same float operations in the same order, so the same results (checked against libm
  * for every float input on every ISA when it was written). Another libm (a correctly rounded
  * tanhf, musl's) gives other results: vtanhf_matches tells, and callers fall back to libm.
@@ -117,16 +117,89 @@ static inline void vsincos(const float *x, float *co, float *si, size_t n) {
     }
 }
 
+/* expf as this libm computes it, on VW floats: glibc since 2.27 (and musl) use Arm's
+ * optimized-routines expf (MIT OR Apache-2.0 WITH LLVM-exception): in double, x / ln2 times 32
+ * rounded to k by adding 1.5 * 2^52, s = 2^(k / 32) from a table of 32 and the exponent, a cubic in
+ * the rest r, one rounding to float at the end. glibc builds it twice and picks by the CPU: with
+ * fused multiply-adds wherever the compiler could contract (the reduction's product into both its
+ * uses, the three polynomial steps), or without any. Each ISA here computes the variant its
+ * instructions allow (FMA where __FMA__), checked against libm for every float with |x| < 88 when
+ * written (the FMA form against __expf_fma, the plain one against __expf_sse2 under
+ * GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA); lanes with |x| >= 88, infinities and NaN call libm.
+ * vexpf_matches tells whether this libm is that variant; callers fall back to libm otherwise. */
+static const uint64_t vexpf_tab[32] = { /* bits of 2^(i / 32) - (i << 47): s's exponent is added */
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51, 0x3fef72b83c7d517b,
+    0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1, 0x3fef06fe0a31b715, 0x3feef1a7373aa9cb,
+    0x3feedea64c123422, 0x3feece086061892d, 0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429,
+    0x3feea47eb03a5585, 0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d, 0x3feee89f995ad3ad,
+    0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069, 0x3fef5818dcfba487, 0x3fef7c97337b9b5f,
+    0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
+typedef uint64_t vul __attribute__((vector_size(VW * 4)));
+#if defined(__FMA__) && VW == 16
+#define VEXPF_FMA(a, b, c) (vd) _mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c))
+#elif defined(__FMA__) && VW == 8
+#define VEXPF_FMA(a, b, c) (vd) _mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c))
+#elif defined(__FMA__)
+#define VEXPF_FMA(a, b, c) (vd) _mm_fmadd_pd((__m128d)(a), (__m128d)(b), (__m128d)(c))
+#else
+#define VEXPF_FMA(a, b, c) ((a) * (b) + (c)) /* no contraction: kernels build with -ffp-contract=off */
+#endif
+static inline __attribute__((always_inline)) vh vexpf_half(vh x) {
+    const vd inv = (vd){} + 0x1.71547652b82fep+5, shift = (vd){} + 0x1.8p+52; /* 32 / ln2 */
+    const vd c0 = (vd){} + 0x1.c6af84b912394p-5 / 32 / 32 / 32, c1 = (vd){} + 0x1.ebfce50fac4f3p-3 / 32 / 32;
+    const vd c2 = (vd){} + 0x1.62e42ff0c52d6p-1 / 32, one = (vd){} + 1.0;
+    vd xd = __builtin_convertvector(x, vd);
+    vd big = VEXPF_FMA(inv, xd, shift), kd = big - shift, r = VEXPF_FMA(inv, xd, -kd);
+    vul k = (vul)big, t;
+    for (int l = 0; l < VW / 2; l++) t[l] = vexpf_tab[k[l] & 31];
+    vd s = (vd)(t + (k << 47)), r2 = r * r;
+    vd y = VEXPF_FMA(VEXPF_FMA(c0, r, c1), r2, VEXPF_FMA(c2, r, one));
+    return __builtin_convertvector(y * s, vh);
+}
+static inline __attribute__((always_inline)) vf vexpf(vf x) {
+    vh h[2];
+    memcpy(h, &x, sizeof x);
+    h[0] = vexpf_half(h[0]), h[1] = vexpf_half(h[1]);
+    vf y;
+    memcpy(&y, h, sizeof y);
+    vi big = ((vi)x & 0x7fffffff) >= 0x42b00000; /* |x| >= 88, infinities, NaN */
+    for (int l = 0; l < VW; l++)
+        if (big[l]) y[l] = expf(x[l]);
+    return y;
+}
+
+/* Probe inputs n .. n + VW - 1 of 512: both signs, mantissas spread, exponents lo .. lo + span - 1. */
+static inline void vlibm_probe(float in[VW], int n, int lo, int span) {
+    for (int l = 0; l < VW; l++) {
+        int m = n + l;
+        float mant = 1.0f + (float)(m * 2654435761u % 8388608u) / 8388608.0f;
+        in[l] = (m & 1 ? -1.0f : 1.0f) * ldexpf(mant, m % span + lo);
+    }
+}
+
+/* Whether vexpf is this libm's expf: equal on a spread of inputs and on the two where the fused
+ * and the plain variants differ (about one float in a billion), which another algorithm, or the
+ * other variant, does not pass. */
+static inline int vexpf_matches(void) {
+    float in[VW], out[VW];
+    for (int n = 0; n < 512; n += VW) {
+        vlibm_probe(in, n, -4, 10);
+        if (!n) memcpy(&in[0], &(uint32_t){0x4202422f}, 4), memcpy(&in[1], &(uint32_t){0xc27c65d9}, 4);
+        vf y = vexpf(ld(in));
+        memcpy(out, &y, sizeof out);
+        for (int l = 0; l < VW; l++)
+            if (memcmp(&out[l], &(float){expf(in[l])}, sizeof(float))) return 0;
+    }
+    return 1;
+}
+
 /* Whether vtanhf is this libm's tanhf: equal on a spread of inputs (every binade that reaches
  * expm1f's branches, both signs), which a different algorithm does not pass. ~2 us. */
 static inline int vtanhf_matches(void) {
     float in[VW], out[VW];
     for (int n = 0; n < 512; n += VW) {
-        for (int l = 0; l < VW; l++) {
-            int m = n + l;
-            float mant = 1.0f + (float)(m * 2654435761u % 8388608u) / 8388608.0f;
-            in[l] = (m & 1 ? -1.0f : 1.0f) * ldexpf(mant, m % 48 - 40);
-        }
+        vlibm_probe(in, n, -40, 48);
         vf y = vtanhf(ld(in));
         memcpy(out, &y, sizeof out);
         for (int l = 0; l < VW; l++)
