@@ -83,6 +83,16 @@ static inline __attribute__((always_inline)) vf vtanhf(vf x) {
 typedef double vd __attribute__((vector_size(VW * 4)));
 typedef int64_t vl __attribute__((vector_size(VW * 4)));
 typedef float vh __attribute__((vector_size(VW * 2))); /* VW / 2 floats: one vd's worth */
+/* Whether any lane of m is set. */
+static inline __attribute__((always_inline)) int vl_any(vl m) {
+#if VW == 16
+    return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+#elif VW == 8
+    return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#else
+    return _mm_movemask_epi8((__m128i)m) != 0;
+#endif
+}
 static inline void vsincos(const float *x, float *co, float *si, size_t n) {
     const double P1 = 1.57079632673412561417e+00, P2 = 6.07710050630396597660e-11, P3 = 2.02226624871116645580e-21;
     const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03, S3 = -1.98412698298579493134e-04,
@@ -108,11 +118,12 @@ static inline void vsincos(const float *x, float *co, float *si, size_t n) {
             vh f = __builtin_convertvector(out[k], vh), lo = __builtin_convertvector(out[k] - m, vh);
             vh hi = __builtin_convertvector(out[k] + m, vh);
             memcpy(dst[k] + i, &f, sizeof f);
-            float fl[VW / 2], fh[VW / 2];
+            vl redo = far | __builtin_convertvector(lo != hi, vl);
+            if (!vl_any(redo)) continue; /* the common case: no lane calls libm */
             int64_t bad[VW / 2];
-            memcpy(fl, &lo, sizeof fl), memcpy(fh, &hi, sizeof fh), memcpy(bad, &far, sizeof bad);
+            memcpy(bad, &redo, sizeof bad);
             for (int l = 0; l < VW / 2; l++)
-                if (bad[l] || fl[l] != fh[l]) dst[k][i + l] = k ? (float)sin(x[i + l]) : (float)cos(x[i + l]);
+                if (bad[l]) dst[k][i + l] = k ? (float)sin(x[i + l]) : (float)cos(x[i + l]);
         }
     }
 }
