@@ -102,17 +102,30 @@ static void conv_in(float *restrict z, const float *restrict f, const float *res
         }
 }
 
-/* z (T, Hp) = the depthwise convolution (kernel 5, dilation d, zero padding 2d) of a with wt (5, Hp) */
+/* z (T, Hp) = the depthwise convolution (kernel 5, dilation d, zero padding 2d) of a with wt (5, Hp):
+ * a block of VW channels at a time, its five weights in registers; the samples whose taps all lie
+ * inside [0, T) without the edge test */
 static void dwconv(float *restrict z, const float *restrict a, const float *restrict wt, int T, int Hp, int d) {
-    for (int s = 0; s < T; s++)
-        for (int h = 0; h < Hp; h += VW) {
+    int lo = 2 * d < T ? 2 * d : T, hi = T - 2 * d > lo ? T - 2 * d : lo; /* [lo, hi): every tap inside */
+    for (int h = 0; h < Hp; h += VW) {
+        vf w[5];
+        for (int j = 0; j < 5; j++) w[j] = ld(wt + j * Hp + h);
+        for (int s = 0; s < T; s++) {
             vf v = (vf){};
-            for (int j = 0; j < 5; j++) {
-                int u = s + (j - 2) * d;
-                if (u >= 0 && u < T) v += ld(wt + j * Hp + h) * ld(a + (size_t)u * Hp + h);
+            if (s < lo || s >= hi) {
+                for (int j = 0; j < 5; j++) {
+                    int u = s + (j - 2) * d;
+                    if (u >= 0 && u < T) v += w[j] * ld(a + (size_t)u * Hp + h);
+                }
+            } else {
+                const float *p = a + (size_t)(s - 2 * d) * Hp + h;
+                size_t step = (size_t)d * Hp;
+                v += w[0] * ld(p), v += w[1] * ld(p + step), v += w[2] * ld(p + 2 * step);
+                v += w[3] * ld(p + 3 * step), v += w[4] * ld(p + 4 * step);
             }
             st(z + (size_t)s * Hp + h, v);
         }
+    }
 }
 
 static void fwd(const dpd_model_cfg *c, const float *p, const float *x, int B, int T, float *y, float *ws) {
@@ -159,8 +172,10 @@ static void head_back(float *restrict go, float *restrict da, const float *restr
     }
 }
 
-/* A depthwise stage's backward from dz: gw (5, Hp) += dz * act(u) in sample order; da (zeroed by
- * the caller) += w * dz at u, each da in the order of its samples. */
+/* A depthwise stage's backward from dz: gw (5, Hp) += dz * act(u) in sample order; da = the taps'
+ * w * dz, each da[u] summed from 0 in the order the reference adds them (its samples s = u - (j -
+ * 2) d ascending, so tap j from 4 down to 0). Each da is gathered in a register: added to da in
+ * memory sample by sample, as the reference does, each store waited for the one before. */
 static void dw_back(float *restrict gw, float *restrict da, const float *restrict dz, const float *restrict act,
                     const float *restrict wt, int T, int Hp, int d) {
     for (int h = 0; h < Hp; h += VW) {
@@ -170,13 +185,18 @@ static void dw_back(float *restrict gw, float *restrict da, const float *restric
             vf gs = ld(dz + (size_t)s * Hp + h);
             for (int j = 0; j < 5; j++) {
                 int u = s + (j - 2) * d;
-                if (u < 0 || u >= T) continue;
-                float *du = da + (size_t)u * Hp + h;
-                g[j] += gs * ld(act + (size_t)u * Hp + h);
-                st(du, ld(du) + wv[j] * gs);
+                if (u >= 0 && u < T) g[j] += gs * ld(act + (size_t)u * Hp + h);
             }
         }
         for (int j = 0; j < 5; j++) st(gw + j * Hp + h, g[j]);
+        for (int u = 0; u < T; u++) {
+            vf v = (vf){};
+            for (int j = 4; j >= 0; j--) {
+                int s = u - (j - 2) * d;
+                if (s >= 0 && s < T) v += wv[j] * ld(dz + (size_t)s * Hp + h);
+            }
+            st(da + (size_t)u * Hp + h, v);
+        }
     }
 }
 
@@ -217,7 +237,6 @@ static void bwd(const dpd_model_cfg *c, const float *p, const float *x, const fl
                 st(dz + e, ld(da + e) * vhswish_d(ld(z + e)));
                 st(act + e, vhswish(ld(prev + e)));
             }
-            memset(da, 0, TH * sizeof *da);
             transpose_pad(wt, Hp, w.w[k - 1], H, 5);
             dw_back(gwt + (size_t)(k - 1) * 5 * Hp, da, dz, act, wt, T, Hp, 1 << (k - 1));
         }
