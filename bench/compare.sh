@@ -5,7 +5,8 @@
 # torch runs alternate (and swap which goes first each repeat) so machine load hits both alike.
 # The delta families run at thresholds 0 on both sides (`dpd bench train` has no --thx/--thh;
 # OpenDPD's default). PyTorch is skipped with a message when python3-torch is absent.
-# Usage: [STEPS=10] [REPEATS=3] [PY=/usr/bin/python3] bench/compare.sh [path/to/dpd]
+# ONLY="tcn gru" measures those families alone.
+# Usage: [STEPS=10] [REPEATS=3] [ONLY="family ..."] [PY=/usr/bin/python3] bench/compare.sh [path/to/dpd]
 set -eu
 DPD=${1:-build/dpd}
 STEPS=${STEPS:-10}
@@ -23,6 +24,7 @@ bad=0
 for spec in "gru 23" "lstm 23" "tres_gru 15" "vdlstm 13" "rvtdcnn 12" "dgru 23" "pgjanet 11" "dvrjanet 11" \
     "tres_deltagru 15" "deltagru 15" "gmp 1" "tcn 32"; do
     set -- $spec
+    case " ${ONLY:-$1} " in *" $1 "*) ;; *) continue ;; esac
     size=$2
     [ "$1" = gmp ] && size="default (M 11, K 5)"
     for th in 1 2; do
