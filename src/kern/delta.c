@@ -118,8 +118,8 @@ static void gemv_t(float *out, const float *W, int rows, int n, const float *d) 
     if (i < n) gemv_t_block(out, W, rows, n, i, d, 1);
 }
 
-/* v (n, KL) = expf(v) for the lanes in use, 0 in the others: vexpf on every lane when ve
- * (vexpf_matches()), else libm element by element */
+/* v (n, KL) = expf(v) for the lanes in use, 0 in the others: vexpf on a vector whose lanes are all
+ * in use when ve (vexpf_matches()), else libm element by element */
 static void map_expf(float *v, int n, int nb, int ve) {
     for (int k = 0; k < n; k++)
         for (int l = 0; l < KL; l += VW) {
