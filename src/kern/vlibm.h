@@ -50,11 +50,12 @@ static inline __attribute__((always_inline)) vf vexpm1f(vf x) {
     e = (xr * (e - c) - c) - hxs;
     vf ym1 = 0.5f * (xr - e) - 0.5f;
     vf yp1 = sel(xr < -0.25f, -2.0f * (e - (xr + 0.5f)), one + 2.0f * (xr - e));
-    vu kexp = (vu)k << 23; /* k added to an exponent */
+    /* k added to an exponent, and 2^-k; unsigned: k is anything in a lane a NaN or infinity fills */
+    vu kexp = (vu)k << 23, kneg = ((vu){} + 127 - (vu)k) << 23;
     vf ya = (vf)((vu)(one - (e - xr)) + kexp) - one; /* k <= -2 or k > 56 */
-    vf tb = one - (vf)((vu)(127 - k) << 23);         /* k < 23: t = 1 - 2^-k, exact */
+    vf tb = one - (vf)kneg;                          /* k < 23: t = 1 - 2^-k, exact */
     vf yb = (vf)((vu)(tb - (e - xr)) + kexp);
-    vf yc = (vf)((vu)((xr - (e + (vf)((vu)(127 - k) << 23))) + one) + kexp); /* 2^-k */
+    vf yc = (vf)((vu)((xr - (e + (vf)kneg)) + one) + kexp); /* 2^-k */
     vf y = sel(k == 0, y0, sel(k == -1, ym1, sel(k == 1, yp1, sel((k <= -2) | (k > 56), ya, sel(k < 23, yb, yc)))));
     y = sel(hx < 0x33000000, x, y);                            /* |x| < 2^-25: x */
     return sel(neg & (hx >= 0x4195b844), (vf){} - 1.0f, y); /* x <= -27 ln2: -1 */
