@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
             if (!child) check_skip(what, "this CPU lacks the ISA");
             continue;
         }
-        for (int f = child ? 0 : 0; f < (child ? 1 : 3); f++) { /* the plain run: expf only */
+        for (int f = 0; f < (child ? 1 : 3); f++) { /* the plain run: expf only */
             const char *fn = names[f];
             int matches = 0;
             uint32_t bad = 0;

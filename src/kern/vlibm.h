@@ -176,8 +176,9 @@ static inline __attribute__((always_inline)) vf vexpf(vf x) {
     vf y;
     memcpy(&y, h, sizeof y);
     vi big = ((vi)x & 0x7fffffff) >= 0x42b00000; /* |x| >= 88, infinities, NaN */
-    for (int l = 0; l < VW; l++)
-        if (big[l]) y[l] = expf(x[l]);
+    if (vl_any((vl)big)) /* rare: a lane-by-lane look only then */
+        for (int l = 0; l < VW; l++)
+            if (big[l]) y[l] = expf(x[l]);
     return y;
 }
 
