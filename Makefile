@@ -114,7 +114,7 @@ $(foreach isa,avx512 avx2 sse,$(eval $(call KERN_RULE,$(isa))))
 # tests/test_vlibm.c checks each ISA's vlibm.h functions, compiled as the kernels are.
 $(BUILD)/tests/vlibm_%.o: tests/vlibm.c $(wildcard src/kern/*.h)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$< ($*))$(CC) $(CFLAGS) $(INTERNAL) -ffp-contract=off -Wno-psabi $(ISA_$*) -c $< -o $@
+	$(call say,CC,$< ($*))$(CC) $(CFLAGS) $(INTERNAL) $(KFLAGS) $(ISA_$*) -c $< -o $@
 $(BUILD)/tests/test_vlibm: $(foreach isa,avx512 avx2 sse,$(BUILD)/tests/vlibm_$(isa).o)
 
 $(BUILD)/libdpd.a: $(LIB_OBJ)
