@@ -46,6 +46,10 @@ const char *cli_flag(const char *field, char *buf, size_t n);
  * MP of one epoch by least squares). Every front end that mirrors the CLI starts here. */
 void cli_train_defaults(dpd_train_cfg *c, const char *verb);
 
+/* flags.c: --legacy-evm (legacy: given) into *evm_fs, 800 MHz as OpenDPD v2.0.0 logs EVM. 0, or 2
+ * (said on stderr) when --evm-fs was given too. */
+int cli_legacy_evm(int legacy, double *evm_fs);
+
 /* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
  * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:
  * 2 for DPD_E_INVAL (a bad request), 1 otherwise. */
@@ -68,8 +72,8 @@ typedef struct cli_exec {
 #define CLI_EXEC_OPTS(x)                                                                                        \
     {"threads", OPT_INT, &(x).threads, 0, "worker threads (default: the settings' cpu_level); results do not depend on it", 0}, \
     {"cpu-level", OPT_STR, (x).level, sizeof (x).level, "low, balanced, high or max: 25/50/75/100 % of the logical processors", 0}, \
-    {"kernels", OPT_STR, (x).kernels, sizeof (x).kernels, "auto (fastest ISA; on a GPU fused steps, replayed), avx512, avx2, sse, eager (GPU: no replay) or ref (scalar reference; GPU: layered kernels)", 0}, \
-    {"provider", OPT_STR, (x).provider, sizeof (x).provider, "auto, cpu or an installed pack's provider (cuda) (default: the settings)", 0}
+    {"kernels", OPT_STR, (x).kernels, sizeof (x).kernels, "auto (fastest ISA; on a GPU fused steps, replayed; fast is the same), avx512, avx2, sse, eager (GPU: no replay) or ref (scalar reference; GPU: layered kernels)", 0}, \
+    {"provider", OPT_STR, (x).provider, sizeof (x).provider, "auto, cpu or an installed pack's provider (cuda, opencl) (default: the settings)", 0}
 
 /* Checks the options, resolves --cpu-level into x->threads and fills x->kv. 0, or 2 after
  * printing the usage error. */

@@ -106,7 +106,7 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     if ((r = cli_exec_resolve(&x))) return r;
-    if (legacy) evm_fs = 800e6;
+    if ((r = cli_legacy_evm(legacy, &evm_fs))) return r;
     if ((r = scoring_of(prof, evm_fs, &sc))) return r;
 
     dpd_error err = {0};

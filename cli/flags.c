@@ -35,3 +35,13 @@ void cli_train_defaults(dpd_train_cfg *c, const char *verb) {
     c->model.order = 5, c->model.memory = 20, c->model.cross = 2;
     if (!strcmp(verb, "train-dpd")) c->model.hidden = 15; /* OpenDPD's default DPD size */
 }
+
+int cli_legacy_evm(int legacy, double *evm_fs) {
+    if (!legacy) return 0;
+    if (*evm_fs) {
+        fprintf(stderr, "dpd: --legacy-evm is --evm-fs 800e6: give one of them, not both\n");
+        return 2;
+    }
+    *evm_fs = 800e6;
+    return 0;
+}

@@ -236,7 +236,7 @@ static void help(FILE *f) {
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
     fprintf(f, "  %-10s %s\n\n'dpd VERB --help' lists a verb's options. Exit codes: 0 success, 1 failure,\n"
-               "2 usage error, 130 cancelled (SIGINT or SIGTERM).\n",
+               "2 usage error, 130 cancelled by SIGINT (Ctrl-C), 143 by SIGTERM.\n",
             "version", "print the version");
 }
 

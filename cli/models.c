@@ -6,8 +6,11 @@
 #include "cli.h"
 
 int cmd_models(int argc, char **argv) {
-    static const char *const usage = "usage: dpd models [--json]\n\nThe model families (names match in any case), "
-                                     "their default hidden size, layer counts and\nparameter counts (polynomials at K 5, Q 20, M 2).\n";
+    static const char *const usage = "usage: dpd models [--json]\n\nThe model families (names match in any case): the "
+                                     "hidden size each is usually run at (its paper's),\nthe layer counts, and the "
+                                     "parameter count at that size (polynomials at K 5, Q 20,\nM 2). train-pa and "
+                                     "train-dpd do not take the size from here: they train hidden 23\nand 15 for every "
+                                     "family unless --hidden is given, as OpenDPD does.\n";
     if (argc == 1 && cli_is_help(argv[0])) {
         fputs(usage, stdout);
         return 0;

@@ -160,8 +160,11 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     if (r->run_dir) { /* the run: its dataset, best checkpoint and (a DPD run) its frozen PA */
         struct stat st;
         snprintf(path, sizeof path, "%s/config.json", r->run_dir);
-        if (stat(r->run_dir, &st) || !S_ISDIR(st.st_mode))
+        if (stat(r->run_dir, &st))
             return cli_err(err, DPD_E_INVAL, "plot: the run directory %s does not exist", r->run_dir);
+        if (!S_ISDIR(st.st_mode))
+            return cli_err(err, DPD_E_INVAL, "plot: %s is a file, not a run directory (a dataset is drawn with --data DIR)",
+                           r->run_dir);
         if (access(path, R_OK)) return cli_err(err, DPD_E_INVAL, "plot: %s is not a run directory (no config.json)", r->run_dir);
         if (r->data) snprintf(data, sizeof data, "%s", r->data);
         else if (config_get(path, "data", data, sizeof data, err)) return err->status;
@@ -190,6 +193,8 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
             for (size_t i = 0; i < sp->n; i++)
                 mx = fmax(mx, hypot(sp->x[2 * i], sp->x[2 * i + 1])), my = fmax(my, hypot(sp->y[2 * i], sp->y[2 * i + 1]));
             g = mx > 0 ? my / mx : 0;
+            fprintf(stderr, "dpd: warning: %s has no train split (or a silent one): g x is drawn at the %s split's own "
+                            "gain, max|y| / max|x| = %.4g\n", data, r->split == DPD_VAL ? "val" : "test", g);
         }
         if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err)) goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
@@ -1790,7 +1795,8 @@ static const char *const usage =
     "--data names the dataset when config.json's path does not reach it from here. Without\n"
     "RUN_DIR, --data draws the measured dataset: the output y next to g x, the input at the\n"
     "PA's linear gain g = max|y_train| / max|x_train|. The default --out is RUN_DIR/plots (or\n"
-    "DIR/plots). Prints the paths written, one a line.";
+    "DIR/plots). Prints the paths written, one a line. A dataset without a train split is drawn\n"
+    "at its split's own gain, with a warning.";
 
 int cmd_plot(int argc, char **argv) {
     char data[4096] = "", split[16] = "test", out[4096] = "", format[16] = "png";

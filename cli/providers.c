@@ -58,11 +58,11 @@ int cmd_providers(int argc, char **argv) {
     int workers = dpd_cpu_level_threads(st.cpu_level);
     /* the batch bound of each device provider's first device, for the reference model */
     dpd_model_cfg ref = {.family = "gru", .hidden = 23, .layers = 1};
-    int bound[MAXPROV] = {0}, has_cuda = 0;
+    int bound[MAXPROV] = {0}, has_cuda = 0, has_opencl = 0;
     for (int i = 0; i < np; i++) {
         if (strcmp(p[i].name, "cpu") && p[i].ndevices > 0)
             bound[i] = dpd_batch_bound(st.gpu_memory, p[i].device[0].memory, &ref, 200);
-        has_cuda |= !strcmp(p[i].name, "cuda");
+        has_cuda |= !strcmp(p[i].name, "cuda"), has_opencl |= !strcmp(p[i].name, "opencl");
     }
     if (json) {
         json_t *list = json_array(), *bounds = json_object();
@@ -98,6 +98,7 @@ int cmd_providers(int argc, char **argv) {
             printf("    batch bound at gpu_memory %s: %d sequences of GRU-23 x 200\n", st.gpu_memory, bound[i]);
     }
     if (!has_cuda) printf("  cuda: no pack installed (make pack-cuda; dpd pack install FILE)\n");
+    if (!has_opencl) printf("  opencl: no pack installed (make pack-opencl; dpd pack install FILE)\n");
     printf("active: %s (%s)\n", active, reason);
     printf("packs: %s\n", dpd_packs_dir());
     return 0;

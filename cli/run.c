@@ -10,10 +10,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "args.h"
 #include "cli.h"
+
+/* The files of recording path: itself, and for SigMF the other of its .sigmf-data and .sigmf-meta. */
+static int recording_files(const char *path, char f[2][4200]) {
+    size_t n = strlen(path);
+    snprintf(f[0], sizeof f[0], "%s", path);
+    if (n < 11 || n >= sizeof f[1] || strcmp(dpd_recording_format(path), "sigmf")) return 1;
+    snprintf(f[1], sizeof f[1], "%.*s%s", (int)(n - 11), path, strcmp(path + n - 11, ".sigmf-data") ? ".sigmf-data" : ".sigmf-meta");
+    return 2;
+}
+
+/* Whether writing recording out would replace a file of recording in (the same file, whatever its
+ * path: a link, ./, another spelling). */
+static int same_recording(const char *in, const char *out) {
+    char a[2][4200], b[2][4200];
+    int na = recording_files(in, a), nb = recording_files(out, b);
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++) {
+            struct stat x, y;
+            if (!stat(a[i], &x) && !stat(b[j], &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino) return 1;
+        }
+    return 0;
+}
 
 int cmd_run(int argc, char **argv) {
     char model[4096] = "", in[4096] = "", out[4096] = "", var[64] = "", matv[8] = "5";
@@ -25,7 +49,7 @@ int cmd_run(int argc, char **argv) {
     opt o[] = {
         {"model", OPT_STR, model, sizeof model, "checkpoint (.safetensors) or run directory of a DPD or PA model (required)", 0},
         {"input", OPT_STR, in, sizeof in, "recording: CSV with I,Q columns, raw float32 IQ (.cf32), SigMF (.sigmf-data) or MATLAB (.mat) (required)", 0},
-        {"output", OPT_STR, out, sizeof out, "result: CSV (a CSV input's), .cf32 (a .cf32 input's), .sigmf-data or .mat (required)", 0},
+        {"output", OPT_STR, out, sizeof out, "result: CSV (a CSV input's: .csv, .txt or no extension), .cf32 (a .cf32 input's), .sigmf-data or .mat; never the input (required)", 0},
         {"exact", OPT_FLAG, &exact, 0, "the whole recording as one sequence from zero state (OpenDPD's run_dpd)", 0},
         {"section", OPT_INT, &ac.section, 0, "output samples per section (4096)", 0},
         {"warmup", OPT_INT, &ac.warmup, 0, "samples run before each section and discarded (1024)", 0},
@@ -51,6 +75,16 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     const char *fin = dpd_recording_format(in), *fout = dpd_recording_format(out);
+    const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+    if (!strcmp(fout, "csv") && dot && dot > (slash ? slash : out) && strcasecmp(dot, ".csv") && strcasecmp(dot, ".txt")) {
+        fprintf(stderr, "dpd: --output %s: the format follows the name's extension: .csv (or .txt), .cf32, .sigmf-data or "
+                        ".mat, not '%s'\n", out, dot);
+        return 2;
+    }
+    if (same_recording(in, out)) {
+        fprintf(stderr, "dpd: --output %s is the input recording %s: it would be overwritten (choose another file)\n", out, in);
+        return 2;
+    }
     int raw_in = !strcmp(fin, "csv") || !strcmp(fin, "cf32"), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");
     if (raw_in && raw_out && strcmp(fin, fout)) {
         fprintf(stderr, "dpd: --output must have the input's format (%s), or be SigMF (.sigmf-data) or MATLAB (.mat)\n",
@@ -65,6 +99,12 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --fs: %g must be a positive sample rate in Hz\n", fs);
         return 2;
     }
+    static const char *const sectioned[] = {"section", "warmup", "lookahead", "batch"};
+    for (size_t i = 0; exact && i < sizeof sectioned / sizeof *sectioned; i++)
+        if (args_get(o, sizeof o / sizeof *o, sectioned[i])->seen) {
+            fprintf(stderr, "dpd: --exact runs the recording as one sequence: --%s is for the sectioned run\n", sectioned[i]);
+            return 2;
+        }
     if (!exact && (ac.section < 1 || ac.warmup < 0 || ac.lookahead < 0 || ac.batch < 1)) {
         fprintf(stderr, "dpd: need --section >= 1, --warmup >= 0, --lookahead >= 0 and --batch >= 1\n");
         return 2;

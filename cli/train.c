@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -178,8 +179,20 @@ json_t *cli_summary_json(const dpd_train_result *res) {
     return j;
 }
 
+/* A DPD whose best epoch leaves the test split's ACLR worse than the PA without it: said on stderr
+ * (a quick run on a hard PA does that), with what usually helps. */
+static void worse_than_none(const dpd_train_result *res) {
+    const dpd_metrics *d = &res->test, *n = &res->no_dpd_test;
+    if (!res->dpd || d->status[DPD_ACLR_AVG] || n->status[DPD_ACLR_AVG] || !(d->aclr_avg > n->aclr_avg)) return;
+    fprintf(stderr,
+            "dpd: warning: this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): train it "
+            "longer (--epochs, --preset full) or larger (--hidden), or on more frames (a smaller --stride)\n",
+            d->aclr_avg, n->aclr_avg);
+}
+
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
 static int summary(const dpd_train_result *res, int json, const char *plots) {
+    worse_than_none(res);
     if (json) return cli_json_print(cli_summary_json(res));
     printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
     cli_metrics_header(stdout, res->val.profile);
@@ -331,6 +344,13 @@ static int train(int argc, char **argv, int dpd) {
             fprintf(stderr, "dpd: --pa belongs to train-dpd\n");
             return 2;
         }
+        dpd_family_info fi;
+        if ((args_get(o, n, "thx")->seen || args_get(o, n, "thh")->seen) && dpd_family_lookup(c.model.family, &fi) &&
+            !fi.delta) {
+            fprintf(stderr, "dpd: --thx and --thh are the delta families' thresholds (deltagru, tres_deltagru); %s has none\n",
+                    fi.name);
+            return 2;
+        }
         if (preset[0]) { /* preset first, explicit options win */
             dpd_train_cfg given = c;
             if (dpd_train_preset(&c, preset, &err)) {
@@ -341,7 +361,7 @@ static int train(int argc, char **argv, int dpd) {
             if (args_get(o, n, "frame")->seen) c.frame = given.frame;
             if (args_get(o, n, "stride")->seen) c.stride = given.stride;
         }
-        if (legacy) c.evm_fs = 800e6;
+        if ((r = cli_legacy_evm(legacy, &c.evm_fs))) return r;
     }
     if ((r = cli_exec_resolve(&x))) return r;
     c.threads = x.threads;
@@ -419,14 +439,29 @@ int cmd_fit_ls(int argc, char **argv) {
         return 2;
     }
     int dpd = !strcmp(target, "dpd");
-    if (!c.data[0] || (strcmp(kind, "mp") && strcmp(kind, "gmp")) || (!dpd && strcmp(target, "pa")) ||
-        dpd != (c.pa[0] != 0)) {
-        fprintf(stderr, "dpd: fit-ls needs --data DIR, --kind mp|gmp, --target pa|dpd, and --pa PA exactly when the target is dpd\n");
+    char why[160] = "";
+    if (!c.data[0]) snprintf(why, sizeof why, "needs --data DIR");
+    else if (strcmp(kind, "mp") && strcmp(kind, "gmp")) snprintf(why, sizeof why, "--kind must be mp or gmp (got '%.60s')", kind);
+    else if (!dpd && strcmp(target, "pa")) snprintf(why, sizeof why, "--target must be pa or dpd (got '%.60s')", target);
+    else if (dpd && !c.pa[0]) snprintf(why, sizeof why, "--target dpd needs --pa PA (the PA model to fit through)");
+    else if (!dpd && c.pa[0]) snprintf(why, sizeof why, "--pa is for --target dpd (a PA model is fitted to the data alone)");
+    if (why[0]) {
+        fprintf(stderr, "dpd: fit-ls %s\n", why);
         return 2;
+    }
+    if (mat[0]) { /* before the fit: a file that cannot be written should not cost a run first */
+        char dir[4096];
+        const char *sl = strrchr(mat, '/');
+        snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - mat) + (sl == mat) : 1, sl ? mat : ".");
+        struct stat st;
+        if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK)) {
+            fprintf(stderr, "dpd: --mat %s: %s is not a directory this process can write into\n", mat, dir);
+            return 2;
+        }
     }
     snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
     if (!strcmp(kind, "mp")) c.model.cross = 0;
-    if (legacy) c.evm_fs = 800e6;
+    if ((r = cli_legacy_evm(legacy, &c.evm_fs))) return r;
     if ((r = cli_exec_resolve(&x))) return r;
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);

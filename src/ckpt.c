@@ -1,6 +1,7 @@
 /* ckpt: see ckpt.h and docs/formats.md. */
 #include "ckpt.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -227,6 +228,11 @@ dpd_status dpd_ckpt_read_model(const dpd_ckpt *c, dpd_model *m, dpd_error *err) 
                             dpd_model_config(m)->hidden);
         dpd_status s = dpd_ckpt_read(c, t->name, p + t->offset, t->numel, err);
         if (s) return s;
+        for (size_t k = 0; k < t->numel; k++) /* a NaN or an infinity would make every output one */
+            if (!isfinite(p[t->offset + k]))
+                return dpd_fail(err, DPD_E_FORMAT,
+                                "%s: tensor '%s' holds %s at index %zu: the checkpoint is damaged or was saved by a "
+                                "run that diverged", c->path, t->name, isnan(p[t->offset + k]) ? "NaN" : "an infinity", k);
     }
     return DPD_OK;
 }

@@ -220,9 +220,8 @@ static dpd_status not_one_of(dpd_error *err, dpd_status s, int i, const char *va
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", fam[k]->name);
     } else {
         const char *const *c = rows[i].choices;
-        for (int k = 0; c[k] && len < sizeof list; k++)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "",
-                                    c[k][0] ? c[k] : "''");
+        for (int k = 0; c[k] && len < sizeof list; k++) /* "": unset (the default), not a name to offer */
+            if (c[k][0]) len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", c[k]);
     }
     return fail(err, s, fields[i].key, "%s: '%.200s' is not one of %s", fields[i].key, value, list);
 }

@@ -1431,7 +1431,8 @@ static dpd_status place_copy(const capture *c, const char *out, long D, const do
         s = dpd_mkdirs(dest, err);
         *slash = '/';
     }
-    if (!s && mkdir(tmp, 0755)) s = dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!s && mkdir(tmp, 0755)) /* named as the user gave it; the temporary name beside it is ours */
+        s = dpd_fail(err, DPD_E_IO, "%s: cannot create the corrected copy there: %s", out, strerror(errno));
     if (s) return s;
     s = write_copy(tmp, c, D, g, fx, err);
     if (!s && rename(tmp, dest))

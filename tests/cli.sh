@@ -181,6 +181,8 @@ drun --epochs 2 --out "$T/d1" --json >"$T/d1.json" 2>"$T/d1.err"
 E1="$T/d1/a/train_dpd/PA_S_3_M_GRU_H_6_F_40/DPD_S_3_M_GRU_H_5_F_40_P_147"
 check '[ -s "$E1/best.safetensors" ] && [ -s "$E1/pa.safetensors" ]' "train-dpd: run dir <out>/<ds>/train_dpd/<PA_DIR>/<DPD_ID> ($(cat "$T/d1.err" | tail -n 2))"
 check 'grep -q "\"no_dpd\":{\"NMSE\":.*\"ACLR_AVG\"" "$T/d1.json" && grep -q "\"test\":{\"NMSE\":" "$T/d1.json"' "train-dpd --json has val, test and no_dpd"
+check '[ "$(grep -c "worse than no DPD" "$T/d1.err")" -eq "$(awk "BEGIN { print ($(num test ACLR_AVG "$T/d1.json") > $(num no_dpd ACLR_AVG "$T/d1.json")) }")" ]' \
+    "train-dpd warns that the DPD leaves ACLR worse than no DPD exactly when its test ACLR_AVG is ($(grep "worse" "$T/d1.err"))"
 data "$D1/best.safetensors" >"$T/pa.data"
 check 'data "$E1/pa.safetensors" | cmp -s - "$T/pa.data"' "the frozen PA's weights are bitwise unchanged after DPD training"
 check 'sed -n 2p "$E1/history.csv" | grep -q "^1,2,[0-9.]*,0.00500000,32,341,40,gru,5,"' "DPD history: epoch 1 first, N_PARAM counts PA + DPD (194 + 147)"
@@ -235,8 +237,16 @@ check 'grep -q "\"no_dpd\":{" "$T/ld.json" && awk "BEGIN { exit !($(num test ACL
     "fit-ls gmp DPD by ILA through an MP PA improves ACLR ($(cat "$T/err"))"
 "$DPD" eval --data "$T/a" --split test --model "$L1" --json >"$T/le.json"
 check '[ "$(num model NMSE "$T/le.json")" = "$nm" ]' "eval --model on a least-squares checkpoint reproduces its test NMSE"
-expect 2 "--pa PA exactly when the target is dpd" "$DPD" fit-ls --data "$T/a" --kind mp --target dpd
-expect 2 "--kind mp|gmp" "$DPD" fit-ls --data "$T/a" --kind volterra
+expect 2 "--target dpd needs --pa PA" "$DPD" fit-ls --data "$T/a" --kind mp --target dpd
+expect 2 "--pa is for --target dpd" "$DPD" fit-ls --data "$T/a" --kind mp --pa "$D1"
+expect 2 "--kind must be mp or gmp (got 'volterra')" "$DPD" fit-ls --data "$T/a" --kind volterra
+expect 2 "--target must be pa or dpd (got 'both')" "$DPD" fit-ls --data "$T/a" --target both
+# contradictory flags are refused, not one of them silently dropped
+expect 2 "--legacy-evm is --evm-fs 800e6" "$DPD" eval --data "$T/a" --split test --model "$D1" --legacy-evm --evm-fs 1e9
+expect 2 "--legacy-evm is --evm-fs 800e6" "$DPD" train-pa --data "$T/a" --legacy-evm --evm-fs 1e9 --out "$T/r9"
+expect 2 "--thx and --thh are the delta families' thresholds" "$DPD" train-pa --data "$T/a" --model lstm --thh 0.1 --out "$T/r9"
+expect 2 "--exact runs the recording as one sequence: --warmup" "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/r9.csv" --exact --warmup 5
+check '[ ! -e "$T/r9" ] && [ ! -e "$T/r9.csv" ]' "refused flags leave nothing behind"
 expect 2 "dpd: --K: 0 is out of range 1..16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"
 
 # --- eval of the cascade, and dpd run ---
@@ -299,6 +309,17 @@ expect 1 "nan.cf32: sample 2" "$DPD" run --model "$E1" --input "$T/nan.cf32" --o
 perl -e 'print pack("L<", 0x7fc00000) . pack("f<", 0.1)' >"$T/one.cf32"
 expect 1 "one.cf32: sample 0" "$DPD" run --model "$E1" --input "$T/one.cf32" --output "$T/bad.cf32"
 check '[ ! -e "$T/bad.cf32" ]' "run: a non-finite .cf32 sample leaves no output"
+# the output must not replace the input (its own file under another name, or a SigMF pair's other half)
+cp "$T/a/test_input.csv" "$T/own.csv" && cp "$T/own.csv" "$T/own0.csv" && ln -sf own.csv "$T/own-link.csv"
+expect 2 "is the input recording" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own.csv"
+expect 2 "is the input recording" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own-link.csv"
+check 'cmp -s "$T/own.csv" "$T/own0.csv"' "run: the input is left as it was"
+"$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own.sigmf-data" --fs 200e6 >/dev/null 2>&1
+cp "$T/own.sigmf-data" "$T/own0.sigmf-data"
+expect 2 "is the input recording" "$DPD" run --model "$E1" --input "$T/own.sigmf-meta" --output "$T/own.sigmf-data"
+check 'cmp -s "$T/own.sigmf-data" "$T/own0.sigmf-data"' "run: a SigMF input's data is left as it was"
+expect 2 "not '.wav'" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/out.wav"
+check '[ ! -e "$T/out.wav" ]' "run: an output of an unknown kind (.wav) is refused before anything is written"
 expect 1 "compared nothing" "$DPD" parity --model "$D1" --data "$T/a" --providers cpu
 "$DPD" parity --model "$D1" --data "$T/a" --providers cpu --json >"$T/par1.json" 2>/dev/null; rc=$?
 check '[ $rc -eq 1 ] && isjson "$T/par1.json" && jq1 "$T/par1.json" "j[\"compared\"] == 0"' "parity --json with one provider: valid JSON, compared 0, exit 1 (got $rc)"

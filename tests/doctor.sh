@@ -86,6 +86,8 @@ check '[ $rc -eq 0 ] && py "$T/fixed.json" "abs(j[\"estimates\"][\"delay_samples
 "$DPD" doctor "$T/late" --fix-gain --json --out "$T/fixed2" >"$T/f2.json" 2>/dev/null; rc=$?
 check '[ $rc -eq 0 ] && py "$T/f2.json" "j[\"fixed\"][\"shift\"] == 0 and abs(j[\"fixed\"][\"gain_db\"] - j[\"estimates\"][\"gain_db\"]) < 1e-9"' \
     "--fix-gain --json reports the gain divided out (exit $rc)"
+# a place no one may create a directory in: the message names --out, not the temporary name beside it
+expect 1 "/proc/dpd-fixed: cannot create the corrected copy there" "$DPD" doctor "$T/late" --fix-gain --out /proc/dpd-fixed
 
 # --- usage errors: exit 2 ---
 expect 2 "--out DIR exactly when" "$DPD" doctor "$T/a" --fix-delay

@@ -193,6 +193,8 @@ pycheck "a resumed run's plots.json" run "$NP/plots/plots.json" "$NP/history.csv
 "$DPD" train-dpd --data "$T/d" --pa "$R" --hidden 3 --epochs 1 --preset quick --out "$T/r" >/dev/null 2>"$T/err"
 DR=$(ls -d "$T"/r/d/train_dpd/*/* 2>/dev/null | head -n 1)
 check '[ -n "$DR" ] && [ -s "$DR/plots/psd.png" ]' "train-dpd draws its pictures ($(tail -n 1 "$T/err"))"
+check 'grep -q "^dpd: warning: this DPD makes the test split.s ACLR_AVG worse than no DPD (-[0-9.]* against -[0-9.]* dBc)" "$T/err"' \
+    "a 1-epoch DPD worse than no DPD: train-dpd says so ($(grep -c warning "$T/err") warnings)"
 pycheck "train-dpd's end-of-run plots.json" run "$DR/plots/plots.json" "$DR/history.csv" val true
 "$DPD" plot "$DR" --split val --out "$T/dpv" >/dev/null 2>&1
 check 'cmp -s "$T/dpv/plots.json" "$DR/plots/plots.json"' "a DPD run's end-of-run pictures equal dpd plot --split val's"
@@ -206,6 +208,10 @@ check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/p.out")" -eq 6 ] && [ ! -e "$T/data/his
     "dpd plot --data: exit 0, 5 charts and plots.json (exit $rc: $(head -c 300 "$T/err"))"
 pycheck "dpd plot --data" data "$T/data/plots.json" "$T/d" test
 images "dpd plot --data" png "$T/data" psd amam ampm iq residual
+mkdir -p "$T/nt" && cp "$T/d/spec.json" "$T/d/test_input.csv" "$T/d/test_output.csv" "$T/nt/"
+"$DPD" plot --data "$T/nt" --out "$T/ntp" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "has no train split (or a silent one): g x is drawn at the test split.s own gain" "$T/err" && [ -s "$T/ntp/psd.png" ]' \
+    "dpd plot --data of a dataset without a train split: drawn at the split's own gain, with a warning (exit $rc)"
 "$DPD" plot --data "$T/d" --split val >/dev/null 2>&1
 check '[ -s "$T/d/plots/psd.png" ]' "dpd plot --data DIR writes DIR/plots by default"
 mv "$T/d" "$T/moved"
@@ -232,6 +238,7 @@ images "a silent capture" png "$T/sp2" psd amam
 # --- usage errors: exit 2 with a message ---
 expect 2 "needs a run directory" "$DPD" plot
 expect 2 "does not exist" "$DPD" plot "$T/nosuch"
+expect 2 "is a file, not a run directory" "$DPD" plot "$T/end.json"
 expect 2 "not a run directory" "$DPD" plot "$T/d"
 expect 2 "--format must be png or svg" "$DPD" plot "$R" --format jpg
 expect 2 "--split must be test or val" "$DPD" plot "$R" --split train

@@ -1,6 +1,7 @@
 /* test_ckpt: safetensors checkpoints — a round trip keeps every bit and OpenDPD's names and
  * shapes; truncated, corrupted and foreign files are refused with DPD_E_FORMAT naming the file;
  * no temporary file is left behind. */
+#include <math.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -190,6 +191,15 @@ int main(void) {
     memcpy(sh, "[9,12]", 6);
     spit(bad, c2, n);
     refuse("wrong shape", bad, "wrong shape");
+    memcpy(c2, b, n);
+    float nan = NAN, inf = -INFINITY;
+    memcpy(c2 + 8 + hl + 4 * 7, &nan, 4); /* the first tensor's 8th value */
+    spit(bad, c2, n);
+    refuse("a NaN weight", bad, "holds NaN at index 7");
+    memcpy(c2, b, n);
+    memcpy(c2 + n - 4, &inf, 4); /* the last value */
+    spit(bad, c2, n);
+    refuse("an infinite weight", bad, "holds an infinity");
     spit(bad, "not a checkpoint at all, just text\n", 35);
     refuse("text file", bad, "header length");
     dpd_model *none;

@@ -164,10 +164,10 @@ static void test_messages(void) {
             "seed");
     set_bad("seed", "x", "seed: 'x' is not a number", "seed");
     set_bad("least_squares", "maybe", "least_squares: 'maybe' is not one of 0, 1, true, false", "least_squares");
-    set_bad("preset", "slow", "preset: 'slow' is not one of '', quick, full", "preset");
+    set_bad("preset", "slow", "preset: 'slow' is not one of quick, full", "preset");
     set_bad("metric_profile", "legacy", "metric_profile: 'legacy' is not one of legacy-opendpd-v1, general-spectral-v1, opendpd-spectral-v2",
             "metric_profile");
-    set_bad("kernels", "neon", "kernels: 'neon' is not one of '', auto, fast, eager, avx512, avx2, sse, ref", "kernels");
+    set_bad("kernels", "neon", "kernels: 'neon' is not one of auto, fast, eager, avx512, avx2, sse, ref", "kernels");
     set_bad("provider", "a-provider-name-that-is-far-too-long",
             "provider: 'a-provider-name-that-is-far-too-long' is longer than 31 characters", "provider");
     static char longpath[5001];

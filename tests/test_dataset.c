@@ -312,6 +312,9 @@ int main(void) {
     refuse("empty field", "test_input.csv", "I,Q\n1,\n", DPD_E_FORMAT, "test_input.csv:2", "not a number");
     refuse("NaN", "val_input.csv", "I,Q\n1,2\nnan,4\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
     refuse("Inf", "val_input.csv", "I,Q\n1,2\n3,-inf\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
+    refuse("1e300", "train_output.csv", "I,Q\n1,2\n1e300,4\n", DPD_E_FORMAT, "train_output.csv:3: field 1 ('1e300')",
+           "out of range");
+    refuse("-4e38", "val_input.csv", "I,Q\n1,2\n3,-4e38\n", DPD_E_FORMAT, "val_input.csv:3: field 2", "out of range");
     refuse("row mismatch", "train_output.csv", "I,Q\n1,2\n", DPD_E_FORMAT, "train_output.csv", "5 rows");
     refuse("empty split", "test_output.csv", "I,Q\n", DPD_E_FORMAT, "test_output.csv", "no data rows");
     refuse("empty file", "test_output.csv", "", DPD_E_FORMAT, "test_output.csv", "empty");

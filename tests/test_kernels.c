@@ -65,6 +65,30 @@ static void rnn_case(const kern_ops *k, int lstm, int B, int T, int I, int H, in
     free(g1), free(g2), free(dx1), free(dx2);
 }
 
+/* A NaN weight gives NaN where the reference's does, on every ISA (the fast exp clamped a NaN to
+ * a finite value on avx512 once: plausible metrics from a broken checkpoint). */
+static void nan_case(const kern_ops *k, int lstm) {
+    const int B = 16, T = 4, I = 2, H = 5, G = (lstm ? 4 : 3) * H, P = lstm ? 6 : 5;
+    dpd_rng r;
+    dpd_rng_seed(&r, 7);
+    float *wih = rnd(&r, (size_t)G * I, 0.4), *whh = rnd(&r, (size_t)G * H, 0.4), *x = rnd(&r, (size_t)B * T * I, 0.5);
+    wih[3] = NAN;
+    size_t sfast = (size_t)B * T * H + (lstm ? kern_lstm_saved(I, H, T) : kern_gru_saved(I, H, T));
+    float *sv1 = calloc((size_t)T * P * H, 4), *sv2 = calloc(sfast, 4), *t = calloc(rnn_tmp_size(I, H, lstm ? 4 : 3, T), 4);
+    rnn_w_f32 w = {I, H, wih, whh, NULL, NULL, 0, 0, 0};
+    kgru kw = {I, H, wih, whh, NULL, NULL, NULL, NULL, NULL, NULL};
+    (lstm ? k->lstm_fwd : k->gru_fwd)(&kw, B, T, x, sv2, t);
+    int same = 1, nans = 0;
+    for (int b = 0; b < B; b++) {
+        if (lstm) rnn_lstm_fwd_f32(&w, 1, T, x + (size_t)b * T * I, sv1, t);
+        else rnn_gru_fwd_f32(&w, 1, T, x + (size_t)b * T * I, sv1, t);
+        for (int i = 0; i < T * H; i++) same &= isnan(sv1[i]) == isnan(sv2[(size_t)b * T * H + i]), nans += isnan(sv1[i]) != 0;
+    }
+    CHECK(same && nans > 0, "%s %s: a NaN weight gives NaN where the reference's does (%d NaN in the reference's h)", k->name,
+          lstm ? "LSTM" : "GRU", nans);
+    free(wih), free(whh), free(x), free(sv1), free(sv2), free(t);
+}
+
 /* A model of family with H hidden and L layers, initialised from seed. */
 static dpd_model *model_of(const char *family, int H, int L, dpd_rng *r, uint64_t seed) {
     dpd_model_cfg c = {"", H, L};
@@ -324,6 +348,7 @@ int main(void) {
             for (int bias = 0; bias < 2; bias++)
                 for (int lstm = 0; lstm < 2; lstm++)
                     rnn_case(all[i], lstm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], bias);
+        for (int lstm = 0; lstm < 2; lstm++) nan_case(all[i], lstm);
     }
     /* the exact fast paths: every ISA this CPU has, edge shapes (T = 1 and T shorter than the
      * widest tap span, H = 1, H not a multiple of any vector width, one and several chunks) */

@@ -360,7 +360,7 @@ typedef struct dpd_family_info {
     const char *tag;    /* run-id tag: "GRU" */
     const char *params; /* parameter count formula */
     const char *about;  /* one line */
-    int hidden;         /* default hidden size */
+    int hidden;         /* the hidden size the family is usually run at (its paper's); not a training default */
     int max_layers;     /* 1 when the family has no layer count */
     int poly;           /* 1: sized by order/memory/cross instead of hidden/layers */
     int least_squares;  /* 1: fitted by least squares only (mp, gmp_ls) */

@@ -141,8 +141,10 @@ static inline __attribute__((always_inline)) vf expm(vf r) {
  * AVX-512 the power of two is applied by vscalefps (no integer round trip). */
 #if VW == 16 && defined(__AVX512F__)
 static inline __attribute__((always_inline)) vf vexp(vf x) {
-    x = (vf)_mm512_max_ps((__m512)x, _mm512_set1_ps(-87.0f));
-    x = (vf)_mm512_min_ps((__m512)x, _mm512_set1_ps(88.0f));
+    /* the clamps as the other ISAs' selects: a NaN goes through (vmaxps and vminps give their
+     * second operand where either is a NaN; x second, so a NaN weight is not made a -87) */
+    x = (vf)_mm512_max_ps(_mm512_set1_ps(-87.0f), (__m512)x);
+    x = (vf)_mm512_min_ps(_mm512_set1_ps(88.0f), (__m512)x);
     vf k = (vf)_mm512_roundscale_ps((__m512)(x * 1.44269504088896341f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
     vf p = expm(r);
