@@ -46,9 +46,12 @@ const char *cli_flag(const char *field, char *buf, size_t n);
  * MP of one epoch by least squares). Every front end that mirrors the CLI starts here. */
 void cli_train_defaults(dpd_train_cfg *c, const char *verb);
 
-/* flags.c: --legacy-evm (legacy: given) into *evm_fs, 800 MHz as OpenDPD v2.0.0 logs EVM. 0, or 2
- * (said on stderr) when --evm-fs was given too. */
-int cli_legacy_evm(int legacy, double *evm_fs);
+/* flags.c: legacy_evm (legacy: it was given) into *evm_fs: 800 MHz, as OpenDPD v2.0.0 logs EVM.
+ * DPD_OK, or DPD_E_INVAL naming the field when evm_fs was given too (evm_given). */
+dpd_status cli_legacy_evm(int legacy, int evm_given, double *evm_fs, dpd_error *err);
+/* flags.c: DPD_E_INVAL naming the field when m sets a delta threshold (thx, thh) for a family
+ * without them, which would ignore it; else DPD_OK. */
+dpd_status cli_thresholds(const dpd_model_cfg *m, dpd_error *err);
 
 /* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
  * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:

@@ -106,7 +106,8 @@ int cmd_eval(int argc, char **argv) {
         return 2;
     }
     if ((r = cli_exec_resolve(&x))) return r;
-    if ((r = cli_legacy_evm(legacy, &evm_fs))) return r;
+    dpd_error lerr = {0};
+    if (cli_legacy_evm(legacy, args_get(o, sizeof o / sizeof *o, "evm-fs")->seen, &evm_fs, &lerr)) return cli_fail(&lerr);
     if ((r = scoring_of(prof, evm_fs, &sc))) return r;
 
     dpd_error err = {0};

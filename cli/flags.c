@@ -36,12 +36,23 @@ void cli_train_defaults(dpd_train_cfg *c, const char *verb) {
     if (!strcmp(verb, "train-dpd")) c->model.hidden = 15; /* OpenDPD's default DPD size */
 }
 
-int cli_legacy_evm(int legacy, double *evm_fs) {
-    if (!legacy) return 0;
-    if (*evm_fs) {
-        fprintf(stderr, "dpd: --legacy-evm is --evm-fs 800e6: give one of them, not both\n");
-        return 2;
+dpd_status cli_legacy_evm(int legacy, int evm_given, double *evm_fs, dpd_error *err) {
+    if (!legacy) return DPD_OK;
+    if (evm_given) {
+        cli_err(err, DPD_E_INVAL, "legacy_evm: sets the EVM rate to 800 MHz itself: give it or an EVM rate, not both");
+        snprintf(err->field, sizeof err->field, "legacy_evm");
+        return err->status;
     }
     *evm_fs = 800e6;
-    return 0;
+    return DPD_OK;
+}
+
+dpd_status cli_thresholds(const dpd_model_cfg *m, dpd_error *err) {
+    dpd_family_info f;
+    if ((!m->thx && !m->thh) || !dpd_family_lookup(m->family, &f) || f.delta) return DPD_OK;
+    const char *k = m->thx ? "thx" : "thh";
+    cli_err(err, DPD_E_INVAL, "%s: a delta threshold, which only the delta families have (deltagru, tres_deltagru); %s has none",
+            k, f.name);
+    snprintf(err->field, sizeof err->field, "%s", k);
+    return err->status;
 }

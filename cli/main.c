@@ -224,7 +224,7 @@ static const struct verb {
     {"pack", cmd_pack, "install, list, verify, activate or remove runtime packs"},
     {"config", cmd_config, "show or set settings (provider, cpu_level, gpu_memory)"},
     {"plot", cmd_plot, "draw a run's pictures (PSD, AM/AM, AM/PM, I/Q, learning curves) or a dataset's"},
-    {"models", cmd_models, "list the model families, their parameter counts and defaults"},
+    {"models", cmd_models, "list the model families, their usual sizes and parameter counts"},
     {"bench", cmd_bench, "time training steps, or one core's multiply-add peak (bench train|peak ...)"},
     {"serve", cmd_serve, "the studio: a local web service with a job queue and live events"},
     {"worker", cmd_worker, "run one studio job (started by dpd serve)"},

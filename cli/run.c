@@ -75,14 +75,14 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     const char *fin = dpd_recording_format(in), *fout = dpd_recording_format(out);
-    const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
-    if (!strcmp(fout, "csv") && dot && dot > (slash ? slash : out) && strcasecmp(dot, ".csv") && strcasecmp(dot, ".txt")) {
-        fprintf(stderr, "dpd: --output %s: the format follows the name's extension: .csv (or .txt), .cf32, .sigmf-data or "
-                        ".mat, not '%s'\n", out, dot);
+    const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out, *dot = strrchr(base, '.');
+    if (!strcmp(fout, "csv") && dot && dot > base && strcasecmp(dot, ".csv") && strcasecmp(dot, ".txt")) {
+        fprintf(stderr, "dpd: --output %s: the format follows the name's extension, in lower case: .csv (or .txt), .cf32, "
+                        ".sigmf-data or .mat, not '%s'\n", out, dot);
         return 2;
     }
     if (same_recording(in, out)) {
-        fprintf(stderr, "dpd: --output %s is the input recording %s: it would be overwritten (choose another file)\n", out, in);
+        fprintf(stderr, "dpd: --output %s names the input recording %s (choose another file)\n", out, in);
         return 2;
     }
     int raw_in = !strcmp(fin, "csv") || !strcmp(fin, "cf32"), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");

@@ -46,6 +46,7 @@ typedef struct display {
     long steps;        /* training steps an epoch (0: none, as in fit-ls) */
     double eval_s;     /* evaluation seconds, summed over ... */
     int evals;         /* ... the epochs timed */
+    int ls;            /* a least-squares fit: no learning rate to show */
     int selection, best_epoch; /* the event's best epoch by the selection metric, and its value */
     double best;
     int plots;         /* pictures at the end of the run: keep the best epoch's validation predictions */
@@ -74,8 +75,8 @@ static void remember_best(display *d, const dpd_event *e) {
 
 /* Printed once as the run starts: what the epoch lines and their mark say. */
 static void legend(const display *d) {
-    fprintf(stderr, "dpd: a line per epoch: train loss, val and test metrics, lr, the run's time elapsed and remaining; "
-                    "* = new best val %s (best.safetensors saved)\n", selection_name(d->selection));
+    fprintf(stderr, "dpd: a line per epoch: train loss, val and test metrics, %sthe run's time elapsed and remaining; "
+                    "* = new best val %s (best.safetensors saved)\n", d->ls ? "" : "lr, ", selection_name(d->selection));
 }
 
 static void epoch_line(display *d, const dpd_event *e) {
@@ -84,12 +85,13 @@ static void epoch_line(display *d, const dpd_event *e) {
     d->evals++;
     d->mark = e->time, d->train_s = 0, d->s0 = -1;
     remember_best(d, e);
-    char b[3][128], t[128], el[16], left[16];
-    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s lr %.2e | elapsed %s "
+    char b[3][128], t[128], el[16], left[16], lr[32] = "";
+    if (!d->ls) snprintf(lr, sizeof lr, " lr %.2e", e->lr);
+    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s%s | elapsed %s "
                     "remaining %s%s\n",
             d->drawn ? "\r\033[K" : "", e->epoch, e->epochs, e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
             cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
-            cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), e->lr, clock_text(e->elapsed, el, sizeof el),
+            cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), lr, clock_text(e->elapsed, el, sizeof el),
             clock_text(run_left(d, (long)(e->epochs - e->epoch) * d->steps, e->epochs - e->epoch), left, sizeof left),
             e->improved ? " *" : "");
     d->drawn = 0;
@@ -184,10 +186,11 @@ json_t *cli_summary_json(const dpd_train_result *res) {
 static void worse_than_none(const dpd_train_result *res) {
     const dpd_metrics *d = &res->test, *n = &res->no_dpd_test;
     if (!res->dpd || d->status[DPD_ACLR_AVG] || n->status[DPD_ACLR_AVG] || !(d->aclr_avg > n->aclr_avg)) return;
-    fprintf(stderr,
-            "dpd: warning: this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): train it "
-            "longer (--epochs, --preset full) or larger (--hidden), or on more frames (a smaller --stride)\n",
-            d->aclr_avg, n->aclr_avg);
+    fprintf(stderr, "dpd: warning: this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): %s\n",
+            d->aclr_avg, n->aclr_avg,
+            res->config.ls ? "try other orders and depths (--K, --Q, --M) or more ILA passes (--iterations)"
+                           : "train it longer (--epochs, --preset full) or larger (--hidden), or on more frames (a "
+                             "smaller --stride)");
 }
 
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
@@ -215,7 +218,7 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
  * NULL) runs on a completed run before the summary; a non-zero return is the exit code. */
 static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x,
                      int (*after)(const dpd_train_result *, const void *), const void *arg) {
-    display d = {.tty = isatty(2), .s0 = -1, .plots = x != NULL};
+    display d = {.tty = isatty(2), .s0 = -1, .plots = x != NULL, .ls = c->ls};
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
@@ -344,13 +347,7 @@ static int train(int argc, char **argv, int dpd) {
             fprintf(stderr, "dpd: --pa belongs to train-dpd\n");
             return 2;
         }
-        dpd_family_info fi;
-        if ((args_get(o, n, "thx")->seen || args_get(o, n, "thh")->seen) && dpd_family_lookup(c.model.family, &fi) &&
-            !fi.delta) {
-            fprintf(stderr, "dpd: --thx and --thh are the delta families' thresholds (deltagru, tres_deltagru); %s has none\n",
-                    fi.name);
-            return 2;
-        }
+        if (cli_thresholds(&c.model, &err)) return cli_fail(&err);
         if (preset[0]) { /* preset first, explicit options win */
             dpd_train_cfg given = c;
             if (dpd_train_preset(&c, preset, &err)) {
@@ -361,7 +358,7 @@ static int train(int argc, char **argv, int dpd) {
             if (args_get(o, n, "frame")->seen) c.frame = given.frame;
             if (args_get(o, n, "stride")->seen) c.stride = given.stride;
         }
-        if ((r = cli_legacy_evm(legacy, &c.evm_fs))) return r;
+        if (cli_legacy_evm(legacy, args_get(o, n, "evm-fs")->seen, &c.evm_fs, &err)) return cli_fail(&err);
     }
     if ((r = cli_exec_resolve(&x))) return r;
     c.threads = x.threads;
@@ -461,7 +458,8 @@ int cmd_fit_ls(int argc, char **argv) {
     }
     snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
     if (!strcmp(kind, "mp")) c.model.cross = 0;
-    if ((r = cli_legacy_evm(legacy, &c.evm_fs))) return r;
+    dpd_error lerr = {0};
+    if (cli_legacy_evm(legacy, args_get(o, sizeof o / sizeof *o, "evm-fs")->seen, &c.evm_fs, &lerr)) return cli_fail(&lerr);
     if ((r = cli_exec_resolve(&x))) return r;
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);

@@ -847,11 +847,12 @@ static void check_count(const capture *c, dpd_doctor_report *r) {
     ev_num(f, "minimum", MIN_SAMPLES);
 }
 
-/* Zeroes the non-finite samples of iq; their count, the first indices in idx[10]. */
+/* Zeroes the non-finite samples of iq, those beyond a float's range too (dpd reads samples as floats:
+ * the loader refuses them); their count, the first indices in idx[10]. */
 static size_t zero_non_finite(double *iq, size_t n, size_t *idx) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (isfinite(iq[2 * i]) && isfinite(iq[2 * i + 1])) continue;
+        if (isfinite((float)iq[2 * i]) && isfinite((float)iq[2 * i + 1])) continue;
         if (k < 10) idx[k] = i;
         k++;
         iq[2 * i] = iq[2 * i + 1] = 0;
@@ -868,7 +869,8 @@ static void check_finite(capture *c, dpd_doctor_report *r) {
     locate(c, in_output ? iy[0] : ix[0], in_output, at, sizeof at);
     dpd_finding *f = finding(r, "non_finite_samples", DPD_SEV_ERROR, "NaN or Inf samples");
     snprintf(f->value, sizeof f->value, "%zu input, %zu output", kx, ky);
-    snprintf(f->message, sizeof f->message, "%zu input and %zu output samples are NaN, Inf or empty (the first at %s); "
+    snprintf(f->message, sizeof f->message, "%zu input and %zu output samples are NaN, Inf, empty or beyond a float's "
+                                            "range (the first at %s); "
                                             "they are read as 0 below", kx, ky, at);
     snprintf(f->suggestion, sizeof f->suggestion, "interpolate_non_finite");
     snprintf(f->fix, sizeof f->fix, "interpolate the non-finite samples (first at %s) or cut them out, and export again",

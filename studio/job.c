@@ -138,7 +138,7 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         if (!json_is_string(v) || dpd_train_preset(c, json_string_value(v), err))
             return fail(err, DPD_E_INVAL, "preset", "preset: must be quick or full");
     }
-    int target_dpd = 0, legacy = 0;
+    int target_dpd = 0, legacy = 0, evm_given = 0;
     json_object_foreach((json_t *)options, key, v) {
         char text[4096], field[64];
         if (!strcmp(key, "preset")) continue;
@@ -175,6 +175,7 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             legacy = strcmp(text, "0") != 0;
             continue;
         }
+        evm_given |= !strcmp(key, "evm_fs");
         for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
             if (!strcmp(key, refused[i]))
                 return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
@@ -186,7 +187,7 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             return err->status;
         }
     }
-    if (legacy) c->evm_fs = 800e6;
+    if (cli_legacy_evm(legacy, evm_given, &c->evm_fs, err) || cli_thresholds(&c->model, err)) return err->status;
     if ((dpd || target_dpd) != (j->pa[0] != 0))
         return fail(err, DPD_E_INVAL, "pa", dpd || target_dpd ? "pa: the PA run's id is required"
                                                              : "pa: belongs to train-dpd and fit-ls with target dpd");

@@ -242,9 +242,9 @@ expect 2 "--pa is for --target dpd" "$DPD" fit-ls --data "$T/a" --kind mp --pa "
 expect 2 "--kind must be mp or gmp (got 'volterra')" "$DPD" fit-ls --data "$T/a" --kind volterra
 expect 2 "--target must be pa or dpd (got 'both')" "$DPD" fit-ls --data "$T/a" --target both
 # contradictory flags are refused, not one of them silently dropped
-expect 2 "--legacy-evm is --evm-fs 800e6" "$DPD" eval --data "$T/a" --split test --model "$D1" --legacy-evm --evm-fs 1e9
-expect 2 "--legacy-evm is --evm-fs 800e6" "$DPD" train-pa --data "$T/a" --legacy-evm --evm-fs 1e9 --out "$T/r9"
-expect 2 "--thx and --thh are the delta families' thresholds" "$DPD" train-pa --data "$T/a" --model lstm --thh 0.1 --out "$T/r9"
+expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself: give it or an EVM rate, not both" "$DPD" eval --data "$T/a" --split test --model "$D1" --legacy-evm --evm-fs 1e9
+expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself" "$DPD" train-pa --data "$T/a" --legacy-evm --evm-fs 1e9 --out "$T/r9"
+expect 2 "--thh: a delta threshold, which only the delta families have (deltagru, tres_deltagru); lstm has none" "$DPD" train-pa --data "$T/a" --model lstm --thh 0.1 --out "$T/r9"
 expect 2 "--exact runs the recording as one sequence: --warmup" "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/r9.csv" --exact --warmup 5
 check '[ ! -e "$T/r9" ] && [ ! -e "$T/r9.csv" ]' "refused flags leave nothing behind"
 expect 2 "dpd: --K: 0 is out of range 1..16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"
@@ -311,12 +311,12 @@ expect 1 "one.cf32: sample 0" "$DPD" run --model "$E1" --input "$T/one.cf32" --o
 check '[ ! -e "$T/bad.cf32" ]' "run: a non-finite .cf32 sample leaves no output"
 # the output must not replace the input (its own file under another name, or a SigMF pair's other half)
 cp "$T/a/test_input.csv" "$T/own.csv" && cp "$T/own.csv" "$T/own0.csv" && ln -sf own.csv "$T/own-link.csv"
-expect 2 "is the input recording" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own.csv"
-expect 2 "is the input recording" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own-link.csv"
+expect 2 "names the input recording" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own.csv"
+expect 2 "names the input recording" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own-link.csv"
 check 'cmp -s "$T/own.csv" "$T/own0.csv"' "run: the input is left as it was"
 "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/own.sigmf-data" --fs 200e6 >/dev/null 2>&1
 cp "$T/own.sigmf-data" "$T/own0.sigmf-data"
-expect 2 "is the input recording" "$DPD" run --model "$E1" --input "$T/own.sigmf-meta" --output "$T/own.sigmf-data"
+expect 2 "names the input recording" "$DPD" run --model "$E1" --input "$T/own.sigmf-meta" --output "$T/own.sigmf-data"
 check 'cmp -s "$T/own.sigmf-data" "$T/own0.sigmf-data"' "run: a SigMF input's data is left as it was"
 expect 2 "not '.wav'" "$DPD" run --model "$E1" --input "$T/own.csv" --output "$T/out.wav"
 check '[ ! -e "$T/out.wav" ]' "run: an output of an unknown kind (.wav) is refused before anything is written"

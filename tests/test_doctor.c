@@ -355,6 +355,22 @@ static void test_spikes(void) {
     cap_free(&c);
 }
 
+/* A sample beyond a float's range (1e300 is finite as a double, an infinity as the float dpd reads):
+ * non_finite_samples as a NaN is, so the doctor and the loader agree. */
+static void test_huge(void) {
+    cap c;
+    cap_copy(&c, &clean);
+    size_t iy = 77;
+    c.y[2 * iy] = -1e300;
+    dpd_doctor_report r = run("1e300", write_cap(&c));
+    const dpd_finding *f = find(&r, "non_finite_samples");
+    const dpd_evidence *ey = f ? ev(f, "output_indices") : NULL;
+    CHECK(r.evaluation_blocked && f && ey && ey->nlist == 1 && ey->list[0] == iy && strstr(f->message, "beyond a float's range"),
+          "-1e300: non_finite_samples at its index, evaluation blocked");
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
+}
+
 /* 2 NaNs (one in the output of train, one in the input of val): blocked, indices reported. */
 static void test_nan(void) {
     cap c;
@@ -808,6 +824,7 @@ int main(void) {
     test_clipping();
     test_spikes();
     test_nan();
+    test_huge();
     test_silent();
     test_metadata();
     test_bandwidth();

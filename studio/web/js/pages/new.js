@@ -46,8 +46,8 @@ export default async function newPage(ctx) {
     api.get('/runs?status=succeeded&limit=200').catch(() => ({ runs: [] })),
     api.get('/models').catch((e) => ({ models: [], error: e })),
   ]);
-  // the trainable families, as `dpd models` lists them: name, default hidden size, about
-  const FAMILIES = mods.models.filter((m) => !m.least_squares).map((m) => [m.name, m.hidden, m.about]);
+  // the trainable families, as `dpd models` lists them: name, about
+  const FAMILIES = mods.models.filter((m) => !m.least_squares).map((m) => [m.name, m.about]);
   if (!ctx.alive()) return;
 
   const task = h('select', { id: 'f-verb', name: 'verb' }, TASKS.map(([v, t]) => h('option', { value: v, text: t })));
@@ -59,7 +59,7 @@ export default async function newPage(ctx) {
   };
   fillDatasets(ds.datasets);
   const family = h('select', { id: 'f-model', name: 'model', 'aria-describedby': 'f-model-help' },
-    FAMILIES.map(([f, hd, about]) => h('option', { value: f, text: `${f} — ${about}` })));
+    FAMILIES.map(([f, about]) => h('option', { value: f, text: `${f} — ${about}` })));
   const hidden = h('input', { id: 'f-hidden', name: 'hidden', type: 'number', min: 1, max: 1024, step: 1, inputmode: 'numeric', placeholder: '23' });
   const layers = h('input', { id: 'f-layers', name: 'layers', type: 'number', min: 1, max: 16, step: 1, inputmode: 'numeric', placeholder: '1' });
   const preset = h('select', { id: 'f-preset', name: 'preset' },
@@ -91,7 +91,7 @@ export default async function newPage(ctx) {
   const submit = h('button', { type: 'submit', class: 'primary', id: 'f-submit', text: 'Start run' });
 
   const fModel = field('f-model', 'Model family', family, 'dpd models lists them with their parameter counts.');
-  const fHidden = field('f-hidden', 'Hidden size', hidden, 'Empty: the family\'s default.');
+  const fHidden = field('f-hidden', 'Hidden size', hidden, 'Empty: 23 for a PA model, 15 for a DPD, as OpenDPD trains.');
   const fLayers = field('f-layers', 'Layers', layers, 'Recurrent families only.');
   const fPreset = field('f-preset', 'Preset', preset);
   const fEpochs = field('f-epochs', 'Epochs', epochs, 'Empty: the preset\'s.');
@@ -163,8 +163,7 @@ export default async function newPage(ctx) {
     previewWarn.classList.toggle('hidden', !batch);
     fTarget.classList.toggle('hidden', v !== 'fit-ls');
     document.getElementById('model-set').classList.toggle('hidden', v === 'fit-ls');
-    const fam = FAMILIES.find((f) => f[0] === family.value);
-    hidden.placeholder = fam ? String(fam[1]) : '';
+    hidden.placeholder = v === 'train-dpd' ? '15' : '23'; /* the server's default (cli_train_defaults) */
   }
   task.addEventListener('change', sync);
   target.addEventListener('change', sync);
