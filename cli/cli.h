@@ -34,7 +34,8 @@ int cli_is_help(const char *a);
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
-/* Fills err (status s, the formatted message, no field) and returns s. */
+/* flags.c (linked wherever flags.c is: the studio and its fuzz harness too): fills err (status s,
+ * the formatted message, no field) and returns s. */
 dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

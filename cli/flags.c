@@ -1,10 +1,21 @@
 /* flags: the CLI's names for the configuration (a field's flag: hidden -> --hidden, order ->
- * --K) and each verb's starting configuration — shared by the CLI and the front ends that mirror
- * it (the studio's requests). */
+ * --K), each verb's starting configuration, the options refused together, and the error they
+ * fill — shared by the CLI and the front ends that mirror it (the studio's requests). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+
+dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->status = s;
+    err->field[0] = 0;
+    return s;
+}
 
 /* Library configuration fields whose flag is not "--" + the field with '_' -> '-'. */
 static const char *const flags[][2] = {

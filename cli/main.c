@@ -1,7 +1,6 @@
 /* main: the dpd command — dispatch to a verb, and the helpers the verbs share (cli.h): errors
  * named by CLI flag, compute options as session options, JSON and table output of metrics. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,16 +9,6 @@
 #include "cli.h"
 
 int cli_is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
-
-dpd_status cli_err(dpd_error *err, dpd_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    err->status = s;
-    err->field[0] = 0;
-    return s;
-}
 
 /* The configuration field a message starts with ("data: x does not exist"), when err->field
  * does not name one: a key of the configuration table, or resume. */

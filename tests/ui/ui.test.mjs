@@ -323,8 +323,15 @@ try {
     const hist = await apiGet(`/runs/${run.id}/history`);
     sameSeries(d[0], hist.epochs.map((r) => r.epoch), 'epochs after the drop');
     sameSeries(d[1], hist.epochs.map((r) => r.val.NMSE), 'val NMSE after the drop');
-    const bar = await page.evaluate(() => document.querySelector('#epoch-bar').value);
-    assert(bar === 4, `epoch bar ${bar}`);
+    // the page renders 80 ms after its last event: wait for the bar (a loaded machine once read it
+    // early), and say what the page held if it never gets there
+    const full = await page.waitForFunction(() => document.querySelector('#epoch-bar').value === 4, null, { timeout: 5000 })
+      .then(() => true, () => false);
+    const bar = await page.evaluate(() => {
+      const b = document.querySelector('#epoch-bar'), s = window.__dpd.run.state;
+      return { value: b.value, max: b.max, epochs: s.epochs, metric_epochs: s.metric.epoch, cur_epoch: s.cur && s.cur.epoch };
+    });
+    assert(full, `epoch bar ${JSON.stringify(bar)}`);
   });
   allowNetErrors = false;
 
