@@ -21,7 +21,7 @@
 static int recording_files(const char *path, char f[2][4200]) {
     size_t n = strlen(path);
     snprintf(f[0], sizeof f[0], "%s", path);
-    if (n < 11 || n >= sizeof f[1] || strcmp(dpd_recording_format(path), "sigmf")) return 1;
+    if (n >= sizeof f[1] || strcmp(dpd_recording_format(path), "sigmf")) return 1; /* sigmf: an 11-byte ending */
     snprintf(f[1], sizeof f[1], "%.*s%s", (int)(n - 11), path, strcmp(path + n - 11, ".sigmf-data") ? ".sigmf-data" : ".sigmf-meta");
     return 2;
 }

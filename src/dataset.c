@@ -179,14 +179,10 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
                                  path, line, j + 1, fl[j] > 40 ? 40 : fl[j], f[j]);
                     goto fail;
                 }
-                if (!isfinite(v)) {
-                    s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is not finite",
-                                 path, line, j + 1, fl[j] > 40 ? 40 : fl[j], f[j]);
-                    goto fail;
-                }
-                if (!isfinite((float)v)) { /* the samples are floats: it would be an infinity */
-                    s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is out of range (a float sample's "
-                                 "magnitude is at most 3.4e38)", path, line, j + 1, fl[j] > 40 ? 40 : fl[j], f[j]);
+                if (!dpd_sample_ok(v)) {
+                    s = dpd_fail(err, DPD_E_FORMAT, "%s:%zu: field %d ('%.*s') is %s", path, line, j + 1,
+                                 fl[j] > 40 ? 40 : fl[j], f[j],
+                                 isfinite(v) ? "out of range (a float sample's magnitude is at most 3.4e38)" : "not finite");
                     goto fail;
                 }
                 d[n * (size_t)ncol + (size_t)k] = v;

@@ -1,7 +1,13 @@
 /* dataset: internals shared with the command line (CSV reading for `dpd run`). */
 #ifndef DPD_DATASET_H
 #define DPD_DATASET_H
+#include <math.h>
+
 #include "dpd/dpd.h"
+
+/* Whether v, as read, is a sample dpd can hold: finite as the float it becomes (not NaN, an
+ * infinity, or a magnitude beyond 3.4e38). The readers' one test (CSV, .mat, the doctor's). */
+static inline int dpd_sample_ok(double v) { return isfinite((float)v); }
 
 /* Reads a CSV with a header line into out (rows, ncol) of doubles (malloc'd). names[k] is the
  * header name of output column k (other columns are ignored); with names == NULL the file must

@@ -847,12 +847,12 @@ static void check_count(const capture *c, dpd_doctor_report *r) {
     ev_num(f, "minimum", MIN_SAMPLES);
 }
 
-/* Zeroes the non-finite samples of iq, those beyond a float's range too (dpd reads samples as floats:
- * the loader refuses them); their count, the first indices in idx[10]. */
+/* Zeroes the samples of iq that are not dpd_sample_ok (the loader refuses them); their count, the
+ * first indices in idx[10]. */
 static size_t zero_non_finite(double *iq, size_t n, size_t *idx) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (isfinite((float)iq[2 * i]) && isfinite((float)iq[2 * i + 1])) continue;
+        if (dpd_sample_ok(iq[2 * i]) && dpd_sample_ok(iq[2 * i + 1])) continue;
         if (k < 10) idx[k] = i;
         k++;
         iq[2 * i] = iq[2 * i + 1] = 0;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dataset.h"
 #include "file.h"
 #include "model.h"
 #include "models/poly.h"
@@ -255,11 +256,12 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
     for (size_t i = 0; i < k; i++) {
         double a = dbl ? ((const double *)re)[i] : ((const float *)re)[i];
         double b = dbl ? ((const double *)im)[off + i] : ((const float *)im)[off + i];
-        if (!isfinite((float)a) || !isfinite((float)b)) { /* the samples are floats */
-            int q = isfinite((float)a);
+        if (!dpd_sample_ok(a) || !dpd_sample_ok(b)) {
+            int q = dpd_sample_ok(a); /* the first bad one: I, else Q */
+            double bad = q ? b : a;
             free(out);
             s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' sample %zu has %s %s value", path, name, i,
-                         isfinite(q ? b : a) ? "an out-of-range (beyond a float's 3.4e38)" : "a non-finite", q ? "Q" : "I");
+                         isfinite(bad) ? "an out-of-range (beyond a float's 3.4e38)" : "a non-finite", q ? "Q" : "I");
             goto done;
         }
         out[2 * i] = a, out[2 * i + 1] = b;

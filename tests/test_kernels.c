@@ -82,7 +82,7 @@ static void nan_case(const kern_ops *k, int lstm) {
     for (int b = 0; b < B; b++) {
         if (lstm) rnn_lstm_fwd_f32(&w, 1, T, x + (size_t)b * T * I, sv1, t);
         else rnn_gru_fwd_f32(&w, 1, T, x + (size_t)b * T * I, sv1, t);
-        for (int i = 0; i < T * H; i++) same &= isnan(sv1[i]) == isnan(sv2[(size_t)b * T * H + i]), nans += isnan(sv1[i]) != 0;
+        for (int i = 0; i < T * H; i++) same &= !isnan(sv1[i]) == !isnan(sv2[(size_t)b * T * H + i]), nans += isnan(sv1[i]) != 0;
     }
     CHECK(same && nans > 0, "%s %s: a NaN weight gives NaN where the reference's does (%d NaN in the reference's h)", k->name,
           lstm ? "LSTM" : "GRU", nans);
