@@ -51,7 +51,7 @@ FAKE    := $(BUILD)/tests/libfake.so
 BLAS    := $(BUILD)/tests/libblasprobe.so
 F64_OBJ := $(patsubst src/models/%.c,$(BUILD)/f64/%.o,$(wildcard src/models/*.c))
 
-.PHONY: all test demo bench deps clean cuda pack-cuda opencl pack-opencl gpu-inputs install uninstall
+.PHONY: all test test-build demo bench deps clean cuda pack-cuda opencl pack-opencl gpu-inputs install uninstall
 .SECONDARY:
 all: $(BUILD)/dpd $(BUILD)/libdpd.a $(BUILD)/libdpd.so
 
@@ -243,10 +243,15 @@ deps:
 # Everything the tests read, and nothing outside $(BUILD): the OpenCL provider (tests/opencl.sh packs
 # it itself), the CUDA libraries and ptxas's report (tests/cuda_gate.sh), and the CUDA pack under
 # $(BUILD)/packs (tests/cli.sh's refusal on a machine without a GPU).
+# test-build builds them without running anything (.ci/run builds the sanitized trees with it
+# while the plain suite runs).
 test: deps
+	@$(MAKE) --no-print-directory test-build
+	@BUILD=$(BUILD) tests/run.sh $(TESTS) $$(ls $(BUILD)/cuda/check 2>/dev/null)
+
+test-build:
 	@$(MAKE) --no-print-directory all $(BUILD)/dpd-shared $(EXAMPLES) $(TESTS) $(FAKE) $(BLAS) opencl pack-cuda \
 	    PACK_DIR=$(BUILD)/packs
-	@BUILD=$(BUILD) tests/run.sh $(TESTS) $$(ls $(BUILD)/cuda/check 2>/dev/null)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
