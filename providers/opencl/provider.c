@@ -138,6 +138,7 @@ typedef struct queue {
     cl_context ctx;
     cl_command_queue q;
     cl_kernel k[K_COUNT];
+    int cpu;               /* a CPU device: launches without a work-group size get one (launch) */
     struct recording *rec; /* launches being recorded instead of run (backend.record), or NULL */
 } queue;
 
@@ -168,6 +169,7 @@ static dpd_status open_queue(int d, int H, void **out, int *group, size_t *local
     *out = NULL;
     if (!q) return snprintf(err, nerr, "opencl: out of memory"), DPD_E_NOMEM;
     dpd_status st = device_program(d, H, &q->ctx, &prog, err, nerr);
+    q->cpu = !devs[d].gpu;
     if (!st && !(q->q = clCreateCommandQueue(q->ctx, devs[d].id, 0, &e))) st = cl_fail(e, "create a queue", err, nerr);
     for (int i = 0; !st && i < K_COUNT; i++)
         if (!(q->k[i] = clCreateKernel(prog, host_kernel_name(i), &e))) st = cl_fail(e, host_kernel_name(i), err, nerr);
@@ -243,9 +245,22 @@ static int enqueue(cl_command_queue q, const call *c) {
     return e ? e : clEnqueueNDRangeKernel(q, c->k, 1, NULL, &n, local ? &local : NULL, 0, NULL, NULL);
 }
 
+/* The work-group size of a launch that leaves it to the API (local 0), on a CPU device: the largest
+ * power of two that divides n, at most 64. A CPU device's compiler (PoCL) builds a work-group
+ * function for every size it runs a kernel at, and left to choose, it takes one that divides the
+ * work, so every shape gets its own (862 functions for the conformance suite's shapes, about
+ * 0.2 s each); this way a kernel has at most seven, and a large launch is spread over the
+ * device's threads in groups of 64 instead of one group the size of the work. Each work-item of
+ * these kernels computes its own outputs, so the results do not depend on the size. A GPU's
+ * driver chooses for itself. */
+static size_t cpu_group(size_t n) {
+    size_t low = n & (~n + 1); /* n's lowest set bit */
+    return low < 64 ? low : 64;
+}
+
 static int launch(void *kq, void *q, int k, size_t n, size_t local, const char *types, va_list ap) {
     queue *on = (queue *)q;
-    call c = {.k = ((queue *)kq)->k[k], .n = n, .local = local};
+    call c = {.k = ((queue *)kq)->k[k], .n = n, .local = local ? local : ((queue *)kq)->cpu ? cpu_group(n) : 0};
     for (; types[c.na]; c.na++) {
         if (c.na == MAX_ARGS) return CL_INVALID_ARG_INDEX;
         char t = types[c.na];
