@@ -11,7 +11,9 @@
  *
  * Determinism (docs/providers.md): no atomics; every sum runs in an order fixed by indices (time
  * order inside a sequence, batch order across sequences, a fixed tree for the gradient norm); the
- * work-group geometry comes from the batch and the hidden size, never from the device; every
+ * geometry of the kernels whose work-items cooperate comes from the batch and the hidden size,
+ * never from the device (the data-parallel ones, whose work-items share nothing, run in groups
+ * the host picks for a CPU device and the driver for a GPU: any size gives the same results); every
  * work-item of a group passes every barrier (an early return before a barrier is undefined, and
  * PoCL miscompiles it). The same run twice on one device is therefore bitwise identical.
  *

@@ -247,12 +247,12 @@ static int enqueue(cl_command_queue q, const call *c) {
 
 /* The work-group size of a launch that leaves it to the API (local 0), on a CPU device: the largest
  * power of two that divides n, at most 64. A CPU device's compiler (PoCL) builds a work-group
- * function for every size it runs a kernel at, and left to choose, it takes one that divides the
- * work, so every shape gets its own (862 functions for the conformance suite's shapes, about
- * 0.2 s each); this way a kernel has at most seven, and a large launch is spread over the
- * device's threads in groups of 64 instead of one group the size of the work. Each work-item of
- * these kernels computes its own outputs, so the results do not depend on the size. A GPU's
- * driver chooses for itself. */
+ * function for every size it runs a kernel at, and left to choose, it takes a divisor of the
+ * work, often all of it, so every shape got functions of its own (862 for the conformance
+ * suite's shapes, about 0.2 s each); this way a kernel has at most seven. An odd n runs
+ * one-item groups (the shapes of training, 64 x 200 frames, are multiples of 64). These
+ * kernels' work-items share nothing (no barrier, no local memory), so the results do not depend
+ * on the size. A GPU's driver chooses for itself. */
 static size_t cpu_group(size_t n) {
     size_t low = n & (~n + 1); /* n's lowest set bit */
     return low < 64 ? low : 64;
