@@ -60,6 +60,21 @@ RUN=$(ls -d "$T"/o1/d/train_pa/* 2>/dev/null | head -n 1); REL=${RUN#"$T/o1/"}
 nm() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("%.2f %.2f" % (j["val"]["NMSE"], j["test"]["NMSE"]))' "$1"; }
 check '[ $rc -eq 0 ] && grep -q "\"provider\":\"opencl (opencl from" "$T/o1.json" && [ "$(nm "$T/o1.json")" = "$(nm "$T/c1.json")" ]' \
     "a quick GRU PA on --provider opencl: the cpu's NMSE to 0.01 dB ($(nm "$T/o1.json") vs $(nm "$T/c1.json"); $(tail -c 200 "$T/err"))"
+# The work-group sizes PoCL compiled the layered kernels at, two steps of GRU-23 compiled into a
+# cache of their own (PoCL's: PROGRAM/KERNEL/SIZE-1-1-...): every data-parallel kernel at a power of
+# two up to 64 (provider.c's cpu_group; left to choose, PoCL took a divisor of the work, often all
+# of it: 3200); the recurrent and AdamW kernels set their own.
+mkdir "$T/pocl"
+POCL_CACHE_DIR="$T/pocl" "$DPD" bench train --provider opencl --kernels ref --steps 2 >/dev/null 2>&1
+sizes=$(find "$T/pocl" -mindepth 4 -maxdepth 4 -type d -name '*-1-1*' 2>/dev/null | awk -F/ '{ split($NF, g, "-"); print $(NF-1), g[1] }' |
+    grep -v -e '^gru_fwd ' -e '^gru_bwd ' -e '^lstm_fwd ' -e '^lstm_bwd ' -e '^adamw ' -e '_train ' -e '_eval ' | sort -u)
+if [ -z "$sizes" ]; then
+    skip "no PoCL kernel cache to read the work-group sizes from (another OpenCL platform, or another PoCL cache layout)"
+else
+    bad=$(echo "$sizes" | awk '{ n = $2; while (n > 1 && n % 2 == 0) n /= 2; if (n != 1 || $2 > 64) print }' | tr '\n' ' ')
+    check '[ -z "$bad" ] && echo "$sizes" | grep -q "^dense_fwd "' \
+        "PoCL ran the data-parallel kernels in work-groups of a power of two up to 64 (not so: ${bad:-no dense_fwd})"
+fi
 tensors "$T/o2/$REL/last.safetensors" >"$T/o2.t" 2>/dev/null
 check '[ -s "$T/o2.t" ] && tensors "$T/o1/$REL/last.safetensors" | cmp -s - "$T/o2.t"' \
     "the same run twice on the device is bitwise identical"

@@ -6,7 +6,9 @@
 # out-of-memory. A failing input is kept under $BUILD/fuzz/artifacts/. Prints
 # "RESULT fuzz <passed> <failed>", or "SKIP fuzz: <why>" and "RESULT fuzz 0 0 1" when clang or
 # its libFuzzer runtime is missing. Builds the harnesses first (make fuzz-build, holding
-# $BUILD/.fuzz-build.lock) unless FUZZ_NOBUILD=1. Usage: [BUILD=build] tests/fuzz/run.sh [SECONDS]
+# $BUILD/.fuzz-build.lock, so that two builds never overlap) unless FUZZ_NOBUILD=1; with
+# FUZZ_BUILD_ONLY=1 it stops there, its exit status the build's (.ci/run builds them so in the
+# background). Usage: [BUILD=build] tests/fuzz/run.sh [SECONDS]
 SECONDS_EACH=${1:-15}
 # The harnesses write every input to a file (the APIs take paths): on tmpfs that is 2-6 times
 # faster than on disk. An explicit TMPDIR wins.
@@ -25,7 +27,6 @@ if ! "$FUZZ_CC" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >
 fi
 mkdir -p "$BUILD"
 if [ "${FUZZ_NOBUILD:-0}" != 1 ]; then
-    # under the build's lock: .ci/run builds the harnesses in the background (the same command)
     if ! flock "$BUILD/.fuzz-build.lock" ${MAKE:-make} -j"$(nproc 2>/dev/null || echo 2)" --no-print-directory fuzz-build BUILD="$BUILD" FUZZ_CC="$FUZZ_CC" >"$BUILD/fuzz-build.log" 2>&1; then
         tail -n 30 "$BUILD/fuzz-build.log"
         echo "FAIL fuzz: the harnesses do not build (make fuzz-build)"
@@ -33,6 +34,7 @@ if [ "${FUZZ_NOBUILD:-0}" != 1 ]; then
         exit 1
     fi
 fi
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 passed=0; failed=0
 art="$BUILD/fuzz/artifacts"
 mkdir -p "$art"
