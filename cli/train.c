@@ -11,10 +11,12 @@
 #include "args.h"
 #include "cli.h"
 
-/* Set by SIGINT/SIGTERM; the event callback asks dpd_train to stop when it is. */
-static volatile sig_atomic_t cancel_sig;
+/* Set by SIGINT/SIGTERM; the event callback asks dpd_train to stop when it is. Atomic, not just
+ * volatile: the handler runs on whichever thread the kernel picks (a training pool's, the
+ * pictures'), not always on the one that reads it. */
+static int cancel_sig;
 
-static void on_signal(int sig) { cancel_sig = sig; }
+static void on_signal(int sig) { __atomic_store_n(&cancel_sig, sig, __ATOMIC_RELAXED); }
 
 /* SIGINT and SIGTERM request a clean stop; a second one gets the default action (SA_RESETHAND),
  * so a user can still kill a run that does not stop. SA_RESTART: a signal during a system call
@@ -144,7 +146,7 @@ static int on_event(void *user, const dpd_event *e) {
     case DPD_EV_RUN_ENDED:
     case DPD_EV_PREVIEW: break;
     }
-    return cancel_sig != 0;
+    return __atomic_load_n(&cancel_sig, __ATOMIC_RELAXED) != 0;
 }
 
 /* The resolved configuration from the library's table: every field, typed ("hidden": 23). */
@@ -252,7 +254,8 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
             cli_json_print(json_pack("{s:s, s:s?, s:i, s:s?}", "outcome", "cancelled", "run_dir",
                                      res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
                                      cmd[0] ? cmd : NULL));
-        return 128 + (cancel_sig ? cancel_sig : SIGINT); /* 130 for SIGINT, 143 for SIGTERM */
+        int sig = __atomic_load_n(&cancel_sig, __ATOMIC_RELAXED);
+        return 128 + (sig ? sig : SIGINT); /* 130 for SIGINT, 143 for SIGTERM */
     }
     if (s) {
         if (fix) fix(&err);

@@ -21,8 +21,10 @@
 #include "sandbox.h"
 #include "studio.h"
 
-static volatile sig_atomic_t stop_sig;
-static void on_term(int sig) { stop_sig = sig; }
+/* Set by SIGTERM/SIGINT. Atomic, not just volatile: the handler runs on whichever of the worker's
+ * threads the kernel picks (the heartbeat's, a training pool's), not always on the one reading it. */
+static int stop_sig;
+static void on_term(int sig) { __atomic_store_n(&stop_sig, sig, __ATOMIC_RELAXED); }
 
 typedef struct worker {
     int fd;                /* events.jsonl */
@@ -71,7 +73,7 @@ static void start_heartbeat(worker *w) { w->have_hb = !pthread_create(&w->hb, NU
 
 static int cancelled(const worker *w) {
     if (w->ignore_cancel) return 0;
-    return stop_sig != 0 || access("CANCEL", F_OK) == 0;
+    return __atomic_load_n(&stop_sig, __ATOMIC_RELAXED) != 0 || access("CANCEL", F_OK) == 0;
 }
 
 /* A progress line (data stolen), carrying the revision of live.json's last preview, if any: the
