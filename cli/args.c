@@ -12,7 +12,7 @@
 static void usage(const char *u, const opt *o, int n) {
     printf("usage: %s\n\noptions:\n", u);
     for (int i = 0; i < n; i++)
-        printf("  --%-16s %s\n", o[i].name, o[i].help);
+        if (o[i].help) printf("  --%-16s %s\n", o[i].name, o[i].help); /* NULL: parsed, not offered (another verb's) */
 }
 
 opt *args_get(opt *o, int n, const char *name) {
@@ -90,7 +90,7 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
             return 2;
         }
         if (!set(p, v)) {
-            fprintf(stderr, "dpd: bad value '%s' for --%s (%s)\n", v, name, p->help);
+            fprintf(stderr, "dpd: bad value '%s' for --%s (%s)\n", v, name, p->help ? p->help : "see --help");
             return 2;
         }
     }

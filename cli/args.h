@@ -11,7 +11,7 @@ typedef struct opt {
     opt_type type;
     void *ptr;        /* char[len] for OPT_STR; int for OPT_INT and OPT_FLAG */
     size_t len;
-    const char *help;
+    const char *help; /* NULL: parsed but left out of --help (an option of a sibling verb, refused later) */
     int seen;         /* set by args_parse */
 } opt;
 

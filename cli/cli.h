@@ -23,9 +23,19 @@ int cmd_parity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);   /* plot.c */
 int cmd_doctor(int argc, char **argv); /* doctor.c */
-/* doctor.c: the training gate: the dataset doctor on data; 0 when no finding is error-level, else 1
- * after printing each error-level finding (code, message, fix) and how to override (--no-doctor). */
+/* doctor.c: the training gate: the dataset doctor on data; 0 when no finding is error-level (its
+ * warnings printed, as cli_doctor_warn does), else 1 after printing each error-level finding (code,
+ * message, fix) and how to override (--no-doctor). */
 int cli_doctor_gate(const char *data);
+/* The dataset doctor's warnings about DATA on stderr; nothing when it cannot read DATA (the caller's
+ * own reading says why). */
+void cli_doctor_warn(const char *data);
+/* 1 when a finding of the doctor is worth saying before a run or an evaluation: a warning that
+ * bears on the figures (not the protocol's gain offset, which g x absorbs). */
+int cli_doctor_telling(const dpd_finding *f);
+/* eval.c: says on stderr when the checkpoint described by info (what: how to name it) was trained on
+ * other data than ds: by its train split's fingerprint when both are known, else by name. */
+void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds);
 int cmd_serve(int argc, char **argv);  /* studio/serve.c */
 int cmd_worker(int argc, char **argv); /* studio/worker.c */
 
@@ -104,9 +114,20 @@ int cli_json_print(json_t *j);
 /* Metric k of m as text: "%.3f", or "n/a (reason)". */
 const char *cli_metric_text(const dpd_metrics *m, int k, char *buf, size_t n);
 
-/* One table row: name then the five metrics (n/a with the reason where a metric has none). */
-void cli_metrics_header(FILE *f, dpd_profile p); /* the profile's metric names */
-void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m);
+/* A metrics table: the header (the profile's metric names), then rows of a name and the five
+ * metrics. The reasons of the metrics shown as n/a are noted once each (cli_na_add over every row
+ * first): the cells say "n/a" (with [i] when the reasons differ) and cli_na_print gives the reasons
+ * after the table on their own lines, where a reason repeated in every 10-character cell made the
+ * table unreadable. */
+void cli_metrics_header(FILE *f, dpd_profile p);
+typedef struct cli_na {
+    int n;
+    const char *why[2 * DPD_NMETRICS + 4]; /* into the dpd_metrics given, which outlive the notes */
+} cli_na;
+void cli_na_add(cli_na *t, const dpd_metrics *m, int from, int to); /* metrics from..to, inclusive */
+const char *cli_na_cell(const cli_na *t, const dpd_metrics *m, int k, char *buf, size_t n); /* "%.3f", "n/a", "n/a [i]" */
+void cli_na_row(FILE *f, const cli_na *t, const char *name, const dpd_metrics *m);
+void cli_na_print(FILE *f, const cli_na *t, const char *indent); /* "n/a: why", or "[i] why" for several */
 
 /* A frequency or sample rate for people: "800 MHz", "1.5 GHz", "122.88 MHz", "30 kHz": the largest unit
  * that keeps the number at or above 1, up to 10 significant digits (Hz below 1 kHz and when hz is not

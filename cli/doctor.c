@@ -107,6 +107,26 @@ static void report_text(const dpd_doctor_report *r) {
            count[1] == 1 ? "" : "s", count[2], r->evaluation_blocked ? "yes" : "no");
 }
 
+int cli_doctor_telling(const dpd_finding *f) {
+    /* a gain offset is what a PA has: dpd's targets are g x, so it changes no figure (dpd doctor
+     * still reports it, as the protocol says) */
+    return f->severity == DPD_SEV_WARNING && strcmp(f->code, "linear_gain_phase");
+}
+
+/* The report's warnings on stderr, in one line of titles and values (a wrongly declared bandwidth
+ * makes every ACLR meaningless, and a run's table would not say so); dpd doctor tells the rest. */
+static void warnings(const dpd_doctor_report *r, const char *data) {
+    char line[2048];
+    size_t at = 0;
+    for (int i = 0; i < r->nfindings && at < sizeof line; i++) {
+        const dpd_finding *f = &r->findings[i];
+        if (cli_doctor_telling(f))
+            at += (size_t)snprintf(line + at, sizeof line - at, "%s%s (%s)", at ? "; " : "", f->title, f->value);
+    }
+    if (at) fprintf(stderr, "dpd: warning: the dataset doctor on %s: %s ('dpd doctor %s' gives the whole report and the fixes)\n",
+                    data, line, data);
+}
+
 int cli_doctor_gate(const char *data) {
     dpd_doctor_report r;
     dpd_error err = {0};
@@ -118,9 +138,17 @@ int cli_doctor_gate(const char *data) {
     char why[4096];
     int n = dpd_doctor_errors(&r, why, sizeof why);
     if (n) fprintf(stderr, "dpd: the dataset doctor refuses %s: %s\ndpd: 'dpd doctor %s' prints the whole report; "
-                           "--no-doctor trains anyway\n", data, why, data);
+                           "--no-doctor trains anyway (but on what the loader refuses too: NaN, Inf, unreadable files)\n", data, why, data);
+    else warnings(&r, data);
     dpd_doctor_report_free(&r);
     return n ? 1 : 0;
+}
+
+void cli_doctor_warn(const char *data) {
+    dpd_doctor_report r;
+    dpd_error err = {0};
+    if (!dpd_doctor_run(data, &r, &err)) warnings(&r, data);
+    dpd_doctor_report_free(&r);
 }
 
 /* Moves DATA_DIR, the one argument that is neither an option nor --out's value, out of argv

@@ -33,11 +33,24 @@ static dpd_status ckpt_open(ckpt *c, const char *flag, const char *arg, int want
 
 static int is_dpd(const ckpt *c) { return !strcmp(c->info.kind, "train_dpd"); }
 
-/* A checkpoint trained on another dataset: said on stderr, not refused (a user may mean it). */
+void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds) {
+    char fp[65] = "";
+    if (info->train_sha256[0] && ds->split[DPD_TRAIN].n) dpd_split_fingerprint(&ds->split[DPD_TRAIN], fp);
+    if (fp[0]) { /* the samples decide, not the names */
+        if (strcmp(fp, info->train_sha256))
+            fprintf(stderr, "dpd: warning: %s was trained on another train split than %s's (dataset '%s' then; the "
+                            "splits' fingerprints differ: %.12s against %.12s)\n",
+                    what, ds->dir, info->dataset[0] ? info->dataset : "?", info->train_sha256, fp);
+    } else if (info->dataset[0] && strcmp(info->dataset, ds->name)) {
+        fprintf(stderr, "dpd: warning: %s was trained on dataset '%s', not '%s'\n", what, info->dataset, ds->name);
+    }
+}
+
+/* A checkpoint trained on other data: said on stderr, not refused (a user may mean it). */
 static void warn_dataset(const ckpt *c, const dpd_dataset *ds) {
-    if (c->info.dataset[0] && strcmp(c->info.dataset, ds->name))
-        fprintf(stderr, "dpd: warning: %s %s was trained on dataset '%s', not '%s'\n", c->flag, c->path,
-                c->info.dataset, ds->name);
+    char what[4200];
+    snprintf(what, sizeof what, "%s %s", c->flag, c->path);
+    cli_warn_trained_on(what, &c->info, ds);
 }
 
 /* 1 when a and b name the same file. */
@@ -65,6 +78,11 @@ static int scoring_of(const char *name, double evm_fs, dpd_scoring *sc) {
     return 0;
 }
 
+/* How far below the PA output's adjacent-channel power the clean input's must lie for the figures
+ * to be the PA's: a clean capture's g x is 100 dB below (dpd synth, legacy profile: -143 against
+ * -31 dBc), a framed one's under a Welch profile 1 to 3 dB. */
+#define LEAK_MARGIN_DB 10.0
+
 static int split_of(const char *name) { return !strcmp(name, "val") ? DPD_VAL : !strcmp(name, "test") ? DPD_TEST : -1; }
 
 static const char *const eval_usage =
@@ -78,7 +96,9 @@ static const char *const eval_usage =
     "default), NMSE, IBE, ACPR_L/R/AVG under general-spectral-v1 and NMSE, IBE, ACLR_L/R/AVG under\n"
     "opendpd-spectral-v2 (output_aclr: L, R, AVG); a metric that cannot be computed is null and\n"
     "\"status\":{\"NAME\":{\"status\":..,\"reason\":..}} says why (present only then). Text output\n"
-    "prints n/a (reason) in its place.";
+    "prints n/a in its place and each reason once, under the table. The linear-gain baseline g x\n"
+    "has g = max|y_train| / max|x_train|; a dataset without a train split (or with a silent one)\n"
+    "is scored at its split's own gain, with a warning, as dpd plot draws it (\"gain_split\").";
 
 int cmd_eval(int argc, char **argv) {
     char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "", prof[32] = "legacy-opendpd-v1";
@@ -139,6 +159,7 @@ int cmd_eval(int argc, char **argv) {
     unsigned need = 1u << k | (pa[0] ? 1u << DPD_TRAIN : 0);
     if (dpd_dataset_load(data, need, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
+    cli_doctor_warn(data);
     if (model[0]) warn_dataset(&cm, &ds);
     if (pa[0]) warn_dataset(&cp, &ds);
     const dpd_spec *sp = &ds.spec;
@@ -168,22 +189,25 @@ int cmd_eval(int argc, char **argv) {
         mod = e2.m;
         chosen(sm, prov, sizeof prov);
         if (json) {
-            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:o?, s:o?, s:s}", "dataset", ds.name, "split", split,
-                          "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "no_dpd",
-                          cli_metrics_json(&nod, 0), "dpd", cli_metrics_json(&mod, 0), "provider", prov);
+            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?, s:s}", "dataset", ds.name, "split", split,
+                          "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g),
+                          "gain_split", "train", "no_dpd", cli_metrics_json(&nod, 0), "dpd", cli_metrics_json(&mod, 0),
+                          "provider", prov);
             rc = cli_json_print(j);
             goto done;
         }
-        char b1[128], b2[128];
+        cli_na t = {0};
+        cli_na_add(&t, &nod, 0, DPD_NMETRICS - 1);
+        cli_na_add(&t, &mod, 0, DPD_NMETRICS - 1);
         printf("%s %s: PA(DPD(x)) against g x, g = %.6f, on %s\n", ds.name, split, g, prov);
         cli_metrics_header(stdout, sc.profile);
-        cli_metrics_row(stdout, "no DPD", &nod);
-        cli_metrics_row(stdout, "DPD", &mod);
+        cli_na_row(stdout, &t, "no DPD", &nod);
+        cli_na_row(stdout, &t, "DPD", &mod);
+        cli_na_print(stdout, &t, "");
         if (nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK)
             printf("%s improvement: %.2f dB\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG), nod.aclr_avg - mod.aclr_avg);
         else
-            printf("%s improvement: n/a (no DPD %s, DPD %s)\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG), cli_metric_text(&nod, DPD_ACLR_AVG, b1, sizeof b1),
-                   cli_metric_text(&mod, DPD_ACLR_AVG, b2, sizeof b2));
+            printf("%s improvement: n/a\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG));
         rc = 0;
         goto done;
     }
@@ -191,25 +215,38 @@ int cmd_eval(int argc, char **argv) {
     /* PA view: e.x the input, e.ref the measured output y */
     if (dpd_eval_prepare(&e, &ds, k, 0, &err) || dpd_metrics_aclr(e.ref, e.S, e.N, e.n, sp, &sc, &out, &err)) goto done;
     size_t len = (size_t)e.S * e.N * 2;
-    if (has_train) { /* the linear-gain baseline g x (g = 0 for a silent train output: every metric says why) */
-        if (!(buf = malloc(len * sizeof *buf))) {
-            cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", len / 2);
-            goto done;
-        }
-        for (size_t i = 0; i < len; i++) buf[i] = (float)(g * e.x[i]);
-        if (dpd_metrics_compute(buf, e.ref, e.S, e.N, e.n, sp, &sc, &lin, &err)) goto done;
-    } else {
-        fprintf(stderr, "dpd: note: %s has no train split, so the linear-gain baseline is omitted\n", data);
+    const char *gain_split = "train";
+    if (!(g > 0)) { /* as dpd plot --data: no train split (or a silent one), so the split's own gain */
+        g = dpd_split_gain(&ds.split[k]);
+        gain_split = split;
+        fprintf(stderr, "dpd: warning: %s has %s: the linear-gain baseline g x is at the %s split's own gain, "
+                        "max|y| / max|x| = %.4g\n", data, has_train ? "a silent train output" : "no train split", split, g);
     }
+    /* the linear-gain baseline g x (g = 0 for a silent split: every metric says why) */
+    if (!(buf = malloc(len * sizeof *buf))) {
+        cli_err(&err, DPD_E_NOMEM, "out of memory for %zu samples", len / 2);
+        goto done;
+    }
+    for (size_t i = 0; i < len; i++) buf[i] = (float)(g * e.x[i]);
+    if (dpd_metrics_compute(buf, e.ref, e.S, e.N, e.n, sp, &sc, &lin, &err)) goto done;
+    /* g x is the clean input: its own adjacent-channel power near the PA output's says the figures
+     * measure the estimator or the declared bands, not the PA (docs/metrics.md, "Which to use") */
+    if (!lin.status[DPD_ACLR_AVG] && !out.status[DPD_ACLR_AVG] && lin.aclr_avg > out.aclr_avg - LEAK_MARGIN_DB)
+        fprintf(stderr, "dpd: warning: under %s the input g x itself scores %s %.1f dBc, within %g dB of the PA "
+                        "output's %.1f: these adjacent-channel figures are limited by the input or the estimator, not "
+                        "the PA (frame seams inside the profile's Welch windows, a wrong bw_main_ch, an input that "
+                        "leaks already; docs/metrics.md, \"Which to use\")\n",
+                prof, dpd_metric_key(sc.profile, DPD_ACLR_AVG), lin.aclr_avg, LEAK_MARGIN_DB, out.aclr_avg);
     if (model[0]) {
         if (cli_session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, &sc, &err)) goto done;
         mod = e.m;
         chosen(sm, prov, sizeof prov);
     }
     if (json) {
-        j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:o?, s:o?}", "dataset", ds.name, "split", split, "metric_profile",
-                      prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g), "output_aclr", cli_metrics_json(&out, 1),
-                      "linear_gain", has_train ? cli_metrics_json(&lin, 0) : json_null());
+        j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?}", "dataset", ds.name, "split", split,
+                      "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g),
+                      "gain_split", gain_split, "output_aclr", cli_metrics_json(&out, 1), "linear_gain",
+                      cli_metrics_json(&lin, 0));
         if (j && model[0] &&
             (json_object_set_new(j, "model", cli_metrics_json(&mod, 0)) || json_object_set_new(j, "provider", json_string(prov)))) {
             json_decref(j);
@@ -218,23 +255,23 @@ int cmd_eval(int argc, char **argv) {
         rc = cli_json_print(j);
         goto done;
     }
-    char b[3][128], hz[2][32];
+    char b[3][32], hz[2][32], name[32];
+    cli_na t = {0};
+    cli_na_add(&t, &out, DPD_ACLR_L, DPD_ACLR_AVG); /* a signal scored alone: only its ACLR is shown */
+    cli_na_add(&t, &lin, 0, DPD_NMETRICS - 1);
+    if (model[0]) cli_na_add(&t, &mod, 0, DPD_NMETRICS - 1);
     double channel = sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main;
     printf("%s %s: %zu samples, %d segments of %d, fs %s, %d x %s channel\n", ds.name, split, e.n, e.S, e.N,
            cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub, cli_hz(channel, hz[1], sizeof hz[1]));
     printf("measured output %s (%s): L %s  R %s  AVG %s dBc\n", sc.profile == DPD_PROFILE_GENERAL ? "ACPR" : "ACLR", prof,
-           cli_metric_text(&out, DPD_ACLR_L, b[0], sizeof b[0]),
-           cli_metric_text(&out, DPD_ACLR_R, b[1], sizeof b[1]), cli_metric_text(&out, DPD_ACLR_AVG, b[2], sizeof b[2]));
+           cli_na_cell(&t, &out, DPD_ACLR_L, b[0], sizeof b[0]), cli_na_cell(&t, &out, DPD_ACLR_R, b[1], sizeof b[1]),
+           cli_na_cell(&t, &out, DPD_ACLR_AVG, b[2], sizeof b[2]));
     cli_metrics_header(stdout, sc.profile);
-    if (has_train) {
-        char name[32];
-        snprintf(name, sizeof name, "linear g=%.4f", g);
-        cli_metrics_row(stdout, name, &lin);
-    }
-    if (model[0]) {
-        cli_metrics_row(stdout, "model", &mod);
-        printf("model on %s\n", prov);
-    }
+    snprintf(name, sizeof name, "linear g=%.4f", g);
+    cli_na_row(stdout, &t, name, &lin);
+    if (model[0]) cli_na_row(stdout, &t, "model", &mod);
+    cli_na_print(stdout, &t, "");
+    if (model[0]) printf("model on %s\n", prov);
     rc = 0;
 done:
     if (rc && err.status) rc = cli_fail(&err);
@@ -339,13 +376,17 @@ int cmd_parity(int argc, char **argv) {
                                                  "max_abs", cli_jnum(dev), "max_rel", cli_jnum(rel), "metrics",
                                                  cli_metrics_json(q, 0), "metric_diff", diff));
         } else {
-            char b[3][128];
-            printf("%-6s %s\n       NMSE %s EVM %s ACLR %s", p, prov, cli_metric_text(q, DPD_NMSE, b[0], sizeof b[0]),
-                   cli_metric_text(q, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(q, DPD_ACLR_AVG, b[2], sizeof b[2]));
+            char b[3][32];
+            cli_na t = {0};
+            cli_na_add(&t, q, DPD_NMSE, DPD_EVM);
+            cli_na_add(&t, q, DPD_ACLR_AVG, DPD_ACLR_AVG);
+            printf("%-6s %s\n       NMSE %s EVM %s ACLR %s", p, prov, cli_na_cell(&t, q, DPD_NMSE, b[0], sizeof b[0]),
+                   cli_na_cell(&t, q, DPD_EVM, b[1], sizeof b[1]), cli_na_cell(&t, q, DPD_ACLR_AVG, b[2], sizeof b[2]));
             if (done)
                 printf("  max |dy| %.3g (%.3g of max), dNMSE %.2e dB, dACLR %.2e dB", dev, rel, q->nmse - mref.nmse,
                        q->aclr_avg - mref.aclr_avg);
             printf("\n");
+            cli_na_print(stdout, &t, "       ");
         }
         dpd_eval_free(&ep);
         done++;

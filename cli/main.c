@@ -155,13 +155,44 @@ void cli_metrics_header(FILE *f, dpd_profile p) {
     fprintf(f, "%-14s %10s %10s %10s %10s %10s\n", "", h[0], h[1], h[2], h[3], h[4]);
 }
 
-void cli_metrics_row(FILE *f, const char *name, const dpd_metrics *m) {
+static const char *na_reason(const dpd_metrics *m, int k) {
+    return m->reason[k][0] ? m->reason[k] : dpd_metric_status_str(m->status[k]);
+}
+
+/* 1-based index of m's metric k among the notes' reasons; 0 when it is not there. */
+static int na_find(const cli_na *t, const dpd_metrics *m, int k) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->why[i], na_reason(m, k))) return i + 1;
+    return 0;
+}
+
+void cli_na_add(cli_na *t, const dpd_metrics *m, int from, int to) {
+    for (int k = from; k <= to; k++)
+        if (m->status[k] != DPD_METRIC_OK && !na_find(t, m, k) && t->n < (int)(sizeof t->why / sizeof *t->why))
+            t->why[t->n++] = na_reason(m, k);
+}
+
+const char *cli_na_cell(const cli_na *t, const dpd_metrics *m, int k, char *buf, size_t n) {
+    int i = m->status[k] == DPD_METRIC_OK ? 0 : na_find(t, m, k);
+    if (m->status[k] == DPD_METRIC_OK) snprintf(buf, n, "%.3f", dpd_metric_value(m, k));
+    else if (t->n > 1 && i) snprintf(buf, n, "n/a [%d]", i);
+    else snprintf(buf, n, "n/a");
+    return buf;
+}
+
+void cli_na_row(FILE *f, const cli_na *t, const char *name, const dpd_metrics *m) {
     fprintf(f, "%-14s", name);
     for (int k = 0; k < DPD_NMETRICS; k++) {
-        char b[128];
-        fprintf(f, " %10s", cli_metric_text(m, k, b, sizeof b));
+        char b[32];
+        fprintf(f, " %10s", cli_na_cell(t, m, k, b, sizeof b));
     }
     fputc('\n', f);
+}
+
+void cli_na_print(FILE *f, const cli_na *t, const char *indent) {
+    for (int i = 0; i < t->n; i++)
+        if (t->n == 1) fprintf(f, "%sn/a: %s\n", indent, t->why[i]);
+        else fprintf(f, "%s[%d] %s\n", indent, i + 1, t->why[i]);
 }
 
 const char *cli_hz(double hz, char *buf, size_t n) {

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -179,20 +180,17 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     }
     /* kept predictions need the spec alone (a DPD run: the split too, for PA(x)); otherwise a DPD
      * run and a dataset need the train split for the gain g */
-    unsigned need = kept && !dpd ? 0 : 1u << r->split, want = !kept && (dpd || !r->run_dir) ? 1u << DPD_TRAIN : 0;
+    unsigned need = kept && !dpd ? 0 : 1u << r->split,
+             want = !kept && (dpd || !r->run_dir || info.train_sha256[0]) ? 1u << DPD_TRAIN : 0; /* (its fingerprint) */
     if (dpd_dataset_load(data, need, want, &ds, err)) return err->status;
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
-    if (info.dataset[0] && strcmp(info.dataset, ds.name))
-        fprintf(stderr, "dpd: warning: %s was trained on dataset '%s', not '%s'\n", best, info.dataset, ds.name);
+    cli_warn_trained_on(best, &info, &ds);
     g = dpd_dataset_gain(&ds);
     dpd_plot_in in = {.spec = &ds.spec};
     if (!r->run_dir) { /* the dataset: g x (the PA at its linear gain) and the measured y */
         const dpd_split *sp = &ds.split[r->split];
         if (!(g > 0)) { /* no train split, or a silent one: the gain of the split itself */
-            double mx = 0, my = 0;
-            for (size_t i = 0; i < sp->n; i++)
-                mx = fmax(mx, hypot(sp->x[2 * i], sp->x[2 * i + 1])), my = fmax(my, hypot(sp->y[2 * i], sp->y[2 * i + 1]));
-            g = mx > 0 ? my / mx : 0;
+            g = dpd_split_gain(sp);
             fprintf(stderr, "dpd: warning: %s has no train split (or a silent one): g x is drawn at the %s split's own "
                             "gain, max|y| / max|x| = %.4g\n", data, r->split == DPD_VAL ? "val" : "test", g);
         }
@@ -407,18 +405,23 @@ static double text_width(cairo_t *cr, double size, const char *s) {
     return t.x_advance;
 }
 
-/* The chart's title, and what it shows (the run id or the dataset, the split) on the right. */
-static void title(cairo_t *cr, json_t *doc, const char *what) {
+/* The chart's title, and on the right what it shows: the run id or the dataset, and splits (NULL:
+ * the document's split). */
+static void title_of(cairo_t *cr, json_t *doc, const char *what, const char *splits) {
     const char *dir = json_string_value(json_object_get(doc, "run_dir"));
     if (!dir) dir = json_string_value(json_object_get(doc, "data"));
     const char *base = dir ? strrchr(dir, '/') : NULL, *split = json_string_value(json_object_get(doc, "split"));
     char src[512];
-    snprintf(src, sizeof src, "%s, %s split", base && base[1] ? base + 1 : dir ? dir : "", split ? split : "?");
+    snprintf(src, sizeof src, "%s, %s%s", base && base[1] ? base + 1 : dir ? dir : "",
+             splits ? splits : split ? split : "?", splits ? "" : " split");
     colour(cr, BLACK, 1);
     text(cr, 16, 14, 17, 1, 0, 0, what);
     colour(cr, 0x444444, 1);
     text(cr, W - 16, 18, 11, 0, 1, 0, src);
 }
+
+/* The chart's title, and what it shows (the run id or the dataset, the split) on the right. */
+static void title(cairo_t *cr, json_t *doc, const char *what) { title_of(cr, doc, what, NULL); }
 
 /* A plot area: where it is on the page, the data ranges it shows and their tick steps. */
 typedef struct axes {
@@ -995,7 +998,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     yr.lo = fmax(yr.lo, yr.hi - 100);
     title(cr, d->doc, "Power spectral density");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
-    axes_draw(cr, &a, "frequency (MHz)", "PSD (dB, relative)");
+    axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
     bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     legend(cr, &a, s, n, TOP_RIGHT, 0);
@@ -1021,7 +1024,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     yr.lo = fmax(yr.lo, yr.hi - 100);
     title(cr, d->doc, "Residual spectrum (error)");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
-    axes_draw(cr, &a, "frequency (MHz)", "PSD (dB, relative)");
+    axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
     bands(cr, &a, p);
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);
@@ -1165,7 +1168,7 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
         snprintf(c, sizeof c, "%s_%s", i % 2 ? "TEST" : "VAL", name[i / 2]);
         m[i] = column(h, c, 0);
     }
-    style ls[3] = {{BLACK, 2, 0, "train loss"}, {BLUE, 2, 0, "val loss"}, {VERMILLION, 2, 1, "test loss"}};
+    style ls[3] = {{ORANGE, 2, 0, "train loss"}, {BLUE, 2, 0, "val loss"}, {VERMILLION, 2, 1, "test loss"}};
     style ms[5] = {{BLUE, 2, 0, name[0]}, {GREEN, 2, 0, name[1]}, {PURPLE, 2, 0, name[2]}, {BLACK, 2, 0, "val"}, {BLACK, 2, 1, "test"}};
     int ok = ep != NULL;
     for (int i = 0; i < 3; i++) ok &= loss[i] != NULL;
@@ -1176,7 +1179,7 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
         for (int i = 0; i < 3; i++) grow(&y1, (vec){loss[i], rows});
         for (int i = 0; i < 6; i++) grow(&y2, (vec){m[i], rows});
         int few = rows <= 40; /* markers on the points too */
-        title(cr, d->doc, "Learning curves");
+        title_of(cr, d->doc, "Learning curves", "every split, by epoch"); /* (train, val, test) */
         double ph = (H - PY - 60 - 20) / 2.0;
         axes a = axes_at(PX, PY, PW - LEGEND_W, ph, xr, y1, 0, 1), b = axes_at(PX, PY + ph + 20, PW - LEGEND_W, ph, xr, y2, 0, 1);
         axes_draw(cr, &a, NULL, "loss (dB, 10 log10 MSE)");
@@ -1751,8 +1754,16 @@ static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, d
 
 /* The whole job: plots.json, then every chart drawn from it. out receives the directory. */
 static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
-    if (r->out) snprintf(out, nout, "%s", r->out);
-    else snprintf(out, nout, "%s/plots", r->run_dir ? r->run_dir : r->data);
+    if (r->out) {
+        snprintf(out, nout, "%s", r->out);
+    } else if (r->run_dir) {
+        snprintf(out, nout, "%s/plots", r->run_dir);
+    } else { /* a dataset is an input, not written into: plots/NAME here, as runs/ goes (NAME from the
+              * resolved path, so that "." and ".." name the directory too) */
+        char real[PATH_MAX];
+        const char *p = realpath(r->data, real) ? real : r->data, *slash = strrchr(p, '/');
+        snprintf(out, nout, "plots/%s", slash && slash[1] ? slash + 1 : "dataset");
+    }
     if (!warming) cli_plot_warm(); /* the fonts and the pixels, beside the plot data */
     plot_doc d;
     char path[4200];
@@ -1786,6 +1797,22 @@ int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err) {
     return plot_write(&r, out, sizeof out, err);
 }
 
+/* Says so when RUN_DIR/plots holds another split's pictures (the end of a run draws the validation
+ * split's; dpd plot draws the test split's by default) that this call is about to replace. */
+static void replacing(const char *run_dir, const char *split) {
+    char path[4200], head[16384] = "", was[8] = ""; /* "split" follows "run_dir", up to 4 KiB escaped */
+    snprintf(path, sizeof path, "%s/plots/plots.json", run_dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    const char *at = strstr(head, "\"split\":\"");
+    if (at && sscanf(at + 9, "%7[a-z]", was) == 1 && strcmp(was, split))
+        fprintf(stderr, "dpd: note: replacing the %s split's pictures in %s/plots with the %s split's (--split %s keeps "
+                        "them, --out DIR writes elsewhere)\n", was, run_dir, split, was);
+}
+
 static const char *const usage =
     "dpd plot RUN_DIR [--split test|val] [--out DIR] [--format png|svg] [--data DIR]\n"
     "       dpd plot --data DIR [--split test|val] [--out DIR] [--format png|svg]\n\n"
@@ -1794,9 +1821,10 @@ static const char *const usage =
     "writes the numbers drawn as plots.json (docs/formats.md, run-plots-v1). With RUN_DIR,\n"
     "--data names the dataset when config.json's path does not reach it from here. Without\n"
     "RUN_DIR, --data draws the measured dataset: the output y next to g x, the input at the\n"
-    "PA's linear gain g = max|y_train| / max|x_train|. The default --out is RUN_DIR/plots (or\n"
-    "DIR/plots). Prints the paths written, one a line. A dataset without a train split is drawn\n"
-    "at its split's own gain, with a warning.";
+    "PA's linear gain g = max|y_train| / max|x_train|. The default --out is RUN_DIR/plots (or,\n"
+    "with --data alone, plots/NAME in the current directory, NAME the dataset directory's own:\n"
+    "nothing is written into a dataset). Prints the paths written, one a line. A dataset without\n"
+    "a train split is drawn at its split's own gain, with a warning.";
 
 int cmd_plot(int argc, char **argv) {
     char data[4096] = "", split[16] = "test", out[4096] = "", format[16] = "png";
@@ -1804,7 +1832,7 @@ int cmd_plot(int argc, char **argv) {
     opt o[] = {
         CLI_EXEC_OPTS(x),
         {"split", OPT_STR, split, sizeof split, "test or val (test)", 0},
-        {"out", OPT_STR, out, sizeof out, "output directory (RUN_DIR/plots, or DIR/plots with --data alone)", 0},
+        {"out", OPT_STR, out, sizeof out, "output directory (RUN_DIR/plots, or plots/NAME with --data alone)", 0},
         {"format", OPT_STR, format, sizeof format, "png or svg (png)", 0},
         {"data", OPT_STR, data, sizeof data, "the dataset: drawn alone without RUN_DIR, or the run's dataset", 0},
     };
@@ -1848,6 +1876,7 @@ int cmd_plot(int argc, char **argv) {
                   .out = out[0] ? out : NULL, .svg = !strcmp(format, "svg"), .x = &x};
     dpd_error err = {0};
     char dir[4096];
+    if (run_dir && !q.out) replacing(run_dir, split);
     if (plot_write(&q, dir, sizeof dir, &err)) return cli_fail(&err);
     printf("%s/plots.json\n", dir);
     for (size_t i = 0; i < NCHARTS; i++)

@@ -58,11 +58,10 @@ int cmd_providers(int argc, char **argv) {
     int workers = dpd_cpu_level_threads(st.cpu_level);
     /* the batch bound of each device provider's first device, for the reference model */
     dpd_model_cfg ref = {.family = "gru", .hidden = 23, .layers = 1};
-    int bound[MAXPROV] = {0}, has_cuda = 0, has_opencl = 0;
+    int bound[MAXPROV] = {0};
     for (int i = 0; i < np; i++) {
         if (strcmp(p[i].name, "cpu") && p[i].ndevices > 0)
             bound[i] = dpd_batch_bound(st.gpu_memory, p[i].device[0].memory, &ref, 200);
-        has_cuda |= !strcmp(p[i].name, "cuda"), has_opencl |= !strcmp(p[i].name, "opencl");
     }
     if (json) {
         json_t *list = json_array(), *bounds = json_object();
@@ -97,8 +96,11 @@ int cmd_providers(int argc, char **argv) {
         if (bound[i])
             printf("    batch bound at gpu_memory %s: %d sequences of GRU-23 x 200\n", st.gpu_memory, bound[i]);
     }
-    if (!has_cuda) printf("  cuda: no pack installed (make pack-cuda; dpd pack install FILE)\n");
-    if (!has_opencl) printf("  opencl: no pack installed (make pack-opencl; dpd pack install FILE)\n");
+    for (const char *const *k = dpd_pack_providers(); *k; k++) { /* the ones dpd has, not installed */
+        int listed = 0;
+        for (int i = 0; i < np; i++) listed |= !strcmp(p[i].name, *k);
+        if (!listed) printf("  %s: no pack installed (make pack-%s; dpd pack install FILE)\n", *k, *k);
+    }
     printf("active: %s (%s)\n", active, reason);
     printf("packs: %s\n", dpd_packs_dir());
     return 0;
@@ -124,6 +126,23 @@ static int config_set(const char *key, const char *value) {
         fprintf(stderr, "dpd: %s\n", err.msg);
         return 2;
     }
+    /* a pack's name may be set before its pack is installed (the warning below), but only the
+     * providers dpd has: a typo would otherwise be saved and stop every later command */
+    char pack[4096] = "";
+    int pending = !strcmp(key, "provider") && strcmp(value, "auto") && strcmp(value, "cpu") &&
+                  (dpd_pack_active(value, pack, sizeof pack), !pack[0]);
+    const char *const *known = dpd_pack_providers();
+    int shipped = 0;
+    char names[256] = "";
+    for (size_t i = 0, at = 0; known[i]; i++) {
+        shipped |= !strcmp(value, known[i]);
+        at += (size_t)snprintf(names + at, at < sizeof names ? sizeof names - at : 0, "%s, ", known[i]);
+    }
+    if (pending && !shipped) {
+        fprintf(stderr, "dpd: provider '%s': no such provider and no pack of that name is installed (auto, cpu, "
+                "%san installed pack's provider; dpd pack list shows the installed packs)\n", value, names);
+        return 2;
+    }
     const char *path = dpd_settings_path(), *old = setting(&was, key), *now = setting(&st, key);
     /* cleared: an explicit provider replaces the fallback to cpu that dpd recorded */
     int changed = strcmp(old, now) != 0, cleared = strcmp(was.reason, st.reason) != 0;
@@ -135,9 +154,7 @@ static int config_set(const char *key, const char *value) {
     if (changed) printf("%s: %s -> %s (in %s)\n", key, old, now, path);
     else printf("%s stays %s (in %s)\n", key, now, path);
     if (cleared) printf("the fallback to cpu is no longer recorded (it was: %s)\n", was.reason);
-    char pack[4096];
-    if (!strcmp(key, "provider") && strcmp(value, "auto") && strcmp(value, "cpu") &&
-        (dpd_pack_active(value, pack, sizeof pack), !pack[0]))
+    if (pending)
         fprintf(stderr, "dpd: warning: no %s pack is installed: until one is, every command that computes "
                 "refuses to start ('dpd config set provider auto' falls back to cpu instead)\n", value);
     return 0;
@@ -146,7 +163,7 @@ static int config_set(const char *key, const char *value) {
 int cmd_config(int argc, char **argv) {
     static const char *const usage =
         "usage: dpd config show | dpd config set KEY VALUE\n\nSettings ($XDG_CONFIG_HOME/dpd/config.json):\n"
-        "  provider    auto, cpu or an installed pack's provider (cuda)\n"
+        "  provider    auto, cpu, cuda, opencl (before or after its pack is installed) or another installed pack's\n"
         "  cpu_level   low, balanced, high or max: 25/50/75/100 % of the logical processors\n"
         "  gpu_memory  low, medium, high or max: 25/50/75/90 % of a device's memory for batches\n";
     if (argc >= 1 && (cli_is_help(argv[0]) || cli_is_help(argv[argc - 1]))) {

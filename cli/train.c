@@ -183,30 +183,20 @@ json_t *cli_summary_json(const dpd_train_result *res) {
     return j;
 }
 
-/* A DPD whose best epoch leaves the test split's ACLR worse than the PA without it: said on stderr
- * (a quick run on a hard PA does that), with what usually helps. */
-static void worse_than_none(const dpd_train_result *res) {
-    const dpd_metrics *d = &res->test, *n = &res->no_dpd_test;
-    if (!res->dpd || d->status[DPD_ACLR_AVG] || n->status[DPD_ACLR_AVG] || !(d->aclr_avg > n->aclr_avg)) return;
-    fprintf(stderr, "dpd: warning: this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): %s\n",
-            d->aclr_avg, n->aclr_avg,
-            res->config.ls ? "try other orders and depths (--K, --Q, --M) or more ILA passes (--iterations)"
-                           : "train it longer (--epochs, --preset full) or larger (--hidden), or on more frames (a "
-                             "smaller --stride)");
-}
-
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
 static int summary(const dpd_train_result *res, int json, const char *plots) {
-    worse_than_none(res);
     if (json) return cli_json_print(cli_summary_json(res));
     printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
     cli_metrics_header(stdout, res->val.profile);
-    cli_metrics_row(stdout, "val", &res->val);
-    cli_metrics_row(stdout, "test", &res->test);
-    if (res->dpd) {
-        cli_metrics_row(stdout, "no DPD val", &res->no_dpd_val);
-        cli_metrics_row(stdout, "no DPD test", &res->no_dpd_test);
-    }
+    const struct {
+        const char *name;
+        const dpd_metrics *m;
+    } row[4] = {{"val", &res->val}, {"test", &res->test}, {"no DPD val", &res->no_dpd_val}, {"no DPD test", &res->no_dpd_test}};
+    int rows = res->dpd ? 4 : 2;
+    cli_na t = {0};
+    for (int i = 0; i < rows; i++) cli_na_add(&t, row[i].m, 0, DPD_NMETRICS - 1);
+    for (int i = 0; i < rows; i++) cli_na_row(stdout, &t, row[i].name, row[i].m);
+    cli_na_print(stdout, &t, "");
     printf("run directory: %s\n", res->run_dir);
     if (plots[0]) printf("pictures: %s (dpd plot RUN_DIR draws them again, on any split)\n", plots);
     return 0;
@@ -277,7 +267,7 @@ static int train(int argc, char **argv, int dpd) {
     opt o[] = {
         CLI_EXEC_OPTS(x),
         {"data", OPT_STR, c.data, sizeof c.data, "dataset directory (required unless --resume)", 0},
-        {"pa", OPT_STR, c.pa, sizeof c.pa, "train-dpd: the frozen PA (checkpoint or train-pa run directory)", 0},
+        {"pa", OPT_STR, c.pa, sizeof c.pa, dpd ? "the frozen PA (checkpoint or train-pa run directory)" : NULL, 0},
         {"model", OPT_STR, c.model.family, sizeof c.model.family, "model family, any case (gru; 'dpd models' lists all)", 0},
         {"hidden", OPT_INT, &c.model.hidden, 0, dpd ? "hidden size (15)" : "hidden size (23)", 0},
         {"layers", OPT_INT, &c.model.layers, 0, "recurrent layers (1)", 0},
@@ -438,6 +428,10 @@ int cmd_fit_ls(int argc, char **argv) {
         fprintf(stderr, "dpd: --mat-version: '%s' must be 5 or 7.3\n", matv);
         return 2;
     }
+    if (args_get(o, sizeof o / sizeof *o, "mat-version")->seen && !mat[0]) {
+        fprintf(stderr, "dpd: --mat-version applies to --mat FILE, which is not given\n");
+        return 2;
+    }
     int dpd = !strcmp(target, "dpd");
     char why[160] = "";
     if (!c.data[0]) snprintf(why, sizeof why, "needs --data DIR");
@@ -467,6 +461,7 @@ int cmd_fit_ls(int argc, char **argv) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
+    cli_doctor_warn(c.data); /* not a gate: least squares has no training loop to waste */
     ls_mat lm = {mat, !strcmp(matv, "7.3")};
     return train_run(&c, NULL, json, fix_ls, NULL, mat[0] ? write_ls_mat : NULL, &lm);
 }

@@ -88,6 +88,31 @@ static dpd_status bad(dpd_ckpt *c, dpd_error *err, const char *what, const char 
     return DPD_E_FORMAT;
 }
 
+/* What a file that is not safetensors at all is, from its first bytes: the files a user may take
+ * for a model (a MATLAB .mat, HDF5, a PyTorch .pt zip or pickle); NULL when they do not tell. */
+static const char *foreign_kind(const char *b, size_t n) {
+    if (n >= 19 && !memcmp(b, "MATLAB ", 7) && !memcmp(b + 10, " MAT-file", 9)) return "a MATLAB .mat file";
+    if (n >= 8 && !memcmp(b, "\x89HDF\r\n\x1a\n", 8)) return "an HDF5 file";
+    if (n >= 4 && !memcmp(b, "PK\x03\x04", 4)) return "a zip archive (a PyTorch .pt/.pth?)";
+    if (n >= 2 && (unsigned char)b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) return "a Python pickle (a PyTorch .pt?)";
+    return NULL;
+}
+
+/* A safetensors file starts with its header length and then '{'. A length that no header can have
+ * (0, or over MAX_HEADER, as any eight bytes of text read as one) with no '{' after it, or a known
+ * foreign magic there, is another kind of file, not a checkpoint cut short. */
+static dpd_status not_safetensors(dpd_ckpt *c, uint64_t hl, dpd_error *err) {
+    const char *kind = foreign_kind(c->buf, c->len);
+    if (c->buf[8] == '{' || (!kind && hl && hl <= MAX_HEADER)) return DPD_OK;
+    dpd_fail(err, DPD_E_FORMAT,
+             "%s: not a safetensors checkpoint: %s%s (dpd's models are the .safetensors files that dpd train-pa, "
+             "train-dpd and fit-ls write)",
+             c->path, kind ? "it is " : "it does not start with a header length and a JSON header",
+             kind ? kind : "");
+    dpd_ckpt_close(c);
+    return DPD_E_FORMAT;
+}
+
 /* One tensor's place in the data section, for the tiling check. */
 typedef struct span {
     size_t b0, b1;
@@ -106,6 +131,7 @@ dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
     if (c->len < 8) return bad(c, err, "file shorter than the 8-byte header length", NULL);
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)(unsigned char)c->buf[i] << (8 * i);
+    if (c->len > 8 && (s = not_safetensors(c, hl, err))) return s;
     if (hl == 0 || hl > MAX_HEADER || hl > c->len - 8)
         return bad(c, err, "header length is larger than the file (truncated?)", NULL);
     json_error_t je;
@@ -288,6 +314,7 @@ dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *e
     const char *v;
     if ((v = dpd_ckpt_meta(&c, "step_kind"))) snprintf(out->kind, sizeof out->kind, "%s", v);
     if ((v = dpd_ckpt_meta(&c, "dataset"))) snprintf(out->dataset, sizeof out->dataset, "%s", v);
+    if ((v = dpd_ckpt_meta(&c, "train_sha256"))) snprintf(out->train_sha256, sizeof out->train_sha256, "%s", v);
     if ((v = dpd_ckpt_meta(&c, "run_id"))) snprintf(out->run_id, sizeof out->run_id, "%s", v);
     if ((v = dpd_ckpt_meta(&c, "pa_run_id"))) snprintf(out->pa_run_id, sizeof out->pa_run_id, "%s", v);
     if ((v = dpd_ckpt_meta(&c, "epoch"))) out->epoch = atoi(v);

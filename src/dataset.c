@@ -1,14 +1,19 @@
 /* dataset: OpenDPD dataset directories (reference §1): spec.json, split_csv (six I,Q files) and
  * single_csv (one I_in,Q_in,I_out,Q_out file split by ratios), plus eval segmentation.
  * It reads and validates; it does not frame, normalise or align anything. */
+#include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
+#include <openssl/evp.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dpd/dpd.h"
 #include "dataset.h"
@@ -264,6 +269,87 @@ static dpd_status spec_name(json_t *root, const char *path, const char *key, cha
     return DPD_OK;
 }
 
+/* The top-level keys of spec.json that dpd knows: those it reads (here and in the doctor), then
+ * metadata that other writers put there and nothing reads (dpd synth's "generator"; OpenDPD's
+ * create_dataset and its MyCustomPA example: split_indices, description, ...). Any other key is
+ * warned about: a misspelt field would otherwise be silently replaced by its default. */
+static const char *const spec_keys[] = {
+    "dataset_format", "input_signal_fs", "bw_main_ch", "input_signal_bw", "bw_sub_ch", "input_signal_sub_ch_bw",
+    "n_sub_ch", "nperseg", "split_ratios", "split_guard", "csv_filename", "mat_filename", "mat_input", "mat_output",
+    "amplitude_units", /* metadata only: */ "generator", "generator_seed", "split_indices", "description", "origin",
+    "tutorial", "n_active", "modulation"};
+
+/* Edit distance between a and b, letters compared without case (both at most 63 characters). */
+static int key_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    int row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int best = diag + cost < up + 1 ? diag + cost : up + 1;
+            row[j] = best < row[j - 1] + 1 ? best : row[j - 1] + 1;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The known key closest to an unknown one, or NULL when none is close: within an edit distance of
+ * 2 (1 for keys under 6 characters), or a known key followed by a suffix ("nperseg_typo"). */
+static const char *closest_key(const char *key) {
+    const char *best = NULL;
+    int bd = INT_MAX;
+    if (strlen(key) > 63) return NULL;
+    for (size_t i = 0; i < sizeof spec_keys / sizeof *spec_keys; i++) {
+        const char *k = spec_keys[i];
+        size_t l = strlen(k);
+        int d = key_distance(key, k);
+        int close = d <= (l < 6 ? 1 : 2) || (!strncmp(key, k, l) && (key[l] == '_' || key[l] == '-' || key[l] == '.'));
+        if (close && d < bd) best = k, bd = d;
+    }
+    return best;
+}
+
+static int known_key(const char *key) {
+    for (size_t i = 0; i < sizeof spec_keys / sizeof *spec_keys; i++)
+        if (!strcmp(key, spec_keys[i])) return 1;
+    return 0;
+}
+
+/* Appends printf text to the warning w ("; " between notes), truncating at its size. */
+static void warn_add(char *w, size_t n, const char *fmt, ...) {
+    size_t l = strlen(w);
+    if (l + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w + l, n - l, fmt, ap);
+    va_end(ap);
+}
+
+/* One warning naming every top-level key of root that dpd does not know (the first eight, then a
+ * count), each with the known key it is closest to, if any. */
+static void warn_unknown_keys(json_t *root, const char *path, char *w, size_t n) {
+    const char *key;
+    json_t *v;
+    int bad = 0;
+    json_object_foreach(root, key, v) bad += !known_key(key);
+    if (!bad) return;
+    int shown = 0;
+    if (w[0]) warn_add(w, n, "; ");
+    warn_add(w, n, bad == 1 ? "%s: unknown key " : "%s: unknown keys ignored: ", path);
+    json_object_foreach(root, key, v) {
+        if (known_key(key) || shown == 8) continue;
+        const char *near = closest_key(key);
+        warn_add(w, n, "%s'%.64s'%s%s%s", shown++ ? ", " : "", key, bad == 1 ? " ignored" : "",
+                 near ? " (did you mean '" : "", near ? near : "");
+        if (near) warn_add(w, n, "'?)");
+    }
+    if (bad > shown) warn_add(w, n, " and %d more", bad - shown);
+}
+
 static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size_t nformat,
                             char *csvname, size_t ncsv, mat_names *mat, dpd_error *err) {
     char path[4200];
@@ -353,6 +439,7 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
                      path, sp->bw_main, sp->fs);
         goto done;
     }
+    warn_unknown_keys(root, path, ds->warning, sizeof ds->warning);
 done:
     json_decref(root);
     return s;
@@ -479,6 +566,19 @@ static dpd_status load_mat(dpd_dataset *ds, const mat_names *mn, dpd_error *err)
     return s;
 }
 
+/* dir as a dataset directory, in the doctor's words (src/doctor.c), before spec.json is looked
+ * for inside it: "DIR: no such directory", or "PATH: not a directory" for a file such as the
+ * dataset's spec.json itself. */
+static dpd_status check_dir(const char *dir, dpd_error *err) {
+    struct stat st;
+    if (stat(dir, &st))
+        return dpd_fail(err, DPD_E_IO, "%s: %s", dir, errno == ENOENT ? "no such directory" : strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return dpd_fail(err, DPD_E_IO, "%s: not a directory (give the dataset's directory, which holds spec.json)",
+                        dir);
+    return DPD_OK;
+}
+
 dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want, dpd_dataset *ds,
                             dpd_error *err) {
     memset(ds, 0, sizeof *ds);
@@ -490,7 +590,8 @@ dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want, dpd_d
     char format[32], csvname[256];
     mat_names mat;
     snprintf(ds->protocol, sizeof ds->protocol, "files");
-    dpd_status s = load_spec(ds->dir, ds, format, sizeof format, csvname, sizeof csvname, &mat, err);
+    dpd_status s = check_dir(ds->dir, err);
+    if (!s) s = load_spec(ds->dir, ds, format, sizeof format, csvname, sizeof csvname, &mat, err);
     if (!s)
         s = !strcmp(format, "single_csv") ? load_single_csv(ds, csvname, err)
             : !strcmp(format, "mat")      ? load_mat(ds, &mat, err)
@@ -518,11 +619,38 @@ static double max_abs(const double *iq, size_t n) {
     return m;
 }
 
-double dpd_dataset_gain(const dpd_dataset *ds) {
-    const dpd_split *t = &ds->split[DPD_TRAIN];
-    if (!t->n) return 0;
-    double mx = max_abs(t->x, t->n);
-    return mx > 0 ? max_abs(t->y, t->n) / mx : 0;
+double dpd_split_gain(const dpd_split *sp) {
+    if (!sp->n) return 0;
+    double mx = max_abs(sp->x, sp->n);
+    return mx > 0 ? max_abs(sp->y, sp->n) / mx : 0;
+}
+
+double dpd_dataset_gain(const dpd_dataset *ds) { return dpd_split_gain(&ds->split[DPD_TRAIN]); }
+
+void dpd_split_fingerprint(const dpd_split *sp, char hex[65]) {
+    unsigned char md[32], b[8 * 64];
+    unsigned len = 0;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    uint64_t n = sp->n;
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(n >> (8 * i));
+    ok = ok && EVP_DigestUpdate(c, b, 8);
+    for (int k = 0; k < 2; k++) { /* x, then y: little-endian float64, whatever the host's order */
+        const double *v = k ? sp->y : sp->x;
+        for (size_t i = 0; ok && i < 2 * n; i += 64) {
+            size_t m = 2 * n - i < 64 ? 2 * n - i : 64;
+            for (size_t j = 0; j < m; j++) {
+                uint64_t u;
+                memcpy(&u, &v[i + j], 8);
+                for (int q = 0; q < 8; q++) b[8 * j + (size_t)q] = (unsigned char)(u >> (8 * q));
+            }
+            ok = EVP_DigestUpdate(c, b, 8 * m);
+        }
+    }
+    ok = ok && EVP_DigestFinal_ex(c, md, &len) && len == 32;
+    EVP_MD_CTX_free(c);
+    hex[0] = 0; /* no digest: no fingerprint, never one that looks real */
+    for (int i = 0; ok && i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
 size_t dpd_frame_count(size_t n, int L, int S) {

@@ -31,6 +31,11 @@ DPD_API const char *dpd_packs_dir(void) {
 /* The active link's target is a pack only when it is a plain name (no '/', not starting with
  * '.') naming a directory that resolves, every link followed, to an entry of the packs directory
  * itself: a link made by hand or by an older dpd that leads elsewhere is not followed. */
+DPD_API const char *const *dpd_pack_providers(void) {
+    static const char *const names[] = {"cuda", "opencl", NULL};
+    return names;
+}
+
 DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n) {
     char link[4200], target[4096], path[4400], real[PATH_MAX], packs_real[PATH_MAX];
     const char *packs = dpd_packs_dir();

@@ -47,9 +47,18 @@ void dpd_text_free(dpd_text *t) {
 }
 
 dpd_status dpd_run_create(dpd_rundir *d, const char *base, const char *id, dpd_error *err) {
+    char had[4096];
+    struct stat st;
+    snprintf(had, sizeof had, "%s", base);
+    while (had[0] && stat(had, &st)) { /* the longest ancestor there already: what a removal keeps */
+        char *slash = strrchr(had, '/');
+        if (slash) *slash = 0;
+        else had[0] = 0;
+    }
+    d->existed = strlen(had);
     dpd_status s = dpd_mkdirs(base, err);
     if (s) return s;
-    for (int k = 1; k < 10000; k++) {
+    for (int k = 1, again = 1; k < 10000; k++) {
         if (k == 1) snprintf(d->id, sizeof d->id, "%s", id);
         else snprintf(d->id, sizeof d->id, "%s-%d", id, k);
         snprintf(d->dir, sizeof d->dir, "%s/%s", base, d->id);
@@ -57,6 +66,11 @@ dpd_status dpd_run_create(dpd_rundir *d, const char *base, const char *id, dpd_e
             d->created = 1;
             snprintf(d->id, sizeof d->id, "%s", id); /* the run id stays the scheme's; the directory may differ */
             return DPD_OK;
+        }
+        if (errno == ENOENT && again) { /* a parent that another run's removal took meanwhile: once more */
+            again = 0, k--;
+            if ((s = dpd_mkdirs(base, err))) return s;
+            continue;
         }
         if (errno != EEXIST) return dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", d->dir, strerror(errno));
     }
@@ -198,7 +212,11 @@ void dpd_run_remove(dpd_rundir *d) {
             unlink(path);
         }
     if (dir) closedir(dir);
-    rmdir(d->dir);
+    int gone = !rmdir(d->dir);
+    for (char *slash; gone && (slash = strrchr(d->dir, '/')) && (size_t)(slash - d->dir) > d->existed;) {
+        *slash = 0; /* a parent made for this run; kept when another run has put something in it */
+        gone = !rmdir(d->dir);
+    }
     d->dir[0] = 0;
 }
 
@@ -433,6 +451,7 @@ static int get_zeros(const char *z, long long *dz) {
 static void identity(meta *m, const dpd_rundir *d, const dpd_run_info *info) {
     put(m, "step_kind", "%s", info->dpd ? "train_dpd" : "train_pa");
     put(m, "dataset", "%s", info->dataset);
+    put(m, "train_sha256", "%s", info->train_sha256);
     put(m, "run_id", "%s", d->id);
     put(m, "metric_profile", "%s", dpd_profile_name(dpd_run_profile(info->c)));
 }
@@ -495,9 +514,10 @@ dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, cons
     if (pa) { /* first: a last.safetensors on disk always has its PA beside it */
         /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and
          * what a resume and `dpd eval --pa RUN_DIR` load. */
-        dpd_kv pkv[3] = {{"step_kind", "train_pa"}, {"dataset", info->dataset}, {"run_id", info->pa_id}};
+        dpd_kv pkv[4] = {{"step_kind", "train_pa"}, {"dataset", info->dataset}, {"train_sha256", info->train_sha256},
+                         {"run_id", info->pa_id}};
         snprintf(path, sizeof path, "%s/pa.safetensors", d->dir);
-        s = dpd_ckpt_save(path, pa, pkv, 3, 0, NULL, NULL, NULL, err);
+        s = dpd_ckpt_save(path, pa, pkv, 4, 0, NULL, NULL, NULL, err);
     }
     snprintf(path, sizeof path, "%s/last.safetensors", d->dir);
     if (!s) s = dpd_ckpt_save(path, m, md->kv, md->n, 2, names, ex, len, err);

@@ -21,6 +21,7 @@ void dpd_text_free(dpd_text *t);
 typedef struct dpd_rundir {
     char dir[4096], id[256];
     int created;      /* 1: this process created dir */
+    size_t existed;   /* the length of dir's longest ancestor that existed before (its parents made for it: longer) */
     int delta;        /* the logs carry the delta columns */
     dpd_text hist;    /* history.csv */
     dpd_text events;  /* events.jsonl */
@@ -37,6 +38,7 @@ typedef struct dpd_run_info {
     const char *pa_id;       /* DPD runs: the PA's run id (from its checkpoint) */
     double gain;             /* DPD runs: g */
     const dpd_dataset *ds;   /* the dataset: config.json records how it was split */
+    const char *train_sha256; /* its train split's dpd_split_fingerprint: checkpoints carry it */
 } dpd_run_info;
 
 /* What last.safetensors carries beyond the weights and the AdamW moments. */
@@ -114,8 +116,9 @@ void dpd_run_row(dpd_text *t, int epoch, int epochs, double minutes, double lr, 
 /* Numbers e (its seq and time are set here) and appends it to events.jsonl's text. */
 void dpd_run_event(dpd_rundir *d, dpd_event *e);
 
-/* Removes a run directory this process created and everything in it (a run refused or cancelled
- * before its first epoch completed leaves nothing behind). */
+/* Removes a run directory this process created and everything in it, and the parents made for it
+ * that are empty then (a run refused or cancelled before its first epoch completed leaves nothing
+ * behind). */
 void dpd_run_remove(dpd_rundir *d);
 
 void dpd_run_free(dpd_rundir *d);

@@ -68,11 +68,13 @@ static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
     if (c->carriers < 1) return dpd_fail_field(err, "carriers", DPD_E_INVAL, "carriers: %d must be >= 1", c->carriers);
     if (!(c->carrier_bw > 0)) return dpd_fail_field(err, "carrier_bw", DPD_E_INVAL, "carrier_bw: %g must be > 0", c->carrier_bw);
     if (!(c->fs > 0)) return dpd_fail_field(err, "fs", DPD_E_INVAL, "fs: %g must be > 0", c->fs);
-    if (c->carriers * c->carrier_bw * 2 >= c->fs)
-        return dpd_fail_field(err, "carriers", DPD_E_INVAL,
-                        "carriers: %d x %g Hz carriers leave no room for adjacent channels at fs %g Hz (need "
-                        "carriers x carrier_bw < fs / 2)",
-                        c->carriers, c->carrier_bw, c->fs);
+    if (c->carriers * c->carrier_bw * 2 >= c->fs) /* synth's rule: room in [-fs/2, fs/2) for adjacent channels */
+        return dpd_fail_field(err, "fs", DPD_E_INVAL,
+                              "fs: %.10g MHz leaves too little room for the adjacent channels of %d x %.10g MHz carriers "
+                              "(dpd synth wants a sample rate above twice their %.10g MHz channel, %.10g MHz): raise "
+                              "--fs, or lower --carriers or --carrier-bw",
+                              c->fs / 1e6, c->carriers, c->carrier_bw / 1e6, c->carriers * c->carrier_bw / 1e6,
+                              2 * c->carriers * c->carrier_bw / 1e6);
     if (c->nperseg < 16 || c->length % (size_t)c->nperseg || c->length / (size_t)c->nperseg < 5)
         return dpd_fail_field(err, "length", DPD_E_INVAL,
                         "length: %zu must be a multiple of nperseg (%d) with at least 5 frames",

@@ -52,6 +52,7 @@ typedef struct run {
     dpd_model *pa;       /* DPD runs: the frozen PA model; NULL for PA runs */
     double gain;         /* DPD runs: target gain g */
     char pa_id[256];     /* DPD runs: the PA's run id */
+    char train_sha256[65]; /* the train split's dpd_split_fingerprint */
     float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
     uint32_t *perm;
@@ -113,6 +114,21 @@ static int emit(run *r, dpd_event *e, int log) {
     return r->fn && r->fn(r->user, e);
 }
 
+/* A DPD whose best epoch leaves the test split's ACLR worse than the PA without it (a quick run on
+ * a hard PA does that) is a warning event, with what usually helps: every front end shows it and
+ * the run's events.jsonl keeps it. */
+static void worse_than_none(run *r, const dpd_run_state *st, const dpd_train_cfg *c) {
+    const dpd_metrics *d = &st->best_test, *n = &r->nodpd[1];
+    if (!r->pa || d->status[DPD_ACLR_AVG] || n->status[DPD_ACLR_AVG] || !(d->aclr_avg > n->aclr_avg)) return;
+    char msg[320];
+    snprintf(msg, sizeof msg, "this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): %s",
+             d->aclr_avg, n->aclr_avg,
+             c->ls ? "try other orders and depths (K, Q, M) or more ILA passes (iterations)"
+                   : "train it longer (epochs, preset full) or larger (hidden), or on more frames (a smaller stride)");
+    dpd_event w = {.type = DPD_EV_WARNING, .epoch = st->epoch, .message = msg};
+    emit(r, &w, 1);
+}
+
 /* The frozen PA of a DPD run: a PA checkpoint, a PA run directory (its best.safetensors) or, on
  * resume, the run's own copy. Refused unless it is a PA model trained on this dataset. */
 static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
@@ -124,11 +140,15 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     dpd_status s = dpd_ckpt_open(path, &ck, err);
     if (s) return s;
     const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
-               *id = dpd_ckpt_meta(&ck, "run_id");
+               *id = dpd_ckpt_meta(&ck, "run_id"), *sum = dpd_ckpt_meta(&ck, "train_sha256");
     if (kind && strcmp(kind, "train_pa"))
         s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run)",
                            path, kind);
-    else if (ds && strcmp(ds, r->ds.name))
+    else if (sum && *sum && r->train_sha256[0] && strcmp(sum, r->train_sha256)) /* the samples decide, not the names */
+        s = dpd_fail_field(err, "pa", DPD_E_INVAL,
+                           "pa: %s was trained on another train split than %s's (dataset '%s' then; the splits' "
+                           "fingerprints differ: %.12s against %.12s)", path, r->ds.dir, ds ? ds : "?", sum, r->train_sha256);
+    else if (!(sum && *sum && r->train_sha256[0]) && ds && strcmp(ds, r->ds.name)) /* no fingerprint: by name */
         s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s was trained on dataset '%s', not '%s'", path, ds, r->ds.name);
     snprintf(r->pa_id, sizeof r->pa_id, "%s", id ? id : "PA");
     dpd_ckpt_close(&ck);
@@ -142,6 +162,7 @@ static dpd_status setup(run *r, const char *pa_from, dpd_error *err) {
     r->sc = (dpd_scoring){dpd_run_profile(c), c->evm_fs};
     dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
     if (s) return s;
+    dpd_split_fingerprint(&r->ds.split[DPD_TRAIN], r->train_sha256);
     if (c->pa[0]) {
         if ((s = load_pa(r, pa_from, err))) return s;
         r->gain = dpd_dataset_gain(&r->ds);
@@ -396,14 +417,15 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
     int own_pa = in->resume[0] && dpd_exists(pa_copy);
     if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, own_pa ? pa_copy : cfg.pa, err))) goto done;
-    r.info = (dpd_run_info){&cfg, r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL, r.pa_id, r.gain, &r.ds};
+    r.info = (dpd_run_info){&cfg,    r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL,
+                            r.pa_id, r.gain,    &r.ds,                 r.train_sha256};
     if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
         if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;
         r.rng = st.rng, r.plat.best = st.plateau_best, r.plat.bad = st.plateau_bad;
         if (st.epoch >= cfg.epochs) { /* nothing to train; a writer killed after its last epoch may have left files */
             dpd_run_clean(&r.rd);
-            s = dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s already trained %d of %d epochs (pass a larger epochs)",
+            s = dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s has finished epoch %d, and %d asks for no more (pass a larger epochs to continue it)",
                                r.rd.dir, st.epoch, cfg.epochs);
             goto done;
         }
@@ -498,6 +520,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         if ((cancel || r.cancel) && e + 1 < cfg.epochs) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");
     }
     dpd_text_free(&best);
+    if (!s) worse_than_none(&r, &st, &cfg);
     if (!s) {
         char done_msg[64];
         snprintf(done_msg, sizeof done_msg, "%d of %d epochs, best %d", st.epoch, cfg.epochs, st.best_epoch);

@@ -219,8 +219,19 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     snprintf(c.out, sizeof c.out, "%s", out);
     ctx cx = {.w = w};
     start_heartbeat(w);
-    dpd_dataset ds;
     dpd_error err = {0};
+    dpd_doctor_report dr = {0}; /* its warnings as the run's (the server's gate refused on its errors) */
+    if (!j->no_doctor && !dpd_doctor_run(c.data, &dr, &err))
+        for (int i = 0; i < dr.nfindings; i++) {
+            const dpd_finding *f = &dr.findings[i];
+            if (!cli_doctor_telling(f)) continue;
+            char msg[700];
+            snprintf(msg, sizeof msg, "the dataset doctor: %s (%s): %s", f->title, f->value, f->message);
+            emit(w, "warning", json_pack("{s:s, s:s}", "message", msg, "code", f->code));
+        }
+    dpd_doctor_report_free(&dr);
+    memset(&err, 0, sizeof err);
+    dpd_dataset ds;
     if (!dpd_dataset_load(c.data, 0, 0, &ds, &err)) { /* the spec only: for the live PSD */
         cx.spec = ds.spec, cx.have_spec = 1;
         dpd_dataset_free(&ds);

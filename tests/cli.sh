@@ -26,6 +26,7 @@ for v in synth eval train-pa train-dpd fit-ls run providers parity pack config m
     done
 done
 check '"$DPD" --help | grep -q "train-pa"' "dpd --help lists the verbs"
+check '! "$DPD" train-pa --help | grep -q -- "--pa " && "$DPD" train-dpd --help | grep -q -- "--pa "' "train-pa --help does not offer train-dpd's --pa"
 
 # --- synth ---
 "$DPD" synth --out "$T/a" --seed 5 >/dev/null && "$DPD" synth --out "$T/b" --seed 5 >/dev/null \
@@ -39,6 +40,9 @@ check 'grep -q "\"nperseg\": 2560" "$T/a/spec.json" && grep -q "\"n_sub_ch\": 10
 expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
 expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
 expect 2 "needs --out" "$DPD" synth
+# a sample rate too low for the carriers: the numbers in MHz, and the three options that fix it
+expect 2 "dpd: --fs: 100 MHz leaves too little room for the adjacent channels of 10 x 20 MHz carriers (dpd synth wants a sample rate above twice their 200 MHz channel, 400 MHz): raise --fs, or lower --carriers or --carrier-bw" \
+    "$DPD" synth --out "$T/x" --fs 100e6
 # what synth says it wrote: the splits, fs and carriers as spec.json and the CSVs have them, each file with its size
 "$DPD" synth --out "$T/sy" --seed 5 --length 25600 --carriers 4 --carrier-bw 40e6 --fs 1.5e9 --sigmf >"$T/sy.txt" 2>"$T/err"; rc=$?
 rows() { echo $(($(wc -l <"$T/sy/$1_input.csv") - 1)); }
@@ -78,12 +82,37 @@ check 'isjson "$T/ev.json" && jq1 "$T/ev.json" "j[\"linear_gain\"][\"NMSE\"] < -
 "$DPD" eval --data "$T/a" --split test >"$T/ev.txt" 2>"$T/err"
 check 'grep -q "^a test: 7680 samples, 3 segments of 2560, fs 800 MHz, 10 x 20 MHz channel$" "$T/ev.txt"' \
     "eval: fs and channel in MHz ($(head -n 1 "$T/ev.txt") $(head -c 200 "$T/err"))"
+check '[ ! -s "$T/err" ] && jq1 "$T/ev.json" "j[\"gain_split\"] == \"train\""' \
+    "eval on dpd synth's dataset warns about nothing (its spec.json's generator is known), g from the train split ($(head -c 300 "$T/err"))"
+"$DPD" eval --data "$T/a" --split test --metric-profile opendpd-spectral-v2 >"$T/ev2.txt" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: under opendpd-spectral-v2 the input g x itself scores ACLR_AVG -[0-9.]* dBc, within 10 dB of the PA output.s -[0-9.]*: " "$T/err"' \
+    "eval under a Welch profile on framed data: the clean input's own leakage is near the PA's, and eval says the figures are not the PA's (exit $rc: $(head -c 300 "$T/err"))"
+# a dataset without a train split: g x at the split's own gain, with a warning, as dpd plot draws it
+mkdir -p "$T/nt" && cp "$T/a/spec.json" "$T/a/"val_*.csv "$T/a/"test_*.csv "$T/nt/"
+"$DPD" eval --data "$T/nt" --split test >"$T/nt.txt" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(grep -c "" "$T/nt.txt")" -eq 4 ] && grep -q "^linear g=[0-9.]*  *-[0-9.]*  *-[0-9.]*  *-[0-9.]*  *-[0-9.]*  *-[0-9.]*$" "$T/nt.txt" &&
+    grep -qx "dpd: warning: $T/nt has no train split: the linear-gain baseline g x is at the test split.s own gain, max|y| / max|x| = [0-9.]*" "$T/err"' \
+    "eval without a train split: the linear row at the split's own gain, not an empty table (exit $rc: $(cat "$T/nt.txt" "$T/err" | head -c 600))"
+"$DPD" eval --data "$T/nt" --split test --json >"$T/nt.json" 2>/dev/null
+check 'jq1 "$T/nt.json" "j[\"gain_split\"] == \"test\" and j[\"linear_gain\"][\"NMSE\"] < -5" && python3 - "$T/nt.json" "$T/nt" <<EOF
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+peak = lambda f: max(math.hypot(*map(float, l.split(","))) for l in open(f"{sys.argv[2]}/{f}").read().split()[1:])
+sys.exit(0 if abs(j["gain"] / (peak("test_output.csv") / peak("test_input.csv")) - 1) < 1e-12 else 1)
+EOF' "eval --json without a train split: gain_split test, g = max|y_test| / max|x_test| ($(head -c 300 "$T/nt.json"))"
 "$DPD" doctor "$T/a" >"$T/doc.txt" 2>&1
 "$DPD" models >"$T/models.txt" 2>&1
 check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.txt" "$T/ev.txt" "$T/doc.txt" "$T/models.txt" >&2' \
     "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
 expect 2 "--split val|test" "$DPD" eval --data "$T/a" --split train
-expect 1 "spec.json" "$DPD" eval --data "$T/nonexistent" --split val
+expect 1 "dpd: $T/nonexistent: no such directory" "$DPD" eval --data "$T/nonexistent" --split val
+expect 1 "dpd: $T/a/spec.json: not a directory (give the dataset's directory, which holds spec.json)" "$DPD" eval --data "$T/a/spec.json"
+# an unknown spec.json key is warned about, with the key it is closest to, and changes nothing
+mkdir -p "$T/ty" && cp "$T/a/"* "$T/ty/" && sed -i 's/"nperseg"/"nperseg_typo": 100000, "nperseg"/' "$T/ty/spec.json"
+"$DPD" eval --data "$T/ty" --split test --json >"$T/ty.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -qx "dpd: warning: $T/ty/spec.json: unknown key .nperseg_typo. ignored (did you mean .nperseg.?)" "$T/err" &&
+    [ "$(sed "s/\"dataset\":\"ty\"//" "$T/ty.json")" = "$(sed "s/\"dataset\":\"a\"//" "$T/ev.json")" ]' \
+    "eval: an unknown spec.json key is a warning naming the file, the key and the closest known key (exit $rc: $(head -c 300 "$T/err"))"
 printf 'I,Q\n1,2\n3,x\n' >"$T/b/val_input.csv"
 expect 1 "val_input.csv:3" "$DPD" eval --data "$T/b" --split val
 expect 2 "unknown option '--nosuch'" "$DPD" eval --data "$T/a" --nosuch
@@ -138,7 +167,7 @@ check 'cmp -s "$D1/best.safetensors" "$D3/best.safetensors" && [ "$(wc -l < "$D3
     "resumed run: same best checkpoint and a continuous history"
 check 'grep -q "\"epochs\":3" "$T/r3.json"' "resume --json summary"
 expect 2 "cannot change a resumed run" "$DPD" train-pa --resume "$D3" --hidden 9
-expect 2 "already trained 3 of 3" "$DPD" train-pa --resume "$D3"
+expect 2 "has finished epoch 3, and 3 asks for no more (pass a larger --epochs to continue it)" "$DPD" train-pa --resume "$D3"
 expect 2 "dpd: --model: 'nosuch' is not one of gru," "$DPD" train-pa --data "$T/a" --model nosuch --epochs 1 --out "$T/r4"
 expect 2 "preset 'medium' (quick or full)" "$DPD" train-pa --data "$T/a" --preset medium
 "$DPD" train-pa --data "$T/nosuch" --epochs 1 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
@@ -151,14 +180,17 @@ expect 2 "dpd: --hidden: 100000" "$DPD" train-pa --data "$T/a" --hidden 100000 -
 expect 2 "dpd: --batch-eval: " "$DPD" train-pa --data "$T/a" --batch-eval 0 --epochs 1 --out "$T/r4"
 "$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --lr 1e9 --epochs 2 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 1 ] && grep -q "^dpd: .*diverged" "$T/err"' "a diverged run exits 1 and says so (exit $rc: $(tail -n 1 "$T/err"))"
-check '[ ! -e "$T/r4" ] || [ -z "$(ls -A "$T/r4/a/train_pa" 2>/dev/null)" ]' "refused runs, and a run that diverged in its first epoch, leave no run directory"
+check '[ ! -e "$T/r4" ]' "refused runs, and a run that diverged in its first epoch, leave no run directory, nor the parents made for it ($(find "$T/r4" 2>/dev/null | head -n 3))"
+mkdir -p "$T/r5/a/train_pa/other-run"
+"$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --lr 1e9 --epochs 2 --out "$T/r5" >/dev/null 2>&1
+check '[ -d "$T/r5/a/train_pa/other-run" ] && [ "$(ls -A "$T/r5/a/train_pa")" = other-run ]' "a removed run leaves a parent that holds another run"
 run --epochs 1 --model GRU --out "$T/up" >/dev/null 2>"$T/err"
 run --epochs 1 --model gru --out "$T/lo" >/dev/null 2>&1
 check 'cmp -s "$T/up/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors" "$T/lo/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors"' \
     "model names are case-insensitive: --model GRU trains the gru run ($(tail -n 1 "$T/err"))"
 expect 2 "fewer than one frame" "$DPD" train-pa --data "$T/a" --frame 99999 --epochs 1 --out "$T/r4"
 head -c 100 "$D1/best.safetensors" >"$T/trunc.safetensors"
-expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" eval --data "$T/a" --split val --model "$T/trunc.safetensors"
+expect 1 "trunc.safetensors: not a valid checkpoint: header length is larger than the file (truncated?)" "$DPD" eval --data "$T/a" --split val --model "$T/trunc.safetensors"
 "$DPD" eval --data "$T/a" --split val --model "$D1/best.safetensors" --json >"$T/evm.json" 2>/dev/null
 check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(-*[0-9.]*\).*/\1/p" "$T/r1.json")" ]' \
     "eval --model reproduces the run's best validation NMSE"
@@ -207,7 +239,23 @@ mkdir -p "$T/other" && cp "$T/a/"* "$T/other/"
 mkdir -p "$T/q\"x\\y" && cp "$T/a/"* "$T/q\"x\\y/"
 "$DPD" eval --data "$T/q\"x\\y" --split val --json >"$T/q.json" 2>/dev/null
 check 'grep -q "^{\"dataset\":\"q\\\\\"x\\\\\\\\y\",\"split\":\"val\"" "$T/q.json"' "--json escapes free text: a dataset named q\"x\\y ($(head -c 80 "$T/q.json"))"
-expect 2 "trained on dataset 'a', not 'other'" "$DPD" train-dpd --data "$T/other" --pa "$D1" --epochs 1 --out "$T/d3"
+# a PA's data is its train split's samples (their fingerprint in the checkpoint), not the directory's name
+"$DPD" train-dpd --data "$T/other" --pa "$D1" --hidden 5 --frame 40 --stride 20 --epochs 1 --out "$T/d3" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && ! grep -q "trained on" "$T/err"' "train-dpd takes a PA trained on a renamed copy of its dataset (exit $rc: $(head -c 200 "$T/err"))"
+check 'python3 -c "
+import json, struct, sys
+b = open(sys.argv[1], \"rb\").read(); n = struct.unpack(\"<Q\", b[:8])[0]
+m = json.loads(b[8:8 + n])[\"__metadata__\"]
+sys.exit(0 if len(m[\"train_sha256\"]) == 64 and m[\"dataset\"] == \"a\" else 1)" "$D1/best.safetensors"' \
+    "a checkpoint's metadata carries its train split's fingerprint (train_sha256, 64 hex digits) beside the dataset's name"
+mkdir -p "$T/a2" && cp "$T/a/"* "$T/a2/" && awk -F, -v OFS=, 'NR == 3 { $1 = $1 + 1e-3 } { print }' "$T/a/train_output.csv" >"$T/a2/train_output.csv"
+expect 2 "was trained on another train split than $T/a2's (dataset 'a' then" "$DPD" train-dpd --data "$T/a2" --pa "$D1" --epochs 1 --out "$T/d3b"
+check '[ ! -e "$T/d3b" ]' "the refused train-dpd leaves no run directory"
+"$DPD" eval --data "$T/a2" --split val --model "$D1" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --model .* was trained on another train split than $T/a2.s" "$T/err"' \
+    "dpd eval warns (does not refuse) when the model's train split is not the dataset's, one sample off (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" eval --data "$T/other" --split val --model "$D1" >/dev/null 2>"$T/err"
+check '! grep -q "trained on" "$T/err"' "dpd eval of a renamed copy: no warning ($(head -c 200 "$T/err"))"
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
 drun --model tres_deltagru --hidden 4 --thx 0.01 --thh 0.05 --epochs 1 --out "$T/d4" >/dev/null 2>&1
 E4=$(ls -d "$T"/d4/a/train_dpd/*/DPD_S_3_M_TRES_DELTAGRU_H_4_F_40_P_*_THX_0.010_THH_0.050 2>/dev/null)
@@ -272,7 +320,9 @@ check '[ ! -e "$T/bad.cf32" ] && ! ls "$T" | grep -q "bad.cf32.tmp"' "run: no pa
 expect 1 "empty.csv: empty file" "$DPD" run --model "$E1/best.safetensors" --input "$T/empty.csv" --output "$T/bad.csv"
 printf 'a,b\n1,2\n' >"$T/cols.csv"
 expect 1 "lacks column 'I'" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
-expect 1 "not a valid checkpoint" "$DPD" run --model "$T/a/spec.json" --input "$T/a/test_input.csv" --output "$T/bad.csv"
+expect 1 "spec.json: not a safetensors checkpoint: it does not start with a header length and a JSON header" "$DPD" run --model "$T/a/spec.json" --input "$T/a/test_input.csv" --output "$T/bad.csv"
+{ printf 'MATLAB 5.0 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024'; head -c 200 /dev/zero; } >"$T/coef.mat"
+expect 1 "dpd: --model: $T/coef.mat: not a safetensors checkpoint: it is a MATLAB .mat file" "$DPD" run --model "$T/coef.mat" --input "$T/a/test_input.csv" --output "$T/bad.csv"
 expect 2 "input's format" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/x.cf32"
 check '[ ! -e "$T/bad.csv" ]' "run: no output file after errors"
 
@@ -281,9 +331,9 @@ expect 2 "is a DPD checkpoint" "$DPD" eval --data "$T/a" --split test --pa "$E1/
 expect 2 "both --pa and --model" "$DPD" eval --data "$T/a" --split test --pa "$E1/best.safetensors" --model "$E1/best.safetensors"
 expect 2 "both --pa and --model" "$DPD" eval --data "$T/a" --split test --pa "$D1" --model "$D1"
 expect 2 "is a DPD checkpoint" "$DPD" eval --data "$T/a" --split test --model "$E1"
-"$DPD" eval --data "$T/other" --split test --model "$D1" --json >"$T/ow.json" 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "trained on dataset .a., not .other." "$T/err" && isjson "$T/ow.json"' \
-    "eval of a checkpoint trained on another dataset: a warning, not a refusal (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" eval --data "$T/a2" --split test --model "$D1" --json >"$T/ow.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "trained on another train split than" "$T/err" && isjson "$T/ow.json"' \
+    "eval of a checkpoint trained on other samples: a warning, not a refusal, and --json stays JSON (exit $rc: $(head -c 200 "$T/err"))"
 "$DPD" eval --data "$T/a" --split test --pa "$D1" --model "$E1" --json >"$T/ce2.json" 2>"$T/err"
 check 'cmp -s "$T/ce.json" "$T/ce2.json"' "eval --pa PA_RUN --model DPD_RUN equals --pa DPD_RUN --model DPD_RUN ($(head -c 200 "$T/err"))"
 
@@ -333,17 +383,30 @@ for f in train val test; do awk -F, 'NR == 1 { print; next } { print "0,0" }' "$
 check '[ $rc -eq 0 ] && isjson "$T/z.json" && jq1 "$T/z.json" "j[\"output_aclr\"][\"AVG\"] is None and len(j[\"output_aclr\"][\"status\"][\"AVG\"][\"reason\"]) > 0 and j[\"model\"][\"NMSE\"] is None and j[\"model\"][\"status\"][\"NMSE\"][\"status\"] == \"invalid\" and j[\"linear_gain\"][\"NMSE\"] is None"' \
     "eval --json on an all-zero PA output: valid JSON, null metrics with status and reason (exit $rc: $(head -c 300 "$T/z.json") $(head -c 200 "$T/err"))"
 "$DPD" eval --data "$T/z" --split test --model "$D1" >"$T/z.txt" 2>&1; rc=$?
-check '[ $rc -eq 0 ] && grep -q "n/a (" "$T/z.txt"' "eval text on an all-zero PA output prints n/a (reason) (exit $rc)"
+check '[ $rc -eq 0 ] && grep -q "^model .* n/a \[[0-9]\]" "$T/z.txt" && grep -q "^\[1\] ." "$T/z.txt" && grep -q "^\[2\] ." "$T/z.txt" && ! grep -q "n/a (" "$T/z.txt" &&
+    [ "$(sed -n "s/^\[[0-9]*\] //p" "$T/z.txt" | sort | uniq -d)" = "" ]' \
+    "eval text on an all-zero PA output: n/a [i] in the cells, each distinct reason once under the table (exit $rc: $(head -c 600 "$T/z.txt"))"
 mkdir -p "$T/h" && cp "$T/a/spec.json" "$T/h/"
 for f in train val test; do for d in input output; do head -n 101 "$T/a/${f}_$d.csv" >"$T/h/${f}_$d.csv"; done; done
 "$DPD" eval --data "$T/h" --split val --model "$D1" --json >"$T/h.json" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && isjson "$T/h.json" && jq1 "$T/h.json" "j[\"samples\"] == 100 and j[\"model\"][\"NMSE\"] is None and j[\"model\"][\"status\"][\"NMSE\"][\"status\"] == \"not_applicable\" and j[\"output_aclr\"][\"L\"] is None"' \
     "eval --json on a 100-row dataset: valid JSON, metrics not_applicable (exit $rc: $(head -c 300 "$T/h.json") $(head -c 200 "$T/err"))"
 "$DPD" eval --data "$T/h" --split test >"$T/h.txt" 2>&1; rc=$?
-check '[ $rc -eq 0 ] && grep -q "n/a (" "$T/h.txt"' "eval text on a 100-row dataset prints n/a (reason) (exit $rc)"
+check '[ $rc -eq 0 ] && grep -qx "linear g=[0-9.]*  *n/a  *n/a  *n/a  *n/a  *n/a" "$T/h.txt" && grep -qx "n/a: .*" "$T/h.txt"' \
+    "eval text on a 100-row dataset: n/a cells and the reason on its own line (exit $rc: $(head -c 600 "$T/h.txt"))"
+# nperseg beyond the split: "n/a" in every cell, the reason once, on its own line
+mkdir -p "$T/np" && cp "$T/a/"* "$T/np/" && sed -i 's/"nperseg": 2560/"nperseg": 100000/' "$T/np/spec.json"
+"$DPD" eval --data "$T/np" --split test >"$T/np.txt" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -qx "measured output ACLR (legacy-opendpd-v1): L n/a  R n/a  AVG n/a dBc" "$T/np.txt" &&
+    grep -qx "linear g=[0-9.]*  *n/a  *n/a  *n/a  *n/a  *n/a" "$T/np.txt" && [ "$(grep -c "fewer than one" "$T/np.txt")" -eq 1 ] &&
+    grep -qx "n/a: the split has 7680 samples, fewer than one 100000-sample segment" "$T/np.txt"' \
+    "eval with nperseg beyond the split: n/a cells and the reason once (exit $rc: $(head -c 600 "$T/np.txt"))"
 "$DPD" train-pa --data "$T/h" --no-doctor --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 2 --out "$T/hr" --json >"$T/hr.json" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && isjson "$T/hr.json" && jq1 "$T/hr.json" "j[\"val\"][\"NMSE\"] is None and j[\"best_epoch\"] >= 1" && grep -q "^epoch 2/2 train_loss .* val NMSE n/a (" "$T/err"' \
     "train-pa on a 100-row dataset: n/a metrics in the epoch lines, null in the JSON summary (exit $rc: $(tail -n 2 "$T/err"))"
+"$DPD" train-pa --data "$T/h" --no-doctor --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --out "$T/hr2" >"$T/hr2.txt" 2>/dev/null; rc=$?
+check '[ $rc -eq 0 ] && grep -qx "val  *n/a  *n/a  *n/a  *n/a  *n/a" "$T/hr2.txt" && [ "$(grep -c "fewer than one" "$T/hr2.txt")" -eq 1 ] && grep -q "^n/a: " "$T/hr2.txt"' \
+    "train-pa's summary table: n/a cells and the reason once after it ($(head -c 600 "$T/hr2.txt"))"
 
 # --- settings, providers, runtime packs and the fallback cases (with the fault-injecting provider) ---
 FAKE=$(dirname "$DPD")/tests/libfake.so
@@ -364,6 +427,13 @@ check 'grep -qxF "provider stays cpu (in $CONF)" "$T/cs3.txt" && grep -qxF "the 
 expect 2 "unknown setting 'colour'" "$DPD" config set colour blue
 expect 2 "'reason' is recorded by dpd" "$DPD" config set reason hello
 expect 2 "must be auto, cpu or an installed pack's name" "$DPD" config set provider 'TPU!'
+cp "$CONF" "$T/conf.before"
+expect 2 "provider 'bogus': no such provider and no pack of that name is installed" "$DPD" config set provider bogus
+check 'cmp -s "$CONF" "$T/conf.before"' "a provider dpd does not have is refused and not saved"
+XDG_DATA_HOME="$T/no-packs" "$DPD" config set provider opencl >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && "$DPD" config show | grep -qx "provider opencl" && grep -q "no opencl pack is installed" "$T/err"' \
+    "a provider dpd has may be chosen before its pack is installed, with a warning (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" config set provider auto >/dev/null
 printf '{"provider": 3' >"$XDG_CONFIG_HOME/dpd/config.json"
 expect 1 "config.json" "$DPD" providers
 rm "$XDG_CONFIG_HOME/dpd/config.json"
@@ -530,6 +600,21 @@ if [ -f "$DPA/train_input.csv" ]; then
         "eval DPA_200MHz val: OpenDPD's output ACLR"
     check 'grep -q "\"linear_gain\":{\"NMSE\":-13.0348[0-9]*,\"EVM\":-13.7241" "$T/dpa.json"' \
         "eval DPA_200MHz val: OpenDPD's linear-gain NMSE and (800 MHz) EVM"
+    # DPA_100MHz's spec.json declares 100 MHz for a 186 MHz signal: its ACLR bands are wrong, and eval says so
+    if [ -f "$SHARED/data/opendpd/DPA_100MHz/train_input.csv" ]; then
+        "$DPD" eval --data "$SHARED/data/opendpd/DPA_100MHz" --split val >/dev/null 2>"$T/err"; rc=$?
+        check '[ $rc -eq 0 ] && grep -q "^dpd: warning: the dataset doctor on .*DPA_100MHz: Bandwidth does not match spec.json (OBW 185.9 MHz, declared 100 MHz)" "$T/err"' \
+            "eval DPA_100MHz: the doctor's bandwidth warning before the figures it spoils (exit $rc: $(head -c 400 "$T/err"))"
+    fi
+    # DPA_160MHz has no train split here: its own gain, and no other warning (OpenDPD's spec.json keys are all known)
+    if [ -f "$SHARED/data/opendpd/DPA_160MHz/test_input.csv" ]; then
+        "$DPD" eval --data "$SHARED/data/opendpd/DPA_160MHz" --split test >"$T/d160.txt" 2>"$T/err"; rc=$?
+        check '[ $rc -eq 0 ] && grep -q "^linear g=2.3022  *-12.640 " "$T/d160.txt" && [ "$(grep -c "" "$T/err")" -eq 2 ] && grep -q "has no train split" "$T/err" &&
+               grep -q "^dpd: warning: the dataset doctor on .*DPA_160MHz: A split is absent (no train split) (.dpd doctor" "$T/err"' \
+            "eval DPA_160MHz: the linear row at the test split's own gain, its warning and the doctor's (exit $rc: $(cat "$T/d160.txt" "$T/err" | head -c 600))"
+    else
+        echo "SKIP cli DPA_160MHz eval: $SHARED/data/opendpd/DPA_160MHz absent"; skip=$((skip + 1))
+    fi
     "$DPD" train-pa --data "$DPA" --model gru --hidden 23 --preset quick --out "$T/q" --json >"$T/q.json" 2>/dev/null
     nmse=$(num test NMSE "$T/q.json")
     echo "quality floor: DPA_200MHz GRU-23 quick preset test NMSE $nmse dB"

@@ -57,7 +57,7 @@ while [ $i -lt "$KILLS" ]; do
     done
     if [ "$kind" = dpd ]; then "$DPD" train-dpd --resume "$dir" >/dev/null 2>"$T/err"; rc=$?
     else "$DPD" train-pa --resume "$dir" >/dev/null 2>"$T/err"; rc=$?; fi
-    if [ $rc -ne 0 ] && grep -q "already trained" "$T/err"; then rc=0; fi # killed after the last epoch's files
+    if [ $rc -ne 0 ] && grep -q "asks for no more" "$T/err"; then rc=0; fi # killed after the last epoch's files
     check '[ $rc -eq 0 ]' "kill $i ($kind): --resume failed: $(head -c 300 "$T/err")"
     check '[ "$(data "$dir/last.safetensors")" = "$want" ]' "kill $i ($kind): resumed weights differ from the uninterrupted run"
     check '[ -z "$(find "$dir" -name "*.tmp.*")" ]' "kill $i ($kind): temporary files left after the resume"

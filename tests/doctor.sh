@@ -61,6 +61,15 @@ check '[ $rc -eq 1 ] && grep -q "too_few_samples" "$T/err" && [ ! -e "$T/r" ]' "
     >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && ls "$T"/r/few/train_pa/*/best.safetensors >/dev/null 2>&1 && ! grep -q refuses "$T/err"' \
     "--no-doctor trains anyway (exit $rc: $(tail -n 2 "$T/err"))"
+# warnings never refuse, but the ones that bear on the figures are said (a bandwidth that is not the
+# signal's); the protocol's gain offset (dpd synth's +7.9 dB: a PA's gain) is not
+mkdir -p "$T/bw" && cp "$T/a/"*.csv "$T/bw/" && sed 's/"bw_main_ch": *[0-9.e+]*/"bw_main_ch": 100e6/' "$T/a/spec.json" >"$T/bw/spec.json"
+"$DPD" train-pa --data "$T/bw" --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --no-plots --out "$T/rbw" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(grep -c "dataset doctor" "$T/err")" -eq 1 ] &&
+       grep -q "^dpd: warning: the dataset doctor on $T/bw: Bandwidth does not match spec.json (OBW [0-9.]* MHz, declared 100 MHz) (.dpd doctor $T/bw. gives" "$T/err"' \
+    "train-pa trains on a dataset with a warning, and says it in one line (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" train-pa --data "$T/a" --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --no-plots --out "$T/ra" >/dev/null 2>"$T/err"
+check '! grep -q "dataset doctor" "$T/err"' "train-pa on dpd synth's data: no doctor line (its gain offset is no warning worth saying)"
 "$DPD" train-pa --data "$T/nan" --epochs 1 --out "$T/r2" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 1 ] && grep -q "non_finite_samples" "$T/err" && [ ! -e "$T/r2" ]' "train-pa refuses a NaN capture (exit $rc)"
 

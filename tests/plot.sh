@@ -195,12 +195,18 @@ DR=$(ls -d "$T"/r/d/train_dpd/*/* 2>/dev/null | head -n 1)
 check '[ -n "$DR" ] && [ -s "$DR/plots/psd.png" ]' "train-dpd draws its pictures ($(tail -n 1 "$T/err"))"
 check 'grep -q "^dpd: warning: this DPD makes the test split.s ACLR_AVG worse than no DPD (-[0-9.]* against -[0-9.]* dBc)" "$T/err"' \
     "a 1-epoch DPD worse than no DPD: train-dpd says so ($(grep -c warning "$T/err") warnings)"
+check 'grep -q "\"warning\".*worse than no DPD" "$DR/events.jsonl"' \
+    "the run's events.jsonl keeps that warning (the library's event: the studio shows it from there)"
 pycheck "train-dpd's end-of-run plots.json" run "$DR/plots/plots.json" "$DR/history.csv" val true
 "$DPD" plot "$DR" --split val --out "$T/dpv" >/dev/null 2>&1
 check 'cmp -s "$T/dpv/plots.json" "$DR/plots/plots.json"' "a DPD run's end-of-run pictures equal dpd plot --split val's"
 "$DPD" plot "$DR" --out "$T/dp" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "dpd plot of a DPD run (exit $rc: $(head -c 200 "$T/err"))"
 pycheck "dpd plot of a DPD run" run "$T/dp/plots.json" "$DR/history.csv" test true
+"$DPD" plot "$DR" >/dev/null 2>"$T/err"; rc=$?
+"$DPD" plot "$DR" >/dev/null 2>"$T/err2"
+check '[ $rc -eq 0 ] && grep -q "note: replacing the val split.s pictures in .* with the test split.s" "$T/err" && grep -q "\"split\":\"test\"" "$DR/plots/plots.json" && ! grep -q replacing "$T/err2"' \
+    "dpd plot RUN_DIR says when it replaces the end of the run's val pictures with the test split's, and only then (exit $rc)"
 
 # --- --data: the measured dataset alone ---
 "$DPD" plot --data "$T/d" --out "$T/data" >"$T/p.out" 2>"$T/err"; rc=$?
@@ -212,8 +218,9 @@ mkdir -p "$T/nt" && cp "$T/d/spec.json" "$T/d/test_input.csv" "$T/d/test_output.
 "$DPD" plot --data "$T/nt" --out "$T/ntp" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "has no train split (or a silent one): g x is drawn at the test split.s own gain" "$T/err" && [ -s "$T/ntp/psd.png" ]' \
     "dpd plot --data of a dataset without a train split: drawn at the split's own gain, with a warning (exit $rc)"
-"$DPD" plot --data "$T/d" --split val >/dev/null 2>&1
-check '[ -s "$T/d/plots/psd.png" ]' "dpd plot --data DIR writes DIR/plots by default"
+mkdir -p "$T/here" && (cd "$T/here" && "$DPD" plot --data "$T/d/" --split val >/dev/null 2>&1)
+check '[ -s "$T/here/plots/d/psd.png" ] && [ ! -e "$T/d/plots" ]' \
+    "dpd plot --data DIR writes plots/NAME in the current directory by default, nothing into the dataset"
 mv "$T/d" "$T/moved"
 expect 1 "give it with --data DIR" "$DPD" plot "$R" --out "$T/x"
 "$DPD" plot "$R" --data "$T/moved" --out "$T/moved-plots" >/dev/null 2>"$T/err"; rc=$?

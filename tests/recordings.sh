@@ -43,6 +43,7 @@ check '[ -f "$RD/best.safetensors" ]' "fit-ls: its run directory ($RD)"
 check '[ $rc -eq 0 ] && [ "$(od -An -c -j 513 -N 3 "$T/g73.mat" | tr -d " ")" = "HDF" ]' \
     "fit-ls gmp --mat-version 7.3: an HDF5 file (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "--mat-version: '6' must be 5 or 7.3" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat "$T/x.mat" --mat-version 6
+expect 2 "--mat-version applies to --mat FILE, which is not given" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat-version 7.3
 expect 2 "--mat $T/no/c.mat: $T/no is not a directory" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat "$T/no/c.mat" --out "$T/nofit"
 check '[ ! -e "$T/nofit" ]' "fit-ls --mat into a directory that is not there: refused before the fit, no run directory"
 

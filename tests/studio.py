@@ -2941,6 +2941,26 @@ def t_datasets(ctx):
     run = s.submit("train-pa", "silent", {"hidden": 4, "epochs": 1, "preset": "quick", "no_doctor": True})
     check(s.wait_status(run["id"], TERMINAL, 60)["status"] in ("succeeded", "failed", "diverged"),
           "train-pa with no_doctor on a silent capture: queued and run")
+    # the doctor's warnings (docs/doctor.md) as the run's warning events: a spec.json that declares a
+    # 100 MHz channel for the 200 MHz signal; none with no_doctor
+    os.makedirs(os.path.join(data, "narrow"))
+    for n in os.listdir(os.path.join(data, "mini")):
+        text = open(os.path.join(data, "mini", n)).read()
+        if n == "spec.json":
+            spec = json.loads(text)
+            spec["bw_main_ch"] = 100e6
+            text = json.dumps(spec)
+        open(os.path.join(data, "narrow", n), "w").write(text)
+    doc = json.loads(subprocess.run([DPD, "doctor", os.path.join(data, "narrow"), "--json"], capture_output=True,
+                                    text=True, env=ctx.env).stdout)
+    want = sorted(f["code"] for f in doc["findings"] if f["severity"] == "warning" and f["code"] != "linear_gain_phase")
+    check("bandwidth_metadata_mismatch" in want, f"the doctor's warnings on the narrow copy: {want}")
+    for opts, expect in (({}, want), ({"no_doctor": True}, [])):
+        run = s.submit("train-pa", "narrow", dict({"hidden": 4, "epochs": 1, "preset": "quick"}, **opts))
+        fin = s.wait_status(run["id"], TERMINAL, 60)
+        got = sorted(e["data"].get("code") for e in s.all_events(run["id"]) if e["type"] == "warning" and e["data"].get("code"))
+        check(fin["status"] == "succeeded" and got == expect,
+              f"train-pa {opts} on a dataset the doctor warns about: {fin['status']}, warning codes {got}, want {expect}")
     # upload
     src = os.path.join(data, "mini")
     files = {n: open(os.path.join(src, n)).read() for n in os.listdir(src) if n.endswith(".csv")}
@@ -3224,9 +3244,18 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
         fin = s.wait_status(r["id"], TERMINAL, 90, 0.1)
         log = open(os.path.join(s.run_dir(r["id"]), "logs/worker.log"), errors="replace").read()[-300:]
         check(fin["status"] == "succeeded", f"{name}: {fin['status']}/{fin['reason_code']} {fin['error']} ({log!r})")
-        check_run_consistency(fin, s.all_events(r["id"]))
+        evs = s.all_events(r["id"])
+        check_run_consistency(fin, evs)
         res = s.get(f"/api/v1/runs/{r['id']}/results")
         check(res.status == 200, f"{name} results: {res!r}")
+        if "dpd" in name:  # a DPD left worse than none says so, as the CLI does
+            sm = res.json.get("summary") if isinstance(res.json.get("summary"), dict) else res.json
+            a, b = sm["test"]["ACLR_AVG"], sm["no_dpd"]["ACLR_AVG"]
+            check(isinstance(a, float) and isinstance(b, float), f"{name}: test and no_dpd ACLR_AVG {a}, {b}")
+            worse = a > b
+            said = [e for e in evs if e["type"] == "warning" and "worse than no DPD" in (e["data"].get("message") or "")]
+            check(len(said) == int(worse), f"{name}: test ACLR_AVG {sm['test']['ACLR_AVG']} against no DPD's "
+                  f"{sm['no_dpd']['ACLR_AVG']}, and {len(said)} 'worse than no DPD' warning events")
     c = s.submit(options=fake(100, 100))["id"]
     s.wait_event(c, "progress", 10)
     s.cancel(c)

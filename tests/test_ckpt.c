@@ -200,8 +200,26 @@ int main(void) {
     memcpy(c2 + n - 4, &inf, 4); /* the last value */
     spit(bad, c2, n);
     refuse("an infinite weight", bad, "holds an infinity");
+    /* files that are not safetensors at all say so (and what they are, when their first bytes tell);
+     * a real checkpoint cut short (above) keeps "truncated?" */
     spit(bad, "not a checkpoint at all, just text\n", 35);
-    refuse("text file", bad, "header length");
+    refuse("text file", bad, "not a safetensors checkpoint");
+    char mat[256] = "MATLAB 5.0 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024";
+    spit(bad, mat, sizeof mat);
+    refuse("MATLAB v5 file", bad, "not a safetensors checkpoint: it is a MATLAB .mat file");
+    memcpy(mat, "MATLAB 7.3 MAT-file", 19);
+    spit(bad, mat, sizeof mat);
+    refuse("MATLAB v7.3 file", bad, "not a safetensors checkpoint: it is a MATLAB .mat file");
+    spit(bad, "\x89HDF\r\n\x1a\n\0\0\0\0\0\x08\x08\0\x04\0\x10\0", 20);
+    refuse("HDF5 file", bad, "not a safetensors checkpoint: it is an HDF5 file");
+    spit(bad, "PK\x03\x04\x14\0\0\0\0\0archive/data.pkl", 26);
+    refuse("PyTorch zip", bad, "not a safetensors checkpoint: it is a zip archive");
+    memcpy(c2, b, n);
+    c2[8] = 'x';
+    spit(bad, c2, 20);
+    refuse("a header length that fits and no JSON after it", bad, "truncated");
+    spit(bad, c2, 8);
+    refuse("8 bytes, a header length and nothing after it", bad, "truncated");
     dpd_model *none;
     CHECK(dpd_ckpt_load("/nonexistent/x.safetensors", &none, &err) == DPD_E_IO && strstr(err.msg, "/nonexistent"),
           "missing file: %s", err.msg);

@@ -260,6 +260,82 @@ static void hostile(void) {
     free(seg);
 }
 
+/* What --data names must be a directory: a path that does not exist and a file (spec.json itself)
+ * are refused in the doctor's words before spec.json is looked for inside them. */
+static void not_dirs(void) {
+    dpd_dataset ds;
+    dpd_error err = {0};
+    CHECK(dpd_dataset_load("/nonexistent/dpd-data", 7, 0, &ds, &err) == DPD_E_IO &&
+              !strcmp(err.msg, "/nonexistent/dpd-data: no such directory"),
+          "a missing directory: %s", err.msg);
+    const char *d = make(NULL, NULL);
+    char p[4200], want[4400];
+    snprintf(p, sizeof p, "%s/spec.json", d);
+    snprintf(want, sizeof want, "%s: not a directory (give the dataset's directory, which holds spec.json)", p);
+    CHECK(dpd_dataset_load(p, 7, 0, &ds, &err) == DPD_E_IO && !strcmp(err.msg, want), "spec.json as the directory: %s",
+          err.msg);
+    CHECK(ds.split[0].x == NULL && ds.split[0].n == 0, "a refused directory leaves the dataset empty");
+}
+
+/* Loads a dataset of the GOOD splits whose spec.json is SPEC's fields plus `extra` (a JSON member
+ * list), and returns its warning ("" when none) in w. */
+static void spec_warning(const char *extra, char *w, size_t n) {
+    char spec[1024];
+    snprintf(spec, sizeof spec,
+             "{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
+             " \"bw_sub_ch\": 20e6, \"n_sub_ch\": 10, \"nperseg\": 4%s%s}",
+             extra[0] ? ", " : "", extra);
+    const char *d = make("spec.json", spec);
+    dpd_dataset ds;
+    dpd_error err = {0};
+    w[0] = 0;
+    if (dpd_dataset_load(d, 7, 0, &ds, &err)) {
+        snprintf(w, n, "load failed: %s", err.msg);
+        return;
+    }
+    snprintf(w, n, "%s", ds.warning);
+    dpd_dataset_free(&ds);
+}
+
+/* An unknown spec.json key is warned about (file and key named, the closest known key suggested
+ * when one is close), never refused; the keys OpenDPD's and dpd's own writers put there are not. */
+static void unknown_keys(void) {
+    char w[600];
+    spec_warning("\"nperseg_typo\": 100000", w, sizeof w);
+    CHECK(strstr(w, "/spec.json: unknown key 'nperseg_typo' ignored (did you mean 'nperseg'?)"), "a typo: '%s'", w);
+    spec_warning("\"npersge\": 5, \"Input_Signal_FS\": 1", w, sizeof w);
+    CHECK(strstr(w, "unknown keys ignored: 'npersge' (did you mean 'nperseg'?), 'Input_Signal_FS' (did you mean "
+                    "'input_signal_fs'?)"),
+          "two typos, each with its suggestion: '%s'", w);
+    spec_warning("\"colour\": \"blue\"", w, sizeof w);
+    CHECK(strstr(w, "unknown key 'colour' ignored") && !strstr(w, "did you mean"), "nothing close: '%s'", w);
+    /* OpenDPD's create_dataset and its MyCustomPA example, dpd synth's generator, the doctor's units */
+    spec_warning("\"description\": \"x\", \"origin\": \"synthetic\", \"tutorial\": true, \"split_indices\": "
+                 "{\"train_end\": 3, \"val_end\": 4}, \"n_active\": 64, \"modulation\": \"64QAM\", \"generator\": "
+                 "{\"tool\": \"dpd synth\"}, \"generator_seed\": 1, \"amplitude_units\": \"normalized\", "
+                 "\"split_ratios\": {\"train\": 0.6, \"val\": 0.2, \"test\": 0.2}, \"split_guard\": 0, "
+                 "\"csv_filename\": \"data.csv\", \"mat_filename\": \"a.mat\", \"mat_input\": \"x\", \"mat_output\": \"y\"",
+                 w, sizeof w);
+    CHECK(!w[0], "the documented and metadata keys are not warned about: '%s'", w);
+    static const char *const opendpd[] = {"DPA_200MHz", "DPA_100MHz", "DPA_160MHz", "APA_200MHz"};
+    for (int i = 0; i < 4; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "data/opendpd/%s/spec.json", opendpd[i]);
+        const char *p = check_shared(rel);
+        if (!p) {
+            check_skip("dataset opendpd spec keys", "../shared/data/opendpd is absent");
+            continue;
+        }
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%.*s", (int)(strlen(p) - strlen("/spec.json")), p);
+        dpd_dataset ds;
+        dpd_error err = {0};
+        CHECK(dpd_dataset_load(dir, 0, 0, &ds, &err) == DPD_OK && !strstr(ds.warning, "unknown key"),
+              "%s: no unknown-key warning (%s%s)", opendpd[i], err.msg, ds.warning);
+        dpd_dataset_free(&ds);
+    }
+}
+
 /* dpd_csv_number against strtod_l in the C locale: the same bits and the same verdict on edge
  * cases (signs, dots, exponents, 2^53 and 19 digits, powers of ten past 1e22, subnormals,
  * overflow, words, hex, spaces) and on 60 000 random numbers written every way a CSV has them. */
@@ -298,12 +374,32 @@ static void numbers(void) {
     freelocale(c);
 }
 
+/* dpd_split_fingerprint against SHA-256 digests computed elsewhere (Python's hashlib over
+ * struct.pack("<Q4d4d", ...)): the bytes hashed are the documented ones, on any host. */
+static void fingerprints(void) {
+    double x[4] = {1, 2, 3, -4.5}, y[4] = {0.25, 6, 7, 8};
+    dpd_split sp = {2, x, y}, none = {0, NULL, NULL};
+    char h[65];
+    dpd_split_fingerprint(&sp, h);
+    CHECK(!strcmp(h, "032ca86b5acd73018fa00e55767b4b3a29108e3cd876c10c7905e583e831d631"), "fingerprint of 2 samples: %s", h);
+    dpd_split_fingerprint(&none, h);
+    CHECK(!strcmp(h, "af5570f5a1810b7af78caf4bc70a660f0df51e42baf91d4de5b2328de0e83dfc"), "fingerprint of no samples: %s", h);
+    y[3] = nextafter(8, 9); /* one bit of one sample */
+    dpd_split_fingerprint(&sp, h);
+    CHECK(strcmp(h, "032ca86b5acd73018fa00e55767b4b3a29108e3cd876c10c7905e583e831d631"), "one bit changes the fingerprint");
+    CHECK(fabs(dpd_split_gain(&sp) - hypot(7, nextafter(8, 9)) / hypot(3, 4.5)) < 1e-14 && dpd_split_gain(&none) == 0,
+          "dpd_split_gain: max|y| / max|x| (%.17g)", dpd_split_gain(&sp));
+}
+
 int main(void) {
     alarm(20);
+    fingerprints();
     numbers();
     hostile();
     good();
     mat_datasets();
+    not_dirs();
+    unknown_keys();
     refuse("missing file", "val_output.csv", NULL, DPD_E_IO, "val_output.csv", "cannot open");
     refuse("missing spec", "spec.json", NULL, DPD_E_IO, "spec.json", "missing");
     refuse("non-numeric", "train_input.csv", "I,Q\n1,2\n3,abc\n", DPD_E_FORMAT, "train_input.csv:3", "abc");

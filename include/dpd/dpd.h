@@ -115,6 +115,15 @@ DPD_API DPD_CHECK dpd_status dpd_csv_read(const char *path, int ncol, const char
 
 /* Target gain g = max|y_train| / max|x_train| (reference §5); 0 when the train split is empty. */
 DPD_API double dpd_dataset_gain(const dpd_dataset *ds);
+/* The same ratio, max|y| / max|x|, of one split (where a dataset has no train split, the front ends
+ * draw and score g x at the evaluated split's own gain); 0 when it is empty or x is silent. */
+DPD_API double dpd_split_gain(const dpd_split *sp);
+
+/* A split's fingerprint: the SHA-256, as 64 lowercase hex digits, of its sample count (8 bytes,
+ * little-endian) then x and y as float64 (little-endian): the same for two directories holding the
+ * same samples, whatever their names and the numbers' formatting ("" when no digest could be made). Checkpoints carry their train
+ * split's (train_sha256); a DPD run refuses a PA whose train split is not its own. */
+DPD_API void dpd_split_fingerprint(const dpd_split *sp, char hex[65]);
 
 /* Training frames of length L, stride S over n samples (reference §1.6): floor((n - L) / S) + 1,
  * frame i = samples [i S, i S + L); 0 when n < L. */
@@ -728,6 +737,7 @@ typedef struct dpd_ckpt_info {
     int least_squares;    /* 1: fitted by least squares */
     int epoch;            /* 1-based epoch of the weights, 0 when not recorded */
     dpd_model_cfg model;
+    char train_sha256[65]; /* dpd_split_fingerprint of that dataset's train split, "" when not recorded */
 } dpd_ckpt_info;
 
 DPD_API DPD_CHECK dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *err);
@@ -948,6 +958,10 @@ DPD_API int dpd_batch_bound(const char *gpu_memory, uint64_t memory, const dpd_m
  * a provider's active link points to ("" when none). */
 DPD_API const char *dpd_packs_dir(void);
 DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n);
+
+/* The device providers dpd builds runtime packs of ("cuda", "opencl"), NULL-terminated: a name the
+ * settings may hold before its pack is installed. */
+DPD_API const char *const *dpd_pack_providers(void);
 
 /* Installs and activates the pack archive FILE. sha256 ("" = read FILE.sha256) must match.
  * helper is a dpd binary that validates a staged pack in a separate process (run as
