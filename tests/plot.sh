@@ -218,7 +218,8 @@ mkdir -p "$T/nt" && cp "$T/d/spec.json" "$T/d/test_input.csv" "$T/d/test_output.
 "$DPD" plot --data "$T/nt" --out "$T/ntp" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "has no train split (or a silent one): g x is drawn at the test split.s own gain" "$T/err" && [ -s "$T/ntp/psd.png" ]' \
     "dpd plot --data of a dataset without a train split: drawn at the split's own gain, with a warning (exit $rc)"
-mkdir -p "$T/here" && (cd "$T/here" && "$DPD" plot --data "$T/d/" --split val >/dev/null 2>&1)
+ABS_DPD=$(realpath "$DPD") # (BUILD may be relative: the command runs elsewhere)
+mkdir -p "$T/here" && (cd "$T/here" && "$ABS_DPD" plot --data "$T/d/" --split val >/dev/null 2>&1)
 check '[ -s "$T/here/plots/d/psd.png" ] && [ ! -e "$T/d/plots" ]' \
     "dpd plot --data DIR writes plots/NAME in the current directory by default, nothing into the dataset"
 mv "$T/d" "$T/moved"
