@@ -569,7 +569,7 @@ static dpd_status load_mat(dpd_dataset *ds, const mat_names *mn, dpd_error *err)
 /* dir as a dataset directory, in the doctor's words (src/doctor.c), before spec.json is looked
  * for inside it: "DIR: no such directory", or "PATH: not a directory" for a file such as the
  * dataset's spec.json itself. */
-static dpd_status check_dir(const char *dir, dpd_error *err) {
+dpd_status dpd_dataset_dir_ok(const char *dir, dpd_error *err) {
     struct stat st;
     if (stat(dir, &st))
         return dpd_fail(err, DPD_E_IO, "%s: %s", dir, errno == ENOENT ? "no such directory" : strerror(errno));
@@ -590,7 +590,7 @@ dpd_status dpd_dataset_load(const char *dir, unsigned need, unsigned want, dpd_d
     char format[32], csvname[256];
     mat_names mat;
     snprintf(ds->protocol, sizeof ds->protocol, "files");
-    dpd_status s = check_dir(ds->dir, err);
+    dpd_status s = dpd_dataset_dir_ok(ds->dir, err);
     if (!s) s = load_spec(ds->dir, ds, format, sizeof format, csvname, sizeof csvname, &mat, err);
     if (!s)
         s = !strcmp(format, "single_csv") ? load_single_csv(ds, csvname, err)

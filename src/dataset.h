@@ -20,4 +20,8 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
  * bit for bit: 1 with *v set; 0 when [f, e) is empty, not one number or 128 bytes or more. The
  * CSV readers' (the loader's and the doctor's) one parser. */
 int dpd_csv_number(const char *f, const char *e, double *v);
+
+/* DPD_OK when dir is a directory; else DPD_E_IO saying "DIR: no such directory" or "DIR: not a
+ * directory (give the dataset's directory, which holds spec.json)". The loader's and the doctor's. */
+dpd_status dpd_dataset_dir_ok(const char *dir, dpd_error *err);
 #endif

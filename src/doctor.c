@@ -531,18 +531,16 @@ static dpd_status concatenate(capture *c, dpd_error *err) {
 }
 
 static dpd_status load(const char *dir, capture *c, dpd_doctor_report *r, dpd_error *err) {
-    struct stat st;
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     size_t l = strlen(c->dir);
     while (l > 1 && c->dir[l - 1] == '/') c->dir[--l] = 0;
     const char *base = strrchr(c->dir, '/');
     snprintf(r->dataset, sizeof r->dataset, "%s", base && base[1] ? base + 1 : c->dir);
-    if (stat(c->dir, &st))
-        return dpd_fail(err, DPD_E_IO, "%s: %s", c->dir, errno == ENOENT ? "no such directory" : strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return dpd_fail(err, DPD_E_IO, "%s: not a directory", c->dir);
+    dpd_status s = dpd_dataset_dir_ok(c->dir, err);
+    if (s) return s;
     if (!(c->raw = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(c->raw, EVP_sha256(), NULL))
         return dpd_fail(err, DPD_E_NOMEM, "%s: out of memory", c->dir);
-    dpd_status s = read_spec(c, r, err);
+    s = read_spec(c, r, err);
     if (!s) s = c->mat ? read_mat(c, r, err) : c->single ? read_single_csv(c, r, err) : read_split_csv(c, r, err);
     if (s) return s;
     if (!c->have_spec && !c->p[0].present && !c->p[1].present && !c->p[2].present && !c->nlonely)
