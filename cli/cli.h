@@ -161,10 +161,11 @@ void cli_plot_kept_free(cli_plot_kept *k); /* accepts a zeroed k */
 
 /* Starts setting up the pictures in a thread of their own (the fonts, the images' memory, a first
  * drawing that binds and warms cairo's and FreeType's code), so that pictures drawn later, at the
- * end of a run, need not wait for it: call it before dpd_train, whose first milliseconds read the
- * dataset on one core while this thread has the other. cli_plot_warm_wait joins that thread
- * (cli_plot_run does); call it before the process ends when no pictures are drawn. Not
- * thread-safe: from one thread. */
+ * end of a run, need not wait for it: call it before the dataset doctor's and dpd_train's reading
+ * of the dataset, which leave a core idle for tens of milliseconds. cli_plot_warm_wait joins that
+ * thread (cli_plot_run does); call it before the process ends when no pictures are drawn. What it
+ * sets up is kept for the process's next pictures and left to its exit. Not thread-safe: from one
+ * thread. */
 void cli_plot_warm(void);
 void cli_plot_warm_wait(void);
 

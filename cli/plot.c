@@ -340,7 +340,8 @@ static void pen(cairo_t *cr, const style *s) {
  * install it: what fontconfig picks for "sans-serif" on Debian, without fontconfig's set-up
  * (parsing its configuration and caches costs 8 to 10 ms, a fifth of the end-of-run pictures,
  * against 2 ms here). Where the files are not found, cairo's "sans-serif" through fontconfig.
- * Opened by warm_up, closed by fonts_close once cairo holds no reference to them. */
+ * Opened by warm_up, once a process: kept for its next pictures, and left to its exit (letting go
+ * of them and of cairo's caches took 0.6 ms at the end of every run). */
 static struct {
     FT_Library lib;
     cairo_font_face_t *face[2]; /* regular, bold; NULL: fontconfig's */
@@ -372,15 +373,6 @@ static void fonts_open(void) {
     }
     if (!fonts.face[0] || !fonts.face[1]) /* fontconfig's for both */
         for (int i = 0; i < 2; i++) cairo_font_face_destroy(fonts.face[i]), fonts.face[i] = NULL;
-}
-
-/* After the last cairo object is gone: cairo_debug_reset_static_data has let go of the faces'
- * last references (its font caches), then FreeType frees them with the library. */
-static void fonts_close(void) {
-    for (int i = 0; i < 2; i++) cairo_font_face_destroy(fonts.face[i]), fonts.face[i] = NULL;
-    cairo_debug_reset_static_data();
-    if (fonts.lib) FT_Done_FreeType(fonts.lib);
-    fonts.lib = NULL;
 }
 
 static void font(cairo_t *cr, double size, int bold) {
@@ -1251,30 +1243,13 @@ typedef struct colours {
     int np;
 } colours;
 
-/* One compressor's scratch and output buffer (cap bytes: the bound for RAW_INDEXED, in the warm
- * block; for RAW, malloc'd: own), and a colour table, for one thread: deflaters[0] the encoder
- * thread's, [1] the drawing thread's (their pages touched by warm_up). */
+/* One compressor's scratch and a colour table, for one thread: deflaters[0] the encoder thread's,
+ * [1] the drawing thread's (their pages touched by warm_up). */
 typedef struct deflater {
-    unsigned char *out;
-    size_t cap;
-    int own;
     deflate_work w;
     colours c;
 } deflater;
 static deflater deflaters[2];
-
-static void deflater_close(deflater *d) {
-    if (d->own) free(d->out);
-    d->out = NULL, d->cap = 0, d->own = 0;
-}
-
-/* d as it is, or (where warm_up did not set it up) a malloc'd buffer. 0, or -1. */
-static int deflater_open(deflater *d) {
-    if (d->out) return 0;
-    d->cap = deflate_bound(RAW), d->own = 1;
-    if (!(d->out = malloc(d->cap))) return deflater_close(d), -1;
-    return 0;
-}
 
 /* The id of colour v, a new one if it is new; -1: MAX_COLOURS are met already. */
 static int colour_id(colours *c, uint32_t v) {
@@ -1440,7 +1415,8 @@ static int chunk(FILE *f, const char *type, const unsigned char *data, size_t n)
  * with palette() where it fits, else 8-bit RGB. The scanlines are built in place, over the
  * pixels (each is shorter than its row and starts no later: every byte is read before it is
  * written over), so the image is spent. Plain memory in, no cairo: it runs on an encoder thread
- * (see paint()). 0, or -1 with errno set. */
+ * (see paint()). The compressed stream goes into the image's room after the scanlines (8-bit RGB
+ * where that is too small: a buffer of its own). 0, or -1 with errno set. */
 static int write_png(unsigned char *data, int stride, deflater *d, const char *path) {
     static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     unsigned char ihdr[13] = {0, 0, 0, 0, 0, 0, 0, 0, 8, 2, 0, 0, 0}; /* 8 bits, RGB, deflate, no interlace */
@@ -1475,8 +1451,8 @@ static int write_png(unsigned char *data, int stride, deflater *d, const char *p
         plte[3 * p] = (unsigned char)c->pr[p], plte[3 * p + 1] = (unsigned char)c->pg[p];
         plte[3 * p + 2] = (unsigned char)c->pb[p];
     }
-    size_t raw = indexed ? RAW_INDEXED : RAW, bound = deflate_bound(raw);
-    unsigned char *out = bound <= d->cap ? d->out : malloc(bound); /* RGB in the warm block's room: its own */
+    size_t raw = indexed ? RAW_INDEXED : RAW, bound = deflate_bound(raw), at = (raw + 63) & ~(size_t)63;
+    unsigned char *out = at + bound <= (size_t)H * stride ? data + at : malloc(bound); /* after the scanlines: RGB's own */
     size_t n = out ? deflate_zlib(data, raw, indexed ? 1 : 3, raw / H, &d->w, out, bound) : 0;
     be32(ihdr, W), be32(ihdr + 4, H);
     ihdr[9] = indexed ? 3 : 2;
@@ -1487,7 +1463,7 @@ static int write_png(unsigned char *data, int stride, deflater *d, const char *p
     else if (!n) errno = ENOBUFS; /* not within the bound: never */
     else if (!ok && !errno) errno = EIO;
     if (f && fclose(f) && ok) ok = 0;
-    if (out != d->out) free(out);
+    if (out != data + at) free(out);
     return ok ? 0 : -1;
 }
 
@@ -1564,9 +1540,7 @@ static png_job *take(png_queue *q, int wait) {
 /* Encodes j's pixels into its tmp with d, unless its drawing failed. */
 static void encode(png_job *j, deflater *d) {
     errno = 0;
-    if (j->st) return;
-    if (deflater_open(d)) j->rc = -1, j->e = ENOMEM;
-    else j->rc = write_png(j->data, j->stride, d, j->tmp), j->e = errno;
+    if (!j->st) j->rc = write_png(j->data, j->stride, d, j->tmp), j->e = errno;
 }
 
 /* encode(), then j is told done. */
@@ -1586,13 +1560,15 @@ static void *encoder(void *queue) {
 }
 
 /* The images the charts are drawn on, (SLOTS, H, STRIDE): cairo's RGB24 rows of W pixels, each
- * drawn on again once its chart is encoded (spend). Three: as fast as one a chart (10.9 ms for the
- * quick run's six, 12.4 with two), and half the memory to touch (a fresh page costs a fault: on
- * this project's virtual machines 2 to 20 us). Then the deflaters' buffers.
- * One block, allocated and touched by cli_plot_warm's thread, in 4 KiB pages: asking for 2 MiB
- * pages (MADV_HUGEPAGE) made the kernel compact memory for them in one run of two or three, 8 to
- * 19 ms of that thread's time against 2 to 3 for the small pages' faults, which then ran on into
- * the training. NULL: not there, cairo allocates an image per chart. Freed by warm_release. */
+ * drawn on again once its chart is encoded (spend); a PNG's compressed stream goes into its slot,
+ * after its scanlines (write_png). Three: as fast as one a chart (10.9 ms for the quick run's six,
+ * 12.4 with two), and half the memory to touch (a fresh page costs a fault: on this project's
+ * virtual machines 2 to 20 us). One block, allocated and touched by cli_plot_warm's thread, in
+ * 4 KiB pages: asking for 2 MiB pages (MADV_HUGEPAGE) made the kernel compact memory for them in
+ * one run of two or three, 8 to 19 ms of that thread's time against 2 to 3 for the small pages'
+ * faults, which then ran on into the training. NULL: not there, cairo allocates an image per
+ * chart. Kept for the process's next pictures and left to its exit, as the fonts are (freeing it
+ * took 0.8 ms: its pages unmapped). */
 #define SLOTS 3
 #define STRIDE (W * 4)
 static unsigned char *warm_px;
@@ -1639,11 +1615,6 @@ static dpd_status png_finish(png_job *j, dpd_error *err) {
     return publish(j->tmp, j->path, j->st, j->rc, j->e, err);
 }
 
-static void warm_release(void) {
-    for (int i = 0; i < 2; i++) deflater_close(&deflaters[i]); /* before the block their buffers are in */
-    free(warm_px), warm_px = NULL;
-}
-
 /* Draws once, on image px (a slot, drawn on again later), with the charts' own pieces: the title
  * and its source line, a frame with ticks and both axis labels (the y label turned), a legend of
  * each kind, a shaded band; the texts hold every character the charts write. The first chart then
@@ -1675,36 +1646,26 @@ static void warm_draw(unsigned char *px) {
 static void *warm_up(void *unused) {
     fonts_open();
     if (warm_px) return NULL;
-    size_t cap = deflate_bound(RAW_INDEXED), px = SLOTS * H * STRIDE, size = px + 2 * cap;
+    size_t size = SLOTS * H * STRIDE;
     unsigned char *p = malloc(size);
     if (!p) return NULL;
     for (size_t k = 0; k < size; k += 4096) p[k] = 255; /* each page, once */
     warm_px = p;
-    for (int i = 0; i < 2; i++) {
-        deflaters[i].out = warm_px + px + i * cap, deflaters[i].cap = cap, deflaters[i].own = 0;
-        memset(&deflaters[i].w, 0, sizeof deflaters[i].w); /* its pages, once */
-        memset(&deflaters[i].c, 0, sizeof deflaters[i].c);
-    }
+    memset(deflaters, 0, sizeof deflaters); /* their pages, once */
     warm_draw(warm_px);
     return NULL;
 }
 
 static pthread_t warm_thread;
-static int warming; /* warm_thread runs (started by cli_plot_warm, joined by warm_join) */
+static int warming; /* warm_thread runs (started by cli_plot_warm, joined by cli_plot_warm_wait) */
 
 void cli_plot_warm(void) {
     if (!warming) warming = !pthread_create(&warm_thread, NULL, warm_up, NULL);
 }
 
-static void warm_join(void) {
+void cli_plot_warm_wait(void) {
     if (warming) pthread_join(warm_thread, NULL);
     warming = 0;
-}
-
-void cli_plot_warm_wait(void) {
-    warm_join();
-    warm_release();
-    fonts_close();
 }
 
 /* The charts, drawn one after the other on this thread, and plots.json (doc): SVGs, after
@@ -1774,13 +1735,12 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
         clean_stale(out);
         s = doc_begin(&d, path, &doc, err);
     }
-    warm_join();
+    cli_plot_warm_wait();
     if (!fonts.lib) fonts_open(); /* the thread did not start */
     if (!s) s = paint(r, &d, out, &doc, err);
     doc_end(&doc);
     json_decref(d.doc);
     dpd_plot_free(d.p);
-    cli_plot_warm_wait(); /* every cairo object is gone: the pixels, fonts and cairo's caches go */
     return s;
 }
 

@@ -204,10 +204,11 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
 
 /* Runs dpd_train with the display and cancellation, then the summary. verb names the command
  * for the resume hint ("train-pa"); NULL when the verb cannot resume (fit-ls). x: the session
- * options of the end-of-run pictures, NULL for none (--no-plots). A completed run gets them in
- * RUN_DIR/plots, drawn from the best epoch's validation predictions (no forward pass but PA(x)
- * for a DPD run); a picture that cannot be drawn is a warning, not a failed run. after (may be
- * NULL) runs on a completed run before the summary; a non-zero return is the exit code. */
+ * options of the end-of-run pictures, their set-up started (cli_plot_warm); NULL for none
+ * (--no-plots). A completed run gets them in RUN_DIR/plots, drawn from the best epoch's validation
+ * predictions (no forward pass but PA(x) for a DPD run); a picture that cannot be drawn is a
+ * warning, not a failed run. after (may be NULL) runs on a completed run before the summary; a
+ * non-zero return is the exit code. */
 static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x,
                      int (*after)(const dpd_train_result *, const void *), const void *arg) {
     display d = {.tty = isatty(2), .s0 = -1, .plots = x != NULL, .ls = c->ls};
@@ -215,7 +216,6 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
     catch_signals();
-    if (x) cli_plot_warm(); /* beside dpd_train's reading of the dataset, which leaves a core idle */
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
     char plots[4200] = "";
@@ -357,7 +357,11 @@ static int train(int argc, char **argv, int dpd) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
-    if (!c.resume[0] && !no_doctor && (r = cli_doctor_gate(c.data))) return r; /* error-level findings refuse */
+    if (!no_plots) cli_plot_warm(); /* beside the doctor's and dpd_train's reading of the dataset (cli.h) */
+    if (!c.resume[0] && !no_doctor && (r = cli_doctor_gate(c.data))) { /* error-level findings refuse */
+        cli_plot_warm_wait();
+        return r;
+    }
     return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL, no_plots ? NULL : &x, NULL, NULL);
 }
 

@@ -220,6 +220,7 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     ctx cx = {.w = w};
     start_heartbeat(w);
     dpd_error err = {0};
+    cli_plot_warm(); /* beside the doctor's and dpd_train's reading of the dataset, as train-pa does (cli.h) */
     dpd_doctor_report dr = {0}; /* its warnings as the run's (the server's gate refused on its errors) */
     if (!j->no_doctor && !dpd_doctor_run(c.data, &dr, &err))
         for (int i = 0; i < dr.nfindings; i++) {
@@ -239,9 +240,8 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     dpd_train_result res;
     memset(&res, 0, sizeof res);
     memset(&err, 0, sizeof err);
-    cli_plot_warm(); /* beside dpd_train's reading of the dataset, as train-pa does (cli.h) */
     dpd_status s = dpd_train(&c, on_event, &cx, &res, &err);
-    if (s) cli_plot_warm_wait(); /* no pictures: the warm-up joined and let go */
+    if (s) cli_plot_warm_wait(); /* no pictures: the warm-up joined */
     json_t *sum = NULL;
     if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */
         cli_plot_kept_free(&cx.kept);
