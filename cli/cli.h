@@ -58,7 +58,8 @@ const char *cli_flag(const char *field, char *buf, size_t n);
 void cli_train_defaults(dpd_train_cfg *c, const char *verb);
 
 /* flags.c: legacy_evm (legacy: it was given) into *evm_fs: 800 MHz, as OpenDPD v2.0.0 logs EVM.
- * DPD_OK, or DPD_E_INVAL naming the field when evm_fs was given too (evm_given). */
+ * DPD_OK, or DPD_E_INVAL naming the field when evm_fs was given too (evm_given), or given as no
+ * sample rate (not above 0). */
 dpd_status cli_legacy_evm(int legacy, int evm_given, double *evm_fs, dpd_error *err);
 /* flags.c: DPD_E_INVAL naming the field when m sets a delta threshold (thx, thh) for a family
  * without them, which would ignore it; else DPD_OK. */

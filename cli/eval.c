@@ -121,8 +121,12 @@ int cmd_eval(int argc, char **argv) {
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o, eval_usage);
     if (r) return r == 1 ? 0 : 2;
     int k = split_of(split);
-    if (!data[0] || k < 0 || (pa[0] && !model[0])) {
-        fprintf(stderr, "dpd: eval needs --data DIR and --split val|test (and --model DPD with --pa)\n");
+    if (k < 0) {
+        fprintf(stderr, "dpd: --split takes val or test, got '%s'\n", split);
+        return 2;
+    }
+    if (!data[0] || (pa[0] && !model[0])) {
+        fprintf(stderr, "dpd: eval needs --data DIR (and --model DPD with --pa)\n");
         return 2;
     }
     if ((r = cli_exec_resolve(&x))) return r;
@@ -261,8 +265,8 @@ int cmd_eval(int argc, char **argv) {
     cli_na_add(&t, &lin, 0, DPD_NMETRICS - 1);
     if (model[0]) cli_na_add(&t, &mod, 0, DPD_NMETRICS - 1);
     double channel = sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main;
-    printf("%s %s: %zu samples, %d segments of %d, fs %s, %d x %s channel\n", ds.name, split, e.n, e.S, e.N,
-           cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub, cli_hz(channel, hz[1], sizeof hz[1]));
+    printf("%s %s: %zu samples, %d segment%s of %d, fs %s, %d x %s channel\n", ds.name, split, e.n, e.S,
+           e.S == 1 ? "" : "s", e.N, cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub, cli_hz(channel, hz[1], sizeof hz[1]));
     printf("measured output %s (%s): L %s  R %s  AVG %s dBc\n", sc.profile == DPD_PROFILE_GENERAL ? "ACPR" : "ACLR", prof,
            cli_na_cell(&t, &out, DPD_ACLR_L, b[0], sizeof b[0]), cli_na_cell(&t, &out, DPD_ACLR_R, b[1], sizeof b[1]),
            cli_na_cell(&t, &out, DPD_ACLR_AVG, b[2], sizeof b[2]));
@@ -305,8 +309,12 @@ int cmd_parity(int argc, char **argv) {
                        "Exit status 1 when fewer than two providers produced a result (nothing was compared).");
     if (r) return r == 1 ? 0 : 2;
     int k = split_of(split);
-    if (!model[0] || !data[0] || k < 0) {
-        fprintf(stderr, "dpd: parity needs --model, --data and --split val|test\n");
+    if (k < 0) {
+        fprintf(stderr, "dpd: --split takes val or test, got '%s'\n", split);
+        return 2;
+    }
+    if (!model[0] || !data[0]) {
+        fprintf(stderr, "dpd: parity needs --model and --data\n");
         return 2;
     }
     dpd_error err = {0};

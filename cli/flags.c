@@ -2,6 +2,7 @@
  * --K), each verb's starting configuration, the options refused together, and the error they
  * fill — shared by the CLI and the front ends that mirror it (the studio's requests). */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +49,11 @@ void cli_train_defaults(dpd_train_cfg *c, const char *verb) {
 }
 
 dpd_status cli_legacy_evm(int legacy, int evm_given, double *evm_fs, dpd_error *err) {
+    if (evm_given && !(*evm_fs > 0 && isfinite(*evm_fs))) {
+        cli_err(err, DPD_E_INVAL, "%g is not a sample rate (Hz, above 0)", *evm_fs);
+        snprintf(err->field, sizeof err->field, "evm_fs");
+        return err->status;
+    }
     if (!legacy) return DPD_OK;
     if (evm_given) {
         cli_err(err, DPD_E_INVAL, "legacy_evm: sets the EVM rate to 800 MHz itself: give it or an EVM rate, not both");

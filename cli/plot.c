@@ -1077,13 +1077,13 @@ static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, con
     for (int i = 0; i < n; i++) s[i].width = sig[i] == 0 ? 3 : 2; /* the target, or g x */
     title(cr, d->doc, what);
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 0, 0);
-    axes_draw(cr, &a, "input amplitude |x| (normalized)", ylabel);
+    axes_draw(cr, &a, "input amplitude |x| (data units)", ylabel);
     for (int i = 0; i < n; i++) dots(cr, &a, in, (vec){ys[sig[i]], p->na}, &s[i]);
     legend(cr, &a, s, n, where, 1);
 }
 
 static void chart_amam(cairo_t *cr, const plot_doc *d) {
-    chart_scatter(cr, d, d->p->am, "AM/AM: output amplitude against input amplitude", "output amplitude (normalized)",
+    chart_scatter(cr, d, d->p->am, "AM/AM: output amplitude against input amplitude", "output amplitude |y| (data units)",
                   TOP_LEFT);
 }
 
@@ -1109,7 +1109,7 @@ static void chart_iq(cairo_t *cr, const plot_doc *d) {
     double ph = (H - PY - 60 - 20) / 2.0;
     for (int c = 0; c < 2; c++) {
         axes a = axes_at(PX, PY + c * (ph + 20), PW - LEGEND_W, ph, xr, yr, 1, 1);
-        axes_draw(cr, &a, c ? "sample" : NULL, c ? "Q (normalized)" : "I (normalized)");
+        axes_draw(cr, &a, c ? "sample" : NULL, c ? "Q (data units)" : "I (data units)");
         for (int i = 0; i < n; i++) line(cr, &a, t, (vec){c ? p->q[sig[i]] : p->i[sig[i]], p->ni}, &s[i]);
         if (!c) legend(cr, &a, s, n, OUTSIDE, 0);
     }
@@ -1560,15 +1560,15 @@ static void *encoder(void *queue) {
 }
 
 /* The images the charts are drawn on, (SLOTS, H, STRIDE): cairo's RGB24 rows of W pixels, each
- * drawn on again once its chart is encoded (spend); a PNG's compressed stream goes into its slot,
- * after its scanlines (write_png). Three: as fast as one a chart (10.9 ms for the quick run's six,
- * 12.4 with two), and half the memory to touch (a fresh page costs a fault: on this project's
- * virtual machines 2 to 20 us). One block, allocated and touched by cli_plot_warm's thread, in
- * 4 KiB pages: asking for 2 MiB pages (MADV_HUGEPAGE) made the kernel compact memory for them in
- * one run of two or three, 8 to 19 ms of that thread's time against 2 to 3 for the small pages'
- * faults, which then ran on into the training. NULL: not there, cairo allocates an image per
- * chart. Kept for the process's next pictures and left to its exit, as the fonts are (freeing it
- * took 0.8 ms: its pages unmapped). */
+ * drawn on again once its chart is encoded (spend); a palette PNG's compressed stream goes into
+ * its slot, after its scanlines (write_png). Three: as fast as one a chart (10.9 ms for the quick
+ * run's six, 12.4 with two), and half the memory to touch (a fresh page costs a fault: on this
+ * project's virtual machines 2 to 20 us). One block, allocated and touched by cli_plot_warm's
+ * thread, in 4 KiB pages: asking for 2 MiB pages (MADV_HUGEPAGE) made the kernel compact memory
+ * for them in one run of two or three, 8 to 19 ms of that thread's time against 2 to 3 for the
+ * small pages' faults, which then ran on into the training. NULL: not there, cairo allocates an
+ * image per chart. Kept for the process's next pictures and left to its exit, as the fonts are
+ * (freeing it took 0.8 ms: its pages unmapped). */
 #define SLOTS 3
 #define STRIDE (W * 4)
 static unsigned char *warm_px;
@@ -1713,6 +1713,18 @@ static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, d
     return doc->s ? doc->s : s;
 }
 
+/* Removes from out the pictures that are not of the set just written (the other format's, a run's
+ * learning curves beside a dataset's): a directory holds one set, the one plots.json describes. */
+static void unlink_others(const plot_req *r, const char *out) {
+    for (size_t i = 0; i < NCHARTS; i++)
+        for (int svg = 0; svg < 2; svg++) {
+            if (svg == r->svg && (!charts[i].run_only || r->run_dir)) continue;
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, svg ? "svg" : "png");
+            unlink(path);
+        }
+}
+
 /* The whole job: plots.json, then every chart drawn from it. out receives the directory. */
 static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
     if (r->out) {
@@ -1720,9 +1732,13 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
     } else if (r->run_dir) {
         snprintf(out, nout, "%s/plots", r->run_dir);
     } else { /* a dataset is an input, not written into: plots/NAME here, as runs/ goes (NAME from the
-              * resolved path, so that "." and ".." name the directory too) */
-        char real[PATH_MAX];
+              * resolved path, so that "." and ".." name the directory too), unless here is in it */
+        char real[PATH_MAX], here[PATH_MAX];
         const char *p = realpath(r->data, real) ? real : r->data, *slash = strrchr(p, '/');
+        size_t n = p == real ? strlen(real) : 0;
+        if (n && getcwd(here, sizeof here) && !strncmp(here, real, n) && (!here[n] || here[n] == '/' || n == 1))
+            return cli_err(err, DPD_E_INVAL, "plot: the current directory %s is inside the dataset %s, and nothing is "
+                                             "written into a dataset: run it from elsewhere, or give --out DIR", here, real);
         snprintf(out, nout, "plots/%s", slash && slash[1] ? slash + 1 : "dataset");
     }
     if (!warming) cli_plot_warm(); /* the fonts and the pixels, beside the plot data */
@@ -1738,6 +1754,7 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
     cli_plot_warm_wait();
     if (!fonts.lib) fonts_open(); /* the thread did not start */
     if (!s) s = paint(r, &d, out, &doc, err);
+    if (!s) unlink_others(r, out);
     doc_end(&doc);
     json_decref(d.doc);
     dpd_plot_free(d.p);

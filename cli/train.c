@@ -318,6 +318,13 @@ static int train(int argc, char **argv, int dpd) {
     if (r) return r == 1 ? 0 : 2;
     dpd_error err = {0};
     if (c.resume[0]) {
+        struct stat st;
+        if (!stat(c.resume, &st) && !S_ISDIR(st.st_mode)) {
+            char q[4 * sizeof c.resume + 8];
+            fprintf(stderr, "dpd: --resume takes the run directory, and %s is a file (the run directory holds "
+                            "config.json and the checkpoints)\n", cli_shell_quote(c.resume, q, sizeof q));
+            return 2;
+        }
         cli_plot_sweep(c.resume);
         static const char *const keep[] = {"resume",  "epochs",   "json",     "threads",  "cpu-level",
                                            "kernels", "provider", "no-plots", "no-doctor"};

@@ -445,13 +445,21 @@ done:
     return s;
 }
 
-/* A split file: two columns in order (OpenDPD's I,Q), or columns named I and Q among others (a
- * `dpd run` output: I,Q,I_in,Q_in) so a processed recording drops into a dataset. */
-static dpd_status read_iq(const char *path, double **iq, size_t *n, dpd_error *err) {
+/* A split file: columns named I and Q among others (a `dpd run` output: I,Q,I_in,Q_in, so that a
+ * processed recording drops into a dataset), or two columns in order, as OpenDPD reads them
+ * whatever their names: then a warning in ds's (once a dataset), since a header that names other
+ * columns (I,Qq; real,imag) may not mean I then Q. */
+static dpd_status read_iq(dpd_dataset *ds, const char *path, double **iq, size_t *n, dpd_error *err) {
     static const char *const names[2] = {"I", "Q"};
     dpd_error named = {0};
     if (!dpd_csv_read(path, 2, names, iq, n, &named)) return DPD_OK;
-    return dpd_csv_read(path, 2, NULL, iq, n, err); /* its message says what is wrong in order */
+    dpd_status s = dpd_csv_read(path, 2, NULL, iq, n, err); /* its message says what is wrong in order */
+    if (!s && !strstr(ds->warning, "by position")) {
+        if (ds->warning[0]) warn_add(ds->warning, sizeof ds->warning, "; ");
+        warn_add(ds->warning, sizeof ds->warning, "%.300s: read as I then Q, by position, as OpenDPD reads it (name the "
+                                                  "columns I and Q to say which is which)", named.msg);
+    }
+    return s;
 }
 
 static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, dpd_error *err) {
@@ -462,8 +470,8 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
         snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, split_names[k]);
         if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
         size_t nx, ny;
-        dpd_status s = read_iq(in, &ds->split[k].x, &nx, err);
-        if (!s) s = read_iq(out, &ds->split[k].y, &ny, err);
+        dpd_status s = read_iq(ds, in, &ds->split[k].x, &nx, err);
+        if (!s) s = read_iq(ds, out, &ds->split[k].y, &ny, err);
         if (s) return s;
         if (nx != ny)
             return dpd_fail(err, DPD_E_FORMAT,

@@ -184,14 +184,28 @@ static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *
         have[s] = 1;
         for (size_t k = 0; k < d->ni; k++) d->i[s][k] = rounded(sig[s][2 * k], 6), d->q[s][k] = rounded(sig[s][2 * k + 1], 6);
     }
+    /* Each signal's phase against x, power-weighted: arg(sum y conj(x)) over the points. A phase is
+     * drawn within 180 degrees of it, so that a capture whose phase offset is near +-180 degrees is
+     * one band, not two at the edges of [-180, 180]. */
+    double mid[3] = {0, 0, 0};
+    for (int s = 0; s < 3; s++) {
+        double re = 0, im = 0;
+        for (size_t k = 0; have[s] && k < d->na; k++) {
+            const float *a = in->x + 2 * k * stride, *y = sig[s] + 2 * k * stride;
+            re += (double)y[0] * a[0] + (double)y[1] * a[1], im += (double)y[1] * a[0] - (double)y[0] * a[1];
+        }
+        mid[s] = re || im ? atan2(im, re) : 0;
+    }
     for (size_t k = 0; k < d->na; k++) { /* x's phase once for every signal */
         const float *a = in->x + 2 * k * stride;
         double phase = atan2(a[1], a[0]);
         for (int s = 0; s < 3; s++) {
             if (!have[s]) continue;
             const float *y = sig[s] + 2 * k * stride;
+            double p = remainder(atan2(y[1], y[0]) - phase, 2 * M_PI); /* [-pi, pi] */
+            p += p - mid[s] > M_PI ? -2 * M_PI : p - mid[s] < -M_PI ? 2 * M_PI : 0;
             d->am[s][k] = rounded(hypot(y[0], y[1]), 6);
-            d->pm[s][k] = rounded(remainder(atan2(y[1], y[0]) - phase, 2 * M_PI) * 180 / M_PI, 3);
+            d->pm[s][k] = rounded(p * 180 / M_PI, 3);
         }
     }
 }

@@ -510,6 +510,14 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
                         .sparsity = sp, .elapsed = minutes * 60, .selection = selection(&r), .best_epoch = st.best_epoch,
                         .best = dpd_metric_value(&st.best_val, selection(&r))};
         cancel = emit(&r, &ee, 1);
+        if (e == 0 && m[0].status[selection(&r)]) { /* no later epoch can be chosen: said once */
+            char msg[400];
+            snprintf(msg, sizeof msg, "the val split gives no %s (%s), so no epoch can be chosen by it: best.safetensors "
+                                      "is epoch 1's, last.safetensors the last epoch's (lengthen the val split, or lower "
+                                      "nperseg in spec.json)", dpd_metric_name(selection(&r)), m[0].reason[selection(&r)]);
+            dpd_event w = {.type = DPD_EV_WARNING, .epoch = e + 1, .message = msg};
+            cancel |= emit(&r, &w, 1);
+        }
         if (improved) {
             dpd_event ck = {.type = DPD_EV_CHECKPOINT, .epoch = e + 1, .path = "best.safetensors"};
             cancel |= emit(&r, &ck, 1);

@@ -104,7 +104,13 @@ EOF' "eval --json without a train split: gain_split test, g = max|y_test| / max|
 "$DPD" models >"$T/models.txt" 2>&1
 check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.txt" "$T/ev.txt" "$T/doc.txt" "$T/models.txt" >&2' \
     "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
-expect 2 "--split val|test" "$DPD" eval --data "$T/a" --split train
+expect 2 "--split takes val or test, got 'train'" "$DPD" eval --data "$T/a" --split train
+expect 2 "--split takes val or test, got 'Val'" "$DPD" eval --split Val --data "$T/a"
+expect 2 "--evm-fs: -5 is not a sample rate" "$DPD" eval --data "$T/a" --split test --evm-fs -5
+mkdir -p "$T/hq" && cp "$T/a/"* "$T/hq/" && sed -i '1s/.*/I,Qq/' "$T/hq/val_input.csv"
+"$DPD" eval --data "$T/hq" --split val >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "warning: .*/val_input.csv:1: header lacks column .Q.: read as I then Q, by position" "$T/err"' \
+    "a split file whose header does not name I and Q is read by position, with a warning naming it (exit $rc: $(head -c 300 "$T/err"))"
 expect 1 "dpd: $T/nonexistent: no such directory" "$DPD" eval --data "$T/nonexistent" --split val
 expect 1 "dpd: $T/a/spec.json: not a directory (give the dataset's directory, which holds spec.json)" "$DPD" eval --data "$T/a/spec.json"
 # an unknown spec.json key is warned about, with the key it is closest to, and changes nothing
@@ -172,6 +178,7 @@ expect 2 "dpd: --model: 'nosuch' is not one of gru," "$DPD" train-pa --data "$T/
 expect 2 "preset 'medium' (quick or full)" "$DPD" train-pa --data "$T/a" --preset medium
 "$DPD" train-pa --data "$T/nosuch" --epochs 1 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -ne 0 ] && grep -qF "$T/nosuch" "$T/err" && [ ! -e "$T/r4" ]' "train-pa --data with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
+expect 2 "--resume takes the run directory, and '$D3/last.safetensors' is a file" "$DPD" train-pa --resume "$D3/last.safetensors" --epochs 4
 "$DPD" train-pa --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-pa --resume with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
 "$DPD" train-dpd --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
@@ -404,6 +411,8 @@ check '[ $rc -eq 0 ] && grep -qx "measured output ACLR (legacy-opendpd-v1): L n/
 "$DPD" train-pa --data "$T/h" --no-doctor --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 2 --out "$T/hr" --json >"$T/hr.json" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && isjson "$T/hr.json" && jq1 "$T/hr.json" "j[\"val\"][\"NMSE\"] is None and j[\"best_epoch\"] >= 1" && grep -q "^epoch 2/2 train_loss .* val NMSE n/a (" "$T/err"' \
     "train-pa on a 100-row dataset: n/a metrics in the epoch lines, null in the JSON summary (exit $rc: $(tail -n 2 "$T/err"))"
+check '[ "$(grep -c "warning: the val split gives no NMSE (the split has .* samples, fewer than one .*), so no epoch can be chosen by it: best.safetensors is epoch 1.s" "$T/err")" -eq 1 ]' \
+    "training on a val split too short to score warns, once, that the best checkpoint stays epoch 1's ($(grep -m1 "val split gives" "$T/err"))"
 "$DPD" train-pa --data "$T/h" --no-doctor --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --out "$T/hr2" >"$T/hr2.txt" 2>/dev/null; rc=$?
 check '[ $rc -eq 0 ] && grep -qx "val  *n/a  *n/a  *n/a  *n/a  *n/a" "$T/hr2.txt" && [ "$(grep -c "fewer than one" "$T/hr2.txt")" -eq 1 ] && grep -q "^n/a: " "$T/hr2.txt"' \
     "train-pa's summary table: n/a cells and the reason once after it ($(head -c 600 "$T/hr2.txt"))"

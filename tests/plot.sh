@@ -207,6 +207,11 @@ pycheck "dpd plot of a DPD run" run "$T/dp/plots.json" "$DR/history.csv" test tr
 "$DPD" plot "$DR" >/dev/null 2>"$T/err2"
 check '[ $rc -eq 0 ] && grep -q "note: replacing the val split.s pictures in .* with the test split.s" "$T/err" && grep -q "\"split\":\"test\"" "$DR/plots/plots.json" && ! grep -q replacing "$T/err2"' \
     "dpd plot RUN_DIR says when it replaces the end of the run's val pictures with the test split's, and only then (exit $rc)"
+"$DPD" plot "$DR" --format svg >/dev/null 2>&1
+check '[ -s "$DR/plots/psd.svg" ] && [ -s "$DR/plots/history.svg" ] && ! ls "$DR/plots" | grep -q "\.png$"' \
+    "a set of SVGs written where PNGs were removes the PNGs: the directory holds the set plots.json describes ($(ls "$DR/plots" | tr "\n" " "))"
+"$DPD" plot "$DR" >/dev/null 2>&1
+check '[ -s "$DR/plots/psd.png" ] && ! ls "$DR/plots" | grep -q "\.svg$"' "and back to PNGs: the SVGs go"
 
 # --- --data: the measured dataset alone ---
 "$DPD" plot --data "$T/d" --out "$T/data" >"$T/p.out" 2>"$T/err"; rc=$?
@@ -222,6 +227,9 @@ ABS_DPD=$(realpath "$DPD") # (BUILD may be relative: the command runs elsewhere)
 mkdir -p "$T/here" && (cd "$T/here" && "$ABS_DPD" plot --data "$T/d/" --split val >/dev/null 2>&1)
 check '[ -s "$T/here/plots/d/psd.png" ] && [ ! -e "$T/d/plots" ]' \
     "dpd plot --data DIR writes plots/NAME in the current directory by default, nothing into the dataset"
+(cd "$T/d" && "$ABS_DPD" plot --data . >/dev/null 2>"$T/err"); rc=$?
+check '[ $rc -eq 2 ] && grep -q "is inside the dataset .*give --out DIR" "$T/err" && [ ! -e "$T/d/plots" ]' \
+    "dpd plot --data . from inside the dataset refuses to write into it (exit $rc: $(head -c 200 "$T/err"))"
 mv "$T/d" "$T/moved"
 expect 1 "give it with --data DIR" "$DPD" plot "$R" --out "$T/x"
 "$DPD" plot "$R" --data "$T/moved" --out "$T/moved-plots" >/dev/null 2>"$T/err"; rc=$?

@@ -99,6 +99,16 @@ static void band_is(json_t *b, const char *name, int first, int last, int N) {
           json_number_value(json_array_get(v, 1)), first, last, lo, hi);
 }
 
+/* arg(sum y conj(x)) over the count samples at stride: the phase AM/PM is drawn around. */
+static double mean_phase(const float *x, const float *y, size_t count, size_t stride) {
+    double re = 0, im = 0;
+    for (size_t k = 0; k < count; k++) {
+        const float *a = x + 2 * k * stride, *b = y + 2 * k * stride;
+        re += (double)b[0] * a[0] + (double)b[1] * a[1], im += (double)b[1] * a[0] - (double)b[0] * a[1];
+    }
+    return atan2(im, re);
+}
+
 static void test_case(int S, int N, size_t n) {
     sig g = make(S, N, n, (uint64_t)N);
     char *t1, *t2;
@@ -147,10 +157,14 @@ static void test_case(int S, int N, size_t n) {
     double *amp = malloc(ac * sizeof *amp), *in = malloc(ac * sizeof *in), *deg = malloc(ac * sizeof *deg);
     CHECK(ac <= 4000 && (ac - 1) * as < n, "N=%d: %zu AM/AM points, none from the zero-padded tail", N, ac);
     for (int i = 0; i < 3; i++) {
+        double mid = mean_phase(g.x, sigs[i], ac, as);
         for (size_t k = 0; k < ac; k++) {
             const float *x = g.x + 2 * k * as, *y = sigs[i] + 2 * k * as;
             amp[k] = r6(hypot(y[0], y[1])), in[k] = r6(hypot(x[0], x[1]));
-            deg[k] = r3(remainder(atan2(y[1], y[0]) - atan2(x[1], x[0]), 2 * M_PI) * 180 / M_PI);
+            double ph = remainder(atan2(y[1], y[0]) - atan2(x[1], x[0]), 2 * M_PI);
+            if (ph - mid > M_PI) ph -= 2 * M_PI;
+            if (ph - mid < -M_PI) ph += 2 * M_PI;
+            deg[k] = r3(ph * 180 / M_PI);
         }
         char what[64];
         snprintf(what, sizeof what, "N=%d amam.%s", N, names[i]);
@@ -264,6 +278,37 @@ static void holds(const char *what, json_t *arr, const double *v, size_t n) {
 /* dpd_plot_compute's numbers are the text's (dpd_plot_text, which dpd_plot_json is): what `dpd
  * plot` draws is what plots.json says, every value and every null (a silent third signal: all
  * its dB are NaN). A silent input has the reason and no arrays; NULL data are refused. */
+/* A capture whose output is turned by 178 degrees (a cable's, or a mixer's, phase): its AM/PM is
+ * one band around 178 + its AM/PM (-180 and below: the same phases), not split between +178 and
+ * -180, and every point is its phase mod 360. */
+static void test_ampm_offset(void) {
+    sig g = make(2, 3000, 6000, 7);
+    double c = cos(178 * M_PI / 180), s = sin(178 * M_PI / 180);
+    for (size_t i = 0; i < 6000; i++) {
+        float *y = g.ref + 2 * i;
+        double a = y[0], b = y[1];
+        y[0] = (float)(a * c - b * s), y[1] = (float)(a * s + b * c);
+    }
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.ref, .S = 2, .N = 3000, .n = 6000, .spec = &spec};
+    dpd_error err = {0};
+    dpd_plot_data *d = dpd_plot_compute(&in, &err);
+    CHECK(d && d->na == 3000, "dpd_plot_compute: %s", err.msg);
+    if (!d) goto out;
+    double lo = INFINITY, hi = -INFINITY;
+    size_t bad = 0;
+    for (size_t k = 0; k < d->na; k++) {
+        double v = d->pm[0][k];
+        lo = fmin(lo, v), hi = fmax(hi, v);
+        double raw = atan2(g.ref[4 * k + 1], g.ref[4 * k]) - atan2(g.x[4 * k + 1], g.x[4 * k]); /* stride 2 */
+        if (fabs(remainder(v * M_PI / 180 - raw, 2 * M_PI)) > 1e-4) bad++;
+    }
+    CHECK(hi - lo < 60, "AM/PM of a 178-degree offset: one band, [%.3f, %.3f] degrees", lo, hi);
+    CHECK(!bad, "every AM/PM point is the phase of y against x, mod 360 (%zu are not)", bad);
+out:
+    dpd_plot_free(d);
+    sig_free(&g);
+}
+
 static void test_numbers(void) {
     sig g = make(2, 3000, 5000, 4);
     memset(g.other, 0, 2 * 3000 * 2 * sizeof(float));
@@ -317,6 +362,7 @@ int main(void) {
     test_case(3, 2560, 3 * 2560 - 700); /* stride 1 for the PSD, 2 for AM/AM; a zero-padded tail */
     test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
     test_silent();
+    test_ampm_offset();
     test_numbers();
     test_text();
     test_bad_arguments();

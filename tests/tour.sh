@@ -71,8 +71,8 @@ fi
 cd "$T/w" || exit 1
 PA=$(sed -n 1p "$T/vars"); DPD=$(sed -n 2p "$T/vars")
 for f in data/synth/spec.json data/lte20/spec.json data/capture/input.sigmf-data data/capture/input.sigmf-meta \
-    "$PA/best.safetensors" "$PA/last.safetensors" "$PA/history.csv" "$PA/plots/psd.png" "$PA/plots/psd.svg" \
-    "$PA/plots/history.svg" "$DPD/best.safetensors" "$DPD/pa.safetensors" "$DPD/plots/psd.png" \
+    "$PA/best.safetensors" "$PA/last.safetensors" "$PA/history.csv" "$PA/plots/psd.png" plots/pa-test/psd.svg \
+    plots/pa-test/history.svg "$DPD/best.safetensors" "$DPD/pa.safetensors" "$DPD/plots/psd.png" \
     predistorted.sigmf-data predistorted.sigmf-meta predistorted.mat plots/synth/psd.png plots/synth/plots.json; do
     check '[ -s "$f" ]' "the tour did not write $f (PA='$PA', DPD='$DPD')"
 done

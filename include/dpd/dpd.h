@@ -600,7 +600,8 @@ typedef struct dpd_plot_data {
     char why_bands[256];
     size_t na;            /* AM/AM and AM/PM points */
     double *amp;          /* (na) |x| */
-    double *am[3], *pm[3]; /* (na) |y|; the phase of y against x in degrees in [-180, 180] */
+    double *am[3], *pm[3]; /* (na) |y|; the phase of y against x in degrees, within 180 of its
+                            * power-weighted mean arg(sum y conj(x)) (in [-360, 360]) */
     size_t ni;            /* I/Q samples: 0, 1, ..., ni - 1 */
     double *i[3], *q[3];  /* (ni) */
 } dpd_plot_data;
