@@ -450,6 +450,10 @@ int cmd_fit_ls(int argc, char **argv) {
     else if (!dpd && strcmp(target, "pa")) snprintf(why, sizeof why, "--target must be pa or dpd (got '%.60s')", target);
     else if (dpd && !c.pa[0]) snprintf(why, sizeof why, "--target dpd needs --pa PA (the PA model to fit through)");
     else if (!dpd && c.pa[0]) snprintf(why, sizeof why, "--pa is for --target dpd (a PA model is fitted to the data alone)");
+    else if (!strcmp(kind, "mp") && args_get(o, sizeof o / sizeof *o, "M")->seen)
+        snprintf(why, sizeof why, "--M is gmp's (envelope lags and leads): --kind mp has none");
+    else if (!dpd && args_get(o, sizeof o / sizeof *o, "iterations")->seen)
+        snprintf(why, sizeof why, "--iterations is for --target dpd (indirect learning): a PA model is one fit");
     if (why[0]) {
         fprintf(stderr, "dpd: fit-ls %s\n", why);
         return 2;
