@@ -83,7 +83,12 @@ static int scoring_of(const char *name, double evm_fs, dpd_scoring *sc) {
  * -31 dBc), a framed one's under a Welch profile 1 to 3 dB. */
 #define LEAK_MARGIN_DB 10.0
 
-static int split_of(const char *name) { return !strcmp(name, "val") ? DPD_VAL : !strcmp(name, "test") ? DPD_TEST : -1; }
+/* DPD_VAL or DPD_TEST for --split name; -1 after saying why. */
+static int split_of(const char *name) {
+    int k = !strcmp(name, "val") ? DPD_VAL : !strcmp(name, "test") ? DPD_TEST : -1;
+    if (k < 0) fprintf(stderr, "dpd: --split takes val or test, got '%s'\n", name);
+    return k;
+}
 
 static const char *const eval_usage =
     "dpd eval --data DIR [--split val|test] [--model CKPT] [--json]\n"
@@ -121,10 +126,7 @@ int cmd_eval(int argc, char **argv) {
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o, eval_usage);
     if (r) return r == 1 ? 0 : 2;
     int k = split_of(split);
-    if (k < 0) {
-        fprintf(stderr, "dpd: --split takes val or test, got '%s'\n", split);
-        return 2;
-    }
+    if (k < 0) return 2;
     if (!data[0] || (pa[0] && !model[0])) {
         fprintf(stderr, "dpd: eval needs --data DIR (and --model DPD with --pa)\n");
         return 2;
@@ -309,10 +311,7 @@ int cmd_parity(int argc, char **argv) {
                        "Exit status 1 when fewer than two providers produced a result (nothing was compared).");
     if (r) return r == 1 ? 0 : 2;
     int k = split_of(split);
-    if (k < 0) {
-        fprintf(stderr, "dpd: --split takes val or test, got '%s'\n", split);
-        return 2;
-    }
+    if (k < 0) return 2;
     if (!model[0] || !data[0]) {
         fprintf(stderr, "dpd: parity needs --model and --data\n");
         return 2;

@@ -447,14 +447,15 @@ done:
 
 /* A split file: columns named I and Q among others (a `dpd run` output: I,Q,I_in,Q_in, so that a
  * processed recording drops into a dataset), or two columns in order, as OpenDPD reads them
- * whatever their names: then a warning in ds's (once a dataset), since a header that names other
- * columns (I,Qq; real,imag) may not mean I then Q. */
-static dpd_status read_iq(dpd_dataset *ds, const char *path, double **iq, size_t *n, dpd_error *err) {
+ * whatever their names: then a warning in ds's, once a dataset (*warned), since a header that
+ * names other columns (I,Qq; real,imag) may not mean I then Q. */
+static dpd_status read_iq(dpd_dataset *ds, const char *path, double **iq, size_t *n, int *warned, dpd_error *err) {
     static const char *const names[2] = {"I", "Q"};
     dpd_error named = {0};
     if (!dpd_csv_read(path, 2, names, iq, n, &named)) return DPD_OK;
     dpd_status s = dpd_csv_read(path, 2, NULL, iq, n, err); /* its message says what is wrong in order */
-    if (!s && !strstr(ds->warning, "by position")) {
+    if (!s && !*warned) {
+        *warned = 1;
         if (ds->warning[0]) warn_add(ds->warning, sizeof ds->warning, "; ");
         warn_add(ds->warning, sizeof ds->warning, "%.300s: read as I then Q, by position, as OpenDPD reads it (name the "
                                                   "columns I and Q to say which is which)", named.msg);
@@ -463,6 +464,7 @@ static dpd_status read_iq(dpd_dataset *ds, const char *path, double **iq, size_t
 }
 
 static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, dpd_error *err) {
+    int warned = 0; /* a header read by position, said */
     for (int k = 0; k < DPD_NSPLIT; k++) {
         if (!((need | want) & (1u << k))) continue;
         char in[4300], out[4300];
@@ -470,8 +472,8 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
         snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, split_names[k]);
         if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
         size_t nx, ny;
-        dpd_status s = read_iq(ds, in, &ds->split[k].x, &nx, err);
-        if (!s) s = read_iq(ds, out, &ds->split[k].y, &ny, err);
+        dpd_status s = read_iq(ds, in, &ds->split[k].x, &nx, &warned, err);
+        if (!s) s = read_iq(ds, out, &ds->split[k].y, &ny, &warned, err);
         if (s) return s;
         if (nx != ny)
             return dpd_fail(err, DPD_E_FORMAT,
