@@ -183,10 +183,13 @@ $(BUILD)/cuda/libdpd-cuda.so: providers/cuda/gru.cu providers/cuda/gru.cuh provi
 $(BUILD)/cuda/host.o: providers/common/host.c providers/common/host.h include/dpd/provider.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
-# ptxas's report of its kernels (-Xptxas -v) is kept beside it for tests/cuda_gate.sh. Not built under
+# No contraction into fused multiply-adds (-fmad=false; kernels.cl says FP_CONTRACT OFF to OpenCL): nvcc
+# fuses across statements, differently in the fused kernels (H a constant) and the layered ones, and
+# fused against layered would not be bitwise. ptxas's report of its kernels (-Xptxas -v) is kept
+# beside it for tests/cuda_gate.sh. Not built under
 # SANITIZE (nothing runs it without a GPU, and its 192 kernel instances take a minute to compile).
 $(BUILD)/cuda/libdpd-cuda-resident.so: providers/cuda/device.cu providers/cuda/devices.cuh providers/opencl/kernels.cl $(BUILD)/cuda/host.o
-	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -Xptxas -v -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu \
+	$(call say,NVCC,$@)$(NVCC) $(NVFLAGS) -fmad=false -Xptxas -v -Xcompiler -fPIC,-fvisibility=hidden -shared -Iinclude providers/cuda/device.cu \
 	    $(BUILD)/cuda/host.o $(NVSAN) -o $@ 2>$(BUILD)/cuda/resident.ptxas || { cat $(BUILD)/cuda/resident.ptxas; exit 1; }
 
 # After the library (cuda/check links it): under -j the sub-make then finds it built, instead of

@@ -133,8 +133,9 @@ st_slope() {
     [ -n "$t100" ] && [ -n "$t200" ] && [ -n "$t400" ] || return 1
     # the least-squares slope of the three (ms a sample of the frame), in ns
     rec slope cuda gru 23 pair_ns "$(awk -v a="$t100" -v b="$t200" -v c="$t400" 'BEGIN { m = 700 / 3; y = (a + b + c) / 3
-        printf "%.1f", ((100 - m) * (a - y) + (200 - m) * (b - y) + (400 - m) * (c - y)) /
-            ((100 - m) ^ 2 + (200 - m) ^ 2 + (400 - m) ^ 2) * 1e6 }')"
+        num = (100 - m) * (a - y) + (200 - m) * (b - y) + (400 - m) * (c - y)
+        den = (100 - m) ^ 2 + (200 - m) ^ 2 + (400 - m) ^ 2
+        printf "%.1f", num / den * 1e6 }')"
 }
 
 st_epochs() {

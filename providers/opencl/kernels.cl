@@ -15,7 +15,10 @@
  * never from the device (the data-parallel ones, whose work-items share nothing, run in groups
  * the host picks for a CPU device and the driver for a GPU: any size gives the same results); every
  * work-item of a group passes every barrier (an early return before a barrier is undefined, and
- * PoCL miscompiles it). The same run twice on one device is therefore bitwise identical.
+ * PoCL miscompiles it). No product is contracted into a fused multiply-add, by either compiler:
+ * nvcc fuses across statements, so a sum would round differently in a fused kernel (its hidden size a
+ * constant) and in the layered kernels. The same run twice on one device is therefore bitwise
+ * identical, and the fused kernels' results the layered kernels'.
  *
  * Gradients are per-sequence partials, gp (B, np): the backward kernels each write their own
  * parameters' slots of their sequence's row (every slot of the model, every step), and `adamw`
@@ -43,6 +46,7 @@ extern __shared__ float sm[]; /* one declaration for every kernel (the extern "C
 #define LOCAL_PTR float *
 typedef unsigned int uint;
 #else
+#pragma OPENCL FP_CONTRACT OFF /* no fused multiply-adds on either API (nvcc: -fmad=false), see above */
 #define FN static
 #define WG_SIZE(n) __attribute__((reqd_work_group_size(n, 1, 1)))
 #define SHARED , __local float *sm       /* OpenCL: a local-memory argument, sized by the host */
