@@ -64,6 +64,12 @@ dpd_status cli_legacy_evm(int legacy, int evm_given, double *evm_fs, dpd_error *
 /* flags.c: DPD_E_INVAL naming the field when m sets a delta threshold (thx, thh) for a family
  * without them, which would ignore it; else DPD_OK. */
 dpd_status cli_thresholds(const dpd_model_cfg *m, dpd_error *err);
+/* flags.c: the fields that size only some families (order and memory: the polynomial families;
+ * cross: gmp_ls; units: dvrjanet), given for another family, would be ignored: cli_size_bit(field)
+ * is the field's bit (0 for any other field), and cli_family_sizes DPD_E_INVAL naming the first of
+ * the given bits that family has not; else DPD_OK (an unknown family too: its own check names it). */
+unsigned cli_size_bit(const char *field);
+dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err);
 
 /* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
  * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:

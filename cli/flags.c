@@ -73,3 +73,32 @@ dpd_status cli_thresholds(const dpd_model_cfg *m, dpd_error *err) {
     snprintf(err->field, sizeof err->field, "%s", k);
     return err->status;
 }
+
+/* The fields that size only some families, in cli_size_bit's order: what the field is, and whose. */
+static const struct {
+    const char *field, *what, *whose;
+} sizes[] = {{"order", "nonlinearity orders K", "the polynomial families have (mp, gmp_ls)"},
+             {"memory", "a depth Q of past samples", "the polynomial families have (mp, gmp_ls)"},
+             {"cross", "envelope lags and leads M", "gmp_ls has"},
+             {"units", "a DVR unit count K", "dvrjanet has"}}; /* no field's own name in its text: cli_fail
+                                                                   turns each into the flag */
+
+unsigned cli_size_bit(const char *field) {
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (!strcmp(field, sizes[i].field)) return 1u << i;
+    return 0;
+}
+
+dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err) {
+    dpd_family_info f;
+    if (!dpd_family_lookup(family, &f)) return DPD_OK; /* an unknown family: the configuration's check names it */
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        int has = i < 2 ? f.poly : i == 2 ? !strcmp(f.name, "gmp_ls") : !strcmp(f.name, "dvrjanet");
+        if (!(given >> i & 1) || has) continue;
+        cli_err(err, DPD_E_INVAL, "%s: %s, which only %s; %s has none", sizes[i].field, sizes[i].what, sizes[i].whose,
+                f.name);
+        snprintf(err->field, sizeof err->field, "%s", sizes[i].field);
+        return err->status;
+    }
+    return DPD_OK;
+}

@@ -257,7 +257,6 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     return rc ? rc : summary(&res, json, plots);
 }
 
-
 static int train(int argc, char **argv, int dpd) {
     dpd_train_cfg c;
     cli_train_defaults(&c, dpd ? "train-dpd" : "train-pa");
@@ -348,6 +347,11 @@ static int train(int argc, char **argv, int dpd) {
             return 2;
         }
         if (cli_thresholds(&c.model, &err)) return cli_fail(&err);
+        static const char *const size[][2] = {{"K", "order"}, {"Q", "memory"}, {"M", "cross"}, {"units", "units"}};
+        unsigned sized = 0;
+        for (size_t i = 0; i < sizeof size / sizeof *size; i++)
+            if (args_get(o, n, size[i][0])->seen) sized |= cli_size_bit(size[i][1]);
+        if (cli_family_sizes(c.model.family, sized, &err)) return cli_fail(&err);
         if (preset[0]) { /* preset first, explicit options win */
             dpd_train_cfg given = c;
             if (dpd_train_preset(&c, preset, &err)) {

@@ -139,6 +139,7 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             return fail(err, DPD_E_INVAL, "preset", "preset: must be quick or full");
     }
     int target_dpd = 0, legacy = 0, evm_given = 0;
+    unsigned sizes = 0; /* the family-sizing fields given (cli_size_bit) */
     json_object_foreach((json_t *)options, key, v) {
         char text[4096], field[64];
         if (!strcmp(key, "preset")) continue;
@@ -186,8 +187,14 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             snprintf(err->field, sizeof err->field, "%s", key);
             return err->status;
         }
+        sizes |= cli_size_bit(field);
     }
     if (cli_legacy_evm(legacy, evm_given, &c->evm_fs, err) || cli_thresholds(&c->model, err)) return err->status;
+    if (cli_family_sizes(c->model.family, sizes, err)) { /* named by its key, as the request gave it: K for order */
+        char flag[48];
+        snprintf(err->field, sizeof err->field, "%s", cli_flag(err->field, flag, sizeof flag) + 2);
+        return err->status;
+    }
     if ((dpd || target_dpd) != (j->pa[0] != 0))
         return fail(err, DPD_E_INVAL, "pa", dpd || target_dpd ? "pa: the PA run's id is required"
                                                              : "pa: belongs to train-dpd and fit-ls with target dpd");

@@ -206,7 +206,9 @@ check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(
 
 # --- every family trains through train-pa ---
 for fam in gru dgru lstm tres_gru tres_deltagru deltagru rvtdcnn vdlstm pgjanet dvrjanet tcn gmp mp gmp_ls; do
-    "$DPD" train-pa --data "$T/a" --model $fam --hidden 4 --K 3 --Q 4 --M 1 --epochs 1 --frame 40 --stride 200 \
+    sz="--hidden 4"
+    case $fam in mp) sz="--K 3 --Q 4" ;; gmp_ls) sz="--K 3 --Q 4 --M 1" ;; dvrjanet) sz="--hidden 4 --units 2" ;; esac
+    "$DPD" train-pa --data "$T/a" --model $fam $sz --epochs 1 --frame 40 --stride 200 \
         --out "$T/fam" --json >"$T/fam.json" 2>"$T/err"
     nm=$(num val NMSE "$T/fam.json")
     check '[ -n "$nm" ]' "train-pa --model $fam: one epoch, finite NMSE ($(tail -n 1 "$T/err"))"
@@ -302,6 +304,10 @@ expect 2 "--target must be pa or dpd (got 'both')" "$DPD" fit-ls --data "$T/a" -
 expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself: give it or an EVM rate, not both" "$DPD" eval --data "$T/a" --split test --model "$D1" --legacy-evm --evm-fs 1e9
 expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself" "$DPD" train-pa --data "$T/a" --legacy-evm --evm-fs 1e9 --out "$T/r9"
 expect 2 "--thh: a delta threshold, which only the delta families have (deltagru, tres_deltagru); lstm has none" "$DPD" train-pa --data "$T/a" --model lstm --thh 0.1 --out "$T/r9"
+expect 2 "dpd: --K: nonlinearity orders K, which only the polynomial families have (mp, gmp_ls); gru has none" "$DPD" train-pa --data "$T/a" --model gru --K 3 --out "$T/r9"
+expect 2 "dpd: --Q: a depth Q of past samples, which only the polynomial families have (mp, gmp_ls); gmp has none" "$DPD" train-pa --data "$T/a" --model gmp --Q 3 --out "$T/r9"
+expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls has; mp has none" "$DPD" train-pa --data "$T/a" --model MP --M 1 --out "$T/r9"
+expect 2 "dpd: --units: a DVR unit count K, which only dvrjanet has; pgjanet has none" "$DPD" train-dpd --data "$T/a" --pa "$D1" --model pgjanet --units 2 --out "$T/r9"
 expect 2 "--exact runs the recording as one sequence: --warmup" "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/r9.csv" --exact --warmup 5
 check '[ ! -e "$T/r9" ] && [ ! -e "$T/r9.csv" ]' "refused flags leave nothing behind"
 expect 2 "dpd: --K: 0 is out of range 1..16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"

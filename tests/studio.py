@@ -932,6 +932,9 @@ def t_submit_validation(ctx):
     expect_error(sub(lr="inf"), 422, "invalid_config", "lr", "lr \"inf\"")
     expect_error(sub(hidden="abc"), 422, "invalid_config", "hidden", "hidden \"abc\"")
     expect_error(sub(model="gru", thx=0.1), 422, "invalid_config", "thx", "a delta threshold on gru (ignored, so refused)")
+    expect_error(sub(model="gru", K=3), 422, "invalid_config", "K", "a nonlinearity order on gru (ignored, so refused)")
+    expect_error(sub(model="lstm", units=2), 422, "invalid_config", "units", "DVR units on lstm (ignored, so refused)")
+    expect_error(sub(verb="fit-ls", kind="mp", M=1), 422, "invalid_config", "M", "envelope lags and leads on an MP fit")
     expect_error(sub(legacy_evm=True, evm_fs=1e9), 422, "invalid_config", "legacy_evm", "legacy_evm with evm_fs")
     expect_error(s.post(R, raw='{"verb": "train-pa", "dataset": "synth", "options": {"lr": 1e999}}'), 422,
                  what="lr 1e999")
