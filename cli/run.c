@@ -99,6 +99,17 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --fs: %g must be a positive sample rate in Hz\n", fs);
         return 2;
     }
+    if (args_get(o, sizeof o / sizeof *o, "freq")->seen) {
+        if (!(freq > 0 && isfinite(freq))) {
+            fprintf(stderr, "dpd: --freq: %g must be a positive centre frequency in Hz\n", freq);
+            return 2;
+        }
+        if (strcmp(fout, "sigmf")) {
+            fprintf(stderr, "dpd: --freq goes into a SigMF output's metadata (.sigmf-data), and --output %s is %s\n", out,
+                    !strcmp(fout, "mat") ? "MATLAB" : !strcmp(fout, "cf32") ? "raw .cf32" : "CSV");
+            return 2;
+        }
+    }
     static const char *const sectioned[] = {"section", "warmup", "lookahead", "batch"};
     for (size_t i = 0; exact && i < sizeof sectioned / sizeof *sectioned; i++)
         if (args_get(o, sizeof o / sizeof *o, sectioned[i])->seen) {

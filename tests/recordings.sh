@@ -67,6 +67,9 @@ check '[ $rc -eq 0 ] && cmp -s "$T/o2.sigmf-data" "$T/out.cf32" && jq1 "$T/o2.si
 run --input "$T/in.sigmf-meta" --output "$T/o3.cf32"; rc=$?
 check '[ $rc -eq 0 ] && cmp -s "$T/o3.cf32" "$T/out.cf32"' "run names a SigMF recording by its .sigmf-meta too"
 expect 2 "disagrees with the sample rate" "$DPD" run --model "$RD" --input "$T/in.sigmf-data" --output "$T/x.sigmf-data" --fs 1e6
+expect 2 "dpd: --freq: -1 must be a positive centre frequency in Hz" "$DPD" run --model "$RD" --input "$T/in.sigmf-data" --output "$T/x.sigmf-data" --freq -1
+expect 2 "dpd: --freq goes into a SigMF output's metadata (.sigmf-data), and --output $T/x.cf32 is raw .cf32" "$DPD" run --model "$RD" --input "$T/in.sigmf-data" --output "$T/x.cf32" --freq 2e9
+check '[ ! -e "$T/x.sigmf-data" ] && [ ! -e "$T/x.sigmf-meta" ] && [ ! -e "$T/x.cf32" ]' "a refused --freq leaves no output"
 run --input "$T/in.sigmf-data" --output "$T/y.mat"; rc=$?
 check '[ $rc -eq 0 ] && [ "$(head -c 19 "$T/y.mat")" = "MATLAB 5.0 MAT-file" ]' "run SigMF -> .mat (exit $rc: $(head -c 200 "$T/err"))"
 run --input "$T/in.cf32" --output "$T/y73.mat" --mat-version 7.3; rc=$?
