@@ -964,7 +964,9 @@ static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char g
 #define PW (W - PX - 22)
 #define PH (H - PY - 60)
 
-/* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot. */
+/* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot; where the
+ * main channel has sub-channels, a bracket at the bottom (under the spectra, 100 dB below their peak)
+ * under the one the ACLR divides by. */
 static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p) {
     for (int i = 0; p->bands && i < 3; i++) {
         double x0 = ax_x(a, p->band[i][0]), x1 = ax_x(a, p->band[i][1]);
@@ -973,6 +975,16 @@ static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p) {
         cairo_fill(cr);
         colour(cr, 0x333333, 1);
         text(cr, (x0 + x1) / 2, a->py + 5, 11, 0, 0.5, 0, i ? "adj." : "main channel");
+    }
+    if (p->bands && p->ref_band[1] - p->ref_band[0] < p->band[0][1] - p->band[0][0]) {
+        double x0 = ax_x(a, p->ref_band[0]), x1 = ax_x(a, p->ref_band[1]), y = a->py + a->ph - 20;
+        cairo_set_line_width(cr, 1.2);
+        cairo_move_to(cr, x0, y - 5);
+        cairo_line_to(cr, x0, y);
+        cairo_line_to(cr, x1, y);
+        cairo_line_to(cr, x1, y - 5);
+        cairo_stroke(cr);
+        text(cr, (x0 + x1) / 2, y + 3, 11, 0, 0.5, 0, "ACLR ref.");
     }
 }
 

@@ -138,18 +138,35 @@ static double *doubles(size_t n, int *oom) {
 
 /* The PSDs of the signals, their frequencies, the residual's PSD and the bands, at every stride-th
  * bin. f, db (N) and res (S, N, 2): scratch. Fails as dpd_psd does. */
+/* The main channel's sub-channel with the most power in the PSD db (dpd_psd's dB), the first of
+ * equals: the one dpd_aclr takes as its reference. */
+static int strongest(const double *db, const dpd_band *b, int n_sub) {
+    int best = 0;
+    double most = 0;
+    for (int c = 0; c < n_sub; c++) {
+        double p = 0;
+        for (int k = b->left + c * b->len; k < b->left + (c + 1) * b->len; k++) p += pow(10, db[k] / 10);
+        if (p > most) most = p, best = c;
+    }
+    return best;
+}
+
 static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *const *sig, double *f, double *db,
                           float *res, int *oom, dpd_error *err) {
-    int N = in->N;
+    int N = in->N, ref = 0;
     double fs = in->spec->fs;
     size_t stride = ((size_t)N + DPD_PLOT_POINTS - 1) / DPD_PLOT_POINTS, total = (size_t)in->S * (size_t)N;
     d->nf = ((size_t)N + stride - 1) / stride;
+    dpd_band b;
+    dpd_error berr;
+    int banded = !dpd_band_of(N, fs, in->spec->bw_main, in->spec->n_sub, &b, &berr); /* as dpd_aclr sums them */
     for (int s = 0; s < 4; s++) {
         if (s < 3 && !sig[s]) continue;
         if (s == 3) /* the residual */
             for (size_t i = 0; i < 2 * total; i++) res[i] = in->pred[i] - in->ref[i];
         dpd_status st = dpd_psd(s < 3 ? sig[s] : res, in->S, N, fs, f, db, err);
         if (st) return st;
+        if (s == 1 && banded) ref = strongest(db, &b, in->spec->n_sub); /* the prediction's, whose ACLR is reported */
         double *out = doubles(d->nf, oom);
         if (!out) return DPD_OK;
         *(s < 3 ? &d->psd[s] : &d->residual) = out;
@@ -157,13 +174,13 @@ static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *
         if (s == 0 && (d->freq = doubles(d->nf, oom))) /* sig[0] is always there: its frequencies are everyone's */
             for (size_t k = 0; k < d->nf; k++) d->freq[k] = rounded(f[k * stride] / 1e6, 6);
     }
-    dpd_band b;
-    dpd_error berr;
-    if (!dpd_band_of(N, fs, in->spec->bw_main, in->spec->n_sub, &b, &berr)) { /* as dpd_aclr sums them */
-        int edge[3][2] = {{b.left, b.right}, {b.left - b.len, b.left}, {b.right, b.right + b.len}};
+    if (banded) {
+        int edge[4][2] = {{b.left, b.right}, {b.left - b.len, b.left}, {b.right, b.right + b.len},
+                          {b.left + ref * b.len, b.left + (ref + 1) * b.len}};
         d->bands = 1;
-        for (int i = 0; i < 3; i++)
-            for (int e = 0; e < 2; e++) d->band[i][e] = rounded((double)(edge[i][e] - e - N / 2) * (fs / N) / 1e6, 6);
+        for (int i = 0; i < 4; i++)
+            for (int e = 0; e < 2; e++)
+                *(i < 3 ? &d->band[i][e] : &d->ref_band[e]) = rounded((double)(edge[i][e] - e - N / 2) * (fs / N) / 1e6, 6);
     } else {
         snprintf(d->why_bands, sizeof d->why_bands, "%s", berr.msg);
     }
@@ -298,12 +315,13 @@ static void put_sections(text *t, const dpd_plot_data *d) {
     put(t, ",\"series\":");
     put_series(t, d, d->psd, d->nf, 3);
     put(t, ",\"bands\":{");
-    static const char *const band[3] = {"\"main\":[", ",\"adjacent_left\":[", ",\"adjacent_right\":["};
-    for (int i = 0; d->bands && i < 3; i++) {
+    static const char *const band[4] = {"\"main\":[", ",\"adjacent_left\":[", ",\"adjacent_right\":[",
+                                        ",\"reference\":["};
+    for (int i = 0; d->bands && i < 4; i++) {
         put(t, band[i]);
-        put_num(t, d->band[i][0], 6);
+        put_num(t, i < 3 ? d->band[i][0] : d->ref_band[0], 6);
         put_char(t, ',');
-        put_num(t, d->band[i][1], 6);
+        put_num(t, i < 3 ? d->band[i][1] : d->ref_band[1], 6);
         put_char(t, ']');
     }
     if (!d->bands) {

@@ -151,6 +151,22 @@ static void test_case(int S, int N, size_t n) {
     band_is(bands, "main", b.left, b.right - 1, N);
     band_is(bands, "adjacent_left", b.left - b.len, b.left - 1, N);
     band_is(bands, "adjacent_right", b.right, b.right + b.len - 1, N);
+    /* the reference: the prediction's strongest sub-channel, the one dpd_aclr divides by */
+    double *pw = malloc((size_t)N * sizeof *pw), most = 0, adj = 0;
+    int c_ref = 0;
+    CHECK(dpd_psd(g.pred, g.S, N, spec.fs, f, pw, &err) == DPD_OK, "dpd_psd: %s", err.msg);
+    for (int c = 0; c < spec.n_sub; c++) {
+        double p = 0;
+        for (int k = b.left + c * b.len; k < b.left + (c + 1) * b.len; k++) p += pow(10, pw[k] / 10);
+        if (p > most) most = p, c_ref = c;
+    }
+    band_is(bands, "reference", b.left + c_ref * b.len, b.left + (c_ref + 1) * b.len - 1, N);
+    for (int k = b.left - b.len; k < b.left; k++) adj += pow(10, pw[k] / 10);
+    double al, ar;
+    CHECK(dpd_aclr(g.pred, g.S, N, spec.fs, spec.bw_main, spec.n_sub, &al, &ar, &err) == DPD_OK, "dpd_aclr: %s", err.msg);
+    CHECK(fabs(10 * log10(adj / most) - al) < 1e-6, "N=%d: the reference band is the ACLR's: ACLR_L %.9f from it, %.9f "
+          "by dpd_aclr", N, 10 * log10(adj / most), al);
+    free(pw);
 
     /* AM/AM and AM/PM: every k-th real sample, k = ceil(n / 4000) */
     size_t as = (n + 3999) / 4000, ac = (n + as - 1) / as;
@@ -309,6 +325,34 @@ out:
     sig_free(&g);
 }
 
+/* A tone at +65 MHz (sub-channel 8 of ten 20 MHz ones in +-100 MHz) and a weaker one at -35 (sub-channel
+ * 3): the reference band is sub-channel 8's, [60, 79.75] MHz at 3 200 bins of 800 MHz. */
+static void test_reference(void) {
+    int S = 2, N = 3200;
+    sig g = make(S, N, (size_t)S * N, 5);
+    for (size_t i = 0; i < (size_t)S * N; i++) {
+        double w1 = 2 * M_PI * 65e6 / 800e6 * (double)i, w2 = 2 * M_PI * -35e6 / 800e6 * (double)i;
+        g.ref[2 * i] = g.pred[2 * i] = (float)(cos(w1) + 0.3 * cos(w2));
+        g.ref[2 * i + 1] = g.pred[2 * i + 1] = (float)(sin(w1) + 0.3 * sin(w2));
+    }
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .S = S, .N = N, .n = (size_t)S * N, .spec = &spec};
+    dpd_error err = {0};
+    dpd_plot_data *d = dpd_plot_compute(&in, &err);
+    CHECK(d && d->bands && d->ref_band[0] == 60 && d->ref_band[1] == 79.75,
+          "a tone at +65 MHz: the reference is its sub-channel, [%g, %g] MHz (%s)", d ? d->ref_band[0] : 0,
+          d ? d->ref_band[1] : 0, err.msg);
+    dpd_plot_free(d);
+    for (size_t i = 0; i < 2 * (size_t)S * N; i++) g.pred[i] = g.ref[i] = i % 2 ? 0.0f : 1.0f; /* DC: n_sub 1's case */
+    dpd_spec one = spec;
+    one.n_sub = 1, one.bw_sub = one.bw_main;
+    in.spec = &one;
+    d = dpd_plot_compute(&in, &err);
+    CHECK(d && d->bands && d->ref_band[0] == d->band[0][0] && d->ref_band[1] == d->band[0][1],
+          "one sub-channel: the reference is the main channel (%s)", err.msg);
+    dpd_plot_free(d);
+    sig_free(&g);
+}
+
 static void test_numbers(void) {
     sig g = make(2, 3000, 5000, 4);
     memset(g.other, 0, 2 * 3000 * 2 * sizeof(float));
@@ -343,6 +387,7 @@ static void test_numbers(void) {
     CHECK(nan, "a silent third signal: every dB of its PSD is NaN (null in the text)");
     static const char *const band[3] = {"main", "adjacent_left", "adjacent_right"};
     for (int b = 0; b < 3; b++) holds(band[b], json_object_get(json_object_get(psd, "bands"), band[b]), d->band[b], 2);
+    holds("reference", json_object_get(json_object_get(psd, "bands"), "reference"), d->ref_band, 2);
     CHECK(d->bands == 1, "the bands are there");
 out:
     json_decref(j), free(t), free(t2);
@@ -363,6 +408,7 @@ int main(void) {
     test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
     test_silent();
     test_ampm_offset();
+    test_reference();
     test_numbers();
     test_text();
     test_bad_arguments();

@@ -604,6 +604,9 @@ typedef struct dpd_plot_data {
                             * power-weighted mean arg(sum y conj(x)) (in [-360, 360]) */
     size_t ni;            /* I/Q samples: 0, 1, ..., ni - 1 */
     double *i[3], *q[3];  /* (ni) */
+    double ref_band[2];   /* with bands: the first and last bin frequencies, MHz, of the main channel's
+                           * sub-channel with the most power in the prediction's PSD, the reference
+                           * dpd_aclr divides by (the whole main channel when n_sub is 1) */
 } dpd_plot_data;
 
 /* The plot data of `in`; free with dpd_plot_free. NULL with err set on bad arguments (NULL

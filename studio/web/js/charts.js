@@ -108,7 +108,7 @@ function drawBands(u, bands) {
   const { top, height } = u.bbox;
   ctx.save();
   for (const [name, range] of Object.entries(bands)) {
-    if (!Array.isArray(range) || range.length !== 2) continue;
+    if (!Array.isArray(range) || range.length !== 2 || name === 'reference') continue;
     const x0 = u.valToPos(range[0], 'x', true), x1 = u.valToPos(range[1], 'x', true);
     const main = name === 'main';
     ctx.fillStyle = main ? 'rgba(86, 180, 233, 0.22)' : 'rgba(230, 159, 0, 0.18)';
@@ -134,6 +134,21 @@ function drawBands(u, bands) {
     ctx.fillStyle = '#333';
     ctx.font = `${11 * devicePixelRatio}px sans-serif`;
     ctx.fillText(main ? 'main' : name === 'adjacent_left' ? 'adj. L' : 'adj. R', x0 + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+  }
+  // The sub-channel the ACLR divides by (the strongest of the main channel's), where it has several:
+  // a bracket at the bottom, under the spectra.
+  const ref = bands.reference, mainBand = bands.main;
+  if (Array.isArray(ref) && Array.isArray(mainBand) && ref[1] - ref[0] < mainBand[1] - mainBand[0]) {
+    const x0 = u.valToPos(ref[0], 'x', true), x1 = u.valToPos(ref[1], 'x', true), y = top + height - 20 * devicePixelRatio;
+    ctx.strokeStyle = '#333';
+    ctx.lineWidth = 1.2 * devicePixelRatio;
+    ctx.beginPath();
+    ctx.moveTo(x0, y - 5 * devicePixelRatio); ctx.lineTo(x0, y); ctx.lineTo(x1, y); ctx.lineTo(x1, y - 5 * devicePixelRatio);
+    ctx.stroke();
+    ctx.fillStyle = '#333';
+    ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+    ctx.textAlign = 'center';
+    ctx.fillText('ACLR ref.', (x0 + x1) / 2, y + 14 * devicePixelRatio);
   }
   ctx.restore();
 }
