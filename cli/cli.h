@@ -70,6 +70,9 @@ dpd_status cli_thresholds(const dpd_model_cfg *m, dpd_error *err);
  * the given bits that family has not; else DPD_OK (an unknown family too: its own check names it). */
 unsigned cli_size_bit(const char *field);
 dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err);
+/* flags.c: 1 when dpd fit-ls takes the configuration field (its --K, --Q, --M, --reg, --iterations,
+ * --batch-eval, --evm-fs, --metric-profile and the execution options), 0 for a training option. */
+int cli_fit_ls_field(const char *field);
 
 /* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
  * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:

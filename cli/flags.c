@@ -102,3 +102,13 @@ dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err) 
     }
     return DPD_OK;
 }
+
+int cli_fit_ls_field(const char *field) {
+    /* fit-ls's flags (cmd_fit_ls in train.c) by their fields; kind, target, pa and legacy_evm are
+     * the front ends' own words, and the execution options (threads, kernels, provider) no fields */
+    static const char *const fields[] = {"order", "memory", "cross", "ls_reg", "ls_iterations", "batch_eval", "evm_fs",
+                                         "metric_profile", "threads", "kernels", "provider"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (!strcmp(field, fields[i])) return 1;
+    return 0;
+}

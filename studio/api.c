@@ -314,11 +314,15 @@ static enum MHD_Result datasets_upload(req *r) {
     dpd_error err = {0};
     unsigned all = (1u << DPD_TRAIN) | (1u << DPD_VAL) | (1u << DPD_TEST);
     if (dpd_dataset_load(staging, all, all, &ds, &err)) {
-        /* the message names the staging path: name the uploaded file instead */
-        char msg[1100], *p = strstr(err.msg, staging);
-        if (p) snprintf(msg, sizeof msg, "%.*s%s%s", (int)(p - err.msg), err.msg, name, p + strlen(staging));
-        else snprintf(msg, sizeof msg, "%s", err.msg);
-        rc = http_error(r, 422, "invalid_dataset", "files", NULL, "%s", msg);
+        /* the message names the staging path, maybe more than once: name the upload instead */
+        char msg[1100];
+        size_t m = 0, sl = strlen(staging);
+        for (const char *q = err.msg, *p; *q && m < sizeof msg - 1; q = p ? p + sl : q + strlen(q)) {
+            p = strstr(q, staging);
+            m += (size_t)snprintf(msg + m, sizeof msg - m, "%.*s%s", p ? (int)(p - q) : (int)strlen(q), q, p ? name : "");
+        }
+        msg[sizeof msg - 1] = 0;
+        rc = http_error(r, 422, "invalid_dataset", strstr(msg, "spec.json") ? "spec" : "files", NULL, "%s", msg);
         goto out;
     }
     dpd_dataset_free(&ds);
@@ -395,8 +399,10 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     char dir[4400], pdir[4096] = "";
     memset(&err, 0, sizeof err);
     job_data info;
-    if (dataset_dir(h, dataset, dir, sizeof dir, &err) || data_info(h, dir, &info, &err) || job_check_data(&j, &info, &err))
-        return http_error(r, 422, "invalid_dataset", "dataset", NULL, "%s", err.msg);
+    if (dataset_dir(h, dataset, dir, sizeof dir, &err) || data_info(h, dir, &info, &err) || job_check_data(&j, &info, &err)) {
+        int frame = !strcmp(err.field, "frame"); /* an option the dataset is too short for */
+        return http_error(r, 422, frame ? "invalid_config" : "invalid_dataset", frame ? "frame" : "dataset", NULL, "%s", err.msg);
+    }
     if (j.pa[0] && pa_dir(h, r->ws, j.pa, pdir, sizeof pdir))
         return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",
                           "pa: '%s' is not a succeeded PA run of this studio", j.pa);
@@ -499,8 +505,10 @@ static enum MHD_Result runs_list(req *r) {
     const char *st = http_arg(r, "status");
     int status = st ? store_status_parse(st) : -1;
     if (st && status < 0) return http_error(r, 422, "invalid_query", "status", NULL, "status: not a run status");
-    if (int_arg(r, "limit", 100, 1, 500, &limit) || int_arg(r, "offset", 0, 0, 1L << 30, &offset))
-        return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..500, offset: 0 or more");
+    if (int_arg(r, "limit", 100, 1, 500, &limit))
+        return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..500");
+    if (int_arg(r, "offset", 0, 0, 1L << 30, &offset))
+        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more");
     list_ctx c = {r->h, json_array()};
     if (store_list(r->h->st, r->ws, status, (int)limit, (int)offset, list_one, &c, &total)) {
         json_decref(c.a);
@@ -524,8 +532,10 @@ static int ev_one(void *user, long seq, double ts, const char *type, const char 
 
 static enum MHD_Result run_events(req *r, const run_rec *rec) {
     long after, limit;
-    if (int_arg(r, "after", 0, 0, 1L << 40, &after) || int_arg(r, "limit", 500, 1, 5000, &limit))
-        return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more; limit: 1..5000");
+    if (int_arg(r, "after", 0, 0, 1L << 40, &after))
+        return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more");
+    if (int_arg(r, "limit", 500, 1, 5000, &limit))
+        return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..5000");
     if (after > rec->last_seq)
         return http_error(r, 409, "cursor_out_of_range", "after", "read the run again and replay from 0",
                           "after: %ld is past the last event (%ld)", after, rec->last_seq);
@@ -564,8 +574,10 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
  * becomes '?'; a line is shown up to its first 64 KiB. */
 static enum MHD_Result run_logs(req *r, const run_rec *rec) {
     long offset, limit;
-    if (int_arg(r, "offset", 0, 0, 1L << 40, &offset) || int_arg(r, "limit", 500, 1, 2000, &limit))
-        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more; limit: 1..2000");
+    if (int_arg(r, "offset", 0, 0, 1L << 40, &offset))
+        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more");
+    if (int_arg(r, "limit", 500, 1, 2000, &limit))
+        return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..2000");
     char path[4400];
     studio_run_path(r->h->o.root, rec->ws, rec->id, "logs/worker.log", path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -679,13 +691,26 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
 
 static enum MHD_Result run_get(req *r, run_rec *rec, char **arg) { return reply_run(r, 200, rec); }
 
+/* A body on a POST that takes none (cancel, retry) must still be a JSON object: 0, or the error
+ * queued in *v. */
+static int no_body(req *r, enum MHD_Result *v) {
+    if (!r->len) return 0;
+    json_t *j = body_json(r, v);
+    json_decref(j);
+    return !j;
+}
+
 static enum MHD_Result run_cancel(req *r, run_rec *rec, char **arg) {
+    enum MHD_Result v;
+    if (no_body(r, &v)) return v;
     int rc = super_cancel(r->h->sv, rec->id, rec);
     if (rc) return http_error(r, rc > 0 ? 404 : 500, rc > 0 ? "run_not_found" : "service_error", NULL, NULL, "cancel failed");
     return reply_run(r, 200, rec);
 }
 
 static enum MHD_Result run_retry(req *r, run_rec *rec, char **arg) {
+    enum MHD_Result v;
+    if (no_body(r, &v)) return v;
     if (!store_terminal(rec->status))
         return http_error(r, 409, "run_not_finished", NULL, "cancel it first, or wait", "the run is %s", store_status_name(rec->status));
     json_t *opts = json_loads(rec->request, 0, NULL);

@@ -47,6 +47,18 @@ static int field_of(const char *key, char *field, size_t n) {
 static const char *const refused[] = {"data",          "out",          "resume", "least_squares", "least-squares",
                                       "preview_every", "preview-every"};
 
+/* err's field, a configuration field, renamed to the request's key for it (its flag without the
+ * dashes, '-' as '_': order -> K, family -> model, batch_eval stays); err's status. */
+static dpd_status key_of(dpd_error *err) {
+    char flag[sizeof err->field + 2];
+    if (!err->field[0]) return err->status;
+    cli_flag(err->field, flag, sizeof flag);
+    for (char *p = flag; *p; p++)
+        if (*p == '-') *p = '_';
+    snprintf(err->field, sizeof err->field, "%s", flag + 2);
+    return err->status;
+}
+
 /* The option's value as the text the CLI would have received. */
 static int value_text(const json_t *v, char *out, size_t n) {
     if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
@@ -176,6 +188,8 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             legacy = strcmp(text, "0") != 0;
             continue;
         }
+        if (json_is_boolean(v)) /* the flags above take true and false; to a number's parser true would be 1 */
+            return fail(err, DPD_E_INVAL, key, "%s: must be a number or a string, not %s", key, text[0] == '1' ? "true" : "false");
         evm_given |= !strcmp(key, "evm_fs");
         for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
             if (!strcmp(key, refused[i]))
@@ -183,6 +197,8 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
         if (ls && !strcmp(field, "family"))
             return fail(err, DPD_E_INVAL, key, "%s: fit-ls names its model by kind (mp or gmp)", key);
+        if (ls && !cli_fit_ls_field(field)) /* a training option: fit-ls would record it and act on some */
+            return fail(err, DPD_E_INVAL, key, "%s: not an option of fit-ls", key);
         if (dpd_config_set(c, field, text, err)) {
             snprintf(err->field, sizeof err->field, "%s", key);
             return err->status;
@@ -190,15 +206,11 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         sizes |= cli_size_bit(field);
     }
     if (cli_legacy_evm(legacy, evm_given, &c->evm_fs, err) || cli_thresholds(&c->model, err)) return err->status;
-    if (cli_family_sizes(c->model.family, sizes, err)) { /* named by its key, as the request gave it: K for order */
-        char flag[48];
-        snprintf(err->field, sizeof err->field, "%s", cli_flag(err->field, flag, sizeof flag) + 2);
-        return err->status;
-    }
+    if (cli_family_sizes(c->model.family, sizes, err)) return key_of(err);
     if ((dpd || target_dpd) != (j->pa[0] != 0))
         return fail(err, DPD_E_INVAL, "pa", dpd || target_dpd ? "pa: the PA run's id is required"
                                                              : "pa: belongs to train-dpd and fit-ls with target dpd");
-    if (dpd_config_check(c, err)) return err->status;
+    if (dpd_config_check(c, err)) return key_of(err);
     return DPD_OK;
 }
 
@@ -247,8 +259,8 @@ dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err) {
             return fail(err, DPD_E_INVAL, "dataset", "dataset: the %s split has %zu samples, fewer than one segment (%d)",
                         names[k], d->n[k], d->nperseg);
     if (!j->cfg.ls && strcmp(j->verb, "fake") && d->n[DPD_TRAIN] < (size_t)j->cfg.frame)
-        return fail(err, DPD_E_INVAL, "dataset", "dataset: the train split has %zu samples, fewer than one frame (%d)",
-                    d->n[DPD_TRAIN], j->cfg.frame);
+        return fail(err, DPD_E_INVAL, "frame", "frame: %d samples, more than the dataset's train split has (%zu)",
+                    j->cfg.frame, d->n[DPD_TRAIN]);
     if (d->doctor[0] && !j->no_doctor && (!strcmp(j->verb, "train-pa") || !strcmp(j->verb, "train-dpd")))
         return fail(err, DPD_E_FORMAT, "dataset", "dataset: the dataset doctor refuses it: %s ('dpd doctor' prints the "
                     "whole report; the option no_doctor: true trains anyway)", d->doctor);

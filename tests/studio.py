@@ -935,6 +935,12 @@ def t_submit_validation(ctx):
     expect_error(sub(model="gru", K=3), 422, "invalid_config", "K", "a nonlinearity order on gru (ignored, so refused)")
     expect_error(sub(model="lstm", units=2), 422, "invalid_config", "units", "DVR units on lstm (ignored, so refused)")
     expect_error(sub(verb="fit-ls", kind="mp", M=1), 422, "invalid_config", "M", "envelope lags and leads on an MP fit")
+    expect_error(sub(verb="fit-ls", kind="mp", K=0), 422, "invalid_config", "K", "fit-ls K 0")
+    expect_error(sub(frame=10 ** 6), 422, "invalid_config", "frame", "a frame longer than the train split")
+    expect_error(sub(hidden=True), 422, "invalid_config", "hidden", "hidden true (not 1)")
+    expect_error(sub(lr=False), 422, "invalid_config", "lr", "lr false")
+    for opt, val in (("lr", 0.01), ("epochs", 3), ("hidden", 64), ("seed", 1)):
+        expect_error(sub(verb="fit-ls", kind="mp", **{opt: val}), 422, "invalid_config", opt, f"fit-ls {opt} (a training option)")
     expect_error(sub(legacy_evm=True, evm_fs=1e9), 422, "invalid_config", "legacy_evm", "legacy_evm with evm_fs")
     expect_error(s.post(R, raw='{"verb": "train-pa", "dataset": "synth", "options": {"lr": 1e999}}'), 422,
                  what="lr 1e999")
@@ -1212,6 +1218,9 @@ def t_cancel_queued(ctx):  # B8
     s.wait_status(a["id"], "running", 10)
     s.wait_event(a["id"], "progress", 5)
     b = s.submit(options=fake(1, 0))
+    expect_error(s.post(f"/api/v1/runs/{b['id']}/cancel", raw="{"), 422, "invalid_json", what="cancel with a body that is not JSON")
+    check(s.run(b["id"])["status"] == "queued", "a refused cancel cancelled")
+    expect_error(s.post(f"/api/v1/runs/{b['id']}/retry", raw="[1]"), 422, "invalid_json", what="retry with a body that is not an object")
     r = s.post(f"/api/v1/runs/{b['id']}/cancel")
     check(r.status == 200 and r.elapsed < 1.0, f"cancel queued: {r!r} in {r.elapsed:.3f} s")
     check(r.json["status"] == "cancelled" and r.json["reason_code"] == "user" and r.json["finished_at"]
@@ -2982,6 +2991,13 @@ def t_datasets(ctx):
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": bad})
     check(r.status == 422 and "train_input.csv" in json.dumps(r.json) and re.search(r"\b3\b", json.dumps(r.json)),
           f"upload with a bad line 3: {r!r}")
+    short = dict(files)
+    short["train_output.csv"] = "\n".join(files["train_output.csv"].split("\n")[:100]) + "\n"
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": short})
+    check(r.status == 422 and r.err("field") == "files" and ".staging" not in json.dumps(r.json) and s.root not in json.dumps(r.json),
+          f"upload with splits of different lengths: the upload named, not the server's staging path: {r!r}")
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": dict(spec, nperseg="many"), "files": files})
+    check(r.status == 422 and r.err("field") == "spec", f"upload whose spec.json has nperseg 'many': field spec: {r!r}")
     check(not os.path.exists(os.path.join(s.root, "datasets", "uploads", "cap2")) and
           not os.path.exists(os.path.join(s.root, "datasets", "cap2")), "a refused upload was kept")
     check(os.path.isfile(os.path.join(s.root, "datasets", "uploads", "cap1", "spec.json")),
@@ -3005,8 +3021,12 @@ def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
           f"logs of a running run: {j}")
     check(j["next_offset"] == len("".join(l + "\n" for l in j["lines"]).encode()), f"next_offset {j}")
     expect_error(s.get(f"/api/v1/runs/{rid}/logs?offset={j['size'] + 1}"), 409, "cursor_out_of_range", "offset")
-    expect_error(s.get(f"/api/v1/runs/{rid}/logs?limit=0"), 422, "invalid_query")
-    expect_error(s.get(f"/api/v1/runs/{rid}/logs?offset=-1"), 422, "invalid_query")
+    expect_error(s.get(f"/api/v1/runs/{rid}/logs?limit=0"), 422, "invalid_query", "limit", "logs limit=0")
+    expect_error(s.get(f"/api/v1/runs/{rid}/logs?offset=-1"), 422, "invalid_query", "offset", "logs offset=-1")
+    expect_error(s.get(f"/api/v1/runs/{rid}/events?limit=0"), 422, "invalid_query", "limit", "events limit=0")
+    expect_error(s.get(f"/api/v1/runs/{rid}/events?after=-1"), 422, "invalid_query", "after", "events after=-1")
+    expect_error(s.get("/api/v1/runs?offset=-1"), 422, "invalid_query", "offset", "runs offset=-1")
+    expect_error(s.get("/api/v1/runs?limit=501"), 422, "invalid_query", "limit", "runs limit=501")
     s.wait_status(rid, TERMINAL, 20)
     lines, off, pages = [], 0, 0
     while True:  # one line a page
