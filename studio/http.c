@@ -143,6 +143,7 @@ static void settle(server *s, req *r) {
 }
 
 enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
+    if (body && r->h->o.public_mode) studio_hide_paths(body, &r->h->o); /* a session reads no server path */
     char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     if (!s) { /* a NULL body: a json_pack that failed (out of memory, or text that is not UTF-8) */

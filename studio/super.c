@@ -133,6 +133,41 @@ void studio_run_path(const char *root, const char *ws, const char *id, const cha
              name ? "/" : "", name ? name : "");
 }
 
+/* The length of the server path at v (a prefix studio_hide_paths takes out), 0 if none starts there. */
+static size_t server_path(const char *v, const studio_opts *o) {
+    size_t n = strlen(o->root);
+    if (n > 1 && !strncmp(v, o->root, n) && v[n] == '/') {
+        const char *p = v + n + 1, *q;
+        if (!strncmp(p, "sessions/", 9) && (q = strchr(p + 9, '/'))) return (size_t)(q + 1 - v);
+        return n + 1;
+    }
+    for (int i = 0; i < o->ndata; i++)
+        if ((n = strlen(o->data[i])) > 1 && !strncmp(v, o->data[i], n) && v[n] == '/') return n + 1;
+    return 0;
+}
+
+void studio_hide_paths(json_t *j, const studio_opts *o) {
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (json_is_object(j)) json_object_foreach(j, k, v) studio_hide_paths(v, o);
+    else if (json_is_array(j)) json_array_foreach(j, i, v) studio_hide_paths(v, o);
+    if (!json_is_string(j)) return;
+    const char *s = json_string_value(j);
+    size_t len = json_string_length(j), m = 0, cut = 0;
+    for (size_t p = 0; p < len; p++) cut |= server_path(s + p, o) > 0;
+    if (!cut) return;
+    char *out = malloc(len + 1);
+    for (size_t p = 0; out && p < len;) {
+        size_t skip = server_path(s + p, o);
+        if (skip) p += skip;
+        else out[m++] = s[p++];
+    }
+    if (out) out[m] = 0;
+    json_string_setn_nocheck(j, out ? out : "", out ? m : 0);
+    free(out);
+}
+
 int studio_write_file(const char *path, const void *p, size_t n) {
     char tmp[4400];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
@@ -283,6 +318,7 @@ static int ingest(super *s, const char *id, active *a) {
             const char *rd = json_string_value(json_object_get(data, "run_dir"));
             if (rd) snprintf(a->run_dir, sizeof a->run_dir, "%s", rd);
         }
+        if (s->o.public_mode) studio_hide_paths(data, &s->o); /* a session reads no server path */
         size_t k = 0; /* the type as a static string: j is freed below */
         while (strcmp(type, worker_types[k])) k++;
         json_t *empty = json_object();

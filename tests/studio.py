@@ -1800,6 +1800,12 @@ def t_public_isolation(ctx):  # no request of one session reaches another's run:
     check(arts, "the run has artifacts")
     aid = arts[0]["id"]
     body = a.get(f"/api/v1/runs/{rid}/artifacts/{aid}").body
+    for sub in ("", "/events?after=0", "/live", "/plots", "/results", "/artifacts"):
+        t = a.get(f"/api/v1/runs/{rid}{sub}").body.decode()
+        check(s.root not in t and "/sessions/" not in t, f"A's own {sub or '/'} names a server path: {t[:300]}")
+    res = a.get(f"/api/v1/runs/{rid}/results").json
+    check(res["run_dir"].startswith("runs/") and res["config"]["data"] == "datasets/synth",
+          f"a public run's paths read from its workspace: run_dir {res['run_dir']!r}, data {res['config']['data']!r}")
     subs = ["", "/events?after=0", "/history", "/live", "/logs", "/plots", "/results", "/artifacts", f"/artifacts/{aid}"]
     for sub in subs:
         mine, none = b.get(f"/api/v1/runs/{rid}{sub}"), b.get(f"/api/v1/runs/r000000000000{sub}")
