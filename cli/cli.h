@@ -73,6 +73,9 @@ dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err);
 /* flags.c: 1 when dpd fit-ls takes the configuration field (its --K, --Q, --M, --reg, --iterations,
  * --batch-eval, --evm-fs, --metric-profile and the execution options), 0 for a training option. */
 int cli_fit_ls_field(const char *field);
+/* train.c: an epoch as the CLI's epoch lines say it, "epoch k/N train_loss ... val NMSE ... EVM ...
+ * ACLR ... | test NMSE ...[ lr ...]" (no learning rate for a least-squares fit, ls), into out. */
+void cli_epoch_text(const dpd_event *e, int ls, char *out, size_t n);
 
 /* "dpd: <message>" on stderr, the configuration field at the head of the message named by its
  * flag ("hidden: 1e5 is out of range" -> "--hidden: 1e5 is out of range"). Returns the exit code:

@@ -81,19 +81,24 @@ static void legend(const display *d) {
                     "* = new best val %s (best.safetensors saved)\n", d->ls ? "" : "lr, ", selection_name(d->selection));
 }
 
+void cli_epoch_text(const dpd_event *e, int ls, char *out, size_t n) {
+    char b[3][128], t[128], lr[32] = "";
+    if (!ls) snprintf(lr, sizeof lr, " lr %.2e", e->lr);
+    snprintf(out, n, "epoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s%s", e->epoch, e->epochs,
+             e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
+             cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
+             cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), lr);
+}
+
 static void epoch_line(display *d, const dpd_event *e) {
     double wall = e->time - d->mark;
     d->eval_s += wall > d->train_s ? wall - d->train_s : 0;
     d->evals++;
     d->mark = e->time, d->train_s = 0, d->s0 = -1;
     remember_best(d, e);
-    char b[3][128], t[128], el[16], left[16], lr[32] = "";
-    if (!d->ls) snprintf(lr, sizeof lr, " lr %.2e", e->lr);
-    fprintf(stderr, "%sepoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s%s | elapsed %s "
-                    "remaining %s%s\n",
-            d->drawn ? "\r\033[K" : "", e->epoch, e->epochs, e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
-            cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
-            cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), lr, clock_text(e->elapsed, el, sizeof el),
+    char text[1024], el[16], left[16];
+    cli_epoch_text(e, d->ls, text, sizeof text);
+    fprintf(stderr, "%s%s | elapsed %s remaining %s%s\n", d->drawn ? "\r\033[K" : "", text, clock_text(e->elapsed, el, sizeof el),
             clock_text(run_left(d, (long)(e->epochs - e->epoch) * d->steps, e->epochs - e->epoch), left, sizeof left),
             e->improved ? " *" : "");
     d->drawn = 0;

@@ -143,6 +143,7 @@ typedef struct ctx {
     dpd_spec spec;
     int have_spec;
     cli_plot_kept kept; /* the best epoch's validation predictions: the final pictures */
+    int ls;             /* a least-squares fit (its epoch lines have no learning rate) */
 } ctx;
 
 static int on_event(void *user, const dpd_event *e) {
@@ -153,6 +154,8 @@ static int on_event(void *user, const dpd_event *e) {
         snprintf(w->run_dir, sizeof w->run_dir, "%s", e->run_dir ? e->run_dir : "");
         emit(w, "started", json_pack("{s:s?, s:s?, s:s?, s:b}", "run_id", e->run_id, "run_dir", e->run_dir, "provider",
                                      e->provider, "resumed", e->resumed));
+        fprintf(stderr, "%s %s on %s\n", e->resumed ? "resuming" : "training", e->run_id ? e->run_id : "",
+                e->provider ? e->provider : "?"); /* worker.log, the run page's log: what the CLI prints */
         break;
     case DPD_EV_PROGRESS: {
         double t = studio_now();
@@ -171,11 +174,17 @@ static int on_event(void *user, const dpd_event *e) {
                                     cli_metrics_json(&e->test, 0)));
         live(w, e, c->have_spec ? &c->spec : NULL);
         cli_plot_keep(&c->kept, e);
+        char line[1024];
+        cli_epoch_text(e, c->ls, line, sizeof line);
+        fprintf(stderr, "%s | elapsed %.1f s%s\n", line, e->elapsed, e->improved ? " *" : "");
         break;
     case DPD_EV_CHECKPOINT:
         emit(w, "checkpoint", json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path));
         break;
-    case DPD_EV_WARNING: emit(w, "warning", json_pack("{s:s?}", "message", e->message)); break;
+    case DPD_EV_WARNING:
+        emit(w, "warning", json_pack("{s:s?}", "message", e->message));
+        fprintf(stderr, "warning: %s\n", e->message ? e->message : "");
+        break;
     case DPD_EV_RUN_ENDED: break;
     }
     return cancelled(w);
@@ -217,7 +226,7 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     if (!getcwd(out, sizeof out - 8)) return finish(w, "failed", NULL, "io_error", strerror(errno), NULL);
     strcat(out, "/out");
     snprintf(c.out, sizeof c.out, "%s", out);
-    ctx cx = {.w = w};
+    ctx cx = {.w = w, .ls = j->cfg.ls};
     start_heartbeat(w);
     dpd_error err = {0};
     cli_plot_warm(); /* beside the doctor's and dpd_train's reading of the dataset, as train-pa does (cli.h) */
@@ -241,6 +250,7 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     memset(&res, 0, sizeof res);
     memset(&err, 0, sizeof err);
     dpd_status s = dpd_train(&c, on_event, &cx, &res, &err);
+    fprintf(stderr, "%s%s\n", s == DPD_E_ABORTED ? "cancelled" : s ? "failed: " : "completed", s && s != DPD_E_ABORTED ? err.msg : "");
     if (s) cli_plot_warm_wait(); /* no pictures: the warm-up joined */
     json_t *sum = NULL;
     if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */

@@ -3273,6 +3273,10 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
         fin = s.wait_status(r["id"], TERMINAL, 90, 0.1)
         log = open(os.path.join(s.run_dir(r["id"]), "logs/worker.log"), errors="replace").read()[-300:]
         check(fin["status"] == "succeeded", f"{name}: {fin['status']}/{fin['reason_code']} {fin['error']} ({log!r})")
+        lines = s.get(f"/api/v1/runs/{r['id']}/logs").json["lines"]
+        check(lines and lines[0].startswith("training ") and any(l.startswith("epoch 1/1 train_loss ") for l in lines)
+              and lines[-1] == "completed" and (" lr " in "".join(lines)) == (name == "train-dpd"),
+              f"{name}: the worker's log says what the CLI would (the run, each epoch, its end): {lines}")
         evs = s.all_events(r["id"])
         check_run_consistency(fin, evs)
         res = s.get(f"/api/v1/runs/{r['id']}/results")
