@@ -211,6 +211,13 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         return fail(err, DPD_E_INVAL, "pa", dpd || target_dpd ? "pa: the PA run's id is required"
                                                              : "pa: belongs to train-dpd and fit-ls with target dpd");
     if (dpd_config_check(c, err)) return key_of(err);
+    if (c->provider[0] && strcmp(c->provider, "auto") && strcmp(c->provider, "cpu")) { /* a pack's: installed here */
+        char dir[4096] = "";
+        dpd_pack_active(c->provider, dir, sizeof dir);
+        if (!dir[0])
+            return fail(err, DPD_E_INVAL, "provider", "provider: '%.40s' is not auto, cpu or a runtime pack installed on "
+                        "this server (GET /api/v1/providers lists them)", c->provider);
+    }
     return DPD_OK;
 }
 

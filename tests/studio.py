@@ -937,6 +937,8 @@ def t_submit_validation(ctx):
     expect_error(sub(verb="fit-ls", kind="mp", M=1), 422, "invalid_config", "M", "envelope lags and leads on an MP fit")
     expect_error(sub(verb="fit-ls", kind="mp", K=0), 422, "invalid_config", "K", "fit-ls K 0")
     expect_error(sub(frame=10 ** 6), 422, "invalid_config", "frame", "a frame longer than the train split")
+    expect_error(sub(provider="/bin/sh"), 422, "invalid_config", "provider", "provider /bin/sh")
+    expect_error(sub(provider="nosuchpack"), 422, "invalid_config", "provider", "a provider with no pack installed")
     expect_error(sub(hidden=True), 422, "invalid_config", "hidden", "hidden true (not 1)")
     expect_error(sub(lr=False), 422, "invalid_config", "lr", "lr false")
     for opt, val in (("lr", 0.01), ("epochs", 3), ("hidden", 64), ("seed", 1)):
