@@ -155,6 +155,21 @@ static int prepare_root(const char *root) {
     return 0;
 }
 
+/* What an imported run's request says of its model, as a submitted run's would (the pages label runs
+ * by it): model and hidden, or a fit's kind (mp, gmp), from its config.json. */
+static void imported_model(json_t *opts, const char *dir, int ls) {
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *c = json_load_file(path, 0, NULL), *m = json_object_get(c, "model");
+    const char *fam = json_string_value(json_object_get(m, "family"));
+    if (fam && ls) json_object_set_new(opts, "kind", json_string(strcmp(fam, "gmp_ls") ? "mp" : "gmp"));
+    else if (fam) {
+        json_object_set_new(opts, "model", json_string(fam));
+        if (json_is_integer(json_object_get(m, "hidden"))) json_object_set(opts, "hidden", json_object_get(m, "hidden"));
+    }
+    json_decref(c);
+}
+
 /* Queues the import of each completed CLI run directory (checked first); an import of the same
  * directory (by its real path) is found again through its idempotency key. */
 static int imports(const studio_opts *o, store *st, char (*dirs)[PATH_MAX], int n) {
@@ -167,6 +182,7 @@ static int imports(const studio_opts *o, store *st, char (*dirs)[PATH_MAX], int 
         }
         snprintf(r.idem, sizeof r.idem, "import:%.250s", dirs[i]);
         json_t *opts = json_pack("{s:s}", "imported_from", dirs[i]);
+        imported_model(opts, dirs[i], !strcmp(r.verb, "fit-ls"));
         char *text = opts ? json_dumps(opts, JSON_COMPACT) : NULL;
         snprintf(r.request, sizeof r.request, "%s", text ? text : "{}");
         free(text);

@@ -3110,6 +3110,8 @@ def t_import_cli_run(ctx):  # dpd serve --import: a completed CLI run becomes a 
     fin = s.wait_status(rid, TERMINAL, 60, 0.1)
     check(fin["status"] == "succeeded" and fin["verb"] == "train-pa" and fin["dataset"] == "synth" and
           fin["progress"]["epoch"] == 2 and fin["progress"]["epochs"] == 2, f"imported run: {fin}")
+    check(fin["options"] == {"imported_from": os.path.realpath(rd), "model": "gru", "hidden": 4},
+          f"an imported run's request names its model, as a submitted one's does: {fin['options']}")
     evs = s.all_events(rid)
     check_run_consistency(fin, evs)
     metrics = [e["data"] for e in evs if e["type"] == "metric"]

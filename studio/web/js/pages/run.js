@@ -119,7 +119,7 @@ export default async function runPage(ctx) {
           text: run.status === 'cancel_requested' ? 'Stopping…' : 'Cancel run',
           onclick: () => { confirming = true; renderActions(); document.getElementById('confirm-cancel')?.focus(); } }));
       }
-    } else {
+    } else if (!(run.options || {}).imported_from) { // an imported CLI run is not run again here (409)
       actions.append(h('button', { type: 'button', id: 'retry-run', text: 'Run again', onclick: doRetry }));
     }
     actions.append(resultLink, h('a', { class: 'button', href: `#/compare?ids=${id}`, text: 'Compare…' }));
@@ -381,7 +381,11 @@ export default async function runPage(ctx) {
       live = await api.part(run, 'live');
     } catch (e) { return; }
     if (!ctx.alive()) return;
-    if (!live) { liveNote.textContent = 'The live snapshot comes with the first epoch.'; return; }
+    if (!live) {
+      liveNote.textContent = isTerminal(run) ? 'This run has no live snapshot (an imported or unfinished run): its result page shows its pictures.'
+        : 'The live snapshot comes with the first epoch.';
+      return;
+    }
     const batch = live.policy && live.policy.mode === 'batch';
     liveNote.classList.toggle('danger-text', batch);
     liveNote.textContent = live.source === 'batch_probe'

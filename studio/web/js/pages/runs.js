@@ -58,7 +58,7 @@ export default async function runsPage(ctx) {
           onclick: () => { confirming.add(run.id); render(); focusKey(`confirm-${run.id}`); } }));
       }
     }
-    if (isTerminal(run)) {
+    if (isTerminal(run) && !(run.options || {}).imported_from) { // an imported CLI run is not run again here (409)
       cell.append(h('button', { type: 'button', class: 'small', 'data-action': 'retry', 'data-key': `retry-${run.id}`,
         'aria-label': `Run ${run.id} again`, text: 'Retry',
         onclick: () => act(async () => { const r = await api.post(`/runs/${run.id}/retry`); ctx.go(`#/run/${r.id}`); }) }));
