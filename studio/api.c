@@ -257,9 +257,14 @@ static enum MHD_Result datasets_upload(req *r) {
     enum MHD_Result rc;
     json_t *j = body_json(r, &rc);
     if (!j) return rc;
-    const char *name = json_string_value(json_object_get(j, "name"));
-    json_t *spec = json_object_get(j, "spec"), *files = json_object_get(j, "files");
+    const char *name = json_string_value(json_object_get(j, "name")), *key;
+    json_t *spec = json_object_get(j, "spec"), *files = json_object_get(j, "files"), *kv;
     char staging[4400] = "", dir[4400], path[4600];
+    json_object_foreach(j, key, kv) /* as a submit's unknown fields are refused */
+        if (strcmp(key, "name") && strcmp(key, "spec") && strcmp(key, "files")) {
+            rc = http_error(r, 422, "invalid_dataset", key, "the fields are name, spec and files", "%.64s: not a field of an upload", key);
+            goto out;
+        }
     if (!name || !name_ok(name)) {
         rc = http_error(r, 422, "invalid_dataset", "name", NULL, "name: 1-64 characters of A-Z a-z 0-9 . _ - (not starting with .)");
         goto out;
@@ -325,6 +330,15 @@ static enum MHD_Result datasets_upload(req *r) {
         rc = http_error(r, 422, "invalid_dataset", strstr(msg, "spec.json") ? "spec" : "files", NULL, "%s", msg);
         goto out;
     }
+    static const char *const split[] = {"train", "val", "test"};
+    for (int k = DPD_VAL; k <= DPD_TEST; k++)
+        if (ds.split[k].n < (size_t)ds.spec.nperseg) { /* no run could score it: refused now, not at its first submit */
+            rc = http_error(r, 422, "invalid_dataset", "files", "give each of val and test at least nperseg samples",
+                            "files: the %s split has %zu samples, fewer than one segment (nperseg %d)", split[k], ds.split[k].n,
+                            ds.spec.nperseg);
+            dpd_dataset_free(&ds);
+            goto out;
+        }
     dpd_dataset_free(&ds);
     if (rename(staging, dir)) {
         rc = http_error(r, 409, "dataset_exists", "name", NULL, "a dataset named %s exists", name);

@@ -3004,6 +3004,11 @@ def t_datasets(ctx):
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": short})
     check(r.status == 422 and r.err("field") == "files" and ".staging" not in json.dumps(r.json) and s.root not in json.dumps(r.json),
           f"upload with splits of different lengths: the upload named, not the server's staging path: {r!r}")
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": files, "owner": "me"})
+    check(r.status == 422 and r.err("field") == "owner", f"upload with a field it does not have: {r!r}")
+    tiny = {n: "I,Q\n0.1,0.2\n" for n in files}
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": tiny})
+    check(r.status == 422 and "fewer than one segment" in r.json["error"]["message"], f"upload of one sample a split: {r!r}")
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": dict(spec, nperseg="many"), "files": files})
     check(r.status == 422 and r.err("field") == "spec", f"upload whose spec.json has nperseg 'many': field spec: {r!r}")
     check(not os.path.exists(os.path.join(s.root, "datasets", "uploads", "cap2")) and
