@@ -420,6 +420,17 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     if (j.pa[0] && pa_dir(h, r->ws, j.pa, pdir, sizeof pdir))
         return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",
                           "pa: '%s' is not a succeeded PA run of this studio", j.pa);
+    if (pdir[0]) { /* as dpd_train will refuse it, before it waits in the queue: the samples decide, not the names */
+        char ck[4200];
+        dpd_ckpt_info ci;
+        dpd_error cerr = {0};
+        snprintf(ck, sizeof ck, "%s/best.safetensors", pdir);
+        if (!dpd_ckpt_info_read(ck, &ci, &cerr) && ci.train_sha256[0] && info.train_sha256[0] &&
+            strcmp(ci.train_sha256, info.train_sha256))
+            return http_error(r, 422, "invalid_config", "pa", "train the PA on this dataset, or the DPD on the PA's",
+                              "pa: run %s was trained on another train split than dataset %s's (dataset '%s' then)", j.pa,
+                              dataset, ci.dataset);
+    }
     int printable = 1;
     for (const char *p = idem; p && *p; p++) printable &= (unsigned char)*p >= 0x20 && *p != 0x7f;
     if (idem && (!idem[0] || strlen(idem) > 256 || !printable))

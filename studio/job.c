@@ -230,6 +230,7 @@ dpd_status job_data_load(const char *dir, job_data *d, dpd_error *err) {
     }
     for (int k = 0; k < 3; k++) d->n[k] = ds.split[k].n;
     d->nperseg = ds.spec.nperseg;
+    dpd_split_fingerprint(&ds.split[DPD_TRAIN], d->train_sha256);
     dpd_dataset_free(&ds);
     dpd_doctor_report r;
     dpd_error derr = {0};

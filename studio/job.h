@@ -33,6 +33,7 @@ typedef struct job_data {
     size_t n[3];
     int nperseg;
     char doctor[900]; /* the dataset doctor's error-level findings ("code: message (fix: ...)"), "" when none */
+    char train_sha256[65]; /* dpd_split_fingerprint of the train split: a PA must have been trained on it */
 } job_data;
 
 /* Loads the dataset in dir (every split) into d and runs the dataset doctor on it (d->doctor).

@@ -2950,6 +2950,14 @@ def t_datasets(ctx):
     run = s.submit("train-pa", "mini", {"model": "gru", "hidden": 4, "epochs": 1, "preset": "quick"})
     fin = s.wait_status(run["id"], TERMINAL, 60)
     check(fin["status"] == "succeeded", f"train-pa on a --data dataset: {fin}")
+    pa_mini = run["id"]
+    r = s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "silent", "options": {"pa": pa_mini, "hidden": 4, "no_doctor": True}})
+    check(r.status == 422 and r.err("field") == "pa" and "another train split" in r.err("message"),
+          f"train-dpd through a PA trained on other samples: refused at submit: {r!r}")
+    r = s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": {"pa": pa_mini, "hidden": 4, "preset": "quick", "epochs": 1}})
+    check(r.status == 201, f"train-dpd through a PA trained on the same samples under another name: taken: {r!r}")
+    if r.status == 201:
+        s.cancel(r.json["id"])
     expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "broken", "options": {"hidden": 4}}), 422,
                  field="dataset", what="a malformed dataset")
     # the dataset doctor's gate (docs/doctor.md): a silent output refuses train-pa; no_doctor overrides
