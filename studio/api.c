@@ -492,8 +492,10 @@ static enum MHD_Result runs_post(req *r) {
         json_decref(j);
         return rc;
     }
-    if ((verb && !json_is_string(verb)) || (ds && !json_is_string(ds)) || (idem && !json_is_string(idem)))
-        rc = http_error(r, 422, "invalid_config", verb && !json_is_string(verb) ? "verb" : ds && !json_is_string(ds) ? "dataset" : "idempotency_key", NULL, "must be a string");
+    const char *f = verb && !json_is_string(verb) ? "verb" : ds && !json_is_string(ds) ? "dataset"
+                  : idem && !json_is_string(idem) ? "idempotency_key" : NULL;
+    if (f)
+        rc = http_error(r, 422, "invalid_config", f, NULL, "%s: must be a string", f);
     else
         rc = submit(r, json_string_value(verb), json_string_value(ds), json_object_get(j, "options"), json_string_value(idem), "");
     json_decref(j);
