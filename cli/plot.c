@@ -964,10 +964,10 @@ static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char g
 #define PW (W - PX - 22)
 #define PH (H - PY - 60)
 
-/* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot; where the
- * main channel has sub-channels, a bracket at the bottom (under the spectra, 100 dB below their peak)
- * under the one the ACLR divides by. */
-static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p) {
+/* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot; with
+ * reference, where the main channel has sub-channels, a bracket at the bottom (under the spectra,
+ * 100 dB below their peak) under the one the prediction's ACLR divides by. */
+static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p, int reference) {
     for (int i = 0; p->bands && i < 3; i++) {
         double x0 = ax_x(a, p->band[i][0]), x1 = ax_x(a, p->band[i][1]);
         colour(cr, i ? YELLOW : GREY, i ? 0.35 : 0.16);
@@ -976,7 +976,7 @@ static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p) {
         colour(cr, 0x333333, 1);
         text(cr, (x0 + x1) / 2, a->py + 5, 11, 0, 0.5, 0, i ? "adj." : "main channel");
     }
-    if (p->bands && p->ref_band[1] - p->ref_band[0] < p->band[0][1] - p->band[0][0]) {
+    if (reference && p->bands && p->ref_band[1] - p->ref_band[0] < p->band[0][1] - p->band[0][0]) {
         double x0 = ax_x(a, p->ref_band[0]), x1 = ax_x(a, p->ref_band[1]), y = a->py + a->ph - 20;
         cairo_set_line_width(cr, 1.2);
         cairo_move_to(cr, x0, y - 5);
@@ -1003,7 +1003,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     title(cr, d->doc, "Power spectral density");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
     axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
-    bands(cr, &a, p);
+    bands(cr, &a, p, 1);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     legend(cr, &a, s, n, TOP_RIGHT, 0);
 }
@@ -1029,7 +1029,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     title(cr, d->doc, "Residual spectrum (error)");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
     axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
-    bands(cr, &a, p);
+    bands(cr, &a, p, 0);
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);
     legend(cr, &a, s, 2, TOP_RIGHT, 0);

@@ -327,7 +327,9 @@ static enum MHD_Result datasets_upload(req *r) {
             m += (size_t)snprintf(msg + m, sizeof msg - m, "%.*s%s", p ? (int)(p - q) : (int)strlen(q), q, p ? name : "");
         }
         msg[sizeof msg - 1] = 0;
-        rc = http_error(r, 422, "invalid_dataset", strstr(msg, "spec.json") ? "spec" : "files", NULL, "%s", msg);
+        char spec_file[128];
+        snprintf(spec_file, sizeof spec_file, "%s/spec.json", name); /* the file at fault, as the message names it */
+        rc = http_error(r, 422, "invalid_dataset", strstr(msg, spec_file) ? "spec" : "files", NULL, "%s", msg);
         goto out;
     }
     static const char *const split[] = {"train", "val", "test"};

@@ -791,6 +791,7 @@ static int sse_event(void *user, long seq, double ts, const char *type, const ch
     char t[40], head[128];
     studio_iso(ts, t, sizeof t);
     json_t *d = json_loads(data, 0, NULL);
+    if (d && x->s->h.o.public_mode) studio_hide_paths(d, &x->s->h.o); /* status events carry the worker's messages */
     json_t *o = json_pack("{s:I, s:s, s:s, s:o}", "seq", (json_int_t)seq, "ts", t, "type", type, "data", d ? d : json_object());
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);

@@ -50,11 +50,16 @@ static const char *const refused[] = {"data",          "out",          "resume",
 /* err's field, a configuration field, renamed to the request's key for it (its flag without the
  * dashes, '-' as '_': order -> K, family -> model, batch_eval stays); err's status. */
 static dpd_status key_of(dpd_error *err) {
-    char flag[sizeof err->field + 2];
-    if (!err->field[0]) return err->status;
+    char flag[sizeof err->field + 2], msg[sizeof err->msg];
+    size_t n = strlen(err->field);
+    if (!n) return err->status;
     cli_flag(err->field, flag, sizeof flag);
     for (char *p = flag; *p; p++)
         if (*p == '-') *p = '_';
+    if (!strncmp(err->msg, err->field, n) && err->msg[n] == ':') { /* "order: ..." -> "K: ..." */
+        snprintf(msg, sizeof msg, "%s%s", flag + 2, err->msg + n);
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
     snprintf(err->field, sizeof err->field, "%s", flag + 2);
     return err->status;
 }
@@ -152,6 +157,7 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
     }
     int target_dpd = 0, legacy = 0, evm_given = 0;
     unsigned sizes = 0; /* the family-sizing fields given (cli_size_bit) */
+    int ls_iterations = 0;
     json_object_foreach((json_t *)options, key, v) {
         char text[4096], field[64];
         if (!strcmp(key, "preset")) continue;
@@ -171,7 +177,6 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         if (ls && !strcmp(key, "kind")) {
             if (strcmp(text, "mp") && strcmp(text, "gmp")) return fail(err, DPD_E_INVAL, key, "kind: must be mp or gmp");
             snprintf(c->model.family, sizeof c->model.family, "%s", strcmp(text, "mp") ? "gmp_ls" : "mp");
-            c->model.cross = strcmp(text, "mp") ? 2 : 0;
             continue;
         }
         if (ls && !strcmp(key, "target")) {
@@ -185,6 +190,8 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             continue;
         }
         if (!strcmp(key, "legacy_evm")) {
+            if (!json_is_boolean(v) && strcmp(text, "0") && strcmp(text, "1"))
+                return fail(err, DPD_E_INVAL, key, "legacy_evm: must be true or false");
             legacy = strcmp(text, "0") != 0;
             continue;
         }
@@ -204,7 +211,11 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             return err->status;
         }
         sizes |= cli_size_bit(field);
+        ls_iterations |= !strcmp(field, "ls_iterations");
     }
+    if (ls && !(sizes & cli_size_bit("cross"))) c->model.cross = strcmp(c->model.family, "mp") ? 2 : 0; /* gmp's default M */
+    if (ls && !target_dpd && ls_iterations)
+        return fail(err, DPD_E_INVAL, "iterations", "iterations: for target dpd (indirect learning): a PA model is one fit");
     if (cli_legacy_evm(legacy, evm_given, &c->evm_fs, err) || cli_thresholds(&c->model, err)) return err->status;
     if (cli_family_sizes(c->model.family, sizes, err)) return key_of(err);
     if ((dpd || target_dpd) != (j->pa[0] != 0))

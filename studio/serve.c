@@ -338,8 +338,8 @@ int cmd_serve(int argc, char **argv) {
             snprintf(o.worker_exe, sizeof o.worker_exe, "%s", v);
         } else if (!strcmp(a, "--data")) {
             struct stat sb;
-            if (o.ndata == STUDIO_MAX_DATA || absolute(v, data[o.ndata], sizeof data[0]) || stat(v, &sb) ||
-                !S_ISDIR(sb.st_mode)) {
+            if (o.ndata == STUDIO_MAX_DATA || stat(v, &sb) || !S_ISDIR(sb.st_mode) ||
+                !realpath(v, data[o.ndata])) { /* the real path: the one dpd_train writes, and public mode hides */
                 fprintf(stderr, "dpd: --data %s: %s\n", v, o.ndata == STUDIO_MAX_DATA ? "at most 16 --data directories" : "not a directory");
                 return 2;
             }

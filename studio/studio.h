@@ -75,7 +75,8 @@ void studio_run_path(const char *root, const char *ws, const char *id, const cha
 int studio_write_file(const char *path, const void *p, size_t n);
 /* Public mode: every string in j (objects and arrays, recursively) with the server's paths taken
  * out: ROOT/sessions/WS/ (a session's workspace) and ROOT/ become "", a --data directory DIR/
- * becomes "" (so a run directory reads runs/ID/..., a dataset its name). j is changed in place;
+ * (the longest that matches) and the runtime packs' directory too (so a run directory reads
+ * runs/ID/..., a dataset its name, a provider's pack its own name). j is changed in place;
  * a string that cannot be rebuilt (no memory) becomes "". */
 struct json_t;
 void studio_hide_paths(struct json_t *j, const studio_opts *o);

@@ -1,6 +1,7 @@
 /* super: the supervisor — one thread that dispatches queued runs to worker processes, tails their
  * events into the store, enforces cancel grace and wall time, finalises runs when their workers
  * exit, and recovers what a previous server left (studio.h, docs/studio.md). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dpd/dpd.h"
 #include "sandbox.h"
 #include "studio.h"
 
@@ -133,17 +135,30 @@ void studio_run_path(const char *root, const char *ws, const char *id, const cha
              name ? "/" : "", name ? name : "");
 }
 
-/* The length of the server path at v (a prefix studio_hide_paths takes out), 0 if none starts there. */
+/* The length of "dir/" when v starts with it, else 0. */
+static size_t under(const char *v, const char *dir) {
+    size_t n = strlen(dir);
+    return n > 1 && !strncmp(v, dir, n) && v[n] == '/' ? n + 1 : 0;
+}
+
+/* The length of the server path at v (a prefix studio_hide_paths takes out), 0 if none starts
+ * there: ROOT/sessions/WS/ (WS its 48 hex digits) or ROOT/, else the longest of the --data
+ * directories and the runtime packs' directory (a provider's text names its pack's). */
 static size_t server_path(const char *v, const studio_opts *o) {
-    size_t n = strlen(o->root);
-    if (n > 1 && !strncmp(v, o->root, n) && v[n] == '/') {
-        const char *p = v + n + 1, *q;
-        if (!strncmp(p, "sessions/", 9) && (q = strchr(p + 9, '/'))) return (size_t)(q + 1 - v);
-        return n + 1;
+    if (*v != '/') return 0;
+    size_t n = under(v, o->root), w = 0;
+    if (n) {
+        const char *p = v + n;
+        if (!strncmp(p, "sessions/", 9)) {
+            while (w < 48 && isxdigit((unsigned char)p[9 + w])) w++;
+            if (w == 48 && p[9 + w] == '/') return n + 9 + w + 1;
+        }
+        return n;
     }
     for (int i = 0; i < o->ndata; i++)
-        if ((n = strlen(o->data[i])) > 1 && !strncmp(v, o->data[i], n) && v[n] == '/') return n + 1;
-    return 0;
+        if ((w = under(v, o->data[i])) > n) n = w;
+    if ((w = under(v, dpd_packs_dir())) > n) n = w;
+    return n;
 }
 
 void studio_hide_paths(json_t *j, const studio_opts *o) {
@@ -155,11 +170,11 @@ void studio_hide_paths(json_t *j, const studio_opts *o) {
     if (!json_is_string(j)) return;
     const char *s = json_string_value(j);
     size_t len = json_string_length(j), m = 0, cut = 0;
-    for (size_t p = 0; p < len; p++) cut |= server_path(s + p, o) > 0;
+    for (size_t p = 0; p < len && !cut; p++) cut = s[p] == '/' && server_path(s + p, o);
     if (!cut) return;
     char *out = malloc(len + 1);
     for (size_t p = 0; out && p < len;) {
-        size_t skip = server_path(s + p, o);
+        size_t skip = s[p] == '/' ? server_path(s + p, o) : 0;
         if (skip) p += skip;
         else out[m++] = s[p++];
     }

@@ -935,7 +935,11 @@ def t_submit_validation(ctx):
     expect_error(sub(model="gru", K=3), 422, "invalid_config", "K", "a nonlinearity order on gru (ignored, so refused)")
     expect_error(sub(model="lstm", units=2), 422, "invalid_config", "units", "DVR units on lstm (ignored, so refused)")
     expect_error(sub(verb="fit-ls", kind="mp", M=1), 422, "invalid_config", "M", "envelope lags and leads on an MP fit")
-    expect_error(sub(verb="fit-ls", kind="mp", K=0), 422, "invalid_config", "K", "fit-ls K 0")
+    r = sub(verb="fit-ls", kind="mp", K=0)
+    expect_error(r, 422, "invalid_config", "K", "fit-ls K 0")
+    check(r.json["error"]["message"].startswith("K: "), f"the message names the key too: {r!r}")
+    expect_error(sub(verb="fit-ls", kind="mp", iterations=2), 422, "invalid_config", "iterations", "fit-ls target pa iterations")
+    expect_error(sub(legacy_evm="false"), 422, "invalid_config", "legacy_evm", "legacy_evm 'false'")
     expect_error(sub(frame=10 ** 6), 422, "invalid_config", "frame", "a frame longer than the train split")
     expect_error(sub(provider="/bin/sh"), 422, "invalid_config", "provider", "provider /bin/sh")
     expect_error(sub(provider="nosuchpack"), 422, "invalid_config", "provider", "a provider with no pack installed")
@@ -1802,7 +1806,7 @@ def t_public_isolation(ctx):  # no request of one session reaches another's run:
     check(arts, "the run has artifacts")
     aid = arts[0]["id"]
     body = a.get(f"/api/v1/runs/{rid}/artifacts/{aid}").body
-    for sub in ("", "/events?after=0", "/live", "/plots", "/results", "/artifacts"):
+    for sub in ("", "/events?after=0", "/events/stream", "/logs", "/live", "/plots", "/results", "/artifacts"):
         t = a.get(f"/api/v1/runs/{rid}{sub}").body.decode()
         check(s.root not in t and "/sessions/" not in t, f"A's own {sub or '/'} names a server path: {t[:300]}")
     res = a.get(f"/api/v1/runs/{rid}/results").json
@@ -3285,6 +3289,7 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
         "train-dpd": s.submit("train-dpd", "synth", {"pa": pa, "model": "gru", "hidden": 4, "preset": "quick", "epochs": 1}),
         "fit-ls pa": s.submit("fit-ls", "synth", {"kind": "mp", "target": "pa"}),
         "fit-ls dpd": s.submit("fit-ls", "synth", {"kind": "gmp", "target": "dpd", "pa": pa}),
+        "fit-ls gmp M1": s.submit("fit-ls", "synth", {"M": 1, "kind": "gmp"}),  # M before kind: kept
     }
     for name, r in runs.items():
         fin = s.wait_status(r["id"], TERMINAL, 90, 0.1)
@@ -3298,6 +3303,10 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
         check_run_consistency(fin, evs)
         res = s.get(f"/api/v1/runs/{r['id']}/results")
         check(res.status == 200, f"{name} results: {res!r}")
+        if name.startswith("fit-ls gmp"):
+            cfg = res.json.get("config") or {}
+            cross = cfg.get("cross", (cfg.get("model") or {}).get("cross"))
+            check(cross == 1, f"{name}: the fit's M is the request's 1, whatever the keys' order: {cross} ({cfg})")
         if "dpd" in name:  # a DPD left worse than none says so, as the CLI does
             sm = res.json.get("summary") if isinstance(res.json.get("summary"), dict) else res.json
             a, b = sm["test"]["ACLR_AVG"], sm["no_dpd"]["ACLR_AVG"]
