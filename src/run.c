@@ -549,7 +549,13 @@ dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_st
              !get_metrics(&ck, "test", &st->best_test, bad_buf, sizeof bad_buf))
         bad_key = bad_buf;
     else if (dpd_ckpt_meta(&ck, "epoch_step")) {
-        if (!get_long(&ck, "epoch_step", 1, steps - 1, &es) || epoch >= c->epochs) bad_key = "epoch_step";
+        if (!get_long(&ck, "epoch_step", 1, steps - 1, &es)) bad_key = "epoch_step";
+        else if (epoch >= c->epochs) { /* stopped inside epoch + 1: the run needs that many at least */
+            dpd_ckpt_close(&ck);
+            return dpd_fail_field(err, "epochs", DPD_E_INVAL, "epochs: %s stopped inside epoch %ld (after %ld of its %ld "
+                                  "steps), and %d asks for no more (pass epochs %ld or more to finish it)",
+                                  d->dir, epoch + 1, es, steps, c->epochs, epoch + 1);
+        }
         else if (!get_double(&ck, "epoch_loss", 0, DBL_MAX, 0, &st->epoch_loss)) bad_key = "epoch_loss";
         else if (!get_rng(dpd_ckpt_meta(&ck, "epoch_rng"), &st->epoch_rng)) bad_key = "epoch_rng";
         else if (!get_zeros(dpd_ckpt_meta(&ck, "epoch_zeros"), st->dz)) bad_key = "epoch_zeros";

@@ -596,6 +596,10 @@ wait $pid; rc=$?
 check '[ $rc -eq 130 ] && grep -q "^dpd: cancelled after [0-9]* epochs*; resume with: dpd train-pa --resume '"'$SG'"'\$" "$T/sg.err"' \
     "SIGINT during train-pa: exit 130 and the exact resume command (exit $rc: $(tail -n 2 "$T/sg.err"))"
 check '[ -s "$SG/last.safetensors" ] && ! ls "$SG" | grep -q tmp' "a cancelled run leaves a consistent last.safetensors and no temporary files"
+# resumed asking for fewer epochs than it has begun: the epochs are at fault, not the checkpoint
+"$DPD" train-pa --resume "$SG" --epochs 1 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 2 ] && grep -Eq "^dpd: --epochs: .*(stopped inside epoch 2 \(after [0-9]+ of its [0-9]+ steps\)|has finished epoch [12]), and 1 asks for no more" "$T/err"' \
+    "resume of a run stopped inside an epoch with too few --epochs: exit 2 naming --epochs (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" train-pa --resume "$SG" >/dev/null 2>"$T/err"; rc=$?
 big --epochs 3 --out "$T/su" >/dev/null 2>&1
 data "$T/su/big/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/last.safetensors" >"$T/su.last"
