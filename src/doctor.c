@@ -797,6 +797,17 @@ static void check_files(const capture *c, dpd_doctor_report *r) {
         snprintf(f->fix, sizeof f->fix, "restore %s from the capture (or remove its partner)", c->lonely[0]);
         ev_text(f, "missing", "%s%s%s", c->lonely[0], c->nlonely > 1 ? ", " : "", c->nlonely > 1 ? c->lonely[1] : "");
     }
+    for (int k = 0; k < c->nparts && !c->single; k++) { /* present, but a header and no rows: nothing reads it */
+        const part *p = &c->p[k];
+        if (!p->present || (p->nx && p->ny)) continue;
+        dpd_finding *f = finding(r, "split_empty", DPD_SEV_ERROR, "A split has no samples");
+        int both = !p->nx && !p->ny;
+        snprintf(f->value, sizeof f->value, "%s: %zu input, %zu output rows", split_names[k], p->nx, p->ny);
+        snprintf(f->message, sizeof f->message, "%s%s%s %s no data rows after the header: training and evaluation refuse it",
+                 p->nx ? p->out : p->in, both ? " and " : "", both ? p->out : "", both ? "have" : "has");
+        snprintf(f->fix, sizeof f->fix, "export the %s split's samples (I,Q rows), or remove its files", split_names[k]);
+        ev_text(f, "split", "%s", split_names[k]);
+    }
     for (int k = 0; k < c->nparts && !c->single; k++) {
         if (c->p[k].present) continue;
         dpd_finding *f = finding(r, "split_missing", DPD_SEV_WARNING, "A split is absent");

@@ -532,6 +532,16 @@ static void test_dpd_checks(void) {
     CHECK(r.n[1] == 0 && r.n[2] == 0 && r.n_total == clean.len[0], "missing files: only train examined");
     dpd_doctor_report_free(&r);
 
+    d = write_cap(&clean);
+    write_iq(d, "val_input.csv", clean.x, 0);
+    write_iq(d, "val_output.csv", clean.y, 0);
+    r = run("empty val", d);
+    f = find(&r, "split_empty");
+    CHECK(f && f->blocking && f->severity == DPD_SEV_ERROR && !strcmp(ev(f, "split")->text, "val") &&
+              strstr(f->message, "val_input.csv and val_output.csv have no data rows"),
+          "val files with a header and no rows: split_empty, an error that blocks (%s)", f ? f->message : "none");
+    dpd_doctor_report_free(&r);
+
     cap_copy(&c, &clean);
     c.len[2]--; /* drop the last test row of the output only */
     d = write_cap(&c);
