@@ -194,11 +194,12 @@ int cmd_eval(int argc, char **argv) {
             goto done;
         mod = e2.m;
         chosen(sm, prov, sizeof prov);
-        if (json) {
-            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?, s:s}", "dataset", ds.name, "split", split,
+        int both = nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK;
+        if (json) { /* the improvement: no_dpd's ACLR_AVG (ACPR_AVG) less dpd's, dB; null where either is n/a */
+            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?, s:o, s:s}", "dataset", ds.name, "split", split,
                           "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g),
                           "gain_split", "train", "no_dpd", cli_metrics_json(&nod, 0), "dpd", cli_metrics_json(&mod, 0),
-                          "provider", prov);
+                          "improvement_db", both ? cli_jnum(nod.aclr_avg - mod.aclr_avg) : json_null(), "provider", prov);
             rc = cli_json_print(j);
             goto done;
         }
@@ -210,7 +211,7 @@ int cmd_eval(int argc, char **argv) {
         cli_na_row(stdout, &t, "no DPD", &nod);
         cli_na_row(stdout, &t, "DPD", &mod);
         cli_na_print(stdout, &t, "");
-        if (nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK)
+        if (both)
             printf("%s improvement: %.2f dB\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG), nod.aclr_avg - mod.aclr_avg);
         else
             printf("%s improvement: n/a\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG));

@@ -166,7 +166,11 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         if (!S_ISDIR(st.st_mode))
             return cli_err(err, DPD_E_INVAL, "plot: %s is a file, not a run directory (a dataset is drawn with --data DIR)",
                            r->run_dir);
-        if (access(path, R_OK)) return cli_err(err, DPD_E_INVAL, "plot: %s is not a run directory (no config.json)", r->run_dir);
+        if (access(path, R_OK)) {
+            snprintf(path, sizeof path, "%s/spec.json", r->run_dir);
+            return cli_err(err, DPD_E_INVAL, "plot: %s is not a run directory (no config.json)%s", r->run_dir,
+                           access(path, F_OK) ? "" : "; it is a dataset, drawn with --data DIR");
+        }
         if (r->data) snprintf(data, sizeof data, "%s", r->data);
         else if (config_get(path, "data", data, sizeof data, err)) return err->status;
         if (!r->data && (!data[0] || access(data, F_OK)))

@@ -75,7 +75,9 @@ static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
                               "--fs, or lower --carriers or --carrier-bw",
                               c->fs / 1e6, c->carriers, c->carrier_bw / 1e6, c->carriers * c->carrier_bw / 1e6,
                               2 * c->carriers * c->carrier_bw / 1e6);
-    if (c->nperseg < 16 || c->length % (size_t)c->nperseg || c->length / (size_t)c->nperseg < 5)
+    if (c->nperseg < 16) /* one frame, one OFDM symbol: a few subcarriers at least */
+        return dpd_fail_field(err, "nperseg", DPD_E_INVAL, "nperseg: %d must be 16 or more", c->nperseg);
+    if (c->length % (size_t)c->nperseg || c->length / (size_t)c->nperseg < 5)
         return dpd_fail_field(err, "length", DPD_E_INVAL,
                         "length: %zu must be a multiple of nperseg (%d) with at least 5 frames",
                         c->length, c->nperseg);

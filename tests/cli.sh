@@ -39,6 +39,7 @@ check '[ "$(wc -l < "$T/a/train_input.csv")" -eq 23041 ] && [ "$(wc -l < "$T/a/t
 check 'grep -q "\"nperseg\": 2560" "$T/a/spec.json" && grep -q "\"n_sub_ch\": 10" "$T/a/spec.json"' "synth: spec fields"
 expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
 expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
+expect 2 "dpd: --nperseg: 0 must be 16 or more" "$DPD" synth --out "$T/x" --nperseg 0
 expect 2 "needs --out" "$DPD" synth
 # a sample rate too low for the carriers: the numbers in MHz, and the three options that fix it
 expect 2 "dpd: --fs: 100 MHz leaves too little room for the adjacent channels of 10 x 20 MHz carriers (dpd synth wants a sample rate above twice their 200 MHz channel, 400 MHz): raise --fs, or lower --carriers or --carrier-bw" \
@@ -316,6 +317,8 @@ expect 2 "dpd: --K: 0 is out of range 1..16" "$DPD" fit-ls --data "$T/a" --kind 
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" --json >"$T/ce.json" 2>/dev/null
 check '[ "$(num dpd ACLR_AVG "$T/ce.json")" = "$(num test ACLR_AVG "$T/d1.json")" ] && [ "$(num no_dpd ACLR_AVG "$T/ce.json")" = "$(num no_dpd ACLR_AVG "$T/d1.json")" ]' \
     "eval --pa RUN --model RUN reproduces train-dpd's test and no-DPD ACLR"
+check 'jq1 "$T/ce.json" "abs(j[\"improvement_db\"] - (j[\"no_dpd\"][\"ACLR_AVG\"] - j[\"dpd\"][\"ACLR_AVG\"])) < 1e-12"' \
+    "eval --pa --model --json: improvement_db is no_dpd's ACLR_AVG less dpd's"
 # maxdev A B: largest |I - I'| and |Q - Q'| of the outputs over max |output|, from two run CSVs (I,Q,I_in,Q_in)
 maxdev() { paste -d, "$1" "$2" | tail -n +2 | awk -F, '{for(k=1;k<=2;k++){d=$k-$(k+4); if(d<0)d=-d; if(d>m)m=d; a=$k<0?-$k:$k; if(a>r)r=a}} END {printf "%.3g", m/r}'; }
 "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/ex.csv" --exact 2>/dev/null

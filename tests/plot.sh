@@ -255,7 +255,7 @@ images "a silent capture" png "$T/sp2" psd amam
 expect 2 "needs a run directory" "$DPD" plot
 expect 2 "does not exist" "$DPD" plot "$T/nosuch"
 expect 2 "is a file, not a run directory" "$DPD" plot "$T/end.json"
-expect 2 "not a run directory" "$DPD" plot "$T/d"
+expect 2 "not a run directory (no config.json); it is a dataset, drawn with --data DIR" "$DPD" plot "$T/d"
 expect 2 "--format must be png or svg" "$DPD" plot "$R" --format jpg
 expect 2 "--split must be test or val" "$DPD" plot "$R" --split train
 expect 2 "one RUN_DIR" "$DPD" plot "$R" "$R"
