@@ -73,6 +73,10 @@ dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err);
 /* flags.c: 1 when dpd fit-ls takes the configuration field (its --K, --Q, --M, --reg, --iterations,
  * --batch-eval, --evm-fs, --metric-profile and the execution options), 0 for a training option. */
 int cli_fit_ls_field(const char *field);
+/* flags.c: fit-ls's model once its kind is m->family (mp or gmp_ls): M defaults to 2 for gmp_ls
+ * (0 for mp) unless given; M given for an MP (cli_family_sizes) and iterations given for a PA fit
+ * (target_dpd 0) are DPD_E_INVAL naming the field. given: cli_size_bit of the fields given. */
+dpd_status cli_fit_ls_check(dpd_model_cfg *m, int target_dpd, unsigned given, int iterations, dpd_error *err);
 /* train.c: an epoch as the CLI's epoch lines say it, "epoch k/N train_loss ... val NMSE ... EVM ...
  * ACLR ... | test NMSE ...[ lr ...]" (no learning rate for a least-squares fit, ls), into out. */
 void cli_epoch_text(const dpd_event *e, int ls, char *out, size_t n);

@@ -112,3 +112,14 @@ int cli_fit_ls_field(const char *field) {
         if (!strcmp(field, fields[i])) return 1;
     return 0;
 }
+
+dpd_status cli_fit_ls_check(dpd_model_cfg *m, int target_dpd, unsigned given, int iterations, dpd_error *err) {
+    if (!(given & cli_size_bit("cross"))) m->cross = strcmp(m->family, "mp") ? 2 : 0; /* gmp's default M */
+    if (cli_family_sizes(m->family, given, err)) return err->status; /* M for an MP */
+    if (!target_dpd && iterations) {
+        cli_err(err, DPD_E_INVAL, "ls_iterations: for target dpd (indirect learning): a PA model is one fit");
+        snprintf(err->field, sizeof err->field, "ls_iterations");
+        return err->status;
+    }
+    return DPD_OK;
+}

@@ -459,10 +459,6 @@ int cmd_fit_ls(int argc, char **argv) {
     else if (!dpd && strcmp(target, "pa")) snprintf(why, sizeof why, "--target must be pa or dpd (got '%.60s')", target);
     else if (dpd && !c.pa[0]) snprintf(why, sizeof why, "--target dpd needs --pa PA (the PA model to fit through)");
     else if (!dpd && c.pa[0]) snprintf(why, sizeof why, "--pa is for --target dpd (a PA model is fitted to the data alone)");
-    else if (!strcmp(kind, "mp") && args_get(o, sizeof o / sizeof *o, "M")->seen)
-        snprintf(why, sizeof why, "--M is gmp's (envelope lags and leads): --kind mp has none");
-    else if (!dpd && args_get(o, sizeof o / sizeof *o, "iterations")->seen)
-        snprintf(why, sizeof why, "--iterations is for --target dpd (indirect learning): a PA model is one fit");
     if (why[0]) {
         fprintf(stderr, "dpd: fit-ls %s\n", why);
         return 2;
@@ -478,8 +474,11 @@ int cmd_fit_ls(int argc, char **argv) {
         }
     }
     snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
-    if (!strcmp(kind, "mp")) c.model.cross = 0;
     dpd_error lerr = {0};
+    int n = sizeof o / sizeof *o;
+    if (cli_fit_ls_check(&c.model, dpd, args_get(o, n, "M")->seen ? cli_size_bit("cross") : 0,
+                         args_get(o, n, "iterations")->seen, &lerr))
+        return cli_fail(&lerr);
     if (cli_legacy_evm(legacy, args_get(o, sizeof o / sizeof *o, "evm-fs")->seen, &c.evm_fs, &lerr)) return cli_fail(&lerr);
     if ((r = cli_exec_resolve(&x))) return r;
     c.threads = x.threads;

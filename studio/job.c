@@ -213,9 +213,7 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         sizes |= cli_size_bit(field);
         ls_iterations |= !strcmp(field, "ls_iterations");
     }
-    if (ls && !(sizes & cli_size_bit("cross"))) c->model.cross = strcmp(c->model.family, "mp") ? 2 : 0; /* gmp's default M */
-    if (ls && !target_dpd && ls_iterations)
-        return fail(err, DPD_E_INVAL, "iterations", "iterations: for target dpd (indirect learning): a PA model is one fit");
+    if (ls && cli_fit_ls_check(&c->model, target_dpd, sizes, ls_iterations, err)) return key_of(err);
     if (cli_legacy_evm(legacy, evm_given, &c->evm_fs, err) || cli_thresholds(&c->model, err)) return err->status;
     if (cli_family_sizes(c->model.family, sizes, err)) return key_of(err);
     if ((dpd || target_dpd) != (j->pa[0] != 0))

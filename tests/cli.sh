@@ -107,8 +107,8 @@ check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.t
     "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
 expect 2 "--split takes val or test, got 'train'" "$DPD" eval --data "$T/a" --split train
 expect 2 "--split takes val or test, got 'Val'" "$DPD" eval --split Val --data "$T/a"
-expect 2 "fit-ls --M is gmp's (envelope lags and leads): --kind mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
-expect 2 "fit-ls --iterations is for --target dpd" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --iterations 3
+expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls has; mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
+expect 2 "dpd: --iterations: for target dpd (indirect learning): a PA model is one fit" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --iterations 3
 expect 2 "--evm-fs: -5 is not a sample rate" "$DPD" eval --data "$T/a" --split test --evm-fs -5
 mkdir -p "$T/hq" && cp "$T/a/"* "$T/hq/" && sed -i '1s/.*/I,Qq/' "$T/hq/val_input.csv"
 "$DPD" eval --data "$T/hq" --split val >/dev/null 2>"$T/err"; rc=$?
