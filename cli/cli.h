@@ -34,8 +34,13 @@ void cli_doctor_warn(const char *data);
  * bears on the figures (not the protocol's gain offset, which g x absorbs). */
 int cli_doctor_telling(const dpd_finding *f);
 /* eval.c: says on stderr when the checkpoint described by info (what: how to name it) was trained on
- * other data than ds: by its train split's fingerprint when both are known, else by name. */
+ * other data than ds: by its train split's fingerprint when both are known, else by name; and at
+ * another sample rate (cli_warn_rate). */
 void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds);
+/* A model trained at another sample rate than fs, the data's (info->fs and fs both known and not
+ * within 1e-9 of each other): said on stderr, not refused; its memory taps span other times and
+ * its bandwidths are other fractions of fs. where: the data ("dataset DIR", "FILE"). */
+void cli_warn_rate(const char *what, const dpd_ckpt_info *info, double fs, const char *where);
 int cmd_serve(int argc, char **argv);  /* studio/serve.c */
 int cmd_worker(int argc, char **argv); /* studio/worker.c */
 
@@ -65,7 +70,8 @@ dpd_status cli_legacy_evm(int legacy, int evm_given, double *evm_fs, dpd_error *
  * without them, which would ignore it; else DPD_OK. */
 dpd_status cli_thresholds(const dpd_model_cfg *m, dpd_error *err);
 /* flags.c: the fields that size only some families (order and memory: the polynomial families;
- * cross: gmp_ls; units: dvrjanet), given for another family, would be ignored: cli_size_bit(field)
+ * cross: gmp_ls; units: dvrjanet; hidden: the neural families), given for another family, would be
+ * ignored: cli_size_bit(field)
  * is the field's bit (0 for any other field), and cli_family_sizes DPD_E_INVAL naming the first of
  * the given bits that family has not; else DPD_OK (an unknown family too: its own check names it). */
 unsigned cli_size_bit(const char *field);

@@ -33,8 +33,18 @@ static dpd_status ckpt_open(ckpt *c, const char *flag, const char *arg, int want
 
 static int is_dpd(const ckpt *c) { return !strcmp(c->info.kind, "train_dpd"); }
 
+void cli_warn_rate(const char *what, const dpd_ckpt_info *info, double fs, const char *where) {
+    if (!(info->fs > 0 && fs > 0) || fabs(info->fs - fs) <= 1e-9 * fs) return;
+    char a[32], b[32];
+    fprintf(stderr, "dpd: warning: %s was trained on data sampled at %s, and %s is sampled at %s: a model's memory "
+                    "spans a fixed number of samples, so it does not carry over to another rate\n",
+            what, cli_hz(info->fs, a, sizeof a), where, cli_hz(fs, b, sizeof b));
+}
+
 void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds) {
-    char fp[65] = "";
+    char fp[65] = "", where[4200];
+    snprintf(where, sizeof where, "the dataset %s", ds->dir);
+    cli_warn_rate(what, info, ds->spec.fs, where);
     if (info->train_sha256[0] && ds->split[DPD_TRAIN].n) dpd_split_fingerprint(&ds->split[DPD_TRAIN], fp);
     if (fp[0]) { /* the samples decide, not the names */
         if (strcmp(fp, info->train_sha256))

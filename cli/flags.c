@@ -80,8 +80,9 @@ static const struct {
 } sizes[] = {{"order", "nonlinearity orders K", "the polynomial families have (mp, gmp_ls)"},
              {"memory", "a depth Q of past samples", "the polynomial families have (mp, gmp_ls)"},
              {"cross", "envelope lags and leads M", "gmp_ls has"},
-             {"units", "a DVR unit count K", "dvrjanet has"}}; /* no field's own name in its text: cli_fail
-                                                                   turns each into the flag */
+             {"units", "a DVR unit count K", "dvrjanet has"},
+             {"hidden", "a layer width H", "the neural families have (not gmp, mp or gmp_ls)"}}; /* no field's own
+                                                                   name in its text: cli_fail turns each into the flag */
 
 unsigned cli_size_bit(const char *field) {
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
@@ -93,7 +94,8 @@ dpd_status cli_family_sizes(const char *family, unsigned given, dpd_error *err) 
     dpd_family_info f;
     if (!dpd_family_lookup(family, &f)) return DPD_OK; /* an unknown family: the configuration's check names it */
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        int has = i < 2 ? f.poly : i == 2 ? !strcmp(f.name, "gmp_ls") : !strcmp(f.name, "dvrjanet");
+        int has = i < 2 ? f.poly : i == 2 ? !strcmp(f.name, "gmp_ls") : i == 3 ? !strcmp(f.name, "dvrjanet")
+                                                                                : !f.poly && strcmp(f.name, "gmp");
         if (!(given >> i & 1) || has) continue;
         cli_err(err, DPD_E_INVAL, "%s: %s, which only %s; %s has none", sizes[i].field, sizes[i].what, sizes[i].whose,
                 f.name);

@@ -150,6 +150,10 @@ int cmd_run(int argc, char **argv) {
                 in);
         goto fail;
     }
+    dpd_ckpt_info info = {0};
+    dpd_error ierr = {0};
+    if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0, info.fs = 0; /* provenance only: a checkpoint without it is fine */
+    cli_warn_rate(path, &info, fs, in);
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
     if (L > 0x7fffffff) {
@@ -173,11 +177,8 @@ int cmd_run(int argc, char **argv) {
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    dpd_ckpt_info info = {0};
     char about[4400];
     snprintf(about, sizeof about, "dpd run: %s applied to %s (%s)", path, in, L == n ? "exact" : "sectioned");
-    dpd_error ierr = {0};
-    if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0; /* provenance only: a checkpoint without it is fine */
     dpd_recording_meta wm = {.fs = fs, .freq = freq ? freq : rm.freq, .mat73 = !strcmp(matv, "7.3"), .description = about,
                              .model = path, .run_id = info.run_id[0] ? info.run_id : NULL};
     if (dpd_recording_write_meta(out, y, iq, n, &wm, &err)) goto fail;

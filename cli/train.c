@@ -352,7 +352,8 @@ static int train(int argc, char **argv, int dpd) {
             return 2;
         }
         if (cli_thresholds(&c.model, &err)) return cli_fail(&err);
-        static const char *const size[][2] = {{"K", "order"}, {"Q", "memory"}, {"M", "cross"}, {"units", "units"}};
+        static const char *const size[][2] = {{"K", "order"}, {"Q", "memory"}, {"M", "cross"}, {"units", "units"},
+                                              {"hidden", "hidden"}};
         unsigned sized = 0;
         for (size_t i = 0; i < sizeof size / sizeof *size; i++)
             if (args_get(o, n, size[i][0])->seen) sized |= cli_size_bit(size[i][1]);

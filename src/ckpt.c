@@ -318,6 +318,11 @@ dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *e
     if ((v = dpd_ckpt_meta(&c, "run_id"))) snprintf(out->run_id, sizeof out->run_id, "%s", v);
     if ((v = dpd_ckpt_meta(&c, "pa_run_id"))) snprintf(out->pa_run_id, sizeof out->pa_run_id, "%s", v);
     if ((v = dpd_ckpt_meta(&c, "epoch"))) out->epoch = atoi(v);
+    if ((v = dpd_ckpt_meta(&c, "input_signal_fs"))) { /* a rate that is not a positive number: not recorded */
+        char *end;
+        double fs = strtod(v, &end);
+        out->fs = *v && !*end && isfinite(fs) && fs > 0 ? fs : 0;
+    }
     out->least_squares = dpd_ckpt_meta(&c, "least_squares") != NULL || strstr(out->run_id, "_LS_") != NULL;
     dpd_ckpt_close(&c);
     return s;

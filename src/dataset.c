@@ -216,8 +216,11 @@ fail:
 
 static dpd_status spec_number(json_t *root, const char *path, const char *key, const char *alias,
                               double *v, int required, dpd_error *err, char *warn, size_t nwarn) {
-    json_t *j = json_object_get(root, key);
-    if (!j && alias && (j = json_object_get(root, alias)) && warn && !warn[0])
+    json_t *j = json_object_get(root, key), *ja = alias ? json_object_get(root, alias) : NULL;
+    if (j && ja && !(json_is_number(j) && json_is_number(ja) && json_number_value(j) == json_number_value(ja)))
+        return dpd_fail(err, DPD_E_FORMAT, "%s: fields '%s' and '%s' (its alias) are both given and differ: give one", path,
+                        key, alias);
+    if (!j && ja && (j = ja) && warn && !warn[0])
         snprintf(warn, nwarn, "%s: '%s' read as '%s' (alias)", path, alias, key);
     if (!j) {
         if (!required) return DPD_OK;

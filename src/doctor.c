@@ -405,10 +405,17 @@ static dpd_status read_mat(capture *c, dpd_doctor_report *r, dpd_error *err) {
 static void read_meta(capture *c, json_t *root, int k) {
     const struct meta_field *m = &meta_fields[k];
     const char *key = m->key;
-    json_t *j = json_object_get(root, key);
-    if (!j && m->alias && (j = json_object_get(root, m->alias))) key = m->alias;
+    json_t *j = json_object_get(root, key), *ja = m->alias ? json_object_get(root, m->alias) : NULL;
+    if (!j && ja) j = ja, key = m->alias;
     if (!j) {
         c->missing |= 1u << k;
+        return;
+    }
+    if (j != ja && ja && !(json_is_number(j) && json_is_number(ja) && json_number_value(j) == json_number_value(ja))) {
+        size_t l = strlen(c->invalid_text);
+        snprintf(c->invalid_text + l, sizeof c->invalid_text - l, "%s%s and its alias %s are both given and differ",
+                 l ? "; " : "", key, m->alias);
+        c->invalid |= 1u << k;
         return;
     }
     double v = json_is_number(j) ? json_number_value(j) : NAN;

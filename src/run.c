@@ -452,6 +452,7 @@ static void identity(meta *m, const dpd_rundir *d, const dpd_run_info *info) {
     put(m, "step_kind", "%s", info->dpd ? "train_dpd" : "train_pa");
     put(m, "dataset", "%s", info->dataset);
     put(m, "train_sha256", "%s", info->train_sha256);
+    if (info->ds && info->ds->spec.fs > 0) put(m, "input_signal_fs", "%.17g", info->ds->spec.fs);
     put(m, "run_id", "%s", d->id);
     put(m, "metric_profile", "%s", dpd_profile_name(dpd_run_profile(info->c)));
 }

@@ -186,6 +186,9 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         }
         if (!strcmp(key, "no_doctor")) {
             if (!json_is_boolean(v)) return fail(err, DPD_E_INVAL, key, "no_doctor: must be true or false");
+            if (ls) /* as the CLI's fit-ls, which has no --no-doctor */
+                return fail(err, DPD_E_INVAL, key, "no_doctor: fit-ls does not run the dataset doctor (train-pa and "
+                            "train-dpd do)");
             j->no_doctor = json_is_true(v);
             continue;
         }

@@ -208,7 +208,7 @@ check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(
 # --- every family trains through train-pa ---
 for fam in gru dgru lstm tres_gru tres_deltagru deltagru rvtdcnn vdlstm pgjanet dvrjanet tcn gmp mp gmp_ls; do
     sz="--hidden 4"
-    case $fam in mp) sz="--K 3 --Q 4" ;; gmp_ls) sz="--K 3 --Q 4 --M 1" ;; dvrjanet) sz="--hidden 4 --units 2" ;; esac
+    case $fam in gmp) sz="" ;; mp) sz="--K 3 --Q 4" ;; gmp_ls) sz="--K 3 --Q 4 --M 1" ;; dvrjanet) sz="--hidden 4 --units 2" ;; esac
     "$DPD" train-pa --data "$T/a" --model $fam $sz --epochs 1 --frame 40 --stride 200 \
         --out "$T/fam" --json >"$T/fam.json" 2>"$T/err"
     nm=$(num val NMSE "$T/fam.json")
@@ -268,6 +268,21 @@ check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --model .* was trained on anothe
     "dpd eval warns (does not refuse) when the model's train split is not the dataset's, one sample off (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" eval --data "$T/other" --split val --model "$D1" >/dev/null 2>"$T/err"
 check '! grep -q "trained on" "$T/err"' "dpd eval of a renamed copy: no warning ($(head -c 200 "$T/err"))"
+# the sample rate: a checkpoint records its dataset's; data at another rate is warned about, not refused
+check 'python3 -c "import json, struct, sys
+b = open(sys.argv[1], \"rb\").read(); n = struct.unpack(\"<Q\", b[:8])[0]
+m = json.loads(b[8:8 + n])[\"__metadata__\"]; s = json.load(open(sys.argv[2]))
+sys.exit(0 if float(m[\"input_signal_fs\"]) == s[\"input_signal_fs\"] else 1)" "$D1/best.safetensors" "$T/a/spec.json"' \
+    "a checkpoint's metadata carries its dataset's sample rate (input_signal_fs)"
+mkdir -p "$T/a3" && cp "$T/a/"* "$T/a3/" && sed 's/"input_signal_fs": [0-9.e+]*/"input_signal_fs": 1e9/' "$T/a/spec.json" >"$T/a3/spec.json"
+"$DPD" eval --data "$T/a3" --split val --model "$D1" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --model .* was trained on data sampled at 800 MHz, and the dataset $T/a3 is sampled at 1 GHz" "$T/err"' \
+    "dpd eval warns (does not refuse) when the data's sample rate is not the model's (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/rate.csv" --fs 1e9 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: .*best.safetensors was trained on data sampled at 800 MHz, and $T/a/test_input.csv is sampled at 1 GHz" "$T/err"' \
+    "dpd run --fs at another rate than the model's: a warning (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/rate.csv" --fs 8e8 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && ! grep -q "sampled at" "$T/err"' "dpd run --fs at the model's rate: no warning ($(head -c 200 "$T/err"))"
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
 drun --model tres_deltagru --hidden 4 --thx 0.01 --thh 0.05 --epochs 1 --out "$T/d4" >/dev/null 2>&1
 E4=$(ls -d "$T"/d4/a/train_dpd/*/DPD_S_3_M_TRES_DELTAGRU_H_4_F_40_P_*_THX_0.010_THH_0.050 2>/dev/null)
@@ -309,6 +324,7 @@ expect 2 "dpd: --K: nonlinearity orders K, which only the polynomial families ha
 expect 2 "dpd: --Q: a depth Q of past samples, which only the polynomial families have (mp, gmp_ls); gmp has none" "$DPD" train-pa --data "$T/a" --model gmp --Q 3 --out "$T/r9"
 expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls has; mp has none" "$DPD" train-pa --data "$T/a" --model MP --M 1 --out "$T/r9"
 expect 2 "dpd: --units: a DVR unit count K, which only dvrjanet has; pgjanet has none" "$DPD" train-dpd --data "$T/a" --pa "$D1" --model pgjanet --units 2 --out "$T/r9"
+expect 2 "dpd: --hidden: a layer width H, which only the neural families have (not gmp, mp or gmp_ls); gmp has none" "$DPD" train-pa --data "$T/a" --model gmp --hidden 8 --out "$T/r9"
 expect 2 "--exact runs the recording as one sequence: --warmup" "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/r9.csv" --exact --warmup 5
 check '[ ! -e "$T/r9" ] && [ ! -e "$T/r9.csv" ]' "refused flags leave nothing behind"
 expect 2 "dpd: --K: 0 is out of range 1..16" "$DPD" fit-ls --data "$T/a" --kind mp --K 0 --out "$T/ls"

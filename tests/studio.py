@@ -2970,6 +2970,8 @@ def t_datasets(ctx):
           "silent_signal" in r.err("message"), f"train-pa on a silent capture: refused by the doctor: {r!r}")
     expect_error(s.post("/api/v1/runs", {"verb": "train-pa", "dataset": "silent", "options": {"no_doctor": 1}}), 422,
                  "invalid_config", "no_doctor", what="no_doctor given a number")
+    expect_error(s.post("/api/v1/runs", {"verb": "fit-ls", "dataset": "synth", "options": {"no_doctor": True}}), 422,
+                 "invalid_config", "no_doctor", what="no_doctor for fit-ls, which the doctor does not gate")
     run = s.submit("train-pa", "silent", {"hidden": 4, "epochs": 1, "preset": "quick", "no_doctor": True})
     check(s.wait_status(run["id"], TERMINAL, 60)["status"] in ("succeeded", "failed", "diverged"),
           "train-pa with no_doctor on a silent capture: queued and run")

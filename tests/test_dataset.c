@@ -73,6 +73,18 @@ static void good(void) {
           "aliases read, with a warning: '%s'", ds.warning);
     CHECK(ds.split[0].n == 0 && ds.split[2].n == 5, "absent optional train split left empty");
     dpd_dataset_free(&ds);
+    check_write(d, "spec.json", /* a field and its alias: the same value is taken, two values refused */
+                "{\"input_signal_fs\": 800e6, \"bw_main_ch\": 100e6, \"input_signal_bw\": 100000000,"
+                " \"n_sub_ch\": 5, \"nperseg\": 4}");
+    CHECK(dpd_dataset_load(d, 4, 1, &ds, &err) == DPD_OK && ds.spec.bw_main == 100e6 && !ds.warning[0],
+          "a field and its alias with one value: read, no warning ('%s')", err.msg);
+    dpd_dataset_free(&ds);
+    check_write(d, "spec.json",
+                "{\"input_signal_fs\": 800e6, \"bw_main_ch\": 100e6, \"bw_sub_ch\": 20e6, \"input_signal_sub_ch_bw\": 10e6,"
+                " \"n_sub_ch\": 5, \"nperseg\": 4}");
+    CHECK(dpd_dataset_load(d, 4, 1, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "spec.json") &&
+              strstr(err.msg, "'bw_sub_ch' and 'input_signal_sub_ch_bw' (its alias) are both given and differ"),
+          "a field and its alias that differ: refused, naming both: '%s'", err.msg);
 
     d = check_tmpdir(); /* single_csv: floor(n r) rows each, in time order */
     check_write(d, "spec.json",

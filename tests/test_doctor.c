@@ -438,6 +438,13 @@ static void test_metadata(void) {
     CHECK(!find(&r, "metadata_missing") && !r.evaluation_blocked, "input_signal_bw stands for bw_main_ch");
     dpd_doctor_report_free(&r);
     c = clean;
+    spec_edit(&c, "input_signal_bw", "123e6"); /* beside bw_main_ch, another value */
+    r = run("alias differs", write_cap(&c));
+    const dpd_finding *fa = find(&r, "metadata_invalid");
+    CHECK(fa && fa->blocking && strstr(fa->message, "bw_main_ch and its alias input_signal_bw are both given and differ"),
+          "a field and its alias that differ: metadata_invalid naming both (%s)", fa ? fa->message : "none");
+    dpd_doctor_report_free(&r);
+    c = clean;
     spec_edit(&c, "nperseg", "\"2560\"");
     r = run("invalid", write_cap(&c));
     const dpd_finding *f = find(&r, "metadata_invalid");

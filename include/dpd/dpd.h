@@ -742,6 +742,7 @@ typedef struct dpd_ckpt_info {
     int epoch;            /* 1-based epoch of the weights, 0 when not recorded */
     dpd_model_cfg model;
     char train_sha256[65]; /* dpd_split_fingerprint of that dataset's train split, "" when not recorded */
+    double fs;             /* that dataset's sample rate, Hz (input_signal_fs), 0 when not recorded */
 } dpd_ckpt_info;
 
 DPD_API DPD_CHECK dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *err);

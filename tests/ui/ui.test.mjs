@@ -156,7 +156,10 @@ const text = (sel) => page.locator(sel).first().innerText();
 async function fillTrainPa() {
   await page.selectOption('#f-verb', 'train-pa');
   await page.selectOption('#f-dataset', 'synth');
+  await page.selectOption('#f-model', 'gmp'); /* sized by K, Q and M: no Hidden size field */
+  assert(!(await page.isVisible('#f-hidden')), 'the Hidden size field shows for gmp, which has none');
   await page.selectOption('#f-model', 'gru');
+  assert(await page.isVisible('#f-hidden'), 'the Hidden size field is hidden for gru');
   await page.fill('#f-hidden', '4');
   await page.selectOption('#f-preset', 'quick');
   await page.fill('#f-epochs', '2');

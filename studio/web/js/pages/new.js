@@ -164,6 +164,7 @@ export default async function newPage(ctx) {
     fTarget.classList.toggle('hidden', v !== 'fit-ls');
     document.getElementById('model-set').classList.toggle('hidden', v === 'fit-ls');
     hidden.placeholder = v === 'train-dpd' ? '15' : '23'; /* the server's default (cli_train_defaults) */
+    fHidden.classList.toggle('hidden', family.value === 'gmp'); /* sized by K, Q and M: the server refuses hidden */
   }
   task.addEventListener('change', sync);
   target.addEventListener('change', sync);
@@ -200,7 +201,7 @@ export default async function newPage(ctx) {
       if (target.value === 'dpd') options.pa = pa.value;
     } else {
       options.model = family.value;
-      if (num(hidden) !== undefined) options.hidden = num(hidden);
+      if (num(hidden) !== undefined && family.value !== 'gmp') options.hidden = num(hidden);
       if (num(layers) !== undefined) options.layers = num(layers);
       if (preset.value) options.preset = preset.value;
       if (num(epochs) !== undefined) options.epochs = num(epochs);
