@@ -79,7 +79,7 @@ static const struct {
     const char *field, *what, *whose;
 } sizes[] = {{"order", "nonlinearity orders K", "the polynomial families have (mp, gmp_ls)"},
              {"memory", "a depth Q of past samples", "the polynomial families have (mp, gmp_ls)"},
-             {"cross", "envelope lags and leads M", "gmp_ls has"},
+             {"cross", "envelope lags and leads M", "gmp_ls (fit-ls --kind gmp) has"},
              {"units", "a DVR unit count K", "dvrjanet has"},
              {"hidden", "a layer width H", "the neural families have (not gmp, mp or gmp_ls)"}}; /* no field's own
                                                                    name in its text: cli_fail turns each into the flag */

@@ -1,6 +1,7 @@
 /* main: the dpd command — dispatch to a verb, and the helpers the verbs share (cli.h): errors
  * named by CLI flag, compute options as session options, JSON and table output of metrics. */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,15 @@ int cli_exec_resolve(cli_exec *x) {
         cli_fail(&err);
         return 2;
     }
+    int cpus = dpd_cpu_level_threads("max");
+#ifdef CPU_COUNT
+    cpu_set_t set; /* the processors this process may run on (taskset, a container's cpuset) */
+    if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < cpus) cpus = CPU_COUNT(&set);
+#endif
+    if (x->threads > cpus) /* allowed (up to the table's bound), but never faster */
+        fprintf(stderr, "dpd: warning: --threads %d is more than the %d logical processor%s this process may use: the "
+                        "extra threads only wait on each other (slower, never faster; results do not depend on it)\n",
+                x->threads, cpus, cpus == 1 ? "" : "s");
     x->nkv = 0;
     if (x->provider[0]) x->kv[x->nkv++] = (dpd_kv){"provider", x->provider};
     if (x->kernels[0]) x->kv[x->nkv++] = (dpd_kv){"kernels", x->kernels};

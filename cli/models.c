@@ -3,23 +3,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 
 int cmd_models(int argc, char **argv) {
-    static const char *const usage = "usage: dpd models [--json]\n\nThe model families (names match in any case): the "
-                                     "hidden size each is usually run at (its paper's),\nthe layer counts, and the "
-                                     "parameter count at that size (polynomials at K 5, Q 20,\nM 2). train-pa and "
-                                     "train-dpd do not take the size from here: they train hidden 23\nand 15 for every "
-                                     "family unless --hidden is given, as OpenDPD does.\n";
-    if (argc == 1 && cli_is_help(argv[0])) {
-        fputs(usage, stdout);
-        return 0;
-    }
-    int json = argc == 1 && !strcmp(argv[0], "--json");
-    if (argc > 0 && !json) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    int json = 0;
+    opt o[] = {{"json", OPT_FLAG, &json, 0, "print one JSON array", 0}};
+    int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
+                       "dpd models [--json]\n\nThe model families (names match in any case): the hidden size each is "
+                       "usually run at (its paper's),\nthe layer counts, and the parameter count at that size "
+                       "(polynomials at K 5, Q 20,\nM 2). train-pa and train-dpd do not take the size from here: they "
+                       "train hidden 23\nand 15 for every family unless --hidden is given, as OpenDPD does.\n");
+    if (r) return r == 1 ? 0 : 2;
     int n = dpd_family_count();
     json_t *arr = json ? json_array() : NULL;
     if (!json) printf("%-14s %-7s %-6s %-7s %-40s %s\n", "family", "hidden", "layers", "params", "formula", "about");

@@ -62,7 +62,8 @@ int cmd_run(int argc, char **argv) {
         CLI_EXEC_OPTS(x),
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd run --model CKPT|RUN_DIR --input FILE --output FILE [--exact | --section N --warmup N]\n"
+                       "dpd run --model CKPT|RUN_DIR --input FILE --output FILE\n"
+                       "       [--exact | --section N --warmup N --lookahead N --batch N]\n"
                        "       [--fs HZ] [--freq HZ] [--var NAME] [--mat-version 5|7.3]\n\n"
                        "A CSV output has the columns I,Q (the model's output, e.g. the predistorted signal)\n"
                        "then I_in,Q_in (the input); a .cf32 or SigMF output holds the model's output alone; a\n"

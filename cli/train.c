@@ -329,6 +329,18 @@ static int train(int argc, char **argv, int dpd) {
                             "config.json and the checkpoints)\n", cli_shell_quote(c.resume, q, sizeof q));
             return 2;
         }
+        dpd_ckpt_info ri = {0}; /* the run's own kind decides the verb (no checkpoint yet: the library's checks) */
+        char lp[sizeof c.resume + 32], q[4 * sizeof c.resume + 8];
+        snprintf(lp, sizeof lp, "%s/last.safetensors", c.resume);
+        int other = -1; /* the run's kind is the other verb's: 1 a DPD run, 0 a PA run; -1 not known or a fit */
+        if (!dpd_ckpt_info_read(lp, &ri, &err) && !ri.least_squares)
+            other = !strcmp(ri.kind, dpd ? "train_pa" : "train_dpd") ? !dpd : -1;
+        if (other >= 0) {
+            fprintf(stderr, "dpd: --resume: %s is a %s run: resume it with dpd %s --resume %s\n", c.resume,
+                    other ? "DPD" : "PA model", other ? "train-dpd" : "train-pa", cli_shell_quote(c.resume, q, sizeof q));
+            return 2;
+        }
+        err = (dpd_error){0};
         cli_plot_sweep(c.resume);
         static const char *const keep[] = {"resume",  "epochs",   "json",     "threads",  "cpu-level",
                                            "kernels", "provider", "no-plots", "no-doctor"};
@@ -441,7 +453,7 @@ int cmd_fit_ls(int argc, char **argv) {
         {"mat-version", OPT_STR, matv, sizeof matv, "--mat: 5 or 7.3 (HDF5) (5)", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
-                       "dpd fit-ls --data DIR --kind mp|gmp --target pa|dpd [--pa PA] [--K 5 --Q 20 --M 2] [--json]\n"
+                       "dpd fit-ls --data DIR [--kind mp|gmp] [--target pa|dpd [--pa PA]] [--K 5 --Q 20 --M 2] [--json]\n"
                        "       [--mat FILE [--mat-version 5|7.3]]\n\n"
                        "SIGINT or SIGTERM stops the fit (exit 130 or 143); it leaves no run directory.");
     if (r) return r == 1 ? 0 : 2;

@@ -95,6 +95,17 @@ int dpd_csv_number(const char *f, const char *e, double *v) {
     return end == buf + (e - f);
 }
 
+int dpd_csv_names(const char *f, int len, const char *name) {
+    const char *e = f + len;
+    while (f < e && (*f == ' ' || *f == '\t')) f++;
+    while (e > f && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    return (size_t)(e - f) == strlen(name) && !memcmp(f, name, (size_t)(e - f));
+}
+
+size_t dpd_csv_bom(const char *p, const char *end) {
+    return end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
+}
+
 #define MAXCOL 64
 
 dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out,
@@ -110,6 +121,7 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
     size_t cap = 0, n = 0, line = 0;
     double *d = NULL;
     const char *p = buf, *end = buf + len;
+    p += dpd_csv_bom(p, end);
     while (p < end) {
         const char *e = memchr(p, '\n', (size_t)(end - p));
         const char *next = e ? e + 1 : end;
@@ -152,8 +164,7 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
                 for (int k = 0; k < ncol; k++) {
                     pick[k] = -1;
                     for (int j = 0; j < nf; j++)
-                        if ((int)strlen(names[k]) == fl[j] && !memcmp(names[k], f[j], (size_t)fl[j]))
-                            pick[k] = j;
+                        if (dpd_csv_names(f[j], fl[j], names[k])) pick[k] = j;
                     if (pick[k] < 0) {
                         s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'", path,
                                      names[k]);
@@ -214,14 +225,26 @@ fail:
     return s;
 }
 
+/* Appends printf text to the warning w ("; " between notes), truncating at its size. */
+static void warn_add(char *w, size_t n, const char *fmt, ...) {
+    size_t l = strlen(w);
+    if (l + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w + l, n - l, fmt, ap);
+    va_end(ap);
+}
+
 static dpd_status spec_number(json_t *root, const char *path, const char *key, const char *alias,
                               double *v, int required, dpd_error *err, char *warn, size_t nwarn) {
     json_t *j = json_object_get(root, key), *ja = alias ? json_object_get(root, alias) : NULL;
     if (j && ja && !(json_is_number(j) && json_is_number(ja) && json_number_value(j) == json_number_value(ja)))
         return dpd_fail(err, DPD_E_FORMAT, "%s: fields '%s' and '%s' (its alias) are both given and differ: give one", path,
                         key, alias);
-    if (!j && ja && (j = ja) && warn && !warn[0])
-        snprintf(warn, nwarn, "%s: '%s' read as '%s' (alias)", path, alias, key);
+    if (!j && ja && (j = ja) && warn) { /* each alias read, said: the path once for them all */
+        if (strstr(warn, "(alias)")) warn_add(warn, nwarn, ", '%s' read as '%s' (alias)", alias, key);
+        else warn_add(warn, nwarn, "%s%s: '%s' read as '%s' (alias)", warn[0] ? "; " : "", path, alias, key);
+    }
     if (!j) {
         if (!required) return DPD_OK;
         return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is missing (the RF metrics need it)",
@@ -320,16 +343,6 @@ static int known_key(const char *key) {
     for (size_t i = 0; i < sizeof spec_keys / sizeof *spec_keys; i++)
         if (!strcmp(key, spec_keys[i])) return 1;
     return 0;
-}
-
-/* Appends printf text to the warning w ("; " between notes), truncating at its size. */
-static void warn_add(char *w, size_t n, const char *fmt, ...) {
-    size_t l = strlen(w);
-    if (l + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(w + l, n - l, fmt, ap);
-    va_end(ap);
 }
 
 /* One warning naming every top-level key of root that dpd does not know (the first eight, then a

@@ -21,6 +21,13 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
  * CSV readers' (the loader's and the doctor's) one parser. */
 int dpd_csv_number(const char *f, const char *e, double *v);
 
+/* 1 when the header field [f, f + len) is name, spaces and tabs around it aside ("I, Q" names Q). */
+int dpd_csv_names(const char *f, int len, const char *name);
+
+/* 3 when [p, end) starts with a UTF-8 byte-order mark (as spreadsheets write it), else 0: the
+ * header starts after it. */
+size_t dpd_csv_bom(const char *p, const char *end);
+
 /* DPD_OK when dir is a directory; else DPD_E_IO saying "DIR: no such directory" or "DIR: not a
  * directory (give the dataset's directory, which holds spec.json)". The loader's and the doctor's. */
 dpd_status dpd_dataset_dir_ok(const char *dir, dpd_error *err);

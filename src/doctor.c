@@ -55,18 +55,21 @@
 
 static const char *const split_names[DPD_NSPLIT] = {"train", "val", "test"};
 
-enum { META_FS, META_BW, META_NSUB, META_NPERSEG, NMETA };
+enum { META_FS, META_BW, META_NSUB, META_NPERSEG, META_SUB, NMETA };
 
-/* The metadata the metrics need: key, the alias OpenDPD's DPA_100MHz uses, and integer bounds. */
+/* The metadata the metrics need: key, the alias OpenDPD's DPA_100MHz uses, integer bounds, and
+ * whether it may be absent (bw_sub_ch: the loader reads it when given). */
 static const struct meta_field {
     const char *key, *alias;
     int integer;
     double max;
+    int optional;
 } meta_fields[NMETA] = {
-    {"input_signal_fs", NULL, 0, 0},
-    {"bw_main_ch", "input_signal_bw", 0, 0},
-    {"n_sub_ch", NULL, 1, 1e9},
-    {"nperseg", NULL, 1, MAX_NPERSEG},
+    {"input_signal_fs", NULL, 0, 0, 0},
+    {"bw_main_ch", "input_signal_bw", 0, 0, 0},
+    {"n_sub_ch", NULL, 1, 1e9, 0},
+    {"nperseg", NULL, 1, MAX_NPERSEG, 0},
+    {"bw_sub_ch", "input_signal_sub_ch_bw", 0, 0, 1},
 };
 
 /* One data file pair (split_csv: a split's input and output) or the one file (single_csv, part 0). */
@@ -232,7 +235,7 @@ static dpd_status parse_header(const char *path, const char *p, const char *e, i
     for (int k = 0; k < ncol; k++) {
         pick[k] = -1;
         for (int j = 0; j < n; j++)
-            if ((int)strlen(names[k]) == len[j] && !memcmp(names[k], f[j], (size_t)len[j])) pick[k] = j;
+            if (dpd_csv_names(f[j], len[j], names[k])) pick[k] = j;
         all &= pick[k] >= 0;
     }
     if (!all && ordered && n == ncol)
@@ -304,13 +307,13 @@ static dpd_status read_csv(capture *c, dpd_doctor_report *r, const char *file, i
     file_record(r, file, buf, len);
     EVP_DigestUpdate(c->raw, buf, len);
     c->nraw++;
-    const char *next, *e = line_end(buf, buf + len, &next);
+    const char *start = buf + dpd_csv_bom(buf, buf + len), *next, *e = line_end(start, buf + len, &next);
     int pick[4], nh = 0;
-    if (e == buf)
+    if (e == start)
         s = dpd_fail(err, DPD_E_FORMAT, "%s:1: empty%s (expected a header line, then data rows)", path,
                      len ? " first line" : " file");
     else
-        s = parse_header(path, buf, e, ncol, names, ordered, pick, &nh, err);
+        s = parse_header(path, start, e, ncol, names, ordered, pick, &nh, err);
     if (!s) s = parse_rows(path, next, buf + len, nh, pick, ncol, out, rows, err);
     free(buf);
     return s;
@@ -408,7 +411,7 @@ static void read_meta(capture *c, json_t *root, int k) {
     json_t *j = json_object_get(root, key), *ja = m->alias ? json_object_get(root, m->alias) : NULL;
     if (!j && ja) j = ja, key = m->alias;
     if (!j) {
-        c->missing |= 1u << k;
+        if (!m->optional) c->missing |= 1u << k;
         return;
     }
     if (j != ja && ja && !(json_is_number(j) && json_is_number(ja) && json_number_value(j) == json_number_value(ja))) {
@@ -490,7 +493,7 @@ static dpd_status read_spec(capture *c, dpd_doctor_report *r, dpd_error *err) {
     snprintf(c->csv, sizeof c->csv, "data.csv");
     snprintf(c->units, sizeof c->units, "unknown");
     if (!dpd_exists(path)) {
-        c->missing = (1u << NMETA) - 1;
+        for (int k = 0; k < NMETA; k++) c->missing |= (unsigned)!meta_fields[k].optional << k;
         return DPD_OK;
     }
     dpd_status s = dpd_file_read_max(path, DPD_MAX_SPEC_BYTES, "spec.json", &text, &len, err);

@@ -515,10 +515,13 @@ dpd_status dpd_run_save_last(const dpd_rundir *d, const dpd_run_info *info, cons
     if (pa) { /* first: a last.safetensors on disk always has its PA beside it */
         /* The frozen PA as it is in memory now: proof that DPD training leaves it untouched, and
          * what a resume and `dpd eval --pa RUN_DIR` load. */
-        dpd_kv pkv[4] = {{"step_kind", "train_pa"}, {"dataset", info->dataset}, {"train_sha256", info->train_sha256},
-                         {"run_id", info->pa_id}};
+        char fs[32];
+        snprintf(fs, sizeof fs, "%.17g", info->pa_fs);
+        dpd_kv pkv[5] = {{"step_kind", "train_pa"},
+                         {"dataset", info->pa_dataset && info->pa_dataset[0] ? info->pa_dataset : info->dataset},
+                         {"train_sha256", info->train_sha256}, {"run_id", info->pa_id}, {"input_signal_fs", fs}};
         snprintf(path, sizeof path, "%s/pa.safetensors", d->dir);
-        s = dpd_ckpt_save(path, pa, pkv, 4, 0, NULL, NULL, NULL, err);
+        s = dpd_ckpt_save(path, pa, pkv, info->pa_fs > 0 ? 5 : 4, 0, NULL, NULL, NULL, err);
     }
     snprintf(path, sizeof path, "%s/last.safetensors", d->dir);
     if (!s) s = dpd_ckpt_save(path, m, md->kv, md->n, 2, names, ex, len, err);

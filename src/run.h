@@ -39,6 +39,8 @@ typedef struct dpd_run_info {
     double gain;             /* DPD runs: g */
     const dpd_dataset *ds;   /* the dataset: config.json records how it was split */
     const char *train_sha256; /* its train split's dpd_split_fingerprint: checkpoints carry it */
+    const char *pa_dataset;  /* DPD runs: the dataset the PA was trained on ("" unknown: dataset stands) */
+    double pa_fs;            /* DPD runs: its sample rate (0 unknown) */
 } dpd_run_info;
 
 /* What last.safetensors carries beyond the weights and the AdamW moments. */

@@ -52,6 +52,9 @@ typedef struct run {
     dpd_model *pa;       /* DPD runs: the frozen PA model; NULL for PA runs */
     double gain;         /* DPD runs: target gain g */
     char pa_id[256];     /* DPD runs: the PA's run id */
+    char pa_dataset[256]; /* DPD runs: the dataset the PA was trained on, by its checkpoint ("" unknown) */
+    double pa_fs;        /* DPD runs: that dataset's sample rate, by its checkpoint (0 unknown) */
+    char pa_warning[512]; /* DPD runs: the PA was trained at another sample rate than ds's ("" none) */
     char train_sha256[65]; /* the train split's dpd_split_fingerprint */
     float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
@@ -140,7 +143,8 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     dpd_status s = dpd_ckpt_open(path, &ck, err);
     if (s) return s;
     const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
-               *id = dpd_ckpt_meta(&ck, "run_id"), *sum = dpd_ckpt_meta(&ck, "train_sha256");
+               *id = dpd_ckpt_meta(&ck, "run_id"), *sum = dpd_ckpt_meta(&ck, "train_sha256"),
+               *fs = dpd_ckpt_meta(&ck, "input_signal_fs");
     if (kind && strcmp(kind, "train_pa"))
         s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run)",
                            path, kind);
@@ -151,6 +155,14 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     else if (!(sum && *sum && r->train_sha256[0]) && ds && strcmp(ds, r->ds.name)) /* no fingerprint: by name */
         s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s was trained on dataset '%s', not '%s'", path, ds, r->ds.name);
     snprintf(r->pa_id, sizeof r->pa_id, "%s", id ? id : "PA");
+    snprintf(r->pa_dataset, sizeof r->pa_dataset, "%s", ds ? ds : "");
+    char *end;
+    r->pa_fs = fs ? strtod(fs, &end) : 0;
+    if (!fs || !*fs || *end || !isfinite(r->pa_fs) || r->pa_fs <= 0) r->pa_fs = 0; /* not a rate: not recorded */
+    if (r->pa_fs > 0 && r->ds.spec.fs > 0 && fabs(r->pa_fs - r->ds.spec.fs) > 1e-9 * r->ds.spec.fs)
+        snprintf(r->pa_warning, sizeof r->pa_warning, "pa: %s was trained on data sampled at %.9g MHz, and %s is sampled "
+                 "at %.9g MHz: a model's memory spans a fixed number of samples, so the PA does not model this data",
+                 path, r->pa_fs / 1e6, r->ds.dir, r->ds.spec.fs / 1e6);
     dpd_ckpt_close(&ck);
     if (!s) s = dpd_ckpt_load(path, &r->pa, err);
     return s;
@@ -418,7 +430,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     int own_pa = in->resume[0] && dpd_exists(pa_copy);
     if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, own_pa ? pa_copy : cfg.pa, err))) goto done;
     r.info = (dpd_run_info){&cfg,    r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL,
-                            r.pa_id, r.gain,    &r.ds,                 r.train_sha256};
+                            r.pa_id, r.gain,    &r.ds,                 r.train_sha256,
+                            r.pa_dataset, r.pa_fs};
     if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
         if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;
@@ -463,10 +476,11 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
                     .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;
-    if (r.ds.warning[0]) {
-        dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = r.ds.warning};
-        cancel |= emit(&r, &w, 1);
-    }
+    for (int k = 0; k < 2; k++) /* the dataset's warning, then the PA's */
+        if ((k ? r.pa_warning : r.ds.warning)[0]) {
+            dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = k ? r.pa_warning : r.ds.warning};
+            cancel |= emit(&r, &w, 1);
+        }
     if (cancel) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");
     dpd_text best = {0};
     const double th[2] = {cfg.model.thx, cfg.model.thh};

@@ -107,13 +107,19 @@ check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.t
     "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
 expect 2 "--split takes val or test, got 'train'" "$DPD" eval --data "$T/a" --split train
 expect 2 "--split takes val or test, got 'Val'" "$DPD" eval --split Val --data "$T/a"
-expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls has; mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
+expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls (fit-ls --kind gmp) has; mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
 expect 2 "dpd: --iterations: for target dpd (indirect learning): a PA model is one fit" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --iterations 3
 expect 2 "--evm-fs: -5 is not a sample rate" "$DPD" eval --data "$T/a" --split test --evm-fs -5
 mkdir -p "$T/hq" && cp "$T/a/"* "$T/hq/" && sed -i '1s/.*/I,Qq/' "$T/hq/val_input.csv"
 "$DPD" eval --data "$T/hq" --split val >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "warning: .*/val_input.csv:1: header lacks column .Q.: read as I then Q, by position" "$T/err"' \
     "a split file whose header does not name I and Q is read by position, with a warning naming it (exit $rc: $(head -c 300 "$T/err"))"
+# a spreadsheet's CSV: a UTF-8 byte-order mark before the header, spaces after its commas
+mkdir -p "$T/bom" && cp "$T/a/"* "$T/bom/" && { printf '\357\273\277I, Q\r\n'; sed 1d "$T/a/val_input.csv"; } >"$T/bom/val_input.csv"
+"$DPD" eval --data "$T/bom" --split val --json >"$T/bom.json" 2>"$T/err"; rc=$?
+"$DPD" eval --data "$T/a" --split val --json >"$T/nobom.json" 2>/dev/null
+check '[ $rc -eq 0 ] && ! grep -q "header" "$T/err" && [ "$(sed "s/\"dataset\":\"[^\"]*\"//" "$T/bom.json")" = "$(sed "s/\"dataset\":\"[^\"]*\"//" "$T/nobom.json")" ]' \
+    "a split file with a byte-order mark and 'I, Q' is read by name, as the plain one (exit $rc: $(head -c 300 "$T/err"))"
 expect 1 "dpd: $T/nonexistent: no such directory" "$DPD" eval --data "$T/nonexistent" --split val
 expect 1 "dpd: $T/a/spec.json: not a directory (give the dataset's directory, which holds spec.json)" "$DPD" eval --data "$T/a/spec.json"
 # an unknown spec.json key is warned about, with the key it is closest to, and changes nothing
@@ -218,6 +224,7 @@ done
 "$DPD" models --json >"$T/models.json"
 check 'jq1 "$T/models.json" "len(j) == 14 and j[0][\"family\"] == \"gru\""' "dpd models --json: 14 families"
 check '[ "$(grep -c "" "$T/models.txt")" -eq 15 ] && grep -q "^tres_deltagru  *15  *1  *999 " "$T/models.txt"' "dpd models lists the 14 families with sizes"
+expect 2 "dpd: unknown option '--bogus' (see --help)" "$DPD" models --json --bogus
 
 # --- train-dpd through the frozen PA of r1 ---
 drun() { "$DPD" train-dpd --data "$T/a" --pa "$D1" --hidden 5 --frame 40 --stride 20 --batch 32 --seed 3 "$@"; }
@@ -247,6 +254,8 @@ data "$E2/last.safetensors" >"$T/e.last"
 check 'data "$E1/last.safetensors" | cmp -s - "$T/e.last"' \
     "train-dpd resumed after 1 epoch equals 2 straight epochs"
 expect 2 "not a PA model" "$DPD" train-dpd --data "$T/a" --pa "$E1" --epochs 1 --out "$T/d3"
+expect 2 "dpd: --resume: $E2 is a DPD run: resume it with dpd train-dpd --resume '$E2'" "$DPD" train-pa --resume "$E2" --epochs 3
+expect 2 "dpd: --resume: $D1 is a PA model run: resume it with dpd train-pa --resume '$D1'" "$DPD" train-dpd --resume "$D1" --epochs 9
 mkdir -p "$T/other" && cp "$T/a/"* "$T/other/"
 mkdir -p "$T/q\"x\\y" && cp "$T/a/"* "$T/q\"x\\y/"
 "$DPD" eval --data "$T/q\"x\\y" --split val --json >"$T/q.json" 2>/dev/null
@@ -283,6 +292,28 @@ check '[ $rc -eq 0 ] && grep -q "^dpd: warning: .*best.safetensors was trained o
     "dpd run --fs at another rate than the model's: a warning (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/rate.csv" --fs 8e8 >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && ! grep -q "sampled at" "$T/err"' "dpd run --fs at the model's rate: no warning ($(head -c 200 "$T/err"))"
+"$DPD" run --model "$D1" --input "$T/bom/val_input.csv" --output "$T/bom-out.csv" >/dev/null 2>"$T/err"; rc=$?
+"$DPD" run --model "$D1" --input "$T/a/val_input.csv" --output "$T/nobom-out.csv" >/dev/null 2>&1
+check '[ $rc -eq 0 ] && cmp -s "$T/bom-out.csv" "$T/nobom-out.csv"' \
+    "dpd run reads a CSV with a byte-order mark and 'I, Q' as the plain one (exit $rc: $(head -c 300 "$T/err"))"
+ncpu=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+"$DPD" run --model "$D1" --input "$T/a/val_input.csv" --output "$T/th-out.csv" --threads $((ncpu + 1)) >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && cmp -s "$T/th-out.csv" "$T/nobom-out.csv" && { [ "$ncpu" -ge 1024 ] || grep -q "^dpd: warning: --threads $((ncpu + 1)) is more than the $ncpu logical processor" "$T/err"; }' \
+    "dpd run --threads $((ncpu + 1)): the same output, and a warning that the threads outnumber the $ncpu processors (exit $rc: $(head -c 300 "$T/err"))"
+# a PA trained at 800 MHz, a DPD trained through it on the same samples labelled 1 GHz: a warning, and
+# the run's pa.safetensors keeps the PA's own dataset and rate, so that dpd eval --pa RUN_DIR warns too
+"$DPD" train-dpd --data "$T/a3" --pa "$D1" --hidden 3 --frame 40 --stride 20 --epochs 1 --out "$T/d5" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: pa: .* was trained on data sampled at 800 MHz, and $T/a3 is sampled at 1000 MHz" "$T/err"' \
+    "train-dpd through a PA trained at another sample rate: a warning (exit $rc: $(head -c 300 "$T/err"))"
+E5=$(ls -d "$T"/d5/a3/train_dpd/*/DPD_* 2>/dev/null | head -n 1)
+check 'python3 -c "import json, struct, sys
+b = open(sys.argv[1], \"rb\").read(); n = struct.unpack(\"<Q\", b[:8])[0]
+m = json.loads(b[8:8 + n])[\"__metadata__\"]
+sys.exit(0 if m[\"dataset\"] == \"a\" and float(m[\"input_signal_fs\"]) == 8e8 else 1)" "$E5/pa.safetensors"' \
+    "a DPD run's pa.safetensors names the PA's own dataset and sample rate, not the DPD's"
+"$DPD" eval --data "$T/a3" --split val --pa "$E5" --model "$E5" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --pa .* was trained on data sampled at 800 MHz" "$T/err" && ! grep -q "^dpd: warning: --model .*sampled at" "$T/err"' \
+    "dpd eval --pa DPD_RUN warns of its PA's rate, not of the DPD's (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "needs --data DIR and --pa PA" "$DPD" train-dpd --data "$T/a"
 drun --model tres_deltagru --hidden 4 --thx 0.01 --thh 0.05 --epochs 1 --out "$T/d4" >/dev/null 2>&1
 E4=$(ls -d "$T"/d4/a/train_dpd/*/DPD_S_3_M_TRES_DELTAGRU_H_4_F_40_P_*_THX_0.010_THH_0.050 2>/dev/null)
@@ -322,7 +353,7 @@ expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself" "$DPD" train-pa --d
 expect 2 "--thh: a delta threshold, which only the delta families have (deltagru, tres_deltagru); lstm has none" "$DPD" train-pa --data "$T/a" --model lstm --thh 0.1 --out "$T/r9"
 expect 2 "dpd: --K: nonlinearity orders K, which only the polynomial families have (mp, gmp_ls); gru has none" "$DPD" train-pa --data "$T/a" --model gru --K 3 --out "$T/r9"
 expect 2 "dpd: --Q: a depth Q of past samples, which only the polynomial families have (mp, gmp_ls); gmp has none" "$DPD" train-pa --data "$T/a" --model gmp --Q 3 --out "$T/r9"
-expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls has; mp has none" "$DPD" train-pa --data "$T/a" --model MP --M 1 --out "$T/r9"
+expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls (fit-ls --kind gmp) has; mp has none" "$DPD" train-pa --data "$T/a" --model MP --M 1 --out "$T/r9"
 expect 2 "dpd: --units: a DVR unit count K, which only dvrjanet has; pgjanet has none" "$DPD" train-dpd --data "$T/a" --pa "$D1" --model pgjanet --units 2 --out "$T/r9"
 expect 2 "dpd: --hidden: a layer width H, which only the neural families have (not gmp, mp or gmp_ls); gmp has none" "$DPD" train-pa --data "$T/a" --model gmp --hidden 8 --out "$T/r9"
 expect 2 "--exact runs the recording as one sequence: --warmup" "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/r9.csv" --exact --warmup 5

@@ -69,8 +69,9 @@ static void good(void) {
     check_write(d, "test_input.csv", GOOD);
     check_write(d, "test_output.csv", GOOD);
     CHECK(dpd_dataset_load(d, 4, 1, &ds, &err) == DPD_OK, "aliases: %s", err.msg);
-    CHECK(ds.spec.bw_main == 100e6 && ds.spec.bw_sub == 20e6 && strstr(ds.warning, "input_signal_bw"),
-          "aliases read, with a warning: '%s'", ds.warning);
+    CHECK(ds.spec.bw_main == 100e6 && ds.spec.bw_sub == 20e6 && strstr(ds.warning, "input_signal_bw") &&
+              strstr(ds.warning, "'input_signal_sub_ch_bw' read as 'bw_sub_ch'"),
+          "aliases read, with a warning naming each: '%s'", ds.warning);
     CHECK(ds.split[0].n == 0 && ds.split[2].n == 5, "absent optional train split left empty");
     dpd_dataset_free(&ds);
     check_write(d, "spec.json", /* a field and its alias: the same value is taken, two values refused */

@@ -444,6 +444,28 @@ static void test_metadata(void) {
     CHECK(fa && fa->blocking && strstr(fa->message, "bw_main_ch and its alias input_signal_bw are both given and differ"),
           "a field and its alias that differ: metadata_invalid naming both (%s)", fa ? fa->message : "none");
     dpd_doctor_report_free(&r);
+    c = clean; /* bw_sub_ch may be absent; given, the loader reads it, so it is checked as it would be */
+    spec_edit(&c, "bw_sub_ch", NULL);
+    r = run("no bw_sub_ch", write_cap(&c));
+    CHECK(!find(&r, "metadata_missing") && !find(&r, "metadata_invalid") && !r.evaluation_blocked,
+          "bw_sub_ch absent: not missing (it is optional)");
+    dpd_doctor_report_free(&r);
+    c = clean;
+    spec_edit(&c, "bw_sub_ch", "\"20e6\"");
+    r = run("bw_sub_ch string", write_cap(&c));
+    fa = find(&r, "metadata_invalid");
+    CHECK(fa && fa->blocking && strstr(fa->message, "bw_sub_ch"), "bw_sub_ch as a string: metadata_invalid naming it (%s)",
+          fa ? fa->message : "none");
+    dpd_doctor_report_free(&r);
+    c = clean; /* clean's bw_sub_ch is 20e6 (spec_edit starts from clean's spec each time) */
+    CHECK(strstr(clean.spec, "\"bw_sub_ch\": 20000000") || strstr(clean.spec, "\"bw_sub_ch\": 20e6"),
+          "the clean spec gives bw_sub_ch 20 MHz (%s)", clean.spec);
+    spec_edit(&c, "input_signal_sub_ch_bw", "40e6");
+    r = run("sub alias differs", write_cap(&c));
+    fa = find(&r, "metadata_invalid");
+    CHECK(fa && fa->blocking && strstr(fa->message, "bw_sub_ch and its alias input_signal_sub_ch_bw are both given and differ"),
+          "bw_sub_ch and its alias that differ: metadata_invalid naming both (%s)", fa ? fa->message : "none");
+    dpd_doctor_report_free(&r);
     c = clean;
     spec_edit(&c, "nperseg", "\"2560\"");
     r = run("invalid", write_cap(&c));
