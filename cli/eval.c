@@ -251,9 +251,9 @@ int cmd_eval(int argc, char **argv) {
     if (!lin.status[DPD_ACLR_AVG] && !out.status[DPD_ACLR_AVG] && lin.aclr_avg > out.aclr_avg - LEAK_MARGIN_DB)
         fprintf(stderr, "dpd: warning: under %s the input g x itself scores %s %.1f dBc, within %g dB of the PA "
                         "output's %.1f: these adjacent-channel figures are limited by the input or the estimator, not "
-                        "the PA (frame seams inside the profile's Welch windows, a wrong bw_main_ch, an input that "
-                        "leaks already; docs/metrics.md, \"Which to use\")\n",
-                prof, dpd_metric_key(sc.profile, DPD_ACLR_AVG), lin.aclr_avg, LEAK_MARGIN_DB, out.aclr_avg);
+                        "the PA (%sa wrong bw_main_ch, an input that leaks already; docs/metrics.md, \"Which to use\")\n",
+                prof, dpd_metric_key(sc.profile, DPD_ACLR_AVG), lin.aclr_avg, LEAK_MARGIN_DB, out.aclr_avg,
+                sc.profile == DPD_PROFILE_LEGACY ? "" : "frame seams inside the profile's Welch windows, ");
     if (model[0]) {
         if (cli_session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, &sc, &err)) goto done;
         mod = e.m;

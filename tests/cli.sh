@@ -86,7 +86,7 @@ check 'grep -q "^a test: 7680 samples, 3 segments of 2560, fs 800 MHz, 10 x 20 M
 check '[ ! -s "$T/err" ] && jq1 "$T/ev.json" "j[\"gain_split\"] == \"train\""' \
     "eval on dpd synth's dataset warns about nothing (its spec.json's generator is known), g from the train split ($(head -c 300 "$T/err"))"
 "$DPD" eval --data "$T/a" --split test --metric-profile opendpd-spectral-v2 >"$T/ev2.txt" 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^dpd: warning: under opendpd-spectral-v2 the input g x itself scores ACLR_AVG -[0-9.]* dBc, within 10 dB of the PA output.s -[0-9.]*: " "$T/err"' \
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: under opendpd-spectral-v2 the input g x itself scores ACLR_AVG -[0-9.]* dBc, within 10 dB of the PA output.s -[0-9.]*: .*(frame seams inside the profile.s Welch windows, " "$T/err"' \
     "eval under a Welch profile on framed data: the clean input's own leakage is near the PA's, and eval says the figures are not the PA's (exit $rc: $(head -c 300 "$T/err"))"
 # a dataset without a train split: g x at the split's own gain, with a warning, as dpd plot draws it
 mkdir -p "$T/nt" && cp "$T/a/spec.json" "$T/a/"val_*.csv "$T/a/"test_*.csv "$T/nt/"
@@ -676,6 +676,8 @@ if [ -f "$DPA/train_input.csv" ]; then
         "$DPD" eval --data "$SHARED/data/opendpd/DPA_100MHz" --split val >/dev/null 2>"$T/err"; rc=$?
         check '[ $rc -eq 0 ] && grep -q "^dpd: warning: the dataset doctor on .*DPA_100MHz: Bandwidth does not match spec.json (OBW 185.9 MHz, declared 100 MHz)" "$T/err"' \
             "eval DPA_100MHz: the doctor's bandwidth warning before the figures it spoils (exit $rc: $(head -c 400 "$T/err"))"
+        check 'grep -q "^dpd: warning: under legacy-opendpd-v1 the input g x itself scores .*not the PA (a wrong bw_main_ch, an input that leaks already" "$T/err"' \
+            "eval DPA_100MHz under the legacy profile (no Welch windows): the leak warning names no Welch frame seams ($(grep "itself" "$T/err" | head -c 400))"
     fi
     # DPA_160MHz has no train split here: its own gain, and no other warning (OpenDPD's spec.json keys are all known)
     if [ -f "$SHARED/data/opendpd/DPA_160MHz/test_input.csv" ]; then
