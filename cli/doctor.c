@@ -138,7 +138,7 @@ int cli_doctor_gate(const char *data) {
     char why[4096];
     int n = dpd_doctor_errors(&r, why, sizeof why);
     if (n) fprintf(stderr, "dpd: the dataset doctor refuses %s: %s\ndpd: 'dpd doctor %s' prints the whole report; "
-                           "--no-doctor trains anyway (but on what the loader refuses too: NaN, Inf, unreadable files)\n", data, why, data);
+                           "--no-doctor trains anyway (except on what the loader refuses too: NaN, Inf, unreadable files)\n", data, why, data);
     else warnings(&r, data);
     dpd_doctor_report_free(&r);
     return n ? 1 : 0;

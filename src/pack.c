@@ -536,7 +536,7 @@ DPD_API dpd_status dpd_pack_install(const char *file, const char *sha256, const 
         char side[4300], *text;
         snprintf(side, sizeof side, "%s.sha256", file);
         if (dpd_file_read(side, &text, NULL, NULL))
-            return dpd_fail(err, DPD_E_INVAL, "%s: no checksum: give its SHA-256 (sha256) or put %s beside it", file, side);
+            return dpd_fail(err, DPD_E_INVAL, "%s: no checksum: give its SHA-256 (dpd pack install --sha256 HEX) or put %s beside it", file, side);
         sscanf(text, "%127s", want);
         free(text);
     }
