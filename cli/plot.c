@@ -188,6 +188,8 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
              want = !kept && (dpd || !r->run_dir || info.train_sha256[0]) ? 1u << DPD_TRAIN : 0; /* (its fingerprint) */
     if (dpd_dataset_load(data, need, want, &ds, err)) return err->status;
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
+    if (!kept) cli_doctor_warn(data); /* as dpd eval: a band plan the data contradicts draws bands in the signal
+                                       * (the end of a run: its gate has said so) */
     cli_warn_trained_on(best, &info, &ds);
     g = dpd_dataset_gain(&ds);
     dpd_plot_in in = {.spec = &ds.spec};
@@ -451,7 +453,7 @@ static void scale(range r, int tight, int integer, double *a0, double *a1, doubl
     if (!(r.lo <= r.hi) || !isfinite(r.hi - r.lo)) r = (range){0, 1};
     if (r.hi - r.lo < 1e-12 * fmax(1, fabs(r.hi))) {
         double d = integer ? 1 : fmax(fabs(r.hi) * 0.1, 1e-3);
-        r.lo -= d, r.hi += d;
+        r.lo = r.lo >= 0 && r.lo < d ? 0 : r.lo - d, r.hi += d; /* a range at 0 (amplitudes) stays at or above it */
     }
     double raw = (r.hi - r.lo) / 6, p = pow(10, floor(log10(raw))), f = raw / p;
     *step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
@@ -937,12 +939,12 @@ static void empty_chart(cairo_t *cr, json_t *doc, const char *what, const char *
 }
 
 /* The signals of p in drawing order (the third, then the target, the prediction on top), with
- * their look: colour, width, dash and what the legend calls them (gl: room for a label). sig[k]:
- * the k-th's index in p's arrays. */
-static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char gl[64]) {
+ * their look: colour, width, dash and what the legend calls them (gl: room for the labels made
+ * here, g x's and a silent signal's). sig[k]: the k-th's index in p's arrays. */
+static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char gl[4][64]) {
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     double g = json_number_value(json_object_get(doc, "gain"));
-    snprintf(gl, 64, "g\xC2\xB7x, g = %.3f", g);
+    snprintf(gl[3], 64, "g\xC2\xB7x, g = %.3f", g);
     static const char *const order[] = {"no_dpd", "target", "linear", "prediction", "output"};
     int n = 0;
     for (size_t i = 0; i < sizeof order / sizeof *order && n < 3; i++) {
@@ -954,9 +956,13 @@ static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char g
         sig[n] = k;
         s[n] = !strcmp(name, "no_dpd")       ? (style){SKY, 1.4, 1, "PA(x), no DPD"}
                : !strcmp(name, "target")     ? (style){BLACK, 2.2, 0, dpd ? "target g\xC2\xB7x" : "measured y"}
-               : !strcmp(name, "linear")     ? (style){BLACK, 2.2, 0, gl}
+               : !strcmp(name, "linear")     ? (style){BLACK, 2.2, 0, gl[3]}
                : !strcmp(name, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA(DPD(x))" : "PA model"}
                                              : (style){VERMILLION, 1.2, 0, "measured y"};
+        if (p->silent[k]) { /* drawn nowhere: the legend says why */
+            snprintf(gl[n], 64, "%s (silent: all zero)", s[n].label);
+            s[n].label = gl[n];
+        }
         n++;
     }
     return n;
@@ -968,37 +974,60 @@ static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char g
 #define PW (W - PX - 22)
 #define PH (H - PY - 60)
 
-/* The main and adjacent channels the ACLR sums, shaded and named at the top of the plot; with
- * reference, where the main channel has sub-channels, a bracket at the bottom (under the spectra,
- * 100 dB below their peak) under the one the prediction's ACLR divides by. */
-static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p, int reference) {
+/* The main and adjacent channels the ACLR sums, shaded (under the lines; band_names names them). */
+static void bands(cairo_t *cr, const axes *a, const dpd_plot_data *p) {
     for (int i = 0; p->bands && i < 3; i++) {
         double x0 = ax_x(a, p->band[i][0]), x1 = ax_x(a, p->band[i][1]);
         colour(cr, i ? YELLOW : GREY, i ? 0.35 : 0.16);
         cairo_rectangle(cr, x0, a->py, x1 - x0, a->ph);
         cairo_fill(cr);
-        colour(cr, 0x333333, 1);
-        text(cr, (x0 + x1) / 2, a->py + 5, 11, 0, 0.5, 0, i ? "adj." : "main channel");
+    }
+}
+
+/* Text s at (x, y) (anchored as text() does) on a white ground, readable over the lines. */
+static void label(cairo_t *cr, double x, double y, double size, double ax, double ay, const char *s) {
+    cairo_text_extents_t t;
+    font(cr, size, 0);
+    cairo_text_extents(cr, s, &t);
+    colour(cr, 0xFFFFFF, 0.8);
+    cairo_rectangle(cr, x - ax * t.width - 2, y - ay * t.height - 1, t.width + 4, t.height + 2);
+    cairo_fill(cr);
+    colour(cr, 0x333333, 1);
+    text(cr, x, y, size, 0, ax, ay, s);
+}
+
+/* The bands' names at the top of the plot, over the lines (drawn after them); with reference,
+ * where the main channel has sub-channels, a bracket at the bottom (under the spectra, 100 dB
+ * below their peak) under the one the prediction's ACLR divides by. */
+static void band_names(cairo_t *cr, const axes *a, const dpd_plot_data *p, int reference) {
+    for (int i = 0; p->bands && i < 3; i++) {
+        double x0 = ax_x(a, p->band[i][0]), x1 = ax_x(a, p->band[i][1]);
+        label(cr, (x0 + x1) / 2, a->py + 5, 11, 0.5, 0, i ? "adj." : "main channel");
     }
     if (reference && p->bands && p->ref_band[1] - p->ref_band[0] < p->band[0][1] - p->band[0][0]) {
         double x0 = ax_x(a, p->ref_band[0]), x1 = ax_x(a, p->ref_band[1]), y = a->py + a->ph - 20;
+        colour(cr, 0x333333, 1);
         cairo_set_line_width(cr, 1.2);
         cairo_move_to(cr, x0, y - 5);
         cairo_line_to(cr, x0, y);
         cairo_line_to(cr, x1, y);
         cairo_line_to(cr, x1, y - 5);
         cairo_stroke(cr);
-        text(cr, (x0 + x1) / 2, y + 3, 11, 0, 0.5, 0, "ACLR ref.");
+        label(cr, (x0 + x1) / 2, y + 3, 11, 0.5, 0, "ACLR ref.");
     }
 }
 
 /* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
 static void chart_psd(cairo_t *cr, const plot_doc *d) {
     const dpd_plot_data *p = d->p;
+    if (p->why_no_psd[0]) {
+        empty_chart(cr, d->doc, "Power spectral density", p->why_no_psd);
+        return;
+    }
     vec f = {p->freq, p->nf};
     int sig[3];
     style s[3];
-    char gl[64];
+    char gl[4][64];
     int n = looks(d->doc, p, sig, s, gl);
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, f);
@@ -1007,18 +1036,23 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     title(cr, d->doc, "Power spectral density");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
     axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
-    bands(cr, &a, p, 1);
+    bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
+    band_names(cr, &a, p, 1);
     legend(cr, &a, s, n, TOP_RIGHT, 0);
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */
 static void chart_residual(cairo_t *cr, const plot_doc *d) {
     const dpd_plot_data *p = d->p;
+    if (p->why_no_psd[0]) {
+        empty_chart(cr, d->doc, "Residual spectrum (error)", p->why_no_psd);
+        return;
+    }
     vec f = {p->freq, p->nf}, res = {p->residual, p->nf};
     int sig[3];
     style look[3];
-    char gl[64];
+    char gl[4][64];
     int n = looks(d->doc, p, sig, look, gl), dpd = json_is_true(json_object_get(d->doc, "dpd"));
     const char *ref = strcmp(p->name[0], "target") ? "linear" : "target"; /* signal 0 */
     style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
@@ -1033,9 +1067,10 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     title(cr, d->doc, "Residual spectrum (error)");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
     axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
-    bands(cr, &a, p, 0);
+    bands(cr, &a, p);
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);
+    band_names(cr, &a, p, 0);
     legend(cr, &a, s, 2, TOP_RIGHT, 0);
 }
 
@@ -1071,7 +1106,7 @@ static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, con
     int pm = ys == p->pm, sig[3];
     vec in = {p->amp, p->na};
     style s[3];
-    char gl[64];
+    char gl[4][64];
     int n = looks(d->doc, p, sig, s, gl);
     range xr = {0, -INFINITY}, yr = pm ? EMPTY_RANGE : (range){0, -INFINITY};
     grow(&xr, in);
@@ -1113,7 +1148,7 @@ static void chart_iq(cairo_t *cr, const plot_doc *d) {
     const dpd_plot_data *p = d->p;
     int sig[3];
     style s[3];
-    char gl[64];
+    char gl[4][64];
     int n = looks(d->doc, p, sig, s, gl);
     double *k = malloc((p->ni ? p->ni : 1) * sizeof *k); /* the sample numbers */
     for (size_t i = 0; k && i < p->ni; i++) k[i] = (double)i;

@@ -222,7 +222,7 @@ static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *
             double p = remainder(atan2(y[1], y[0]) - phase, 2 * M_PI); /* [-pi, pi] */
             p += p - mid[s] > M_PI ? -2 * M_PI : p - mid[s] < -M_PI ? 2 * M_PI : 0;
             d->am[s][k] = rounded(hypot(y[0], y[1]), 6);
-            d->pm[s][k] = rounded(p * 180 / M_PI, 3);
+            d->pm[s][k] = (a[0] || a[1]) && (y[0] || y[1]) ? rounded(p * 180 / M_PI, 3) : NAN; /* atan2(0, 0): no phase */
         }
     }
 }
@@ -271,13 +271,19 @@ dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
     if (oom) goto done;
     d->S = in->S, d->N = in->N, d->n = in->n, d->fs_mhz = rounded(in->spec->fs / 1e6, 6), d->nsig = in->other ? 3 : 2;
     for (int i = 0; i < d->nsig; i++) d->name[i] = copy(names[i], &oom);
-    if (silent(in->ref, total) && silent(in->pred, total)) { /* say so instead of drawing -inf */
+    for (int i = 0; i < d->nsig; i++) d->silent[i] = silent(sig[i], total);
+    if (d->silent[0] && d->silent[1]) { /* say so instead of drawing -inf */
         d->empty = copy("the signals are silent (every sample is zero): nothing to plot", &oom);
         goto done;
     }
     f = doubles((size_t)in->N, &oom), db = doubles((size_t)in->N, &oom);
     res = malloc(2 * total * sizeof *res);
-    if (oom || !res || (st = spectra(d, in, sig, f, db, res, &oom, err))) goto done;
+    if (oom || !res) goto done;
+    if (in->n < (size_t)in->N) /* as the metrics refuse it (too_short) */
+        snprintf(d->why_no_psd, sizeof d->why_no_psd, "the split has %zu samples, fewer than one %d-sample segment: no "
+                                                      "spectrum (ACLR is n/a too)", in->n, in->N);
+    else if ((st = spectra(d, in, sig, f, db, res, &oom, err)))
+        goto done;
     curves(d, in, sig, &oom);
 done:
     free(f), free(db), free(res);
@@ -308,8 +314,8 @@ static void put_series(text *t, const dpd_plot_data *d, double *const *v, size_t
     put_char(t, '}');
 }
 
-/* "psd" with its bands, "residual", "amam", "ampm" and "iq". */
-static void put_sections(text *t, const dpd_plot_data *d) {
+/* "psd" with its bands, and "residual". */
+static void put_spectra(text *t, const dpd_plot_data *d) {
     put(t, ",\"psd\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
     put_array(t, d->freq, d->nf, 6);
     put(t, ",\"series\":");
@@ -332,7 +338,20 @@ static void put_sections(text *t, const dpd_plot_data *d) {
     put_array(t, d->freq, d->nf, 6);
     put(t, ",\"db\":");
     put_array(t, d->residual, d->nf, 3);
-    put(t, "},\"amam\":{\"x_unit\":\"input amplitude\",\"y_unit\":\"output amplitude\",\"input\":");
+    put_char(t, '}');
+}
+
+/* "psd" with its bands, "residual", "amam", "ampm" and "iq" (or, without spectra, "why_no_psd" and
+ * "psd" and "residual" null). */
+static void put_sections(text *t, const dpd_plot_data *d) {
+    if (d->why_no_psd[0]) {
+        put(t, ",\"why_no_psd\":");
+        put_str(t, d->why_no_psd);
+        put(t, ",\"psd\":null,\"residual\":null");
+    } else {
+        put_spectra(t, d);
+    }
+    put(t, ",\"amam\":{\"x_unit\":\"input amplitude\",\"y_unit\":\"output amplitude\",\"input\":");
     put_array(t, d->amp, d->na, 6);
     put(t, ",\"series\":");
     put_series(t, d, d->am, d->na, 6);
@@ -372,7 +391,13 @@ char *dpd_plot_text(const dpd_plot_data *d, dpd_error *err) {
     put_int(&t, d->n);
     put(&t, ",\"fs_mhz\":");
     put_num(&t, d->fs_mhz, 6);
-    put(&t, ",\"empty\":");
+    put(&t, ",\"silent\":[");
+    for (int s = 0, k = 0; s < d->nsig; s++)
+        if (d->silent[s]) {
+            if (k++) put_char(&t, ',');
+            put_str(&t, d->name[s]);
+        }
+    put(&t, "],\"empty\":");
     if (d->empty) {
         put_str(&t, d->empty);
     } else {

@@ -166,8 +166,18 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             if (ls && c->preview_every) return fail(err, DPD_E_INVAL, key, "preview_every_batches: fit-ls trains no batches");
             continue;
         }
+        static const char *const own[] = {"pa", "no_doctor", "legacy_evm", "kind", "target"}; /* taken below (fit-ls: all five) */
+        int is_own = 0;
+        for (size_t i = 0; i < (ls ? 5u : 3u); i++) is_own |= !strcmp(key, own[i]);
+        if (!is_own) { /* what the key is before what its value is: "json": true is not an option at all */
+            for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+                if (!strcmp(key, refused[i]))
+                    return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
+            if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
+        }
         if (value_text(v, text, sizeof text))
-            return fail(err, DPD_E_INVAL, key, "%s: must be a number, a string or a boolean", key);
+            return fail(err, DPD_E_INVAL, key, "%s: must be a number or a string%s", key,
+                        is_own && strcmp(key, "pa") ? ", or true or false" : "");
         if (!strcmp(key, "pa")) {
             if (!dpd && !ls) return fail(err, DPD_E_INVAL, key, "pa: belongs to train-dpd and fit-ls");
             if (strlen(text) >= sizeof j->pa) return fail(err, DPD_E_INVAL, key, "pa: not a run id");
@@ -201,15 +211,17 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         if (json_is_boolean(v)) /* the flags above take true and false; to a number's parser true would be 1 */
             return fail(err, DPD_E_INVAL, key, "%s: must be a number or a string, not %s", key, text[0] == '1' ? "true" : "false");
         evm_given |= !strcmp(key, "evm_fs");
-        for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-            if (!strcmp(key, refused[i]))
-                return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
-        if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
         if (ls && !strcmp(field, "family"))
             return fail(err, DPD_E_INVAL, key, "%s: fit-ls names its model by kind (mp or gmp)", key);
         if (ls && !cli_fit_ls_field(field)) /* a training option: fit-ls would record it and act on some */
             return fail(err, DPD_E_INVAL, key, "%s: not an option of fit-ls", key);
         if (dpd_config_set(c, field, text, err)) {
+            size_t n = strlen(field);
+            if (strcmp(key, field) && !strncmp(err->msg, field, n) && err->msg[n] == ':') { /* "K: ...", not "order: ..." */
+                char m[sizeof err->msg];
+                snprintf(m, sizeof m, "%s%s", key, err->msg + n);
+                snprintf(err->msg, sizeof err->msg, "%s", m);
+            }
             snprintf(err->field, sizeof err->field, "%s", key);
             return err->status;
         }

@@ -446,10 +446,13 @@ int cmd_serve(int argc, char **argv) {
     }
     super *sv = super_start(&o, st, err, sizeof err); /* recovery first: then the imports are queued */
     if (sv) end_sessions(&o, st);
-    int bad = sv && imports(&o, st, imp, nimp);
-    http *h = sv && !bad ? http_start(&o, st, sv, err, sizeof err) : NULL;
-    if (!h) {
-        if (!bad) fprintf(stderr, "dpd: %s\n", err);
+    /* the port before the imports: a start that cannot listen queues none (an import queued by a
+     * service that then stops is found as imported by the next start, and never ran) */
+    http *h = sv ? http_start(&o, st, sv, err, sizeof err) : NULL;
+    int bad = h && imports(&o, st, imp, nimp);
+    if (!h || bad) {
+        if (!h) fprintf(stderr, "dpd: %s\n", err);
+        if (h) http_stop(h);
         if (sv) super_stop(sv);
         super_free(sv);
         store_close(st);

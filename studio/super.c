@@ -513,7 +513,9 @@ static void finalise(super *s, active *a, int ws) {
     } else if (code == 3 && !strcmp(res.outcome, "cancelled")) {
         if (r.status == ST_RUNNING) /* stopped by a signal from elsewhere: through cancel_requested */
             set_status(s, a->id, ST_CANCEL_REQUESTED, &(st_change){.exit_code = -1, .reason = "the worker was stopped by a signal"});
-        to = ST_CANCELLED, c.reason_code = "user", c.reason = "cancelled; the last checkpoint was kept";
+        to = ST_CANCELLED, c.reason_code = "user";
+        c.reason = res.run_dir[0] ? "cancelled; the last checkpoint was kept"
+                                  : "cancelled before the first epoch completed; nothing was written";
     } else if (code == 1 && res.outcome[0]) {
         to = ST_FAILED;
         c.reason_code = !strcmp(res.code, "oom") ? "oom" : !strcmp(res.outcome, "diverged") ? "diverged" : "worker_failed";

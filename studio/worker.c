@@ -331,7 +331,9 @@ static int run_fake(worker *w, const job *j) {
     for (int ep = 1; ep <= f->epochs; ep++) {
         for (int k = 1; k <= 4; k++) {
             sleep_ms(f->epoch_ms / 4);
-            if (cancelled(w)) return finish(w, "cancelled", NULL, NULL, "cancelled", NULL);
+            if (cancelled(w)) /* as a real run: a run directory once an epoch has written its checkpoint */
+                return finish(w, "cancelled", ep > 1 ? json_pack("{s:s, s:i}", "run_dir", "out/fake", "epochs", ep - 1) : NULL,
+                              NULL, "cancelled", NULL);
             progress(w, json_pack("{s:i, s:i, s:i, s:i, s:f, s:f}", "epoch", ep, "epochs", f->epochs, "steps_done", k,
                                   "steps", 4, "loss", 1.0 / (ep * 4 + k), "samples_per_s", 1000.0));
             long step = (ep - 1) * 4L + k;

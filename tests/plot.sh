@@ -7,7 +7,9 @@
 # holds the library's plot data (the same twice; the end-of-run pictures equal `dpd plot --split
 # val` byte for byte; --data's AM/AM is |y| of the CSV at the fixed stride), at most 4 000 points
 # a curve, and history.csv as it is; a DPD run has no_dpd; a silent dataset draws pictures that
-# say why they are empty; --no-plots draws none and changes no result; bad arguments exit 2 with a
+# say why they are empty; a split shorter than one segment has no spectrum and says why; a silent
+# target beside a model's output is flagged and has no phase; a declared bandwidth the data
+# contradicts is warned of; --no-plots draws none and changes no result; bad arguments exit 2 with a
 # message.
 # Usage: sh tests/plot.sh BUILD_DIR. Prints "RESULT plot <passed> <failed> <skipped>".
 BUILD=${1:-build}
@@ -140,6 +142,20 @@ def data(path, dataset, split):  # --data: y and g x; AM/AM is |y| of the CSV at
     if p['amam']['series']['output'] != y[::stride]: fail('amam.output is not |y| of %s at stride %d' % (dataset, stride))
     if p['amam']['input'] != x[::stride]: fail('amam.input is not |x| of %s at stride %d' % (dataset, stride))
 
+def short(path):
+    p = json.load(open(path))['plots']
+    why = p.get('why_no_psd')
+    if not isinstance(why, str) or 'fewer than one 1280-sample segment' not in why: fail('%s: why_no_psd is %r' % (path, why))
+    if p.get('psd') is not None or p.get('residual') is not None: fail('%s: psd and residual are not null' % path)
+    if len(p['amam']['input']) != 100: fail('%s: amam has %d points, want 100' % (path, len(p['amam']['input'])))
+
+def silent_target(path):
+    p = json.load(open(path))['plots']
+    if p.get('silent') != ['target'] or p.get('empty') is not None: fail('%s: silent %r, empty %r' % (path, p.get('silent'), p.get('empty')))
+    if not any(p['amam']['series']['prediction']): fail('%s: the prediction is silent too' % path)
+    for name, v in p['ampm']['series'].items(): # x is silent too: no phase anywhere, not a phase of 0
+        if any(a is not None for a in v): fail('%s: %s has a phase against a silent x' % (path, name))
+
 def empty(path):
     p = json.load(open(path))['plots']
     if not isinstance(p.get('empty'), str) or 'silent' not in p['empty'] or 'psd' in p: fail('%s: empty is %r' % (path, p.get('empty')))
@@ -250,6 +266,24 @@ check '[ "$(grep -c "<path" "$T/sp/psd.svg")" -lt "$(grep -c "<path" "$T/svg/psd
     "a silent capture's PSD draws no curves"
 "$DPD" plot --data "$T/silent" --out "$T/sp2" >/dev/null 2>&1
 images "a silent capture" png "$T/sp2" psd amam
+
+# --- a split shorter than one segment: no spectrum, and why; a silent target; a band plan the data contradicts ---
+mkdir -p "$T/short" && cp "$T/d/spec.json" "$T/short/"
+for io in input output; do head -n 101 "$T/d/test_$io.csv" >"$T/short/test_$io.csv"; done
+"$DPD" plot --data "$T/short" --out "$T/shp" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ]' "a 100-sample split: exit 0 (exit $rc: $(head -c 300 "$T/err"))"
+pycheck "a 100-sample split's plots.json" short "$T/shp/plots.json"
+images "a 100-sample split" png "$T/shp" psd residual amam
+"$DPD" plot "$R" --data "$T/silent" --out "$T/st" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ]' "a model on a silent capture: exit 0 (exit $rc: $(head -c 300 "$T/err"))"
+pycheck "a model on a silent capture: plots.json" silent_target "$T/st/plots.json"
+mkdir -p "$T/bw" && cp "$T/d"/*.csv "$T/bw/"
+sed 's/"bw_main_ch": 200000000.0/"bw_main_ch": 100000000.0/; s/"bw_sub_ch": 20000000.0/"bw_sub_ch": 10000000.0/' "$T/d/spec.json" >"$T/bw/spec.json"
+"$DPD" plot --data "$T/bw" --out "$T/bwp" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "dataset doctor on .*Bandwidth does not match spec.json" "$T/err"' \
+    "dpd plot warns, as dpd eval does, of a declared bandwidth the data contradicts (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" plot --data "$T/d" --out "$T/okp" >/dev/null 2>"$T/err"
+check '! grep -q "dataset doctor" "$T/err"' "and not of a dataset whose band plan is right ($(head -c 200 "$T/err"))"
 
 # --- usage errors: exit 2 with a message ---
 expect 2 "needs a run directory" "$DPD" plot

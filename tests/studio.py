@@ -938,6 +938,11 @@ def t_submit_validation(ctx):
     r = sub(verb="fit-ls", kind="mp", K=0)
     expect_error(r, 422, "invalid_config", "K", "fit-ls K 0")
     check(r.json["error"]["message"].startswith("K: "), f"the message names the key too: {r!r}")
+    for opt, val, start in (("K", 100000, "K: "), ("model", "transformer", "model: "), ("hidden", None, "hidden: must be a number or a string"),
+                            ("json", True, "json: not an option"), ("no_plots", True, "no_plots: not an option")):
+        r = sub(**{opt: val}) if opt != "K" else sub(verb="fit-ls", kind="mp", K=val)
+        expect_error(r, 422, "invalid_config", opt, f"{opt} {val!r}")
+        check(r.json["error"]["message"].startswith(start), f"{opt} {val!r}: the message begins {start!r}: {r!r}")
     expect_error(sub(verb="fit-ls", kind="mp", iterations=2), 422, "invalid_config", "iterations", "fit-ls target pa iterations")
     expect_error(sub(legacy_evm="false"), 422, "invalid_config", "legacy_evm", "legacy_evm 'false'")
     expect_error(sub(frame=10 ** 6), 422, "invalid_config", "frame", "a frame longer than the train split")
@@ -1147,6 +1152,18 @@ def t_retry(ctx):  # B6
     r = s.post(f"/api/v1/runs/{b['id']}/retry")
     check(r.status == 201 and r.json["parent_id"] == b["id"], f"retry of a cancelled run: {r!r}")
     s.cancel(r.json["id"])
+    s.wait_status(r.json["id"], "cancelled", 10)
+    e = s.submit(options=fake(2, 4000))  # cancelled within its first epoch: nothing written
+    s.wait_event(e["id"], "progress", 10)
+    s.cancel(e["id"])
+    fe = s.wait_status(e["id"], "cancelled", 10)
+    check(fe["reason"] == "cancelled before the first epoch completed; nothing was written",
+          f"a run cancelled in its first epoch says nothing was kept: {fe['reason']!r}")
+    d = s.submit(options=fake(100, 100))  # cancelled after an epoch's checkpoint: it is kept
+    s.wait_event(d["id"], "checkpoint", 10)
+    s.cancel(d["id"])
+    fd = s.wait_status(d["id"], "cancelled", 10)
+    check(fd["reason"] == "cancelled; the last checkpoint was kept", f"a run cancelled after an epoch: {fd['reason']!r}")
 
 
 @test()
@@ -3165,6 +3182,22 @@ def t_import_cli_run(ctx):  # dpd serve --import: a completed CLI run becomes a 
     s3 = Server(ctx, root=ctx.path("root3"), args=["--import", bad])
     s3.start(expect_listen=False)
     check(s3.wait_exit(10) == 1 and "config.json" in s3.output(), f"import of a non-run: {s3.output()[-300:]!r}")
+    # a start that cannot listen queues no import (the next start would find it "already imported",
+    # and it never ran): the next start imports it
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    s5 = Server(ctx, root=ctx.path("root5"), args=["--import", rd, "--listen", f"127.0.0.1:{busy.getsockname()[1]}"])
+    s5.start(expect_listen=False)
+    check(s5.wait_exit(10) == 1 and "cannot listen" in s5.output() and "importing" not in s5.output(),
+          f"an import with the port taken: {s5.output()[-300:]!r}")
+    busy.close()
+    s6 = Server(ctx, root=s5.root, args=["--import", rd])
+    s6.start()
+    line = s6.wait_line(r"dpd studio: importing (\S+) as run (r[0-9a-f]+)", 5)
+    fin = s6.wait_status(line.group(2), TERMINAL, 60, 0.1)
+    check(fin["status"] == "succeeded", f"the import after a start that could not listen: {fin}")
+    s6.stop()
     os.remove(os.path.join(rd, "best.safetensors"))
     s4 = Server(ctx, root=ctx.path("root4"), args=["--import", rd])
     s4.start(expect_listen=False)

@@ -5,7 +5,8 @@
  * frequencies; the residual is the PSD of prediction - target; the bands are dpd_band_of's edges;
  * AM/AM and AM/PM at the fixed stride are |y| and the phase against x of those samples, never of
  * the padding; I/Q are the first samples; a third series is carried everywhere; the same input
- * gives the same text. Then a silent input ("empty" with a reason, no series), the text itself
+ * gives the same text. Then a silent input ("empty" with a reason, no series), a split shorter than
+ * one segment (no spectrum, and why), a silent target beside a prediction, the text itself
  * (escaped names, numbers at the printer's edges) and bad arguments. */
 #include <math.h>
 #include <stdlib.h>
@@ -403,6 +404,51 @@ out:
     sig_free(&g);
 }
 
+/* A split shorter than one segment: no spectrum (a zero-padded segment would read tens of dB low),
+ * with the metrics' reason, and the curves still there; a silent target beside a prediction that is
+ * not: flagged, and no phase where x or y is 0 (atan2(0, 0) is not a phase). */
+static void test_short_and_silent(void) {
+    sig g = make(1, 2560, 100, 6);
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .S = 1, .N = 2560, .n = 100, .spec = &spec};
+    dpd_error err = {0};
+    dpd_plot_data *d = dpd_plot_compute(&in, &err);
+    CHECK(d && !d->empty && d->nf == 0 && !d->freq && !d->psd[0] && !d->residual && !d->bands &&
+              strstr(d->why_no_psd, "100 samples, fewer than one 2560-sample segment"),
+          "100 samples in a 2560-sample segment: no spectrum, and why ('%s'; %s)", d ? d->why_no_psd : "", err.msg);
+    CHECK(d && d->na == 100 && d->ni == 100 && d->am[1] && d->pm[1], "the curves are still drawn (na %zu)", d ? d->na : 0);
+    char *t = d ? dpd_plot_text(d, &err) : NULL;
+    json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+    CHECK(j && json_is_null(json_object_get(j, "psd")) && json_is_null(json_object_get(j, "residual")) &&
+              json_is_string(json_object_get(j, "why_no_psd")) && json_is_object(json_object_get(j, "amam")),
+          "the text: psd and residual null, why_no_psd, amam");
+    json_decref(j), free(t);
+    dpd_plot_free(d);
+    in.n = 2560; /* one whole segment: a spectrum */
+    d = dpd_plot_compute(&in, &err);
+    CHECK(d && d->nf == 2560 && !d->why_no_psd[0], "2560 samples: a spectrum");
+    dpd_plot_free(d);
+    sig_free(&g);
+
+    g = make(1, 2560, 2560, 7);
+    memset(g.ref, 0, 2 * 2560 * sizeof(float));
+    g.x[0] = g.x[1] = 0; /* the first sample of x is 0 too */
+    in = (dpd_plot_in){.x = g.x, .ref = g.ref, .pred = g.pred, .S = 1, .N = 2560, .n = 2560, .spec = &spec};
+    d = dpd_plot_compute(&in, &err);
+    int none = d != NULL;
+    for (size_t k = 0; d && k < d->na; k++) none &= isnan(d->pm[0][k]);
+    CHECK(d && !d->empty && d->silent[0] && !d->silent[1], "a silent target beside a prediction: flagged, not empty");
+    CHECK(none, "a silent target has no phase (every AM/PM point NaN)");
+    CHECK(d && isnan(d->pm[1][0]) && isfinite(d->pm[1][1]), "x = 0: no phase there; the next sample has one");
+    t = d ? dpd_plot_text(d, &err) : NULL;
+    j = t ? json_loads(t, 0, NULL) : NULL;
+    json_t *sl = json_object_get(j, "silent");
+    CHECK(json_array_size(sl) == 1 && !strcmp(json_string_value(json_array_get(sl, 0)), "target"),
+          "the text: \"silent\": [\"target\"]");
+    json_decref(j), free(t);
+    dpd_plot_free(d);
+    sig_free(&g);
+}
+
 int main(void) {
     test_case(3, 2560, 3 * 2560 - 700); /* stride 1 for the PSD, 2 for AM/AM; a zero-padded tail */
     test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
@@ -410,6 +456,7 @@ int main(void) {
     test_ampm_offset();
     test_reference();
     test_numbers();
+    test_short_and_silent();
     test_text();
     test_bad_arguments();
     return check_done("plot_data");

@@ -601,12 +601,17 @@ typedef struct dpd_plot_data {
     size_t na;            /* AM/AM and AM/PM points */
     double *amp;          /* (na) |x| */
     double *am[3], *pm[3]; /* (na) |y|; the phase of y against x in degrees, within 180 of its
-                            * power-weighted mean arg(sum y conj(x)) (in [-360, 360]) */
+                            * power-weighted mean arg(sum y conj(x)) (in [-360, 360]); NaN where x or
+                            * y is 0 (no phase) */
     size_t ni;            /* I/Q samples: 0, 1, ..., ni - 1 */
     double *i[3], *q[3];  /* (ni) */
     double ref_band[2];   /* with bands: the first and last bin frequencies, MHz, of the main channel's
                            * sub-channel with the most power in the prediction's PSD, the reference
                            * dpd_aclr divides by (the whole main channel when n_sub is 1) */
+    char why_no_psd[160]; /* "" or, with nf 0 (no PSD, residual or bands), why: fewer samples than one
+                           * segment (n < N), the rule the metrics follow (a zero-padded segment
+                           * would read tens of dB low) */
+    int silent[3];        /* signal s is zero throughout (its PSD has no finite value, its phase none) */
 } dpd_plot_data;
 
 /* The plot data of `in`; free with dpd_plot_free. NULL with err set on bad arguments (NULL

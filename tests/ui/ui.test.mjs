@@ -427,6 +427,14 @@ try {
     sameSeries(psd[0], doc.plots.psd.freq, 'DPD psd freq');
     labels.forEach((l, i) => sameSeries(psd[i + 1], doc.plots.psd.series[want[l]], `DPD psd ${want[l]}`));
     assert(/with and without DPD/.test(await text('main')), 'the page does not say with and without DPD');
+    const res = await apiGet(`/runs/${run.id}/results`); // each card names the no-DPD baseline of its split
+    for (const [split, key] of [['test', 'no_dpd'], ['val', 'no_dpd_val']]) {
+      const v = res[key] && res[key].NMSE;
+      assert(typeof v === 'number', `results.${key}.NMSE is ${v}`);
+      const sub = await page.locator(`#result-cards [data-metric="${split}.NMSE"] .sub`).innerText();
+      assert(sub.includes(`no DPD ${v.toFixed(2)}`) || sub.includes(`no DPD ${v.toFixed(2).replace('-', '−')}`),
+        `the ${split} NMSE card says '${sub}', not the no-DPD ${v}`);
+    }
     await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
   });
 

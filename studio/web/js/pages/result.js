@@ -50,13 +50,18 @@ export default async function resultPage(ctx) {
   if (m) {
     const kind = results && (results.val || results.test) ? 'final' : 'probe';
     for (const split of ['val', 'test']) {
+      // a DPD run's summary has the same metrics of the PA driven by x itself: the baseline it improves on
+      const base = results && dpd ? results[split === 'test' ? 'no_dpd' : 'no_dpd_val'] : null;
       for (const name of METRICS) {
         const v = m[split] ? m[split][name] : undefined;
         if (v === undefined) continue;
-        cards.append(h('div', { class: 'metric', 'data-metric': `${split}.${name}` },
+        const why = v === null && m[split].status && m[split].status[name] ? m[split].status[name].reason : '';
+        const b = base && base[name] !== undefined ? base[name] : undefined;
+        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD ${fmtNum(b, 2)} ${UNITS[name]}` : kind;
+        cards.append(h('div', { class: 'metric', 'data-metric': `${split}.${name}`, title: why || null },
           h('div', { class: 'name', text: `${name} · ${split}` }),
           h('div', { class: 'value' }, fmtNum(v, 2), h('span', { class: 'unit', text: UNITS[name] })),
-          h('div', { class: 'sub', text: kind })));
+          h('div', { class: 'sub', text: sub })));
       }
     }
     if (results && results.best_epoch) cards.append(h('div', { class: 'metric' }, h('div', { class: 'name', text: 'best epoch' }),
@@ -66,6 +71,7 @@ export default async function resultPage(ctx) {
 
   // ---- signal plots ----
   if (plots && plots.empty) ctx.main.append(banner('warn', `No signal plots: ${plots.empty}`));
+  if (plots && !plots.empty && plots.why_no_psd) ctx.main.append(banner('warn', `No spectra: ${plots.why_no_psd}`));
   if (plots && !plots.empty) {
     const box = h('div', { class: 'charts', id: 'result-plots' });
     ctx.main.append(h('h2', { text: 'Signals' }), box);

@@ -395,7 +395,10 @@ export default async function runPage(ctx) {
         (batch ? `Previews every ${live.policy.every_batches} batches (${live.previews} so far) come between epochs.`
           : 'Refreshed once per epoch from the predictions the epoch already computed.');
     const p = live.plots;
-    if (!p || p.empty || !p.psd) { if (p && p.empty) liveNote.textContent += ` No plot data: ${p.empty}`; return; }
+    if (!p || p.empty || !p.psd) {
+      if (p && (p.empty || p.why_no_psd)) liveNote.textContent += ` No ${p.empty ? 'plot data' : 'spectrum'}: ${p.empty || p.why_no_psd}`;
+      return;
+    }
     const keys = Object.keys(p.psd.series);
     const psd = [p.psd.freq, ...keys.map((k) => p.psd.series[k])];
     if (!charts.get('live:psd')) charts.add(liveBox, 'live:psd', {
