@@ -609,6 +609,10 @@ static enum MHD_Result web_clock(server *s, req *r) {
 }
 
 static enum MHD_Result healthz(server *s, req *r) {
+    if (__atomic_load_n(&s->h.refuse_writes, __ATOMIC_ACQUIRE)) /* a load balancer stops sending work here */
+        return http_json(r, 503, json_pack("{s:b, s:s, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION, "error",
+                                           "code", "shutting_down", "message", "the service is shutting down", "field",
+                                           "hint"));
     int stuck = pub_stuck(s->h.pub);
     if (stuck)
         return http_json(r, 503, json_pack("{s:b, s:s, s:i, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION,

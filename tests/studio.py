@@ -1588,7 +1588,7 @@ def t_graceful_shutdown(ctx):  # B14
     c = s.submit(options=fake(1, 0))["id"]
     _, pa, sa = s.wait_running_pid(a)
     _, pb, sb = s.wait_running_pid(b)
-    seen = []
+    seen, health = [], []
     stop = threading.Event()
 
     def spam():
@@ -1596,6 +1596,8 @@ def t_graceful_shutdown(ctx):  # B14
             try:
                 r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0)}, timeout=3)
                 seen.append((r.status, r.err()))
+                hz = s.get("/healthz", timeout=3)  # after a refused submit: not healthy either
+                health.append((r.status, hz.status, (hz.json or {}).get("error", {}).get("code")))
             except OSError:
                 seen.append(("conn", None))
             time.sleep(0.02)
@@ -1616,6 +1618,8 @@ def t_graceful_shutdown(ctx):  # B14
     bad = [x for x in after if x[0] not in (503, 201)]
     check(not bad, f"submits during shutdown answered {bad[:3]}")
     check(all(x[1] == "shutting_down" for x in after if x[0] == 503), f"503 without shutting_down: {after[:3]}")
+    late = [x for x in health if x[0] == 503]
+    check(all(x[1:] == (503, "shutting_down") for x in late), f"/healthz after a submit was refused for the shutdown: {late[:3]}")
     ctx.note = f"submits during shutdown: {sum(1 for x in after if x[0] == 503)} x 503, " \
                f"{sum(1 for x in after if x[0] == 201)} x 201, {sum(1 for x in seen if x[0] == 'conn')} refused"
     s2 = ctx.server(root=s.root)
