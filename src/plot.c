@@ -276,14 +276,14 @@ dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
         d->empty = copy("the signals are silent (every sample is zero): nothing to plot", &oom);
         goto done;
     }
-    f = doubles((size_t)in->N, &oom), db = doubles((size_t)in->N, &oom);
-    res = malloc(2 * total * sizeof *res);
-    if (oom || !res) goto done;
-    if (in->n < (size_t)in->N) /* as the metrics refuse it (too_short) */
+    if (in->n < (size_t)in->N) { /* as the metrics refuse it (too_short) */
         snprintf(d->why_no_psd, sizeof d->why_no_psd, "the split has %zu samples, fewer than one %d-sample segment: no "
                                                       "spectrum (ACLR is n/a too)", in->n, in->N);
-    else if ((st = spectra(d, in, sig, f, db, res, &oom, err)))
-        goto done;
+    } else {
+        f = doubles((size_t)in->N, &oom), db = doubles((size_t)in->N, &oom);
+        if (!(res = malloc(2 * total * sizeof *res))) oom = 1;
+        if (oom || (st = spectra(d, in, sig, f, db, res, &oom, err))) goto done;
+    }
     curves(d, in, sig, &oom);
 done:
     free(f), free(db), free(res);

@@ -609,16 +609,14 @@ static enum MHD_Result web_clock(server *s, req *r) {
 }
 
 static enum MHD_Result healthz(server *s, req *r) {
-    if (__atomic_load_n(&s->h.refuse_writes, __ATOMIC_ACQUIRE)) /* a load balancer stops sending work here */
-        return http_json(r, 503, json_pack("{s:b, s:s, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION, "error",
-                                           "code", "shutting_down", "message", "the service is shutting down", "field",
-                                           "hint"));
-    int stuck = pub_stuck(s->h.pub);
-    if (stuck)
-        return http_json(r, 503, json_pack("{s:b, s:s, s:i, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION,
-                                           "sessions_not_removed", stuck, "error", "code", "cleanup_failed", "message",
-                                           "an ended session's files cannot be removed", "field", "hint"));
-    return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
+    int down = __atomic_load_n(&s->h.refuse_writes, __ATOMIC_ACQUIRE); /* a load balancer stops sending work here */
+    int stuck = down ? 0 : pub_stuck(s->h.pub);
+    if (!down && !stuck) return http_json(r, 200, json_pack("{s:b, s:s}", "ok", 1, "version", DPD_VERSION));
+    json_t *o = json_pack("{s:b, s:s, s:{s:s, s:s, s:n, s:n}}", "ok", 0, "version", DPD_VERSION, "error", "code",
+                          down ? "shutting_down" : "cleanup_failed", "message",
+                          down ? "the service is shutting down" : "an ended session's files cannot be removed", "field", "hint");
+    if (o && stuck) json_object_set_new(o, "sessions_not_removed", json_integer(stuck));
+    return http_json(r, 503, o);
 }
 
 /* GET /api/v1/session (local mode): how the browser is signed in, and its CSRF token. */

@@ -166,18 +166,9 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             if (ls && c->preview_every) return fail(err, DPD_E_INVAL, key, "preview_every_batches: fit-ls trains no batches");
             continue;
         }
-        static const char *const own[] = {"pa", "no_doctor", "legacy_evm", "kind", "target"}; /* taken below (fit-ls: all five) */
-        int is_own = 0;
-        for (size_t i = 0; i < (ls ? 5u : 3u); i++) is_own |= !strcmp(key, own[i]);
-        if (!is_own) { /* what the key is before what its value is: "json": true is not an option at all */
-            for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-                if (!strcmp(key, refused[i]))
-                    return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
-            if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
-        }
-        if (value_text(v, text, sizeof text))
-            return fail(err, DPD_E_INVAL, key, "%s: must be a number or a string%s", key,
-                        is_own && strcmp(key, "pa") ? ", or true or false" : "");
+        if (value_text(v, text, sizeof text)) /* null, an array or an object */
+            return fail(err, DPD_E_INVAL, key, "%s: must be %s", key,
+                        !strcmp(key, "no_doctor") || !strcmp(key, "legacy_evm") ? "true or false" : "a number or a string");
         if (!strcmp(key, "pa")) {
             if (!dpd && !ls) return fail(err, DPD_E_INVAL, key, "pa: belongs to train-dpd and fit-ls");
             if (strlen(text) >= sizeof j->pa) return fail(err, DPD_E_INVAL, key, "pa: not a run id");
@@ -208,6 +199,10 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
             legacy = strcmp(text, "0") != 0;
             continue;
         }
+        for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) /* what the key is before what its value is */
+            if (!strcmp(key, refused[i]))
+                return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
+        if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
         if (json_is_boolean(v)) /* the flags above take true and false; to a number's parser true would be 1 */
             return fail(err, DPD_E_INVAL, key, "%s: must be a number or a string, not %s", key, text[0] == '1' ? "true" : "false");
         evm_given |= !strcmp(key, "evm_fs");
@@ -216,14 +211,8 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         if (ls && !cli_fit_ls_field(field)) /* a training option: fit-ls would record it and act on some */
             return fail(err, DPD_E_INVAL, key, "%s: not an option of fit-ls", key);
         if (dpd_config_set(c, field, text, err)) {
-            size_t n = strlen(field);
-            if (strcmp(key, field) && !strncmp(err->msg, field, n) && err->msg[n] == ':') { /* "K: ...", not "order: ..." */
-                char m[sizeof err->msg];
-                snprintf(m, sizeof m, "%s%s", key, err->msg + n);
-                snprintf(err->msg, sizeof err->msg, "%s", m);
-            }
-            snprintf(err->field, sizeof err->field, "%s", key);
-            return err->status;
+            snprintf(err->field, sizeof err->field, "%s", field);
+            return key_of(err); /* "K: ...", as the request names it, not "order: ..." */
         }
         sizes |= cli_size_bit(field);
         ls_iterations |= !strcmp(field, "ls_iterations");

@@ -432,7 +432,7 @@ try {
       const v = res[key] && res[key].NMSE;
       assert(typeof v === 'number', `results.${key}.NMSE is ${v}`);
       const sub = await page.locator(`#result-cards [data-metric="${split}.NMSE"] .sub`).innerText();
-      assert(sub.includes(`no DPD ${v.toFixed(2)}`) || sub.includes(`no DPD ${v.toFixed(2).replace('-', '−')}`),
+      assert(sub.includes(`no DPD ${v.toFixed(2)}`),
         `the ${split} NMSE card says '${sub}', not the no-DPD ${v}`);
     }
     await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
