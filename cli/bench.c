@@ -97,8 +97,8 @@ static void report_text(const dpd_model *m, const dpd_session *s, const result *
     char name[64], pan[64], pa[80] = "";
     label(m, name, sizeof name);
     if (r->pa) snprintf(pa, sizeof pa, " through PA %s", label(r->pa, pan, sizeof pan));
-    printf("%s (%zu params)%s batch %d frame %d on %s (%s), %d threads, %s kernels: %.3f ms/step, %.2f steps/s\n", name,
-           dpd_model_nparams(m), pa, r->B, r->T, dpd_session_provider(s), dpd_session_reason(s), th,
+    printf("%s (%zu params)%s batch %d frame %d on %s (%s), %d thread%s, %s kernels: %.3f ms/step, %.2f steps/s\n", name,
+           dpd_model_nparams(m), pa, r->B, r->T, dpd_session_provider(s), dpd_session_reason(s), th, th == 1 ? "" : "s",
            dpd_session_kernels(s)[0] ? dpd_session_kernels(s) : "-", r->sec * 1e3, 1 / r->sec);
     if (r->flop <= 0) return; /* no count defined for this family (docs/performance.md) */
     double gf = r->flop / r->sec / 1e9;

@@ -265,12 +265,15 @@ static void help(FILE *f) {
             DPD_VERSION);
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
-    fprintf(f, "  %-10s %s\n\n'dpd VERB --help' lists a verb's options. Exit codes: 0 success, 1 failure,\n"
-               "2 usage error, 130 cancelled by SIGINT (Ctrl-C), 143 by SIGTERM.\n",
+    fprintf(f, "  %-10s %s\n\n'dpd VERB --help' or 'dpd help VERB' lists a verb's options. Exit codes: 0 success,\n"
+               "1 failure, 2 usage error, 130 cancelled by SIGINT (Ctrl-C), 143 by SIGTERM.\n",
             "version", "print the version");
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "help")) /* dpd help VERB: the verb's own help, as dpd VERB --help */
+        for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+            if (!strcmp(argv[2], verbs[i].name)) return verbs[i].run(1, (char *[]){"--help", NULL});
     if (argc < 2 || cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
         help(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

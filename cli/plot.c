@@ -196,9 +196,14 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     if (!r->run_dir) { /* the dataset: g x (the PA at its linear gain) and the measured y */
         const dpd_split *sp = &ds.split[r->split];
         if (!(g > 0)) { /* no train split, or a silent one: the gain of the split itself */
+            const char *name = r->split == DPD_VAL ? "val" : "test";
             g = dpd_split_gain(sp);
-            fprintf(stderr, "dpd: warning: %s has no train split (or a silent one): g x is drawn at the %s split's own "
-                            "gain, max|y| / max|x| = %.4g\n", data, r->split == DPD_VAL ? "val" : "test", g);
+            if (g > 0)
+                fprintf(stderr, "dpd: warning: %s has no train split (or a silent one): g x is drawn at the %s split's "
+                                "own gain, max|y| / max|x| = %.4g\n", data, name, g);
+            else
+                fprintf(stderr, "dpd: warning: %s has no gain: its train split is missing or silent and its %s split's "
+                                "x or y is all zero, so g x is drawn as zero\n", data, name);
         }
         if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err)) goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
@@ -327,7 +332,7 @@ enum { BLACK = 0x000000, ORANGE = 0xE69F00, SKY = 0x56B4E9, GREEN = 0x009E73, YE
 typedef struct style {
     unsigned rgb;
     double width; /* line width, or dot diameter */
-    int dashed;
+    int dashed;   /* a dashed line; its dots hollow (dots) */
     const char *label;
 } style;
 
@@ -842,12 +847,14 @@ static void line(cairo_t *cr, const axes *a, vec xs, vec ys, const style *s) {
     cairo_restore(cr);
 }
 
-/* ys against xs as square dots of side s->width on whole pixels, inside the plot area. On an
- * image the squares are written into its pixels (thousands of them cost cairo's rasterizer
- * milliseconds, this loop microseconds); on a vector surface they are rectangles. */
+/* ys against xs as square dots of side s->width on whole pixels, inside the plot area: filled, or
+ * a dashed style's hollow (a one-pixel ring, from 3 pixels: the points of a dashed line told from
+ * a solid one's where the lines are too short to see, as a one-epoch history's). On an image the
+ * squares are written into its pixels (thousands of them cost cairo's rasterizer milliseconds,
+ * this loop microseconds); on a vector surface they are rectangles. */
 static void dots(cairo_t *cr, const axes *a, vec xs, vec ys, const style *s) {
     size_t n = xs.n < ys.n ? xs.n : ys.n;
-    int w = (int)s->width, h = w / 2;
+    int w = (int)s->width, h = w / 2, hollow = s->dashed && w >= 3;
     cairo_surface_t *sf = cairo_get_target(cr);
     int raster = cairo_surface_get_type(sf) == CAIRO_SURFACE_TYPE_IMAGE;
     unsigned char *data = NULL;
@@ -867,18 +874,27 @@ static void dots(cairo_t *cr, const axes *a, vec xs, vec ys, const style *s) {
         double fx = round(ax_x(a, xs.v[i])) - h, fy = round(ax_y(a, ys.v[i])) - h;
         if (!isfinite(fx) || !isfinite(fy)) continue;
         if (!raster) {
-            cairo_rectangle(cr, fx, fy, w, w);
+            if (hollow) cairo_rectangle(cr, fx + 0.5, fy + 0.5, w - 1, w - 1);
+            else cairo_rectangle(cr, fx, fy, w, w);
             continue;
         }
         if (!(fx > x0 - w && fx < x1 && fy > y0 - w && fy < y1)) continue; /* off the plot (and not a NaN) */
-        for (int y = (int)fy; y < (int)fy + w; y++)
-            for (int x = (int)fx; x < (int)fx + w; x++)
-                if (x >= x0 && x < x1 && y >= y0 && y < y1) ((uint32_t *)(data + (size_t)y * stride))[x] = 0xFF000000u | s->rgb;
+        int X = (int)fx, Y = (int)fy;
+        for (int y = Y; y < Y + w; y++)
+            for (int x = X; x < X + w; x++)
+                if (x >= x0 && x < x1 && y >= y0 && y < y1 && !(hollow && x > X && x < X + w - 1 && y > Y && y < Y + w - 1))
+                    ((uint32_t *)(data + (size_t)y * stride))[x] = 0xFF000000u | s->rgb;
     }
     if (raster) {
         cairo_surface_mark_dirty(sf);
     } else {
-        cairo_fill(cr);
+        if (hollow) {
+            cairo_set_line_width(cr, 1);
+            cairo_set_dash(cr, NULL, 0, 0);
+            cairo_stroke(cr);
+        } else {
+            cairo_fill(cr);
+        }
         cairo_restore(cr);
     }
 }
@@ -888,8 +904,12 @@ static void dots(cairo_t *cr, const axes *a, vec xs, vec ys, const style *s) {
 enum { TOP_RIGHT = 0, TOP_LEFT = 1, BOTTOM_RIGHT = 2, BOTTOM_LEFT = 3, OUTSIDE = 4 };
 #define LEGEND_W 140
 
-/* The legend: each series' line (or dot) and label, one under the other. */
-static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int dots) {
+/* How a legend shows a series: its line, its dot, or its line with its dot on it (the dots of
+ * its points, dots' own: filled, or a dashed style's hollow). */
+enum { MARK_LINE = 0, MARK_DOT = 1, MARK_BOTH = 2 };
+
+/* The legend: each series' mark (MARK_*) and label, one under the other. */
+static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
     double lh = 18, bw = 0, bh = n * lh + 8;
     for (int i = 0; i < n; i++) bw = fmax(bw, text_width(cr, 12, s[i].label) + 46);
     double x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - bw - 8;
@@ -904,13 +924,28 @@ static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner
     for (int i = 0; i < n; i++) {
         double cy = y + 4 + lh * (i + 0.5);
         pen(cr, &s[i]);
-        if (dots) {
-            cairo_rectangle(cr, x + 16, cy - 3, 6, 6);
-            cairo_fill(cr);
-        } else {
+        if (mark != MARK_DOT) {
             cairo_set_line_width(cr, fmax(s[i].width, 2));
             cairo_move_to(cr, x + 8, cy), cairo_line_to(cr, x + 32, cy);
             cairo_stroke(cr);
+        }
+        if (mark == MARK_DOT) {
+            cairo_rectangle(cr, x + 16, cy - 3, 6, 6);
+            cairo_fill(cr);
+        } else if (mark == MARK_BOTH) { /* the history's dot: 5 pixels, on a white ground over the line */
+            colour(cr, 0xFFFFFF, 1);
+            cairo_rectangle(cr, x + 17, cy - 3.5, 7, 7);
+            cairo_fill(cr);
+            colour(cr, s[i].rgb, 1);
+            cairo_set_dash(cr, NULL, 0, 0);
+            if (s[i].dashed) {
+                cairo_set_line_width(cr, 1);
+                cairo_rectangle(cr, x + 18, cy - 2, 4, 4);
+                cairo_stroke(cr);
+            } else {
+                cairo_rectangle(cr, x + 17.5, cy - 2.5, 5, 5);
+                cairo_fill(cr);
+            }
         }
         colour(cr, BLACK, 1);
         text(cr, x + 38, cy, 12, 0, 0, 0.5, s[i].label);
@@ -944,7 +979,8 @@ static void empty_chart(cairo_t *cr, json_t *doc, const char *what, const char *
 static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char gl[4][64]) {
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     double g = json_number_value(json_object_get(doc, "gain"));
-    snprintf(gl[3], 64, "g\xC2\xB7x, g = %.3f", g);
+    if (g > 0) snprintf(gl[3], 64, "g\xC2\xB7x, g = %.3f", g);
+    else snprintf(gl[3], 64, "g\xC2\xB7x, no gain"); /* a silent x or y (the warning says which) */
     static const char *const order[] = {"no_dpd", "target", "linear", "prediction", "output"};
     int n = 0;
     for (size_t i = 0; i < sizeof order / sizeof *order && n < 3; i++) {
@@ -1039,7 +1075,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     band_names(cr, &a, p, 1);
-    legend(cr, &a, s, n, TOP_RIGHT, 0);
+    legend(cr, &a, s, n, TOP_RIGHT, MARK_LINE);
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */
@@ -1071,7 +1107,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);
     band_names(cr, &a, p, 0);
-    legend(cr, &a, s, 2, TOP_RIGHT, 0);
+    legend(cr, &a, s, 2, TOP_RIGHT, MARK_LINE);
 }
 
 /* The k-th smallest of v[0, n) (from 0; v reordered, no NaN): Hoare's selection, the pivot the
@@ -1130,7 +1166,7 @@ static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, con
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 0, 0);
     axes_draw(cr, &a, "input amplitude |x| (data units)", ylabel);
     for (int i = 0; i < n; i++) dots(cr, &a, in, (vec){ys[sig[i]], p->na}, &s[i]);
-    legend(cr, &a, s, n, where, 1);
+    legend(cr, &a, s, n, where, MARK_DOT);
 }
 
 static void chart_amam(cairo_t *cr, const plot_doc *d) {
@@ -1162,7 +1198,7 @@ static void chart_iq(cairo_t *cr, const plot_doc *d) {
         axes a = axes_at(PX, PY + c * (ph + 20), PW - LEGEND_W, ph, xr, yr, 1, 1);
         axes_draw(cr, &a, c ? "sample" : NULL, c ? "Q (data units)" : "I (data units)");
         for (int i = 0; i < n; i++) line(cr, &a, t, (vec){c ? p->q[sig[i]] : p->i[sig[i]], p->ni}, &s[i]);
-        if (!c) legend(cr, &a, s, n, OUTSIDE, 0);
+        if (!c) legend(cr, &a, s, n, OUTSIDE, MARK_LINE);
     }
     free(k);
 }
@@ -1229,16 +1265,16 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
         axes_draw(cr, &b, "epoch", "metric (dB, dBc)");
         for (int i = 0; i < 3; i++) {
             line(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &ls[i]);
-            if (few) dots(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &(style){ls[i].rgb, 5, 0, ""});
+            if (few) dots(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &(style){ls[i].rgb, 5, ls[i].dashed, ""});
         }
         for (int i = 0; i < 6; i++) {
             style s = ms[i / 2];
             s.dashed = i % 2;
             line(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &s);
-            if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, 0, ""});
+            if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, s.dashed, ""});
         }
-        legend(cr, &a, ls, 3, OUTSIDE, 0);
-        legend(cr, &b, ms, 5, OUTSIDE, 0);
+        legend(cr, &a, ls, 3, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
+        legend(cr, &b, ms, 5, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
     }
     free(ep);
     for (int i = 0; i < 3; i++) free(loss[i]);
@@ -1683,8 +1719,8 @@ static void warm_draw(unsigned char *px) {
     axes a = axes_at(PX, PY, PW, PH, (range){0, 1}, (range){0, 1}, 0, 0);
     axes_draw(cr, &a, every, every);
     style s[2] = {{BLACK, 2.2, 0, every}, {SKY, 1.4, 1, every}};
-    legend(cr, &a, s, 2, TOP_LEFT, 0);
-    legend(cr, &a, s, 2, TOP_LEFT, 1);
+    legend(cr, &a, s, 2, TOP_LEFT, MARK_LINE);
+    legend(cr, &a, s, 2, TOP_LEFT, MARK_BOTH); /* its dots too, filled and hollow (s[1] is dashed) */
     colour(cr, YELLOW, 0.35);
     cairo_rectangle(cr, a.px, a.py, 50, a.ph);
     cairo_fill(cr);

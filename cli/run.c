@@ -7,12 +7,14 @@
  * a .cf32 input a .cf32 one (or either gives SigMF or .mat). The sample rate comes from the input
  * (SigMF, .mat) or --fs; a SigMF output needs it. The output appears whole or not at all. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -37,6 +39,40 @@ static int same_recording(const char *in, const char *out) {
             if (!stat(a[i], &x) && !stat(b[j], &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino) return 1;
         }
     return 0;
+}
+
+/* A SIGINT or SIGTERM while the output is computed or written: the writer's temporary files
+ * (src/file.c: NAME.tmp.PID; a SigMF output's data and meta files both) removed, the reason told,
+ * and the signal's own death, so the output is never left half-made. Set before it is armed. */
+static struct {
+    char tmp[3][4200];
+    char msg[4400];
+} stop;
+
+static void on_stop(int sig) {
+    for (int i = 0; i < 3; i++)
+        if (stop.tmp[i][0]) unlink(stop.tmp[i]);
+    ssize_t w = write(2, stop.msg, strlen(stop.msg));
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void arm_stop(const char *out, int sigmf) {
+    long pid = (long)getpid();
+    snprintf(stop.tmp[0], sizeof stop.tmp[0], "%s.tmp.%ld", out, pid);
+    if (sigmf) { /* out names X.sigmf-data or X.sigmf-meta: 11 characters each */
+        int base = (int)(strlen(out) - strlen(".sigmf-data"));
+        snprintf(stop.tmp[1], sizeof stop.tmp[1], "%.*s.sigmf-data.tmp.%ld", base, out, pid);
+        snprintf(stop.tmp[2], sizeof stop.tmp[2], "%.*s.sigmf-meta.tmp.%ld", base, out, pid);
+    }
+    snprintf(stop.msg, sizeof stop.msg, "dpd: run interrupted: nothing was written to %s\n", out);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -173,6 +209,7 @@ int cmd_run(int argc, char **argv) {
         goto fail;
     }
     for (size_t i = 0; i < 2 * n; i++) xs[i] = (float)iq[i];
+    arm_stop(out, !strcmp(fout, "sigmf"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
@@ -183,6 +220,7 @@ int cmd_run(int argc, char **argv) {
     dpd_recording_meta wm = {.fs = fs, .freq = freq ? freq : rm.freq, .mat73 = !strcmp(matv, "7.3"), .description = about,
                              .model = path, .run_id = info.run_id[0] ? info.run_id : NULL};
     if (dpd_recording_write_meta(out, y, iq, n, &wm, &err)) goto fail;
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL); /* written: nothing left to remove */
     int th = dpd_session_threads(s);
     const char *kern = dpd_session_kernels(s);
     fprintf(stderr, "dpd: %zu samples, %s, %s (%s)", n, L == n ? "exact" : "sectioned", dpd_session_provider(s),

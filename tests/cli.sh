@@ -26,6 +26,8 @@ for v in synth eval train-pa train-dpd fit-ls run providers parity pack config m
     done
 done
 check '"$DPD" --help | grep -q "train-pa"' "dpd --help lists the verbs"
+check '[ "$("$DPD" help eval)" = "$("$DPD" eval --help)" ] && "$DPD" help eval | grep -q "^usage: dpd eval" && "$DPD" help | grep -q "train-pa"' \
+    "dpd help VERB prints the verb's own help (dpd VERB --help), dpd help the list of verbs"
 check '! "$DPD" train-pa --help | grep -q -- "--pa " && "$DPD" train-dpd --help | grep -q -- "--pa "' "train-pa --help does not offer train-dpd's --pa"
 
 # --- synth ---

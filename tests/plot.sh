@@ -8,7 +8,8 @@
 # val` byte for byte; --data's AM/AM is |y| of the CSV at the fixed stride), at most 4 000 points
 # a curve, and history.csv as it is; a DPD run has no_dpd; a silent dataset draws pictures that
 # say why they are empty; a split shorter than one segment has no spectrum and says why; a silent
-# target beside a model's output is flagged and has no phase; a declared bandwidth the data
+# target beside a model's output is flagged and has no phase; a one-epoch history draws the test
+# split's points hollow; a declared bandwidth the data
 # contradicts is warned of; --no-plots draws none and changes no result; bad arguments exit 2 with a
 # message.
 # Usage: sh tests/plot.sh BUILD_DIR. Prints "RESULT plot <passed> <failed> <skipped>".
@@ -156,6 +157,21 @@ def silent_target(path):
     for name, v in p['ampm']['series'].items(): # x is silent too: no phase anywhere, not a phase of 0
         if any(a is not None for a in v): fail('%s: %s has a phase against a silent x' % (path, name))
 
+def hollow(path):  # a one-epoch history: the test split's points hollow squares, the val split's filled
+    import re
+    s = open(path).read()
+    # cairo's SVG: a stroked, unfilled closed square, M x0 y0 L x1 y0 L x1 y1 L x0 y1 Z
+    shape = r'<path style="fill:%s[^"]*stroke:(rgb\([^)]*\))[^"]*" d="M ([\d.]+) ([\d.]+) L ([\d.]+) \3 L \4 ([\d.]+) L \2 \5 Z'
+    rings = {c for c, x0, y0, x1, y1 in re.findall(shape % 'none;stroke-width:1;', s)
+             if float(x1) - float(x0) == 4 and float(y1) - float(y0) == 4 and 78 < float(x0) < 638}
+    colours = {'test loss': 'rgb(83.529412%,36.862745%,0%)', 'NMSE': 'rgb(0%,44.705882%,69.803922%)',
+               'EVM': 'rgb(0%,61.960784%,45.098039%)', 'ACLR_AVG': 'rgb(80%,47.45098%,65.490196%)'}
+    missing = [k for k, c in colours.items() if c not in rings]
+    if missing: fail('%s: no hollow point of %s (hollow: %s)' % (path, ', '.join(missing), sorted(rings)))
+    filled = re.findall(r'<path style=" ?stroke:none;fill-rule:nonzero;fill:(rgb\([^)]*\))[^"]*" d="M ([\d.]+) [\d.]+ L ([\d.]+) ', s)
+    if not any(c == colours['NMSE'] and float(b) - float(a) == 5 and 78 < float(a) < 638 for c, a, b in filled):
+        fail('%s: no filled point of the val NMSE' % path)
+
 def empty(path):
     p = json.load(open(path))['plots']
     if not isinstance(p.get('empty'), str) or 'silent' not in p['empty'] or 'psd' in p: fail('%s: empty is %r' % (path, p.get('empty')))
@@ -226,6 +242,7 @@ check '[ $rc -eq 0 ] && grep -q "note: replacing the val split.s pictures in .* 
 "$DPD" plot "$DR" --format svg >/dev/null 2>&1
 check '[ -s "$DR/plots/psd.svg" ] && [ -s "$DR/plots/history.svg" ] && ! ls "$DR/plots" | grep -q "\.png$"' \
     "a set of SVGs written where PNGs were removes the PNGs: the directory holds the set plots.json describes ($(ls "$DR/plots" | tr "\n" " "))"
+pycheck "a one-epoch history: val and test told apart by their points (filled, hollow), not by dashes alone" hollow "$DR/plots/history.svg"
 "$DPD" plot "$DR" >/dev/null 2>&1
 check '[ -s "$DR/plots/psd.png" ] && ! ls "$DR/plots" | grep -q "\.svg$"' "and back to PNGs: the SVGs go"
 
@@ -260,6 +277,8 @@ for s in train val test; do for io in input output; do
 done; done
 "$DPD" plot --data "$T/silent" --out "$T/sp" --format svg >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "a silent capture: exit 0 (exit $rc: $(head -c 300 "$T/err"))"
+check 'grep -q "has no gain: its train split is missing or silent and its test split.s x or y is all zero" "$T/err" && ! grep -q "own gain" "$T/err"' \
+    "a silent capture: the warning says it has no gain, not a gain of 0 ($(head -c 300 "$T/err"))"
 pycheck "a silent capture's plots.json" empty "$T/sp/plots.json"
 images "a silent capture" svg "$T/sp" psd amam ampm iq residual
 check '[ "$(grep -c "<path" "$T/sp/psd.svg")" -lt "$(grep -c "<path" "$T/svg/psd.svg")" ]' \

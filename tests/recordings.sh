@@ -54,6 +54,20 @@ run() { "$DPD" run --model "$RD" "$@" >"$T/out" 2>"$T/err"; }
 run --input "$T/in.cf32" --output "$T/out.cf32"
 check '[ -s "$T/out.cf32" ]' "run .cf32 -> .cf32 ($(head -c 200 "$T/err"))"
 expect 2 "--fs is needed" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data"
+# a SIGTERM while the output is written: the temporary file removed, the reason told, the signal's exit
+{ head -n 1 "$T/a/test_input.csv"; for i in $(seq 60); do tail -n +2 "$T/a/test_input.csv"; done; } >"$T/big.csv"
+mkdir "$T/kill"
+"$DPD" run --model "$RD" --input "$T/big.csv" --output "$T/kill/o.csv" >/dev/null 2>"$T/err" &
+pid=$!; k=0
+while [ $k -lt 3000 ] && kill -0 $pid 2>/dev/null && ! ls "$T/kill" | grep -q "\.tmp\."; do sleep 0.01; k=$((k + 1)); done
+if ls "$T/kill" | grep -q "\.tmp\."; then
+    kill -TERM $pid; wait $pid; rc=$?
+    check '[ $rc -eq 143 ] && [ -z "$(ls "$T/kill")" ] && grep -qF "dpd: run interrupted: nothing was written to $T/kill/o.csv" "$T/err"' \
+        "run stopped by SIGTERM while writing: exit 143, says so, leaves no temporary file (exit $rc: $(ls "$T/kill"), $(head -c 200 "$T/err"))"
+else
+    wait $pid
+    echo "SKIP recordings: the SIGTERM check (the run ended before its output file was seen being written)"; skip=$((skip + 1))
+fi
 check '[ ! -e "$T/o.sigmf-data" ] && [ ! -e "$T/o.sigmf-meta" ]' "run without --fs leaves no SigMF output"
 run --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 800e6 --freq 2.4e9; rc=$?
 check '[ $rc -eq 0 ] && cmp -s "$T/o.sigmf-data" "$T/out.cf32"' "run .cf32 --fs -> SigMF: the samples of the .cf32 path (exit $rc: $(head -c 200 "$T/err"))"

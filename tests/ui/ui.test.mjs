@@ -217,6 +217,17 @@ try {
     await nav('#/new');
     await fillTrainPa();
     await page.click('#advanced summary');
+    // the Hidden size given twice, in its field and in the advanced settings: refused here, nothing sent
+    await page.fill('#f-advanced', 'threads = 1\nhidden = 8\nepochs = 2');
+    let posted = 0;
+    const count = (r) => { if (r.url().endsWith('/api/v1/runs') && r.method() === 'POST') posted++; };
+    page.on('request', count);
+    await page.click('#f-submit');
+    const twice = await page.locator('#f-advanced-err').innerText();
+    page.off('request', count);
+    assert(/hidden: the form says 4 and the advanced settings say 8/.test(twice) && !/epochs/.test(twice), `the clash is not told: "${twice}"`);
+    assert(posted === 0, `the form was sent ${posted} time(s) with hidden given twice`);
+    assert(await page.getAttribute('#f-advanced', 'aria-invalid') === 'true', 'the advanced options are not marked invalid');
     await page.fill('#f-advanced', 'threads = 1\nlr = -1');
     const nErr = consoleErrors.length;
     await page.click('#f-submit');
@@ -436,6 +447,16 @@ try {
         `the ${split} NMSE card says '${sub}', not the no-DPD ${v}`);
     }
     await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
+    // Compare beside its PA run: the DPD run's no-DPD baseline has rows of its own, the PA run none
+    await nav(`#/compare?ids=${ids.real},${run.id}`);
+    const cells = await page.locator('#compare-table tr[data-field="test_NMSE_no_dpd"] td').allInnerTexts();
+    assert(cells.length === 2 && cells[0] === '—' && cells[1] === res.no_dpd.NMSE.toFixed(3),
+      `the test NMSE without DPD row reads ${JSON.stringify(cells)}, not — and ${res.no_dpd.NMSE}`);
+    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE without DPD', 'the row is not named');
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-metrics')]);
+    const csv = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n').map((l) => l.split(','));
+    const at = csv[0].indexOf('val_NMSE_no_dpd');
+    assert(at > 0 && csv[1][at] === '' && close(Number(csv[2][at]), res.no_dpd_val.NMSE), `CSV val_NMSE_no_dpd: ${csv.map((l) => l[at])}`);
   });
 
   await test('a run under another metric profile: its own metric names, and Compare warns', async () => {

@@ -80,15 +80,20 @@ export default async function comparePage(ctx) {
     const a = r.hist[split][m];
     return a.length ? a[a.length - 1] : null;
   };
+  // a DPD run's baseline: its PA driven by the plain input, on the same split (the final summary's)
+  const baseline = (r, split, m) => {
+    const b = r.res && r.res[split === 'test' ? 'no_dpd' : 'no_dpd_val'];
+    return b && b[m] !== undefined ? b[m] : null;
+  };
   const source = (r) => (r.res && (r.res.val || r.res.test) ? 'final' : r.hist.epoch.length ? 'last epoch' : '—');
   const cols = ['run', 'task', 'model', 'status', 'epochs', 'best_epoch', 'source'];
-  for (const s of ['val', 'test']) for (const m of METRICS) cols.push(`${s}_${m}`);
-  const table = ok.map((r) => {
-    const row = [r.id, r.run.verb, runModel(r.run), r.run.status, r.hist.epoch.length || (r.res && r.res.epochs) || null,
-      r.res ? r.res.best_epoch ?? null : null, source(r)];
-    for (const s of ['val', 'test']) for (const m of METRICS) row.push(value(r, s, m));
-    return row;
-  });
+  const metric = []; // each metric column after the first seven, and how a run gives it
+  for (const s of ['val', 'test']) {
+    for (const m of METRICS) metric.push([`${s}_${m}`, (r) => value(r, s, m)], [`${s}_${m}_no_dpd`, (r) => baseline(r, s, m)]);
+  }
+  cols.push(...metric.map(([c]) => c));
+  const table = ok.map((r) => [r.id, r.run.verb, runModel(r.run), r.run.status, r.hist.epoch.length || (r.res && r.res.epochs) || null,
+    r.res ? r.res.best_epoch ?? null : null, source(r), ...metric.map(([, get]) => get(r))]);
   // on the page: one column per run, one row per field (fields no run has are left out; the CSV keeps them)
   const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : fmtNum(v, 3)) : v ?? '—');
   const grid = h('table', { class: 'compare' },
@@ -97,7 +102,7 @@ export default async function comparePage(ctx) {
     h('tbody', null, cols.slice(1).map((c, j) => {
       const i = j + 1;
       if (i >= 7 && !table.some((row) => row[i] !== null && row[i] !== undefined)) return null;
-      return h('tr', null, h('th', { scope: 'row', text: c.replace('_', ' ') }),
+      return h('tr', { 'data-field': c }, h('th', { scope: 'row', text: c.replace('_', ' ').replace(/_no_dpd$/, ' without DPD') }),
         table.map((row, k) => h('td', { class: 'num' }, i === 3 ? statusChip(ok[k].run) : fmt(row[i]))));
     })));
 
@@ -121,7 +126,7 @@ export default async function comparePage(ctx) {
       h('button', { type: 'button', id: 'export-curves', onclick: exportCurves, text: 'Export curves CSV' })),
     h('h2', { text: 'Metrics' }),
     h('div', { class: 'table-wrap', id: 'compare-table' }, grid),
-    h('p', { class: 'muted', text: 'final: the run\'s summary (its best checkpoint); last epoch: the last row of its history. Runs on different datasets or splits are not comparable by rank.' }));
+    h('p', { class: 'muted', text: 'final: the run\'s summary (its best checkpoint); last epoch: the last row of its history; without DPD: a DPD run\'s PA driven by the plain input, on the same split. Runs on different datasets or splits are not comparable by rank.' }));
   const datasets = new Set(ok.map((r) => r.run.dataset));
   if (datasets.size > 1) out.append(banner('warn', `These runs use different datasets (${[...datasets].join(', ')}): their metrics are not comparable.`));
 

@@ -208,6 +208,13 @@ export default async function newPage(ctx) {
       if (verb === 'train-dpd') options.pa = pa.value;
       options.preview_every_batches = previewMode.value === 'batch' ? num(previewBatches) ?? 100 : null;
     }
+    // a setting given twice, by its field and in the advanced settings, with two values: say so
+    // rather than let one win unseen (an advanced key the form leaves unset, or sets alike, is kept)
+    const twice = Object.keys(extra).filter((k) => options[k] != null && String(options[k]) !== String(extra[k]));
+    if (twice.length) {
+      showFieldError('advanced', twice.map((k) => `${k}: the form says ${options[k]} and the advanced settings say ${extra[k]}; keep one`).join('; '));
+      return;
+    }
     Object.assign(options, extra);
     const body = { verb, dataset: dataset.value, options, idempotency_key: idem };
     submit.disabled = true;
