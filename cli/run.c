@@ -42,35 +42,46 @@ static int same_recording(const char *in, const char *out) {
 }
 
 /* A SIGINT or SIGTERM while the output is computed or written: the writer's temporary files
- * (src/file.c: NAME.tmp.PID; a SigMF output's data and meta files both) removed, the reason told,
- * and the signal's own death, so the output is never left half-made. Set before it is armed. */
+ * (src/file.c: NAME.tmp.PID; a SigMF output's data, renamed into place first, then its meta)
+ * removed, what is on disk told, and the signal's own death. A temporary file removed: its file
+ * was not written. Once writing, one not there was renamed into place already (a SigMF pair's
+ * data before its meta: told, the pair is not whole). Filled in before it is armed. */
 static struct {
-    char tmp[3][4200];
-    char msg[4400];
+    char tmp[2][4200]; /* the (data) file's, a SigMF output's meta's */
+    char none[4400], done[4400], half[4400]; /* nothing written; written whole; SigMF data alone */
+    volatile sig_atomic_t writing;
 } stop;
 
-static void on_stop(int sig) {
-    for (int i = 0; i < 3; i++)
-        if (stop.tmp[i][0]) unlink(stop.tmp[i]);
-    ssize_t w = write(2, stop.msg, strlen(stop.msg));
+static void say(const char *s) {
+    ssize_t w = write(2, s, strlen(s));
     (void)w;
+}
+
+static void on_stop(int sig) {
+    int data = !unlink(stop.tmp[0]), meta = stop.tmp[1][0] && !unlink(stop.tmp[1]);
+    say(!stop.writing || data ? stop.none : meta ? stop.half : stop.done);
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
 static void arm_stop(const char *out, int sigmf) {
     long pid = (long)getpid();
-    snprintf(stop.tmp[0], sizeof stop.tmp[0], "%s.tmp.%ld", out, pid);
-    if (sigmf) { /* out names X.sigmf-data or X.sigmf-meta: 11 characters each */
-        int base = (int)(strlen(out) - strlen(".sigmf-data"));
-        snprintf(stop.tmp[1], sizeof stop.tmp[1], "%.*s.sigmf-data.tmp.%ld", base, out, pid);
-        snprintf(stop.tmp[2], sizeof stop.tmp[2], "%.*s.sigmf-meta.tmp.%ld", base, out, pid);
+    int base = (int)(strlen(out) - strlen(".sigmf-data")); /* a SigMF name: either ending, 11 characters */
+    if (sigmf) {
+        snprintf(stop.tmp[0], sizeof stop.tmp[0], "%.*s.sigmf-data.tmp.%ld", base, out, pid);
+        snprintf(stop.tmp[1], sizeof stop.tmp[1], "%.*s.sigmf-meta.tmp.%ld", base, out, pid);
+        snprintf(stop.half, sizeof stop.half, "dpd: run interrupted: %.*s.sigmf-data was written but not its "
+                 ".sigmf-meta: the pair is not whole, run it again\n", base, out);
+    } else {
+        snprintf(stop.tmp[0], sizeof stop.tmp[0], "%s.tmp.%ld", out, pid);
     }
-    snprintf(stop.msg, sizeof stop.msg, "dpd: run interrupted: nothing was written to %s\n", out);
+    snprintf(stop.none, sizeof stop.none, "dpd: run interrupted: nothing was written to %s\n", out);
+    snprintf(stop.done, sizeof stop.done, "dpd: run interrupted after %s was written\n", out);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT), sigaddset(&sa.sa_mask, SIGTERM); /* one of them told, not both */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
@@ -219,6 +230,7 @@ int cmd_run(int argc, char **argv) {
     snprintf(about, sizeof about, "dpd run: %s applied to %s (%s)", path, in, L == n ? "exact" : "sectioned");
     dpd_recording_meta wm = {.fs = fs, .freq = freq ? freq : rm.freq, .mat73 = !strcmp(matv, "7.3"), .description = about,
                              .model = path, .run_id = info.run_id[0] ? info.run_id : NULL};
+    stop.writing = 1;
     if (dpd_recording_write_meta(out, y, iq, n, &wm, &err)) goto fail;
     signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL); /* written: nothing left to remove */
     int th = dpd_session_threads(s);

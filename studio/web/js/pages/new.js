@@ -210,7 +210,10 @@ export default async function newPage(ctx) {
     }
     // a setting given twice, by its field and in the advanced settings, with two values: say so
     // rather than let one win unseen (an advanced key the form leaves unset, or sets alike, is kept)
-    const twice = Object.keys(extra).filter((k) => options[k] != null && String(options[k]) !== String(extra[k]));
+    // (a field left empty, and the batch count's default 100 when its field is empty, are not given;
+    // names compare in any case, as dpd reads them)
+    const given = (k) => options[k] != null && options[k] !== '' && (k !== 'preview_every_batches' || num(previewBatches) !== undefined);
+    const twice = Object.keys(extra).filter((k) => given(k) && String(options[k]).toLowerCase() !== String(extra[k]).toLowerCase());
     if (twice.length) {
       showFieldError('advanced', twice.map((k) => `${k}: the form says ${options[k]} and the advanced settings say ${extra[k]}; keep one`).join('; '));
       return;
