@@ -56,6 +56,8 @@ static int set(opt *o, const char *v) {
 }
 
 int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
+    const char *given[n > 0 ? n : 1]; /* each option's value as given, for a second one's message */
+    for (int k = 0; k < n; k++) o[k].seen = 0; /* a second parse of the same table (synth's, after a preset) */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -75,8 +77,9 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
             fprintf(stderr, "dpd: unknown option '--%s' (see --help)\n", name);
             return 2;
         }
+        int again = p->seen;
         p->seen = 1;
-        if (p->type == OPT_FLAG) {
+        if (p->type == OPT_FLAG) { /* a flag twice is the flag */
             if (eq) {
                 fprintf(stderr, "dpd: option '--%s' takes no value\n", name);
                 return 2;
@@ -89,6 +92,9 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
             fprintf(stderr, "dpd: option '--%s' needs a value\n", name);
             return 2;
         }
+        if (again) /* the last wins, as a wrapper script's override expects; said, never silent */
+            fprintf(stderr, "dpd: note: option '--%s' is given twice (%s, then %s): %s is used\n", name, given[p - o], v, v);
+        given[p - o] = v;
         if (!set(p, v)) {
             fprintf(stderr, "dpd: bad value '%s' for --%s (%s)\n", v, name, p->help ? p->help : "see --help");
             return 2;

@@ -12,11 +12,12 @@ typedef struct opt {
     void *ptr;        /* char[len] for OPT_STR; int for OPT_INT and OPT_FLAG */
     size_t len;
     const char *help; /* NULL: parsed but left out of --help (an option of a sibling verb, refused later) */
-    int seen;         /* set by args_parse */
+    int seen;         /* set by args_parse: given in its argv */
 } opt;
 
 /* Parses argv[0..argc) into the table. Returns 0 on success, 2 on a usage error (message
- * printed on stderr), 1 when --help or -h was asked (usage printed on stdout). */
+ * printed on stderr), 1 when --help or -h was asked (usage printed on stdout). An option given
+ * twice takes its last value, with a note on stderr naming both. */
 int args_parse(int argc, char **argv, opt *o, int n, const char *usage);
 
 /* The entry named `name` (must exist). */

@@ -41,6 +41,11 @@ void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_
  * within 1e-9 of each other): said on stderr, not refused; its memory taps span other times and
  * its bandwidths are other fractions of fs. where: the data ("dataset DIR", "FILE"). */
 void cli_warn_rate(const char *what, const dpd_ckpt_info *info, double fs, const char *where);
+/* Input at another level than the training input's (info's train_peak and train_rms, when the
+ * checkpoint records them): a peak above 1.05 times the training peak (the model extrapolates), or
+ * else an RMS more than 3 dB from the training RMS (another drive level). Said on stderr, not
+ * refused. iq: n samples (I then Q); where: the data ("FILE"). */
+void cli_warn_level(const char *what, const dpd_ckpt_info *info, const double *iq, size_t n, const char *where);
 int cmd_serve(int argc, char **argv);  /* studio/serve.c */
 int cmd_worker(int argc, char **argv); /* studio/worker.c */
 
@@ -151,6 +156,10 @@ void cli_na_add(cli_na *t, const dpd_metrics *m, int from, int to); /* metrics f
 const char *cli_na_cell(const cli_na *t, const dpd_metrics *m, int k, char *buf, size_t n); /* "%.3f", "n/a", "n/a [i]" */
 void cli_na_row(FILE *f, const cli_na *t, const char *name, const dpd_metrics *m);
 void cli_na_print(FILE *f, const cli_na *t, const char *indent); /* "n/a: why", or "[i] why" for several */
+
+/* Under a table with "no DPD" rows: what they measure (the PA model's figure, which a reader could
+ * take for the capture's). */
+#define CLI_NO_DPD_NOTE "no DPD: the frozen PA model driven by x itself, against g x (the model's figure, not the capture's)\n"
 
 /* A frequency or sample rate for people: "800 MHz", "1.5 GHz", "122.88 MHz", "30 kHz": the largest unit
  * that keeps the number at or above 1, up to 10 significant digits (Hz below 1 kHz and when hz is not

@@ -90,17 +90,33 @@ static json_t *report_json(const dpd_doctor_report *r, const dpd_doctor_fixed *f
     return j;
 }
 
-/* The report as a table: severity, code, value, fix; errors and warnings followed by their message. */
+/* The characters of s on a terminal (UTF-8: the bytes that start a character). */
+static int columns(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* s and the spaces that fill it to w columns, then one more. */
+static void cell(const char *s, int w) { printf("%s%*s ", s, w - columns(s), ""); }
+
+/* The report as a table: severity, code, value, fix, each column as wide as its longest entry;
+ * errors and warnings followed by their message. */
 static void report_text(const dpd_doctor_report *r) {
-    int count[3] = {0};
+    int count[3] = {0}, wc = columns("code"), wv = columns("value");
     printf("dataset %s (%s): train %zu, val %zu, test %zu samples\n", r->dataset, r->layout, r->n[DPD_TRAIN],
            r->n[DPD_VAL], r->n[DPD_TEST]);
     printf("report %s (%s), raw sha256 %s\n\n", r->id, r->version, r->raw_sha256[0] ? r->raw_sha256 : "(no data files)");
-    printf("%-8s %-28s %-34s %s\n", "severity", "code", "value", "fix");
+    for (int i = 0; i < r->nfindings; i++) {
+        int c = columns(r->findings[i].code), v = columns(r->findings[i].value);
+        wc = c > wc ? c : wc, wv = v > wv ? v : wv;
+    }
+    cell("severity", 8), cell("code", wc), cell("value", wv), printf("fix\n");
     for (int i = 0; i < r->nfindings; i++) {
         const dpd_finding *f = &r->findings[i];
         count[f->severity]++;
-        printf("%-8s %-28s %-34s %s\n", dpd_severity_str(f->severity), f->code, f->value, f->fix[0] ? f->fix : "-");
+        cell(dpd_severity_str(f->severity), 8), cell(f->code, wc), cell(f->value, wv);
+        printf("%s\n", f->fix[0] ? f->fix : "-");
         if (f->severity != DPD_SEV_INFO) printf("%-8s %s\n", "", f->message);
     }
     printf("\n%d error%s, %d warning%s, %d info; evaluation blocked: %s\n", count[0], count[0] == 1 ? "" : "s", count[1],

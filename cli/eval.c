@@ -41,6 +41,23 @@ void cli_warn_rate(const char *what, const dpd_ckpt_info *info, double fs, const
             what, cli_hz(info->fs, a, sizeof a), where, cli_hz(fs, b, sizeof b));
 }
 
+void cli_warn_level(const char *what, const dpd_ckpt_info *info, const double *iq, size_t n, const char *where) {
+    double peak, rms;
+    dpd_iq_level(iq, n, &peak, &rms);
+    if (!(info->train_peak > 0 && info->train_rms > 0 && peak > 0)) return;
+    double over = 20 * log10(peak / info->train_peak), off = 20 * log10(rms / info->train_rms);
+    if (peak > 1.05 * info->train_peak)
+        fprintf(stderr, "dpd: warning: %s reaches |x| = %.4g, %.1f dB above the largest input %s was trained on "
+                        "(|x| = %.4g): the model never saw that range and extrapolates there; scale the input to "
+                        "the training level, or train on data that reaches it\n",
+                where, peak, over, what, info->train_peak);
+    else if (fabs(off) > 3)
+        fprintf(stderr, "dpd: warning: %s is %.1f dB %s the input %s was trained on (RMS %.4g against %.4g): a model "
+                        "learns the PA at one drive level, and at another its output is not what it was trained "
+                        "for\n",
+                where, fabs(off), off > 0 ? "above" : "below", what, rms, info->train_rms);
+}
+
 void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds) {
     char fp[65] = "", where[4200];
     snprintf(where, sizeof where, "the dataset %s", ds->dir);
@@ -221,6 +238,7 @@ int cmd_eval(int argc, char **argv) {
         cli_na_row(stdout, &t, "no DPD", &nod);
         cli_na_row(stdout, &t, "DPD", &mod);
         cli_na_print(stdout, &t, "");
+        fputs(CLI_NO_DPD_NOTE, stdout);
         if (both)
             printf("%s improvement: %.2f dB\n", dpd_metric_key(sc.profile, DPD_ACLR_AVG), nod.aclr_avg - mod.aclr_avg);
         else

@@ -274,6 +274,12 @@ int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "help")) /* dpd help VERB: the verb's own help, as dpd VERB --help */
         for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
             if (!strcmp(argv[2], verbs[i].name)) return verbs[i].run(1, (char *[]){"--help", NULL});
+    if (argc >= 3 && !strcmp(argv[1], "help")) { /* not a verb, or more than one word */
+        if (argc == 3) fprintf(stderr, "dpd: unknown verb '%s'\n\n", argv[2]);
+        else fprintf(stderr, "dpd: help takes one verb (dpd help VERB)\n\n");
+        help(stderr);
+        return 2;
+    }
     if (argc < 2 || cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
         help(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

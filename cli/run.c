@@ -202,6 +202,7 @@ int cmd_run(int argc, char **argv) {
     dpd_error ierr = {0};
     if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0, info.fs = 0; /* provenance only: a checkpoint without it is fine */
     cli_warn_rate(path, &info, fs, in);
+    cli_warn_level(path, &info, iq, n, in);
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
     if (L > 0x7fffffff) {

@@ -202,6 +202,7 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
     for (int i = 0; i < rows; i++) cli_na_add(&t, row[i].m, 0, DPD_NMETRICS - 1);
     for (int i = 0; i < rows; i++) cli_na_row(stdout, &t, row[i].name, row[i].m);
     cli_na_print(stdout, &t, "");
+    if (res->dpd) fputs(CLI_NO_DPD_NOTE, stdout);
     printf("run directory: %s\n", res->run_dir);
     if (plots[0]) printf("pictures: %s (dpd plot RUN_DIR draws them again, on any split)\n", plots);
     return 0;
@@ -391,7 +392,14 @@ static int train(int argc, char **argv, int dpd) {
         cli_plot_warm_wait();
         return r;
     }
-    return train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL, no_plots ? NULL : &x, NULL, NULL);
+    r = train_run(&c, dpd ? "train-dpd" : "train-pa", json, NULL, no_plots ? NULL : &x, NULL, NULL);
+    char pd[sizeof c.resume + 8], q[4 * sizeof c.resume + 8];
+    struct stat st;
+    snprintf(pd, sizeof pd, "%s/plots", c.resume);
+    if (!r && c.resume[0] && no_plots && !stat(pd, &st)) /* kept, not lost; but no longer the run's */
+        fprintf(stderr, "dpd: note: %s holds the pictures from before this resume (--no-plots): dpd plot %s draws the "
+                        "run as it is now\n", pd, cli_shell_quote(c.resume, q, sizeof q));
+    return r;
 }
 
 /* fit-ls names the family --kind. */

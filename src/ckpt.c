@@ -323,6 +323,14 @@ dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *e
         double fs = strtod(v, &end);
         out->fs = *v && !*end && isfinite(fs) && fs > 0 ? fs : 0;
     }
+    static const char *const level[2] = {"train_input_peak", "train_input_rms"};
+    double *lv[2] = {&out->train_peak, &out->train_rms};
+    for (int k = 0; k < 2; k++) /* a level that is not a positive number: not recorded */
+        if ((v = dpd_ckpt_meta(&c, level[k]))) {
+            char *end;
+            double a = strtod(v, &end);
+            *lv[k] = *v && !*end && isfinite(a) && a > 0 ? a : 0;
+        }
     out->least_squares = dpd_ckpt_meta(&c, "least_squares") != NULL || strstr(out->run_id, "_LS_") != NULL;
     dpd_ckpt_close(&c);
     return s;

@@ -455,6 +455,19 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
                      path, sp->bw_main, sp->fs);
         goto done;
     }
+    /* what is read but looks wrong: said, not refused (the metrics take ratios of these rates) */
+    char *w = ds->warning;
+    size_t nw = sizeof ds->warning;
+    if (sp->fs > 0 && sp->fs < 1e5)
+        warn_add(w, nw, "%s%s: input_signal_fs is %g Hz, which looks like MHz or GHz (spec.json gives hertz: 800 MHz "
+                        "is 800e6)", w[0] ? "; " : "", path, sp->fs);
+    if (sp->bw_sub > 0 && sp->n_sub > 0 && sp->bw_sub * sp->n_sub > sp->bw_main * (1 + 1e-6))
+        warn_add(w, nw, "%s%s: n_sub_ch x bw_sub_ch (%d x %g Hz = %g Hz) does not fit in bw_main_ch (%g Hz)",
+                 w[0] ? "; " : "", path, sp->n_sub, sp->bw_sub, sp->bw_sub * sp->n_sub, sp->bw_main);
+    json_t *units = json_object_get(root, "amplitude_units");
+    if (units && !json_is_string(units))
+        warn_add(w, nw, "%s%s: field 'amplitude_units' is not a string (\"normalized\", \"volts\", ...): the units "
+                        "are taken as unknown", w[0] ? "; " : "", path);
     warn_unknown_keys(root, path, ds->warning, sizeof ds->warning);
 done:
     json_decref(root);
@@ -532,7 +545,11 @@ static dpd_status split_capture(dpd_dataset *ds, const char *path, const double 
                                 size_t n, dpd_error *err) {
     size_t len[3];
     snprintf(ds->protocol, sizeof ds->protocol, "contiguous-v1");
-    if (dpd_split_contiguous(n, ds->spec.ratios, (size_t)ds->spec.guard, ds->begin, len, err)) {
+    const double *ratio = ds->spec.ratios; /* in [0, 1] (load_spec); their sum is spec.json's fault, not the capture's */
+    if (fabs(ratio[0] + ratio[1] + ratio[2] - 1) > 1e-6)
+        return dpd_fail(err, DPD_E_FORMAT, "%s/spec.json: field 'split_ratios' sums to %.9g, not 1 (train %g, val %g, "
+                        "test %g)", ds->dir, ratio[0] + ratio[1] + ratio[2], ratio[0], ratio[1], ratio[2]);
+    if (dpd_split_contiguous(n, ratio, (size_t)ds->spec.guard, ds->begin, len, err)) {
         dpd_error_prefix(err, path);
         return err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
     }
@@ -643,6 +660,12 @@ static double max_abs(const double *iq, size_t n) {
         if (a > m) m = a;
     }
     return m;
+}
+
+void dpd_iq_level(const double *iq, size_t n, double *peak, double *rms) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += iq[2 * i] * iq[2 * i] + iq[2 * i + 1] * iq[2 * i + 1];
+    *peak = max_abs(iq, n), *rms = n ? sqrt(s / (double)n) : 0;
 }
 
 double dpd_split_gain(const dpd_split *sp) {

@@ -453,6 +453,10 @@ static void identity(meta *m, const dpd_rundir *d, const dpd_run_info *info) {
     put(m, "dataset", "%s", info->dataset);
     put(m, "train_sha256", "%s", info->train_sha256);
     if (info->ds && info->ds->spec.fs > 0) put(m, "input_signal_fs", "%.17g", info->ds->spec.fs);
+    if (info->x_peak > 0) { /* what `dpd run` compares its input with */
+        put(m, "train_input_peak", "%.17g", info->x_peak);
+        put(m, "train_input_rms", "%.17g", info->x_rms);
+    }
     put(m, "run_id", "%s", d->id);
     put(m, "metric_profile", "%s", dpd_profile_name(dpd_run_profile(info->c)));
 }

@@ -41,6 +41,7 @@ typedef struct dpd_run_info {
     const char *train_sha256; /* its train split's dpd_split_fingerprint: checkpoints carry it */
     const char *pa_dataset;  /* DPD runs: the dataset the PA was trained on ("" unknown: dataset stands) */
     double pa_fs;            /* DPD runs: its sample rate (0 unknown) */
+    double x_peak, x_rms;    /* the train split's input level (dpd_iq_level): checkpoints carry it */
 } dpd_run_info;
 
 /* What last.safetensors carries beyond the weights and the AdamW moments. */

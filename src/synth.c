@@ -130,11 +130,12 @@ static dpd_status write_csv(const char *path, const double complex *v, size_t n,
 
 static dpd_status write_spec(const dpd_synth_cfg *c, const char *dir, dpd_error *err) {
     json_t *j = json_pack(
-        "{s:s, s:{s:f, s:f, s:f}, s:f, s:f, s:f, s:i, s:i, s:{s:s, s:s, s:i, s:f, s:i, s:f, "
+        "{s:s, s:{s:f, s:f, s:f}, s:f, s:f, s:f, s:i, s:i, s:s, s:{s:s, s:s, s:i, s:f, s:i, s:f, "
         "s:f, s:f, s:f, s:f, s:f, s:f, s:I}}",
         "dataset_format", "split_csv", "split_ratios", "train", 0.6, "val", 0.2, "test", 0.2,
         "input_signal_fs", c->fs, "bw_main_ch", c->carriers * c->carrier_bw, "bw_sub_ch",
-        c->carrier_bw, "n_sub_ch", c->carriers, "nperseg", c->nperseg, "generator", "tool",
+        c->carrier_bw, "n_sub_ch", c->carriers, "nperseg", c->nperseg,
+        "amplitude_units", "normalized", /* the input's peak |x| is 1 (below) */ "generator", "tool",
         "dpd synth " DPD_VERSION, "pa", "wiener-hammerstein rapp/saleh", "carriers", c->carriers,
         "carrier_bw", c->carrier_bw, "qam", c->qam, "occupancy", c->occupancy, "snr_db",
         c->snr_db, "gain", c->gain, "sat", c->sat, "smooth", c->smooth, "pm_alpha",

@@ -432,6 +432,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     r.info = (dpd_run_info){&cfg,    r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL,
                             r.pa_id, r.gain,    &r.ds,                 r.train_sha256,
                             r.pa_dataset, r.pa_fs};
+    dpd_iq_level(r.ds.split[DPD_TRAIN].x, r.ds.split[DPD_TRAIN].n, &r.info.x_peak, &r.info.x_rms);
     if (in->resume[0] && !fresh) {
         long steps = (long)((r.nframes + (size_t)cfg.batch - 1) / (size_t)cfg.batch);
         if ((s = dpd_run_load_last(&r.rd, r.m, r.mom, &st, steps, &cfg, err))) goto done;

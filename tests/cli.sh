@@ -29,6 +29,7 @@ check '"$DPD" --help | grep -q "train-pa"' "dpd --help lists the verbs"
 check '[ "$("$DPD" help eval)" = "$("$DPD" eval --help)" ] && "$DPD" help eval | grep -q "^usage: dpd eval" && "$DPD" help | grep -q "train-pa"' \
     "dpd help VERB prints the verb's own help (dpd VERB --help), dpd help the list of verbs"
 check '! "$DPD" train-pa --help | grep -q -- "--pa " && "$DPD" train-dpd --help | grep -q -- "--pa "' "train-pa --help does not offer train-dpd's --pa"
+expect 2 "dpd: unknown verb 'nosuch'" "$DPD" help nosuch
 
 # --- synth ---
 "$DPD" synth --out "$T/a" --seed 5 >/dev/null && "$DPD" synth --out "$T/b" --seed 5 >/dev/null \
@@ -39,6 +40,8 @@ check '! cmp -s "$T/a/train_output.csv" "$T/c/train_output.csv"' "synth: another
 check '[ "$(wc -l < "$T/a/train_input.csv")" -eq 23041 ] && [ "$(wc -l < "$T/a/test_output.csv")" -eq 7681 ]' \
     "synth: default split 23040/7680/7680 rows"
 check 'grep -q "\"nperseg\": 2560" "$T/a/spec.json" && grep -q "\"n_sub_ch\": 10" "$T/a/spec.json"' "synth: spec fields"
+check 'grep -q "\"amplitude_units\": \"normalized\"" "$T/a/spec.json" && "$DPD" doctor "$T/a" | grep -q "^info  *amplitude_range " && ! "$DPD" doctor "$T/a" | grep -q amplitude_units_unconfirmed' \
+    "synth: spec.json states amplitude_units normalized (peak |x| = 1), so the doctor reports the range and does not ask for the units"
 expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
 expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
 expect 2 "dpd: --nperseg: 0 must be 16 or more" "$DPD" synth --out "$T/x" --nperseg 0
@@ -109,6 +112,9 @@ check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.t
     "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
 expect 2 "--split takes val or test, got 'train'" "$DPD" eval --data "$T/a" --split train
 expect 2 "--split takes val or test, got 'Val'" "$DPD" eval --split Val --data "$T/a"
+"$DPD" eval --data "$T/a" --split val --split test >"$T/out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: note: option .--split. is given twice (val, then test): test is used" "$T/err" && grep -q "^a test: [0-9]* samples" "$T/out"' \
+    "an option given twice: the last value is used, and a note says so (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls (fit-ls --kind gmp) has; mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
 expect 2 "dpd: --iterations: for target dpd (indirect learning): a PA model is one fit" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --iterations 3
 expect 2 "--evm-fs: -5 is not a sample rate" "$DPD" eval --data "$T/a" --split test --evm-fs -5
@@ -293,7 +299,24 @@ check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --model .* was trained on data s
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: .*best.safetensors was trained on data sampled at 800 MHz, and $T/a/test_input.csv is sampled at 1 GHz" "$T/err"' \
     "dpd run --fs at another rate than the model's: a warning (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" run --model "$D1" --input "$T/a/test_input.csv" --output "$T/rate.csv" --fs 8e8 >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && ! grep -q "sampled at" "$T/err"' "dpd run --fs at the model's rate: no warning ($(head -c 200 "$T/err"))"
+check '[ $rc -eq 0 ] && ! grep -q "sampled at" "$T/err" && ! grep -q "trained on" "$T/err"' \
+    "dpd run --fs at the model's rate, on its own test split: no warning ($(head -c 200 "$T/err"))"
+# the drive level: a checkpoint records its train split's input peak and RMS; an input beyond them is warned about
+check 'python3 -c "import json, math, struct, sys
+b = open(sys.argv[1], \"rb\").read(); n = struct.unpack(\"<Q\", b[:8])[0]
+m = json.loads(b[8:8 + n])[\"__metadata__\"]
+x = [complex(*map(float, l.split(\",\"))) for l in open(sys.argv[2]).read().split()[1:]]
+pk, rms = max(map(abs, x)), math.sqrt(sum(abs(v) ** 2 for v in x) / len(x))
+sys.exit(0 if abs(float(m[\"train_input_peak\"]) / pk - 1) < 1e-12 and abs(float(m[\"train_input_rms\"]) / rms - 1) < 1e-12 else 1)" "$D1/best.safetensors" "$T/a/train_input.csv"' \
+    "a checkpoint's metadata carries its train split's input peak and RMS (train_input_peak, train_input_rms)"
+awk -F, 'NR == 1 { print; next } { printf "%.9g,%.9g\n", $1 * 1.5, $2 * 1.5 }' "$T/a/test_input.csv" >"$T/loud.csv"
+awk -F, 'NR == 1 { print; next } { printf "%.9g,%.9g\n", $1 * 0.4, $2 * 0.4 }' "$T/a/test_input.csv" >"$T/quiet.csv"
+"$DPD" run --model "$D1" --input "$T/loud.csv" --output "$T/loud-out.csv" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/loud-out.csv" ] && grep -q "^dpd: warning: $T/loud.csv reaches |x| = [0-9.]*, [0-9.]* dB above the largest input .*best.safetensors was trained on (|x| = [0-9.]*): the model never saw that range" "$T/err"' \
+    "dpd run of an input louder than the training input's peak: a warning, the output written (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" run --model "$D1" --input "$T/quiet.csv" --output "$T/quiet-out.csv" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/quiet-out.csv" ] && grep -q "^dpd: warning: $T/quiet.csv is [0-9.]* dB below the input .*best.safetensors was trained on (RMS " "$T/err"' \
+    "dpd run of an input 8 dB quieter than the training input: a warning naming the difference (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" run --model "$D1" --input "$T/bom/val_input.csv" --output "$T/bom-out.csv" >/dev/null 2>"$T/err"; rc=$?
 "$DPD" run --model "$D1" --input "$T/a/val_input.csv" --output "$T/nobom-out.csv" >/dev/null 2>&1
 check '[ $rc -eq 0 ] && cmp -s "$T/bom-out.csv" "$T/nobom-out.csv"' \
@@ -368,6 +391,9 @@ check '[ "$(num dpd ACLR_AVG "$T/ce.json")" = "$(num test ACLR_AVG "$T/d1.json")
     "eval --pa RUN --model RUN reproduces train-dpd's test and no-DPD ACLR"
 check 'jq1 "$T/ce.json" "abs(j[\"improvement_db\"] - (j[\"no_dpd\"][\"ACLR_AVG\"] - j[\"dpd\"][\"ACLR_AVG\"])) < 1e-12"' \
     "eval --pa --model --json: improvement_db is no_dpd's ACLR_AVG less dpd's"
+"$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" >"$T/ce.txt" 2>/dev/null
+check 'grep -q "^no DPD " "$T/ce.txt" && grep -q "^no DPD: the frozen PA model driven by x itself, against g x" "$T/ce.txt"' \
+    "eval --pa --model: the table says its no-DPD row is the PA model's figure ($(tail -n 3 "$T/ce.txt"))"
 # maxdev A B: largest |I - I'| and |Q - Q'| of the outputs over max |output|, from two run CSVs (I,Q,I_in,Q_in)
 maxdev() { paste -d, "$1" "$2" | tail -n +2 | awk -F, '{for(k=1;k<=2;k++){d=$k-$(k+4); if(d<0)d=-d; if(d>m)m=d; a=$k<0?-$k:$k; if(a>r)r=a}} END {printf "%.3g", m/r}'; }
 "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/ex.csv" --exact 2>/dev/null

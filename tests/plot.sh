@@ -220,10 +220,15 @@ check '[ $rc -eq 0 ] && [ ! -e "$NP/plots" ]' "--resume takes --no-plots (exit $
 "$DPD" plot "$NP" --split val --out "$T/npv" >/dev/null 2>&1
 check '[ $rc -eq 0 ] && cmp -s "$NP/plots/plots.json" "$T/npv/plots.json"' "a resumed run's end-of-run pictures equal dpd plot --split val's (exit $rc)"
 pycheck "a resumed run's plots.json" run "$NP/plots/plots.json" "$NP/history.csv" val false
+"$DPD" train-pa --resume "$NP" --epochs 5 --no-plots >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && cmp -s "$NP/plots/plots.json" "$T/npv/plots.json" && grep -qF "dpd: note: $NP/plots holds the pictures from before this resume (--no-plots): dpd plot " "$T/err" && grep -q "dpd plot .$NP. draws the run as it is now" "$T/err"' \
+    "a resume with --no-plots keeps the earlier pictures and says they are from before it (exit $rc: $(head -c 300 "$T/err"))"
 
 # --- a DPD run: no_dpd beside the DPD, at the end of the run and with dpd plot ---
-"$DPD" train-dpd --data "$T/d" --pa "$R" --hidden 3 --epochs 1 --preset quick --out "$T/r" >/dev/null 2>"$T/err"
+"$DPD" train-dpd --data "$T/d" --pa "$R" --hidden 3 --epochs 1 --preset quick --out "$T/r" >"$T/dpd.out" 2>"$T/err"
 DR=$(ls -d "$T"/r/d/train_dpd/*/* 2>/dev/null | head -n 1)
+check 'grep -q "^no DPD test " "$T/dpd.out" && grep -q "no DPD: the frozen PA model driven by x itself, against g x (the model.s figure, not the capture.s)" "$T/dpd.out"' \
+    "train-dpd's table says its no-DPD rows are the PA model's figures ($(tail -n 4 "$T/dpd.out"))"
 check '[ -n "$DR" ] && [ -s "$DR/plots/psd.png" ]' "train-dpd draws its pictures ($(tail -n 1 "$T/err"))"
 check 'grep -q "^dpd: warning: this DPD makes the test split.s ACLR_AVG worse than no DPD (-[0-9.]* against -[0-9.]* dBc)" "$T/err"' \
     "a 1-epoch DPD worse than no DPD: train-dpd says so ($(grep -c warning "$T/err") warnings)"

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs every test program given as arguments, then tests/cli.sh, tests/opencl.sh (the OpenCL
-# provider's pack, training and fallback cases on PoCL), tests/cuda_gate.sh (the same kernels
+# Runs every test program given as arguments, then tests/opencl.sh (the OpenCL provider's pack,
+# training and fallback cases on PoCL), tests/cli.sh, tests/cuda_gate.sh (the same kernels
 # compiled for the H200: no stack, no spills), tests/gpucheck.sh (the device check's dry run:
 # its inputs gathered, every stage reported, its results file valid), tests/plot.sh (dpd plot's
 # pictures), tests/doctor.sh (dpd doctor and the training gate), tests/recordings.sh (.mat,
@@ -19,7 +19,10 @@
 # (each counted as a skip), and IDENTITY_THREADS=1 checks identity on one thread only: .ci/run's
 # sanitized pass does, since the harnesses are built sanitized anyway, the gate compiles the same
 # kernels in every build and the pages are the same; the plain pass runs them all). Each program's wall time follows its output as
-# "TIME name seconds".
+# "TIME name seconds". PART=beside runs only what may share the machine with another job, having
+# no timing-bound wait in it (the test programs and tests/opencl.sh); PART=alone the rest (the
+# other shell suites and the examples); unset, all of it. .ci/run runs the sanitized pass's two
+# parts so, the first beside the ThreadSanitizer studio suite.
 # Exits non-zero when any check failed or any program crashed.
 BUILD=${BUILD:-build}
 # sanitized builds: leaks inside PoCL (third-party) are not dpd's (tests/lsan.supp says why); and
@@ -34,7 +37,16 @@ passed=0; failed=0; skipped=0; crashed=0
 S=$(mktemp -d)
 trap 'rm -rf "$S"' EXIT
 log=$S/log
-for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/gpucheck.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh; do
+# the shell suites but opencl.sh, in their order
+alone="tests/cli.sh tests/cuda_gate.sh tests/gpucheck.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh
+    tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh"
+case ${PART:-} in
+beside) set -- "$@" tests/opencl.sh ;;
+alone) set -- $alone ;;
+'') set -- "$@" tests/opencl.sh $alone ;;
+*) echo "tests/run.sh: PART is beside or alone, not '$PART'" >&2; exit 2 ;;
+esac
+for t in "$@"; do
     t0=$(date +%s)
     case $t in
     tests/fuzz/run.sh) if [ "${FUZZ_SECONDS:-15}" = 0 ]; then
@@ -73,13 +85,15 @@ for t in "$@" tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/gpucheck.sh 
     passed=$((passed + $3)); failed=$((failed + $4)); skipped=$((skipped + ${5:-0}))
     if [ "$rc" -ne 0 ] && [ "$4" -eq 0 ]; then echo "CRASH $t exited $rc"; failed=$((failed + 1)); fi
 done
-# The example programs (public API and libdpd.so only), each in a scratch directory: one check each.
-for ex in "$BUILD"/examples/*; do
-    [ -x "$ex" ] || continue
-    dir=$(mktemp -d "$S/example.XXXXXX"); exe=$(cd "$(dirname "$ex")" && pwd)/$(basename "$ex")
-    if (cd "$dir" && "$exe" >"$log" 2>&1); then passed=$((passed + 1)); echo "example $(basename "$ex"): ok"
-    else failed=$((failed + 1)); cat "$log"; echo "FAIL example $(basename "$ex")"; fi
-    rm -rf "$dir"
-done
+# The example programs (public API and libdpd.so only), each in a scratch directory: one check each (not in PART=beside).
+if [ "${PART:-}" != beside ]; then
+    for ex in "$BUILD"/examples/*; do
+        [ -x "$ex" ] || continue
+        dir=$(mktemp -d "$S/example.XXXXXX"); exe=$(cd "$(dirname "$ex")" && pwd)/$(basename "$ex")
+        if (cd "$dir" && "$exe" >"$log" 2>&1); then passed=$((passed + 1)); echo "example $(basename "$ex"): ok"
+        else failed=$((failed + 1)); cat "$log"; echo "FAIL example $(basename "$ex")"; fi
+        rm -rf "$dir"
+    done
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

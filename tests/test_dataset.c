@@ -134,8 +134,9 @@ static void good(void) {
     check_write(d, "spec.json",
                 "{\"dataset_format\": \"single_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6,"
                 " \"n_sub_ch\": 1, \"nperseg\": 2, \"split_ratios\": {\"train\": 0.7, \"val\": 0.2, \"test\": 0.2}}");
-    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "sum"),
-          "single_csv ratios that do not sum to 1 are refused: %s", err.msg);
+    CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "spec.json: field 'split_ratios' sums to 1.1") &&
+              !strstr(err.msg, "data.csv"),
+          "single_csv ratios that do not sum to 1 are refused naming spec.json, not the capture: %s", err.msg);
 }
 
 /* A mat dataset: one paired capture in a .mat (v5 and v7.3), cut by contiguous-v1 as single_csv is;
@@ -310,6 +311,43 @@ static void spec_warning(const char *extra, char *w, size_t n) {
     dpd_dataset_free(&ds);
 }
 
+/* The warning of a dataset whose spec.json is `spec` ("" when none; "load failed: ..." when refused). */
+static void warning_of(const char *spec, char *w, size_t n) {
+    const char *d = make("spec.json", spec);
+    dpd_dataset ds;
+    dpd_error err = {0};
+    if (dpd_dataset_load(d, 7, 0, &ds, &err)) {
+        snprintf(w, n, "load failed: %s", err.msg);
+        return;
+    }
+    snprintf(w, n, "%s", ds.warning);
+    dpd_dataset_free(&ds);
+}
+
+/* Values that are read but look wrong are said, not refused: a sample rate in MHz, sub-channels
+ * wider than the main channel, units that are not a string. */
+static void suspect_values(void) {
+    char w[1200];
+    warning_of("{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800, \"bw_main_ch\": 200, \"n_sub_ch\": 1, \"nperseg\": 4}", w,
+               sizeof w);
+    CHECK(strstr(w, "/spec.json: input_signal_fs is 800 Hz, which looks like MHz or GHz (spec.json gives hertz"),
+          "a sample rate of 800 (MHz meant): a warning, the dataset loads: '%s'", w);
+    warning_of("{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6, \"bw_sub_ch\": 25e6, "
+               "\"n_sub_ch\": 10, \"nperseg\": 4}",
+               w, sizeof w);
+    CHECK(strstr(w, "n_sub_ch x bw_sub_ch (10 x 2.5e+07 Hz = 2.5e+08 Hz) does not fit in bw_main_ch (2e+08 Hz)"),
+          "ten 25 MHz sub-channels in a 200 MHz channel: a warning: '%s'", w);
+    warning_of("{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6, \"bw_sub_ch\": 20e6, "
+               "\"n_sub_ch\": 10, \"nperseg\": 4, \"amplitude_units\": 1}",
+               w, sizeof w);
+    CHECK(strstr(w, "field 'amplitude_units' is not a string") && !strstr(w, "does not fit"),
+          "amplitude_units 1: a warning (and ten 20 MHz sub-channels fit in 200 MHz): '%s'", w);
+    warning_of("{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6, \"bw_sub_ch\": 20e6, "
+               "\"n_sub_ch\": 10, \"nperseg\": 4, \"amplitude_units\": \"normalized\"}",
+               w, sizeof w);
+    CHECK(!w[0], "a spec.json in hertz whose sub-channels fit: no warning: '%s'", w);
+}
+
 /* An unknown spec.json key is warned about (file and key named, the closest known key suggested
  * when one is close), never refused; the keys OpenDPD's and dpd's own writers put there are not. */
 static void unknown_keys(void) {
@@ -413,6 +451,7 @@ int main(void) {
     mat_datasets();
     not_dirs();
     unknown_keys();
+    suspect_values();
     refuse("missing file", "val_output.csv", NULL, DPD_E_IO, "val_output.csv", "cannot open");
     refuse("missing spec", "spec.json", NULL, DPD_E_IO, "spec.json", "missing");
     refuse("non-numeric", "train_input.csv", "I,Q\n1,2\n3,abc\n", DPD_E_FORMAT, "train_input.csv:3", "abc");

@@ -113,6 +113,10 @@ DPD_API DPD_CHECK dpd_status dpd_split_contiguous(size_t n, const double ratios[
 DPD_API DPD_CHECK dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names,
                                           double **out, size_t *rows, dpd_error *err);
 
+/* The level of n complex samples (I then Q): *peak = max |v|, *rms = sqrt(mean |v|^2); both 0 when
+ * n is 0. */
+DPD_API void dpd_iq_level(const double *iq, size_t n, double *peak, double *rms);
+
 /* Target gain g = max|y_train| / max|x_train| (reference §5); 0 when the train split is empty. */
 DPD_API double dpd_dataset_gain(const dpd_dataset *ds);
 /* The same ratio, max|y| / max|x|, of one split (where a dataset has no train split, the front ends
@@ -748,6 +752,8 @@ typedef struct dpd_ckpt_info {
     dpd_model_cfg model;
     char train_sha256[65]; /* dpd_split_fingerprint of that dataset's train split, "" when not recorded */
     double fs;             /* that dataset's sample rate, Hz (input_signal_fs), 0 when not recorded */
+    double train_peak, train_rms; /* its train split's input level (dpd_iq_level: train_input_peak,
+                                   * train_input_rms), 0 when not recorded */
 } dpd_ckpt_info;
 
 DPD_API DPD_CHECK dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *err);
