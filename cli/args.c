@@ -21,6 +21,22 @@ opt *args_get(opt *o, int n, const char *name) {
     return NULL;
 }
 
+const char *args_value(int argc, char **argv, const opt *o, int n, const char *name) {
+    const char *last = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *eq = strchr(a, '=');
+        if (strncmp(a, "--", 2)) continue;
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        const opt *p = NULL;
+        for (int k = 0; k < n && !p; k++)
+            if (strlen(o[k].name) == nl && !strncmp(o[k].name, a + 2, nl)) p = &o[k];
+        if (!p || p->type == OPT_FLAG) continue;
+        const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (v && !strcmp(p->name, name)) last = v;
+    }
+    return last;
+}
+
 static int set(opt *o, const char *v) {
     char *e;
     errno = 0;
@@ -57,7 +73,6 @@ static int set(opt *o, const char *v) {
 
 int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
     const char *given[n > 0 ? n : 1]; /* each option's value as given, for a second one's message */
-    for (int k = 0; k < n; k++) o[k].seen = 0; /* a second parse of the same table (synth's, after a preset) */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -20,6 +20,11 @@ typedef struct opt {
  * twice takes its last value, with a note on stderr naming both. */
 int args_parse(int argc, char **argv, opt *o, int n, const char *usage);
 
+/* The last value argv gives option `name` of the table (its words read as args_parse reads them:
+ * another option's value is not an option), or NULL: for a setting that decides the defaults of
+ * the others before the one parse (synth's --preset). */
+const char *args_value(int argc, char **argv, const opt *o, int n, const char *name);
+
 /* The entry named `name` (must exist). */
 opt *args_get(opt *o, int n, const char *name);
 

@@ -42,9 +42,10 @@ void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_
  * its bandwidths are other fractions of fs. where: the data ("dataset DIR", "FILE"). */
 void cli_warn_rate(const char *what, const dpd_ckpt_info *info, double fs, const char *where);
 /* Input at another level than the training input's (info's train_peak and train_rms, when the
- * checkpoint records them): a peak above 1.05 times the training peak (the model extrapolates), or
- * else an RMS more than 3 dB from the training RMS (another drive level). Said on stderr, not
- * refused. iq: n samples (I then Q); where: the data ("FILE"). */
+ * checkpoint records them): at least 10 samples, and more than 0.1 % of them, beyond the training
+ * peak (the model extrapolates there; another stretch of the same signal has a few), or else an
+ * RMS (dpd_iq_level's) more than 3 dB from the training RMS (another drive level). Said on
+ * stderr, not refused. iq: n samples (I then Q); where: the data ("FILE"). */
 void cli_warn_level(const char *what, const dpd_ckpt_info *info, const double *iq, size_t n, const char *where);
 int cmd_serve(int argc, char **argv);  /* studio/serve.c */
 int cmd_worker(int argc, char **argv); /* studio/worker.c */

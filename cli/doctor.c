@@ -98,10 +98,11 @@ static int columns(const char *s) {
 }
 
 /* s and the spaces that fill it to w columns, then one more. */
-static void cell(const char *s, int w) { printf("%s%*s ", s, w - columns(s), ""); }
+static void cell(const char *s, int w) { printf("%s%*s ", s, w > columns(s) ? w - columns(s) : 0, ""); }
 
-/* The report as a table: severity, code, value, fix, each column as wide as its longest entry;
- * errors and warnings followed by their message. */
+/* The report as a table: severity, code, value, fix, each column as wide as its longest entry (up
+ * to 32 and 40 characters: a longer one runs into the next column on its own row); errors and
+ * warnings followed by their message. */
 static void report_text(const dpd_doctor_report *r) {
     int count[3] = {0}, wc = columns("code"), wv = columns("value");
     printf("dataset %s (%s): train %zu, val %zu, test %zu samples\n", r->dataset, r->layout, r->n[DPD_TRAIN],
@@ -111,6 +112,7 @@ static void report_text(const dpd_doctor_report *r) {
         int c = columns(r->findings[i].code), v = columns(r->findings[i].value);
         wc = c > wc ? c : wc, wv = v > wv ? v : wv;
     }
+    wc = wc < 32 ? wc : 32, wv = wv < 40 ? wv : 40;
     cell("severity", 8), cell("code", wc), cell("value", wv), printf("fix\n");
     for (int i = 0; i < r->nfindings; i++) {
         const dpd_finding *f = &r->findings[i];

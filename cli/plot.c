@@ -1167,6 +1167,18 @@ static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, con
     axes_draw(cr, &a, "input amplitude |x| (data units)", ylabel);
     for (int i = 0; i < n; i++) dots(cr, &a, in, (vec){ys[sig[i]], p->na}, &s[i]);
     legend(cr, &a, s, n, where, MARK_DOT);
+    size_t off = 0, all = 0; /* AM/PM's axis leaves out the outer 0.5 % of each end: say how many it left */
+    for (int i = 0; pm && i < n; i++)
+        for (size_t j = 0; j < p->na; j++) {
+            double v = ys[sig[i]][j];
+            all += isfinite(v), off += isfinite(v) && (v < a.y0 || v > a.y1);
+        }
+    if (off) {
+        char note[128];
+        snprintf(note, sizeof note, "%zu of %zu points lie beyond the phase axis", off, all);
+        colour(cr, GREY, 1);
+        text(cr, PX + PW, PY + PH + 42, 11, 0, 1, 0, note);
+    }
 }
 
 static void chart_amam(cairo_t *cr, const plot_doc *d) {

@@ -146,14 +146,16 @@ int cmd_synth(int argc, char **argv) {
                         "Prints the samples of each split, the sample rate and carriers, and each file written with\n"
                         "its size. A DIR that already holds a dataset (spec.json, the split CSVs, ...) is refused\n"
                         "unless --force.";
+    const char *wave = args_value(argc, argv, o, n, "preset");
+    if (wave) { /* the preset's waveform first, the command line over it */
+        dpd_error err = {0};
+        if (dpd_synth_preset(&c, wave, &err)) {
+            if (args_parse(argc, argv, o, n, usage) == 1) return 0; /* --help says how, whatever the preset */
+            return cli_fail(&err);
+        }
+    }
     int r = args_parse(argc, argv, o, n, usage);
     if (r) return r == 1 ? 0 : 2;
-    if (preset[0]) { /* the preset's waveform, then the command line again over it */
-        dpd_error err = {0};
-        dpd_synth_defaults(&c);
-        if (dpd_synth_preset(&c, preset, &err)) return cli_fail(&err);
-        if ((r = args_parse(argc, argv, o, n, usage))) return r == 1 ? 0 : 2;
-    }
     if (!out[0]) {
         fprintf(stderr, "dpd: synth needs --out DIR\n");
         return 2;

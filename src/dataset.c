@@ -439,6 +439,12 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
             }
             sp->ratios[k] = json_number_value(v);
         }
+        double sum = sp->ratios[0] + sp->ratios[1] + sp->ratios[2];
+        if (strcmp(format, "split_csv") && fabs(sum - 1) > 1e-6) { /* the formats split by them (split_csv's are unused) */
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: field 'split_ratios' sums to %.9g, not 1 (train %g, val %g, test %g)",
+                         path, sum, sp->ratios[0], sp->ratios[1], sp->ratios[2]);
+            goto done;
+        }
     }
     /* a .mat capture may carry its sample rate instead (load_mat checks the two agree) */
     int is_mat = !strcmp(format, "mat");
@@ -545,11 +551,7 @@ static dpd_status split_capture(dpd_dataset *ds, const char *path, const double 
                                 size_t n, dpd_error *err) {
     size_t len[3];
     snprintf(ds->protocol, sizeof ds->protocol, "contiguous-v1");
-    const double *ratio = ds->spec.ratios; /* in [0, 1] (load_spec); their sum is spec.json's fault, not the capture's */
-    if (fabs(ratio[0] + ratio[1] + ratio[2] - 1) > 1e-6)
-        return dpd_fail(err, DPD_E_FORMAT, "%s/spec.json: field 'split_ratios' sums to %.9g, not 1 (train %g, val %g, "
-                        "test %g)", ds->dir, ratio[0] + ratio[1] + ratio[2], ratio[0], ratio[1], ratio[2]);
-    if (dpd_split_contiguous(n, ratio, (size_t)ds->spec.guard, ds->begin, len, err)) {
+    if (dpd_split_contiguous(n, ds->spec.ratios, (size_t)ds->spec.guard, ds->begin, len, err)) {
         dpd_error_prefix(err, path);
         return err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
     }
@@ -663,9 +665,13 @@ static double max_abs(const double *iq, size_t n) {
 }
 
 void dpd_iq_level(const double *iq, size_t n, double *peak, double *rms) {
-    double s = 0;
-    for (size_t i = 0; i < n; i++) s += iq[2 * i] * iq[2 * i] + iq[2 * i + 1] * iq[2 * i + 1];
-    *peak = max_abs(iq, n), *rms = n ? sqrt(s / (double)n) : 0;
+    double s = 0, floor2 = 1e-6 * max_abs(iq, n) * max_abs(iq, n); /* -60 dB, in power */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double p = iq[2 * i] * iq[2 * i] + iq[2 * i + 1] * iq[2 * i + 1];
+        if (p > 0 && p >= floor2) s += p, m++;
+    }
+    *peak = max_abs(iq, n), *rms = m ? sqrt(s / (double)m) : 0;
 }
 
 double dpd_split_gain(const dpd_split *sp) {

@@ -766,7 +766,8 @@ static int by_power_desc(const void *a, const void *b) {
 /* Occupied bandwidth of x: the smallest number of OBW_FFT-point bins (symmetric Hann, frames
  * averaged over the first min(n, WINDOW) samples) holding OBW_POWER of the power, times fs /
  * OBW_FFT. 0 with *frames 0 when x is shorter than one frame or holds no power. */
-static dpd_status occupied_bw(const double *x, size_t n, double fs, double *obw, int *frames, dpd_error *err) {
+static dpd_status occupied_bw(const double *x, const unsigned char *mask, size_t n, double fs, double *obw, int *frames,
+                              dpd_error *err) {
     size_t w = n < WINDOW ? n : WINDOW;
     int nf = (int)(w / OBW_FFT);
     double win[OBW_FFT], pw[OBW_FFT] = {0}, total = 0;
@@ -777,8 +778,10 @@ static dpd_status occupied_bw(const double *x, size_t n, double fs, double *obw,
     if (!cfg) return dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for an FFT");
     for (int i = 0; i < OBW_FFT; i++) win[i] = 0.5 - 0.5 * cos(2 * M_PI * i / (OBW_FFT - 1));
     for (int f = 0; f < nf; f++) {
-        const double *s = x + 2 * (size_t)f * OBW_FFT;
-        for (int i = 0; i < OBW_FFT; i++) in[i].r = (float)(s[2 * i] * win[i]), in[i].i = (float)(s[2 * i + 1] * win[i]);
+        for (int i = 0; i < OBW_FFT; i++) {
+            const double *s = sample(x, mask, (size_t)f * OBW_FFT + (size_t)i);
+            in[i].r = (float)(s[0] * win[i]), in[i].i = (float)(s[1] * win[i]);
+        }
         kiss_fft(cfg, in, out);
         for (int i = 0; i < OBW_FFT; i++) pw[i] += (double)out[i].r * out[i].r + (double)out[i].i * out[i].i;
     }
@@ -916,19 +919,22 @@ static int check_silence(const capture *c, dpd_doctor_report *r) {
     return 1;
 }
 
-/* 5. output_outliers: |y| above median + 25 max(1.4826 MAD, 1e-12). mask[i] = 1 marks them. */
-static dpd_status check_outliers(const capture *c, dpd_doctor_report *r, unsigned char *mask, dpd_error *err) {
+/* 5. output_outliers: |y| above median + 25 max(1.4826 MAD, 1e-12). mask[i] = 1 marks them. The
+ * same rule on x (output 0) is dpd's input_outliers: a spike in the input, which would set the
+ * input's peak, and so g, and the checks below. */
+static dpd_status check_outliers(const capture *c, dpd_doctor_report *r, const double *iq, int output,
+                                 unsigned char *mask, dpd_error *err) {
     double *a = malloc(c->n * sizeof *a);
     if (!a) return dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for %zu magnitudes", c->n);
-    for (size_t i = 0; i < c->n; i++) a[i] = mag(c->y, i);
+    for (size_t i = 0; i < c->n; i++) a[i] = mag(iq, i);
     double med = quantile(a, c->n, 0.5);
-    for (size_t i = 0; i < c->n; i++) a[i] = fabs(mag(c->y, i) - med);
+    for (size_t i = 0; i < c->n; i++) a[i] = fabs(mag(iq, i) - med);
     double mad = quantile(a, c->n, 0.5);
     free(a);
     double thr = med + OUTLIER_SIGMAS * fmax(MAD_SIGMA * mad, 1e-12), mx = 0;
     size_t k = 0, idx[10];
     for (size_t i = 0; i < c->n; i++) {
-        double m = mag(c->y, i);
+        double m = mag(iq, i);
         if (!(m > thr)) continue;
         mask[i] = 1;
         if (k < 10) idx[k] = i;
@@ -936,13 +942,20 @@ static dpd_status check_outliers(const capture *c, dpd_doctor_report *r, unsigne
         mx = fmax(mx, m);
     }
     if (!k) return DPD_OK;
-    dpd_finding *f = finding(r, "output_outliers", DPD_SEV_WARNING, "Output outliers (spikes)");
-    snprintf(f->value, sizeof f->value, "%zu samples above %.4g", k, thr);
-    snprintf(f->message, sizeof f->message, "%zu output samples (%.3g %%) exceed median + %g robust sigmas = %.4g "
-                                            "(largest %.4g); they are left out of the checks below",
-             k, 100.0 * (double)k / (double)c->n, OUTLIER_SIGMAS, thr, mx);
-    snprintf(f->suggestion, sizeof f->suggestion, "remove_outliers");
-    snprintf(f->fix, sizeof f->fix, "remove or interpolate the spikes (first at index %zu), or capture again", idx[0]);
+    const char *sig = output ? "output" : "input";
+    dpd_finding *f = finding(r, output ? "output_outliers" : "input_outliers", DPD_SEV_WARNING,
+                             output ? "Output outliers (spikes)" : "Input outliers (spikes)");
+    const char *s = k == 1 ? "" : "s";
+    snprintf(f->value, sizeof f->value, "%zu sample%s above %.4g", k, s, thr);
+    snprintf(f->message, sizeof f->message, "%zu %s sample%s (%.3g %%) exceed%s median + %g robust sigmas = %.4g "
+                                            "(largest %.4g); %s left out of the checks below%s",
+             k, sig, s, 100.0 * (double)k / (double)c->n, k == 1 ? "s" : "", OUTLIER_SIGMAS, thr, mx,
+             k == 1 ? "it is" : "they are",
+             output ? "" : k == 1 ? ", but training takes g = max|y| / max|x| with it"
+                                  : ", but training takes g = max|y| / max|x| with them");
+    if (output) snprintf(f->suggestion, sizeof f->suggestion, "remove_outliers");
+    snprintf(f->fix, sizeof f->fix, "remove or interpolate the %s's spikes (first at index %zu), or %s again", sig, idx[0],
+             output ? "capture" : "export the input");
     f->confidence = fmin(1, (mx / thr - 1) / 4 + 0.5);
     ev_num(f, "count", (double)k);
     ev_num(f, "fraction", (double)k / (double)c->n);
@@ -1036,10 +1049,12 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
     return DPD_OK;
 }
 
-/* 9. Amplitude: peak, RMS, PAPR and power of input and output (outliers left out of the output). */
-static void check_amplitude(const capture *c, dpd_doctor_report *r, const unsigned char *mask) {
-    double px = peak(c->x, c->n, NULL), rx = rms(c->x, c->n, NULL), py = peak(c->y, c->n, mask),
-           ry = rms(c->y, c->n, mask);
+/* 9. Amplitude: peak, RMS, PAPR and power of input and output (each one's outliers left out: ymask,
+ * xmask). */
+static void check_amplitude(const capture *c, dpd_doctor_report *r, const unsigned char *ymask,
+                            const unsigned char *xmask) {
+    double px = peak(c->x, c->n, xmask), rx = rms(c->x, c->n, xmask), py = peak(c->y, c->n, ymask),
+           ry = rms(c->y, c->n, ymask);
     int unknown = !strcmp(c->units, "unknown"), over = !strcmp(c->units, "normalized") && px > UNIT_PEAK;
     dpd_finding *f = over      ? finding(r, "input_exceeds_unit_range", DPD_SEV_WARNING, "Input exceeds the unit range")
                      : unknown ? finding(r, "amplitude_units_unconfirmed", DPD_SEV_INFO, "Amplitude units not stated")
@@ -1099,12 +1114,12 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
     }
 }
 
-/* 11. Occupied bandwidth of x against fs and the declared bandwidth. */
-static dpd_status check_spectrum(const capture *c, dpd_doctor_report *r, dpd_error *err) {
+/* 11. Occupied bandwidth of x (its outliers, xmask, as 0) against fs and the declared bandwidth. */
+static dpd_status check_spectrum(const capture *c, dpd_doctor_report *r, const unsigned char *xmask, dpd_error *err) {
     double fs = c->meta[META_FS], bw = c->meta[META_BW], obw;
     int frames;
     if (!(fs > 0)) return DPD_OK;
-    dpd_status s = occupied_bw(c->x, c->n, fs, &obw, &frames, err);
+    dpd_status s = occupied_bw(c->x, xmask, c->n, fs, &obw, &frames, err);
     if (s || !frames) return s;
     r->obw = obw;
     double ratio = bw > 0 ? obw / bw : NAN;
@@ -1242,17 +1257,21 @@ static dpd_status examine(capture *c, dpd_doctor_report *r, dpd_error *err) {
     check_count(c, r);
     check_finite(c, r);
     if (check_silence(c, r)) goto done;
-    if (!(mask = calloc(c->n, 1))) {
+    /* the output's outliers, the input's, and the pairs with either (as the output's alone when the
+     * input has none, as the reference has it) */
+    if (!(mask = calloc(3, c->n))) {
         s = dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for %zu samples", c->n);
         goto done;
     }
-    if ((s = check_outliers(c, r, mask, err))) goto done;
+    unsigned char *xmask = mask + c->n, *pairs = mask + 2 * c->n;
+    if ((s = check_outliers(c, r, c->y, 1, mask, err)) || (s = check_outliers(c, r, c->x, 0, xmask, err))) goto done;
+    for (size_t i = 0; i < c->n; i++) pairs[i] = mask[i] | xmask[i];
     clip_check(c, r, c->y, mask, 1);
-    clip_check(c, r, c->x, NULL, 0);
-    if ((s = check_delay(c, r, mask, err)) || (s = check_gain(c, r, mask, err))) goto done;
-    check_amplitude(c, r, mask);
+    clip_check(c, r, c->x, xmask, 0);
+    if ((s = check_delay(c, r, pairs, err)) || (s = check_gain(c, r, pairs, err))) goto done;
+    check_amplitude(c, r, mask, xmask);
     check_metadata(c, r);
-    if ((s = check_spectrum(c, r, err))) goto done;
+    if ((s = check_spectrum(c, r, xmask, err))) goto done;
     check_dc(c, r);
     stuck_check(c, r, c->x, 0);
     stuck_check(c, r, c->y, 1);

@@ -30,6 +30,11 @@ check '[ "$("$DPD" help eval)" = "$("$DPD" eval --help)" ] && "$DPD" help eval |
     "dpd help VERB prints the verb's own help (dpd VERB --help), dpd help the list of verbs"
 check '! "$DPD" train-pa --help | grep -q -- "--pa " && "$DPD" train-dpd --help | grep -q -- "--pa "' "train-pa --help does not offer train-dpd's --pa"
 expect 2 "dpd: unknown verb 'nosuch'" "$DPD" help nosuch
+check '"$DPD" help version | grep -q "^dpd version" && "$DPD" help --help | grep -q "train-pa" && "$DPD" help -h >/dev/null' \
+    "dpd help version, dpd help --help and -h: exit 0 with their text"
+"$DPD" synth --out "$T/twice" --preset lte20 --length 40960 --seed 1 --seed 2 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(grep -c "given twice" "$T/err")" -eq 1 ] && grep -q "\"seed\": 2" "$T/twice/spec.json"' \
+    "synth --preset with an option given twice: one note, the last value used (exit $rc: $(head -c 300 "$T/err"))"
 
 # --- synth ---
 "$DPD" synth --out "$T/a" --seed 5 >/dev/null && "$DPD" synth --out "$T/b" --seed 5 >/dev/null \
@@ -312,8 +317,13 @@ sys.exit(0 if abs(float(m[\"train_input_peak\"]) / pk - 1) < 1e-12 and abs(float
 awk -F, 'NR == 1 { print; next } { printf "%.9g,%.9g\n", $1 * 1.5, $2 * 1.5 }' "$T/a/test_input.csv" >"$T/loud.csv"
 awk -F, 'NR == 1 { print; next } { printf "%.9g,%.9g\n", $1 * 0.4, $2 * 0.4 }' "$T/a/test_input.csv" >"$T/quiet.csv"
 "$DPD" run --model "$D1" --input "$T/loud.csv" --output "$T/loud-out.csv" >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && [ -s "$T/loud-out.csv" ] && grep -q "^dpd: warning: $T/loud.csv reaches |x| = [0-9.]*, [0-9.]* dB above the largest input .*best.safetensors was trained on (|x| = [0-9.]*): the model never saw that range" "$T/err"' \
+check '[ $rc -eq 0 ] && [ -s "$T/loud-out.csv" ] && grep -q "^dpd: warning: [0-9]* samples of $T/loud.csv ([0-9.]* %) exceed |x| = [0-9.]*, the largest input .*best.safetensors was trained on (up to |x| = [0-9.]*, [0-9.]* dB beyond): the model never saw that range" "$T/err"' \
     "dpd run of an input louder than the training input's peak: a warning, the output written (exit $rc: $(head -c 300 "$T/err"))"
+# seed 2's test split peaks at 1 and its train split at 0.889: three samples beyond, the luck of another stretch
+"$DPD" synth --out "$T/s2" --seed 2 >/dev/null && "$DPD" train-pa --data "$T/s2" --hidden 3 --preset quick --epochs 1 --out "$T/s2r" --no-plots >/dev/null 2>&1
+"$DPD" run --model "$(ls -d "$T"/s2r/s2/train_pa/*)" --input "$T/s2/test_input.csv" --output "$T/s2-out.csv" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/s2-out.csv" ] && ! grep -q "warning" "$T/err"' \
+    "dpd run on the model's own test split, whose peak is above the train split's by a few samples: no warning ($(head -c 300 "$T/err"))"
 "$DPD" run --model "$D1" --input "$T/quiet.csv" --output "$T/quiet-out.csv" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && [ -s "$T/quiet-out.csv" ] && grep -q "^dpd: warning: $T/quiet.csv is [0-9.]* dB below the input .*best.safetensors was trained on (RMS " "$T/err"' \
     "dpd run of an input 8 dB quieter than the training input: a warning naming the difference (exit $rc: $(head -c 300 "$T/err"))"

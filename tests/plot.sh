@@ -172,6 +172,22 @@ def hollow(path):  # a one-epoch history: the test split's points hollow squares
     if not any(c == colours['NMSE'] and float(b) - float(a) == 5 and 78 < float(a) < 638 for c, a, b in filled):
         fail('%s: no filled point of the val NMSE' % path)
 
+def beyond(ampm, amam, doc, want_some):  # AM/PM says how many points lie beyond its phase axis, under the x label
+    import math, re
+    below = lambda path: len([y for y in re.findall(r'<use xlink:href="#glyph[^"]*" x="[\d.]+" y="([\d.]+)"', open(path).read())
+                              if float(y) > 485])  # cairo's SVG: a glyph a character, spaces too
+    # the axis as dpd draws it: the values' 0.5 % and 99.5 % order statistics, 10 % beyond, out to whole 1-2-5 steps
+    v = sorted(x for s in json.load(open(doc))['plots']['ampm']['series'].values() for x in s if x is not None)
+    m = len(v); lo, hi = v[m // 200], v[m - 1 - m // 200]; lo, hi = lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo)
+    raw = (hi - lo) / 6; p = 10.0 ** math.floor(math.log10(raw)); f = raw / p
+    step = (1 if f < 1.5 else 2 if f < 3 else 5 if f < 7 else 10) * p
+    a0, a1 = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+    off = sum(x < a0 or x > a1 for x in v)
+    note = '%d of %d points lie beyond the phase axis' % (off, m) if off else ''
+    if below(ampm) != len(note): fail('%s: %d characters under the x label, want %d: "%s"' % (ampm, below(ampm), len(note), note))
+    if want_some and not off: fail('%s: no point beyond the axis to say anything about' % doc)
+    if below(amam): fail('%s: AM/AM clips nothing, yet has %d characters under its x label' % (amam, below(amam)))
+
 def empty(path):
     p = json.load(open(path))['plots']
     if not isinstance(p.get('empty'), str) or 'silent' not in p['empty'] or 'psd' in p: fail('%s: empty is %r' % (path, p.get('empty')))
@@ -203,6 +219,7 @@ images "dpd plot" png "$R/plots" $CHARTS
 "$DPD" plot "$R" --format svg --out "$T/svg" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "dpd plot --format svg --out DIR (exit $rc: $(head -c 300 "$T/err"))"
 images "dpd plot --format svg" svg "$T/svg" $CHARTS
+pycheck "AM/PM's note of the points beyond its axis (AM/AM has none)" beyond "$T/svg/ampm.svg" "$T/svg/amam.svg" "$T/svg/plots.json" false
 check 'cmp -s "$T/svg/plots.json" "$R/plots/plots.json"' "the same run, split and checkpoint give the same plots.json, twice"
 "$DPD" plot "$R" --split val --out "$T/val" >/dev/null 2>&1
 check 'cmp -s "$T/val/plots.json" "$T/end.json"' \

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs every test program given as arguments, then tests/opencl.sh (the OpenCL provider's pack,
-# training and fallback cases on PoCL), tests/cli.sh, tests/cuda_gate.sh (the same kernels
+# Runs every test program given as arguments, then tests/cli.sh, tests/opencl.sh (the OpenCL
+# provider's pack, training and fallback cases on PoCL), tests/cuda_gate.sh (the same kernels
 # compiled for the H200: no stack, no spills), tests/gpucheck.sh (the device check's dry run:
 # its inputs gathered, every stage reported, its results file valid), tests/plot.sh (dpd plot's
 # pictures), tests/doctor.sh (dpd doctor and the training gate), tests/recordings.sh (.mat,
@@ -19,10 +19,12 @@
 # (each counted as a skip), and IDENTITY_THREADS=1 checks identity on one thread only: .ci/run's
 # sanitized pass does, since the harnesses are built sanitized anyway, the gate compiles the same
 # kernels in every build and the pages are the same; the plain pass runs them all). Each program's wall time follows its output as
-# "TIME name seconds". PART=beside runs only what may share the machine with another job, having
-# no timing-bound wait in it (the test programs and tests/opencl.sh); PART=alone the rest (the
-# other shell suites and the examples); unset, all of it. .ci/run runs the sanitized pass's two
-# parts so, the first beside the ThreadSanitizer studio suite.
+# "TIME name seconds". PART=beside runs only the test programs that may share the machine with
+# another job, slowed (no wait on another process against a clock in them; their alarms are hang
+# guards, ten times their sanitized run or more); PART=alone the rest: test_providers (it polls
+# a killed installer's helper for 2 s), the shell suites (opencl.sh gives a lock holder 0.5 s) and
+# the examples; unset, all of it, as before. .ci/run runs the sanitized pass's two parts so, the
+# first beside the ThreadSanitizer studio suite.
 # Exits non-zero when any check failed or any program crashed.
 BUILD=${BUILD:-build}
 # sanitized builds: leaks inside PoCL (third-party) are not dpd's (tests/lsan.supp says why); and
@@ -37,13 +39,18 @@ passed=0; failed=0; skipped=0; crashed=0
 S=$(mktemp -d)
 trap 'rm -rf "$S"' EXIT
 log=$S/log
-# the shell suites but opencl.sh, in their order
-alone="tests/cli.sh tests/cuda_gate.sh tests/gpucheck.sh tests/plot.sh tests/doctor.sh tests/recordings.sh tests/studio.sh
-    tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh"
+# the shell suites, in their order; the test programs that poll other processes against a clock
+suites="tests/cli.sh tests/opencl.sh tests/cuda_gate.sh tests/gpucheck.sh tests/plot.sh tests/doctor.sh tests/recordings.sh
+    tests/studio.sh tests/ui.sh tests/identity.sh tests/crash.sh tests/install.sh tests/tour.sh tests/links.sh tests/fuzz/run.sh"
+polling=test_providers
+beside=; alone=
+for t in "$@"; do # the programs (build paths: no spaces)
+    case " $polling " in *" $(basename "$t") "*) alone="$alone $t" ;; *) beside="$beside $t" ;; esac
+done
 case ${PART:-} in
-beside) set -- "$@" tests/opencl.sh ;;
-alone) set -- $alone ;;
-'') set -- "$@" tests/opencl.sh $alone ;;
+beside) set -- $beside ;;
+alone) set -- $alone $suites ;;
+'') set -- "$@" $suites ;;
 *) echo "tests/run.sh: PART is beside or alone, not '$PART'" >&2; exit 2 ;;
 esac
 for t in "$@"; do

@@ -355,6 +355,41 @@ static void test_spikes(void) {
     cap_free(&c);
 }
 
+/* The amplitude check's finding, whichever of its three codes it has. */
+static const dpd_finding *amplitude(const dpd_doctor_report *r) {
+    const dpd_finding *f = find(r, "amplitude_range");
+    if (!f) f = find(r, "amplitude_units_unconfirmed");
+    return f ? f : find(r, "input_exceeds_unit_range");
+}
+
+/* One input sample of 1e30 (finite as a float): input_outliers by index, and it sets none of the
+ * later figures: no input clipping, the occupied bandwidth, delay, gain and input peak of the clean
+ * capture. The clean capture has no input outliers. */
+static void test_input_spike(void) {
+    dpd_doctor_report r0 = run("clean for the input spike", write_cap(&clean));
+    cap c;
+    cap_copy(&c, &clean);
+    size_t at = c.n / 3;
+    c.x[2 * at] = 1e30, c.x[2 * at + 1] = 0;
+    dpd_doctor_report r = run("input spike", write_cap(&c));
+    const dpd_finding *f = find(&r, "input_outliers"), *a0 = amplitude(&r0), *a = amplitude(&r);
+    const dpd_evidence *e = ev(f, "indices");
+    CHECK(!find(&r0, "input_outliers"), "clean: no input outliers");
+    CHECK(f && f->severity == DPD_SEV_WARNING && evnum(f, "count") == 1 && e && e->nlist == 1 && e->list[0] == at &&
+              evnum(f, "max") == 1e30 && strstr(f->message, "training takes g = max|y| / max|x| with it"),
+          "an input spike of 1e30: input_outliers at its index (%s)", f ? f->message : "none");
+    CHECK(!find(&r, "possible_input_clipping") && !find(&r, "insufficient_oversampling") && r.obw == r0.obw,
+          "the input spike is left out of the clipping and bandwidth checks (OBW %g against %g)", r.obw, r0.obw);
+    CHECK(fabs(r.delay - r0.delay) < 1e-3 && hypot(r.gain_re - r0.gain_re, r.gain_im - r0.gain_im) < 1e-3 * hypot(r0.gain_re, r0.gain_im),
+          "and out of the delay and gain (%.4f against %.4f; %.6f%+.6fj against %.6f%+.6fj)", r.delay, r0.delay, r.gain_re,
+          r.gain_im, r0.gain_re, r0.gain_im);
+    CHECK(a && a0 && evnum(a, "input_peak") <= evnum(a0, "input_peak"), "and out of the input's peak (%g, clean %g)",
+          a ? evnum(a, "input_peak") : NAN, a0 ? evnum(a0, "input_peak") : NAN);
+    dpd_doctor_report_free(&r);
+    dpd_doctor_report_free(&r0);
+    cap_free(&c);
+}
+
 /* A sample beyond a float's range (1e300 is finite as a double, an infinity as the float dpd reads):
  * non_finite_samples as a NaN is, so the doctor and the loader agree. */
 static void test_huge(void) {
@@ -862,6 +897,7 @@ int main(void) {
     test_gain();
     test_clipping();
     test_spikes();
+    test_input_spike();
     test_nan();
     test_huge();
     test_silent();

@@ -113,8 +113,9 @@ DPD_API DPD_CHECK dpd_status dpd_split_contiguous(size_t n, const double ratios[
 DPD_API DPD_CHECK dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names,
                                           double **out, size_t *rows, dpd_error *err);
 
-/* The level of n complex samples (I then Q): *peak = max |v|, *rms = sqrt(mean |v|^2); both 0 when
- * n is 0. */
+/* The level of n complex samples (I then Q): *peak = max |v|, *rms = sqrt(mean |v|^2) over the
+ * samples within 60 dB of the peak (|v| >= 1e-3 peak: a bursty recording's silent gaps left out);
+ * both 0 when n is 0 or the samples are silent. */
 DPD_API void dpd_iq_level(const double *iq, size_t n, double *peak, double *rms);
 
 /* Target gain g = max|y_train| / max|x_train| (reference §5); 0 when the train split is empty. */
