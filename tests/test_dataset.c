@@ -324,6 +324,19 @@ static void warning_of(const char *spec, char *w, size_t n) {
     dpd_dataset_free(&ds);
 }
 
+/* dpd_iq_level: the peak, and the RMS of the samples within 60 dB of it (a burst's gaps left out). */
+static void iq_level(void) {
+    double iq[16] = {0}, peak, rms;
+    iq[0] = 3, iq[1] = 4;        /* |v| 5 */
+    iq[2] = 0, iq[3] = -1;       /* |v| 1 */
+    iq[4] = 1e-3, iq[5] = 0;     /* |v| 1e-3: below 5e-3, left out */
+    dpd_iq_level(iq, 8, &peak, &rms); /* and five silent samples */
+    CHECK(peak == 5 && fabs(rms - sqrt(13)) < 1e-15, "peak 5, RMS sqrt((25 + 1) / 2) over the two samples above -60 dB: %g %g",
+          peak, rms);
+    dpd_iq_level(iq + 6, 5, &peak, &rms);
+    CHECK(peak == 0 && rms == 0, "silence: peak and RMS 0 (%g %g)", peak, rms);
+}
+
 /* Values that are read but look wrong are said, not refused: a sample rate in MHz, sub-channels
  * wider than the main channel, units that are not a string. */
 static void suspect_values(void) {
@@ -452,6 +465,7 @@ int main(void) {
     not_dirs();
     unknown_keys();
     suspect_values();
+    iq_level();
     refuse("missing file", "val_output.csv", NULL, DPD_E_IO, "val_output.csv", "cannot open");
     refuse("missing spec", "spec.json", NULL, DPD_E_IO, "spec.json", "missing");
     refuse("non-numeric", "train_input.csv", "I,Q\n1,2\n3,abc\n", DPD_E_FORMAT, "train_input.csv:3", "abc");
