@@ -665,13 +665,14 @@ static double max_abs(const double *iq, size_t n) {
 }
 
 void dpd_iq_level(const double *iq, size_t n, double *peak, double *rms) {
-    double s = 0, floor2 = 1e-6 * max_abs(iq, n) * max_abs(iq, n); /* -60 dB, in power */
+    *peak = max_abs(iq, n);
+    double s = 0, floor2 = 1e-6 * *peak * *peak; /* -60 dB, in power */
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         double p = iq[2 * i] * iq[2 * i] + iq[2 * i + 1] * iq[2 * i + 1];
         if (p > 0 && p >= floor2) s += p, m++;
     }
-    *peak = max_abs(iq, n), *rms = m ? sqrt(s / (double)m) : 0;
+    *rms = m ? sqrt(s / (double)m) : 0;
 }
 
 double dpd_split_gain(const dpd_split *sp) {
