@@ -112,6 +112,21 @@ static int scoring_of(const char *name, double evm_fs, dpd_scoring *sc) {
  * -31 dBc), a framed one's under a Welch profile 1 to 3 dB. */
 #define LEAK_MARGIN_DB 10.0
 
+/* Warns where the clean input g x (lin) scores an adjacent-channel power within LEAK_MARGIN_DB of
+ * the PA output's (out: the measured y, or in the DPD view the frozen PA driven by x): the figures
+ * then measure the input or the estimator, not the PA, and a DPD's improvement is bounded by them
+ * (docs/metrics.md, "Which to use"). */
+static void warn_leak(const dpd_scoring *sc, const char *prof, const dpd_metrics *lin, const dpd_metrics *out, int dpd) {
+    if (lin->status[DPD_ACLR_AVG] || out->status[DPD_ACLR_AVG] || !(lin->aclr_avg > out->aclr_avg - LEAK_MARGIN_DB)) return;
+    const char *key = dpd_metric_key(sc->profile, DPD_ACLR_AVG);
+    fprintf(stderr, "dpd: warning: under %s the input g x itself scores %s %.1f dBc, within %g dB of the %s's %.1f: "
+                    "these adjacent-channel figures are limited by the input or the estimator, not the PA%s (%sa wrong "
+                    "bw_main_ch, an input that leaks already; docs/metrics.md, \"Which to use\")\n",
+            prof, key, lin->aclr_avg, LEAK_MARGIN_DB, dpd ? "no-DPD output" : "PA output", out->aclr_avg,
+            dpd ? ", and a DPD that reaches g x improves them by their difference at most" : "",
+            sc->profile == DPD_PROFILE_LEGACY ? "" : "frame seams inside the profile's Welch windows, ");
+}
+
 /* DPD_VAL or DPD_TEST for --split name; -1 after saying why. */
 static int split_of(const char *name) {
     int k = !strcmp(name, "val") ? DPD_VAL : !strcmp(name, "test") ? DPD_TEST : -1;
@@ -223,6 +238,8 @@ int cmd_eval(int argc, char **argv) {
             goto done;
         mod = e2.m;
         chosen(sm, prov, sizeof prov);
+        if (dpd_metrics_aclr(e.ref, e.S, e.N, e.n, sp, &sc, &lin, &err)) goto done; /* e.ref: the target g x */
+        warn_leak(&sc, prof, &lin, &nod, 1);
         int both = nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK;
         if (json) { /* the improvement: no_dpd's ACLR_AVG (ACPR_AVG) less dpd's, dB; null where either is n/a */
             j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?, s:o, s:s}", "dataset", ds.name, "split", split,
@@ -266,14 +283,7 @@ int cmd_eval(int argc, char **argv) {
     }
     for (size_t i = 0; i < len; i++) buf[i] = (float)(g * e.x[i]);
     if (dpd_metrics_compute(buf, e.ref, e.S, e.N, e.n, sp, &sc, &lin, &err)) goto done;
-    /* g x is the clean input: its own adjacent-channel power near the PA output's says the figures
-     * measure the estimator or the declared bands, not the PA (docs/metrics.md, "Which to use") */
-    if (!lin.status[DPD_ACLR_AVG] && !out.status[DPD_ACLR_AVG] && lin.aclr_avg > out.aclr_avg - LEAK_MARGIN_DB)
-        fprintf(stderr, "dpd: warning: under %s the input g x itself scores %s %.1f dBc, within %g dB of the PA "
-                        "output's %.1f: these adjacent-channel figures are limited by the input or the estimator, not "
-                        "the PA (%sa wrong bw_main_ch, an input that leaks already; docs/metrics.md, \"Which to use\")\n",
-                prof, dpd_metric_key(sc.profile, DPD_ACLR_AVG), lin.aclr_avg, LEAK_MARGIN_DB, out.aclr_avg,
-                sc.profile == DPD_PROFILE_LEGACY ? "" : "frame seams inside the profile's Welch windows, ");
+    warn_leak(&sc, prof, &lin, &out, 0);
     if (model[0]) {
         if (cli_session_open(cm.path, &x, &sm, &err) || dpd_eval_run(&e, sm, EVAL_BATCH, sp, &sc, &err)) goto done;
         mod = e.m;

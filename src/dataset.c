@@ -456,6 +456,11 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
         (s = spec_int(root, path, "n_sub_ch", 1000000000, &sp->n_sub, err)) ||
         (s = spec_int(root, path, "nperseg", DPD_MAX_NPERSEG, &sp->nperseg, err)))
         goto done;
+    if (sp->fs > DPD_MAX_RATE_HZ) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: field 'input_signal_fs' is %g Hz, above %g Hz (1 THz): spec.json gives "
+                     "the baseband sample rate in hertz (800 MHz is 800e6)", path, sp->fs, DPD_MAX_RATE_HZ);
+        goto done;
+    }
     if (sp->fs > 0 && sp->bw_main >= sp->fs) {
         s = dpd_fail(err, DPD_E_FORMAT, "%s: bw_main_ch (%g) must be below input_signal_fs (%g)",
                      path, sp->bw_main, sp->fs);
@@ -600,6 +605,9 @@ static dpd_status load_mat(dpd_dataset *ds, const mat_names *mn, dpd_error *err)
     else if (sp->fs && fs && fabs(sp->fs - fs) > 1e-9 * sp->fs)
         s = dpd_fail(err, DPD_E_FORMAT, "%s/spec.json: field 'input_signal_fs' is %.9g Hz but %s says fs = %.9g Hz",
                      ds->dir, sp->fs, path, fs);
+    else if (!sp->fs && fs > DPD_MAX_RATE_HZ)
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: fs is %g Hz, above %g Hz (1 THz): the baseband sample rate is in hertz "
+                     "(800 MHz is 800e6)", path, fs, DPD_MAX_RATE_HZ);
     else if (!sp->fs)
         sp->fs = fs;
     if (!s && sp->bw_main >= sp->fs)

@@ -5,6 +5,10 @@
 
 #include "dpd/dpd.h"
 
+/* The highest sample rate spec.json (or a .mat's fs) may give, and dpd synth write: 1 THz, a
+ * thousand times the fastest RF sampling converters; beyond it a rate is a mistake of units. */
+#define DPD_MAX_RATE_HZ 1e12
+
 /* Whether v, as read, is a sample dpd can hold: finite as the float it becomes (not NaN, an
  * infinity, or a magnitude beyond 3.4e38). The readers' one test (CSV, .mat, the doctor's). */
 static inline int dpd_sample_ok(double v) { return isfinite((float)v); }

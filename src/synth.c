@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dpd/dpd.h"
+#include "dataset.h"
 #include "file.h"
 #include "status.h"
 
@@ -61,13 +62,35 @@ static void fir_out(double complex *h) {
     h[0] = 1.0, h[1] = -0.08 * cexp(0.4 * I), h[2] = 0.03 * cexp(-1.1 * I);
 }
 
+/* The carrier whose occupied subcarriers include bin k (signed frequency k fs / nperseg), or -1: a
+ * bin within occupancy x carrier_bw / 2 of a carrier's centre, but not the centre's own. */
+static int bin_carrier(const dpd_synth_cfg *c, int k) {
+    double df = c->fs / c->nperseg, f = k * df, total = c->carriers * c->carrier_bw;
+    int car = (int)floor((f + total / 2) / c->carrier_bw);
+    if (car < 0 || car >= c->carriers) return -1;
+    double fc = -total / 2 + (car + 0.5) * c->carrier_bw;
+    return fabs(f - fc) > c->occupancy * c->carrier_bw / 2 || fabs(f - fc) < df / 2 ? -1 : car;
+}
+
+/* Whether every carrier has an occupied subcarrier (a subcarrier spacing fs / nperseg wider than a
+ * carrier's occupied band leaves it silent, and the whole signal silent where every carrier is). */
+static int all_occupied(const dpd_synth_cfg *c) {
+    int N = c->nperseg, filled = 0, last = -1;
+    for (int k = -N / 2; k < N / 2; k++) { /* the carriers' bins come in order of k */
+        int car = bin_carrier(c, k);
+        if (car > last) filled++, last = car;
+    }
+    return filled == c->carriers;
+}
+
 static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
     int q = c->qam, side = (int)lround(sqrt((double)q));
     if (q < 4 || side * side != q || (side & (side - 1)))
         return dpd_fail_field(err, "qam", DPD_E_INVAL, "qam: %d must be 4, 16, 64, 256 or 1024 (a square power of two)", q);
     if (c->carriers < 1) return dpd_fail_field(err, "carriers", DPD_E_INVAL, "carriers: %d must be >= 1", c->carriers);
     if (!(c->carrier_bw > 0)) return dpd_fail_field(err, "carrier_bw", DPD_E_INVAL, "carrier_bw: %g must be > 0", c->carrier_bw);
-    if (!(c->fs > 0)) return dpd_fail_field(err, "fs", DPD_E_INVAL, "fs: %g must be > 0", c->fs);
+    if (!(c->fs > 0 && c->fs <= DPD_MAX_RATE_HZ))
+        return dpd_fail_field(err, "fs", DPD_E_INVAL, "fs: %g Hz is out of range (0, %g] (1 THz)", c->fs, DPD_MAX_RATE_HZ);
     if (c->carriers * c->carrier_bw * 2 >= c->fs) /* synth's rule: room in [-fs/2, fs/2) for adjacent channels */
         return dpd_fail_field(err, "fs", DPD_E_INVAL,
                               "fs: %.10g MHz leaves too little room for the adjacent channels of %d x %.10g MHz carriers "
@@ -83,6 +106,12 @@ static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
                         c->length, c->nperseg);
     if (!(c->occupancy > 0 && c->occupancy <= 1))
         return dpd_fail_field(err, "occupancy", DPD_E_INVAL, "occupancy: %g is out of range (0, 1]", c->occupancy);
+    if (!all_occupied(c))
+        return dpd_fail_field(err, "nperseg", DPD_E_INVAL,
+                              "nperseg: %d splits fs = %.10g MHz into subcarriers %.10g MHz apart, and a carrier's "
+                              "occupied %.10g MHz (occupancy x carrier_bw) then has none of its own: raise --nperseg, or "
+                              "lower --fs", c->nperseg, c->fs / 1e6, c->fs / c->nperseg / 1e6,
+                              c->occupancy * c->carrier_bw / 1e6);
     if (!(c->gain > 0)) return dpd_fail_field(err, "gain", DPD_E_INVAL, "gain: %g must be > 0", c->gain);
     if (!(c->sat > 0)) return dpd_fail_field(err, "sat", DPD_E_INVAL, "sat: %g must be > 0", c->sat);
     if (!(c->smooth > 0)) return dpd_fail_field(err, "smooth", DPD_E_INVAL, "smooth: %g must be > 0", c->smooth);
@@ -94,14 +123,10 @@ static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
 static void ofdm_frame(const dpd_synth_cfg *c, kiss_fft_cfg ifft, kiss_fft_cpx *bins,
                        kiss_fft_cpx *out, dpd_rng *rng) {
     int N = c->nperseg, side = (int)lround(sqrt((double)c->qam));
-    double df = c->fs / N, norm = sqrt(2.0 * (c->qam - 1) / 3.0); /* unit mean symbol power */
+    double norm = sqrt(2.0 * (c->qam - 1) / 3.0); /* unit mean symbol power */
     memset(bins, 0, (size_t)N * sizeof *bins);
     for (int k = -N / 2; k < N / 2; k++) {
-        double f = k * df, total = c->carriers * c->carrier_bw;
-        int car = (int)floor((f + total / 2) / c->carrier_bw);
-        if (car < 0 || car >= c->carriers) continue;
-        double fc = -total / 2 + (car + 0.5) * c->carrier_bw;
-        if (fabs(f - fc) > c->occupancy * c->carrier_bw / 2 || fabs(f - fc) < df / 2) continue;
+        if (bin_carrier(c, k) < 0) continue;
         int a = (int)dpd_rng_below(rng, (uint64_t)side), b = (int)dpd_rng_below(rng, (uint64_t)side);
         kiss_fft_cpx *v = &bins[(k + N) % N];
         v->r = (float)((2 * a - side + 1) / norm);

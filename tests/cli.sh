@@ -51,6 +51,12 @@ expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
 expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
 expect 2 "dpd: --nperseg: 0 must be 16 or more" "$DPD" synth --out "$T/x" --nperseg 0
 expect 2 "needs --out" "$DPD" synth
+# subcarriers wider than a carrier: refused before anything is written (the signal would be silent, 0 / 0)
+expect 2 "dpd: --nperseg: 16 splits fs = 800 MHz into subcarriers 50 MHz apart, and a carrier's occupied 18 MHz (occupancy x carrier_bw) then has none of its own: raise --nperseg, or lower --fs" \
+    "$DPD" synth --out "$T/x16" --nperseg 16
+expect 2 "dpd: --nperseg: 2560 splits fs = 500000 MHz" "$DPD" synth --out "$T/x16" --fs 5e11
+expect 2 "dpd: --fs: 1e+300 Hz is out of range (0, 1e+12] (1 THz)" "$DPD" synth --out "$T/x16" --fs 1e300
+check '[ ! -e "$T/x16" ]' "synth: a refused configuration leaves no directory behind"
 # a sample rate too low for the carriers: the numbers in MHz, and the three options that fix it
 expect 2 "dpd: --fs: 100 MHz leaves too little room for the adjacent channels of 10 x 20 MHz carriers (dpd synth wants a sample rate above twice their 200 MHz channel, 400 MHz): raise --fs, or lower --carriers or --carrier-bw" \
     "$DPD" synth --out "$T/x" --fs 100e6
@@ -404,6 +410,11 @@ check 'jq1 "$T/ce.json" "abs(j[\"improvement_db\"] - (j[\"no_dpd\"][\"ACLR_AVG\"
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" >"$T/ce.txt" 2>/dev/null
 check 'grep -q "^no DPD " "$T/ce.txt" && grep -q "^no DPD: the frozen PA model driven by x itself, against g x" "$T/ce.txt"' \
     "eval --pa --model: the table says its no-DPD row is the PA model's figure ($(tail -n 3 "$T/ce.txt"))"
+"$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" --metric-profile opendpd-spectral-v2 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: under opendpd-spectral-v2 the input g x itself scores ACLR_AVG -[0-9.]* dBc, within 10 dB of the no-DPD output.s -[0-9.]*: .* a DPD that reaches g x improves them by their difference at most (frame seams" "$T/err"' \
+    "eval --pa --model under a Welch profile on framed data: the target's own leakage bounds the DPD's improvement, and eval says so (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" >/dev/null 2>"$T/err"
+check '! grep -q "itself scores" "$T/err"' "eval --pa --model under the legacy profile: no leak warning on clean data ($(head -c 300 "$T/err"))"
 # maxdev A B: largest |I - I'| and |Q - Q'| of the outputs over max |output|, from two run CSVs (I,Q,I_in,Q_in)
 maxdev() { paste -d, "$1" "$2" | tail -n +2 | awk -F, '{for(k=1;k<=2;k++){d=$k-$(k+4); if(d<0)d=-d; if(d>m)m=d; a=$k<0?-$k:$k; if(a>r)r=a}} END {printf "%.3g", m/r}'; }
 "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/ex.csv" --exact 2>/dev/null

@@ -166,6 +166,17 @@ static void mat_datasets(void) {
         CHECK(ds.spec.fs == 800e6, "mat v%s: fs from the file (%g)", v73 ? "7.3" : "5", ds.spec.fs);
         dpd_dataset_free(&ds);
     }
+    { /* a .mat's own fs is held to spec.json's bound */
+        const char *d = check_tmpdir();
+        char path[4200];
+        snprintf(path, sizeof path, "%s/data.mat", d);
+        CHECK(!dpd_mat_write_pair(path, x, y, N, 1e300, NULL, NULL, 0, &err), "mat with fs 1e300 written: %s", err.msg);
+        check_write(d, "spec.json", "{\"dataset_format\": \"mat\", \"bw_main_ch\": 200e6, \"n_sub_ch\": 1, \"nperseg\": 2}");
+        err.msg[0] = 0;
+        CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "data.mat: fs is 1e+300 Hz, above"),
+              "mat with fs 1e300: refused, naming the file (%s)", err.msg);
+        dpd_dataset_free(&ds);
+    }
     const char *d = check_tmpdir();
     char path[4200];
     snprintf(path, sizeof path, "%s/pa.mat", d);
@@ -493,6 +504,9 @@ int main(void) {
     refuse("spec string number", "spec.json",
            "{\"input_signal_fs\": \"8e8\", \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
            DPD_E_FORMAT, "spec.json", "'input_signal_fs' must be a positive number");
+    refuse("spec fs 1e300", "spec.json",
+           "{\"input_signal_fs\": 1e300, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
+           DPD_E_FORMAT, "spec.json: field 'input_signal_fs' is 1e+300 Hz", "above 1e+12 Hz (1 THz)");
     refuse("unknown format", "spec.json",
            "{\"dataset_format\": \"parquet\", \"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
            DPD_E_FORMAT, "'dataset_format'", "parquet");
