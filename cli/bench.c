@@ -33,6 +33,15 @@ static const char *const usage =
 
 /* The frozen PA of spec "family:hidden" (random weights) as a session on s's provider and options,
  * chained to s. Leaves what it made in *pm and *ps for the caller to free. */
+/* The model's options through the configuration's checks, as train-pa's are: a bad family or size is
+ * a usage error (DPD_E_INVAL, exit 2), not a model that failed to build. */
+static dpd_status model_ok(const dpd_model_cfg *mc, dpd_error *err) {
+    dpd_train_cfg c;
+    dpd_train_defaults(&c);
+    c.model = *mc;
+    return dpd_config_check(&c, err);
+}
+
 static dpd_status chain_pa(const char *spec, cli_exec *x, dpd_session *s, dpd_model **pm, dpd_session **ps,
                            dpd_error *err) {
     dpd_model_cfg pc = {.layers = 1};
@@ -44,7 +53,8 @@ static dpd_status chain_pa(const char *spec, cli_exec *x, dpd_session *s, dpd_mo
         return cli_err(err, DPD_E_INVAL, "--pa: '%s' is not MODEL:HIDDEN (gru:23)", spec);
     memcpy(pc.family, spec, (size_t)(colon - spec));
     pc.hidden = (int)h;
-    dpd_status st = dpd_model_create(&pc, pm, err);
+    dpd_status st = model_ok(&pc, err);
+    if (!st) st = dpd_model_create(&pc, pm, err);
     if (st) { /* name the flag at fault: the message's field is the model's (--model) */
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
@@ -177,7 +187,7 @@ int cmd_bench(int argc, char **argv) {
     double *loss = NULL, t0 = 0;
     uint32_t *frames = NULL;
     int rc = 1;
-    if (dpd_model_create(&mc, &m, &err)) goto done;
+    if (model_ok(&mc, &err) || dpd_model_create(&mc, &m, &err)) goto done;
     dpd_rng rng;
     dpd_rng_seed(&rng, 1);
     dpd_model_init(m, &rng);

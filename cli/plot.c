@@ -162,13 +162,13 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         struct stat st;
         snprintf(path, sizeof path, "%s/config.json", r->run_dir);
         if (stat(r->run_dir, &st))
-            return cli_err(err, DPD_E_INVAL, "plot: the run directory %s does not exist", r->run_dir);
+            return cli_err(err, DPD_E_IO, "plot: the run directory %s does not exist", r->run_dir);
         if (!S_ISDIR(st.st_mode))
-            return cli_err(err, DPD_E_INVAL, "plot: %s is a file, not a run directory (a dataset is drawn with --data DIR)",
+            return cli_err(err, DPD_E_IO, "plot: %s is a file, not a run directory (a dataset is drawn with --data DIR)",
                            r->run_dir);
         if (access(path, R_OK)) {
             snprintf(path, sizeof path, "%s/spec.json", r->run_dir);
-            return cli_err(err, DPD_E_INVAL, "plot: %s is not a run directory (no config.json)%s", r->run_dir,
+            return cli_err(err, DPD_E_IO, "plot: %s is not a run directory (no config.json)%s", r->run_dir,
                            access(path, F_OK) ? "" : "; it is a dataset, drawn with --data DIR");
         }
         if (r->data) snprintf(data, sizeof data, "%s", r->data);

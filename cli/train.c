@@ -77,15 +77,16 @@ static void remember_best(display *d, const dpd_event *e) {
 
 /* Printed once as the run starts: what the epoch lines and their mark say. */
 static void legend(const display *d) {
-    fprintf(stderr, "dpd: a line per epoch: train loss, val and test metrics, %sthe run's time elapsed and remaining; "
-                    "* = new best val %s (best.safetensors saved)\n", d->ls ? "" : "lr, ", selection_name(d->selection));
+    if (d->ls) fputs("dpd: one line for the fit: train loss, val and test metrics, the time it took\n", stderr);
+    else
+        fprintf(stderr, "dpd: a line per epoch: train loss, val and test metrics, lr, the run's time elapsed and "
+                        "remaining; * = new best val %s (best.safetensors saved)\n", selection_name(d->selection));
 }
 
 void cli_epoch_text(const dpd_event *e, int ls, char *out, size_t n) {
-    char b[3][128], t[128], lr[32] = "";
-    if (!ls) snprintf(lr, sizeof lr, " lr %.2e", e->lr);
-    snprintf(out, n, "epoch %d/%d train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s%s", e->epoch, e->epochs,
-             e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
+    char b[3][128], t[128], lr[32] = "", ep[32] = "fit"; /* a least-squares fit is one solve, not an epoch */
+    if (!ls) snprintf(lr, sizeof lr, " lr %.2e", e->lr), snprintf(ep, sizeof ep, "epoch %d/%d", e->epoch, e->epochs);
+    snprintf(out, n, "%s train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s%s", ep, e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
              cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
              cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), lr);
 }
@@ -98,9 +99,12 @@ static void epoch_line(display *d, const dpd_event *e) {
     remember_best(d, e);
     char text[1024], el[16], left[16];
     cli_epoch_text(e, d->ls, text, sizeof text);
-    fprintf(stderr, "%s%s | elapsed %s remaining %s%s\n", d->drawn ? "\r\033[K" : "", text, clock_text(e->elapsed, el, sizeof el),
-            clock_text(run_left(d, (long)(e->epochs - e->epoch) * d->steps, e->epochs - e->epoch), left, sizeof left),
-            e->improved ? " *" : "");
+    if (d->ls) fprintf(stderr, "%s | elapsed %s\n", text, clock_text(e->elapsed, el, sizeof el));
+    else
+        fprintf(stderr, "%s%s | elapsed %s remaining %s%s\n", d->drawn ? "\r\033[K" : "", text,
+                clock_text(e->elapsed, el, sizeof el),
+                clock_text(run_left(d, (long)(e->epochs - e->epoch) * d->steps, e->epochs - e->epoch), left, sizeof left),
+                e->improved ? " *" : "");
     d->drawn = 0;
     d->last = 0;
 }
@@ -132,7 +136,7 @@ static int on_event(void *user, const dpd_event *e) {
     display *d = user;
     switch (e->type) {
     case DPD_EV_RUN_STARTED:
-        fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : "training", e->run_id ? e->run_id : "",
+        fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : d->ls ? "fitting" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?");
         d->mark = e->time;
         remember_best(d, e);
@@ -191,7 +195,8 @@ json_t *cli_summary_json(const dpd_train_result *res) {
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
 static int summary(const dpd_train_result *res, int json, const char *plots) {
     if (json) return cli_json_print(cli_summary_json(res));
-    printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
+    if (res->config.ls) printf("least-squares fit (on %s)\n", res->provider);
+    else printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
     cli_metrics_header(stdout, res->val.profile);
     const struct {
         const char *name;

@@ -136,12 +136,14 @@ static void worse_than_none(run *r, const dpd_run_state *st, const dpd_train_cfg
  * resume, the run's own copy. Refused unless it is a PA model trained on this dataset. */
 static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
     char path[4200];
-    struct stat st;
-    snprintf(path, sizeof path, "%s%s", from,
-             stat(from, &st) == 0 && S_ISDIR(st.st_mode) ? "/best.safetensors" : "");
+    dpd_status s = dpd_ckpt_resolve(from, 0, path, sizeof path, err);
+    if (s) { /* named as the option it came from */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return dpd_fail_field(err, "pa", s, "pa: %s", msg);
+    }
     dpd_ckpt ck;
-    dpd_status s = dpd_ckpt_open(path, &ck, err);
-    if (s) return s;
+    if ((s = dpd_ckpt_open(path, &ck, err))) return s;
     const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
                *id = dpd_ckpt_meta(&ck, "run_id"), *sum = dpd_ckpt_meta(&ck, "train_sha256"),
                *fs = dpd_ckpt_meta(&ck, "input_signal_fs");

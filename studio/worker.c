@@ -154,7 +154,7 @@ static int on_event(void *user, const dpd_event *e) {
         snprintf(w->run_dir, sizeof w->run_dir, "%s", e->run_dir ? e->run_dir : "");
         emit(w, "started", json_pack("{s:s?, s:s?, s:s?, s:b}", "run_id", e->run_id, "run_dir", e->run_dir, "provider",
                                      e->provider, "resumed", e->resumed));
-        fprintf(stderr, "%s %s on %s\n", e->resumed ? "resuming" : "training", e->run_id ? e->run_id : "",
+        fprintf(stderr, "%s %s on %s\n", e->resumed ? "resuming" : c->ls ? "fitting" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?"); /* worker.log, the run page's log: what the CLI prints */
         break;
     case DPD_EV_PROGRESS: {
@@ -176,7 +176,7 @@ static int on_event(void *user, const dpd_event *e) {
         cli_plot_keep(&c->kept, e);
         char line[1024];
         cli_epoch_text(e, c->ls, line, sizeof line);
-        fprintf(stderr, "%s | elapsed %.1f s%s\n", line, e->elapsed, e->improved ? " *" : "");
+        fprintf(stderr, "%s | elapsed %.1f s%s\n", line, e->elapsed, e->improved && !c->ls ? " *" : "");
         break;
     case DPD_EV_CHECKPOINT:
         emit(w, "checkpoint", json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path));

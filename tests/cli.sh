@@ -209,6 +209,8 @@ check '[ $rc -ne 0 ] && grep -qF "$T/nosuch" "$T/err" && [ ! -e "$T/r4" ]' "trai
 expect 2 "--resume takes the run directory, and '$D3/last.safetensors' is a file" "$DPD" train-pa --resume "$D3/last.safetensors" --epochs 4
 "$DPD" train-pa --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-pa --resume with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
+mkdir -p "$T/notrun"
+expect 1 "dpd: --pa: $T/notrun: a directory without best.safetensors (not a run directory)" "$DPD" train-dpd --pa "$T/notrun" --data "$T/a" --out "$T/r4"
 "$DPD" train-dpd --resume "$T/nosuch-run" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -ne 0 ] && grep -qF "$T/nosuch-run" "$T/err"' "train-dpd --resume with a path that does not exist says so (exit $rc: $(head -c 200 "$T/err"))"
 expect 2 "dpd: --hidden: 100000" "$DPD" train-pa --data "$T/a" --hidden 100000 --epochs 1 --out "$T/r4"
@@ -363,6 +365,10 @@ check '[ -n "$E4" ] && head -1 "$E4/history.csv" | grep -q "HIDDEN_SIZE,THX,THH,
 expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T/a" --pa "$T/trunc.safetensors" --epochs 1 --out "$T/d3"
 
 # --- least-squares baselines ---
+"$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --out "$T/lst" >"$T/lst.txt" 2>"$T/err"
+check 'grep -q "^dpd: fitting PA_LS_M_MP_K_4_Q_6_P_48 on cpu (least squares on the host)$" "$T/err" && grep -q "^fit train_loss [0-9.e+-]* val NMSE .* | elapsed 00:00$" "$T/err" &&
+    ! grep -q "epoch" "$T/err" && grep -q "^least-squares fit (on cpu (least squares on the host))$" "$T/lst.txt" && ! grep -q "epoch" "$T/lst.txt"' \
+    "fit-ls says fit, not epoch 1/1: one solve ($(head -c 400 "$T/err"))"
 "$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --out "$T/ls" --json >"$T/lp.json" 2>"$T/err"
 L1="$T/ls/a/train_pa/PA_LS_M_MP_K_4_Q_6_P_48"
 check '[ "$(sed -n "s/.*\"run_dir\":\"\([^\"]*\)\".*/\1/p" "$T/lp.json")" = "$L1" ] && [ -s "$L1/best.safetensors" ] && [ "$(wc -l < "$L1/history.csv")" -eq 2 ]' \
@@ -557,6 +563,9 @@ rm "$XDG_CONFIG_HOME/dpd/config.json"
 expect 1 "no cuda pack is installed" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
 expect 1 "no cuda pack is installed" "$DPD" train-pa --data "$T/a" --epochs 1 --out "$T/nopack" --provider cuda
 expect 1 "no cuda pack is installed" "$DPD" bench train --hidden 4 --batch 2 --frame 10 --steps 1 --provider cuda
+# a bad family is a usage error (exit 2), as train-pa's is, for the model and for --pa's
+expect 2 "dpd: --model: 'nosuch' is not one of gru," "$DPD" bench train --model nosuch
+expect 2 "dpd: --pa: family: 'nosuch' is not one of gru," "$DPD" bench train --pa nosuch:3
 # bench train: a DPD step through a frozen PA (--pa MODEL:HIDDEN), the step's share of the measured peak
 "$DPD" bench train --model gru --hidden 4 --pa gru:5 --batch 2 --frame 10 --steps 1 --json >"$T/bpa.json" 2>"$T/bpa.err"
 check 'grep -q "\"pa\":\"gru:5\"" "$T/bpa.json" && grep -q "\"peak_share\":[0-9]" "$T/bpa.json" &&

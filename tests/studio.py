@@ -3335,7 +3335,9 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
         log = open(os.path.join(s.run_dir(r["id"]), "logs/worker.log"), errors="replace").read()[-300:]
         check(fin["status"] == "succeeded", f"{name}: {fin['status']}/{fin['reason_code']} {fin['error']} ({log!r})")
         lines = s.get(f"/api/v1/runs/{r['id']}/logs").json["lines"]
-        check(lines and lines[0].startswith("training ") and any(l.startswith("epoch 1/1 train_loss ") for l in lines)
+        ls = name.startswith("fit-ls")  # a fit is one solve: "fitting", and its one line "fit", not "epoch 1/1"
+        check(lines and lines[0].startswith("fitting " if ls else "training ")
+              and any(l.startswith("fit train_loss " if ls else "epoch 1/1 train_loss ") for l in lines)
               and lines[-1] == "completed" and (" lr " in "".join(lines)) == (name == "train-dpd"),
               f"{name}: the worker's log says what the CLI would (the run, each epoch, its end): {lines}")
         evs = s.all_events(r["id"])
