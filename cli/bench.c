@@ -31,8 +31,16 @@ static const char *const usage =
     "reports the step's FLOP rate (docs/performance.md) as a share of the peak times the threads.\n"
     "peak: that measurement alone.";
 
-/* The frozen PA of spec "family:hidden" (random weights) as a session on s's provider and options,
- * chained to s. Leaves what it made in *pm and *ps for the caller to free. */
+/* A model of family, hidden size and layers with train-pa's defaults for the rest (a polynomial
+ * family's K, Q and M). */
+static dpd_model_cfg model_of(const char *family, int hidden, int layers) {
+    dpd_train_cfg c;
+    cli_train_defaults(&c, "train-pa");
+    snprintf(c.model.family, sizeof c.model.family, "%s", family);
+    c.model.hidden = hidden, c.model.layers = layers;
+    return c.model;
+}
+
 /* The model's options through the configuration's checks, as train-pa's are: a bad family or size is
  * a usage error (DPD_E_INVAL, exit 2), not a model that failed to build. */
 static dpd_status model_ok(const dpd_model_cfg *mc, dpd_error *err) {
@@ -42,16 +50,18 @@ static dpd_status model_ok(const dpd_model_cfg *mc, dpd_error *err) {
     return dpd_config_check(&c, err);
 }
 
+/* The frozen PA of spec "family:hidden" (random weights) as a session on s's provider and options,
+ * chained to s. Leaves what it made in *pm and *ps for the caller to free. */
 static dpd_status chain_pa(const char *spec, cli_exec *x, dpd_session *s, dpd_model **pm, dpd_session **ps,
                            dpd_error *err) {
-    dpd_model_cfg pc = {.layers = 1};
+    dpd_model_cfg pc = model_of("", 0, 1);
     const char *colon = strchr(spec, ':');
     char *end = NULL;
     long h = colon ? strtol(colon + 1, &end, 10) : 0;
     if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof pc.family || !colon[1] || *end || h < 1 ||
         h > 65536)
         return cli_err(err, DPD_E_INVAL, "--pa: '%s' is not MODEL:HIDDEN (gru:23)", spec);
-    memcpy(pc.family, spec, (size_t)(colon - spec));
+    snprintf(pc.family, sizeof pc.family, "%.*s", (int)(colon - spec), spec);
     pc.hidden = (int)h;
     dpd_status st = model_ok(&pc, err);
     if (!st) st = dpd_model_create(&pc, pm, err);
@@ -80,7 +90,10 @@ typedef struct result {
 static const char *label(const dpd_model *m, char *buf, size_t n) {
     const dpd_model_cfg *c = dpd_model_config(m);
     dpd_family_info fi;
-    snprintf(buf, n, "%s-%d", dpd_family_lookup(c->family, &fi) ? fi.tag : c->family, c->hidden);
+    int known = dpd_family_lookup(c->family, &fi);
+    if (!known || !fi.poly) snprintf(buf, n, "%s-%d", known ? fi.tag : c->family, c->hidden);
+    else if (!strcmp(c->family, "gmp_ls")) snprintf(buf, n, "%s K%d Q%d M%d", fi.tag, c->order, c->memory, c->cross);
+    else snprintf(buf, n, "%s K%d Q%d", fi.tag, c->order, c->memory); /* sized by K and Q, not a hidden size */
     return buf;
 }
 
@@ -150,7 +163,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "usage: %s\n", usage);
         return 2;
     }
-    dpd_model_cfg mc = {.family = "gru", .hidden = 23, .layers = 1};
+    dpd_model_cfg mc = model_of("gru", 23, 1);
     int B = 64, T = 200, steps = 20, per = 1, json = 0;
     char pa[48] = "";
     cli_exec x = {.threads = 1};

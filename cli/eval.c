@@ -123,7 +123,7 @@ static void warn_leak(const dpd_scoring *sc, const char *prof, const dpd_metrics
                     "these adjacent-channel figures are limited by the input or the estimator, not the PA%s (%sa wrong "
                     "bw_main_ch, an input that leaks already; docs/metrics.md, \"Which to use\")\n",
             prof, key, lin->aclr_avg, LEAK_MARGIN_DB, dpd ? "no-DPD output" : "PA output", out->aclr_avg,
-            dpd ? ", and a DPD that reaches g x improves them by their difference at most" : "",
+            dpd ? " model, and a DPD that reaches g x improves them by at most that difference" : "",
             sc->profile == DPD_PROFILE_LEGACY ? "" : "frame seams inside the profile's Welch windows, ");
 }
 

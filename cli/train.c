@@ -195,7 +195,7 @@ json_t *cli_summary_json(const dpd_train_result *res) {
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
 static int summary(const dpd_train_result *res, int json, const char *plots) {
     if (json) return cli_json_print(cli_summary_json(res));
-    if (res->config.ls) printf("least-squares fit (on %s)\n", res->provider);
+    if (res->config.ls) printf("least-squares fit (solved on the host)\n");
     else printf("best epoch %d of %d (trained on %s)\n", res->best_epoch, res->epochs, res->provider);
     cli_metrics_header(stdout, res->val.profile);
     const struct {

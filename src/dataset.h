@@ -5,8 +5,9 @@
 
 #include "dpd/dpd.h"
 
-/* The highest sample rate spec.json (or a .mat's fs) may give, and dpd synth write: 1 THz, a
- * thousand times the fastest RF sampling converters; beyond it a rate is a mistake of units. */
+/* The highest sample rate spec.json (or a .mat's fs) may give, and dpd synth write: 1 THz, well
+ * above any sampled baseband (RF converters run at tens of GS/s); beyond it a rate is a mistake of
+ * units. */
 #define DPD_MAX_RATE_HZ 1e12
 
 /* Whether v, as read, is a sample dpd can hold: finite as the float it becomes (not NaN, an

@@ -367,6 +367,18 @@ static dpd_status read_single_csv(capture *c, dpd_doctor_report *r, dpd_error *e
     return DPD_OK;
 }
 
+/* A sample rate above the loader's bound (DPD_MAX_RATE_HZ) is metadata_invalid, as the loader
+ * refuses it; from: where it was read. 1 when it was. */
+static int fs_too_high(capture *c, double fs, const char *from) {
+    if (!(fs > DPD_MAX_RATE_HZ)) return 0;
+    size_t l = strlen(c->invalid_text);
+    snprintf(c->invalid_text + l, sizeof c->invalid_text - l, "%s%s %g Hz is above 1 THz (hertz: 800 MHz is 800e6)",
+             l ? "; " : "", from, fs);
+    c->invalid |= 1u << META_FS;
+    c->meta[META_FS] = 0;
+    return 1;
+}
+
 /* A mat dataset's capture (dpd_mat_read_pair: strict, so a non-finite sample is a load error here)
  * and its sample rate: the file's fs stands in for a missing input_signal_fs, and the two must agree
  * when both are given. */
@@ -391,7 +403,11 @@ static dpd_status read_mat(capture *c, dpd_doctor_report *r, dpd_error *err) {
     p->ny = p->nx;
     p->present = 1;
     c->mat_fs = fs;
-    if (fs > 0 && (c->missing & 1u << META_FS)) {
+    char from[300];
+    snprintf(from, sizeof from, "%s's fs", c->csv);
+    if (fs > 0 && (c->missing & 1u << META_FS) && fs_too_high(c, fs, from)) {
+        c->missing &= ~(1u << META_FS);
+    } else if (fs > 0 && (c->missing & 1u << META_FS)) {
         c->meta[META_FS] = fs;
         c->missing &= ~(1u << META_FS);
     } else if (fs > 0 && c->meta[META_FS] > 0 && fabs(c->meta[META_FS] - fs) > 1e-9 * fs) {
@@ -507,6 +523,7 @@ static dpd_status read_spec(capture *c, dpd_doctor_report *r, dpd_error *err) {
     if (!s) s = read_layout(c, root, path, err);
     for (int k = 0; !s && k < NMETA; k++) read_meta(c, root, k);
     json_decref(root);
+    if (!s) fs_too_high(c, c->meta[META_FS], "input_signal_fs");
     if (!s && c->meta[META_FS] > 0 && c->meta[META_BW] >= c->meta[META_FS]) {
         size_t l = strlen(c->invalid_text);
         snprintf(c->invalid_text + l, sizeof c->invalid_text - l, "%sbw_main_ch %g is not below input_signal_fs %g",
@@ -1109,7 +1126,8 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
         snprintf(f->value, sizeof f->value, "%.90s", c->invalid_text);
         snprintf(f->message, sizeof f->message, "spec.json: %s", c->invalid_text);
         snprintf(f->fix, sizeof f->fix, "give each a positive number in spec.json (n_sub_ch and nperseg whole, "
-                                        "nperseg at most %d, bw_main_ch below input_signal_fs)", MAX_NPERSEG);
+                                        "nperseg at most %d, bw_main_ch below input_signal_fs, which is at most 1e12 Hz)",
+                 MAX_NPERSEG);
         ev_text(f, "invalid", "%s", c->invalid_text);
     }
 }

@@ -72,15 +72,18 @@ static int bin_carrier(const dpd_synth_cfg *c, int k) {
     return fabs(f - fc) > c->occupancy * c->carrier_bw / 2 || fabs(f - fc) < df / 2 ? -1 : car;
 }
 
-/* Whether every carrier has an occupied subcarrier (a subcarrier spacing fs / nperseg wider than a
- * carrier's occupied band leaves it silent, and the whole signal silent where every carrier is). */
-static int all_occupied(const dpd_synth_cfg *c) {
-    int N = c->nperseg, filled = 0, last = -1;
+/* The first carrier without an occupied subcarrier, or -1 when each has one (a subcarrier spacing
+ * fs / nperseg above about half a carrier's occupied band can leave it only its empty centre bin:
+ * that carrier is silent, and the whole signal where every carrier is). */
+static int empty_carrier(const dpd_synth_cfg *c) {
+    int N = c->nperseg, last = -1;
     for (int k = -N / 2; k < N / 2; k++) { /* the carriers' bins come in order of k */
         int car = bin_carrier(c, k);
-        if (car > last) filled++, last = car;
+        if (car < 0 || car == last) continue;
+        if (car > last + 1) return last + 1;
+        last = car;
     }
-    return filled == c->carriers;
+    return last + 1 < c->carriers ? last + 1 : -1;
 }
 
 static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
@@ -106,12 +109,16 @@ static dpd_status check(const dpd_synth_cfg *c, dpd_error *err) {
                         c->length, c->nperseg);
     if (!(c->occupancy > 0 && c->occupancy <= 1))
         return dpd_fail_field(err, "occupancy", DPD_E_INVAL, "occupancy: %g is out of range (0, 1]", c->occupancy);
-    if (!all_occupied(c))
+    int empty = empty_carrier(c);
+    if (empty >= 0)
         return dpd_fail_field(err, "nperseg", DPD_E_INVAL,
-                              "nperseg: %d splits fs = %.10g MHz into subcarriers %.10g MHz apart, and a carrier's "
-                              "occupied %.10g MHz (occupancy x carrier_bw) then has none of its own: raise --nperseg, or "
-                              "lower --fs", c->nperseg, c->fs / 1e6, c->fs / c->nperseg / 1e6,
-                              c->occupancy * c->carrier_bw / 1e6);
+                              "nperseg: %d splits fs = %.10g MHz into subcarriers %.10g MHz apart, and carrier %d of %d "
+                              "(centre %.10g MHz) then has none within its occupied +-%.10g MHz (occupancy x carrier_bw / "
+                              "2) but its centre bin, which stays empty: it would be silent. Raise --nperseg (keeping "
+                              "--length a multiple of it), lower --fs, or raise --occupancy",
+                              c->nperseg, c->fs / 1e6, c->fs / c->nperseg / 1e6, empty + 1, c->carriers,
+                              (-c->carriers * c->carrier_bw / 2 + (empty + 0.5) * c->carrier_bw) / 1e6,
+                              c->occupancy * c->carrier_bw / 2e6);
     if (!(c->gain > 0)) return dpd_fail_field(err, "gain", DPD_E_INVAL, "gain: %g must be > 0", c->gain);
     if (!(c->sat > 0)) return dpd_fail_field(err, "sat", DPD_E_INVAL, "sat: %g must be > 0", c->sat);
     if (!(c->smooth > 0)) return dpd_fail_field(err, "smooth", DPD_E_INVAL, "smooth: %g must be > 0", c->smooth);

@@ -133,13 +133,15 @@ static void worse_than_none(run *r, const dpd_run_state *st, const dpd_train_cfg
 }
 
 /* The frozen PA of a DPD run: a PA checkpoint, a PA run directory (its best.safetensors) or, on
- * resume, the run's own copy. Refused unless it is a PA model trained on this dataset. */
-static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
+ * resume (resumed: the run directory), the run's own copy or else its config.json's pa. Refused
+ * unless it is a PA model trained on this dataset. */
+static dpd_status load_pa(run *r, const char *from, const char *resumed, dpd_error *err) {
     char path[4200];
     dpd_status s = dpd_ckpt_resolve(from, 0, path, sizeof path, err);
-    if (s) { /* named as the option it came from */
+    if (s) { /* named as where it came from: the option, or the resumed run's configuration */
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
+        if (resumed) return dpd_fail(err, s, "%s/config.json: pa: %s (the run has no pa.safetensors of its own)", resumed, msg);
         return dpd_fail_field(err, "pa", s, "pa: %s", msg);
     }
     dpd_ckpt ck;
@@ -171,14 +173,14 @@ static dpd_status load_pa(run *r, const char *from, dpd_error *err) {
 }
 
 
-static dpd_status setup(run *r, const char *pa_from, dpd_error *err) {
+static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     r->sc = (dpd_scoring){dpd_run_profile(c), c->evm_fs};
     dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
     if (s) return s;
     dpd_split_fingerprint(&r->ds.split[DPD_TRAIN], r->train_sha256);
     if (c->pa[0]) {
-        if ((s = load_pa(r, pa_from, err))) return s;
+        if ((s = load_pa(r, pa_from, resumed, err))) return s;
         r->gain = dpd_dataset_gain(&r->ds);
     }
     dpd_split *tr = &r->ds.split[DPD_TRAIN];
@@ -430,7 +432,9 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     char pa_copy[4200]; /* a resume trains through the run's own copy of its PA, when it has one yet */
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
     int own_pa = in->resume[0] && dpd_exists(pa_copy);
-    if ((s = dpd_config_check(&cfg, err)) || (s = setup(&r, own_pa ? pa_copy : cfg.pa, err))) goto done;
+    if ((s = dpd_config_check(&cfg, err)) ||
+        (s = setup(&r, own_pa ? pa_copy : cfg.pa, in->resume[0] ? in->resume : NULL, err)))
+        goto done;
     r.info = (dpd_run_info){&cfg,    r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL,
                             r.pa_id, r.gain,    &r.ds,                 r.train_sha256,
                             r.pa_dataset, r.pa_fs};

@@ -52,8 +52,12 @@ expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --leng
 expect 2 "dpd: --nperseg: 0 must be 16 or more" "$DPD" synth --out "$T/x" --nperseg 0
 expect 2 "needs --out" "$DPD" synth
 # subcarriers wider than a carrier: refused before anything is written (the signal would be silent, 0 / 0)
-expect 2 "dpd: --nperseg: 16 splits fs = 800 MHz into subcarriers 50 MHz apart, and a carrier's occupied 18 MHz (occupancy x carrier_bw) then has none of its own: raise --nperseg, or lower --fs" \
+expect 2 "dpd: --nperseg: 16 splits fs = 800 MHz into subcarriers 50 MHz apart, and carrier 1 of 10 (centre -90 MHz) then has none within its occupied +-9 MHz (occupancy x carrier_bw / 2) but its centre bin, which stays empty: it would be silent. Raise --nperseg (keeping --length a multiple of it), lower --fs, or raise --occupancy" \
     "$DPD" synth --out "$T/x16" --nperseg 16
+# a spacing below the occupied band's width, but above its half: only the (empty) centre bin is within reach
+expect 2 "dpd: --nperseg: 160 splits fs = 800 MHz into subcarriers 5 MHz apart, and carrier 1 of 1 (centre 0 MHz)" \
+    "$DPD" synth --out "$T/x16" --carriers 1 --carrier-bw 10e6 --nperseg 160 --length 800
+expect 2 "carrier 1 of 3 (centre -10 MHz)" "$DPD" synth --out "$T/x16" --carriers 3 --carrier-bw 10e6 --nperseg 160 --length 800
 expect 2 "dpd: --nperseg: 2560 splits fs = 500000 MHz" "$DPD" synth --out "$T/x16" --fs 5e11
 expect 2 "dpd: --fs: 1e+300 Hz is out of range (0, 1e+12] (1 THz)" "$DPD" synth --out "$T/x16" --fs 1e300
 check '[ ! -e "$T/x16" ]' "synth: a refused configuration leaves no directory behind"
@@ -255,6 +259,11 @@ check '[ -s "$E1/best.safetensors" ] && [ -s "$E1/pa.safetensors" ]' "train-dpd:
 check 'grep -q "\"no_dpd\":{\"NMSE\":.*\"ACLR_AVG\"" "$T/d1.json" && grep -q "\"test\":{\"NMSE\":" "$T/d1.json"' "train-dpd --json has val, test and no_dpd"
 check '[ "$(grep -c "worse than no DPD" "$T/d1.err")" -eq "$(awk "BEGIN { print ($(num test ACLR_AVG "$T/d1.json") > $(num no_dpd ACLR_AVG "$T/d1.json")) }")" ]' \
     "train-dpd warns that the DPD leaves ACLR worse than no DPD exactly when its test ACLR_AVG is ($(grep "worse" "$T/d1.err"))"
+# a resumed DPD run without its own copy of the PA reads config.json's pa: a missing one is named as that, not as --pa
+cp -r "$E1" "$T/e1nopa" && rm "$T/e1nopa/pa.safetensors" &&
+    sed 's|"pa": *"[^"]*"|"pa": "'"$T"'/nosuch-pa"|' "$E1/config.json" >"$T/e1nopa/config.json"
+expect 1 "dpd: $T/e1nopa/config.json: pa: $T/nosuch-pa does not exist (the run has no pa.safetensors of its own)" \
+    "$DPD" train-dpd --resume "$T/e1nopa" --epochs 9
 data "$D1/best.safetensors" >"$T/pa.data"
 check 'data "$E1/pa.safetensors" | cmp -s - "$T/pa.data"' "the frozen PA's weights are bitwise unchanged after DPD training"
 check 'sed -n 2p "$E1/history.csv" | grep -q "^1,2,[0-9.]*,0.00500000,32,341,40,gru,5,"' "DPD history: epoch 1 first, N_PARAM counts PA + DPD (194 + 147)"
@@ -366,8 +375,8 @@ expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T
 
 # --- least-squares baselines ---
 "$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --out "$T/lst" >"$T/lst.txt" 2>"$T/err"
-check 'grep -q "^dpd: fitting PA_LS_M_MP_K_4_Q_6_P_48 on cpu (least squares on the host)$" "$T/err" && grep -q "^fit train_loss [0-9.e+-]* val NMSE .* | elapsed 00:00$" "$T/err" &&
-    ! grep -q "epoch" "$T/err" && grep -q "^least-squares fit (on cpu (least squares on the host))$" "$T/lst.txt" && ! grep -q "epoch" "$T/lst.txt"' \
+check 'grep -q "^dpd: fitting PA_LS_M_MP_K_4_Q_6_P_48 on cpu (least squares on the host)$" "$T/err" && grep -q "^fit train_loss [0-9.e+-]* val NMSE .* | elapsed [0-9:]*$" "$T/err" &&
+    ! grep -q "epoch" "$T/err" && grep -q "^least-squares fit (solved on the host)$" "$T/lst.txt" && ! grep -q "epoch" "$T/lst.txt"' \
     "fit-ls says fit, not epoch 1/1: one solve ($(head -c 400 "$T/err"))"
 "$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --out "$T/ls" --json >"$T/lp.json" 2>"$T/err"
 L1="$T/ls/a/train_pa/PA_LS_M_MP_K_4_Q_6_P_48"
@@ -417,7 +426,7 @@ check 'jq1 "$T/ce.json" "abs(j[\"improvement_db\"] - (j[\"no_dpd\"][\"ACLR_AVG\"
 check 'grep -q "^no DPD " "$T/ce.txt" && grep -q "^no DPD: the frozen PA model driven by x itself, against g x" "$T/ce.txt"' \
     "eval --pa --model: the table says its no-DPD row is the PA model's figure ($(tail -n 3 "$T/ce.txt"))"
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" --metric-profile opendpd-spectral-v2 >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^dpd: warning: under opendpd-spectral-v2 the input g x itself scores ACLR_AVG -[0-9.]* dBc, within 10 dB of the no-DPD output.s -[0-9.]*: .* a DPD that reaches g x improves them by their difference at most (frame seams" "$T/err"' \
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: under opendpd-spectral-v2 the input g x itself scores ACLR_AVG -[0-9.]* dBc, within 10 dB of the no-DPD output.s -[0-9.]*: .* not the PA model, and a DPD that reaches g x improves them by at most that difference (frame seams" "$T/err"' \
     "eval --pa --model under a Welch profile on framed data: the target's own leakage bounds the DPD's improvement, and eval says so (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" >/dev/null 2>"$T/err"
 check '! grep -q "itself scores" "$T/err"' "eval --pa --model under the legacy profile: no leak warning on clean data ($(head -c 300 "$T/err"))"
@@ -566,6 +575,9 @@ expect 1 "no cuda pack is installed" "$DPD" bench train --hidden 4 --batch 2 --f
 # a bad family is a usage error (exit 2), as train-pa's is, for the model and for --pa's
 expect 2 "dpd: --model: 'nosuch' is not one of gru," "$DPD" bench train --model nosuch
 expect 2 "dpd: --pa: family: 'nosuch' is not one of gru," "$DPD" bench train --pa nosuch:3
+# a polynomial family with train-pa's K, Q (and M), labelled by them, not by a hidden size
+"$DPD" bench train --model gmp_ls --batch 2 --frame 10 --steps 1 >"$T/bmp.txt" 2>&1; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^GMP_LS K5 Q20 M2 (840 params) batch 2 frame 10 " "$T/bmp.txt"' "bench train --model gmp_ls: train-pa's K, Q and M (exit $rc: $(head -c 200 "$T/bmp.txt"))"
 # bench train: a DPD step through a frozen PA (--pa MODEL:HIDDEN), the step's share of the measured peak
 "$DPD" bench train --model gru --hidden 4 --pa gru:5 --batch 2 --frame 10 --steps 1 --json >"$T/bpa.json" 2>"$T/bpa.err"
 check 'grep -q "\"pa\":\"gru:5\"" "$T/bpa.json" && grep -q "\"peak_share\":[0-9]" "$T/bpa.json" &&

@@ -326,7 +326,7 @@ check '[ $rc -eq 0 ] && grep -q "dataset doctor on .*Bandwidth does not match sp
 "$DPD" plot --data "$T/d" --out "$T/okp" >/dev/null 2>"$T/err"
 check '! grep -q "dataset doctor" "$T/err"' "and not of a dataset whose band plan is right ($(head -c 200 "$T/err"))"
 
-# --- usage errors: exit 2 with a message ---
+# --- usage errors: exit 2 with a message; a RUN_DIR that is not a run: exit 1, as eval's --model ---
 expect 2 "needs a run directory" "$DPD" plot
 expect 1 "does not exist" "$DPD" plot "$T/nosuch"
 expect 1 "is a file, not a run directory" "$DPD" plot "$T/end.json"

@@ -479,6 +479,14 @@ static void test_metadata(void) {
     CHECK(fa && fa->blocking && strstr(fa->message, "bw_main_ch and its alias input_signal_bw are both given and differ"),
           "a field and its alias that differ: metadata_invalid naming both (%s)", fa ? fa->message : "none");
     dpd_doctor_report_free(&r);
+    c = clean; /* above the loader's 1 THz: invalid, as the loader refuses it, and not used by the spectrum checks */
+    spec_edit(&c, "input_signal_fs", "2e12");
+    r = run("fs 2 THz", write_cap(&c));
+    fa = find(&r, "metadata_invalid");
+    CHECK(fa && fa->blocking && strstr(fa->message, "input_signal_fs 2e+12 Hz is above 1 THz") && r.evaluation_blocked &&
+              !find(&r, "bandwidth_metadata_mismatch"),
+          "input_signal_fs 2e12: metadata_invalid, as the loader refuses it (%s)", fa ? fa->message : "none");
+    dpd_doctor_report_free(&r);
     c = clean; /* bw_sub_ch may be absent; given, the loader reads it, so it is checked as it would be */
     spec_edit(&c, "bw_sub_ch", NULL);
     r = run("no bw_sub_ch", write_cap(&c));
