@@ -46,6 +46,9 @@ typedef struct dpd_family {
      * the thresholded input and hidden deltas to z[0..3] = zeros_dx, numel_dx, zeros_dh,
      * numel_dh; returns the number of recurrent weights (for HW_PARAM). */
     size_t (*delta_zeros)(const dpd_model_cfg *c, const float *ws, int B, int T, long long *z);
+    /* Optional (NULL: 0, causal): how many samples after t the output at t reads (a sectioned run's
+     * look-ahead must cover it). */
+    int (*ahead)(const dpd_model_cfg *c);
 } dpd_family;
 
 /* The double-precision kernels of a family (test builds only). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dpd/dpd.h"
+#include "session.h"
 #include "status.h"
 
 void dpd_apply_defaults(dpd_apply_cfg *c) {
@@ -16,6 +17,12 @@ dpd_status dpd_apply(dpd_session *ses, const float *x, size_t n, float *y, const
     if (c->section < 1 || c->warmup < 0 || c->lookahead < 0 || c->batch < 1)
         return dpd_fail(err, DPD_E_INVAL, "need section >= 1, warmup >= 0, lookahead >= 0, batch >= 1");
     size_t L = (size_t)c->warmup + c->section + c->lookahead;
+    int ahead = dpd_model_lookahead(dpd_session_cfg(ses));
+    if (!c->exact && n > L && c->lookahead < ahead) /* each section's last outputs would miss inputs they read */
+        return dpd_fail_field(err, "lookahead", DPD_E_INVAL,
+                              "lookahead: %d is shorter than the model's: %s reads %d samples ahead of each output, so "
+                              "the last %d of every section would differ from --exact; give %d or more (default 32)",
+                              c->lookahead, dpd_session_cfg(ses)->family, ahead, ahead - c->lookahead, ahead);
     if (c->exact || n <= L) {
         if (n > 0x7fffffff) return dpd_fail(err, DPD_E_INVAL, "recording too long for exact mode (%zu samples)", n);
         return dpd_session_forward(ses, x, 1, (int)n, y, err);

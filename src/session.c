@@ -329,6 +329,8 @@ static dpd_status fwd1(dpd_session *s, const float *x, int b, int T, float *y, c
     return I(s)->forward(s->s, x, b, T, y, msg, n);
 }
 
+const dpd_model_cfg *dpd_session_cfg(const dpd_session *s) { return &s->cfg; }
+
 dpd_status dpd_session_forward(dpd_session *s, const float *x, int B, int T, float *y, dpd_error *err) {
     if (B < 1 || T < 1) return dpd_fail(err, DPD_E_INVAL, "batch %d x length %d: both must be >= 1", B, T);
     return batched(s, fwd1, x, B, T, y, err);

@@ -24,6 +24,9 @@ int dpd_session_resident(const dpd_session *s, int k, unsigned long long id, siz
  * id; n the samples they hold of the split), for a bounded preview. */
 dpd_status dpd_eval_head(dpd_eval *e, const dpd_eval *from, int S, dpd_error *err);
 
+/* The configuration of the model s runs. */
+const dpd_model_cfg *dpd_session_cfg(const dpd_session *s);
+
 /* On the built-in cpu provider, s computes directly on m's parameter buffer (m must outlive s):
  * one copy of the weights, uploads and downloads become no-ops. Other providers: nothing. */
 void dpd_session_share(dpd_session *s, dpd_model *m);

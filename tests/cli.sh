@@ -378,6 +378,11 @@ expect 1 "trunc.safetensors: not a valid checkpoint" "$DPD" train-dpd --data "$T
 check 'grep -q "^dpd: fitting PA_LS_M_MP_K_4_Q_6_P_48 on cpu (least squares on the host)$" "$T/err" && grep -q "^fit train_loss [0-9.e+-]* val NMSE .* | elapsed [0-9:]*$" "$T/err" &&
     ! grep -q "epoch" "$T/err" && grep -q "^least-squares fit (solved on the host)$" "$T/lst.txt" && ! grep -q "epoch" "$T/lst.txt"' \
     "fit-ls says fit, not epoch 1/1: one solve ($(head -c 400 "$T/err"))"
+# an input far beyond the training level drives the polynomial to infinity: refused, nothing written
+{ echo "I,Q"; echo "0.1,0.2"; echo "1e30,0.3"; echo "0.1,0.1"; } >"$T/huge.csv"
+expect 1 "dpd: the model's output is not finite (first at sample 1, 0-based): nothing is written. The input's largest |x| is 1e+30, at sample 1" \
+    "$DPD" run --model "$T/lst/a/train_pa/PA_LS_M_MP_K_4_Q_6_P_48" --input "$T/huge.csv" --output "$T/huge_out.csv"
+check '[ ! -e "$T/huge_out.csv" ]' "dpd run: a non-finite output leaves no file"
 "$DPD" fit-ls --data "$T/a" --kind mp --target pa --K 4 --Q 6 --out "$T/ls" --json >"$T/lp.json" 2>"$T/err"
 L1="$T/ls/a/train_pa/PA_LS_M_MP_K_4_Q_6_P_48"
 check '[ "$(sed -n "s/.*\"run_dir\":\"\([^\"]*\)\".*/\1/p" "$T/lp.json")" = "$L1" ] && [ -s "$L1/best.safetensors" ] && [ "$(wc -l < "$L1/history.csv")" -eq 2 ]' \
@@ -480,6 +485,14 @@ mkdir -p "$T/chain" && cp "$T/a/"* "$T/chain/" && cp "$T/seg.csv" "$T/chain/test
 "$DPD" eval --data "$T/chain" --split test --model "$D1" --json >"$T/chain.json" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && awk "BEGIN { d = $(num model ACLR_AVG "$T/chain.json") - ($(num dpd ACLR_AVG "$T/ce.json")); exit !(d < 1e-3 && d > -1e-3) }"' \
     "run -> eval: a dataset whose input is a run's CSV output evaluates, ACLR as eval --pa (exit $rc: $(head -c 300 "$T/err"))"
+# a look-ahead shorter than the model reads is refused (each section's last outputs would be wrong);
+# one that covers it runs; a warm-up under 64 samples is warned about
+expect 2 "dpd: --lookahead: 8 is shorter than the model's: tres_deltagru reads 16 samples ahead of each output" \
+    "$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --section 1000 --lookahead 8
+check '[ ! -e "$T/la.csv" ]' "dpd run: a refused look-ahead writes nothing"
+"$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --section 1000 --lookahead 16 --warmup 16 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: each section starts from zero state" "$T/err"' \
+    "dpd run: --lookahead 16 covers TRes; --warmup 16 warns (exit $rc: $(head -c 300 "$T/err"))"
 perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 9**9**9, 0.5, 0.6)' >"$T/inf.cf32"
 perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 0.4, 0.5) . pack("L<", 0x7fc00000)' >"$T/nan.cf32"
 expect 1 "inf.cf32: sample 1" "$DPD" run --model "$E1" --input "$T/inf.cf32" --output "$T/bad.cf32"

@@ -287,6 +287,45 @@ static void infer_equals_forward(void) {
     }
 }
 
+/* dpd_model_lookahead against the reference kernels: with random weights, the outputs up to t0 do
+ * not move when every input after t0 + ahead changes (the last 3 kept: RVTDCNN's and VDLSTM's
+ * first rows wrap to the sequence's end), and where ahead > 0, some output up to t0 moves with
+ * input t0 + ahead alone (the bound is tight). */
+static void lookahead(void) {
+    int n;
+    const dpd_family *const *all = dpd_family_list(&n);
+    for (int i = 0; i < n; i++) {
+        const dpd_family *f = all[i];
+        const int T = 96, t0 = 40;
+        dpd_model_cfg c = {"", 5, 1, 3, 4, 2};
+        snprintf(c.family, sizeof c.family, "%s", f->name);
+        int ahead = dpd_model_lookahead(&c);
+        dpd_tensor t[DPD_MAX_TENSORS];
+        int nt = f->layout(&c, t);
+        size_t np = t[nt - 1].offset + t[nt - 1].numel, ws = f->ws_size(NULL, &c, 1, T);
+        float *p = malloc(np * sizeof *p), *x = malloc(2 * T * sizeof *x), *x2 = malloc(2 * T * sizeof *x);
+        float *y0 = malloc(2 * T * sizeof *y0), *y1 = malloc(2 * T * sizeof *y1), *w = calloc(ws, sizeof *w);
+        dpd_rng rng;
+        dpd_rng_seed(&rng, 11);
+        for (size_t j = 0; j < np; j++) p[j] = 0.3f * (float)dpd_rng_normal(&rng);
+        for (int j = 0; j < 2 * T; j++) x[j] = 0.4f * (float)dpd_rng_normal(&rng);
+        f->forward(NULL, &c, p, x, 1, T, y0, w);
+        memcpy(x2, x, 2 * T * sizeof *x);
+        for (int j = 2 * (t0 + ahead + 1); j < 2 * (T - 3); j++) x2[j] = -x2[j] + 0.7f;
+        f->forward(NULL, &c, p, x2, 1, T, y1, w);
+        CHECK(ahead >= 0 && !memcmp(y0, y1, 2 * (t0 + 1) * sizeof *y0),
+              "%s: the outputs up to t read no input beyond t + %d (dpd_model_lookahead)", f->name, ahead);
+        if (ahead > 0) {
+            memcpy(x2, x, 2 * T * sizeof *x);
+            x2[2 * (t0 + ahead)] += 1.5f, x2[2 * (t0 + ahead) + 1] -= 1.5f;
+            f->forward(NULL, &c, p, x2, 1, T, y1, w);
+            CHECK(memcmp(y0, y1, 2 * (t0 + 1) * sizeof *y0), "%s: an output up to t reads input t + %d (the bound is tight)",
+                  f->name, ahead);
+        }
+        free(p), free(x), free(x2), free(y0), free(y1), free(w);
+    }
+}
+
 int main(void) {
     fixture("fixtures/model_gru_h5.json", "gru");
     fixture("fixtures/model_gru_l2_h4.json", "gru");
@@ -313,5 +352,6 @@ int main(void) {
     zeros();
     init_scheme();
     infer_equals_forward();
+    lookahead();
     return check_done("models");
 }

@@ -407,6 +407,10 @@ DPD_API DPD_CHECK dpd_status dpd_model_create(const dpd_model_cfg *cfg, dpd_mode
                                               dpd_error *err);
 DPD_API void dpd_model_free(dpd_model *m);
 DPD_API const dpd_model_cfg *dpd_model_config(const dpd_model *m);
+/* How many samples after t a model of configuration c reads for its output at t: 0 for the causal
+ * families, 16 for TRes (its dilated skip), 30 for TCN, M for gmp_ls (its leading envelope terms);
+ * -1 for an unknown family. dpd_apply's look-ahead must be at least this. */
+DPD_API int dpd_model_lookahead(const dpd_model_cfg *c);
 DPD_API size_t dpd_model_nparams(const dpd_model *m);
 DPD_API int dpd_model_ntensors(const dpd_model *m);
 DPD_API const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i);

@@ -107,6 +107,9 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     p[0] = 1;
 }
 
+/* gmp_ls's leading envelope terms x(n-q)|x(n-q+m)|^k reach M samples ahead; mp is causal. */
+static int ahead(const dpd_model_cfg *c) { return !strcmp(c->family, "gmp_ls") ? c->cross : 0; }
+
 const dpd_family dpd_family_mp = {
     .name = "mp", .tag = "MP", .params = "2KQ (complex coefficients)",
     .about = "memory polynomial, fitted by least squares (fit-ls)", .hidden = 1, .max_layers = 1, .poly = 1,
@@ -116,5 +119,5 @@ const dpd_family dpd_family_gmp_ls = {
     .name = "gmp_ls", .tag = "GMP_LS", .params = "2KQ + 4(K-1)QM (complex coefficients)",
     .about = "generalized memory polynomial, fitted by least squares (fit-ls)", .hidden = 1,
     .max_layers = 1, .poly = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead};
 #endif

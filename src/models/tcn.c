@@ -149,9 +149,15 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     }
 }
 
+/* Zero padding 2d around each dilated stage (d = 1, 2, 4, 8): 2 + 4 + 8 + 16 samples ahead. */
+static int ahead(const dpd_model_cfg *c) {
+    (void)c;
+    return 30;
+}
+
 const dpd_family dpd_family_tcn = {
     .name = "tcn", .tag = "TCNN", .params = "29H",
     .about = "temporal convolutional network (TCN-DPD), 4 dilated depthwise stages + I/Q residual",
     .hidden = 8, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead};
 #endif

@@ -153,14 +153,21 @@ static size_t delta_zeros(const dpd_model_cfg *c, const float *ws, int B, int T,
     return (size_t)3 * c->hidden * (6 + c->hidden);
 }
 
+/* The skip's tap t + DIL (the cell's next-sample feature, t + 1, is within it). */
+static int ahead(const dpd_model_cfg *c) {
+    (void)c;
+    return DIL;
+}
+
 const dpd_family dpd_family_tres_gru = {
     .name = "tres_gru", .tag = "TRES_GRU", .params = "3H^2+20H+24",
     .about = "TRes-GRU: bias-free GRU on (I,Q,A,A^3,I+1,Q+1) + dilated TCN skip (OpenDPDv2)",
     .hidden = 15, .max_layers = 1, .gated = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead};
 const dpd_family dpd_family_tres_deltagru = {
     .name = "tres_deltagru", .tag = "TRES_DELTAGRU", .params = "3H^2+20H+24",
     .about = "TRes-DeltaGRU: TRes-GRU with delta thresholds thx/thh (OpenDPDv2)",
     .hidden = 15, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .delta_zeros = delta_zeros};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .delta_zeros = delta_zeros,
+    .ahead = ahead};
 #endif
