@@ -36,6 +36,7 @@
 #define CLIP_MIN_COUNT 20
 #define WINDOW (1u << 17)     /* analysis window of the correlation and the spectrum */
 #define DELAY_FLAG 0.5
+#define UNCORRELATED 0.5      /* dpd: a correlation below this is no PA's (OpenDPD's captures: 0.994-0.997) */
 #define GAIN_QUANTILE 0.4
 #define GAIN_MIN_FIT 16
 #define GAIN_WARN_DB 3.0
@@ -1006,6 +1007,44 @@ static void clip_check(const capture *c, dpd_doctor_report *r, const double *iq,
     ev_num(f, "peak_magnitude", pk);
 }
 
+/* dpd: the output does not follow the input (correlation below UNCORRELATED at every searched lag),
+ * so neither a delay nor a gain means anything. Told apart: an output that follows the input's
+ * conjugate (I and Q swapped, or Q negated, in one file: a spectral inversion), or one that follows
+ * neither (another capture's file, another channel). */
+static dpd_status uncorrelated(const capture *c, dpd_doctor_report *r, const unsigned char *mask, dpd_error *err) {
+    double corr[2 * MAX_LAG + 1], ex = 0, ey = 0, at;
+    long lag;
+    double *xc = malloc(c->n * 2 * sizeof *xc);
+    if (!xc) return dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for %zu samples", c->n);
+    for (size_t i = 0; i < c->n; i++) xc[2 * i] = c->x[2 * i], xc[2 * i + 1] = -c->x[2 * i + 1];
+    dpd_status s = correlate(xc, c->y, mask, c->n, corr, &ex, &ey, err);
+    free(xc);
+    if (s) return s;
+    refine_peak(corr, &lag, &at);
+    double conj = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 0;
+    int mirrored = conj >= UNCORRELATED;
+    dpd_finding *f = finding(r, "output_uncorrelated", DPD_SEV_ERROR,
+                             mirrored ? "Output follows the conjugate of the input" : "Output does not follow the input");
+    snprintf(f->value, sizeof f->value, "correlation %.3f (%.3f conjugated)", r->delay_confidence, conj);
+    snprintf(f->message, sizeof f->message,
+             mirrored ? "the output correlates with the input by %.3f at best (lags +-%d), but with the input's conjugate "
+                        "by %.3f: I and Q are swapped, or Q negated, in one of the files (a spectral inversion); no "
+                        "delay or gain is fitted"
+                      : "the output correlates with the input by %.3f at best (lags +-%d), and with its conjugate by %.3f: "
+                        "no PA's output does; no delay or gain is fitted",
+             r->delay_confidence, MAX_LAG, conj);
+    snprintf(f->fix, sizeof f->fix, mirrored ? "swap the I and Q columns of the output (or of the input), or negate one "
+                                               "file's Q, whichever the export got wrong, and run the doctor again"
+                                             : "check that the input and output files are one capture's pair (the same "
+                                               "run, channel and order of columns)");
+    f->confidence = mirrored ? conj : 1 - r->delay_confidence;
+    ev_num(f, "correlation", r->delay_confidence);
+    ev_num(f, "conjugate_correlation", conj);
+    ev_num(f, "max_lag", MAX_LAG);
+    r->delay = NAN;
+    return DPD_OK;
+}
+
 /* 7. Delay by cross-correlation with sub-sample refinement: time_misalignment at |delay| >= 0.5. */
 static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsigned char *mask, dpd_error *err) {
     double corr[2 * MAX_LAG + 1], ex = 0, ey = 0, at;
@@ -1014,6 +1053,7 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
     if (s) return s;
     r->delay = refine_peak(corr, &lag, &at);
     r->delay_confidence = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 0;
+    if (ex > 0 && ey > 0 && r->delay_confidence < UNCORRELATED) return uncorrelated(c, r, mask, err);
     int late = fabs(r->delay) >= DELAY_FLAG;
     dpd_finding *f = finding(r, late ? "time_misalignment" : "alignment_ok", late ? DPD_SEV_WARNING : DPD_SEV_INFO,
                              late ? "Output and input are not aligned" : "Output and input are aligned");
@@ -1035,6 +1075,7 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
 
 /* 8. Complex gain and phase on the small-signal samples, aligned by the nearest whole sample. */
 static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsigned char *mask, dpd_error *err) {
+    if (isnan(r->delay)) return DPD_OK; /* output_uncorrelated: no gain to fit */
     double g[2], resid;
     size_t used;
     dpd_status s = fit_gain(c->x, c->y, mask, c->n, lround(r->delay), g, &resid, &used, err);

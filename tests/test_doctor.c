@@ -293,6 +293,39 @@ static void test_gain(void) {
     cap_free(&c);
 }
 
+/* An output that does not follow its input: I and Q swapped (it follows the input's conjugate),
+ * Q negated (the same), and another capture's output (it follows neither). Each is an error that
+ * blocks, with no delay or gain fitted; the clean capture has none. */
+static void test_uncorrelated(void) {
+    for (int kind = 0; kind < 3; kind++) {
+        cap c;
+        cap_copy(&c, &clean);
+        dpd_rng rng;
+        dpd_rng_seed(&rng, 5);
+        for (size_t i = 0; i < c.n; i++) {
+            double *y = c.y + 2 * i, a = y[0], b = y[1];
+            if (kind == 0) y[0] = b, y[1] = a;
+            else if (kind == 1) y[1] = -b;
+            else y[0] = 0.3 * dpd_rng_normal(&rng), y[1] = 0.3 * dpd_rng_normal(&rng);
+        }
+        const char *what = (const char *[]){"I/Q swapped", "Q negated", "another capture"}[kind];
+        dpd_doctor_report r = run(what, write_cap(&c));
+        const dpd_finding *f = find(&r, "output_uncorrelated");
+        CHECK(f && f->severity == DPD_SEV_ERROR && f->blocking && r.evaluation_blocked && evnum(f, "correlation") < 0.1 &&
+                  (kind < 2 ? evnum(f, "conjugate_correlation") > 0.9 && strstr(f->message, "I and Q are swapped")
+                            : evnum(f, "conjugate_correlation") < 0.1 && strstr(f->message, "no PA's output does")),
+              "%s: output_uncorrelated, an error saying which (%s)", what, f ? f->message : "none");
+        CHECK(!find(&r, "alignment_ok") && !find(&r, "time_misalignment") && !find(&r, "linear_gain_phase") &&
+                  isnan(r.delay) && isnan(r.gain_re),
+              "%s: no delay or gain fitted on an output that does not follow the input", what);
+        dpd_doctor_report_free(&r);
+        cap_free(&c);
+    }
+    dpd_doctor_report r = run("clean", write_cap(&clean));
+    CHECK(!find(&r, "output_uncorrelated") && r.delay_confidence > 0.99, "clean: correlated (%.4f)", r.delay_confidence);
+    dpd_doctor_report_free(&r);
+}
+
 /* |s| limited to frac of its peak, phase kept. */
 static void clip(double *iq, size_t n, double frac) {
     double lim = frac * peak_of(iq, n);
@@ -903,6 +936,7 @@ int main(void) {
     test_clean();
     test_delay();
     test_gain();
+    test_uncorrelated();
     test_clipping();
     test_spikes();
     test_input_spike();
