@@ -27,11 +27,11 @@ int cmd_doctor(int argc, char **argv); /* doctor.c */
  * warnings printed, as cli_doctor_warn does), else 1 after printing each error-level finding (code,
  * message, fix) and how to override (--no-doctor). */
 int cli_doctor_gate(const char *data);
-/* The dataset doctor's warnings about DATA on stderr; nothing when it cannot read DATA (the caller's
- * own reading says why). */
+/* The dataset doctor's errors and warnings about DATA on stderr, in one warning line (for what it
+ * does not gate); nothing when it cannot read DATA (the caller's own reading says why). */
 void cli_doctor_warn(const char *data);
-/* 1 when a finding of the doctor is worth saying before a run or an evaluation: a warning that
- * bears on the figures (not the protocol's gain offset, which g x absorbs). */
+/* 1 when a finding of the doctor is worth saying before a run or an evaluation: an error, or a
+ * warning that bears on the figures (not the protocol's gain offset, which g x absorbs). */
 int cli_doctor_telling(const dpd_finding *f);
 /* eval.c: says on stderr when the checkpoint described by info (what: how to name it) was trained on
  * other data than ds: by its train split's fingerprint when both are known, else by name; and at

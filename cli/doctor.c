@@ -128,18 +128,20 @@ static void report_text(const dpd_doctor_report *r) {
 int cli_doctor_telling(const dpd_finding *f) {
     /* a gain offset is what a PA has: dpd's targets are g x, so it changes no figure (dpd doctor
      * still reports it, as the protocol says) */
-    return f->severity == DPD_SEV_WARNING && strcmp(f->code, "linear_gain_phase");
+    return (f->severity == DPD_SEV_WARNING || f->severity == DPD_SEV_ERROR) && strcmp(f->code, "linear_gain_phase");
 }
 
-/* The report's warnings on stderr, in one line of titles and values (a wrongly declared bandwidth
- * makes every ACLR meaningless, and a run's table would not say so); dpd doctor tells the rest. */
+/* The report's errors and warnings on stderr, in one line of titles and values (a wrongly declared
+ * bandwidth makes every ACLR meaningless, and a run's table would not say so); an error is marked
+ * so (where nothing gated on it: fit-ls, eval, plot); dpd doctor tells the rest. */
 static void warnings(const dpd_doctor_report *r, const char *data) {
     char line[2048];
     size_t at = 0;
     for (int i = 0; i < r->nfindings && at < sizeof line; i++) {
         const dpd_finding *f = &r->findings[i];
         if (cli_doctor_telling(f))
-            at += (size_t)snprintf(line + at, sizeof line - at, "%s%s (%s)", at ? "; " : "", f->title, f->value);
+            at += (size_t)snprintf(line + at, sizeof line - at, "%s%s%s (%s)", at ? "; " : "",
+                                   f->severity == DPD_SEV_ERROR ? "error: " : "", f->title, f->value);
     }
     if (at) fprintf(stderr, "dpd: warning: the dataset doctor on %s: %s ('dpd doctor %s' gives the whole report and the fixes)\n",
                     data, line, data);

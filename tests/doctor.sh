@@ -85,6 +85,15 @@ check '[ $rc -eq 0 ] && [ "$(grep -c "dataset doctor" "$T/err")" -eq 1 ] &&
     "train-pa trains on a dataset with a warning, and says it in one line (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --no-plots --out "$T/ra" >/dev/null 2>"$T/err"
 check '! grep -q "dataset doctor" "$T/err"' "train-pa on dpd synth's data: no doctor line (its gain offset is no warning worth saying)"
+# I and Q swapped in the output: the doctor's error gates train-pa; fit-ls, which it does not gate, says it
+mkdir -p "$T/swap" && cp "$T/a/spec.json" "$T/a/"*_input.csv "$T/swap/"
+for s in train val test; do awk -F, 'NR == 1 { print; next } { print $2 "," $1 }' "$T/a/${s}_output.csv" >"$T/swap/${s}_output.csv"; done
+"$DPD" train-pa --data "$T/swap" --epochs 1 --out "$T/rsw" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "refuses .*output_uncorrelated" "$T/err" && [ ! -e "$T/rsw" ]' \
+    "train-pa refuses an output with I and Q swapped, naming output_uncorrelated (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" fit-ls --data "$T/swap" --K 3 --Q 4 --out "$T/rsw" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: the dataset doctor on $T/swap: error: Output follows the conjugate of the input (correlation 0.0[0-9]* (0.99[0-9]* conjugated))" "$T/err"' \
+    "fit-ls, not gated, still says the doctor's error (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" train-pa --data "$T/nan" --epochs 1 --out "$T/r2" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 1 ] && grep -q "non_finite_samples" "$T/err" && [ ! -e "$T/r2" ]' "train-pa refuses a NaN capture (exit $rc)"
 
