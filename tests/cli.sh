@@ -408,6 +408,7 @@ expect 2 "--target dpd needs --pa PA" "$DPD" fit-ls --data "$T/a" --kind mp --ta
 expect 2 "--pa is for --target dpd" "$DPD" fit-ls --data "$T/a" --kind mp --pa "$D1"
 expect 2 "--kind must be mp or gmp (got 'volterra')" "$DPD" fit-ls --data "$T/a" --kind volterra
 expect 2 "--target must be pa or dpd (got 'both')" "$DPD" fit-ls --data "$T/a" --target both
+expect 2 "dpd: --provider: a least-squares fit solves on the host and scores on the cpu: 'cuda' would not be used" "$DPD" fit-ls --data "$T/a" --provider cuda
 # contradictory flags are refused, not one of them silently dropped
 expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself: give it or an EVM rate, not both" "$DPD" eval --data "$T/a" --split test --model "$D1" --legacy-evm --evm-fs 1e9
 expect 2 "--legacy-evm: sets the EVM rate to 800 MHz itself" "$DPD" train-pa --data "$T/a" --legacy-evm --evm-fs 1e9 --out "$T/r9"
