@@ -128,6 +128,18 @@ static dpd_status sigmf_meta(const char *mp, json_t *j, double *fs, double *freq
         return dpd_fail(err, DPD_E_FORMAT, "%s: captures[0] must be an object", mp);
     if (f && !(json_is_number(f) && isfinite(json_number_value(f))))
         return dpd_fail(err, DPD_E_FORMAT, "%s: captures[0] core:frequency must be a number of Hz", mp);
+    size_t k;
+    json_t *ck;
+    json_array_foreach(caps, k, ck) { /* what would change how the samples are read: refused, not ignored */
+        json_t *hb = json_object_get(ck, "core:header_bytes"), *fk = json_object_get(ck, "core:frequency");
+        if (hb && !(json_is_integer(hb) && json_integer_value(hb) == 0))
+            return dpd_fail(err, DPD_E_FORMAT, "%s: captures[%zu] core:header_bytes is not 0: dpd reads the data file as "
+                            "samples from its first byte to its last; strip the header bytes from the data file", mp, k);
+        if (k && fk && !(f && json_is_number(fk) && json_number_value(fk) == json_number_value(f)))
+            return dpd_fail(err, DPD_E_FORMAT, "%s: captures[%zu] core:frequency is not captures[0]'s: the recording "
+                            "retunes, and a model applies to one carrier; split it at the capture's core:sample_start",
+                            mp, k);
+    }
     *fs = sr ? json_number_value(sr) : 0;
     *freq = f ? json_number_value(f) : 0;
     return DPD_OK;

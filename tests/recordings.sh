@@ -162,6 +162,14 @@ for meta in 'not json' '{"global": {"core:datatype": "cf32_le",}' '' '[]' '{"glo
     printf '%s' "$meta" >"$T/h.sigmf-meta"
     hostile "sigmf-meta '$meta'" "h.sigmf-meta" --input "$T/h.sigmf-data"
 done
+# what would change how the samples are read is refused, not ignored: a header in the data file, a retune
+printf '{"global": {"core:datatype": "cf32_le"}, "captures": [{"core:sample_start": 0, "core:header_bytes": 8}]}' >"$T/h.sigmf-meta"
+hostile "header bytes" "captures[0] core:header_bytes is not 0: dpd reads the data file as samples from its first byte" --input "$T/h.sigmf-data"
+printf '{"global": {"core:datatype": "cf32_le"}, "captures": [{"core:sample_start": 0, "core:frequency": 2.4e9}, {"core:sample_start": 500, "core:frequency": 3.5e9}]}' >"$T/h.sigmf-meta"
+hostile "a retune" "captures[1] core:frequency is not captures[0]'s: the recording retunes" --input "$T/h.sigmf-data"
+printf '{"global": {"core:datatype": "cf32_le"}, "captures": [{"core:sample_start": 0, "core:frequency": 2.4e9}, {"core:sample_start": 500, "core:frequency": 2.4e9, "core:datetime": "2026-01-01T00:00:00Z"}]}' >"$T/h.sigmf-meta"
+"$DPD" run --model "$RD" --input "$T/h.sigmf-data" --output "$T/h2.cf32" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/h2.cf32" ]' "a second capture at the same frequency reads as one recording (exit $rc: $(head -c 200 "$T/err"))"
 printf '{"global": {"core:datatype": "ri16_le", "core:sample_rate": 1e6}}' >"$T/h.sigmf-meta"
 hostile "another datatype" 'core:datatype is "ri16_le"; dpd reads only cf32_le' --input "$T/h.sigmf-data"
 rm -f "$T/h.sigmf-meta"
