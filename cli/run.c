@@ -146,6 +146,15 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --mat-version: '%s' must be 5 or 7.3\n", matv);
         return 2;
     }
+    /* options of a format the run does not have: refused, as --freq is, not ignored */
+    if (args_get(o, sizeof o / sizeof *o, "mat-version")->seen && strcmp(fout, "mat")) {
+        fprintf(stderr, "dpd: --mat-version is for a MATLAB output (.mat), and --output %s is not one\n", out);
+        return 2;
+    }
+    if (var[0] && strcmp(fin, "mat")) {
+        fprintf(stderr, "dpd: --var names a MATLAB input's variable (.mat), and --input %s is not one\n", in);
+        return 2;
+    }
     if (fs < 0 || !isfinite(fs)) {
         fprintf(stderr, "dpd: --fs: %g must be a positive sample rate in Hz\n", fs);
         return 2;
@@ -187,6 +196,16 @@ int cmd_run(int argc, char **argv) {
     }
     dpd_recording_meta rm = {.var = var[0] ? var : NULL};
     if (dpd_recording_read_meta(in, &rm, &iq, &n, &err)) goto fail;
+    if (!var[0] && !strcmp(fin, "mat")) { /* a dpd run's .mat holds its output y beside the input x: say which is read */
+        dpd_recording_meta ry = {.var = "y"};
+        double *yv = NULL;
+        size_t ny = 0;
+        dpd_error yerr = {0};
+        if (!dpd_recording_read_meta(in, &ry, &yv, &ny, &yerr))
+            fprintf(stderr, "dpd: note: %s holds 'y' too (what dpd run writes as its output): the default reads the "
+                            "input variable; --var y applies the model to 'y' (run -> run)\n", in);
+        free(yv);
+    }
     if (fs > 0 && rm.fs > 0 && fs != rm.fs) {
         rc = 2;
         char hz[2][32];

@@ -162,6 +162,12 @@ for meta in 'not json' '{"global": {"core:datatype": "cf32_le",}' '' '[]' '{"glo
     printf '%s' "$meta" >"$T/h.sigmf-meta"
     hostile "sigmf-meta '$meta'" "h.sigmf-meta" --input "$T/h.sigmf-data"
 done
+# a dpd run's .mat read back: the input by default, with a note that --var y reads its output
+"$DPD" run --model "$RD" --input "$T/y.mat" --output "$T/yy.csv" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: note: $T/y.mat holds .y. too (what dpd run writes as its output)" "$T/err"' \
+    "run on a dpd run's .mat: says it reads the input, and how to read the output (exit $rc: $(head -c 200 "$T/err"))"
+expect 2 "dpd: --var names a MATLAB input's variable (.mat)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/v.cf32" --var y
+expect 2 "dpd: --mat-version is for a MATLAB output (.mat)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/v.cf32" --mat-version 7.3
 # what would change how the samples are read is refused, not ignored: a header in the data file, a retune
 printf '{"global": {"core:datatype": "cf32_le"}, "captures": [{"core:sample_start": 0, "core:header_bytes": 8}]}' >"$T/h.sigmf-meta"
 hostile "header bytes" "captures[0] core:header_bytes is not 0: dpd reads the data file as samples from its first byte" --input "$T/h.sigmf-data"
