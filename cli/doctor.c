@@ -128,7 +128,9 @@ static void report_text(const dpd_doctor_report *r) {
 int cli_doctor_telling(const dpd_finding *f) {
     /* a gain offset is what a PA has: dpd's targets are g x, so it changes no figure (dpd doctor
      * still reports it, as the protocol says) */
-    return (f->severity == DPD_SEV_WARNING || f->severity == DPD_SEV_ERROR) && strcmp(f->code, "linear_gain_phase");
+    /* metadata_suspicious: the loader says it itself wherever a dataset is loaded */
+    return (f->severity == DPD_SEV_WARNING || f->severity == DPD_SEV_ERROR) && strcmp(f->code, "linear_gain_phase") &&
+           strcmp(f->code, "metadata_suspicious");
 }
 
 /* The report's errors and warnings on stderr, in one line of titles and values (a wrongly declared

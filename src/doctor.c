@@ -1117,7 +1117,8 @@ static void check_amplitude(const capture *c, dpd_doctor_report *r, const unsign
     dpd_finding *f = over      ? finding(r, "input_exceeds_unit_range", DPD_SEV_WARNING, "Input exceeds the unit range")
                      : unknown ? finding(r, "amplitude_units_unconfirmed", DPD_SEV_INFO, "Amplitude units not stated")
                                : finding(r, "amplitude_range", DPD_SEV_INFO, "Amplitude range");
-    snprintf(f->value, sizeof f->value, "PAPR in %.1f dB, out %.1f dB", 20 * log10(px / rx), 20 * log10(py / ry));
+    if (over) snprintf(f->value, sizeof f->value, "input peak %.4g > %g", px, UNIT_PEAK); /* what is wrong, first */
+    else snprintf(f->value, sizeof f->value, "PAPR in %.1f dB, out %.1f dB", 20 * log10(px / rx), 20 * log10(py / ry));
     snprintf(f->message, sizeof f->message, "input peak %.4g RMS %.4g (power %.2f dB), output peak %.4g RMS %.4g "
                                             "(power %.2f dB); amplitude units: %s",
              px, rx, 20 * log10(rx), py, ry, 20 * log10(ry), c->units);
@@ -1170,6 +1171,27 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
                                         "nperseg at most %d, bw_main_ch below input_signal_fs, which is at most 1e12 Hz)",
                  MAX_NPERSEG);
         ev_text(f, "invalid", "%s", c->invalid_text);
+    }
+    /* dpd: what the loader reads but warns about, as a finding too (a report read as JSON sees it) */
+    double fs = c->meta[META_FS], bw = c->meta[META_BW], sub = c->meta[META_SUB], nsub = c->meta[META_NSUB];
+    char text[320] = "", value[96] = "";
+    if (fs > 0 && fs < 1e5) {
+        snprintf(text, sizeof text, "input_signal_fs is %g Hz, which looks like MHz or GHz (spec.json gives hertz: 800 "
+                                    "MHz is 800e6)", fs);
+        snprintf(value, sizeof value, "fs %g Hz", fs);
+    }
+    if (sub > 0 && nsub > 0 && bw > 0 && sub * nsub > bw * (1 + 1e-6)) {
+        size_t l = strlen(text), lv = strlen(value);
+        snprintf(text + l, sizeof text - l, "%sn_sub_ch x bw_sub_ch (%g x %g Hz = %g Hz) does not fit in bw_main_ch (%g Hz)",
+                 l ? "; " : "", nsub, sub, nsub * sub, bw);
+        snprintf(value + lv, sizeof value - lv, "%s%g x %g > %g Hz", lv ? ", " : "", nsub, sub, bw);
+    }
+    if (text[0]) {
+        dpd_finding *f = finding(r, "metadata_suspicious", DPD_SEV_WARNING, "Metadata looks wrong");
+        snprintf(f->value, sizeof f->value, "%s", value);
+        snprintf(f->message, sizeof f->message, "spec.json: %s", text);
+        snprintf(f->fix, sizeof f->fix, "give the rates in hertz, and sub-channels that fit the main channel");
+        ev_text(f, "suspicious", "%s", text);
     }
 }
 

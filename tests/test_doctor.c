@@ -512,6 +512,16 @@ static void test_metadata(void) {
     CHECK(fa && fa->blocking && strstr(fa->message, "bw_main_ch and its alias input_signal_bw are both given and differ"),
           "a field and its alias that differ: metadata_invalid naming both (%s)", fa ? fa->message : "none");
     dpd_doctor_report_free(&r);
+    c = clean; /* sub-channels that do not fit the main channel: the loader's warning, as a finding */
+    spec_edit(&c, "bw_sub_ch", "1e9");
+    r = run("bw_sub_ch 1 GHz", write_cap(&c));
+    fa = find(&r, "metadata_suspicious");
+    CHECK(fa && fa->severity == DPD_SEV_WARNING && !r.evaluation_blocked && strstr(fa->message, "does not fit in bw_main_ch"),
+          "bw_sub_ch x n_sub_ch above bw_main_ch: metadata_suspicious (%s)", fa ? fa->message : "none");
+    dpd_doctor_report_free(&r);
+    r = run("clean", write_cap(&clean));
+    CHECK(!find(&r, "metadata_suspicious"), "clean: no metadata_suspicious");
+    dpd_doctor_report_free(&r);
     c = clean; /* above the loader's 1 THz: invalid, as the loader refuses it, and not used by the spectrum checks */
     spec_edit(&c, "input_signal_fs", "2e12");
     r = run("fs 2 THz", write_cap(&c));
@@ -559,8 +569,9 @@ static void test_metadata(void) {
     for (size_t i = 0; i < 2 * d.n; i++) d.x[i] *= 1.5; /* input peak 1.5 */
     r = run("units", write_cap(&d));
     f = find(&r, "input_exceeds_unit_range");
-    CHECK(f && !strcmp(f->suggestion, "normalize=peak_input") && fabs(evnum(f, "input_peak") - 1.5) < 1e-9,
-          "normalized units with input peak 1.5: input_exceeds_unit_range");
+    CHECK(f && !strcmp(f->suggestion, "normalize=peak_input") && fabs(evnum(f, "input_peak") - 1.5) < 1e-9 &&
+              !strcmp(f->value, "input peak 1.5 > 1.05"),
+          "normalized units with input peak 1.5: input_exceeds_unit_range, the peak as its value (%s)", f ? f->value : "");
     dpd_doctor_report_free(&r);
     cap_free(&d);
 }
