@@ -983,21 +983,30 @@ static dpd_status check_outliers(const capture *c, dpd_doctor_report *r, const d
     return DPD_OK;
 }
 
-/* 6. Clipping of one signal: samples within CLIP_WINDOW of its peak (masked samples left out). */
+/* 6. Clipping of one signal: samples within CLIP_WINDOW of its peak (masked samples left out); and
+ * (dpd) the same rule on the rails, max |I| and max |Q|: an ADC limits I and Q each at its full
+ * scale, which the magnitude alone misses. */
 static void clip_check(const capture *c, dpd_doctor_report *r, const double *iq, const unsigned char *mask, int output) {
-    double pk = peak(iq, c->n, mask);
-    size_t k = 0;
+    double pk = peak(iq, c->n, mask), rail = 0;
+    size_t k = 0, kr = 0;
     for (size_t i = 0; i < c->n; i++)
-        if ((!mask || !mask[i]) && mag(iq, i) >= pk * (1 - CLIP_WINDOW)) k++;
+        if (!mask || !mask[i]) rail = fmax(rail, fmax(fabs(iq[2 * i]), fabs(iq[2 * i + 1])));
+    for (size_t i = 0; i < c->n; i++) {
+        if (mask && mask[i]) continue;
+        k += mag(iq, i) >= pk * (1 - CLIP_WINDOW);
+        kr += fmax(fabs(iq[2 * i]), fabs(iq[2 * i + 1])) >= rail * (1 - CLIP_WINDOW);
+    }
+    int at_rail = k < CLIP_MIN_COUNT || (double)k / (double)c->n < CLIP_MIN_FRACTION;
+    if (at_rail) k = kr, pk = rail;
     double frac = (double)k / (double)c->n;
     if (k < CLIP_MIN_COUNT || frac < CLIP_MIN_FRACTION) return;
     const char *sig = output ? "output" : "input";
     dpd_finding *f = finding(r, output ? "possible_output_clipping" : "possible_input_clipping", DPD_SEV_WARNING,
                              output ? "The output may be clipped" : "The input may be clipped");
-    snprintf(f->value, sizeof f->value, "%.3g %% at the peak", 100 * frac);
-    snprintf(f->message, sizeof f->message, "%zu %s samples (%.3g %%) sit within %g %% of the peak magnitude %.4g: "
-                                            "a hard limit, not smooth compression",
-             k, sig, 100 * frac, 100 * CLIP_WINDOW, pk);
+    snprintf(f->value, sizeof f->value, "%.3g %% at the %s", 100 * frac, at_rail ? "I/Q rail" : "peak");
+    snprintf(f->message, sizeof f->message, "%zu %s samples (%.3g %%) sit within %g %% of the %s %.4g: a hard limit, "
+                                            "not smooth compression",
+             k, sig, 100 * frac, 100 * CLIP_WINDOW, at_rail ? "I/Q rail (max |I|, |Q|)" : "peak magnitude", pk);
     snprintf(f->fix, sizeof f->fix, output ? "lower the drive or the receiver gain so the output stays below the "
                                              "ADC's full scale, and capture again"
                                            : "lower the input level (or the crest-factor limit) and capture again");
@@ -1005,6 +1014,7 @@ static void clip_check(const capture *c, dpd_doctor_report *r, const double *iq,
     ev_num(f, "fraction_at_peak", frac);
     ev_num(f, "count_at_peak", (double)k);
     ev_num(f, "peak_magnitude", pk);
+    ev_text(f, "limit", "%s", at_rail ? "rail" : "magnitude");
 }
 
 /* dpd: the output does not follow the input (correlation below UNCORRELATED at every searched lag),

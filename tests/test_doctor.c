@@ -354,6 +354,24 @@ static void test_clipping(void) {
         dpd_doctor_report_free(&r);
         cap_free(&c);
     }
+    /* an ADC's rails: I and Q each limited at 60 % of the output's largest |I|, |Q|; the magnitude
+     * then has no flat top, the rails have */
+    cap c;
+    cap_copy(&c, &clean);
+    double rail = 0;
+    for (size_t i = 0; i < 2 * c.n; i++) rail = fmax(rail, fabs(c.y[i]));
+    rail *= 0.6;
+    for (size_t i = 0; i < 2 * c.n; i++) c.y[i] = fmax(-rail, fmin(rail, c.y[i]));
+    dpd_doctor_report r = run("rail clipping", write_cap(&c));
+    const dpd_finding *f = find(&r, "possible_output_clipping");
+    CHECK(f && strstr(f->message, "I/Q rail") && fabs(evnum(f, "peak_magnitude") - rail) < 1e-6 * rail &&
+              !find(&r, "possible_input_clipping"),
+          "I and Q clipped at a rail: possible_output_clipping at the rail (%s)", f ? f->message : "none");
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
+    r = run("clean", write_cap(&clean));
+    CHECK(!find(&r, "possible_output_clipping") && !find(&r, "possible_input_clipping"), "clean: no clipping, by magnitude or rail");
+    dpd_doctor_report_free(&r);
 }
 
 static int by_size(const void *a, const void *b) {
