@@ -4,6 +4,7 @@
  * wrote, as read back from DIR. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -154,11 +155,20 @@ int cmd_synth(int argc, char **argv) {
             return cli_fail(&err);
         }
     }
+    dpd_synth_cfg pc = c; /* the preset's numbers, before the command line */
     int r = args_parse(argc, argv, o, n, usage);
     if (r) return r == 1 ? 0 : 2;
     if (!out[0]) {
         fprintf(stderr, "dpd: synth needs --out DIR\n");
         return 2;
+    }
+    if (wave && strcmp(wave, "ofdm-mc") && pc.fs / pc.nperseg != c.fs / c.nperseg && c.fs > 0 && c.nperseg > 0) {
+        char hz[3][32];
+        fprintf(stderr, "dpd: warning: --preset %s with fs %s and nperseg %d spaces its subcarriers %s apart, not the "
+                        "preset's %s: the waveform keeps the preset's bandwidth but not its numerology (keep fs / nperseg "
+                        "at %s: --nperseg %.0f for this fs)\n",
+                wave, cli_hz(c.fs, hz[0], sizeof hz[0]), c.nperseg, cli_hz(c.fs / c.nperseg, hz[1], sizeof hz[1]),
+                cli_hz(pc.fs / pc.nperseg, hz[2], sizeof hz[2]), hz[2], c.fs / (pc.fs / pc.nperseg));
     }
     const char *held = existing(out);
     if (held && !force) {
@@ -168,6 +178,16 @@ int cmd_synth(int argc, char **argv) {
     }
     dpd_error err = {0};
     if (dpd_synth_write(&c, out, &err)) return cli_fail(&err); /* 2 for a bad option value */
+    dpd_band band; /* written, but can its figures be computed? (the doctor says the same: band_plan_unscorable) */
+    double bw = c.carriers * c.carrier_bw;
+    if (dpd_band_of(c.nperseg, c.fs, bw, c.carriers, &band, &err)) {
+        char hz[3][32];
+        fprintf(stderr, "dpd: warning: at fs %s the adjacent channels of the %s channel do not fit in +-fs/2: under the "
+                        "default metric profile EVM and ACLR will be not_applicable (give --fs %s or more)\n",
+                cli_hz(c.fs, hz[0], sizeof hz[0]), cli_hz(bw, hz[1], sizeof hz[1]),
+                cli_hz(bw * (1 + 2.0 / c.carriers), hz[2], sizeof hz[2]));
+        memset(&err, 0, sizeof err);
+    }
     if (sigmf && (r = write_sigmf(&c, out, preset))) return r;
     if (mat && (r = write_mat(&c, out))) return r;
     for (size_t i = 0; held && i < NFILES; i++) { /* --force: no copy of the old capture stays beside the new one */

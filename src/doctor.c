@@ -1182,6 +1182,21 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
                  MAX_NPERSEG);
         ev_text(f, "invalid", "%s", c->invalid_text);
     }
+    /* dpd: a band plan the default profile cannot score (its EVM and ACLR need both adjacent
+     * sub-channel-wide bands inside +-fs/2): said before a run whose every figure would be n/a */
+    dpd_band band;
+    dpd_error berr = {0};
+    if (!c->invalid && c->meta[META_FS] > 0 && c->meta[META_BW] > 0 && c->meta[META_NSUB] >= 1 &&
+        c->meta[META_NPERSEG] >= 2 &&
+        dpd_band_of((int)c->meta[META_NPERSEG], c->meta[META_FS], c->meta[META_BW], (int)c->meta[META_NSUB], &band, &berr)) {
+        dpd_finding *f = finding(r, "band_plan_unscorable", DPD_SEV_WARNING, "The metrics cannot score this band plan");
+        snprintf(f->value, sizeof f->value, "fs %g MHz, B %g MHz", c->meta[META_FS] / 1e6, c->meta[META_BW] / 1e6);
+        snprintf(f->message, sizeof f->message, "under legacy-opendpd-v1 (the default profile) EVM and ACLR would be "
+                                                "not_applicable: %.200s", berr.msg);
+        snprintf(f->fix, sizeof f->fix, "capture at a higher sample rate, so that both adjacent channels fit in "
+                                        "+-fs/2, or check bw_main_ch and n_sub_ch");
+        ev_text(f, "reason", "%s", berr.msg);
+    }
     /* dpd: what the loader reads but warns about, as a finding too (a report read as JSON sees it) */
     double fs = c->meta[META_FS], bw = c->meta[META_BW], sub = c->meta[META_SUB], nsub = c->meta[META_NSUB];
     char text[320] = "", value[96] = "";

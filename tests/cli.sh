@@ -61,6 +61,17 @@ expect 2 "carrier 1 of 3 (centre -10 MHz)" "$DPD" synth --out "$T/x16" --carrier
 expect 2 "dpd: --nperseg: 2560 splits fs = 500000 MHz" "$DPD" synth --out "$T/x16" --fs 5e11
 expect 2 "dpd: --fs: 1e+300 Hz is out of range (0, 1e+12] (1 THz)" "$DPD" synth --out "$T/x16" --fs 1e300
 check '[ ! -e "$T/x16" ]' "synth: a refused configuration leaves no directory behind"
+# a preset's rate changed alone: its subcarrier spacing changes, and synth says so (and how to keep it)
+"$DPD" synth --out "$T/l61" --preset lte20 --fs 61.44e6 --length 40960 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --preset lte20 with fs 61.44 MHz and nperseg 8192 spaces its subcarriers 7.5 kHz apart, not the preset.s 15 kHz: .*--nperseg 4096 for this fs" "$T/err"' \
+    "synth: --preset lte20 --fs 61.44e6 warns that the numerology changed (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" synth --out "$T/l61b" --preset lte20 --fs 61.44e6 --nperseg 4096 --length 20480 >/dev/null 2>"$T/err"
+check '! grep -q warning "$T/err"' "synth: the preset's spacing kept at another rate: no warning ($(head -c 200 "$T/err"))"
+# a rate the default profile cannot score (one 20 MHz carrier needs 60 MHz for its adjacent channels):
+# written, with a warning, and the doctor says it too
+"$DPD" synth --out "$T/l46" --carriers 1 --carrier-bw 20e6 --fs 46.08e6 --nperseg 3072 --length 15360 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: at fs 46.08 MHz the adjacent channels of the 20 MHz channel do not fit in +-fs/2: .*(give --fs 60 MHz or more)" "$T/err" &&
+    "$DPD" doctor "$T/l46" | grep -q "^warning  *band_plan_unscorable "' "synth and the doctor: a band plan the default metrics cannot score (exit $rc: $(head -c 300 "$T/err"))"
 # a sample rate too low for the carriers: the numbers in MHz, and the three options that fix it
 expect 2 "dpd: --fs: 100 MHz leaves too little room for the adjacent channels of 10 x 20 MHz carriers (dpd synth wants a sample rate above twice their 200 MHz channel, 400 MHz): raise --fs, or lower --carriers or --carrier-bw" \
     "$DPD" synth --out "$T/x" --fs 100e6
