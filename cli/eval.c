@@ -103,6 +103,12 @@ static int scoring_of(const char *name, double evm_fs, dpd_scoring *sc) {
                         "opendpd-spectral-v2; docs/metrics.md)\n", name);
         return 2;
     }
+    dpd_train_cfg c; /* the configuration's own rule for the two together */
+    dpd_error err = {0};
+    dpd_train_defaults(&c);
+    snprintf(c.metric_profile, sizeof c.metric_profile, "%s", name);
+    c.evm_fs = evm_fs;
+    if (dpd_config_check(&c, &err)) return cli_fail(&err);
     *sc = (dpd_scoring){(dpd_profile)p, evm_fs};
     return 0;
 }

@@ -274,7 +274,8 @@ int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "help")) /* dpd help VERB: the verb's own help, as dpd VERB --help */
         for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
             if (!strcmp(argv[2], verbs[i].name)) return verbs[i].run(1, (char *[]){"--help", NULL});
-    if (argc == 3 && !strcmp(argv[1], "help") && (cli_is_help(argv[2]) || !strcmp(argv[2], "version"))) {
+    if (argc == 3 && !strcmp(argv[1], "help") &&
+        (cli_is_help(argv[2]) || !strcmp(argv[2], "version") || !strcmp(argv[2], "help"))) {
         if (!strcmp(argv[2], "version")) printf("dpd version: prints dpd's version (also dpd --version)\n");
         else help(stdout);
         return 0;

@@ -498,6 +498,10 @@ int cmd_fit_ls(int argc, char **argv) {
             fprintf(stderr, "dpd: --mat %s: %s is not a directory this process can write into\n", mat, dir);
             return 2;
         }
+        if (!stat(mat, &st) && S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "dpd: --mat %s is a directory: give the file to write (%s/coefficients.mat)\n", mat, mat);
+            return 2;
+        }
     }
     snprintf(c.model.family, sizeof c.model.family, "%s", strcmp(kind, "mp") ? "gmp_ls" : "mp");
     dpd_error lerr = {0};

@@ -51,6 +51,10 @@ expect 2 "dpd: --qam: 7 must be" "$DPD" synth --out "$T/x" --qam 7
 expect 2 "--length: 1000 must be a multiple of" "$DPD" synth --out "$T/x" --length 1000
 expect 2 "dpd: --nperseg: 0 must be 16 or more" "$DPD" synth --out "$T/x" --nperseg 0
 expect 2 "needs --out" "$DPD" synth
+expect 2 "dpd: --evm-fs: the EVM rate is for legacy-opendpd-v1's EVM, and general-spectral-v1 scores IBE instead" \
+    "$DPD" eval --data "$T/a" --metric-profile general-spectral-v1 --evm-fs 800e6
+expect 2 "dpd: --evm-fs: the EVM rate is for legacy-opendpd-v1's EVM, and opendpd-spectral-v2" \
+    "$DPD" train-pa --data "$T/a" --metric-profile opendpd-spectral-v2 --evm-fs 800e6 --out "$T/r9"
 # subcarriers wider than a carrier: refused before anything is written (the signal would be silent, 0 / 0)
 expect 2 "dpd: --nperseg: 16 splits fs = 800 MHz into subcarriers 50 MHz apart, and carrier 1 of 10 (centre -90 MHz) then has none within its occupied +-9 MHz (occupancy x carrier_bw / 2) but its centre bin, which stays empty: it would be silent. Raise --nperseg (keeping --length a multiple of it), lower --fs, or raise --occupancy" \
     "$DPD" synth --out "$T/x16" --nperseg 16

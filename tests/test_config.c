@@ -113,7 +113,14 @@ static void test_set_get(void) {
         CHECK(!strcmp(t, v), "%s: get '%s', set '%s'", f[i].key, t, v);
     }
     dpd_error err = {0};
-    CHECK(dpd_config_check(&c, &err) == DPD_OK, "all samples: %s", err.msg);
+    CHECK(dpd_config_check(&c, &err) == DPD_E_INVAL && !strcmp(err.field, "evm_fs"),
+          "all samples: evm_fs with a Welch profile (which has no EVM) refused, naming evm_fs: %s", err.msg);
+    char prof[sizeof c.metric_profile];
+    snprintf(prof, sizeof prof, "%s", c.metric_profile);
+    snprintf(c.metric_profile, sizeof c.metric_profile, "legacy-opendpd-v1"); /* the profile evm_fs is for */
+    memset(&err, 0, sizeof err);
+    CHECK(dpd_config_check(&c, &err) == DPD_OK, "all samples, under the legacy profile: %s", err.msg);
+    snprintf(c.metric_profile, sizeof c.metric_profile, "%s", prof);
     /* typed values */
     CHECK(c.seed == UINT64_MAX && c.ls == 1 && c.ls_iter == 100 && c.lr_end == 3.3333333333333335e-05 &&
               c.ls_reg == DBL_TRUE_MIN && c.decay == nextafter(1, 0),
