@@ -260,7 +260,8 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
             int q = dpd_sample_ok(a); /* the first bad one: I, else Q */
             double bad = q ? b : a;
             free(out);
-            s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' sample %zu has %s %s value", path, name, i,
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' sample %zu (0-based; %s(%zu) in MATLAB) has %s %s value",
+                         path, name, i, name, i + 1,
                          isfinite(bad) ? "an out-of-range (beyond a float's 3.4e38)" : "a non-finite", q ? "Q" : "I");
             goto done;
         }

@@ -174,7 +174,7 @@ static void bad(const char *d, int v73) {
     keep = xr[5], xr[5] = -1e300;
     p = pair_file(d, v73 ? "big73.mat" : "big5.mat", v73, "x", "y", 1e6);
     xr[5] = keep;
-    refused(tag, "1e300", p, "variable 'x' sample 5", "out-of-range (beyond a float's 3.4e38) I");
+    refused(tag, "1e300", p, "variable 'x' sample 5 (0-based; x(6) in MATLAB)", "out-of-range (beyond a float's 3.4e38) I");
     refused(tag, "negative fs", odd_file(d, "fsneg", tag, v73, "fs", MAT_C_DOUBLE, 1, 1, fs, NULL), "variable 'fs'",
             "it is -5");
     refused(tag, "fs not a scalar", odd_file(d, "fs2", tag, v73, "fs", MAT_C_DOUBLE, 1, 2, fs, NULL), "variable 'fs'",
