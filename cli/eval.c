@@ -314,8 +314,13 @@ int cmd_eval(int argc, char **argv) {
     cli_na_add(&t, &lin, 0, DPD_NMETRICS - 1);
     if (model[0]) cli_na_add(&t, &mod, 0, DPD_NMETRICS - 1);
     double channel = sp->n_sub ? sp->bw_main / sp->n_sub : sp->bw_main;
-    printf("%s %s: %zu samples, %d segment%s of %d, fs %s, %d x %s channel\n", ds.name, split, e.n, e.S,
-           e.S == 1 ? "" : "s", e.N, cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub, cli_hz(channel, hz[1], sizeof hz[1]));
+    size_t pad = (size_t)e.S * (size_t)e.N - e.n; /* the last segment's zero padding, which the legacy profile scores */
+    char padded[64] = "";
+    if (pad && sc.profile == DPD_PROFILE_LEGACY)
+        snprintf(padded, sizeof padded, " (%szero-padded by %zu)", e.S > 1 ? "the last " : "", pad);
+    printf("%s %s: %zu samples, %d segment%s of %d%s, fs %s, %d x %s channel\n", ds.name, split, e.n, e.S,
+           e.S == 1 ? "" : "s", e.N, padded, cli_hz(sp->fs, hz[0], sizeof hz[0]), sp->n_sub,
+           cli_hz(channel, hz[1], sizeof hz[1]));
     printf("measured output %s (%s): L %s  R %s  AVG %s dBc\n", sc.profile == DPD_PROFILE_GENERAL ? "ACPR" : "ACLR", prof,
            cli_na_cell(&t, &out, DPD_ACLR_L, b[0], sizeof b[0]), cli_na_cell(&t, &out, DPD_ACLR_R, b[1], sizeof b[1]),
            cli_na_cell(&t, &out, DPD_ACLR_AVG, b[2], sizeof b[2]));

@@ -115,6 +115,11 @@ check '[ $rc -eq 0 ] && [ -s "$T/sn/spec.json" ] && [ -s "$T/sn/README" ]' "synt
 check 'grep -q "^{\"dataset\":\"a\",\"split\":\"test\".*\"output_aclr\":{\"L\":.*\"linear_gain\":{\"NMSE\":" "$T/ev.json" && [ "$(wc -l < "$T/ev.json")" -eq 1 ]' \
     "eval --json: one object with output_aclr and linear_gain"
 check 'isjson "$T/ev.json" && jq1 "$T/ev.json" "j[\"linear_gain\"][\"NMSE\"] < -5 and \"status\" not in j[\"linear_gain\"]"' "eval --json is valid JSON, computed metrics have no status entry"
+mkdir -p "$T/tiny" && cp "$T/a/spec.json" "$T/a/"train_*.csv "$T/tiny/" &&
+    for f in val_input val_output test_input test_output; do head -n 101 "$T/a/$f.csv" >"$T/tiny/$f.csv"; done
+"$DPD" eval --data "$T/tiny" --split test >"$T/ev.txt" 2>/dev/null
+check 'grep -q "^tiny test: 100 samples, 1 segment of 2560 (zero-padded by 2460), fs 800 MHz" "$T/ev.txt"' \
+    "eval: a split shorter than a segment says its one segment is mostly padding ($(head -n 1 "$T/ev.txt"))"
 "$DPD" eval --data "$T/a" --split test >"$T/ev.txt" 2>"$T/err"
 check 'grep -q "^a test: 7680 samples, 3 segments of 2560, fs 800 MHz, 10 x 20 MHz channel$" "$T/ev.txt"' \
     "eval: fs and channel in MHz ($(head -n 1 "$T/ev.txt") $(head -c 200 "$T/err"))"
