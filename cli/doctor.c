@@ -128,9 +128,7 @@ static void report_text(const dpd_doctor_report *r) {
 int cli_doctor_telling(const dpd_finding *f) {
     /* a gain offset is what a PA has: dpd's targets are g x, so it changes no figure (dpd doctor
      * still reports it, as the protocol says) */
-    /* metadata_suspicious: the loader says it itself wherever a dataset is loaded */
-    return (f->severity == DPD_SEV_WARNING || f->severity == DPD_SEV_ERROR) && strcmp(f->code, "linear_gain_phase") &&
-           strcmp(f->code, "metadata_suspicious");
+    return (f->severity == DPD_SEV_WARNING || f->severity == DPD_SEV_ERROR) && strcmp(f->code, "linear_gain_phase");
 }
 
 /* The report's errors and warnings on stderr, in one line of titles and values (a wrongly declared
@@ -141,7 +139,7 @@ static void warnings(const dpd_doctor_report *r, const char *data) {
     size_t at = 0;
     for (int i = 0; i < r->nfindings && at < sizeof line; i++) {
         const dpd_finding *f = &r->findings[i];
-        if (cli_doctor_telling(f))
+        if (cli_doctor_telling(f) && strcmp(f->code, "metadata_suspicious")) /* the loader's own warning says that */
             at += (size_t)snprintf(line + at, sizeof line - at, "%s%s%s (%s)", at ? "; " : "",
                                    f->severity == DPD_SEV_ERROR ? "error: " : "", f->title, f->value);
     }

@@ -197,14 +197,9 @@ int cmd_run(int argc, char **argv) {
     dpd_recording_meta rm = {.var = var[0] ? var : NULL};
     if (dpd_recording_read_meta(in, &rm, &iq, &n, &err)) goto fail;
     if (!var[0] && !strcmp(fin, "mat")) { /* a dpd run's .mat holds its output y beside the input x: say which is read */
-        dpd_recording_meta ry = {.var = "y"};
-        double *yv = NULL;
-        size_t ny = 0;
-        dpd_error yerr = {0};
-        if (!dpd_recording_read_meta(in, &ry, &yv, &ny, &yerr))
-            fprintf(stderr, "dpd: note: %s holds 'y' too (what dpd run writes as its output): the default reads the "
-                            "input variable; --var y applies the model to 'y' (run -> run)\n", in);
-        free(yv);
+        if (dpd_mat_has(in, "y"))
+            fprintf(stderr, "dpd: note: %s holds 'y' too (dpd run's output, or dpd synth --mat's PA output): the "
+                            "default reads the input variable; --var y applies the model to 'y'\n", in);
     }
     if (fs > 0 && rm.fs > 0 && fs != rm.fs) {
         rc = 2;
@@ -225,6 +220,8 @@ int cmd_run(int argc, char **argv) {
     if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0, info.fs = 0; /* provenance only: a checkpoint without it is fine */
     cli_warn_rate(path, &info, fs, in);
     cli_warn_level(path, &info, iq, n, in);
+    int ahead = dpd_model_lookahead(dpd_model_config(m)); /* the default covers the model's; a given one is checked */
+    if (!args_get(o, sizeof o / sizeof *o, "lookahead")->seen && ahead > ac.lookahead) ac.lookahead = ahead;
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
     if (L > 0x7fffffff) {
@@ -257,9 +254,12 @@ int cmd_run(int argc, char **argv) {
             size_t top = 0;
             for (size_t j = 1; j < n; j++)
                 if (hypot(iq[2 * j], iq[2 * j + 1]) > hypot(iq[2 * top], iq[2 * top + 1])) top = j;
+            double big = hypot(iq[2 * top], iq[2 * top + 1]);
+            int beyond = !(info.train_peak > 0) || big > info.train_peak; /* the input's fault, or the model's */
             cli_err(&err, DPD_E_DIVERGED, "the model's output is not finite (first at sample %zu, 0-based): nothing is "
-                                          "written. The input's largest |x| is %.4g, at sample %zu: far outside what "
-                                          "the model was trained on", i / 2, hypot(iq[2 * top], iq[2 * top + 1]), top);
+                                          "written. The input's largest |x| is %.4g, at sample %zu%s", i / 2, big, top,
+                    beyond ? ": far outside what the model was trained on"
+                           : ", within the training level: the model itself gives it (check its weights: dpd eval)");
             goto fail;
         }
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -2,6 +2,7 @@
  * sets the waveform's options and any given explicitly win (the command line is read again over it).
  * It refuses a directory that already holds a dataset unless --force, and ends by printing what it
  * wrote, as read back from DIR. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,12 +164,14 @@ int cmd_synth(int argc, char **argv) {
         return 2;
     }
     if (wave && strcmp(wave, "ofdm-mc") && pc.fs / pc.nperseg != c.fs / c.nperseg && c.fs > 0 && c.nperseg > 0) {
-        char hz[3][32];
+        char hz[3][32], keep[64] = "";
+        double np = c.fs / (pc.fs / pc.nperseg); /* the nperseg that keeps the spacing, when it is whole */
+        if (np == floor(np) && np >= 16 && np <= 1 << 20) snprintf(keep, sizeof keep, ": --nperseg %.0f for this fs", np);
         fprintf(stderr, "dpd: warning: --preset %s with fs %s and nperseg %d spaces its subcarriers %s apart, not the "
                         "preset's %s: the waveform keeps the preset's bandwidth but not its numerology (keep fs / nperseg "
-                        "at %s: --nperseg %.0f for this fs)\n",
+                        "at %s%s)\n",
                 wave, cli_hz(c.fs, hz[0], sizeof hz[0]), c.nperseg, cli_hz(c.fs / c.nperseg, hz[1], sizeof hz[1]),
-                cli_hz(pc.fs / pc.nperseg, hz[2], sizeof hz[2]), hz[2], c.fs / (pc.fs / pc.nperseg));
+                cli_hz(pc.fs / pc.nperseg, hz[2], sizeof hz[2]), hz[2], keep);
     }
     const char *held = existing(out);
     if (held && !force) {

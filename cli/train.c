@@ -510,7 +510,7 @@ int cmd_fit_ls(int argc, char **argv) {
                          args_get(o, n, "iterations")->seen, &lerr))
         return cli_fail(&lerr);
     if (cli_legacy_evm(legacy, args_get(o, sizeof o / sizeof *o, "evm-fs")->seen, &c.evm_fs, &lerr)) return cli_fail(&lerr);
-    if (x.provider[0] && strcmp(x.provider, "cpu") && strcmp(x.provider, "auto")) { /* said, not silently ignored */
+    if (x.provider[0] && strcasecmp(x.provider, "cpu") && strcasecmp(x.provider, "auto")) { /* said, not ignored */
         fprintf(stderr, "dpd: --provider: a least-squares fit solves on the host and scores on the cpu: '%s' would not "
                         "be used (give cpu or auto, or leave it out)\n", x.provider);
         return 2;

@@ -1041,12 +1041,14 @@ static dpd_status uncorrelated(const capture *c, dpd_doctor_report *r, const uns
                         "by %.3f: I and Q are swapped, or Q negated, in one of the files (a spectral inversion); no "
                         "delay or gain is fitted"
                       : "the output correlates with the input by %.3f at best (lags +-%d), and with its conjugate by %.3f: "
-                        "no PA's output does; no delay or gain is fitted",
-             r->delay_confidence, MAX_LAG, conj);
+                        "no PA's aligned output does (unrelated files, a delay beyond +-%d samples, or a frequency "
+                        "offset between generator and receiver); no delay or gain is fitted",
+             r->delay_confidence, MAX_LAG, conj, MAX_LAG);
     snprintf(f->fix, sizeof f->fix, mirrored ? "swap the I and Q columns of the output (or of the input), or negate one "
                                                "file's Q, whichever the export got wrong, and run the doctor again"
                                              : "check that the input and output files are one capture's pair (the same "
-                                               "run, channel and order of columns)");
+                                               "run, channel and columns), align a delay beyond the searched lags, and "
+                                               "remove a frequency offset");
     f->confidence = mirrored ? conj : 1 - r->delay_confidence;
     ev_num(f, "correlation", r->delay_confidence);
     ev_num(f, "conjugate_correlation", conj);

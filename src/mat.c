@@ -260,8 +260,11 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
             int q = dpd_sample_ok(a); /* the first bad one: I, else Q */
             double bad = q ? b : a;
             free(out);
-            s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' sample %zu (0-based; %s(%zu) in MATLAB) has %s %s value",
-                         path, name, i, name, i + 1,
+            char at[96]; /* MATLAB's 1-based index: x(6) of a complex vector, x(6,2) of an N x 2 matrix's Q */
+            if (z) snprintf(at, sizeof at, "%s(%zu)", name, i + 1);
+            else snprintf(at, sizeof at, "%s(%zu,%d)", name, i + 1, q + 1);
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' sample %zu (0-based; %s in MATLAB) has %s %s value",
+                         path, name, i, at,
                          isfinite(bad) ? "an out-of-range (beyond a float's 3.4e38)" : "a non-finite", q ? "Q" : "I");
             goto done;
         }
@@ -319,6 +322,18 @@ dpd_status dpd_mat_read_signal(const char *path, const char *var, const char *fs
     if (m) Mat_Close(m);
     leave();
     return s;
+}
+
+int dpd_mat_has(const char *path, const char *name) {
+    enter();
+    mat_t *m;
+    uint64_t size;
+    dpd_error err = {0};
+    int found = 0;
+    if (!open_mat(path, &m, &size, &err) && find(m, path, name, &found, &err)) found = 0;
+    if (m) Mat_Close(m);
+    leave();
+    return found;
 }
 
 dpd_status dpd_mat_read_pair(const char *path, const char *xname, const char *yname, double **in, double **out,

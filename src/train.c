@@ -415,6 +415,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         fresh = !dpd_exists(last);
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
         if ((s = dpd_run_read_config(in->resume, &cfg, err))) return s;
+        if (cfg.evm_fs > 0 && dpd_run_profile(&cfg) != DPD_PROFILE_LEGACY)
+            cfg.evm_fs = 0; /* written before the rule: it never scored anything (its profile has no EVM) */
         if ((s = dpd_config_check(&cfg, err))) { /* the run's own config.json is at fault: a malformed file */
             char where[4200];
             snprintf(where, sizeof where, "%s/config.json", in->resume);

@@ -230,13 +230,14 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     start_heartbeat(w);
     dpd_error err = {0};
     cli_plot_warm(); /* beside the doctor's and dpd_train's reading of the dataset, as train-pa does (cli.h) */
-    dpd_doctor_report dr = {0}; /* its warnings as the run's (the server's gate refused on its errors) */
+    dpd_doctor_report dr = {0}; /* its warnings (and a fit's errors, which nothing gates) as the run's */
     if (!j->no_doctor && !dpd_doctor_run(c.data, &dr, &err))
         for (int i = 0; i < dr.nfindings; i++) {
             const dpd_finding *f = &dr.findings[i];
             if (!cli_doctor_telling(f)) continue;
             char msg[700];
-            snprintf(msg, sizeof msg, "the dataset doctor: %s (%s): %s", f->title, f->value, f->message);
+            snprintf(msg, sizeof msg, "the dataset doctor: %s%s (%s): %s", f->severity == DPD_SEV_ERROR ? "error: " : "",
+                     f->title, f->value, f->message);
             emit(w, "warning", json_pack("{s:s, s:s}", "message", msg, "code", f->code));
         }
     dpd_doctor_report_free(&dr);

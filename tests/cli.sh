@@ -836,6 +836,11 @@ check 'grep -aq "\"metric_profile\":\"general-spectral-v1\"" "$MP/best.safetenso
 "$DPD" train-pa --resume "$MP" --epochs 2 --json >"$T/mp2.json" 2>"$T/mp2.err"
 check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(wc -l <"$MP/history.csv")" -eq 3 ]' \
     "resume keeps the run's metric profile ($(head -c 300 "$T/mp2.err"))"
+# a run written before evm_fs was refused beside a Welch profile still resumes (the rate never scored anything)
+sed 's/"evm_fs": *[0-9.e+]*/"evm_fs": 800000000/' "$MP/config.json" >"$T/mp.cfg" && cp "$T/mp.cfg" "$MP/config.json"
+"$DPD" train-pa --resume "$MP" --epochs 3 --json >"$T/mp3.json" 2>"$T/mp3.err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "\"evm_fs\": *800000000" "$T/mp.cfg" && jq1 "$T/mp3.json" "j[\"epochs\"] == 3"' \
+    "resume of a run whose config.json has evm_fs beside a Welch profile: resumed (exit $rc: $(head -c 300 "$T/mp3.err"))"
 # single_csv: contiguous-v1 with its 256-sample guard, recorded in config.json
 mkdir -p "$T/sc" && python3 - "$T/a" "$T/sc" <<'PY'
 import sys, json

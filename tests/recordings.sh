@@ -164,7 +164,7 @@ for meta in 'not json' '{"global": {"core:datatype": "cf32_le",}' '' '[]' '{"glo
 done
 # a dpd run's .mat read back: the input by default, with a note that --var y reads its output
 "$DPD" run --model "$RD" --input "$T/y.mat" --output "$T/yy.csv" >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^dpd: note: $T/y.mat holds .y. too (what dpd run writes as its output)" "$T/err"' \
+check '[ $rc -eq 0 ] && grep -q "^dpd: note: $T/y.mat holds .y. too (dpd run.s output, or dpd synth --mat.s PA output)" "$T/err"' \
     "run on a dpd run's .mat: says it reads the input, and how to read the output (exit $rc: $(head -c 200 "$T/err"))"
 expect 2 "dpd: --var names a MATLAB input's variable (.mat)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/v.cf32" --var y
 expect 2 "dpd: --mat-version is for a MATLAB output (.mat)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/v.cf32" --mat-version 7.3

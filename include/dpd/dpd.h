@@ -294,7 +294,8 @@ typedef struct dpd_doctor_report {
     size_t n[DPD_NSPLIT];  /* samples per split (input and output trimmed to the shorter); 0: absent */
     size_t n_total;
     int evaluation_blocked; /* 1 when any finding blocks */
-    /* the estimates; NaN when not measured (the doctor stops at a silent signal) */
+    /* the estimates; NaN when not measured (the doctor stops at a silent signal; output_uncorrelated
+     * leaves delay and gain NaN, delay_confidence the correlation) */
     double delay;          /* samples, > 0: the output is late */
     double delay_confidence;
     double gain_re, gain_im; /* the fitted complex gain y ~ g x */
@@ -649,7 +650,8 @@ typedef struct dpd_apply_cfg {
 /* section 4096, warmup 1024, lookahead 32, batch 64. */
 DPD_API void dpd_apply_defaults(dpd_apply_cfg *c);
 
-/* y (n, 2) = session s's model applied to x (n, 2). Sectioned mode cuts the recording into
+/* y (n, 2) = session s's model applied to x (n, 2); DPD_E_INVAL (field "lookahead") for a sectioned
+ * look-ahead shorter than the model's (dpd_model_lookahead). Sectioned mode cuts the recording into
  * windows of warmup + section + lookahead samples (shifted inward at the ends), each from zero
  * state, and keeps each window's middle; memory is O(batch x window). Exact mode needs O(n). */
 DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n, float *y,
@@ -714,6 +716,10 @@ DPD_API DPD_CHECK dpd_status dpd_recording_write(const char *path, const float *
  * DPD_E_NOMEM. Thread-safe (every .mat call takes one lock: matio's log and HDF5 are global). */
 DPD_API DPD_CHECK dpd_status dpd_mat_read_pair(const char *path, const char *xname, const char *yname, double **in,
                                                double **out, size_t *n, double *fs, dpd_error *err);
+
+/* 1 when the .mat file at path has a variable `name` (its header only is read), 0 when it has not or
+ * cannot be read. Thread-safe. */
+DPD_API int dpd_mat_has(const char *path, const char *name);
 
 /* Writes a paired capture atomically, v5 or (mat73) v7.3: in and out (n, 2) as N x 1 complex double
  * variables xname and yname (NULL: "x" and "y"), and fs as the double scalar "fs" when > 0: what
