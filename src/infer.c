@@ -21,7 +21,7 @@ dpd_status dpd_apply(dpd_session *ses, const float *x, size_t n, float *y, const
     if (!c->exact && n > L && c->lookahead < ahead) /* each section's last outputs would miss inputs they read */
         return dpd_fail_field(err, "lookahead", DPD_E_INVAL,
                               "lookahead: %d is shorter than the model's: %s reads %d samples ahead of each output, so "
-                              "the last %d of every section would differ from --exact; give %d or more (default 32)",
+                              "the last %d of every section would differ from --exact; give %d or more",
                               c->lookahead, dpd_session_cfg(ses)->family, ahead, ahead - c->lookahead, ahead);
     if (c->exact || n <= L) {
         if (n > 0x7fffffff) return dpd_fail(err, DPD_E_INVAL, "recording too long for exact mode (%zu samples)", n);

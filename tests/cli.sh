@@ -511,6 +511,12 @@ check '[ $rc -eq 0 ] && awk "BEGIN { d = $(num model ACLR_AVG "$T/chain.json") -
 expect 2 "dpd: --lookahead: 8 is shorter than the model's: tres_deltagru reads 16 samples ahead of each output" \
     "$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --section 1000 --lookahead 8
 check '[ ! -e "$T/la.csv" ]' "dpd run: a refused look-ahead writes nothing"
+# a gmp_ls of M = 40 reads 40 samples ahead: the default look-ahead covers it, a given 32 is refused
+"$DPD" fit-ls --data "$T/a" --kind gmp --K 2 --Q 2 --M 40 --out "$T/g40" >/dev/null 2>&1
+"$DPD" run --model "$T/g40/a/train_pa/PA_LS_M_GMP_LS_K_2_Q_2_M_40_P_328" --input "$T/a/test_input.csv" --output "$T/g40.csv" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/g40.csv" ]' "dpd run: the default look-ahead covers a gmp_ls of M = 40 (exit $rc: $(head -c 200 "$T/err"))"
+expect 2 "dpd: --lookahead: 32 is shorter than the model's: gmp_ls reads 40 samples ahead" \
+    "$DPD" run --model "$T/g40/a/train_pa/PA_LS_M_GMP_LS_K_2_Q_2_M_40_P_328" --input "$T/a/test_input.csv" --output "$T/g40b.csv" --lookahead 32
 "$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --section 1000 --lookahead 16 --warmup 16 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: each section starts from zero state" "$T/err"' \
     "dpd run: --lookahead 16 covers TRes; --warmup 16 warns (exit $rc: $(head -c 300 "$T/err"))"
