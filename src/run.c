@@ -300,6 +300,10 @@ dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, d
         json_decref(cj);
         cj = NULL;
     }
+    if (cj && info->kernels && info->kernels[0] && json_object_set_new(cj, "kernels_used", json_string(info->kernels))) {
+        json_decref(cj);
+        cj = NULL;
+    }
     char *ctext = cj ? json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(cj);
     dpd_text ct = {ctext, ctext ? strlen(ctext) : 0, 0};
@@ -316,6 +320,14 @@ dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err
     dpd_status s = dpd_config_from_json(j, c, path, err);
     json_decref(j);
     return s;
+}
+
+void dpd_run_read_kernels(const char *dir, char *out, size_t n) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *j = dpd_json_load(path, "a run's config.json", NULL), *k = json_object_get(j, "kernels_used");
+    snprintf(out, n, "%s", json_is_string(k) ? json_string_value(k) : "");
+    json_decref(j);
 }
 
 /* ---- checkpoints ---- */

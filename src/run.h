@@ -42,6 +42,8 @@ typedef struct dpd_run_info {
     const char *pa_dataset;  /* DPD runs: the dataset the PA was trained on ("" unknown: dataset stands) */
     double pa_fs;            /* DPD runs: its sample rate (0 unknown) */
     double x_peak, x_rms;    /* the train split's input level (dpd_iq_level): checkpoints carry it */
+    const char *kernels;     /* the cpu kernels the run computes with ("avx512", "ref"; NULL or "" on
+                              * another provider): config.json's kernels_used, which a resume takes */
 } dpd_run_info;
 
 /* What last.safetensors carries beyond the weights and the AdamW moments. */
@@ -78,6 +80,8 @@ void dpd_run_clean(const dpd_rundir *d);
  * DPD_E_FORMAT naming the file and key when malformed). */
 dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
 dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err);
+/* config.json's kernels_used into out ("" when the run records none). */
+void dpd_run_read_kernels(const char *dir, char *out, size_t n);
 
 /* best.safetensors: m's weights with the run's metadata and the epoch's metrics (statuses and
  * reasons of metrics that could not be computed included). */

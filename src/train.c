@@ -20,6 +20,7 @@
 #include "config.h"
 #include "dpd/dpd.h"
 #include "file.h"
+#include "kern/kern.h"
 #include "ls.h"
 #include "model.h"
 #include "optim.h"
@@ -55,6 +56,7 @@ typedef struct run {
     char pa_dataset[256]; /* DPD runs: the dataset the PA was trained on, by its checkpoint ("" unknown) */
     double pa_fs;        /* DPD runs: that dataset's sample rate, by its checkpoint (0 unknown) */
     char pa_warning[512]; /* DPD runs: the PA was trained at another sample rate than ds's ("" none) */
+    char kern_warning[512]; /* a resume on other kernels than the run's (its bits differ from then on) */
     char train_sha256[65]; /* the train split's dpd_split_fingerprint */
     float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
@@ -172,6 +174,27 @@ static dpd_status load_pa(run *r, const char *from, const char *resumed, dpd_err
     return s;
 }
 
+
+/* A resume computes with the kernels the run did (config.json's kernels_used), so that it continues
+ * bit for bit; where this CPU lacks them, or other kernels are asked for, it says that the results
+ * will differ from an uninterrupted run's (r->kern_warning). */
+static void resume_kernels(run *r, const char *dir, dpd_train_cfg *cfg) {
+    char used[32];
+    dpd_run_read_kernels(dir, used, sizeof used);
+    if (!used[0]) return; /* a run from before they were recorded, or on another provider */
+    const kern_ops *k = NULL, *want = NULL;
+    dpd_error e = {0};
+    int have = !kern_select("kernels", used, &k, &e);
+    if (!cfg->kernels[0] && have) {
+        snprintf(cfg->kernels, sizeof cfg->kernels, "%s", used);
+        return;
+    }
+    if (cfg->kernels[0] && have && !kern_select("kernels", cfg->kernels, &want, &e) && want == k) return;
+    snprintf(r->kern_warning, sizeof r->kern_warning, "the run trained on the %s kernels, and the resume computes %s: "
+             "from here its results differ from an uninterrupted run's (give --kernels %s%s)", used,
+             cfg->kernels[0] ? "on the ones asked for" : "on others (this CPU lacks them)", used,
+             have ? "" : " on a CPU that has them");
+}
 
 static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
@@ -430,6 +453,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         cfg.threads = in->threads, cfg.provider[0] = 0;
         snprintf(cfg.kernels, sizeof cfg.kernels, "%s", in->kernels);
         snprintf(cfg.provider, sizeof cfg.provider, "%s", in->provider);
+        resume_kernels(&r, in->resume, &cfg);
     }
     char pa_copy[4200]; /* a resume trains through the run's own copy of its PA, when it has one yet */
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
@@ -467,6 +491,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     }
     if (in->resume[0]) dpd_run_clean(&r.rd); /* temporary files of a writer that was killed */
     if ((s = open_sessions(&r, err))) goto done;
+    r.info.kernels = dpd_session_kernels(r.ses);
     if (in->resume[0] && !fresh) {
         size_t np = dpd_model_nparams(r.m);
         if ((s = dpd_session_upload(r.ses, r.m, err))) goto done;
@@ -485,9 +510,10 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
                     .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;
-    for (int k = 0; k < 2; k++) /* the dataset's warning, then the PA's */
-        if ((k ? r.pa_warning : r.ds.warning)[0]) {
-            dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = k ? r.pa_warning : r.ds.warning};
+    const char *warns[3] = {r.ds.warning, r.pa_warning, r.kern_warning}; /* the dataset's, the PA's, the kernels' */
+    for (int k = 0; k < 3; k++)
+        if (warns[k][0]) {
+            dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = warns[k]};
             cancel |= emit(&r, &w, 1);
         }
     if (cancel) s = dpd_fail(err, DPD_E_ABORTED, "cancelled");

@@ -842,6 +842,17 @@ check 'grep -aq "\"metric_profile\":\"general-spectral-v1\"" "$MP/best.safetenso
 "$DPD" train-pa --resume "$MP" --epochs 2 --json >"$T/mp2.json" 2>"$T/mp2.err"
 check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(wc -l <"$MP/history.csv")" -eq 3 ]' \
     "resume keeps the run's metric profile ($(head -c 300 "$T/mp2.err"))"
+# a resume computes on the kernels the run did (config.json's kernels_used): sse, resumed with no option,
+# ends bit for bit as an uninterrupted sse run; other kernels asked for are warned about
+"$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --kernels sse --no-plots --out "$T/ks1" >/dev/null 2>&1
+"$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 2 --kernels sse --no-plots --out "$T/ks2" >/dev/null 2>&1
+K1=$(ls -d "$T"/ks1/a/train_pa/*) K2=$(ls -d "$T"/ks2/a/train_pa/*)
+"$DPD" train-pa --resume "$K1" --epochs 2 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "\"kernels_used\": \"sse\"" "$K1/config.json" && cmp -s "$K1/best.safetensors" "$K2/best.safetensors" && ! grep -q warning "$T/err"' \
+    "resume takes the run's kernels (sse): bit for bit an uninterrupted sse run's (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" train-pa --resume "$K1" --epochs 3 --kernels ref >/dev/null 2>"$T/err"
+check 'grep -q "^dpd: warning: the run trained on the sse kernels, and the resume computes on the ones asked for: from here its results differ" "$T/err"' \
+    "resume with other --kernels: warned ($(head -c 200 "$T/err"))"
 # a run written before evm_fs was refused beside a Welch profile still resumes (the rate never scored anything)
 sed 's/"evm_fs": *[0-9.e+]*/"evm_fs": 800000000/' "$MP/config.json" >"$T/mp.cfg" && cp "$T/mp.cfg" "$MP/config.json"
 "$DPD" train-pa --resume "$MP" --epochs 3 --json >"$T/mp3.json" 2>"$T/mp3.err"; rc=$?
