@@ -169,7 +169,9 @@ static json_t *config_json(const dpd_train_cfg *c) {
         json_t *x = f[i].type == 's'   ? json_string(v)
                     : f[i].type == 'b' ? json_boolean(strcmp(v, "0") && strcmp(v, "false"))
                     : f[i].type == 'd' ? json_real(strtod(v, NULL))
-                                       : json_integer((json_int_t)strtoull(v, NULL, 10));
+                    : strtoull(v, NULL, 10) > (unsigned long long)INT64_MAX
+                        ? json_string(v) /* a seed above JSON's signed integers: as config.json writes it */
+                        : json_integer((json_int_t)strtoull(v, NULL, 10));
         json_object_set_new(o, f[i].key, x);
     }
     return o;

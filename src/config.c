@@ -432,7 +432,12 @@ json_t *dpd_config_value(const dpd_train_cfg *c, const dpd_field *f) {
     switch (f->type) {
     case 'i': return json_integer(*(const int *)p);
     case 'b': return json_boolean(*(const int *)p);
-    case 'u': return json_integer((json_int_t)*(const uint64_t *)p);
+    case 'u': { /* above JSON's signed 64-bit integers: its decimal digits as a string, not a negative number */
+        uint64_t u = *(const uint64_t *)p;
+        char t[24];
+        snprintf(t, sizeof t, "%" PRIu64, u);
+        return u > (uint64_t)INT64_MAX ? json_string(t) : json_integer((json_int_t)u);
+    }
     case 'd': return json_real(*(const double *)p); /* NULL for a non-finite value */
     default: return json_stringn(p, strnlen(p, rows[i].size)); /* NULL: not UTF-8 */;
     }
@@ -503,8 +508,17 @@ static dpd_status read_field(const json_t *v, dpd_train_cfg *c, int i, const cha
         return DPD_OK;
     }
     case 'u':
+        if (json_is_string(v)) { /* a seed above 2^63 - 1, as written above */
+            const char *digits = json_string_value(v);
+            char *e;
+            errno = 0;
+            unsigned long long u = strtoull(digits, &e, 10);
+            if (!*digits || *e || errno || strchr(digits, '-')) return wrong_type(err, path, i, v, "an integer");
+            *(uint64_t *)p = (uint64_t)u;
+            return DPD_OK;
+        }
         if (!json_is_integer(v)) return wrong_type(err, path, i, v, "an integer");
-        *(uint64_t *)p = (uint64_t)json_integer_value(v); /* written as json_int_t: same bits */
+        *(uint64_t *)p = (uint64_t)json_integer_value(v); /* older files wrote seeds above 2^63 - 1 negative: same bits */
         return DPD_OK;
     case 'd': {
         if (!json_is_number(v)) return wrong_type(err, path, i, v, "a number");

@@ -853,6 +853,12 @@ check '[ $rc -eq 0 ] && grep -q "\"kernels_used\": \"sse\"" "$K1/config.json" &&
 "$DPD" train-pa --resume "$K1" --epochs 3 --kernels ref >/dev/null 2>"$T/err"
 check 'grep -q "^dpd: warning: the run trained on the sse kernels, and the resume computes on the ones asked for: from here its results differ" "$T/err"' \
     "resume with other --kernels: warned ($(head -c 200 "$T/err"))"
+# a seed above 2^63 - 1 is written as its digits (a string), not as a negative number, and read back
+"$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --seed 18446744073709551615 --no-plots --out "$T/sd" --json >"$T/sd.json" 2>/dev/null
+SD=$(ls -d "$T"/sd/a/train_pa/*)
+"$DPD" train-pa --resume "$SD" --epochs 2 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "\"seed\": \"18446744073709551615\"" "$SD/config.json" && grep -q "\"seed\":\"18446744073709551615\"" "$T/sd.json"' \
+    "seed 2^64 - 1: its digits in config.json and --json, and the run resumes (exit $rc: $(head -c 200 "$T/err"))"
 # a run written before evm_fs was refused beside a Welch profile still resumes (the rate never scored anything)
 sed 's/"evm_fs": *[0-9.e+]*/"evm_fs": 800000000/' "$MP/config.json" >"$T/mp.cfg" && cp "$T/mp.cfg" "$MP/config.json"
 "$DPD" train-pa --resume "$MP" --epochs 3 --json >"$T/mp3.json" 2>"$T/mp3.err"; rc=$?
