@@ -912,6 +912,11 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         char *art = NULL;
         if (!shaped(rt->pattern, seg, n, &art)) continue;
         shape = 1;
+        if (!strstr(r->allow, rt->method)) { /* the path's methods, for a 405's Allow */
+            size_t l = strlen(r->allow);
+            snprintf(r->allow + l, sizeof r->allow - l, "%s%s%s", l ? ", " : "", rt->method,
+                     strcmp(rt->method, "GET") ? "" : ", HEAD");
+        }
         if (strcmp(rt->method, r->method) && !(head && !strcmp(rt->method, "GET"))) continue;
         if (rt->mode == LOCAL_ONLY && r->h->o.public_mode)
             return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s /api/v1/%s is not served in public mode", rt->method,

@@ -70,7 +70,7 @@ struct own_route {
     int modes, open;
     enum MHD_Result (*fn)(server *, req *);
 };
-static const struct own_route *own_route(const server *s, const req *r, int *other);
+static const struct own_route *own_route(const server *s, req *r, int *other);
 
 /* The API token of ROOT/api-token, made (0600) at the first start. */
 static int api_token(server *s, char *err, size_t n) {
@@ -158,6 +158,7 @@ enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (status == 405) MHD_add_response_header(resp, "Allow", r->allow[0] ? r->allow : "GET, HEAD, POST"); /* RFC 9110 */
     enum MHD_Result v = http_queue(r, status, resp);
     settle(srv_of(r->h), r); /* the whole answer is queued */
     return v;
@@ -643,14 +644,17 @@ static const struct own_route own[] = {
 #define NOWN (sizeof own / sizeof *own)
 
 /* The boundary's route for r's path in this server's mode: the one of r's method, else any (*other
- * set: a 405); NULL when the path is none of them here. */
-static const struct own_route *own_route(const server *s, const req *r, int *other) {
+ * set: a 405, r->allow its methods); NULL when the path is none of them here. */
+static const struct own_route *own_route(const server *s, req *r, int *other) {
     const struct own_route *any = NULL;
     int mode = s->h.pub ? R_PUBLIC : R_LOCAL, head = !strcmp(r->method, "HEAD");
     for (size_t i = 0; i < NOWN; i++) {
         const struct own_route *o = &own[i];
         if (strcmp(o->path, r->path) || !(o->modes & mode) || ((o->modes & R_TEST) && !s->h.o.test_workers)) continue;
         if (!strcmp(o->method, r->method) || (head && !strcmp(o->method, "GET"))) return *other = 0, o;
+        size_t l = strlen(r->allow); /* the path's methods, for a 405's Allow */
+        snprintf(r->allow + l, sizeof r->allow - l, "%s%s%s", l ? ", " : "", o->method,
+                 strcmp(o->method, "GET") ? "" : ", HEAD");
         any = o;
     }
     *other = any != NULL;

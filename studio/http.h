@@ -29,6 +29,7 @@ typedef struct req {
     char ip[48];     /* public mode: the client IP key whose in-flight count it holds ("": none) */
     int counted;     /* public mode: it holds one of the server's in-flight requests */
     double dl_start; /* public mode: > 0 while it is a download in flight (http_download), since then */
+    char allow[48];  /* a 405's Allow header: the path's methods ("": GET, HEAD, POST, what the server serves) */
 } req;
 
 /* What api.c sees of the server. */

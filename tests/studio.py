@@ -2419,6 +2419,11 @@ def t_route_table(ctx):  # every route is in one table with the modes that serve
     for srv in (pub.as_session(pub.new_session()), local):  # (the walk ended pub's session)
         check(srv.get("/api/v1/nosuch").status == 404 and srv.post("/api/v1/system/status", {}).status == 405,
               "a path in no route is 404, a route in another method 405")
+        r = srv.req("PUT", "/api/v1/runs")
+        allow = (r.headers.get("Allow") or "").split(", ")
+        check(r.status == 405 and {"GET", "HEAD", "POST"} <= set(allow), f"a 405 says the path's methods in Allow: {r.status} {allow}")
+        r = srv.post("/api/v1/system/status", {})
+        check(r.status == 405 and r.headers.get("Allow") == "GET, HEAD", f"405 Allow of a GET route: {r.headers.get('Allow')!r}")
 
 
 @test()
