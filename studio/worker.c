@@ -256,8 +256,9 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     json_t *sum = NULL;
     if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */
         cli_plot_kept_free(&cx.kept);
-        char cmd[4400] = "";
-        if (res.run_dir[0] && strcmp(j->verb, "fit-ls")) snprintf(cmd, sizeof cmd, "dpd %s --resume %s", j->verb, res.run_dir);
+        char q[4 * sizeof res.run_dir + 8], cmd[sizeof q + 64] = ""; /* quoted as the CLI prints it: paste-able */
+        if (res.run_dir[0] && strcmp(j->verb, "fit-ls"))
+            snprintf(cmd, sizeof cmd, "dpd %s --resume %s", j->verb, cli_shell_quote(res.run_dir, q, sizeof q));
         sum = json_pack("{s:s?, s:i, s:s?}", "run_dir", res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
                         cmd[0] ? cmd : NULL);
         return finish(w, "cancelled", sum, NULL, "cancelled", NULL);

@@ -23,6 +23,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -3317,6 +3318,9 @@ def t_cli_resumes_cancelled_run(ctx):  # "dpd train-pa --resume continues a canc
     res = s.get(f"/api/v1/runs/{rid}/results")
     rd = res.json.get("run_dir") or (res.json.get("summary") or {}).get("run_dir") if res.status == 200 else None
     check(rd, f"results of a cancelled run: {res!r}")
+    cmd = res.json.get("resume") or (res.json.get("summary") or {}).get("resume")
+    check(cmd and shlex.split(cmd) == ["dpd", "train-pa", "--resume", rd],
+          f"the results' resume command splits as a shell would into the run directory: {cmd!r}")
     check(os.path.isfile(os.path.join(rd, "last.safetensors")), f"{rd}/last.safetensors missing")
     r = subprocess.run([DPD, "train-pa", "--resume", rd, "--json"], capture_output=True, env=ctx.env, timeout=120)
     check(r.returncode == 0, f"dpd train-pa --resume of the studio run: exit {r.returncode}: {r.stderr[-300:]!r}")
