@@ -264,6 +264,9 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
         if (fix) fix(&err);
         int rc = cli_fail(&err);
         if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
+        if (json && s == DPD_E_DIVERGED) /* a run that was written: scripts find it as a cancelled one's */
+            cli_json_print(json_pack("{s:s, s:s?, s:i, s:s}", "outcome", "diverged", "run_dir",
+                                     res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "error", err.msg));
         return s == DPD_E_DIVERGED ? 1 : rc;
     }
     int rc = after ? after(&res, arg) : 0; /* fit-ls --mat: an exit code, the error said */

@@ -242,6 +242,9 @@ expect 2 "dpd: --batch-eval: " "$DPD" train-pa --data "$T/a" --batch-eval 0 --ep
 "$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --lr 1e9 --epochs 2 --out "$T/r4" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 1 ] && grep -q "^dpd: .*diverged" "$T/err"' "a diverged run exits 1 and says so (exit $rc: $(tail -n 1 "$T/err"))"
 check '[ ! -e "$T/r4" ]' "refused runs, and a run that diverged in its first epoch, leave no run directory, nor the parents made for it ($(find "$T/r4" 2>/dev/null | head -n 3))"
+"$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --lr 1e9 --epochs 2 --out "$T/r4" --json >"$T/dv.json" 2>/dev/null; rc=$?
+check '[ $rc -eq 1 ] && jq1 "$T/dv.json" "j[\"outcome\"] == \"diverged\" and j[\"run_dir\"] is None and \"diverged\" in j[\"error\"]"' \
+    "a diverged run with --json says its outcome on stdout, as a cancelled one does (exit $rc: $(head -c 200 "$T/dv.json"))"
 mkdir -p "$T/r5/a/train_pa/other-run"
 "$DPD" train-pa --data "$T/a" --hidden 6 --frame 40 --stride 20 --lr 1e9 --epochs 2 --out "$T/r5" >/dev/null 2>&1
 check '[ -d "$T/r5/a/train_pa/other-run" ] && [ "$(ls -A "$T/r5/a/train_pa")" = other-run ]' "a removed run leaves a parent that holds another run"
