@@ -353,13 +353,14 @@ static int train(int argc, char **argv, int dpd) {
         }
         err = (dpd_error){0};
         cli_plot_sweep(c.resume);
-        static const char *const keep[] = {"resume",  "epochs",   "json",     "threads",  "cpu-level",
-                                           "kernels", "provider", "no-plots", "no-doctor"};
+        static const char *const keep[] = {"resume",   "epochs",   "json",      "threads", "cpu-level", "kernels",
+                                           "provider", "no-plots", "no-doctor", "data"}; /* data: where it moved */
         for (int i = 0; i < n; i++) {
             int ok = 0;
             for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) ok |= !strcmp(o[i].name, keep[k]);
             if (o[i].seen && !ok) {
-                fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can)\n", o[i].name);
+                fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can; --data names where its dataset "
+                                "moved)\n", o[i].name);
                 return 2;
             }
         }

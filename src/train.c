@@ -410,7 +410,7 @@ static dpd_status check_paths(const dpd_train_cfg *in, dpd_error *err) {
     struct stat sb;
     if (in->resume[0] && stat(in->resume, &sb))
         return dpd_fail_field(err, "resume", DPD_E_IO, "resume: %s does not exist", in->resume);
-    if (!in->resume[0] && stat(in->data, &sb))
+    if ((!in->resume[0] || in->data[0]) && stat(in->data, &sb)) /* a resume may name where its dataset moved */
         return dpd_fail_field(err, "data", DPD_E_IO, "data: %s does not exist", in->data);
     if (!in->resume[0] && in->pa[0] && stat(in->pa, &sb))
         return dpd_fail_field(err, "pa", DPD_E_IO, "pa: %s does not exist", in->pa);
@@ -438,6 +438,10 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         fresh = !dpd_exists(last);
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
         if ((s = dpd_run_read_config(in->resume, &cfg, err))) return s;
+        if (in->data[0]) { /* the dataset moved: its train split must be the run's (checked below, once read) */
+            char abs[PATH_MAX];
+            snprintf(cfg.data, sizeof cfg.data, "%s", realpath(in->data, abs) ? abs : in->data);
+        }
         if (cfg.evm_fs > 0 && dpd_run_profile(&cfg) != DPD_PROFILE_LEGACY)
             cfg.evm_fs = 0; /* written before the rule: it never scored anything (its profile has no EVM) */
         if ((s = dpd_config_check(&cfg, err))) { /* the run's own config.json is at fault: a malformed file */
@@ -459,8 +463,25 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
     int own_pa = in->resume[0] && dpd_exists(pa_copy);
     if ((s = dpd_config_check(&cfg, err)) ||
-        (s = setup(&r, own_pa ? pa_copy : cfg.pa, in->resume[0] ? in->resume : NULL, err)))
+        (s = setup(&r, own_pa ? pa_copy : cfg.pa, in->resume[0] ? in->resume : NULL, err))) {
+        if (s == DPD_E_IO && in->resume[0] && !in->data[0] && err && !dpd_exists(cfg.data)) {
+            size_t l = strlen(err->msg); /* the run's dataset is not where config.json says: how to go on */
+            snprintf(err->msg + l, sizeof err->msg - l, " (the run's dataset, by its config.json; if it moved, resume "
+                                                        "with --data DIR)");
+        }
         goto done;
+    }
+    if (in->resume[0] && in->data[0] && !fresh) { /* the samples decide, not the directory's name */
+        char last[4200];
+        dpd_ckpt_info li;
+        snprintf(last, sizeof last, "%s/last.safetensors", in->resume);
+        if (!dpd_ckpt_info_read(last, &li, NULL) && li.train_sha256[0] && strcmp(li.train_sha256, r.train_sha256)) {
+            s = dpd_fail_field(err, "data", DPD_E_INVAL, "data: %s's train split is not the one %s trained on (fingerprints "
+                               "%.12s against %.12s): give the run's dataset where it is now", cfg.data, in->resume,
+                               r.train_sha256, li.train_sha256);
+            goto done;
+        }
+    }
     r.info = (dpd_run_info){&cfg,    r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL,
                             r.pa_id, r.gain,    &r.ds,                 r.train_sha256,
                             r.pa_dataset, r.pa_fs};

@@ -856,6 +856,15 @@ check '[ $rc -eq 0 ] && grep -q "\"kernels_used\": \"sse\"" "$K1/config.json" &&
 "$DPD" train-pa --resume "$K1" --epochs 3 --kernels ref >/dev/null 2>"$T/err"
 check 'grep -q "^dpd: warning: the run trained on the sse kernels, and the resume computes on the ones asked for: from here its results differ" "$T/err"' \
     "resume with other --kernels: warned ($(head -c 200 "$T/err"))"
+# a run whose dataset moved: resume says how, --data names the new place (its train split must be the run's)
+cp -r "$T/a" "$T/mv" && "$DPD" train-pa --data "$T/mv" --hidden 4 --frame 40 --stride 20 --epochs 1 --no-plots --out "$T/mvr" >/dev/null 2>&1
+MV=$(ls -d "$T"/mvr/mv/train_pa/*) && mv "$T/mv" "$T/mv2"
+expect 1 "no such directory (the run's dataset, by its config.json; if it moved, resume with --data DIR)" "$DPD" train-pa --resume "$MV" --epochs 2
+"$DPD" synth --out "$T/seed9" --seed 9 >/dev/null 2>&1
+expect 2 "dpd: --data: $T/seed9's train split is not the one $MV trained on" "$DPD" train-pa --resume "$MV" --epochs 2 --data "$T/seed9"
+"$DPD" train-pa --resume "$MV" --epochs 2 --data "$T/mv2" --no-plots >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "\"data\": \"$T/mv2\"" "$MV/config.json" && [ "$(wc -l <"$MV/history.csv")" -eq 3 ]' \
+    "resume --data: a moved dataset, its new place recorded (exit $rc: $(head -c 200 "$T/err"))"
 # a seed above 2^63 - 1 is written as its digits (a string), not as a negative number, and read back
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --seed 18446744073709551615 --no-plots --out "$T/sd" --json >"$T/sd.json" 2>/dev/null
 SD=$(ls -d "$T"/sd/a/train_pa/*)
