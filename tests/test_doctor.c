@@ -313,7 +313,7 @@ static void test_uncorrelated(void) {
         const dpd_finding *f = find(&r, "output_uncorrelated");
         CHECK(f && f->severity == DPD_SEV_ERROR && f->blocking && r.evaluation_blocked && evnum(f, "correlation") < 0.1 &&
                   (kind < 2 ? evnum(f, "conjugate_correlation") > 0.9 && strstr(f->message, "I and Q are swapped")
-                            : evnum(f, "conjugate_correlation") < 0.1 && strstr(f->message, "no PA's output does")),
+                            : evnum(f, "conjugate_correlation") < 0.1 && strstr(f->message, "no PA's aligned output does")),
               "%s: output_uncorrelated, an error saying which (%s)", what, f ? f->message : "none");
         CHECK(!find(&r, "alignment_ok") && !find(&r, "time_misalignment") && !find(&r, "linear_gain_phase") &&
                   isnan(r.delay) && isnan(r.gain_re),
