@@ -249,12 +249,15 @@ int cmd_run(int argc, char **argv) {
                         "from --exact's by far more than 1e-5 (a GRU-15: 17 %% of max |output| at 0, 5e-4 at 16, "
                         "5e-6 at 32; docs/training.md)\n", ac.warmup, MIN_WARMUP);
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     for (size_t i = 0; i < 2 * n; i++) /* never a NaN or infinity into a file a DAC may play */
         if (!isfinite(y[i])) {
             size_t top = 0;
-            for (size_t j = 1; j < n; j++)
-                if (hypot(iq[2 * j], iq[2 * j + 1]) > hypot(iq[2 * top], iq[2 * top + 1])) top = j;
-            double big = hypot(iq[2 * top], iq[2 * top + 1]);
+            double big = 0;
+            for (size_t j = 0; j < n; j++) {
+                double a = hypot(iq[2 * j], iq[2 * j + 1]);
+                if (a > big) big = a, top = j;
+            }
             int beyond = !(info.train_peak > 0) || big > info.train_peak; /* the input's fault, or the model's */
             cli_err(&err, DPD_E_DIVERGED, "the model's output is not finite (first at sample %zu, 0-based): nothing is "
                                           "written. The input's largest |x| is %.4g, at sample %zu%s", i / 2, big, top,
@@ -262,7 +265,6 @@ int cmd_run(int argc, char **argv) {
                            : ", within the training level: the model itself gives it (check its weights: dpd eval)");
             goto fail;
         }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     char about[4400];
     snprintf(about, sizeof about, "dpd run: %s applied to %s (%s)", path, in, L == n ? "exact" : "sectioned");

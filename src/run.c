@@ -312,22 +312,16 @@ dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, d
     return s;
 }
 
-dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err) {
+dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels, dpd_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_t *j = dpd_json_load(path, "a run's config.json", err);
     if (!j) return err ? err->status : DPD_E_FORMAT;
     dpd_status s = dpd_config_from_json(j, c, path, err);
+    json_t *k = json_object_get(j, "kernels_used");
+    snprintf(kernels, nkernels, "%s", json_is_string(k) ? json_string_value(k) : "");
     json_decref(j);
     return s;
-}
-
-void dpd_run_read_kernels(const char *dir, char *out, size_t n) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *j = dpd_json_load(path, "a run's config.json", NULL), *k = json_object_get(j, "kernels_used");
-    snprintf(out, n, "%s", json_is_string(k) ? json_string_value(k) : "");
-    json_decref(j);
 }
 
 /* ---- checkpoints ---- */

@@ -79,9 +79,7 @@ void dpd_run_clean(const dpd_rundir *d);
 /* config.json: written from the configuration table; read back into c (DPD_E_IO when absent,
  * DPD_E_FORMAT naming the file and key when malformed). */
 dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
-dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, dpd_error *err);
-/* config.json's kernels_used into out ("" when the run records none). */
-void dpd_run_read_kernels(const char *dir, char *out, size_t n);
+dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels, dpd_error *err);
 
 /* best.safetensors: m's weights with the run's metadata and the epoch's metrics (statuses and
  * reasons of metrics that could not be computed included). */

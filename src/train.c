@@ -175,12 +175,10 @@ static dpd_status load_pa(run *r, const char *from, const char *resumed, dpd_err
 }
 
 
-/* A resume computes with the kernels the run did (config.json's kernels_used), so that it continues
+/* A resume computes with the kernels the run did (used: config.json's kernels_used), so that it continues
  * bit for bit; where this CPU lacks them, or other kernels are asked for, it says that the results
  * will differ from an uninterrupted run's (r->kern_warning). */
-static void resume_kernels(run *r, const char *dir, dpd_train_cfg *cfg) {
-    char used[32];
-    dpd_run_read_kernels(dir, used, sizeof used);
+static void resume_kernels(run *r, const char *used, dpd_train_cfg *cfg) {
     if (!used[0]) return; /* a run from before they were recorded, or on another provider */
     const kern_ops *k = NULL, *want = NULL;
     dpd_error e = {0};
@@ -437,7 +435,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         snprintf(last, sizeof last, "%s/last.safetensors", in->resume);
         fresh = !dpd_exists(last);
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
-        if ((s = dpd_run_read_config(in->resume, &cfg, err))) return s;
+        char used[32]; /* config.json's kernels_used: "" when the run records none */
+        if ((s = dpd_run_read_config(in->resume, &cfg, used, sizeof used, err))) return s;
         if (in->data[0]) { /* the dataset moved: its train split must be the run's (checked below, once read) */
             char abs[PATH_MAX];
             snprintf(cfg.data, sizeof cfg.data, "%s", realpath(in->data, abs) ? abs : in->data);
@@ -457,7 +456,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         cfg.threads = in->threads, cfg.provider[0] = 0;
         snprintf(cfg.kernels, sizeof cfg.kernels, "%s", in->kernels);
         snprintf(cfg.provider, sizeof cfg.provider, "%s", in->provider);
-        resume_kernels(&r, in->resume, &cfg);
+        resume_kernels(&r, used, &cfg);
     }
     char pa_copy[4200]; /* a resume trains through the run's own copy of its PA, when it has one yet */
     snprintf(pa_copy, sizeof pa_copy, "%s/pa.safetensors", in->resume);
