@@ -8,7 +8,9 @@
  * gives the same text. Then a silent input ("empty" with a reason, no series), a split shorter than
  * one segment (no spectrum, and why), a silent target beside a prediction, the text itself
  * (escaped names, numbers at the printer's edges) and bad arguments. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -449,6 +451,43 @@ static void test_short_and_silent(void) {
     sig_free(&g);
 }
 
+/* dpd_plot_write: the bytes dpd_plot_text makes, written to a file in 16 KiB pieces (the text here
+ * is hundreds of KB, and a series name longer than a piece crosses several); a file that refuses
+ * the bytes (/dev/full) is DPD_E_IO with the system's reason; NULL data or file is refused. */
+static void test_write(void) {
+    sig g = make(2, 3000, 5000, 8);
+    char name[40000];
+    memset(name, 'n', sizeof name - 1), name[sizeof name - 1] = 0; /* longer than two pieces */
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .other = g.other, .S = 2, .N = 3000, .n = 5000,
+                      .spec = &spec, .other_name = name};
+    dpd_error err = {0};
+    dpd_plot_data *d = dpd_plot_compute(&in, &err);
+    char *t = d ? dpd_plot_text(d, &err) : NULL, *got = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&got, &n);
+    dpd_status s = d && f ? dpd_plot_write(d, f, &err) : DPD_E_NOMEM;
+    if (f) fclose(f);
+    CHECK(t && !s && got && n == strlen(t) && !memcmp(got, t, n), "dpd_plot_write writes dpd_plot_text's %zu bytes (%zu; %s)",
+          t ? strlen(t) : 0, n, err.msg);
+    CHECK(t && strlen(t) > 4 * 16384, "the text spans many pieces (%zu bytes)", t ? strlen(t) : 0);
+    f = fopen("/dev/full", "w");
+    if (f) {
+        setvbuf(f, NULL, _IONBF, 0); /* every write reaches the device */
+        err = (dpd_error){0};
+        s = d ? dpd_plot_write(d, f, &err) : DPD_E_NOMEM;
+        CHECK(s == DPD_E_IO && strstr(err.msg, "cannot write the plot data") && strstr(err.msg, strerror(ENOSPC)),
+              "a full device: DPD_E_IO, with why (%s)", err.msg);
+        fclose(f);
+    } else {
+        check_skip("plot_write_full", "/dev/full is not there: the failing write is not checked");
+    }
+    CHECK(dpd_plot_write(NULL, stdout, &err) == DPD_E_INVAL && dpd_plot_write(d, NULL, &err) == DPD_E_INVAL,
+          "dpd_plot_write without data or a file is refused");
+    free(t), free(got);
+    dpd_plot_free(d);
+    sig_free(&g);
+}
+
 int main(void) {
     test_case(3, 2560, 3 * 2560 - 700); /* stride 1 for the PSD, 2 for AM/AM; a zero-padded tail */
     test_case(2, 10000, 15001);         /* stride 3 for the PSD, 4 for AM/AM */
@@ -458,6 +497,7 @@ int main(void) {
     test_numbers();
     test_short_and_silent();
     test_text();
+    test_write();
     test_bad_arguments();
     return check_done("plot_data");
 }
