@@ -104,7 +104,7 @@ int cli_fail(const dpd_error *err);
  * kernels, provider) plus any the verb adds (max_batch, ...). */
 typedef struct cli_exec {
     int threads;       /* --threads N; 0: the settings' cpu_level */
-    char level[16];    /* --cpu-level NAME (wins over --threads) */
+    char level[16];    /* --cpu-level NAME (with --threads too: refused) */
     char kernels[16];  /* --kernels NAME ("" = auto) */
     char provider[32]; /* --provider NAME ("" = the settings) */
     dpd_kv kv[8];

@@ -69,6 +69,11 @@ void cli_exec_set(cli_exec *x, const char *key, long value) {
 }
 
 int cli_exec_resolve(cli_exec *x) {
+    if (x->level[0] && x->threads) {
+        fprintf(stderr, "dpd: --threads %d and --cpu-level %s both set the worker threads: give one of them\n",
+                x->threads, x->level);
+        return 2;
+    }
     if (x->level[0]) {
         if (!(x->threads = dpd_cpu_level_threads(x->level))) {
             fprintf(stderr, "dpd: --cpu-level must be low, balanced, high or max (got '%s')\n", x->level);

@@ -375,6 +375,9 @@ ncpu=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 "$DPD" run --model "$D1" --input "$T/a/val_input.csv" --output "$T/th-out.csv" --threads $((ncpu + 1)) >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && cmp -s "$T/th-out.csv" "$T/nobom-out.csv" && { [ "$ncpu" -ge 1024 ] || grep -q "^dpd: warning: --threads $((ncpu + 1)) is more than the $ncpu logical processor" "$T/err"; }' \
     "dpd run --threads $((ncpu + 1)): the same output, and a warning that the threads outnumber the $ncpu processors (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" run --model "$D1" --input "$T/a/val_input.csv" --output "$T/both-out.csv" --threads 2 --cpu-level low >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 2 ] && [ ! -e "$T/both-out.csv" ] && grep -q "^dpd: --threads 2 and --cpu-level low both set the worker threads: give one of them" "$T/err"' \
+    "--threads with --cpu-level: refused, nothing written (exit $rc: $(head -c 300 "$T/err"))"
 # a PA trained at 800 MHz, a DPD trained through it on the same samples labelled 1 GHz: a warning, and
 # the run's pa.safetensors keeps the PA's own dataset and rate, so that dpd eval --pa RUN_DIR warns too
 "$DPD" train-dpd --data "$T/a3" --pa "$D1" --hidden 3 --frame 40 --stride 20 --epochs 1 --out "$T/d5" >/dev/null 2>"$T/err"; rc=$?
