@@ -21,6 +21,8 @@
 #include "studio.h"
 
 #define MARKER ".dpd-studio"
+#define PUBLIC_MAX_RUNTIME_S 3600 /* --public's default wall-time limit of a run: one session's run never
+                                   * holds a slot for the session's whole lease */
 
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
@@ -40,7 +42,7 @@ static int usage(FILE *f) {
                "  --slots N           runs computing at once, 1..64 (1)\n"
                "  --data DIR          offer DIR's dataset subdirectories by name (repeatable)\n"
                "  --grace S           seconds a cancelled worker gets before it is killed, 1..3600 (10)\n"
-               "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0)\n"
+               "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0; 3600 with --public)\n"
                "  --stale-after S     a running worker silent this long shows heartbeat_stale, 1..3600 (60)\n"
                "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0)\n"
                "  --worker-file-mb MB the largest file a worker may write, 0 = none (0; 64 with --public)\n"
@@ -269,7 +271,7 @@ int cmd_serve(int argc, char **argv) {
     studio_defaults(&o);
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
-    int nimp = 0, file_set = 0;
+    int nimp = 0, file_set = 0, runtime_set = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
@@ -295,6 +297,7 @@ int cmd_serve(int argc, char **argv) {
             if (!strcmp(a, int_flags[k].flag)) f = &int_flags[k];
         if (f) {
             if (int_opt(f->flag + 2, v, f->lo, f->hi, (int *)((char *)&o + f->off))) return 2;
+            runtime_set |= f->off == offsetof(studio_opts, max_runtime_s);
         } else if (!strcmp(a, "--root")) {
             root = v;
         } else if (!strcmp(a, "--public-host")) {
@@ -374,6 +377,7 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (o.public_mode && !file_set) o.worker_file_mb = 64;
+    if (o.public_mode && !runtime_set) o.max_runtime_s = PUBLIC_MAX_RUNTIME_S;
     if (o.ip_connections < 0) o.ip_connections = o.client_ip_header[0] ? 0 : 64;
     struct rlimit nf; /* a descriptor for each connection, and the server's own files */
     rlim_t want = (rlim_t)o.max_connections + 256;
@@ -464,6 +468,8 @@ int cmd_serve(int argc, char **argv) {
     if (o.public_mode) {
         printf("dpd studio: public mode: POST /api/v1/web/sessions gives a session's token (%d s lease, %d sessions at "
                "most)\n", o.lease_s, o.max_sessions);
+        if (o.max_runtime_s) printf("dpd studio: a run may take at most %d s (--max-runtime)\n", o.max_runtime_s);
+        else fprintf(stderr, "dpd studio: warning: --max-runtime 0 with --public: a run may hold its slot for its session's whole lease\n");
         if (!geteuid())
             fprintf(stderr, "dpd studio: warning: public mode as root: a worker's sandbox keeps this user, so a worker made "
                             "to run an attacker's code could read root's files; run it as a user of its own "

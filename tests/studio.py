@@ -1902,6 +1902,12 @@ def t_public_flags(ctx):  # the flags and their bounds
     check(s.post("/api/v1/web/sessions", {}, auth=False).status == 201, "the second session")
     full = s.post("/api/v1/web/sessions", {}, auth=False)
     check(full.status == 503 and full.json["error"]["code"] == "too_many_sessions", f"a third: {full!r}")
+    # a run's wall time is bounded by default in public mode (3600 s); 0 lifts it, with a warning
+    s.wait_line(r"a run may take at most 3600 s \(--max-runtime\)", 10)  # public mode's default
+    s.stop()
+    s = public_server(ctx, "--max-runtime", "0")
+    check("warning: --max-runtime 0 with --public" in s.output() and not any("a run may take" in l for l in s.lines),
+          f"--public --max-runtime 0: warned (stderr, before the listening line), no limit: {s.log_tail()}")
 
 
 def lease_end(sess):  # time.monotonic() at which the session's fixed lease ends, by the server's own clock
