@@ -455,20 +455,34 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
     free(opts);
     json_t *jobj = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "verb", verb, "dataset", dataset, "dataset_dir", dir, "options",
                             options, "pa", j.pa, "pa_dir", pdir);
+    json_t *asked_options = json_incref(options); /* an idempotency key's run must be this request's */
     json_decref(none);
     char why[256];
     if (q && !repeat && pub_ip_run(h->pub, r->ip, 1)) {
-        json_decref(jobj);
+        json_decref(jobj), json_decref(asked_options);
         return http_error(r, 429, "ip_run_quota", NULL, "try again later",
                           "this address has submitted %d runs, the most it may", h->o.ip_runs);
     }
-    int existed = 0, e = job_enqueue(h->st, h->o.root, &rec, jobj, q, &existed, why, sizeof why);
+    char asked_verb[sizeof rec.verb], asked_dataset[sizeof rec.dataset], asked_parent[sizeof rec.parent];
+    snprintf(asked_verb, sizeof asked_verb, "%s", rec.verb), snprintf(asked_dataset, sizeof asked_dataset, "%s", rec.dataset);
+    snprintf(asked_parent, sizeof asked_parent, "%s", rec.parent);
+    int existed = 0, e = job_enqueue(h->st, h->o.root, &rec, jobj, q, &existed, why, sizeof why), match = 1;
     json_decref(jobj);
+    if (!e && existed) { /* the key's run: this request's, or a conflict */
+        json_t *had = json_loads(rec.request, 0, NULL);
+        match = !strcmp(asked_verb, rec.verb) && !strcmp(asked_dataset, rec.dataset) && !strcmp(asked_parent, rec.parent) &&
+               had && json_equal(had, asked_options);
+        json_decref(had);
+    }
+    json_decref(asked_options);
     if (q && !repeat && (e || existed)) pub_ip_run(h->pub, r->ip, -1); /* not a new run */
     if (e && e < JOB_FAILED)
         return quota_error(r, e, e == JOB_RUN_QUOTA ? q->runs : e == JOB_PENDING_QUOTA ? q->pending : q->queue);
     if (e) return http_error(r, e == JOB_NO_DISK ? 507 : 500, e == JOB_NO_DISK ? "storage_error" : "service_error", NULL, NULL,
                              "%s", why);
+    if (existed && !match)
+        return http_error(r, 422, "idempotency_key_reused", "idempotency_key", "use a new key for another request",
+                          "idempotency_key: run %s was submitted with this key and another request", rec.id);
     if (existed) return reply_run(r, 200, &rec);
     char wait[128]; /* the supervisor keeps it current from now on */
     int queued = store_count(h->st, NULL, ST_QUEUED), busy = super_busy(h->sv);

@@ -1108,8 +1108,16 @@ def t_idempotency(ctx):  # B6
     r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(1, 0), "idempotency_key": "key-1"})
     check(r.status == 200 and r.json["id"] == a["id"], f"repeated key: {r!r}, want 200 with {a['id']}")
     check(r.json["idempotency_key"] == "key-1", f"idempotency_key not in the run: {r.json}")
-    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": fake(2, 0), "idempotency_key": "key-1"})
-    check(r.status == 200 and r.json["id"] == a["id"], f"repeated key with other options: {r!r}")
+    # the key reused for another request (other options or verb): refused, naming the key's run;
+    # the same options in another order are the same request
+    for other in ({"options": fake(2, 0)}, {"verb": "train-pa", "options": {"epochs": 1}}):
+        body = {"verb": "fake", "dataset": "synth", "options": fake(1, 0), "idempotency_key": "key-1", **other}
+        r = s.post("/api/v1/runs", body)
+        expect_error(r, 422, code="idempotency_key_reused", field="idempotency_key", what=f"key-1 reused with {other}")
+        check(a["id"] in r.json["error"]["message"], f"the conflict names the key's run: {r.json}")
+    shuffled = dict(reversed(list(fake(1, 0).items())))
+    r = s.post("/api/v1/runs", {"verb": "fake", "dataset": "synth", "options": shuffled, "idempotency_key": "key-1"})
+    check(r.status == 200 and r.json["id"] == a["id"], f"repeated key, options in another order: {r!r}")
     b = s.submit(options=fake(1, 0), key="key-2")
     check(b["id"] != a["id"], "two keys, one run")
     c = s.submit(options=fake(1, 0))

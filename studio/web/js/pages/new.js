@@ -40,7 +40,7 @@ function field(id, labelText, control, help) {
 }
 
 export default async function newPage(ctx) {
-  let idem = uuid();
+  let idem = uuid(), lastAsked = null;
   const [ds, runs, mods] = await Promise.all([
     api.get('/datasets').catch((e) => ({ datasets: [{ name: 'synth', kind: 'synth' }], error: e })),
     api.get('/runs?status=succeeded&limit=200').catch(() => ({ runs: [] })),
@@ -219,6 +219,11 @@ export default async function newPage(ctx) {
       return;
     }
     Object.assign(options, extra);
+    // the same request again (a reply lost on the way) keeps its key, so it makes one run; another
+    // request gets a new key (the server refuses a key reused for another request)
+    const asked = JSON.stringify([verb, dataset.value, options]);
+    if (asked !== lastAsked) idem = uuid();
+    lastAsked = asked;
     const body = { verb, dataset: dataset.value, options, idempotency_key: idem };
     submit.disabled = true;
     try {
