@@ -243,11 +243,17 @@ int cmd_run(int argc, char **argv) {
     arm_stop(out, !strcmp(fout, "sigmf"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (L != n && ac.warmup < MIN_WARMUP)
+    int back = dpd_model_lookback(dpd_model_config(m)); /* -1: a recurrent state */
+    if (L != n && back < 0 && ac.warmup < MIN_WARMUP)
         fprintf(stderr, "dpd: warning: --warmup %d: each section starts from zero state, and a model with memory needs "
                         "its warm-up to forget that: below %d samples the first outputs of each section can differ "
                         "from --exact's by far more than 1e-5 (a GRU-15: 17 %% of max |output| at 0, 5e-4 at 16, "
                         "5e-6 at 32; docs/training.md)\n", ac.warmup, MIN_WARMUP);
+    if (L != n && back > ac.warmup)
+        fprintf(stderr, "dpd: warning: --warmup %d: %s reads %d samples before each output, so the first %d outputs of "
+                        "each section read zeros where --exact reads the recording; give --warmup %d or more (then "
+                        "the sections give --exact's outputs)\n", ac.warmup, dpd_model_config(m)->family, back,
+                back - ac.warmup, back);
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     for (size_t i = 0; i < 2 * n; i++) /* never a NaN or infinity into a file a DAC may play */

@@ -49,6 +49,10 @@ typedef struct dpd_family {
     /* Optional (NULL: 0, causal): how many samples after t the output at t reads (a sectioned run's
      * look-ahead must cover it). */
     int (*ahead)(const dpd_model_cfg *c);
+    /* Optional (NULL: -1, a recurrent state that carries every earlier sample): how many samples
+     * before t the output at t reads (a sectioned run's warm-up of that many gives --exact's
+     * outputs). */
+    int (*behind)(const dpd_model_cfg *c);
 } dpd_family;
 
 /* The double-precision kernels of a family (test builds only). */

@@ -60,6 +60,10 @@ int dpd_model_lookahead(const dpd_model_cfg *c) {
     const dpd_family *f = dpd_family_find(c->family);
     return !f ? -1 : f->ahead ? f->ahead(c) : 0;
 }
+int dpd_model_lookback(const dpd_model_cfg *c) {
+    const dpd_family *f = dpd_family_find(c->family);
+    return f && f->behind ? f->behind(c) : -1;
+}
 size_t dpd_model_nparams(const dpd_model *m) { return m->np; }
 int dpd_model_ntensors(const dpd_model *m) { return m->nt; }
 const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i) { return &m->t[i]; }

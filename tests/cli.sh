@@ -523,6 +523,16 @@ check '[ ! -e "$T/la.csv" ]' "dpd run: a refused look-ahead writes nothing"
 check '[ $rc -eq 0 ] && [ -s "$T/g40.csv" ]' "dpd run: the default look-ahead covers a gmp_ls of M = 40 (exit $rc: $(head -c 200 "$T/err"))"
 expect 2 "dpd: --lookahead: 32 is shorter than the model's: gmp_ls reads 40 samples ahead" \
     "$DPD" run --model "$T/g40/a/train_pa/PA_LS_M_GMP_LS_K_2_Q_2_M_40_P_328" --input "$T/a/test_input.csv" --output "$T/g40b.csv" --lookahead 32
+# it reads Q - 1 + M = 41 samples before each output too: a warm-up of 41 gives --exact's outputs byte
+# for byte, without a warning; 16 is warned about, as that model's bound (not the recurrent rule)
+G40="$T/g40/a/train_pa/PA_LS_M_GMP_LS_K_2_Q_2_M_40_P_328"
+"$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40x.csv" --exact 2>/dev/null
+"$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 41 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && cmp -s "$T/g40x.csv" "$T/g40w.csv" && ! grep -q warning "$T/err"' \
+    "dpd run: gmp_ls M = 40 in sections of 1000 with --warmup 41 is --exact's output, no warning (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 16 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: gmp_ls reads 41 samples before each output, so the first 25 outputs of each section" "$T/err" && ! grep -q "zero state" "$T/err" && ! cmp -s "$T/g40x.csv" "$T/g40w.csv"' \
+    "dpd run: gmp_ls M = 40 with --warmup 16: warned with its own bound, and the output differs (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --section 1000 --lookahead 16 --warmup 16 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: each section starts from zero state" "$T/err"' \
     "dpd run: --lookahead 16 covers TRes; --warmup 16 warns (exit $rc: $(head -c 300 "$T/err"))"

@@ -287,6 +287,40 @@ static void infer_equals_forward(void) {
     }
 }
 
+/* A family's model of 96 samples with random weights (seed): its parameters p, an input x and the
+ * reference kernels' output y0 on it; x2, y1 and w for the probes to perturb x and run again. */
+#define PROBE_T 96
+typedef struct probe {
+    const dpd_family *f;
+    dpd_model_cfg c;
+    float *p, *x, *x2, *y0, *y1, *w;
+} probe;
+
+static probe probe_open(const dpd_family *f, uint64_t seed) {
+    probe b = {.f = f, .c = {"", 5, 1, 3, 4, 2}};
+    snprintf(b.c.family, sizeof b.c.family, "%s", f->name);
+    dpd_tensor t[DPD_MAX_TENSORS];
+    int nt = f->layout(&b.c, t), T = PROBE_T;
+    size_t np = t[nt - 1].offset + t[nt - 1].numel, ws = f->ws_size(NULL, &b.c, 1, T);
+    b.p = malloc(np * sizeof *b.p), b.x = malloc(2 * T * sizeof *b.x), b.x2 = malloc(2 * T * sizeof *b.x);
+    b.y0 = malloc(2 * T * sizeof *b.y0), b.y1 = malloc(2 * T * sizeof *b.y1), b.w = calloc(ws, sizeof *b.w);
+    dpd_rng rng;
+    dpd_rng_seed(&rng, seed);
+    for (size_t j = 0; j < np; j++) b.p[j] = 0.3f * (float)dpd_rng_normal(&rng);
+    for (int j = 0; j < 2 * T; j++) b.x[j] = 0.4f * (float)dpd_rng_normal(&rng);
+    f->forward(NULL, &b.c, b.p, b.x, 1, T, b.y0, b.w);
+    memcpy(b.x2, b.x, 2 * T * sizeof *b.x);
+    return b;
+}
+
+/* y1 = the model on x2, then x2 = x again. */
+static void probe_run(probe *b) {
+    b->f->forward(NULL, &b->c, b->p, b->x2, 1, PROBE_T, b->y1, b->w);
+    memcpy(b->x2, b->x, 2 * PROBE_T * sizeof *b->x);
+}
+
+static void probe_close(probe *b) { free(b->p), free(b->x), free(b->x2), free(b->y0), free(b->y1), free(b->w); }
+
 /* dpd_model_lookahead against the reference kernels: with random weights, the outputs up to t0 do
  * not move when every input after t0 + ahead changes (the last 3 kept: RVTDCNN's and VDLSTM's
  * first rows wrap to the sequence's end), and where ahead > 0, some output up to t0 moves with
@@ -295,34 +329,43 @@ static void lookahead(void) {
     int n;
     const dpd_family *const *all = dpd_family_list(&n);
     for (int i = 0; i < n; i++) {
-        const dpd_family *f = all[i];
-        const int T = 96, t0 = 40;
-        dpd_model_cfg c = {"", 5, 1, 3, 4, 2};
-        snprintf(c.family, sizeof c.family, "%s", f->name);
-        int ahead = dpd_model_lookahead(&c);
-        dpd_tensor t[DPD_MAX_TENSORS];
-        int nt = f->layout(&c, t);
-        size_t np = t[nt - 1].offset + t[nt - 1].numel, ws = f->ws_size(NULL, &c, 1, T);
-        float *p = malloc(np * sizeof *p), *x = malloc(2 * T * sizeof *x), *x2 = malloc(2 * T * sizeof *x);
-        float *y0 = malloc(2 * T * sizeof *y0), *y1 = malloc(2 * T * sizeof *y1), *w = calloc(ws, sizeof *w);
-        dpd_rng rng;
-        dpd_rng_seed(&rng, 11);
-        for (size_t j = 0; j < np; j++) p[j] = 0.3f * (float)dpd_rng_normal(&rng);
-        for (int j = 0; j < 2 * T; j++) x[j] = 0.4f * (float)dpd_rng_normal(&rng);
-        f->forward(NULL, &c, p, x, 1, T, y0, w);
-        memcpy(x2, x, 2 * T * sizeof *x);
-        for (int j = 2 * (t0 + ahead + 1); j < 2 * (T - 3); j++) x2[j] = -x2[j] + 0.7f;
-        f->forward(NULL, &c, p, x2, 1, T, y1, w);
-        CHECK(ahead >= 0 && !memcmp(y0, y1, 2 * (t0 + 1) * sizeof *y0),
-              "%s: the outputs up to t read no input beyond t + %d (dpd_model_lookahead)", f->name, ahead);
+        probe b = probe_open(all[i], 11);
+        const int t0 = 40, ahead = dpd_model_lookahead(&b.c);
+        for (int j = 2 * (t0 + ahead + 1); j < 2 * (PROBE_T - 3); j++) b.x2[j] = -b.x2[j] + 0.7f;
+        probe_run(&b);
+        CHECK(ahead >= 0 && !memcmp(b.y0, b.y1, 2 * (t0 + 1) * sizeof *b.y0),
+              "%s: the outputs up to t read no input beyond t + %d (dpd_model_lookahead)", b.c.family, ahead);
         if (ahead > 0) {
-            memcpy(x2, x, 2 * T * sizeof *x);
-            x2[2 * (t0 + ahead)] += 1.5f, x2[2 * (t0 + ahead) + 1] -= 1.5f;
-            f->forward(NULL, &c, p, x2, 1, T, y1, w);
-            CHECK(memcmp(y0, y1, 2 * (t0 + 1) * sizeof *y0), "%s: an output up to t reads input t + %d (the bound is tight)",
-                  f->name, ahead);
+            b.x2[2 * (t0 + ahead)] += 1.5f, b.x2[2 * (t0 + ahead) + 1] -= 1.5f;
+            probe_run(&b);
+            CHECK(memcmp(b.y0, b.y1, 2 * (t0 + 1) * sizeof *b.y0), "%s: an output up to t reads input t + %d (the bound is tight)",
+                  b.c.family, ahead);
         }
-        free(p), free(x), free(x2), free(y0), free(y1), free(w);
+        probe_close(&b);
+    }
+}
+
+/* dpd_model_lookback against the kernels: for a finite one, an output at t0 or later reads no input
+ * before t0 - back (every earlier sample changed, from 3 on: RVTDCNN's first rows wrap to the end),
+ * and does read t0 - back (the bound is tight); a recurrent family (-1) carries inputs further back
+ * than any finite family reaches here (an output at t0 reads t0 - 12). */
+static void lookback(void) {
+    int n;
+    const dpd_family *const *all = dpd_family_list(&n);
+    for (int i = 0; i < n; i++) {
+        probe b = probe_open(all[i], 12);
+        const int t0 = 60, back = dpd_model_lookback(&b.c), at = back < 0 ? t0 - 12 : t0 - back;
+        if (back >= 0) {
+            for (int j = 2 * 3; j < 2 * (t0 - back); j++) b.x2[j] = -b.x2[j] + 0.7f;
+            probe_run(&b);
+            CHECK(!memcmp(b.y0 + 2 * t0, b.y1 + 2 * t0, 2 * (PROBE_T - t0) * sizeof *b.y0),
+                  "%s: the outputs from t on read no input before t - %d (dpd_model_lookback)", b.c.family, back);
+        }
+        b.x2[2 * at] += 1.5f, b.x2[2 * at + 1] -= 1.5f;
+        probe_run(&b);
+        CHECK(b.y0[2 * t0] != b.y1[2 * t0] || b.y0[2 * t0 + 1] != b.y1[2 * t0 + 1], "%s: the output at t reads input t - %d (%s)",
+              b.c.family, t0 - at, back < 0 ? "a recurrent state: dpd_model_lookback -1" : "the bound is tight");
+        probe_close(&b);
     }
 }
 
@@ -353,5 +396,6 @@ int main(void) {
     init_scheme();
     infer_equals_forward();
     lookahead();
+    lookback();
     return check_done("models");
 }

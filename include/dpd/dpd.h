@@ -413,6 +413,13 @@ DPD_API const dpd_model_cfg *dpd_model_config(const dpd_model *m);
  * families, 16 for TRes (its dilated skip), 30 for TCN, M for gmp_ls (its leading envelope terms);
  * -1 for an unknown family. dpd_apply's look-ahead must be at least this. */
 DPD_API int dpd_model_lookahead(const dpd_model_cfg *c);
+/* How many samples before t a model of configuration c reads for its output at t: -1 for the
+ * recurrent families (their state carries every earlier sample; a sectioned run's warm-up only
+ * makes the difference small) and an unknown family; for the others a sectioned dpd_apply whose
+ * warm-up is at least this computes each output from the inputs --exact does: 3 for RVTDCNN (its
+ * feature image), 20 for GMP (x[n-q] |x[n-q-r]|^k, q, r <= 10), 30 for TCN, Q - 1 for mp and
+ * Q - 1 + M for gmp_ls. */
+DPD_API int dpd_model_lookback(const dpd_model_cfg *c);
 DPD_API size_t dpd_model_nparams(const dpd_model *m);
 DPD_API int dpd_model_ntensors(const dpd_model *m);
 DPD_API const dpd_tensor *dpd_model_tensor(const dpd_model *m, int i);

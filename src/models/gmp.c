@@ -106,9 +106,15 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     dpd_init_xavier(p, 1, NW, NW, 1, rng);
 }
 
+/* x[n-q] |x[n-q-r]|^k: q and r up to MM - 1 each. */
+static int behind(const dpd_model_cfg *c) {
+    (void)c;
+    return 2 * (MM - 1);
+}
+
 const dpd_family dpd_family_gmp = {
     .name = "gmp", .tag = "GMP", .params = "495 (M = 11, K = 5, real weights)",
     .about = "OpenDPD's generalized memory polynomial, gradient-trained", .hidden = 1,
     .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .behind = behind};
 #endif

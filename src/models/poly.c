@@ -109,15 +109,17 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
 
 /* gmp_ls's leading envelope terms x(n-q)|x(n-q+m)|^k reach M samples ahead; mp is causal. */
 static int ahead(const dpd_model_cfg *c) { return !strcmp(c->family, "gmp_ls") ? c->cross : 0; }
+/* x(n-q) for q < Q, and gmp_ls's lagging terms |x(n-q-m)|, m <= M. */
+static int behind(const dpd_model_cfg *c) { return c->memory - 1 + (!strcmp(c->family, "gmp_ls") ? c->cross : 0); }
 
 const dpd_family dpd_family_mp = {
     .name = "mp", .tag = "MP", .params = "2KQ (complex coefficients)",
     .about = "memory polynomial, fitted by least squares (fit-ls)", .hidden = 1, .max_layers = 1, .poly = 1,
     .layout = layout, .init = init, .ws_size = ws_size, .scratch_size = scratch_size,
-    .forward = fwd_f32, .backward = bwd_f32};
+    .forward = fwd_f32, .backward = bwd_f32, .behind = behind};
 const dpd_family dpd_family_gmp_ls = {
     .name = "gmp_ls", .tag = "GMP_LS", .params = "2KQ + 4(K-1)QM (complex coefficients)",
     .about = "generalized memory polynomial, fitted by least squares (fit-ls)", .hidden = 1,
     .max_layers = 1, .poly = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead, .behind = behind};
 #endif

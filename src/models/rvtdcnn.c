@@ -157,9 +157,16 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
         dpd_init_uniform(p + t[k].offset, t[k].numel, 1.0 / sqrt(fan[k] ? fan[k] : H), rng);
 }
 
+/* The feature image's rows: samples t - ROWS + 1 .. t (from t >= ROWS - 1: before, they wrap to
+ * the sequence's end, as OpenDPD's do). */
+static int behind(const dpd_model_cfg *c) {
+    (void)c;
+    return ROWS - 1;
+}
+
 const dpd_family dpd_family_rvtdcnn = {
     .name = "rvtdcnn", .tag = "RVTDCNN", .params = "39H+32",
     .about = "real-valued time-delay CNN: 4-sample feature image, 3x3 conv, tanh MLP",
     .hidden = 12, .max_layers = 1, .gated = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .behind = behind};
 #endif

@@ -154,10 +154,11 @@ static int ahead(const dpd_model_cfg *c) {
     (void)c;
     return 30;
 }
+static int behind(const dpd_model_cfg *c) { return ahead(c); } /* the padding is symmetric */
 
 const dpd_family dpd_family_tcn = {
     .name = "tcn", .tag = "TCNN", .params = "29H",
     .about = "temporal convolutional network (TCN-DPD), 4 dilated depthwise stages + I/Q residual",
     .hidden = 8, .max_layers = 1, .layout = layout, .init = init, .ws_size = ws_size,
-    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead};
+    .scratch_size = scratch_size, .forward = fwd_f32, .backward = bwd_f32, .ahead = ahead, .behind = behind};
 #endif
