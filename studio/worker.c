@@ -454,7 +454,8 @@ static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, c
             total = json_integer_value(json_object_get(e, "epochs"));
             snprintf(provider, np, "%s", json_string_value(json_object_get(e, "provider")) ?: "");
             emit(w, "started", json_pack("{s:O?, s:s, s:O?, s:b}", "run_id", json_object_get(e, "run_id"), "run_dir",
-                                         run_dir, "provider", json_object_get(e, "provider"), "resumed", 0));
+                                         run_dir, "provider", json_object_get(e, "provider"), "resumed",
+                                         json_is_true(json_object_get(e, "resumed"))));
         } else if (!strcmp(t, "progress")) {
             emit(w, "progress", json_pack("{s:O, s:I, s:O?, s:O?, s:O?, s:O?}", "epoch", ep, "epochs", total,
                                           "steps_done", json_object_get(e, "steps_done"), "steps",

@@ -3229,6 +3229,25 @@ def t_import_cli_run(ctx):  # dpd serve --import: a completed CLI run becomes a 
 
 
 @test()
+def t_import_resumed_cli_run(ctx):  # an imported CLI run that was resumed: its second start says so
+    data = ctx.path("synth")
+    _synth(ctx, data)
+    rd = _cli_train(ctx, data, ctx.path("cli"), ("--no-plots",))["run_dir"]
+    r = subprocess.run([DPD, "train-pa", "--resume", rd, "--epochs", "3", "--no-plots"], capture_output=True, env=ctx.env,
+                       timeout=120)
+    check(r.returncode == 0, f"CLI resume: exit {r.returncode}: {r.stderr[-300:]!r}")
+    s = Server(ctx, args=["--import", rd])
+    s.start()
+    rid = s.wait_line(r"dpd studio: importing (\S+) as run (r[0-9a-f]+)", 5).group(2)
+    fin = s.wait_status(rid, TERMINAL, 60, 0.1)
+    evs = s.all_events(rid)
+    starts = [e["data"]["resumed"] for e in evs if e["type"] == "started"]
+    check(fin["status"] == "succeeded" and starts == [False, True], f"imported starts' resumed: {starts} ({fin['status']})")
+    check([e["data"]["epoch"] for e in evs if e["type"] == "metric"] == [1, 2, 3], "the metric events of both parts")
+    s.stop()
+
+
+@test()
 def t_real_train_pa_matches_cli(ctx):  # REAL end-to-end training (a few seconds)
     s = ctx.server()
     run = s.submit("train-pa", "synth", {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 2})
