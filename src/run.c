@@ -282,15 +282,23 @@ dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err)
     return dpd_run_create(d, base, id, err);
 }
 
-/* How the dataset was split: {"protocol", "guard" (contiguous-v1), "train": [begin, end), ...}. */
+static const char *const split_names[DPD_NSPLIT] = {"train", "val", "test"};
+
+/* How the dataset was split: {"protocol", "guard" (contiguous-v1), "train": [begin, end), ...,
+ * "sha256": {"train": dpd_split_fingerprint, "val": ..., "test": ...}} (a resume checks them). */
 static json_t *split_json(const dpd_dataset *ds) {
-    static const char *const names[DPD_NSPLIT] = {"train", "val", "test"};
     int contiguous = !strcmp(ds->protocol, "contiguous-v1");
-    json_t *j = json_pack("{s:s}", "protocol", ds->protocol);
+    json_t *j = json_pack("{s:s}", "protocol", ds->protocol), *sha = json_object();
     if (j && contiguous) json_object_set_new(j, "guard", json_integer(ds->spec.guard));
-    for (int k = 0; j && k < DPD_NSPLIT; k++)
-        json_object_set_new(j, names[k], json_pack("[I, I]", (json_int_t)ds->begin[k],
-                                                   (json_int_t)(ds->begin[k] + ds->split[k].n)));
+    for (int k = 0; j && k < DPD_NSPLIT; k++) {
+        char fp[65];
+        json_object_set_new(j, split_names[k], json_pack("[I, I]", (json_int_t)ds->begin[k],
+                                                         (json_int_t)(ds->begin[k] + ds->split[k].n)));
+        dpd_split_fingerprint(&ds->split[k], fp);
+        json_object_set_new(sha, split_names[k], json_string(fp));
+    }
+    if (j) json_object_set(j, "sha256", sha);
+    json_decref(sha);
     return j;
 }
 
@@ -312,14 +320,19 @@ dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, d
     return s;
 }
 
-dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels, dpd_error *err) {
+dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels,
+                               char sha256[DPD_NSPLIT][65], dpd_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_t *j = dpd_json_load(path, "a run's config.json", err);
     if (!j) return err ? err->status : DPD_E_FORMAT;
     dpd_status s = dpd_config_from_json(j, c, path, err);
-    json_t *k = json_object_get(j, "kernels_used");
+    json_t *k = json_object_get(j, "kernels_used"), *sha = json_object_get(json_object_get(j, "split"), "sha256");
     snprintf(kernels, nkernels, "%s", json_is_string(k) ? json_string_value(k) : "");
+    for (int i = 0; i < DPD_NSPLIT; i++) {
+        const char *v = json_string_value(json_object_get(sha, split_names[i]));
+        snprintf(sha256[i], 65, "%s", v && strlen(v) == 64 && strspn(v, "0123456789abcdef") == 64 ? v : "");
+    }
     json_decref(j);
     return s;
 }

@@ -77,9 +77,11 @@ void dpd_run_adopt(dpd_rundir *d, const dpd_run_info *info);
 void dpd_run_clean(const dpd_rundir *d);
 
 /* config.json: written from the configuration table; read back into c (DPD_E_IO when absent,
- * DPD_E_FORMAT naming the file and key when malformed). */
+ * DPD_E_FORMAT naming the file and key when malformed), with its kernels_used and each split's
+ * dpd_split_fingerprint as recorded ("" where it records none: a run from before them). */
 dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
-dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels, dpd_error *err);
+dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels,
+                               char sha256[DPD_NSPLIT][65], dpd_error *err);
 
 /* best.safetensors: m's weights with the run's metadata and the epoch's metrics (statuses and
  * reasons of metrics that could not be computed included). */

@@ -415,6 +415,32 @@ static dpd_status check_paths(const dpd_train_cfg *in, dpd_error *err) {
     return DPD_OK;
 }
 
+/* A resume goes on with the samples the run began with, wherever the dataset is now (in->data: it
+ * moved) and whatever was done to it: each split's fingerprint against the run's (the train
+ * split's in last.safetensors, every split's in config.json, sha; "" where a run from before them
+ * records none). The samples decide, not the directory's name. */
+static dpd_status resume_samples(const run *r, const dpd_train_cfg *in, char sha[DPD_NSPLIT][65], dpd_error *err) {
+    static const char *const names[DPD_NSPLIT] = {"train", "val", "test"}, *const did[DPD_NSPLIT] = {"trained", "validated", "tested"};
+    char last[4200];
+    dpd_ckpt_info li;
+    snprintf(last, sizeof last, "%s/last.safetensors", in->resume);
+    if (!sha[DPD_TRAIN][0] && !dpd_ckpt_info_read(last, &li, NULL)) snprintf(sha[DPD_TRAIN], 65, "%s", li.train_sha256);
+    for (int k = 0; k < DPD_NSPLIT; k++) {
+        char now[65];
+        dpd_split_fingerprint(&r->ds.split[k], now);
+        if (!sha[k][0] || !strcmp(sha[k], now)) continue;
+        if (in->data[0])
+            return dpd_fail_field(err, "data", DPD_E_INVAL, "data: %s's %s split is not the one %s %s on (fingerprints "
+                                  "%.12s against %.12s): give the run's dataset where it is now", r->c->data, names[k],
+                                  in->resume, did[k], now, sha[k]);
+        return dpd_fail_field(err, "resume", DPD_E_INVAL, "resume: the %s split of %s (the run's dataset) is not the one %s "
+                              "%s on (fingerprints %.12s against %.12s): the dataset changed since, and a resume goes on "
+                              "with the run's samples; restore them, or train a new run", names[k], r->c->data, in->resume,
+                              did[k], now, sha[k]);
+    }
+    return DPD_OK;
+}
+
 dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_train_result *res, dpd_error *err) {
     dpd_train_cfg cfg = *in;
     run r;
@@ -425,6 +451,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     dpd_status s = check_paths(in, err);
     if (s) return s;
     int fresh = 1; /* no last.safetensors: start from the first step (a resume of a run killed before it) */
+    char split_sha[DPD_NSPLIT][65] = {"", "", ""}; /* a resume's: the splits' fingerprints config.json records */
     if (!in->resume[0]) { /* config.json keeps absolute paths: a resume works from any directory */
         char abs[PATH_MAX];
         if (realpath(in->data, abs)) snprintf(cfg.data, sizeof cfg.data, "%s", abs);
@@ -436,7 +463,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         fresh = !dpd_exists(last);
         snprintf(r.rd.dir, sizeof r.rd.dir, "%s", in->resume);
         char used[32]; /* config.json's kernels_used: "" when the run records none */
-        if ((s = dpd_run_read_config(in->resume, &cfg, used, sizeof used, err))) return s;
+        if ((s = dpd_run_read_config(in->resume, &cfg, used, sizeof used, split_sha, err))) return s;
         if (in->data[0]) { /* the dataset moved: its train split must be the run's (checked below, once read) */
             char abs[PATH_MAX];
             snprintf(cfg.data, sizeof cfg.data, "%s", realpath(in->data, abs) ? abs : in->data);
@@ -470,17 +497,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         }
         goto done;
     }
-    if (in->resume[0] && in->data[0] && !fresh) { /* the samples decide, not the directory's name */
-        char last[4200];
-        dpd_ckpt_info li;
-        snprintf(last, sizeof last, "%s/last.safetensors", in->resume);
-        if (!dpd_ckpt_info_read(last, &li, NULL) && li.train_sha256[0] && strcmp(li.train_sha256, r.train_sha256)) {
-            s = dpd_fail_field(err, "data", DPD_E_INVAL, "data: %s's train split is not the one %s trained on (fingerprints "
-                               "%.12s against %.12s): give the run's dataset where it is now", cfg.data, in->resume,
-                               r.train_sha256, li.train_sha256);
-            goto done;
-        }
-    }
+    if (in->resume[0] && !fresh && (s = resume_samples(&r, in, split_sha, err))) goto done;
     r.info = (dpd_run_info){&cfg,    r.ds.name, dpd_model_family(r.m), dpd_model_nparams(r.m), r.pa != NULL,
                             r.pa_id, r.gain,    &r.ds,                 r.train_sha256,
                             r.pa_dataset, r.pa_fs};

@@ -878,6 +878,16 @@ expect 2 "dpd: --data: $T/seed9's train split is not the one $MV trained on" "$D
 "$DPD" train-pa --resume "$MV" --epochs 2 --data "$T/mv2" --no-plots >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "\"data\": \"$T/mv2\"" "$MV/config.json" && [ "$(wc -l <"$MV/history.csv")" -eq 3 ]' \
     "resume --data: a moved dataset, its new place recorded (exit $rc: $(head -c 200 "$T/err"))"
+# every split is the run's (config.json records their fingerprints): another test split behind --data,
+# or a val split changed in place, is refused naming the split, and nothing of the run changes
+cp -r "$T/mv2" "$T/mv3" && sed -i '3s/^[-0-9.]*/0.5/' "$T/mv3/test_output.csv"
+cp "$MV/history.csv" "$T/mv.hist"
+expect 2 "dpd: --data: $T/mv3's test split is not the one $MV tested on" "$DPD" train-pa --resume "$MV" --epochs 3 --data "$T/mv3"
+cp "$T/mv2/val_input.csv" "$T/mv.val" && sed -i '2s/^[-0-9.]*/0.5/' "$T/mv2/val_input.csv"
+expect 2 "dpd: --resume: the val split of $T/mv2 (the run's dataset) is not the one $MV validated on" "$DPD" train-pa --resume "$MV" --epochs 3
+cp "$T/mv.val" "$T/mv2/val_input.csv"
+check 'cmp -s "$T/mv.hist" "$MV/history.csv" && grep -q "\"sha256\": {" "$MV/config.json"' \
+    "refused resumes leave the run as it was; config.json records the splits' fingerprints"
 # a seed above 2^63 - 1 is written as its digits (a string), not as a negative number, and read back
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --seed 18446744073709551615 --no-plots --out "$T/sd" --json >"$T/sd.json" 2>/dev/null
 SD=$(ls -d "$T"/sd/a/train_pa/*)
@@ -905,7 +915,7 @@ json.dump(spec, open(f"{d}/spec.json", "w"))
 PY
 "$DPD" train-pa --data "$T/sc" --preset quick --epochs 1 --hidden 4 --frame 40 --out "$T/scr" --no-plots --json >"$T/sc.json" 2>"$T/sc.err"
 SC=$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' "$T/sc.json")
-check '[ -n "$SC" ] && jq1 "$SC/config.json" "j[\"split\"] == {\"protocol\": \"contiguous-v1\", \"guard\": 256, \"train\": [0, 22732], \"val\": [22988, 30565], \"test\": [30821, 38400]}"' \
+check '[ -n "$SC" ] && jq1 "$SC/config.json" "{k: v for k, v in j[\"split\"].items() if k != \"sha256\"} == {\"protocol\": \"contiguous-v1\", \"guard\": 256, \"train\": [0, 22732], \"val\": [22988, 30565], \"test\": [30821, 38400]} and sorted(j[\"split\"][\"sha256\"]) == [\"test\", \"train\", \"val\"]"' \
     "single_csv: contiguous-v1 split of 38400 rows recorded in config.json ($(head -c 300 "$T/sc.err"))"
 
 # a run's own config.json out of range is a malformed file (exit 1, naming it), not a usage error
