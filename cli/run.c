@@ -250,10 +250,10 @@ int cmd_run(int argc, char **argv) {
                         "from --exact's by far more than 1e-5 (a GRU-15: 17 %% of max |output| at 0, 5e-4 at 16, "
                         "5e-6 at 32; docs/training.md)\n", ac.warmup, MIN_WARMUP);
     if (L != n && back > ac.warmup)
-        fprintf(stderr, "dpd: warning: --warmup %d: %s reads %d samples before each output, so the first %d outputs of "
-                        "each section read zeros where --exact reads the recording; give --warmup %d or more (then "
-                        "the sections give --exact's outputs)\n", ac.warmup, dpd_model_config(m)->family, back,
-                back - ac.warmup, back);
+        fprintf(stderr, "dpd: warning: --warmup %d: %s reads %d samples before each output, so the first %d output%s of "
+                        "each section read%s other samples than --exact's; give --warmup %d or more (then every output "
+                        "reads what --exact's does)\n", ac.warmup, dpd_model_config(m)->family, back, back - ac.warmup,
+                back - ac.warmup == 1 ? "" : "s", back - ac.warmup == 1 ? "s" : "", back);
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     for (size_t i = 0; i < 2 * n; i++) /* never a NaN or infinity into a file a DAC may play */

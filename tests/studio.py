@@ -1915,7 +1915,7 @@ def t_public_flags(ctx):  # the flags and their bounds
     s.stop()
     s = public_server(ctx, "--max-runtime", "0")
     check("warning: --max-runtime 0 with --public" in s.output() and not any("a run may take" in l for l in s.lines),
-          f"--public --max-runtime 0: warned (stderr, before the listening line), no limit: {s.log_tail()}")
+          f"--public --max-runtime 0: warned (stderr, in the log before stdout's one flush), no limit: {s.log_tail()}")
 
 
 def lease_end(sess):  # time.monotonic() at which the session's fixed lease ends, by the server's own clock

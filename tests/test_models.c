@@ -367,6 +367,8 @@ static void lookback(void) {
               b.c.family, t0 - at, back < 0 ? "a recurrent state: dpd_model_lookback -1" : "the bound is tight");
         probe_close(&b);
     }
+    dpd_model_cfg k1 = {"gmp_ls", 5, 1, 1, 4, 2}; /* K = 1: dpd_poly_terms has no cross terms */
+    CHECK(dpd_model_lookback(&k1) == 3 && dpd_model_lookahead(&k1) == 0, "gmp_ls at K = 1: look-back Q - 1, no look-ahead");
 }
 
 int main(void) {

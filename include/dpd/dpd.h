@@ -416,9 +416,11 @@ DPD_API int dpd_model_lookahead(const dpd_model_cfg *c);
 /* How many samples before t a model of configuration c reads for its output at t: -1 for the
  * recurrent families (their state carries every earlier sample; a sectioned run's warm-up only
  * makes the difference small) and an unknown family; for the others a sectioned dpd_apply whose
- * warm-up is at least this computes each output from the inputs --exact does: 3 for RVTDCNN (its
- * feature image), 20 for GMP (x[n-q] |x[n-q-r]|^k, q, r <= 10), 30 for TCN, Q - 1 for mp and
- * Q - 1 + M for gmp_ls. */
+ * warm-up is at least this computes each output from the inputs --exact does (the same bytes where
+ * both run the same kernels; RVTDCNN's fast ones are not exact), but for RVTDCNN's first 3
+ * outputs of the recording, whose feature image wraps to the end of the sequence: 3 for RVTDCNN,
+ * 20 for GMP (x[n-q] |x[n-q-r]|^k, q, r <= 10), 30 for TCN, Q - 1 for mp, and Q - 1 + M for
+ * gmp_ls (Q - 1 at K = 1: no envelope cross terms). */
 DPD_API int dpd_model_lookback(const dpd_model_cfg *c);
 DPD_API size_t dpd_model_nparams(const dpd_model *m);
 DPD_API int dpd_model_ntensors(const dpd_model *m);
@@ -643,9 +645,10 @@ DPD_API void dpd_plot_free(dpd_plot_data *d); /* accepts NULL */
 DPD_API char *dpd_plot_text(const dpd_plot_data *d, dpd_error *err);
 
 /* dpd_plot_text's document written to f as it is made (f is left open, its position after the
- * text): about 16 KiB of memory instead of the whole text (340 KB for a quick run's plots). DPD_OK;
- * DPD_E_IO when a write fails (errno's reason in err; f's contents are then unspecified),
- * DPD_E_NOMEM, or DPD_E_INVAL for a NULL d or f. */
+ * text): about 16 KiB of memory instead of the whole text (340 KB for a quick run's plots). DPD_OK
+ * (the bytes are handed to f; what f buffers can still fail: check ferror and fclose); DPD_E_IO
+ * when a write fails (errno's reason in err; f's contents are then unspecified), DPD_E_NOMEM, or
+ * DPD_E_INVAL for a NULL d or f. */
 DPD_API dpd_status dpd_plot_write(const dpd_plot_data *d, FILE *f, dpd_error *err);
 
 /* dpd_plot_compute, then dpd_plot_text: the plot data of `in` as plots-v1 text. */

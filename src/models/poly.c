@@ -107,10 +107,12 @@ static void init(const dpd_model_cfg *c, const dpd_tensor *t, float *p, dpd_rng 
     p[0] = 1;
 }
 
+/* The cross terms' reach M: gmp_ls's from K = 2 (dpd_poly_terms); mp has none. */
+static int cross(const dpd_model_cfg *c) { return !strcmp(c->family, "gmp_ls") && c->order > 1 ? c->cross : 0; }
 /* gmp_ls's leading envelope terms x(n-q)|x(n-q+m)|^k reach M samples ahead; mp is causal. */
-static int ahead(const dpd_model_cfg *c) { return !strcmp(c->family, "gmp_ls") ? c->cross : 0; }
+static int ahead(const dpd_model_cfg *c) { return cross(c); }
 /* x(n-q) for q < Q, and gmp_ls's lagging terms |x(n-q-m)|, m <= M. */
-static int behind(const dpd_model_cfg *c) { return c->memory - 1 + (!strcmp(c->family, "gmp_ls") ? c->cross : 0); }
+static int behind(const dpd_model_cfg *c) { return c->memory - 1 + cross(c); }
 
 const dpd_family dpd_family_mp = {
     .name = "mp", .tag = "MP", .params = "2KQ (complex coefficients)",
