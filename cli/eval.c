@@ -178,7 +178,8 @@ int cmd_eval(int argc, char **argv) {
     int k = split_of(split);
     if (k < 0) return 2;
     if (!data[0] || (pa[0] && !model[0])) {
-        fprintf(stderr, "dpd: eval needs --data DIR (and --model DPD with --pa)\n");
+        fprintf(stderr, "dpd: eval needs %s\n", !data[0] ? "--data DIR (and --model DPD with --pa)"
+                                                       : "--model DPD with --pa PA: the DPD to score through the PA");
         return 2;
     }
     if ((r = cli_exec_resolve(&x))) return r;

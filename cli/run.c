@@ -155,7 +155,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --var names a MATLAB input's variable (.mat), and --input %s is not one\n", in);
         return 2;
     }
-    if (fs < 0 || !isfinite(fs)) {
+    if (args_get(o, sizeof o / sizeof *o, "fs")->seen && !(fs > 0 && isfinite(fs))) { /* 0 too: not "none" */
         fprintf(stderr, "dpd: --fs: %g must be a positive sample rate in Hz\n", fs);
         return 2;
     }
@@ -191,7 +191,11 @@ int cmd_run(int argc, char **argv) {
     size_t n = 0;
     int rc = 1;
     if (dpd_ckpt_resolve(model, 0, path, sizeof path, &err) || dpd_ckpt_load(path, &m, &err)) {
-        if (!err.field[0]) snprintf(err.field, sizeof err.field, "model");
+        if (!err.field[0]) { /* said of --model, its words left as they are (a file's "family" is no flag) */
+            char msg[sizeof err.msg];
+            snprintf(msg, sizeof msg, "%s", err.msg);
+            cli_err(&err, err.status, "--model: %s", msg);
+        }
         goto fail;
     }
     dpd_recording_meta rm = {.var = var[0] ? var : NULL};
@@ -243,7 +247,14 @@ int cmd_run(int argc, char **argv) {
     arm_stop(out, !strcmp(fout, "sigmf"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int back = dpd_model_lookback(dpd_model_config(m)); /* -1: a recurrent state */
+    const dpd_model_cfg *mc = dpd_model_config(m);
+    int back = dpd_model_lookback(mc); /* -1: a recurrent state */
+    if (L != n && (mc->thx > 0 || mc->thh > 0))
+        fprintf(stderr, "dpd: warning: %s with delta thresholds (thx %g, thh %g) keeps its last sent input and state "
+                        "until they move by more than a threshold, so a section's start from zero state can last far "
+                        "past the warm-up: its sections can differ from --exact by percent (a tres_deltagru DPD: 6 %% "
+                        "of max |output| with --warmup 1024, none with 4096); compare with --exact, or run that\n",
+                mc->family, mc->thx, mc->thh);
     if (L != n && back < 0 && ac.warmup < MIN_WARMUP)
         fprintf(stderr, "dpd: warning: --warmup %d: each section starts from zero state, and a model with memory needs "
                         "its warm-up to forget that: below %d samples the first outputs of each section can differ "

@@ -270,6 +270,7 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
     if (s) return s;
     dpd_model_cfg cfg;
     if ((s = dpd_config_model_from_meta(json_object_get(c.hdr, "__metadata__"), &cfg, path, err))) {
+        if (err) err->field[0] = 0; /* the file is at fault, not an option: its message names the key */
         dpd_ckpt_close(&c);
         return s;
     }
@@ -286,16 +287,18 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
                 held += (size_t)(json_integer_value(json_array_get(of, 1)) - json_integer_value(json_array_get(of, 0))) / 4;
         }
         if (held != np || np > c.data_len / 4) {
+            char size[16] = ""; /* "-23" for a family sized by its hidden width; none for the polynomials */
+            if (fam->hidden > 1) snprintf(size, sizeof size, "-%d", cfg.hidden);
             s = dpd_fail(err, DPD_E_FORMAT,
-                         "%s: not a valid checkpoint: its metadata describes a %s-%d model of %zu parameters, but the "
+                         "%s: not a valid checkpoint: its metadata describes a %s%s model of %zu parameters, but the "
                          "file holds %zu of them (of %zu values in all)",
-                         path, cfg.family, cfg.hidden, np, held, c.data_len / 4);
+                         path, cfg.family, size, np, held, c.data_len / 4);
             dpd_ckpt_close(&c);
             return s;
         }
     }
     s = dpd_model_create(&cfg, out, err);
-    if (s) dpd_error_prefix(err, path);
+    if (s && err) err->field[0] = 0, dpd_error_prefix(err, path); /* as above: "PATH: family: 'x' is not ..." */
     else s = dpd_ckpt_read_model(&c, *out, err);
     if (s) {
         dpd_model_free(*out);

@@ -147,6 +147,7 @@ check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.t
     "synth, eval, doctor and models print no frequency as 8e+08 (lines above)"
 expect 2 "--split takes val or test, got 'train'" "$DPD" eval --data "$T/a" --split train
 expect 2 "--split takes val or test, got 'Val'" "$DPD" eval --split Val --data "$T/a"
+expect 2 "dpd: eval needs --model DPD with --pa PA" "$DPD" eval --data "$T/a" --pa "$T/a"
 "$DPD" eval --data "$T/a" --split val --split test >"$T/out" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: note: option .--split. is given twice (val, then test): test is used" "$T/err" && grep -q "^a test: [0-9]* samples" "$T/out"' \
     "an option given twice: the last value is used, and a note says so (exit $rc: $(head -c 300 "$T/err"))"
@@ -255,6 +256,9 @@ check 'cmp -s "$T/up/a/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194/best.safetensors" "$
 expect 2 "fewer than one frame" "$DPD" train-pa --data "$T/a" --frame 99999 --epochs 1 --out "$T/r4"
 head -c 100 "$D1/best.safetensors" >"$T/trunc.safetensors"
 expect 1 "trunc.safetensors: not a valid checkpoint: header length is larger than the file (truncated?)" "$DPD" eval --data "$T/a" --split val --model "$T/trunc.safetensors"
+# a checkpoint's metadata keys are the file's words, not flags: "family" stays "family"
+sed 's/"family":"gru"/"family":"grx"/' "$D1/best.safetensors" >"$T/grx.safetensors"
+expect 1 "dpd: --model: $T/grx.safetensors: family: 'grx' is not one of gru," "$DPD" run --model "$T/grx.safetensors" --input "$T/a/test_input.csv" --output "$T/grx.csv"
 "$DPD" eval --data "$T/a" --split val --model "$D1/best.safetensors" --json >"$T/evm.json" 2>/dev/null
 check '[ "$(num model NMSE "$T/evm.json")" = "$(sed -n "s/.*\"val\":{\"NMSE\":\(-*[0-9.]*\).*/\1/p" "$T/r1.json")" ]' \
     "eval --model reproduces the run's best validation NMSE"
@@ -534,8 +538,10 @@ check '[ $rc -eq 0 ] && cmp -s "$T/g40x.csv" "$T/g40w.csv" && ! grep -q warning 
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: gmp_ls reads 41 samples before each output, so the first 25 outputs of each section read other samples than --exact" "$T/err" && ! grep -q "zero state" "$T/err" && ! cmp -s "$T/g40x.csv" "$T/g40w.csv"' \
     "dpd run: gmp_ls M = 40 with --warmup 16: warned with its own bound, and the output differs (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --section 1000 --lookahead 16 --warmup 16 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: each section starts from zero state" "$T/err"' \
-    "dpd run: --lookahead 16 covers TRes; --warmup 16 warns (exit $rc: $(head -c 300 "$T/err"))"
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: each section starts from zero state" "$T/err" && grep -q "^dpd: warning: tres_deltagru with delta thresholds (thx 0.01, thh 0.05) keeps its last sent input" "$T/err"' \
+    "dpd run: --lookahead 16 covers TRes; --warmup 16 warns, and the delta thresholds too (exit $rc: $(head -c 600 "$T/err"))"
+"$DPD" run --model "$E4" --input "$T/a/test_input.csv" --output "$T/la.csv" --exact 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && ! grep -q "delta thresholds" "$T/err"' "dpd run --exact of a thresholded delta network: no sections, no warning (exit $rc)"
 perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 9**9**9, 0.5, 0.6)' >"$T/inf.cf32"
 perl -e 'print pack("f<*", 0.1, 0.2, 0.3, 0.4, 0.5) . pack("L<", 0x7fc00000)' >"$T/nan.cf32"
 expect 1 "inf.cf32: sample 1" "$DPD" run --model "$E1" --input "$T/inf.cf32" --output "$T/bad.cf32"

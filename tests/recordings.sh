@@ -54,6 +54,7 @@ run() { "$DPD" run --model "$RD" "$@" >"$T/out" 2>"$T/err"; }
 run --input "$T/in.cf32" --output "$T/out.cf32"
 check '[ -s "$T/out.cf32" ]' "run .cf32 -> .cf32 ($(head -c 200 "$T/err"))"
 expect 2 "--fs is needed" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data"
+expect 2 "dpd: --fs: 0 must be a positive sample rate in Hz" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 0
 # a SIGTERM while the output is written: the temporary file removed, the reason told, the signal's exit
 { head -n 1 "$T/a/test_input.csv"; for i in $(seq 60); do tail -n +2 "$T/a/test_input.csv"; done; } >"$T/big.csv"
 mkdir "$T/kill"

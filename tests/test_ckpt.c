@@ -38,6 +38,7 @@ static void refuse(const char *what, const char *path, const char *needle) {
     CHECK(s == DPD_E_FORMAT && m == NULL, "%s: status %s", what, dpd_status_str(s));
     CHECK(strstr(err.msg, path) && strstr(err.msg, needle), "%s: message '%s' lacks the path or '%s'", what,
           err.msg, needle);
+    CHECK(!err.field[0], "%s: no field (the file is at fault, not an option), got '%s'", what, err.field);
 }
 
 /* Writes a checkpoint of header `hdr` (compact JSON, space-padded to 8) and data [data, +dlen). */
@@ -186,6 +187,16 @@ int main(void) {
     memcpy(fam, "\"famixy\"", 8);
     spit(bad, c2, n);
     refuse("no family", bad, "lacks family");
+    memcpy(c2, b, n);
+    memcpy(strstr(c2 + 8, "\"family\":\"gru\""), "\"family\":\"grx\"", 14);
+    spit(bad, c2, n);
+    {
+        dpd_model *um = NULL;
+        dpd_error uerr = {0};
+        dpd_status us = dpd_ckpt_load(bad, &um, &uerr);
+        CHECK(us && !um && strstr(uerr.msg, bad) && strstr(uerr.msg, "family: 'grx' is not one of gru,") && !uerr.field[0],
+              "an unknown family: the file and its key named, no field ('%s', field '%s')", uerr.msg, uerr.field);
+    }
     memcpy(c2, b, n);
     char *sh = strstr(c2 + 8, "[18,6]");
     memcpy(sh, "[9,12]", 6);

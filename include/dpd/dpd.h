@@ -766,7 +766,8 @@ DPD_API DPD_CHECK dpd_status dpd_ckpt_save(const char *path, const dpd_model *m,
                                            dpd_error *err);
 
 /* Opens a checkpoint, validates header, offsets and sizes, and builds the model it describes
- * from its metadata. Truncated or corrupt files are DPD_E_FORMAT. */
+ * from its metadata. Truncated or corrupt files are DPD_E_FORMAT, with no err->field (the file is
+ * at fault, not an option: the message names the file and its metadata key). */
 DPD_API DPD_CHECK dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err);
 
 /* What a checkpoint's metadata says about it. */
