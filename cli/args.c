@@ -47,6 +47,11 @@ static int set(opt *o, const char *v) {
         return 1;
     case OPT_INT: {
         long x = strtol(v, &e, 10);
+        if (*v && (*e == 'e' || *e == 'E' || *e == '.') && !errno) { /* 1e5, 4096.0: a whole number all the same */
+            double d = strtod(v, &e);
+            if (*e || errno || !(d >= -2147483647.0 && d <= 2147483647.0) || d != (double)(long)d) return 0;
+            x = (long)d;
+        }
         if (*v == 0 || *e || errno || x < -2147483647L || x > 2147483647L) return 0;
         *(int *)o->ptr = (int)x;
         return 1;

@@ -49,7 +49,7 @@ void cli_warn_level(const char *what, const dpd_ckpt_info *info, const double *i
     for (size_t i = 0; i < n; i++) k += hypot(iq[2 * i], iq[2 * i + 1]) > info->train_peak;
     double off = 20 * log10(rms / info->train_rms);
     if (k >= 10 && (double)k > 1e-3 * (double)n)
-        fprintf(stderr, "dpd: warning: %zu samples of %s (%.2g %%) exceed |x| = %.4g, the largest input %s was trained "
+        fprintf(stderr, "dpd: warning: %zu samples of %s (%.3g %%) exceed |x| = %.4g, the largest input %s was trained "
                         "on (up to |x| = %.4g, %.1f dB beyond): the model never saw that range and extrapolates there; "
                         "scale the input to the training level, or train on data that reaches it\n",
                 k, where, 100.0 * (double)k / (double)n, info->train_peak, what, peak, 20 * log10(peak / info->train_peak));

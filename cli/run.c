@@ -292,8 +292,8 @@ int cmd_run(int argc, char **argv) {
     signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL); /* written: nothing left to remove */
     int th = dpd_session_threads(s);
     const char *kern = dpd_session_kernels(s);
-    fprintf(stderr, "dpd: %zu samples, %s, %s (%s)", n, L == n ? "exact" : "sectioned", dpd_session_provider(s),
-            dpd_session_reason(s));
+    fprintf(stderr, "dpd: %zu sample%s, %s, %s (%s)", n, n == 1 ? "" : "s", L == n ? "exact" : "sectioned",
+            dpd_session_provider(s), dpd_session_reason(s));
     if (th) fprintf(stderr, ", %d thread%s", th, th > 1 ? "s" : "");
     if (kern[0]) fprintf(stderr, ", %s kernels", kern);
     fprintf(stderr, ", %.3f s (%.3g samples/s) -> %s\n", sec, n / (sec > 0 ? sec : 1e-9), out);

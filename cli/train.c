@@ -359,8 +359,9 @@ static int train(int argc, char **argv, int dpd) {
             int ok = 0;
             for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) ok |= !strcmp(o[i].name, keep[k]);
             if (o[i].seen && !ok) {
-                fprintf(stderr, "dpd: --%s cannot change a resumed run (only --epochs can; --data names where its dataset "
-                                "moved)\n", o[i].name);
+                fprintf(stderr, "dpd: --%s cannot change a resumed run (--epochs can, and how it runs: --threads, "
+                                "--cpu-level, --kernels, --provider, --no-plots, --no-doctor, --json; --data names where "
+                                "its dataset moved)\n", o[i].name);
                 return 2;
             }
         }

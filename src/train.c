@@ -125,11 +125,13 @@ static int emit(run *r, dpd_event *e, int log) {
 static void worse_than_none(run *r, const dpd_run_state *st, const dpd_train_cfg *c) {
     const dpd_metrics *d = &st->best_test, *n = &r->nodpd[1];
     if (!r->pa || d->status[DPD_ACLR_AVG] || n->status[DPD_ACLR_AVG] || !(d->aclr_avg > n->aclr_avg)) return;
+    const dpd_family *f = dpd_family_find(c->model.family);
+    const char *larger = f->poly ? " or larger (order, memory, cross)" : f->hidden > 1 ? " or larger (hidden)" : ""; /* gmp: fixed */
     char msg[320];
-    snprintf(msg, sizeof msg, "this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): %s",
-             d->aclr_avg, n->aclr_avg,
-             c->ls ? "try other orders and depths (K, Q, M) or more ILA passes (iterations)"
-                   : "train it longer (epochs, preset full) or larger (hidden), or on more frames (a smaller stride)");
+    snprintf(msg, sizeof msg, "this DPD makes the test split's ACLR_AVG worse than no DPD (%.2f against %.2f dBc): %s%s%s",
+             d->aclr_avg, n->aclr_avg, c->ls ? "try other orders and depths (K, Q, M) or more ILA passes (iterations)"
+                                             : "train it longer (epochs, preset full)",
+             c->ls ? "" : larger, c->ls ? "" : ", or on more frames (a smaller stride)");
     dpd_event w = {.type = DPD_EV_WARNING, .epoch = st->epoch, .message = msg};
     emit(r, &w, 1);
 }
@@ -151,9 +153,13 @@ static dpd_status load_pa(run *r, const char *from, const char *resumed, dpd_err
     const char *kind = dpd_ckpt_meta(&ck, "step_kind"), *ds = dpd_ckpt_meta(&ck, "dataset"),
                *id = dpd_ckpt_meta(&ck, "run_id"), *sum = dpd_ckpt_meta(&ck, "train_sha256"),
                *fs = dpd_ckpt_meta(&ck, "input_signal_fs");
+    char frozen[4200]; /* a DPD run's own copy of its PA, beside its checkpoint */
+    const char *slash = strrchr(path, '/');
+    snprintf(frozen, sizeof frozen, "%.*spa.safetensors", slash ? (int)(slash - path + 1) : 0, path);
     if (kind && strcmp(kind, "train_pa"))
-        s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run)",
-                           path, kind);
+        s = dpd_fail_field(err, "pa", DPD_E_INVAL, "pa: %s is a %s checkpoint, not a PA model (pa needs a train-pa run%s%s)",
+                           path, kind, !strcmp(kind, "train_dpd") && dpd_exists(frozen) ? "; the DPD run's frozen PA is " : "",
+                           !strcmp(kind, "train_dpd") && dpd_exists(frozen) ? frozen : "");
     else if (sum && *sum && r->train_sha256[0] && strcmp(sum, r->train_sha256)) /* the samples decide, not the names */
         s = dpd_fail_field(err, "pa", DPD_E_INVAL,
                            "pa: %s was trained on another train split than %s's (dataset '%s' then; the splits' "

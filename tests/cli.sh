@@ -310,7 +310,8 @@ check 'grep -q "^dpd: a line per epoch: .* \* = new best val ACLR (best.safetens
 data "$E2/last.safetensors" >"$T/e.last"
 check 'data "$E1/last.safetensors" | cmp -s - "$T/e.last"' \
     "train-dpd resumed after 1 epoch equals 2 straight epochs"
-expect 2 "not a PA model" "$DPD" train-dpd --data "$T/a" --pa "$E1" --epochs 1 --out "$T/d3"
+expect 2 "is a train_dpd checkpoint, not a PA model (--pa needs a train-pa run; the DPD run's frozen PA is $E1/pa.safetensors)" \
+    "$DPD" train-dpd --data "$T/a" --pa "$E1" --epochs 1 --out "$T/d3"
 expect 2 "dpd: --resume: $E2 is a DPD run: resume it with dpd train-dpd --resume '$E2'" "$DPD" train-pa --resume "$E2" --epochs 3
 expect 2 "dpd: --resume: $D1 is a PA model run: resume it with dpd train-pa --resume '$D1'" "$DPD" train-dpd --resume "$D1" --epochs 9
 mkdir -p "$T/other" && cp "$T/a/"* "$T/other/"
@@ -531,9 +532,11 @@ expect 2 "dpd: --lookahead: 32 is shorter than the model's: gmp_ls reads 40 samp
 # for byte, without a warning; 16 is warned about, as that model's bound (not the recurrent rule)
 G40="$T/g40/a/train_pa/PA_LS_M_GMP_LS_K_2_Q_2_M_40_P_328"
 "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40x.csv" --exact 2>/dev/null
-"$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 41 2>"$T/err"; rc=$?
+"$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1e3 --warmup 41 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && cmp -s "$T/g40x.csv" "$T/g40w.csv" && ! grep -q warning "$T/err"' \
-    "dpd run: gmp_ls M = 40 in sections of 1000 with --warmup 41 is --exact's output, no warning (exit $rc: $(head -c 300 "$T/err"))"
+    "dpd run: gmp_ls M = 40 in sections of 1e3 (a whole number in any spelling) with --warmup 41 is --exact's output, no warning (exit $rc: $(head -c 300 "$T/err"))"
+expect 2 "dpd: bad value '1.5e3x' for --section" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1.5e3x
+expect 2 "dpd: bad value '2.5' for --warmup" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --warmup 2.5
 "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 16 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: gmp_ls reads 41 samples before each output, so the first 25 outputs of each section read other samples than --exact" "$T/err" && ! grep -q "zero state" "$T/err" && ! cmp -s "$T/g40x.csv" "$T/g40w.csv"' \
     "dpd run: gmp_ls M = 40 with --warmup 16: warned with its own bound, and the output differs (exit $rc: $(head -c 300 "$T/err"))"
