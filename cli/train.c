@@ -488,7 +488,11 @@ int cmd_fit_ls(int argc, char **argv) {
     int dpd = !strcmp(target, "dpd");
     char why[160] = "";
     if (!c.data[0]) snprintf(why, sizeof why, "needs --data DIR");
-    else if (strcmp(kind, "mp") && strcmp(kind, "gmp")) snprintf(why, sizeof why, "--kind must be mp or gmp (got '%.60s')", kind);
+    else if (strcmp(kind, "mp") && strcmp(kind, "gmp") && strcmp(kind, "gmp_ls"))
+        snprintf(why, sizeof why, "--kind must be mp or gmp (gmp_ls, its family's name, too; got '%.60s')", kind);
+    else if (strcmp(kind, "mp") && (c.model.cross == 0 || c.model.order == 1)) /* other bounds: the family's check */
+        snprintf(why, sizeof why, "--kind gmp with %s has no envelope cross terms: it is a memory polynomial, --kind mp",
+                 c.model.cross == 0 ? "--M 0" : "--K 1");
     else if (!dpd && strcmp(target, "pa")) snprintf(why, sizeof why, "--target must be pa or dpd (got '%.60s')", target);
     else if (dpd && !c.pa[0]) snprintf(why, sizeof why, "--target dpd needs --pa PA (the PA model to fit through)");
     else if (!dpd && c.pa[0]) snprintf(why, sizeof why, "--pa is for --target dpd (a PA model is fitted to the data alone)");

@@ -152,6 +152,8 @@ expect 2 "dpd: eval needs --model DPD with --pa PA" "$DPD" eval --data "$T/a" --
 check '[ $rc -eq 0 ] && grep -q "^dpd: note: option .--split. is given twice (val, then test): test is used" "$T/err" && grep -q "^a test: [0-9]* samples" "$T/out"' \
     "an option given twice: the last value is used, and a note says so (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls (fit-ls --kind gmp) has; mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
+expect 2 "dpd: fit-ls --kind gmp with --M 0 has no envelope cross terms: it is a memory polynomial, --kind mp" "$DPD" fit-ls --data "$T/a" --kind gmp --M 0
+expect 2 "dpd: fit-ls --kind gmp with --K 1 has no envelope cross terms" "$DPD" fit-ls --data "$T/a" --kind gmp_ls --K 1
 expect 2 "dpd: --iterations: for target dpd (indirect learning): a PA model is one fit" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --iterations 3
 expect 2 "--evm-fs: -5 is not a sample rate" "$DPD" eval --data "$T/a" --split test --evm-fs -5
 mkdir -p "$T/hq" && cp "$T/a/"* "$T/hq/" && sed -i '1s/.*/I,Qq/' "$T/hq/val_input.csv"
@@ -437,7 +439,7 @@ check 'grep -q "\"no_dpd\":{" "$T/ld.json" && awk "BEGIN { exit !($(num test ACL
 check '[ "$(num model NMSE "$T/le.json")" = "$nm" ]' "eval --model on a least-squares checkpoint reproduces its test NMSE"
 expect 2 "--target dpd needs --pa PA" "$DPD" fit-ls --data "$T/a" --kind mp --target dpd
 expect 2 "--pa is for --target dpd" "$DPD" fit-ls --data "$T/a" --kind mp --pa "$D1"
-expect 2 "--kind must be mp or gmp (got 'volterra')" "$DPD" fit-ls --data "$T/a" --kind volterra
+expect 2 "--kind must be mp or gmp (gmp_ls, its family's name, too; got 'volterra')" "$DPD" fit-ls --data "$T/a" --kind volterra
 expect 2 "--target must be pa or dpd (got 'both')" "$DPD" fit-ls --data "$T/a" --target both
 expect 2 "dpd: --provider: a least-squares fit solves on the host and scores on the cpu: 'cuda' would not be used" "$DPD" fit-ls --data "$T/a" --provider cuda
 # contradictory flags are refused, not one of them silently dropped
