@@ -692,12 +692,26 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
 
 typedef struct art_ctx {
     json_t *a;
+    http *h;
+    const run_rec *rec;
 } art_ctx;
+
+/* Whether artifact a's file (sb, fstat of it) is no longer what was registered when rec ended:
+ * another size, or written after (a `dpd train-pa --resume` of the run directory from outside the
+ * studio). Its registered size and sha256 would then describe other bytes than are served. */
+static int art_changed(const run_rec *rec, const art_rec *a, const struct stat *sb) {
+    double mtime = (double)sb->st_mtim.tv_sec + 1e-9 * (double)sb->st_mtim.tv_nsec;
+    return (long long)sb->st_size != a->size || (rec->finished > 0 && mtime > rec->finished + 1);
+}
 
 static int art_one(void *user, const art_rec *a) {
     art_ctx *c = user;
-    json_array_append_new(c->a, json_pack("{s:s, s:s, s:s, s:I, s:s}", "id", a->id, "name", a->name, "kind", a->kind, "size",
-                                          (json_int_t)a->size, "sha256", a->sha256));
+    char path[4600];
+    struct stat sb;
+    studio_run_path(c->h->o.root, c->rec->ws, c->rec->id, a->rel, path, sizeof path);
+    int changed = !lstat(path, &sb) && S_ISREG(sb.st_mode) && art_changed(c->rec, a, &sb);
+    json_array_append_new(c->a, json_pack("{s:s, s:s, s:s, s:I, s:s, s:b}", "id", a->id, "name", a->name, "kind", a->kind,
+                                          "size", (json_int_t)a->size, "sha256", a->sha256, "changed", changed));
     return 0;
 }
 
@@ -715,6 +729,14 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
     if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
         if (fd >= 0) close(fd);
         return http_error(r, 410, "artifact_missing", NULL, NULL, "the artifact's file is gone");
+    }
+    if (store_terminal(rec->status) && art_changed(rec, &a, &sb)) {
+        close(fd);
+        return http_error(r, 409, "artifact_changed", NULL,
+                          "resume a copy of a studio run (its results' resume command does), and import the copy with "
+                          "dpd serve --import",
+                          "%s changed after the run ended (written again from outside the studio: a CLI resume of its "
+                          "directory?): its registered size and sha256 no longer describe it", a.name);
     }
     struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
     if (!resp) {
@@ -792,7 +814,7 @@ static enum MHD_Result run_results(req *r, run_rec *rec, char **arg) {
 }
 
 static enum MHD_Result run_artifacts(req *r, run_rec *rec, char **arg) {
-    art_ctx c = {json_array()};
+    art_ctx c = {json_array(), r->h, rec};
     store_artifacts(r->h->st, rec->id, art_one, &c);
     return http_json(r, 200, json_pack("{s:o, s:b}", "artifacts", c.a, "final", store_terminal(rec->status)));
 }

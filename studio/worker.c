@@ -256,9 +256,14 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     json_t *sum = NULL;
     if (s == DPD_E_ABORTED) { /* as `dpd train-pa --json` reports a cancelled run */
         cli_plot_kept_free(&cx.kept);
-        char q[4 * sizeof res.run_dir + 8], cmd[sizeof q + 64] = ""; /* quoted as the CLI prints it: paste-able */
+        /* quoted as the CLI prints it: paste-able; of a copy, so that the studio's run stays as it ended (its
+         * artifacts' sizes and sha256 describe its files) and the finished copy can be imported */
+        char q[4 * sizeof res.run_dir + 8], q2[4 * sizeof res.run_dir + 8], cmd[2 * sizeof q + 96] = "";
+        const char *base = strrchr(res.run_dir, '/');
+        base = base ? base + 1 : res.run_dir;
         if (res.run_dir[0] && strcmp(j->verb, "fit-ls"))
-            snprintf(cmd, sizeof cmd, "dpd %s --resume %s", j->verb, cli_shell_quote(res.run_dir, q, sizeof q));
+            snprintf(cmd, sizeof cmd, "cp -r %s . && dpd %s --resume %s", cli_shell_quote(res.run_dir, q, sizeof q), j->verb,
+                     cli_shell_quote(base, q2, sizeof q2));
         sum = json_pack("{s:s?, s:i, s:s?}", "run_dir", res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
                         cmd[0] ? cmd : NULL);
         return finish(w, "cancelled", sum, NULL, "cancelled", NULL);

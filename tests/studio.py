@@ -3354,13 +3354,32 @@ def t_cli_resumes_cancelled_run(ctx):  # "dpd train-pa --resume continues a canc
     rd = res.json.get("run_dir") or (res.json.get("summary") or {}).get("run_dir") if res.status == 200 else None
     check(rd, f"results of a cancelled run: {res!r}")
     cmd = res.json.get("resume") or (res.json.get("summary") or {}).get("resume")
-    check(cmd and shlex.split(cmd) == ["dpd", "train-pa", "--resume", rd],
-          f"the results' resume command splits as a shell would into the run directory: {cmd!r}")
+    base = os.path.basename(rd)
+    check(cmd and shlex.split(cmd) == ["cp", "-r", rd, ".", "&&", "dpd", "train-pa", "--resume", base],
+          f"the results' resume command copies the run directory out and resumes the copy: {cmd!r}")
     check(os.path.isfile(os.path.join(rd, "last.safetensors")), f"{rd}/last.safetensors missing")
-    r = subprocess.run([DPD, "train-pa", "--resume", rd, "--json"], capture_output=True, env=ctx.env, timeout=120)
-    check(r.returncode == 0, f"dpd train-pa --resume of the studio run: exit {r.returncode}: {r.stderr[-300:]!r}")
+    here = ctx.path("resumed")
+    os.makedirs(here)
+    shutil.copytree(rd, os.path.join(here, base))
+    r = subprocess.run([DPD, "train-pa", "--resume", base, "--json"], capture_output=True, env=ctx.env, timeout=120, cwd=here)
+    check(r.returncode == 0, f"dpd train-pa --resume of the studio run's copy: exit {r.returncode}: {r.stderr[-300:]!r}")
     j = json.loads(r.stdout.decode().strip().splitlines()[-1])
     check(j.get("epochs") == 40, f"resumed run: epochs {j.get('epochs')}")
+
+    def artifacts():
+        return {a["name"]: a for a in s.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}
+    arts = artifacts()  # the studio's run is as it ended: every file what its record says
+    for a in arts.values():
+        got = s.get(f"/api/v1/runs/{rid}/artifacts/{a['id']}")
+        check(got.status == 200 and not a["changed"] and hashlib.sha256(got.body).hexdigest() == a["sha256"],
+              f"{a['name']} after the copy's resume: {got.status}, changed {a['changed']}")
+    # resumed in place all the same: its files no longer match their records, and are not served as them
+    r = subprocess.run([DPD, "train-pa", "--resume", rd], capture_output=True, env=ctx.env, timeout=120)
+    check(r.returncode == 0, f"dpd train-pa --resume in place: exit {r.returncode}: {r.stderr[-300:]!r}")
+    arts = artifacts()
+    last = arts["last.safetensors"]
+    check(last["changed"] and arts["history.csv"]["changed"], f"a resume in place marks the rewritten files: {arts}")
+    expect_error(s.get(f"/api/v1/runs/{rid}/artifacts/{last['id']}"), 409, "artifact_changed", what="a rewritten artifact")
 
 
 @test(slow=True)
