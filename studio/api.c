@@ -551,7 +551,7 @@ static enum MHD_Result runs_list(req *r) {
     if (int_arg(r, "limit", 100, 1, 500, &limit))
         return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..500");
     if (int_arg(r, "offset", 0, 0, 1L << 30, &offset))
-        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more");
+        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: a whole number from 0 to %ld", 1L << 30);
     list_ctx c = {r->h, json_array()};
     if (store_list(r->h->st, r->ws, status, (int)limit, (int)offset, list_one, &c, &total)) {
         json_decref(c.a);
@@ -576,7 +576,7 @@ static int ev_one(void *user, long seq, double ts, const char *type, const char 
 static enum MHD_Result run_events(req *r, const run_rec *rec) {
     long after, limit;
     if (int_arg(r, "after", 0, 0, 1L << 40, &after))
-        return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more");
+        return http_error(r, 422, "invalid_query", "after", NULL, "after: a whole number from 0 to %ld", 1L << 40);
     if (int_arg(r, "limit", 500, 1, 5000, &limit))
         return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..5000");
     if (after > rec->last_seq)
@@ -618,7 +618,7 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
 static enum MHD_Result run_logs(req *r, const run_rec *rec) {
     long offset, limit;
     if (int_arg(r, "offset", 0, 0, 1L << 40, &offset))
-        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: 0 or more");
+        return http_error(r, 422, "invalid_query", "offset", NULL, "offset: a whole number from 0 to %ld", 1L << 40);
     if (int_arg(r, "limit", 500, 1, 2000, &limit))
         return http_error(r, 422, "invalid_query", "limit", NULL, "limit: 1..2000");
     char path[4400];
@@ -798,7 +798,7 @@ static enum MHD_Result run_stream(req *r, run_rec *rec, char **arg) {
         after = strtol(last, &end, 10);
         if (!*last || *end || errno || after < 0) return http_error(r, 422, "invalid_query", "Last-Event-ID", NULL, "Last-Event-ID: not a sequence number");
     } else if (int_arg(r, "after", 0, 0, 1L << 40, &after)) {
-        return http_error(r, 422, "invalid_query", "after", NULL, "after: 0 or more");
+        return http_error(r, 422, "invalid_query", "after", NULL, "after: a whole number from 0 to %ld", 1L << 40);
     }
     if (after > rec->last_seq)
         return http_error(r, 409, "cursor_out_of_range", "after", NULL, "%ld is past the last event (%ld)", after, rec->last_seq);
