@@ -595,11 +595,19 @@ static enum MHD_Result run_events(req *r, const run_rec *rec) {
 }
 
 /* A JSON file of the run directory (live.json, result.json) as the answer. */
+/* 404 not_available for what: "not available yet" while rec may still make it; once it has ended
+ * without it (cancelled while queued, failed before its first epoch), that it never will be. */
+static enum MHD_Result absent(req *r, const run_rec *rec, const char *what) {
+    if (!store_terminal(rec->status)) return http_error(r, 404, "not_available", NULL, NULL, "%s is not available yet", what);
+    return http_error(r, 404, "not_available", NULL, NULL, "%s is not available: the run ended %s without it%s", what,
+                      store_status_name(rec->status), rec->started > 0 ? "" : " (it never started)");
+}
+
 static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *name, const char *what) {
     char path[4400];
     studio_run_path(r->h->o.root, rec->ws, rec->id, name, path, sizeof path);
     json_t *j = json_load_file(path, 0, NULL);
-    if (!j) return http_error(r, 404, "not_available", NULL, NULL, "%s is not available yet", what);
+    if (!j) return absent(r, rec, what);
     if (!strcmp(name, "result.json")) { /* the summary's fields, with outcome, error and the run's status */
         json_t *o = json_object_get(j, "summary");
         o = json_is_object(o) ? json_incref(o) : json_object();
@@ -666,7 +674,7 @@ static enum MHD_Result run_plots(req *r, const run_rec *rec) {
     run_dir_of(r->h, rec, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/plots/plots.json", dir);
     json_t *j = dir[0] ? json_load_file(path, 0, NULL) : NULL;
-    if (!j) return http_error(r, 404, "not_available", NULL, NULL, "the run's final plots are not available (yet)");
+    if (!j) return absent(r, rec, "the run's final plot data");
     return http_json(r, 200, j);
 }
 
@@ -685,7 +693,7 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
             return http_json(r, 200, o);
         }
         json_decref(live);
-        return http_error(r, 404, "not_available", NULL, NULL, "no epoch has ended yet");
+        return absent(r, rec, "the history (an epoch's rows)");
     }
     return http_json(r, 200, hist);
 }

@@ -1263,6 +1263,9 @@ def t_cancel_queued(ctx):  # B8
     expect_error(s.get(f"/api/v1/runs/{b['id']}/results"), 404, "not_available", what="results of a never-started run")
     expect_error(s.get(f"/api/v1/runs/{b['id']}/history"), 404, "not_available", what="history of a never-started run")
     expect_error(s.get(f"/api/v1/runs/{b['id']}/live"), 404, "not_available", what="live of a never-started run")
+    for sub in ("results", "history", "live", "plots"):  # not "yet": it never will be
+        m = s.get(f"/api/v1/runs/{b['id']}/{sub}").json["error"]["message"]
+        check("the run ended cancelled without it (it never started)" in m and "yet" not in m, f"{sub} of a never-started run: {m!r}")
     s.cancel(a["id"])
     s.wait_status(a["id"], TERMINAL, 10)
     time.sleep(0.3)
