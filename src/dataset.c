@@ -20,7 +20,7 @@
 #include "file.h"
 #include "status.h"
 
-static const char *split_names[DPD_NSPLIT] = {"train", "val", "test"};
+const char *const dpd_split_names[DPD_NSPLIT] = {"train", "val", "test"};
 
 static locale_t loc;
 static void make_locale(void) { loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
@@ -430,11 +430,11 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
     json_t *r = json_object_get(root, "split_ratios");
     if (r) {
         for (int k = 0; k < DPD_NSPLIT; k++) {
-            json_t *v = json_is_object(r) ? json_object_get(r, split_names[k]) : NULL;
+            json_t *v = json_is_object(r) ? json_object_get(r, dpd_split_names[k]) : NULL;
             if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
                 s = dpd_fail(err, DPD_E_FORMAT,
                              "%s: field 'split_ratios.%s' must be a number in [0, 1]", path,
-                             split_names[k]);
+                             dpd_split_names[k]);
                 goto done;
             }
             sp->ratios[k] = json_number_value(v);
@@ -508,8 +508,8 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
     for (int k = 0; k < DPD_NSPLIT; k++) {
         if (!((need | want) & (1u << k))) continue;
         char in[4300], out[4300];
-        snprintf(in, sizeof in, "%s/%s_input.csv", ds->dir, split_names[k]);
-        snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, split_names[k]);
+        snprintf(in, sizeof in, "%s/%s_input.csv", ds->dir, dpd_split_names[k]);
+        snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, dpd_split_names[k]);
         if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
         size_t nx, ny;
         dpd_status s = read_iq(ds, in, &ds->split[k].x, &nx, &warned, err);
@@ -529,7 +529,7 @@ dpd_status dpd_split_contiguous(size_t n, const double r[3], size_t guard, size_
     double sum = 0;
     for (int k = 0; k < DPD_NSPLIT; k++) {
         if (!(r[k] >= 0 && r[k] <= 1))
-            return dpd_fail(err, DPD_E_INVAL, "split_ratios.%s is %g, not in [0, 1]", split_names[k], r[k]);
+            return dpd_fail(err, DPD_E_INVAL, "split_ratios.%s is %g, not in [0, 1]", dpd_split_names[k], r[k]);
         sum += r[k];
     }
     if (fabs(sum - 1) > 1e-6)
@@ -546,7 +546,7 @@ dpd_status dpd_split_contiguous(size_t n, const double r[3], size_t guard, size_
     for (int k = 0; k < DPD_NSPLIT; k++)
         if (!len[k])
             return dpd_fail(err, DPD_E_INVAL, "the %s split is empty: %zu usable samples (%zu less two %zu-sample "
-                            "guards) with split_ratios %g/%g/%g", split_names[k], usable, n, guard, r[0], r[1], r[2]);
+                            "guards) with split_ratios %g/%g/%g", dpd_split_names[k], usable, n, guard, r[0], r[1], r[2]);
     return DPD_OK;
 }
 

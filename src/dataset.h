@@ -10,6 +10,10 @@
  * units. */
 #define DPD_MAX_RATE_HZ 1e12
 
+/* The splits' names by index (DPD_TRAIN, DPD_VAL, DPD_TEST): "train", "val", "test", as their
+ * files, spec.json's split_ratios and config.json name them. */
+extern const char *const dpd_split_names[DPD_NSPLIT];
+
 /* Whether v, as read, is a sample dpd can hold: finite as the float it becomes (not NaN, an
  * infinity, or a magnitude beyond 3.4e38). The readers' one test (CSV, .mat, the doctor's). */
 static inline int dpd_sample_ok(double v) { return isfinite((float)v); }

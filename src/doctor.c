@@ -54,7 +54,6 @@
 #define MAX_NPERSEG (1 << 20) /* as the dataset loader allows */
 #define MAX_FINDINGS 32
 
-static const char *const split_names[DPD_NSPLIT] = {"train", "val", "test"};
 
 enum { META_FS, META_BW, META_NSUB, META_NPERSEG, META_SUB, NMETA };
 
@@ -333,8 +332,8 @@ static dpd_status read_split_csv(capture *c, dpd_doctor_report *r, dpd_error *er
     for (int k = 0; k < DPD_NSPLIT; k++) {
         part *p = &c->p[k];
         char a[4400], b[4400];
-        snprintf(p->in, sizeof p->in, "%s_input.csv", split_names[k]);
-        snprintf(p->out, sizeof p->out, "%s_output.csv", split_names[k]);
+        snprintf(p->in, sizeof p->in, "%s_input.csv", dpd_split_names[k]);
+        snprintf(p->out, sizeof p->out, "%s_output.csv", dpd_split_names[k]);
         snprintf(a, sizeof a, "%s/%s", c->dir, p->in);
         snprintf(b, sizeof b, "%s/%s", c->dir, p->out);
         int hx = dpd_exists(a), hy = dpd_exists(b);
@@ -484,14 +483,14 @@ static dpd_status read_layout(capture *c, json_t *root, const char *path, dpd_er
     if (guard) c->guard = (size_t)json_integer_value(guard);
     json_t *ratios = json_object_get(root, "split_ratios");
     for (int k = 0; ratios && k < DPD_NSPLIT; k++) {
-        json_t *v = json_is_object(ratios) ? json_object_get(ratios, split_names[k]) : NULL;
+        json_t *v = json_is_object(ratios) ? json_object_get(ratios, dpd_split_names[k]) : NULL;
         if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) <= 1) {
             c->ratios[k] = json_number_value(v);
             continue;
         }
         size_t l = strlen(c->invalid_text);
         snprintf(c->invalid_text + l, sizeof c->invalid_text - l, "%ssplit_ratios.%s is not a number in [0, 1]",
-                 l ? "; " : "", split_names[k]);
+                 l ? "; " : "", dpd_split_names[k]);
         c->invalid |= 1u << NMETA;
     }
     json_t *units = json_object_get(root, "amplitude_units");
@@ -833,21 +832,21 @@ static void check_files(const capture *c, dpd_doctor_report *r) {
         if (!p->present || (p->nx && p->ny)) continue;
         dpd_finding *f = finding(r, "split_empty", DPD_SEV_ERROR, "A split has no samples");
         int both = !p->nx && !p->ny;
-        snprintf(f->value, sizeof f->value, "%s: %zu input, %zu output rows", split_names[k], p->nx, p->ny);
+        snprintf(f->value, sizeof f->value, "%s: %zu input, %zu output rows", dpd_split_names[k], p->nx, p->ny);
         snprintf(f->message, sizeof f->message, "%s%s%s %s no data rows after the header: training and evaluation refuse it",
                  p->nx ? p->out : p->in, both ? " and " : "", both ? p->out : "", both ? "have" : "has");
-        snprintf(f->fix, sizeof f->fix, "export the %s split's samples (I,Q rows), or remove its files", split_names[k]);
-        ev_text(f, "split", "%s", split_names[k]);
+        snprintf(f->fix, sizeof f->fix, "export the %s split's samples (I,Q rows), or remove its files", dpd_split_names[k]);
+        ev_text(f, "split", "%s", dpd_split_names[k]);
     }
     for (int k = 0; k < c->nparts && !c->single; k++) {
         if (c->p[k].present) continue;
         dpd_finding *f = finding(r, "split_missing", DPD_SEV_WARNING, "A split is absent");
-        snprintf(f->value, sizeof f->value, "no %s split", split_names[k]);
+        snprintf(f->value, sizeof f->value, "no %s split", dpd_split_names[k]);
         snprintf(f->message, sizeof f->message, "%s and %s are absent: %s", c->p[k].in, c->p[k].out,
                  k == DPD_TRAIN ? "train-pa and train-dpd cannot train on this dataset"
                                 : "that split cannot be evaluated or used to select a checkpoint");
         snprintf(f->fix, sizeof f->fix, "add %s and %s (I,Q columns) if the capture has them", c->p[k].in, c->p[k].out);
-        ev_text(f, "split", "%s", split_names[k]);
+        ev_text(f, "split", "%s", dpd_split_names[k]);
     }
 }
 
@@ -861,7 +860,7 @@ static void check_lengths(const capture *c, dpd_doctor_report *r) {
         nx += p->nx, ny += p->ny;
         size_t l = strlen(where);
         if (p->nx != p->ny)
-            snprintf(where + l, sizeof where - l, "%s%s %zu/%zu", l ? ", " : "", c->single ? "data" : split_names[k],
+            snprintf(where + l, sizeof where - l, "%s%s %zu/%zu", l ? ", " : "", c->single ? "data" : dpd_split_names[k],
                      p->nx, p->ny);
     }
     if (!where[0]) return;
@@ -1331,15 +1330,15 @@ static void check_splits(const capture *c, dpd_doctor_report *r) {
     if (N <= 0) return;
     for (int k = 0; k < DPD_NSPLIT; k++) {
         size_t l = strlen(pad), tail = n[k] % (size_t)N ? (size_t)N - n[k] % (size_t)N : 0;
-        if (n[k]) snprintf(pad + l, sizeof pad - l, "%s%s %zu", l ? ", " : "", split_names[k], tail);
+        if (n[k]) snprintf(pad + l, sizeof pad - l, "%s%s %zu", l ? ", " : "", dpd_split_names[k], tail);
         if (!n[k] || n[k] >= (size_t)N) continue;
         dpd_finding *f = finding(r, "split_shorter_than_segment", DPD_SEV_WARNING, "A split is shorter than nperseg");
-        snprintf(f->value, sizeof f->value, "%s %zu < nperseg %d", split_names[k], n[k], N);
+        snprintf(f->value, sizeof f->value, "%s %zu < nperseg %d", dpd_split_names[k], n[k], N);
         snprintf(f->message, sizeof f->message, "the %s split has %zu samples, fewer than one segment of nperseg = %d: "
-                                                "its legacy metrics are not_applicable", split_names[k], n[k], N);
+                                                "its legacy metrics are not_applicable", dpd_split_names[k], n[k], N);
         snprintf(f->fix, sizeof f->fix, "lower nperseg in spec.json to at most %zu, or give the %s split more samples",
-                 n[k], split_names[k]);
-        ev_text(f, "split", "%s", split_names[k]);
+                 n[k], dpd_split_names[k]);
+        ev_text(f, "split", "%s", dpd_split_names[k]);
         ev_num(f, "samples", (double)n[k]);
         ev_num(f, "nperseg", N);
     }

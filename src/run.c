@@ -19,6 +19,7 @@
 
 #include "ckpt.h"
 #include "config.h"
+#include "dataset.h"
 #include "file.h"
 #include "json.h"
 #include "status.h"
@@ -282,8 +283,6 @@ dpd_status dpd_run_make(dpd_rundir *d, const dpd_run_info *info, dpd_error *err)
     return dpd_run_create(d, base, id, err);
 }
 
-static const char *const split_names[DPD_NSPLIT] = {"train", "val", "test"};
-
 /* How the dataset was split: {"protocol", "guard" (contiguous-v1), "train": [begin, end), ...,
  * "sha256": {"train": dpd_split_fingerprint, "val": ..., "test": ...}} (a resume checks them). */
 static json_t *split_json(const dpd_dataset *ds) {
@@ -292,10 +291,10 @@ static json_t *split_json(const dpd_dataset *ds) {
     if (j && contiguous) json_object_set_new(j, "guard", json_integer(ds->spec.guard));
     for (int k = 0; j && k < DPD_NSPLIT; k++) {
         char fp[65];
-        json_object_set_new(j, split_names[k], json_pack("[I, I]", (json_int_t)ds->begin[k],
+        json_object_set_new(j, dpd_split_names[k], json_pack("[I, I]", (json_int_t)ds->begin[k],
                                                          (json_int_t)(ds->begin[k] + ds->split[k].n)));
         dpd_split_fingerprint(&ds->split[k], fp);
-        json_object_set_new(sha, split_names[k], json_string(fp));
+        json_object_set_new(sha, dpd_split_names[k], json_string(fp));
     }
     if (j) json_object_set(j, "sha256", sha);
     json_decref(sha);
@@ -330,7 +329,7 @@ dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels,
     json_t *k = json_object_get(j, "kernels_used"), *sha = json_object_get(json_object_get(j, "split"), "sha256");
     snprintf(kernels, nkernels, "%s", json_is_string(k) ? json_string_value(k) : "");
     for (int i = 0; i < DPD_NSPLIT; i++) {
-        const char *v = json_string_value(json_object_get(sha, split_names[i]));
+        const char *v = json_string_value(json_object_get(sha, dpd_split_names[i]));
         snprintf(sha256[i], 65, "%s", v && strlen(v) == 64 && strspn(v, "0123456789abcdef") == 64 ? v : "");
     }
     json_decref(j);

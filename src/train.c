@@ -18,6 +18,7 @@
 
 #include "ckpt.h"
 #include "config.h"
+#include "dataset.h"
 #include "dpd/dpd.h"
 #include "file.h"
 #include "kern/kern.h"
@@ -426,7 +427,7 @@ static dpd_status check_paths(const dpd_train_cfg *in, dpd_error *err) {
  * split's in last.safetensors, every split's in config.json, sha; "" where a run from before them
  * records none). The samples decide, not the directory's name. */
 static dpd_status resume_samples(const run *r, const dpd_train_cfg *in, char sha[DPD_NSPLIT][65], dpd_error *err) {
-    static const char *const names[DPD_NSPLIT] = {"train", "val", "test"}, *const did[DPD_NSPLIT] = {"trained", "validated", "tested"};
+    static const char *const did[DPD_NSPLIT] = {"trained", "validated", "tested"};
     char last[4200];
     dpd_ckpt_info li;
     snprintf(last, sizeof last, "%s/last.safetensors", in->resume);
@@ -437,11 +438,11 @@ static dpd_status resume_samples(const run *r, const dpd_train_cfg *in, char sha
         if (!sha[k][0] || !strcmp(sha[k], now)) continue;
         if (in->data[0])
             return dpd_fail_field(err, "data", DPD_E_INVAL, "data: %s's %s split is not the one %s %s on (fingerprints "
-                                  "%.12s against %.12s): give the run's dataset where it is now", r->c->data, names[k],
+                                  "%.12s against %.12s): give the run's dataset where it is now", r->c->data, dpd_split_names[k],
                                   in->resume, did[k], now, sha[k]);
         return dpd_fail_field(err, "resume", DPD_E_INVAL, "resume: the %s split of %s (the run's dataset) is not the one %s "
                               "%s on (fingerprints %.12s against %.12s): the dataset changed since, and a resume goes on "
-                              "with the run's samples; restore them, or train a new run", names[k], r->c->data, in->resume,
+                              "with the run's samples; restore them, or train a new run", dpd_split_names[k], r->c->data, in->resume,
                               did[k], now, sha[k]);
     }
     return DPD_OK;
