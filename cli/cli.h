@@ -174,6 +174,15 @@ const char *cli_shell_quote(const char *s, char *buf, size_t n);
  * best_epoch, val, test (no_dpd, no_dpd_val), provider, config. NULL when out of memory. */
 json_t *cli_summary_json(const dpd_train_result *res);
 
+/* A run that stopped early (outcome "cancelled", "diverged" or "failed"): outcome, run_dir (null:
+ * none was written), epochs, and once an epoch was best, best_epoch with its val and test metrics
+ * (so far). NULL when out of memory. */
+json_t *cli_stopped_json(const char *outcome, const dpd_train_result *res);
+
+/* ", best epoch B: val NMSE X dB" of a run that stopped early, into b (n bytes); "" before its
+ * first best epoch. Returns b. */
+const char *cli_best_so_far(const dpd_train_result *res, char *b, size_t n);
+
 /* A session for the checkpoint at path on the session options of x (NULL: none). */
 dpd_status cli_session_open(const char *path, const cli_exec *x, dpd_session **s, dpd_error *err);
 

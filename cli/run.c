@@ -224,7 +224,8 @@ int cmd_run(int argc, char **argv) {
     if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0, info.fs = 0; /* provenance only: a checkpoint without it is fine */
     cli_warn_rate(path, &info, fs, in);
     cli_warn_level(path, &info, iq, n, in);
-    int ahead = dpd_model_lookahead(dpd_model_config(m)); /* the default covers the model's; a given one is checked */
+    const dpd_model_cfg *mc = dpd_model_config(m);
+    int ahead = dpd_model_lookahead(mc); /* the default covers the model's; a given one is checked */
     if (!args_get(o, sizeof o / sizeof *o, "lookahead")->seen && ahead > ac.lookahead) ac.lookahead = ahead;
     size_t win = (size_t)ac.warmup + ac.section + ac.lookahead;
     size_t L = exact || n <= win ? n : win;
@@ -245,9 +246,6 @@ int cmd_run(int argc, char **argv) {
     }
     for (size_t i = 0; i < 2 * n; i++) xs[i] = (float)iq[i];
     arm_stop(out, !strcmp(fout, "sigmf"));
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const dpd_model_cfg *mc = dpd_model_config(m);
     int back = dpd_model_lookback(mc); /* -1: a recurrent state */
     if (L != n && (mc->thx > 0 || mc->thh > 0))
         fprintf(stderr, "dpd: warning: %s with delta thresholds (thx %g, thh %g) keeps its last sent input and state "
@@ -263,8 +261,10 @@ int cmd_run(int argc, char **argv) {
     if (L != n && back > ac.warmup)
         fprintf(stderr, "dpd: warning: --warmup %d: %s reads %d samples before each output, so the first %d output%s of "
                         "each section read%s other samples than --exact's; give --warmup %d or more (then every output "
-                        "reads what --exact's does)\n", ac.warmup, dpd_model_config(m)->family, back, back - ac.warmup,
+                        "reads what --exact's does)\n", ac.warmup, mc->family, back, back - ac.warmup,
                 back - ac.warmup == 1 ? "" : "s", back - ac.warmup == 1 ? "s" : "", back);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (dpd_session_create(m, x.kv, x.nkv, &s, &err) || dpd_apply(s, xs, n, y, &ac, &err)) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     for (size_t i = 0; i < 2 * n; i++) /* never a NaN or infinity into a file a DAC may play */

@@ -194,6 +194,26 @@ json_t *cli_summary_json(const dpd_train_result *res) {
     return j;
 }
 
+const char *cli_best_so_far(const dpd_train_result *res, char *b, size_t n) {
+    b[0] = 0;
+    if (res->best_epoch > 0 && res->val.status[DPD_NMSE] == DPD_METRIC_OK)
+        snprintf(b, n, ", best epoch %d: val NMSE %.2f dB", res->best_epoch, res->val.nmse);
+    return b;
+}
+
+json_t *cli_stopped_json(const char *outcome, const dpd_train_result *res) {
+    json_t *j = json_pack("{s:s, s:s?, s:i}", "outcome", outcome, "run_dir", res->run_dir[0] ? res->run_dir : NULL,
+                          "epochs", res->epochs);
+    if (j && res->best_epoch > 0 &&
+        (json_object_set_new(j, "best_epoch", json_integer(res->best_epoch)) ||
+         json_object_set_new(j, "val", cli_metrics_json(&res->val, 0)) ||
+         json_object_set_new(j, "test", cli_metrics_json(&res->test, 0)))) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */
 static int summary(const dpd_train_result *res, int json, const char *plots) {
     if (json) return cli_json_print(cli_summary_json(res));
@@ -213,6 +233,15 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
     printf("run directory: %s\n", res->run_dir);
     if (plots[0]) printf("pictures: %s (dpd plot RUN_DIR draws them again, on any split)\n", plots);
     return 0;
+}
+
+/* j with key: value added (value NULL: j as it is); NULL when j is or when out of memory. */
+static json_t *stopped_with(json_t *j, const char *key, const char *value) {
+    if (j && value && json_object_set_new(j, key, json_string(value))) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
 }
 
 /* Runs dpd_train with the display and cancellation, then the summary. verb names the command
@@ -243,30 +272,29 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     cli_plot_warm_wait();
     cli_plot_kept_free(&d.kept);
     if (s == DPD_E_ABORTED) {
-        char q[4 * sizeof res.run_dir + 8], cmd[sizeof q + 64] = ""; /* every character may be a quote */
+        char q[4 * sizeof res.run_dir + 8], cmd[sizeof q + 64] = "", best[96]; /* every character may be a quote */
         if (res.run_dir[0] && verb)
             snprintf(cmd, sizeof cmd, "dpd %s --resume %s%s", verb, cli_shell_quote(res.run_dir, q, sizeof q),
                      json ? " --json" : "");
         if (!res.run_dir[0])
             fprintf(stderr, "dpd: cancelled before the first epoch completed; nothing was written\n");
         else if (verb)
-            fprintf(stderr, "dpd: cancelled after %d epoch%s; resume with: %s\n", res.epochs, res.epochs == 1 ? "" : "s", cmd);
+            fprintf(stderr, "dpd: cancelled after %d epoch%s%s; resume with: %s\n", res.epochs, res.epochs == 1 ? "" : "s",
+                    cli_best_so_far(&res, best, sizeof best), cmd);
         else
             fprintf(stderr, "dpd: cancelled; the run directory %s is incomplete\n", cli_shell_quote(res.run_dir, q, sizeof q));
         if (json) /* scripts get the outcome on stdout too */
-            cli_json_print(json_pack("{s:s, s:s?, s:i, s:s?}", "outcome", "cancelled", "run_dir",
-                                     res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
-                                     cmd[0] ? cmd : NULL));
+            cli_json_print(stopped_with(cli_stopped_json("cancelled", &res), "resume", cmd[0] ? cmd : NULL));
         int sig = __atomic_load_n(&cancel_sig, __ATOMIC_RELAXED);
         return 128 + (sig ? sig : SIGINT); /* 130 for SIGINT, 143 for SIGTERM */
     }
     if (s) {
         if (fix) fix(&err);
         int rc = cli_fail(&err);
-        if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s\n", res.run_dir);
+        char best[96];
+        if (res.run_dir[0]) fprintf(stderr, "dpd: run directory: %s%s\n", res.run_dir, cli_best_so_far(&res, best, sizeof best));
         if (json && s == DPD_E_DIVERGED) /* a run that was written: scripts find it as a cancelled one's */
-            cli_json_print(json_pack("{s:s, s:s?, s:i, s:s}", "outcome", "diverged", "run_dir",
-                                     res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "error", err.msg));
+            cli_json_print(stopped_with(cli_stopped_json("diverged", &res), "error", err.msg));
         return s == DPD_E_DIVERGED ? 1 : rc;
     }
     int rc = after ? after(&res, arg) : 0; /* fit-ls --mat: an exit code, the error said */

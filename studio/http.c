@@ -196,13 +196,24 @@ static int host_ok(const char *host, int port) {
     if (!host) return 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         size_t l = strlen(names[i]);
-        if (strncmp(host, names[i], l)) continue;
+        if (strncasecmp(host, names[i], l)) continue; /* host names are caseless */
         if (!host[l]) return 1;
         char *end;
         long p = host[l] == ':' ? strtol(host + l + 1, &end, 10) : -1;
         if (host[l] == ':' && !*end && p == port) return 1;
     }
     return 0;
+}
+
+/* Local mode: whether a request may come from the page that sent it. A browser names the page's
+ * origin in Origin (every POST, and scripts' cross-origin reads): it must be this server as the Host
+ * header names it (`null`, a file's or a sandbox's, is not). A request for the API that the browser
+ * marks Sec-Fetch-Site: cross-site is refused too, with or without Origin; a link to a page of the
+ * UI from elsewhere is a navigation, and is served. Scripts and curl send neither. */
+static int same_origin(req *r) {
+    const char *origin = http_header(r, "Origin"), *host = http_header(r, "Host"), *site = http_header(r, "Sec-Fetch-Site");
+    if (origin && (strncmp(origin, "http://", 7) || !host || strcasecmp(origin + 7, host))) return 0;
+    return !(site && !strcasecmp(site, "cross-site") && !strncmp(r->path, "/api/", 5));
 }
 
 /* The session of the request's dpd_session cookie, or NULL. */
@@ -497,6 +508,9 @@ static enum MHD_Result admit(server *s, req *r) {
     if (!host_ok(http_header(r, "Host"), s->h.port) && !(s->h.pub && public_host(&s->h.o, http_header(r, "Host"))))
         return http_error(r, 403, "host_not_allowed", NULL, "use http://127.0.0.1:PORT",
                           "the Host header must name the loopback interface");
+    if (!s->h.pub && !same_origin(r))
+        return http_error(r, 403, "origin_not_allowed", NULL, "use the studio's own pages, or a script without Origin",
+                          "a request from another site's page (Origin or Sec-Fetch-Site) is not allowed");
     r->limit = !strcmp(r->method, "POST") && !strcmp(r->path, "/api/v1/datasets") ? UPLOAD_LIMIT : BODY_LIMIT;
     int other;
     const struct own_route *o = own_route(s, r, &other);

@@ -264,8 +264,9 @@ static int run_real(worker *w, const job *j, json_t *jj) {
         if (res.run_dir[0] && strcmp(j->verb, "fit-ls"))
             snprintf(cmd, sizeof cmd, "cp -r %s . && dpd %s --resume %s", cli_shell_quote(res.run_dir, q, sizeof q), j->verb,
                      cli_shell_quote(base, q2, sizeof q2));
-        sum = json_pack("{s:s?, s:i, s:s?}", "run_dir", res.run_dir[0] ? res.run_dir : NULL, "epochs", res.epochs, "resume",
-                        cmd[0] ? cmd : NULL);
+        sum = cli_stopped_json("cancelled", &res);
+        json_object_del(sum, "outcome"); /* result.json's own */
+        if (cmd[0]) json_object_set_new(sum, "resume", json_string(cmd));
         return finish(w, "cancelled", sum, NULL, "cancelled", NULL);
     }
     if (!s) { /* the final pictures, as dpd train-pa draws them (plots/, served as GET /runs/{id}/plots) */
@@ -275,8 +276,13 @@ static int run_real(worker *w, const job *j, json_t *jj) {
             emit(w, "warning", json_pack("{s:s}", "message", perr.msg[0] ? perr.msg : "the final pictures could not be drawn"));
     }
     cli_plot_kept_free(&cx.kept);
-    if (!s || res.run_dir[0]) sum = cli_summary_json(&res);
-    if (s) return finish(w, s == DPD_E_DIVERGED ? "diverged" : "failed", sum, code_of(s), err.msg, err.field);
+    const char *outcome = s == DPD_E_DIVERGED ? "diverged" : "failed";
+    if (s && res.run_dir[0]) { /* what stands: the best epoch so far, not a completed run's summary */
+        sum = cli_stopped_json(outcome, &res);
+        json_object_del(sum, "outcome");
+    }
+    if (s) return finish(w, outcome, sum, code_of(s), err.msg, err.field);
+    sum = cli_summary_json(&res);
     return finish(w, "completed", sum, NULL, NULL, NULL);
 }
 

@@ -775,13 +775,15 @@ big() { "$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 2 --batch
 # interrupted after the first epoch has completed (its history row is written), before the last
 # (started directly, not through the function: $! must be dpd itself; sh starts background jobs
 # with SIGINT ignored, and dpd installs its own handler)
-"$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 2 --batch 32 --seed 3 --threads 2 --epochs 3 --out "$T/sg" >/dev/null 2>"$T/sg.err" &
+"$DPD" train-pa --data "$T/big" --hidden 6 --frame 40 --stride 2 --batch 32 --seed 3 --threads 2 --epochs 3 --out "$T/sg" --json >"$T/sg.json" 2>"$T/sg.err" &
 pid=$!
 SG="$T/sg/big/train_pa/PA_S_3_M_GRU_H_6_F_40_P_194"
 waitfor "$SG/history.csv" "^1,3," && kill -INT $pid
 wait $pid; rc=$?
-check '[ $rc -eq 130 ] && grep -q "^dpd: cancelled after [0-9]* epochs*; resume with: dpd train-pa --resume '"'$SG'"'\$" "$T/sg.err"' \
-    "SIGINT during train-pa: exit 130 and the exact resume command (exit $rc: $(tail -n 2 "$T/sg.err"))"
+check '[ $rc -eq 130 ] && grep -q "^dpd: cancelled after [0-9]* epochs*, best epoch [0-9]*: val NMSE -[0-9]*\.[0-9][0-9] dB; resume with: dpd train-pa --resume '"'$SG'"' --json\$" "$T/sg.err"' \
+    "SIGINT during train-pa: exit 130, the best epoch so far and the exact resume command (exit $rc: $(tail -n 2 "$T/sg.err"))"
+check 'jq1 "$T/sg.json" "j[\"outcome\"] == \"cancelled\" and j[\"epochs\"] >= 1 and 1 <= j[\"best_epoch\"] <= j[\"epochs\"] and j[\"val\"][\"NMSE\"] < 0 and j[\"test\"][\"NMSE\"] < 0 and j[\"resume\"].endswith(\" --json\")" && grep -q "val NMSE $(python3 -c "import json; print(\"%.2f\" % json.load(open(\"$T/sg.json\"))[\"val\"][\"NMSE\"])") dB" "$T/sg.err"' \
+    "a cancelled run with --json: its best epoch so far and that epoch's val and test metrics, as its message says ($(head -c 300 "$T/sg.json"))"
 check '[ -s "$SG/last.safetensors" ] && ! ls "$SG" | grep -q tmp' "a cancelled run leaves a consistent last.safetensors and no temporary files"
 # resumed asking for fewer epochs than it has begun: the epochs are at fault, not the checkpoint
 "$DPD" train-pa --resume "$SG" --epochs 1 >/dev/null 2>"$T/err"; rc=$?

@@ -749,6 +749,31 @@ def t_host_not_allowed(ctx):
     check(r.json["total"] == 1, f"a POST with a foreign Host created a run: total {r.json['total']}")
 
 
+@test()
+def t_local_origin(ctx):  # local mode: a page of another site may not call the API, even with a valid credential
+    s = ctx.server()
+    p = s.port
+    body = {"verb": "fake", "dataset": "synth", "options": fake(1, 0)}
+    for origin in ("http://evil.example", f"http://evil.example:{p}", "null", f"https://127.0.0.1:{p}",
+                   f"http://127.0.0.1:{p + 1}", f"http://localhost:{p}", f"http://127.0.0.1:{p}/"):
+        expect_error(s.post("/api/v1/runs", body, headers={"Origin": origin}), 403, "origin_not_allowed",
+                     what=f"POST with Origin {origin}")
+        expect_error(s.get("/api/v1/runs", headers={"Origin": origin}), 403, "origin_not_allowed",
+                     what=f"GET with Origin {origin}")
+    expect_error(s.post("/api/v1/runs", body, headers={"Sec-Fetch-Site": "cross-site"}), 403, "origin_not_allowed",
+                 what="POST marked Sec-Fetch-Site: cross-site")
+    check(s.get("/api/v1/runs").json["total"] == 0, "a refused POST created a run")
+    # the studio's own pages: Origin as the Host header names the server, any loopback name
+    for host in (f"127.0.0.1:{p}", f"localhost:{p}", f"LOCALHOST:{p}"):
+        r = s.get("/api/v1/system/status", headers={"Host": host, "Origin": "http://" + host.lower(),
+                                                     "Sec-Fetch-Site": "same-origin"})
+        check(r.status == 200, f"Origin http://{host.lower()} with Host {host} refused: {r!r}")
+    r = s.post("/api/v1/runs", body, headers={"Origin": f"http://127.0.0.1:{p}"})
+    check(r.status == 201, f"POST with the server's own Origin: {r!r}")
+    r = s.get("/", auth=False, headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+    check(r.status == 200, f"a link to the UI from another site is not served: {r!r}")
+
+
 def _cookie(resp):
     for c in resp.headers.get_all("Set-Cookie") or []:
         parts = [p.strip() for p in c.split(";")]
@@ -3361,6 +3386,15 @@ def t_cli_resumes_cancelled_run(ctx):  # "dpd train-pa --resume continues a canc
     check(cmd and shlex.split(cmd) == ["cp", "-r", rd, ".", "&&", "dpd", "train-pa", "--resume", base],
           f"the results' resume command copies the run directory out and resumes the copy: {cmd!r}")
     check(os.path.isfile(os.path.join(rd, "last.safetensors")), f"{rd}/last.safetensors missing")
+    hist = s.get(f"/api/v1/runs/{rid}/history").json
+    best = res.json.get("best_epoch")
+    check(res.json.get("outcome") == "cancelled" and isinstance(best, int) and 1 <= best <= res.json.get("epochs", 0)
+          and isinstance((res.json.get("val") or {}).get("NMSE"), float) and isinstance((res.json.get("test") or {}).get("NMSE"), float),
+          f"a cancelled run's results give its best epoch so far with that epoch's val and test metrics: {res.json}")
+    cols = hist.get("columns") or []
+    row = next((r for r in hist.get("rows") or [] if cols and int(float(r[cols.index("EPOCH")])) == best), None)
+    check(row is not None and abs(float(row[cols.index("VAL_NMSE")]) - res.json["val"]["NMSE"]) < 1e-6,
+          f"the results' best epoch {best} is the history's row of that epoch: {row} against {res.json.get('val')}")
     here = ctx.path("resumed")
     os.makedirs(here)
     shutil.copytree(rd, os.path.join(here, base))

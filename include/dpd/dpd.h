@@ -946,7 +946,7 @@ typedef struct dpd_train_result {
     char run_dir[4096];
     int epochs;      /* epochs completed in total */
     int best_epoch;  /* 1-based */
-    dpd_metrics val, test; /* of the best epoch */
+    dpd_metrics val, test; /* of the best epoch (a cancelled or diverged run: so far; best_epoch 0: none) */
     int dpd;                       /* 1 for a DPD run */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
     char provider[600];            /* where the training steps ran, and why */

@@ -100,7 +100,9 @@ let dropping = false;
 const proxy = http.createServer((req, res) => {
   if (dropping) { req.socket.destroy(); return; }
   const up = http.request({ host: '127.0.0.1', port: boot.port, method: req.method, path: req.url,
-    headers: { ...req.headers, host: `127.0.0.1:${boot.port}` } }, (ur) => {
+    // the server's own Host, and the page's Origin to match it (the server refuses another origin)
+    headers: { ...req.headers, host: `127.0.0.1:${boot.port}`,
+      ...(req.headers.origin === P ? { origin: S } : {}) } }, (ur) => {
     res.writeHead(ur.statusCode, ur.headers);
     ur.pipe(res);
   });

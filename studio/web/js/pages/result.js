@@ -48,7 +48,9 @@ export default async function resultPage(ctx) {
   const cards = h('div', { class: 'cards', id: 'result-cards' });
   const m = results && (results.val || results.test) ? results : live && live.metrics ? live.metrics : null;
   if (m) {
-    const kind = results && (results.val || results.test) ? 'final' : 'probe';
+    // a run that stopped early (cancelled, diverged) summarizes its best epoch so far
+    const kind = results && (results.val || results.test)
+      ? (results.outcome === 'completed' ? 'final' : `best so far (epoch ${results.best_epoch})`) : 'probe';
     for (const split of ['val', 'test']) {
       // a DPD run's summary has the same metrics of the PA driven by x itself: the baseline it improves on
       const base = results && dpd ? results[split === 'test' ? 'no_dpd' : 'no_dpd_val'] : null;
