@@ -170,6 +170,12 @@ const char *cli_hz(double hz, char *buf, size_t n);
 /* s quoted for a POSIX shell ('...' with ' written '\''); buf receives it. */
 const char *cli_shell_quote(const char *s, char *buf, size_t n);
 
+/* Nothing is written into a dataset: 1 when path (a file or directory about to be written, there
+ * or not) lies in a dataset directory, that is when the nearest directory that exists at or above
+ * it holds spec.json, or when it lies inside the dataset directory `data` (NULL: none); dir then
+ * receives that directory's resolved path. 0 otherwise. */
+int cli_in_dataset(const char *path, const char *data, char *dir, size_t n);
+
 /* A finished (or stopped) run as the one JSON object `--json` prints: run_dir, epochs,
  * best_epoch, val, test (no_dpd, no_dpd_val), provider, config. NULL when out of memory. */
 json_t *cli_summary_json(const dpd_train_result *res);

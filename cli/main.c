@@ -1,10 +1,13 @@
 /* main: the dpd command — dispatch to a verb, and the helpers the verbs share (cli.h): errors
  * named by CLI flag, compute options as session options, JSON and table output of metrics. */
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -304,4 +307,32 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dpd: unknown verb '%s'\n\n", argv[1]);
     help(stderr);
     return 2;
+}
+
+int cli_in_dataset(const char *path, const char *data, char *dir, size_t n) {
+    char p[PATH_MAX], real[PATH_MAX], d[PATH_MAX], spec[PATH_MAX + 16];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s", path[0] ? path : ".");
+    for (;;) { /* the nearest existing directory at or above path */
+        if (!stat(p, &sb) && S_ISDIR(sb.st_mode)) break;
+        char *slash = strrchr(p, '/');
+        while (slash && slash > p && slash[1] == 0) { /* "a/b/": its trailing slashes */
+            *slash = 0;
+            slash = strrchr(p, '/');
+        }
+        if (!slash) snprintf(p, sizeof p, ".");
+        else if (slash == p) p[1] = 0; /* "/" */
+        else *slash = 0;
+        if (!strcmp(p, ".") || !strcmp(p, "/")) break;
+    }
+    if (!realpath(p, real)) return 0;
+    snprintf(spec, sizeof spec, "%s/spec.json", real);
+    int in = !stat(spec, &sb);
+    size_t k = data && realpath(data, d) ? strlen(d) : 0;
+    if (!in && k && !strncmp(real, d, k) && (!real[k] || real[k] == '/' || k == 1)) {
+        in = 1;
+        snprintf(real, sizeof real, "%s", d);
+    }
+    if (in) snprintf(dir, n, "%s", real);
+    return in;
 }

@@ -17,7 +17,7 @@ int cmd_models(int argc, char **argv) {
     if (r) return r == 1 ? 0 : 2;
     int n = dpd_family_count();
     json_t *arr = json ? json_array() : NULL;
-    if (!json) printf("%-14s %-7s %-6s %-7s %-40s %s\n", "family", "hidden", "layers", "params", "formula", "about");
+    if (!json) printf("%-14s %-7s %-6s %-7s %-40s %s\n", "family", "usual H", "layers", "params", "formula", "about");
     for (int i = 0; i < n; i++) {
         dpd_family_info f;
         if (!dpd_family_at(i, &f)) continue;
@@ -40,5 +40,8 @@ int cmd_models(int argc, char **argv) {
             printf("%-14s %-7d %-6s %-7zu %-40s %s\n", f.name, f.hidden, layers, np, f.params, f.about);
         }
     }
+    if (!json)
+        printf("\nusual H: the hidden size each family is usually run at (its paper's), params at that size. train-pa "
+               "and\ntrain-dpd train H 23 and 15 for every family unless --hidden is given, as OpenDPD does.\n");
     return json ? cli_json_print(arr) : 0;
 }

@@ -1834,6 +1834,10 @@ static void unlink_others(const plot_req *r, const char *out) {
 /* The whole job: plots.json, then every chart drawn from it. out receives the directory. */
 static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
     if (r->out) {
+        char held[4200];
+        if (cli_in_dataset(r->out, r->data, held, sizeof held))
+            return cli_err(err, DPD_E_INVAL, "plot: --out %s lies in the dataset %s, and nothing is written into a "
+                                             "dataset: choose a directory elsewhere", r->out, held);
         snprintf(out, nout, "%s", r->out);
     } else if (r->run_dir) {
         snprintf(out, nout, "%s/plots", r->run_dir);

@@ -136,6 +136,12 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --output %s names the input recording %s (choose another file)\n", out, in);
         return 2;
     }
+    char held[4200];
+    if (cli_in_dataset(out, NULL, held, sizeof held)) {
+        fprintf(stderr, "dpd: --output %s lies in the dataset %s (it holds spec.json), and nothing is written into a "
+                        "dataset: choose a file elsewhere\n", out, held);
+        return 2;
+    }
     int raw_in = !strcmp(fin, "csv") || !strcmp(fin, "cf32"), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");
     if (raw_in && raw_out && strcmp(fin, fout)) {
         fprintf(stderr, "dpd: --output must have the input's format (%s), or be SigMF (.sigmf-data) or MATLAB (.mat)\n",
@@ -155,8 +161,22 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --var names a MATLAB input's variable (.mat), and --input %s is not one\n", in);
         return 2;
     }
-    if (args_get(o, sizeof o / sizeof *o, "fs")->seen && !(fs > 0 && isfinite(fs))) { /* 0 too: not "none" */
-        fprintf(stderr, "dpd: --fs: %g must be a positive sample rate in Hz\n", fs);
+    if (args_get(o, sizeof o / sizeof *o, "fs")->seen && !(fs > 0 && fs <= DPD_MAX_RATE_HZ)) { /* 0 too: not "none" */
+        fprintf(stderr, "dpd: --fs: %g must be a sample rate in Hz, above 0 and at most %g (1 THz; 800 MHz is 800e6)\n", fs,
+                DPD_MAX_RATE_HZ);
+        return 2;
+    }
+    struct stat ost;
+    char parent[4200];
+    snprintf(parent, sizeof parent, "%s", out);
+    char *slash = strrchr(parent, '/');
+    if (slash) slash == parent ? (void)(parent[1] = 0) : (void)(*slash = 0);
+    if (!stat(out, &ost) && S_ISDIR(ost.st_mode)) {
+        fprintf(stderr, "dpd: --output %s is a directory: name a file in it\n", out);
+        return 2;
+    }
+    if (slash && (stat(parent, &ost) || !S_ISDIR(ost.st_mode))) {
+        fprintf(stderr, "dpd: --output %s: its directory %s does not exist (make it first)\n", out, parent);
         return 2;
     }
     if (args_get(o, sizeof o / sizeof *o, "freq")->seen) {
@@ -200,6 +220,9 @@ int cmd_run(int argc, char **argv) {
     }
     dpd_recording_meta rm = {.var = var[0] ? var : NULL};
     if (dpd_recording_read_meta(in, &rm, &iq, &n, &err)) goto fail;
+    if (rm.by_position)
+        fprintf(stderr, "dpd: warning: %s: its header names no columns I and Q: read as I then Q, by position, as a "
+                        "dataset's split file is (name the columns I and Q to say which is which)\n", in);
     if (!var[0] && !strcmp(fin, "mat")) { /* a dpd run's .mat holds its output y beside the input x: say which is read */
         if (dpd_mat_has(in, "y"))
             fprintf(stderr, "dpd: note: %s holds 'y' too (dpd run's output, or dpd synth --mat's PA output): the "

@@ -49,6 +49,7 @@ typedef struct display {
     double eval_s;     /* evaluation seconds, summed over ... */
     int evals;         /* ... the epochs timed */
     int ls;            /* a least-squares fit: no learning rate to show */
+    dpd_profile profile;       /* the run's metric profile (RUN_STARTED) */
     int selection, best_epoch; /* the event's best epoch by the selection metric, and its value */
     double best;
     int plots;         /* pictures at the end of the run: keep the best epoch's validation predictions */
@@ -69,7 +70,17 @@ static const char *clock_text(double s, char *buf, size_t n) {
 }
 
 /* The selection metric as the epoch lines label it. */
-static const char *selection_name(int k) { return k == DPD_ACLR_AVG ? "ACLR" : "NMSE"; }
+/* Metric k's name under profile p as the epoch lines print it: the history's key, an average's
+ * without "_AVG" ("ACLR", "ACPR"). */
+static const char *metric_label(dpd_profile p, int k, char *buf, size_t n) {
+    const char *key = dpd_metric_key(p, k) ? dpd_metric_key(p, k) : dpd_metric_key(DPD_PROFILE_LEGACY, k);
+    size_t len = strlen(key);
+    if (len > 4 && !strcmp(key + len - 4, "_AVG")) len -= 4;
+    snprintf(buf, n, "%.*s", (int)len, key);
+    return buf;
+}
+
+static const char *selection_name(const display *d, char *buf, size_t n) { return metric_label(d->profile, d->selection, buf, n); }
 
 static void remember_best(display *d, const dpd_event *e) {
     d->selection = e->selection, d->best_epoch = e->best_epoch, d->best = e->best;
@@ -77,18 +88,21 @@ static void remember_best(display *d, const dpd_event *e) {
 
 /* Printed once as the run starts: what the epoch lines and their mark say. */
 static void legend(const display *d) {
+    char name[16];
     if (d->ls) fputs("dpd: one line for the fit: train loss, val and test metrics, the time it took\n", stderr);
     else
         fprintf(stderr, "dpd: a line per epoch: train loss, val and test metrics, lr, the run's time elapsed and "
-                        "remaining; * = new best val %s (best.safetensors saved)\n", selection_name(d->selection));
+                        "remaining; * = new best val %s (best.safetensors saved)\n", selection_name(d, name, sizeof name));
 }
 
 void cli_epoch_text(const dpd_event *e, int ls, char *out, size_t n) {
     char b[3][128], t[128], lr[32] = "", ep[32] = "fit"; /* a least-squares fit is one solve, not an epoch */
     if (!ls) snprintf(lr, sizeof lr, " lr %.2e", e->lr), snprintf(ep, sizeof ep, "epoch %d/%d", e->epoch, e->epochs);
-    snprintf(out, n, "%s train_loss %.4e val NMSE %s EVM %s ACLR %s | test NMSE %s%s", ep, e->train_loss, cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]),
-             cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]),
-             cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), lr);
+    char evm[16], aclr[16];
+    snprintf(out, n, "%s train_loss %.4e val NMSE %s %s %s %s %s | test NMSE %s%s", ep, e->train_loss,
+             cli_metric_text(&e->val, DPD_NMSE, b[0], sizeof b[0]), metric_label(e->val.profile, DPD_EVM, evm, sizeof evm),
+             cli_metric_text(&e->val, DPD_EVM, b[1], sizeof b[1]), metric_label(e->val.profile, DPD_ACLR_AVG, aclr, sizeof aclr),
+             cli_metric_text(&e->val, DPD_ACLR_AVG, b[2], sizeof b[2]), cli_metric_text(&e->test, DPD_NMSE, t, sizeof t), lr);
 }
 
 static void epoch_line(display *d, const dpd_event *e) {
@@ -120,11 +134,11 @@ static void progress(display *d, const dpd_event *e) {
     if (!d->tty || (e->steps_done != e->steps && e->elapsed - d->last < 0.1)) return;
     d->last = e->elapsed;
     int w = 20, fill = (int)((double)w * (double)e->steps_done / (double)e->steps);
-    char bar[32], best[64] = "", eta[16];
+    char bar[32], best[64] = "", eta[16], name[16];
     for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
     bar[w] = 0;
     if (d->best_epoch)
-        snprintf(best, sizeof best, " best %s %.3f (epoch %d)", selection_name(d->selection), d->best, d->best_epoch);
+        snprintf(best, sizeof best, " best %s %.3f (epoch %d)", selection_name(d, name, sizeof name), d->best, d->best_epoch);
     long steps_left = e->steps - e->steps_done + (long)(e->epochs - e->epoch) * e->steps;
     fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %ld/%ld loss %.3e %.0f samples/s%s ETA %s", e->epoch, e->epochs, bar,
             e->steps_done, e->steps, e->loss, e->samples_per_s, best,
@@ -138,7 +152,7 @@ static int on_event(void *user, const dpd_event *e) {
     case DPD_EV_RUN_STARTED:
         fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : d->ls ? "fitting" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?");
-        d->mark = e->time;
+        d->mark = e->time, d->profile = e->profile;
         remember_best(d, e);
         legend(d);
         break;
@@ -257,6 +271,12 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
+    char held[4200];
+    if (!c->resume[0] && cli_in_dataset(c->out[0] ? c->out : "runs", c->data, held, sizeof held)) {
+        fprintf(stderr, "dpd: --out %s (the runs' root) lies in the dataset %s, and nothing is written into a dataset: "
+                        "give --out DIR elsewhere\n", c->out[0] ? c->out : "runs", held);
+        return 2;
+    }
     catch_signals();
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "dpd/dpd.h"
@@ -99,7 +100,7 @@ int dpd_csv_names(const char *f, int len, const char *name) {
     const char *e = f + len;
     while (f < e && (*f == ' ' || *f == '\t')) f++;
     while (e > f && (e[-1] == ' ' || e[-1] == '\t')) e--;
-    return (size_t)(e - f) == strlen(name) && !memcmp(f, name, (size_t)(e - f));
+    return (size_t)(e - f) == strlen(name) && !strncasecmp(f, name, (size_t)(e - f));
 }
 
 size_t dpd_csv_bom(const char *p, const char *end) {
@@ -251,8 +252,9 @@ static dpd_status spec_number(json_t *root, const char *path, const char *key, c
                         path, key);
     }
     if (!json_is_number(j) || !isfinite(json_number_value(j)) || json_number_value(j) <= 0)
-        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive number", path,
-                        j == json_object_get(root, key) ? key : alias);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive number%s", path,
+                        j == json_object_get(root, key) ? key : alias,
+                        json_is_string(j) ? ", not a string (write it without quotes)" : "");
     *v = json_number_value(j);
     return DPD_OK;
 }
@@ -485,20 +487,27 @@ done:
     return s;
 }
 
-/* A split file: columns named I and Q among others (a `dpd run` output: I,Q,I_in,Q_in, so that a
- * processed recording drops into a dataset), or two columns in order, as OpenDPD reads them
- * whatever their names: then a warning in ds's, once a dataset (*warned), since a header that
- * names other columns (I,Qq; real,imag) may not mean I then Q. */
-static dpd_status read_iq(dpd_dataset *ds, const char *path, double **iq, size_t *n, int *warned, dpd_error *err) {
+dpd_status dpd_csv_read_iq(const char *path, double **iq, size_t *n, int *by_position, dpd_error *err) {
     static const char *const names[2] = {"I", "Q"};
     dpd_error named = {0};
+    *by_position = 0;
     if (!dpd_csv_read(path, 2, names, iq, n, &named)) return DPD_OK;
     dpd_status s = dpd_csv_read(path, 2, NULL, iq, n, err); /* its message says what is wrong in order */
-    if (!s && !*warned) {
+    *by_position = !s;
+    return s;
+}
+
+/* A split file (a `dpd run` output, I,Q,I_in,Q_in, drops into a dataset): read by position is a
+ * warning in ds's, once a dataset (*warned). */
+static dpd_status read_iq(dpd_dataset *ds, const char *path, double **iq, size_t *n, int *warned, dpd_error *err) {
+    int pos;
+    dpd_status s = dpd_csv_read_iq(path, iq, n, &pos, err);
+    if (pos && !*warned) {
         *warned = 1;
         if (ds->warning[0]) warn_add(ds->warning, sizeof ds->warning, "; ");
-        warn_add(ds->warning, sizeof ds->warning, "%.300s: read as I then Q, by position, as OpenDPD reads it (name the "
-                                                  "columns I and Q to say which is which)", named.msg);
+        warn_add(ds->warning, sizeof ds->warning, "%.300s: its header names no columns I and Q: read as I then Q, by "
+                                                  "position, as OpenDPD reads it (name the columns I and Q to say which "
+                                                  "is which)", path);
     }
     return s;
 }
@@ -510,7 +519,12 @@ static dpd_status load_split_csv(dpd_dataset *ds, unsigned need, unsigned want, 
         char in[4300], out[4300];
         snprintf(in, sizeof in, "%s/%s_input.csv", ds->dir, dpd_split_names[k]);
         snprintf(out, sizeof out, "%s/%s_output.csv", ds->dir, dpd_split_names[k]);
-        if (!(need & (1u << k)) && !dpd_exists(in) && !dpd_exists(out)) continue;
+        if (!dpd_exists(in) && !dpd_exists(out)) {
+            if (!(need & (1u << k))) continue;
+            return dpd_fail(err, DPD_E_IO, "%s has no %s split (neither %s_input.csv nor %s_output.csv)%s", ds->dir,
+                            dpd_split_names[k], dpd_split_names[k], dpd_split_names[k],
+                            k == 0 ? ": training needs one (dpd eval scores the val and test splits without it)" : "");
+        }
         size_t nx, ny;
         dpd_status s = read_iq(ds, in, &ds->split[k].x, &nx, &warned, err);
         if (!s) s = read_iq(ds, out, &ds->split[k].y, &ny, &warned, err);

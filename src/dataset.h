@@ -5,11 +5,6 @@
 
 #include "dpd/dpd.h"
 
-/* The highest sample rate spec.json (or a .mat's fs) may give, and dpd synth write: 1 THz, well
- * above any sampled baseband (RF converters run at tens of GS/s); beyond it a rate is a mistake of
- * units. */
-#define DPD_MAX_RATE_HZ 1e12
-
 /* The splits' names by index (DPD_TRAIN, DPD_VAL, DPD_TEST): "train", "val", "test", as their
  * files, spec.json's split_ratios and config.json name them. */
 extern const char *const dpd_split_names[DPD_NSPLIT];
@@ -25,12 +20,19 @@ static inline int dpd_sample_ok(double v) { return isfinite((float)v); }
 dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out,
                         size_t *rows, dpd_error *err);
 
+/* An I/Q file (a dataset's split file, a CSV recording): columns named I and Q (in any case)
+ * among others, or, when the header names no I and Q, exactly two columns read as I then Q, as
+ * OpenDPD reads them whatever their names: *by_position then says so (the caller warns, since
+ * such a header may not mean I then Q); with both failing, the by-position reading's error. */
+dpd_status dpd_csv_read_iq(const char *path, double **iq, size_t *n, int *by_position, dpd_error *err);
+
 /* The number in [f, e), spaces and tabs around it allowed, as strtod_l reads it in the C locale,
  * bit for bit: 1 with *v set; 0 when [f, e) is empty, not one number or 128 bytes or more. The
  * CSV readers' (the loader's and the doctor's) one parser. */
 int dpd_csv_number(const char *f, const char *e, double *v);
 
-/* 1 when the header field [f, f + len) is name, spaces and tabs around it aside ("I, Q" names Q). */
+/* 1 when the header field [f, f + len) is name, spaces and tabs around it and case aside ("I, q"
+ * names Q). */
 int dpd_csv_names(const char *f, int len, const char *name);
 
 /* 3 when [p, end) starts with a UTF-8 byte-order mark (as spreadsheets write it), else 0: the

@@ -1016,21 +1016,31 @@ static void clip_check(const capture *c, dpd_doctor_report *r, const double *iq,
     ev_text(f, "limit", "%s", at_rail ? "rail" : "magnitude");
 }
 
+/* The peak correlation confidence of y with the conjugate of x (I and Q swapped or Q negated in
+ * one file make it near 1), searched and refined as check_delay's; 0 for a silent window. */
+static dpd_status conj_correlation(const double *x, const double *y, const unsigned char *mask, size_t n, double *conj,
+                                   dpd_error *err) {
+    double corr[2 * MAX_LAG + 1], ex = 0, ey = 0, at;
+    long lag;
+    double *xc = malloc(n * 2 * sizeof *xc);
+    if (!xc) return dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for %zu samples", n);
+    for (size_t i = 0; i < n; i++) xc[2 * i] = x[2 * i], xc[2 * i + 1] = -x[2 * i + 1];
+    dpd_status s = correlate(xc, y, mask, n, corr, &ex, &ey, err);
+    free(xc);
+    if (s) return s;
+    refine_peak(corr, &lag, &at);
+    *conj = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 0;
+    return DPD_OK;
+}
+
 /* dpd: the output does not follow the input (correlation below UNCORRELATED at every searched lag),
  * so neither a delay nor a gain means anything. Told apart: an output that follows the input's
  * conjugate (I and Q swapped, or Q negated, in one file: a spectral inversion), or one that follows
  * neither (another capture's file, another channel). */
 static dpd_status uncorrelated(const capture *c, dpd_doctor_report *r, const unsigned char *mask, dpd_error *err) {
-    double corr[2 * MAX_LAG + 1], ex = 0, ey = 0, at;
-    long lag;
-    double *xc = malloc(c->n * 2 * sizeof *xc);
-    if (!xc) return dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for %zu samples", c->n);
-    for (size_t i = 0; i < c->n; i++) xc[2 * i] = c->x[2 * i], xc[2 * i + 1] = -c->x[2 * i + 1];
-    dpd_status s = correlate(xc, c->y, mask, c->n, corr, &ex, &ey, err);
-    free(xc);
+    double conj;
+    dpd_status s = conj_correlation(c->x, c->y, mask, c->n, &conj, err);
     if (s) return s;
-    refine_peak(corr, &lag, &at);
-    double conj = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 0;
     int mirrored = conj >= UNCORRELATED;
     dpd_finding *f = finding(r, "output_uncorrelated", DPD_SEV_ERROR,
                              mirrored ? "Output follows the conjugate of the input" : "Output does not follow the input");
@@ -1081,6 +1091,50 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
     ev_num(f, "delay_samples", r->delay);
     ev_num(f, "integer_lag", (double)lag);
     ev_num(f, "max_lag", MAX_LAG);
+    return DPD_OK;
+}
+
+/* 7b. split_csv: each split's files on their own (the capture's correlation reads its first
+ * WINDOW samples, mostly the train split's): a split whose output does not follow its input is
+ * split_uncorrelated, told apart as output_uncorrelated is (its conjugate: I and Q swapped, or Q
+ * negated, in one of its two files). Splits shorter than SPLIT_MIN_CORR samples are not judged. */
+#define SPLIT_MIN_CORR 1024
+static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
+                                        dpd_error *err) {
+    if (c->single || c->nparts < 2 || isnan(r->delay)) return DPD_OK;
+    double corr[2 * MAX_LAG + 1], at, ex, ey;
+    long lag;
+    for (int k = 0; k < c->nparts; k++) {
+        const part *p = &c->p[k];
+        size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
+        if (!p->present || m < SPLIT_MIN_CORR) continue;
+        dpd_status s = correlate(c->x + 2 * o, c->y + 2 * o, mask + o, m, corr, &ex, &ey, err);
+        if (s) return s;
+        refine_peak(corr, &lag, &at);
+        double own = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 1;
+        double conj;
+        if (own >= UNCORRELATED) continue;
+        if ((s = conj_correlation(c->x + 2 * o, c->y + 2 * o, mask + o, m, &conj, err))) return s;
+        int mirrored = conj >= UNCORRELATED;
+        dpd_finding *f = finding(r, "split_uncorrelated", DPD_SEV_ERROR,
+                                 mirrored ? "A split's output follows the conjugate of its input"
+                                          : "A split's output does not follow its input");
+        snprintf(f->value, sizeof f->value, "%s: %.3f (%.3f conjugated)", dpd_split_names[k], own, conj);
+        snprintf(f->message, sizeof f->message,
+                 mirrored ? "%s and %s correlate by %.3f at best (the capture by %.3f), but with the input's conjugate "
+                            "by %.3f: I and Q are swapped, or Q negated, in one of these two files"
+                          : "%s and %s correlate by %.3f at best (the capture by %.3f), and with the input's conjugate "
+                            "by %.3f: they are not one capture's pair (another capture's file, another channel)",
+                 p->in, p->out, own, r->delay_confidence, conj);
+        snprintf(f->fix, sizeof f->fix, mirrored ? "swap the I and Q columns of %s (or of %s), or negate one file's Q, "
+                                                   "whichever the export got wrong, and run the doctor again"
+                                                 : "replace %s and %s with the pair of one capture",
+                 p->out, p->in);
+        f->confidence = mirrored ? conj : 1 - own;
+        ev_text(f, "split", "%s", dpd_split_names[k]);
+        ev_num(f, "correlation", own);
+        ev_num(f, "conjugate_correlation", conj);
+    }
     return DPD_OK;
 }
 
@@ -1375,7 +1429,9 @@ static dpd_status examine(capture *c, dpd_doctor_report *r, dpd_error *err) {
     for (size_t i = 0; i < c->n; i++) pairs[i] = mask[i] | xmask[i];
     clip_check(c, r, c->y, mask, 1);
     clip_check(c, r, c->x, xmask, 0);
-    if ((s = check_delay(c, r, pairs, err)) || (s = check_gain(c, r, pairs, err))) goto done;
+    if ((s = check_delay(c, r, pairs, err)) || (s = check_split_alignment(c, r, pairs, err)) ||
+        (s = check_gain(c, r, pairs, err)))
+        goto done;
     check_amplitude(c, r, mask, xmask);
     check_metadata(c, r);
     if ((s = check_spectrum(c, r, xmask, err))) goto done;

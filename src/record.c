@@ -217,8 +217,8 @@ static dpd_status write_sigmf(const char *path, const float *y, size_t n, const 
 
 dpd_status dpd_recording_read_meta(const char *path, dpd_recording_meta *meta, double **iq, size_t *n,
                                    dpd_error *err) {
-    static const char *const names[2] = {"I", "Q"};
     double fs = 0, freq = 0;
+    int pos = 0;
     dpd_status s;
     *iq = NULL, *n = 0;
     switch (kind_of(path)) {
@@ -227,9 +227,9 @@ dpd_status dpd_recording_read_meta(const char *path, dpd_recording_meta *meta, d
     case REC_MAT:
         s = dpd_mat_read_signal(path, meta ? meta->var : NULL, meta ? meta->var_fs : NULL, iq, n, &fs, err);
         break;
-    default: s = dpd_csv_read(path, 2, names, iq, n, err);
+    default: s = dpd_csv_read_iq(path, iq, n, &pos, err);
     }
-    if (meta) meta->fs = s ? 0 : fs, meta->freq = s ? 0 : freq;
+    if (meta) meta->fs = s ? 0 : fs, meta->freq = s ? 0 : freq, meta->by_position = pos;
     return s;
 }
 

@@ -550,7 +550,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     if ((s = dpd_run_write_config(&r.rd, &r.info, err))) goto done;
     r.t0 = now() - st.elapsed * 60.0, r.last_note = now();
     dpd_event ev = {.type = DPD_EV_RUN_STARTED, .epoch = st.epoch + 1, .provider = r.prov_used,
-                    .resumed = in->resume[0] != 0, .selection = selection(&r), .best_epoch = st.best_epoch,
+                    .resumed = in->resume[0] != 0, .profile = r.sc.profile, .selection = selection(&r), .best_epoch = st.best_epoch,
                     .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;

@@ -34,7 +34,7 @@ static int active(int st) { return st == ST_RUNNING || st == ST_CANCEL_REQUESTED
 static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
     char path[4400], base[4400], real[PATH_MAX];
     studio_run_path(h->o.root, rec->ws, rec->id, "result.json", path, sizeof path);
-    json_t *res = json_load_file(path, 0, NULL);
+    json_t *res = studio_load_json(path, 0);
     const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
     out[0] = 0;
     studio_run_path(h->o.root, rec->ws, rec->id, "out/", base, sizeof base);
@@ -529,16 +529,25 @@ static int list_one(void *user, const run_rec *rec) {
     return 0;
 }
 
+/* A whole number written plainly: decimal digits, a '-' before them at most (no sign '+', no
+ * spaces, no other base); 0 and *x, or -1. */
+static int whole(const char *v, long *x) {
+    const char *d = v[0] == '-' ? v + 1 : v;
+    if (*d < '0' || *d > '9') return -1;
+    char *end;
+    errno = 0;
+    *x = strtol(v, &end, 10);
+    return *end || errno ? -1 : 0;
+}
+
 static int int_arg(req *r, const char *name, long def, long lo, long hi, long *out) {
     const char *v = http_arg(r, name);
+    long x;
     if (!v) {
         *out = def;
         return 0;
     }
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi) return -1;
+    if (whole(v, &x) || x < lo || x > hi) return -1;
     *out = x;
     return 0;
 }
@@ -606,7 +615,7 @@ static enum MHD_Result absent(req *r, const run_rec *rec, const char *what) {
 static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *name, const char *what) {
     char path[4400];
     studio_run_path(r->h->o.root, rec->ws, rec->id, name, path, sizeof path);
-    json_t *j = json_load_file(path, 0, NULL);
+    json_t *j = studio_load_json(path, 0);
     if (!j) return absent(r, rec, what);
     if (!strcmp(name, "result.json")) { /* the summary's fields, with outcome, error and the run's status */
         json_t *o = json_object_get(j, "summary");
@@ -673,7 +682,7 @@ static enum MHD_Result run_plots(req *r, const run_rec *rec) {
     char dir[4400], path[4600];
     run_dir_of(r->h, rec, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/plots/plots.json", dir);
-    json_t *j = dir[0] ? json_load_file(path, 0, NULL) : NULL;
+    json_t *j = dir[0] ? studio_load_json(path, 0) : NULL;
     if (!j) return absent(r, rec, "the run's final plot data");
     return http_json(r, 200, j);
 }
@@ -682,10 +691,11 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
     char path[4600], dir[4400];
     run_dir_of(r->h, rec, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/history.csv", dir);
-    json_t *hist = dir[0] ? cli_history_json(path) : NULL;
+    struct stat hs; /* a regular file, not a link the worker put there */
+    json_t *hist = dir[0] && !lstat(path, &hs) && S_ISREG(hs.st_mode) ? cli_history_json(path) : NULL;
     if (!hist) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
         studio_run_path(r->h->o.root, rec->ws, rec->id, "live.json", path, sizeof path);
-        json_t *live = json_load_file(path, 0, NULL);
+        json_t *live = studio_load_json(path, 0);
         json_t *h = json_object_get(live, "history");
         if (h) {
             json_t *o = json_pack("{s:O}", "epochs", h);
@@ -800,11 +810,8 @@ static enum MHD_Result run_retry(req *r, run_rec *rec, char **arg) {
 static enum MHD_Result run_stream(req *r, run_rec *rec, char **arg) {
     long after;
     const char *last = http_header(r, "Last-Event-ID");
-    char *end;
     if (last) {
-        errno = 0;
-        after = strtol(last, &end, 10);
-        if (!*last || *end || errno || after < 0) return http_error(r, 422, "invalid_query", "Last-Event-ID", NULL, "Last-Event-ID: not a sequence number");
+        if (whole(last, &after) || after < 0) return http_error(r, 422, "invalid_query", "Last-Event-ID", NULL, "Last-Event-ID: not a sequence number");
     } else if (int_arg(r, "after", 0, 0, 1L << 40, &after)) {
         return http_error(r, 422, "invalid_query", "after", NULL, "after: a whole number from 0 to %ld", 1L << 40);
     }

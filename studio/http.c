@@ -52,8 +52,8 @@ typedef struct server {
     int nstreams;
     int active_streams;   /* open event streams (at most o.max_streams) */
     int inflight;                     /* public mode: requests being answered (atomic) */
-    req **downloads;                  /* public mode: downloads in flight (room for o.max_connections) */
-    int ndownloads;
+    req **watched;                    /* public mode: requests with a deadline (room for o.max_connections) */
+    int nwatched;
     int closing;
 } server;
 
@@ -320,10 +320,15 @@ static enum MHD_Result length_ok(req *r) {
 /* The client's IP key: the address a reverse proxy put in --client-ip-header (trusted: the server
  * listens on loopback, where only the proxy reaches it; of a list, the last element, the one the
  * proxy itself added), or the TCP peer's; an IPv6 address by its /64 (its first four groups), so
- * one host's many addresses are one key. "" when there is none, or the header is not an address. */
+ * one host's many addresses are one key. "" when there is none (the header is configured and
+ * absent), or the header is not an address. */
 static void client_key(server *s, req *r, char key[48]) {
     char ip[INET6_ADDRSTRLEN] = "";
     const char *h = s->h.o.client_ip_header[0] ? http_header(r, s->h.o.client_ip_header) : NULL;
+    if (s->h.o.client_ip_header[0] && !h) {
+        key[0] = 0; /* behind the proxy, every request carries the header: one without it did not come through it */
+        return;
+    }
     if (h) {
         const char *last = strrchr(h, ',');
         last = last ? last + 1 : h;
@@ -477,28 +482,53 @@ typedef struct args_seen {
     int n;
     size_t total;
     int bad;   /* a name (1) or a value (2) over its bound */
+    const char *names[MAX_ARGS];
+    const char *twice; /* a name given more than once */
 } args_seen;
 
 static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
     args_seen *a = cls;
     size_t k = key ? strlen(key) : 0, v = value ? strlen(value) : 0;
+    for (int i = 0; key && i < a->n && i < MAX_ARGS && !a->twice; i++)
+        if (a->names[i] && !strcmp(a->names[i], key)) a->twice = key;
+    if (a->n < MAX_ARGS) a->names[a->n] = key;
     a->n++, a->total += k + v;
     if (!a->bad && k > 64) a->bad = 1;
     if (!a->bad && v > 1024) a->bad = 2;
     return MHD_YES;
 }
 
+/* What the URI as sent says that libmicrohttpd's decoding hides: an encoded NUL anywhere (it
+ * would cut an id or a number short) or an encoded '/' in the path (another spelling of a
+ * path); a query over MAX_QUERY bytes as sent. Its answer is the request's first *con_cls: one
+ * of these marks (nothing to free), or NULL. */
+static char URI_HIDDEN_BYTE, URI_LONG_QUERY;
+
+static void *raw_uri(void *cls, const char *uri, struct MHD_Connection *con) {
+    (void)cls, (void)con;
+    size_t path = strcspn(uri, "?");
+    for (const char *p = strchr(uri, '%'); p; p = strchr(p + 1, '%'))
+        if ((p[1] == '0' && p[2] == '0') || ((size_t)(p - uri) < path && p[1] == '2' && (p[2] == 'f' || p[2] == 'F')))
+            return &URI_HIDDEN_BYTE;
+    if (uri[path] && strlen(uri + path + 1) > MAX_QUERY) return &URI_LONG_QUERY;
+    return NULL;
+}
+
 /* The checks of the first call (before any body is read): headers given once, the path and query
  * bounds, Host, authentication, CSRF, size. */
-static enum MHD_Result admit(server *s, req *r) {
+static enum MHD_Result admit(server *s, req *r, const void *mark) {
     if (strlen(r->path) > MAX_PATH) return http_error(r, 414, "uri_too_long", NULL, NULL, "the path is over %d bytes", MAX_PATH);
+    if (mark == &URI_HIDDEN_BYTE)
+        return http_error(r, 400, "invalid_uri", NULL, "send ids and paths as they are", "the URI encodes a NUL byte (%%00) or, in its path, a '/' (%%2F)");
     args_seen q = {0};
     MHD_get_connection_values(r->con, MHD_GET_ARGUMENT_KIND, count_arg, &q);
-    if (q.n > MAX_ARGS || q.total > MAX_QUERY)
+    if (q.n > MAX_ARGS || q.total > MAX_QUERY || mark == &URI_LONG_QUERY)
         return http_error(r, 414, "uri_too_long", NULL, NULL, "the query is over %d arguments or %d bytes", MAX_ARGS, MAX_QUERY);
     if (q.bad)
         return http_error(r, 422, "invalid_query", NULL, NULL, "a query argument's %s is over %d bytes", q.bad == 2 ? "value" : "name",
                           q.bad == 2 ? 1024 : 64);
+    if (q.twice)
+        return http_error(r, 400, "ambiguous_query", q.twice, "give each query argument once", "the query gives %s more than once", q.twice);
     headers_seen seen = {.client_ip = s->h.o.client_ip_header};
     MHD_get_connection_values(r->con, MHD_HEADER_KIND, count_header, &seen);
     for (size_t i = 0; i <= NSINGLE; i++) /* the client-address header too: a proxy that adds a line keeps the client's */
@@ -708,19 +738,32 @@ static enum MHD_Result answer(server *s, req *r) {
     return v;
 }
 
+/* Public mode: the request's socket is shut down at studio_mono() time `at` (0: no deadline) by
+ * the supervisor's tick, whatever libmicrohttpd is waiting for (a body that does not come, a
+ * download that does not end). */
+static void set_deadline(server *s, req *r, double at) {
+    pthread_mutex_lock(&s->h.mu);
+    if (!r->watched && at > 0 && s->nwatched < s->h.o.max_connections) s->watched[s->nwatched++] = r, r->watched = 1;
+    r->cut_at = at;
+    pthread_mutex_unlock(&s->h.mu);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     server *s = cls;
     req *r = *con_cls;
-    if (!r) {
+    if (!r || r == (void *)&URI_HIDDEN_BYTE || r == (void *)&URI_LONG_QUERY) { /* the first call: raw_uri's mark */
+        const void *mark = r;
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
         r->con = con, r->method = method, r->path = url, r->h = &s->h, r->ws = "", r->sess.slot = -1;
         r->t0 = studio_mono();
-        return admit(s, r); /* a refusal queues its response now: then no body is read */
+        enum MHD_Result v = admit(s, r, mark); /* a refusal queues its response now: then no body is read */
+        if (v == MHD_YES && s->h.pub && (http_header(r, "Content-Length") || http_header(r, "Transfer-Encoding")))
+            set_deadline(s, r, r->t0 + s->h.o.body_timeout_s); /* public mode: the body by then, or the connection is closed */
+        return v;
     }
-    if (*upload_size && s->h.pub && studio_mono() - r->t0 > s->h.o.body_timeout_s)
-        return MHD_NO; /* a body sent too slowly (public mode): the connection is closed */
+    if (!*upload_size && r->cut_at > 0) set_deadline(s, r, 0); /* the body is whole */
     if (r->refused) { /* answered at the first call: the body is discarded */
         *upload_size = 0;
         return MHD_YES;
@@ -748,32 +791,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 
 void http_download(req *r) {
     server *s = srv_of(r->h);
-    if (!s->h.pub) return;
-    pthread_mutex_lock(&s->h.mu);
-    if (s->ndownloads < s->h.o.max_connections) s->downloads[s->ndownloads++] = r, r->dl_start = studio_mono();
-    pthread_mutex_unlock(&s->h.mu);
+    if (s->h.pub) set_deadline(s, r, studio_mono() + s->h.o.download_s);
 }
 
-/* Cuts the downloads that have taken o.download_s (under h.mu): their sockets are shut down, and
- * libmicrohttpd ends them (on_done). */
-static void cut_downloads(server *s) {
+/* Shuts down the sockets of the requests past their deadlines (under h.mu); libmicrohttpd ends
+ * them (on_done). */
+static void cut_late(server *s) {
     double now = studio_mono();
-    for (int i = 0; i < s->ndownloads; i++) {
-        req *r = s->downloads[i];
-        if (r->dl_start <= 0 || now - r->dl_start < s->h.o.download_s) continue;
+    for (int i = 0; i < s->nwatched; i++) {
+        req *r = s->watched[i];
+        if (r->cut_at <= 0 || now < r->cut_at) continue;
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (ci) shutdown(ci->connect_fd, SHUT_RDWR);
-        r->dl_start = -1; /* once */
+        r->cut_at = 0; /* once */
     }
 }
 
 static void on_done(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     req *r = *con_cls;
     server *s = cls;
-    if (r && s->h.pub) { /* a tracked download: the cutter forgets it before it is freed (dl_start is the cutter's) */
+    if (r == (void *)&URI_HIDDEN_BYTE || r == (void *)&URI_LONG_QUERY) r = *con_cls = NULL; /* never answered: nothing to free */
+    if (r && r->watched) { /* the cutter forgets it before it is freed */
         pthread_mutex_lock(&s->h.mu);
-        for (int i = 0; r->dl_start != 0 && i < s->ndownloads; i++)
-            if (s->downloads[i] == r) s->downloads[i] = s->downloads[--s->ndownloads];
+        for (int i = 0; i < s->nwatched; i++)
+            if (s->watched[i] == r) s->watched[i] = s->watched[--s->nwatched];
         pthread_mutex_unlock(&s->h.mu);
     }
     if (r) {
@@ -793,7 +834,8 @@ typedef struct sse {
     long last;
     unsigned long gen; /* store_gen when its events were last read */
     double last_send;
-    int ended, done;
+    int fd;        /* its socket: a parked stream is watched for its client's going away */
+    int ended, done, gone;
     char *pend;
     size_t plen, poff;
 } sse;
@@ -831,6 +873,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     if (x->poff == x->plen) {
         free(x->pend);
         x->pend = NULL, x->plen = x->poff = 0;
+        if (x->gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* its client went away while it was parked */
         if (x->ended || s->closing) return MHD_CONTENT_READER_END_OF_STREAM;
         x->gen = store_gen(s->h.st, x->id);
         store_events(s->h.st, x->id, x->last, 100, sse_event, x);
@@ -882,10 +925,19 @@ static void sse_free(void *cls) {
     free(x);
 }
 
-/* The supervisor's tick: every parked stream is resumed and looks for new events. */
-/* Each tick: the parked streams that may have something to say (an event of their run was
- * stored since they last looked, a keep-alive is due, or the server is closing) go back to
- * their threads; the others stay parked, at no cost. */
+/* Whether a parked stream's client has closed its end (or reset it): libmicrohttpd does not
+ * watch a suspended connection's socket, so without this look its slot would stay taken until the
+ * next keep-alive failed to send. Bytes the client sent are left for libmicrohttpd. */
+static int client_gone(const sse *x) {
+    char c;
+    if (x->fd < 0) return 0;
+    ssize_t n = recv(x->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Each tick (100 ms): the parked streams that may have something to say (an event of their run
+ * was stored since they last looked, a keep-alive is due, or the server is closing) or whose
+ * client went away go back to their threads; the others stay parked, at no cost. */
 static void resume_streams(void *user) {
     server *s = user;
     double now = studio_mono();
@@ -893,12 +945,13 @@ static void resume_streams(void *user) {
     int kept = 0;
     for (int i = 0; i < s->nstreams; i++) {
         sse *x = s->streams[i];
-        if (x->gen != store_gen(s->h.st, x->id) || now - x->last_send >= KEEPALIVE_S || s->closing)
+        if (client_gone(x)) x->gone = 1;
+        if (x->gone || x->gen != store_gen(s->h.st, x->id) || now - x->last_send >= KEEPALIVE_S || s->closing)
             MHD_resume_connection(x->con);
         else s->streams[kept++] = x;
     }
     s->nstreams = kept;
-    cut_downloads(s);
+    cut_late(s);
     pthread_mutex_unlock(&s->h.mu);
 }
 
@@ -922,7 +975,9 @@ enum MHD_Result http_stream(req *r, const char *id, long after) {
         pthread_mutex_unlock(&s->h.mu);
         return MHD_NO;
     }
-    x->s = srv_of(r->h), x->con = r->con, x->last = after, x->last_send = studio_mono();
+    x->s = srv_of(r->h), x->con = r->con, x->last = after, x->last_send = studio_mono(), x->fd = -1;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci) x->fd = ci->connect_fd;
     snprintf(x->id, sizeof x->id, "%s", id);
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x, sse_free);
     if (!resp) {
@@ -941,14 +996,14 @@ enum MHD_Result http_stream(req *r, const char *id, long after) {
 static void server_free(server *s) {
     pub_close(s->h.pub);
     free(s->streams);
-    free(s->downloads);
+    free(s->watched);
     free(s);
 }
 
 http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n) {
     server *s = calloc(1, sizeof *s);
     if (!s || !(s->streams = calloc((size_t)o->max_streams, sizeof *s->streams)) ||
-        !(s->downloads = calloc((size_t)o->max_connections, sizeof *s->downloads))) {
+        !(s->watched = calloc((size_t)o->max_connections, sizeof *s->watched))) {
         if (s) free(s->streams);
         free(s);
         return NULL;
@@ -990,7 +1045,7 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
     /* connections at once, of one peer address (public mode; a proxy's are all one: 0 then), and
      * each connection's memory for its headers (larger ones get 431) */
     unsigned per_ip = o->public_mode ? (unsigned)o->ip_connections : 0;
-    s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+    s->h.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_URI_LOG_CALLBACK, raw_uri, NULL,
                               MHD_OPTION_THREAD_POOL_SIZE, 4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
                               MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                               (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_LISTEN_SOCKET, fd,

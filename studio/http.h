@@ -28,7 +28,8 @@ typedef struct req {
     double t0;       /* when its headers came (studio_mono): the body's deadline counts from here */
     char ip[48];     /* public mode: the client IP key whose in-flight count it holds ("": none) */
     int counted;     /* public mode: it holds one of the server's in-flight requests */
-    double dl_start; /* public mode: > 0 while it is a download in flight (http_download), since then */
+    double cut_at;   /* public mode: > 0 while a deadline holds (its body by then, or a download's end), studio_mono() */
+    int watched;     /* public mode: in the server's list of requests with deadlines */
     char allow[48];  /* a 405's Allow header: the path's methods ("": GET, HEAD, POST, what the server serves) */
 } req;
 

@@ -71,6 +71,10 @@ int studio_du(const char *dir, long max_entries, long long *bytes);
  * the local workspace (ws NULL or ""), root/sessions/WS/runs/ID/NAME for a public session's. name
  * "": the directory with a final '/'; NULL: without it. */
 void studio_run_path(const char *root, const char *ws, const char *id, const char *name, char *out, size_t n);
+struct json_t;
+/* A file a worker wrote (it could have put a link there), read as JSON: a regular file only,
+ * its last component not followed if it is a symbolic link; NULL when it is none or no JSON. */
+struct json_t *studio_load_json(const char *path, size_t flags);
 /* Writes path whole and atomically (a 0600 temporary file, fsync, rename); 0, or -1 with errno. */
 int studio_write_file(const char *path, const void *p, size_t n);
 /* Public mode: every string in j (objects and arrays, recursively) with the server's paths taken
@@ -78,7 +82,6 @@ int studio_write_file(const char *path, const void *p, size_t n);
  * (the longest that matches) and the runtime packs' directory too (so a run directory reads
  * runs/ID/..., a dataset its name, a provider's pack its own name). j is changed in place;
  * a string that cannot be rebuilt (no memory) becomes "". */
-struct json_t;
 void studio_hide_paths(struct json_t *j, const studio_opts *o);
 
 /* ---- supervisor (super.c) ---- */

@@ -183,6 +183,14 @@ void studio_hide_paths(json_t *j, const studio_opts *o) {
     free(out);
 }
 
+json_t *studio_load_json(const char *path, size_t flags) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* nor a FIFO's wait */
+    struct stat sb;
+    json_t *j = fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? json_loadfd(fd, flags, NULL) : NULL;
+    if (fd >= 0) close(fd);
+    return j;
+}
+
 int studio_write_file(const char *path, const void *p, size_t n) {
     char tmp[4400];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
@@ -452,7 +460,7 @@ static void read_result(super *s, const char *ws, const char *id, result *res) {
     char path[4400];
     memset(res, 0, sizeof *res);
     run_path(s, ws, id, "result.json", path, sizeof path);
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    json_t *j = studio_load_json(path, JSON_REJECT_DUPLICATES);
     json_t *e = json_object_get(j, "error");
     snprintf(res->outcome, sizeof res->outcome, "%s", json_string_value(json_object_get(j, "outcome")) ?: "");
     snprintf(res->code, sizeof res->code, "%s", json_string_value(json_object_get(e, "code")) ?: "");
@@ -788,6 +796,22 @@ static void *loop(void *arg) {
 
 /* ---- recovery ---- */
 
+/* The run directory of a run whose `started` event was read before a restart (its path then
+ * known only to the supervisor that died): the one directory its worker made under out/
+ * ("out/NAME"); "" when there is none, or more than one. */
+static void only_run_dir(super *s, const char *ws, const char *id, char *out, size_t n) {
+    char base[4400];
+    run_path(s, ws, id, "out", base, sizeof base);
+    out[0] = 0;
+    DIR *d = opendir(base);
+    struct dirent *e;
+    int found = 0;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' && e->d_type == DT_DIR && found++ == 0) snprintf(out, n, "out/%s", e->d_name);
+    if (d) closedir(d);
+    if (found != 1) out[0] = 0;
+}
+
 static void recover(super *s) {
     char ids[4096][24];
     int n = 0;
@@ -810,6 +834,7 @@ static void recover(super *s) {
         if (r.status != ST_QUEUED) {
             result res;
             read_result(s, r.ws, r.id, &res);
+            if (!res.run_dir[0] && !tmp.run_dir[0]) only_run_dir(s, r.ws, r.id, tmp.run_dir, sizeof tmp.run_dir);
             register_artifacts(s, r.ws, r.id, res.run_dir[0] ? res.run_dir : tmp.run_dir);
         }
         log_line("run %s: interrupted (%s)", r.id, why);

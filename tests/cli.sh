@@ -141,6 +141,8 @@ j = json.load(open(sys.argv[1]))
 peak = lambda f: max(math.hypot(*map(float, l.split(","))) for l in open(f"{sys.argv[2]}/{f}").read().split()[1:])
 sys.exit(0 if abs(j["gain"] / (peak("test_output.csv") / peak("test_input.csv")) - 1) < 1e-12 else 1)
 EOF' "eval --json without a train split: gain_split test, g = max|y_test| / max|x_test| ($(head -c 300 "$T/nt.json"))"
+expect 1 "dpd: $T/nt has no train split (neither train_input.csv nor train_output.csv): training needs one" \
+    "$DPD" train-pa --data "$T/nt" --epochs 1 --no-doctor --out "$T/ntr"
 "$DPD" doctor "$T/a" >"$T/doc.txt" 2>&1
 "$DPD" models >"$T/models.txt" 2>&1
 check '[ -s "$T/doc.txt" ] && [ -s "$T/models.txt" ] && ! grep -n "e+0" "$T/sy.txt" "$T/ev.txt" "$T/doc.txt" "$T/models.txt" >&2' \
@@ -158,8 +160,16 @@ expect 2 "dpd: --iterations: for target dpd (indirect learning): a PA model is o
 expect 2 "--evm-fs: -5 is not a sample rate" "$DPD" eval --data "$T/a" --split test --evm-fs -5
 mkdir -p "$T/hq" && cp "$T/a/"* "$T/hq/" && sed -i '1s/.*/I,Qq/' "$T/hq/val_input.csv"
 "$DPD" eval --data "$T/hq" --split val >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "warning: .*/val_input.csv:1: header lacks column .Q.: read as I then Q, by position" "$T/err"' \
+check '[ $rc -eq 0 ] && grep -q "warning: .*/val_input.csv: its header names no columns I and Q: read as I then Q, by position" "$T/err"' \
     "a split file whose header does not name I and Q is read by position, with a warning naming it (exit $rc: $(head -c 300 "$T/err"))"
+# a split file whose columns are named in another order or case is read by name: q,i with its columns swapped
+mkdir -p "$T/qi" && cp "$T/a/"* "$T/qi/"
+awk -F, 'NR == 1 { print "q,i"; next } { print $2 "," $1 }' "$T/a/val_input.csv" >"$T/qi/val_input.csv"
+awk -F, 'NR == 1 { print "i,q"; next } { print }' "$T/a/val_output.csv" >"$T/qi/val_output.csv"
+"$DPD" eval --data "$T/a" --split val --json >"$T/qi-a.json" 2>/dev/null
+"$DPD" eval --data "$T/qi" --split val --json >"$T/qi-b.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(sed "s/\"dataset\":\"[^\"]*\",//" "$T/qi-a.json")" = "$(sed "s/\"dataset\":\"[^\"]*\",//" "$T/qi-b.json")" ] && ! grep -q "by position" "$T/err"' \
+    "headers q,i (columns swapped) and i,q are read by name: the same metrics (exit $rc: $(head -c 300 "$T/err"))"
 # a spreadsheet's CSV: a UTF-8 byte-order mark before the header, spaces after its commas
 mkdir -p "$T/bom" && cp "$T/a/"* "$T/bom/" && { printf '\357\273\277I, Q\r\n'; sed 1d "$T/a/val_input.csv"; } >"$T/bom/val_input.csv"
 "$DPD" eval --data "$T/bom" --split val --json >"$T/bom.json" 2>"$T/err"; rc=$?
@@ -277,7 +287,9 @@ done
 "$DPD" models >"$T/models.txt"
 "$DPD" models --json >"$T/models.json"
 check 'jq1 "$T/models.json" "len(j) == 14 and j[0][\"family\"] == \"gru\""' "dpd models --json: 14 families"
-check '[ "$(grep -c "" "$T/models.txt")" -eq 15 ] && grep -q "^tres_deltagru  *15  *1  *999 " "$T/models.txt"' "dpd models lists the 14 families with sizes"
+check '[ "$(grep -c "^[a-z_]*  *[0-9][0-9]*  *1" "$T/models.txt")" -eq 14 ] && grep -q "^tres_deltagru  *15  *1  *999 " "$T/models.txt" &&
+       grep -q "^family  *usual H " "$T/models.txt" && grep -q "train H 23 and 15 for every family unless --hidden" "$T/models.txt"' \
+    "dpd models lists the 14 families with their usual sizes, and says what train-pa trains by default"
 expect 2 "dpd: unknown option '--bogus' (see --help)" "$DPD" models --json --bogus
 
 # --- train-dpd through the frozen PA of r1 ---
@@ -486,13 +498,28 @@ expect 1 "13 bytes is not a whole number" "$DPD" run --model "$E1/best.safetenso
 check '[ ! -e "$T/bad.cf32" ] && ! ls "$T" | grep -q "bad.cf32.tmp"' "run: no partial output after an error"
 : >"$T/empty.csv"
 expect 1 "empty.csv: empty file" "$DPD" run --model "$E1/best.safetensors" --input "$T/empty.csv" --output "$T/bad.csv"
-printf 'a,b\n1,2\n' >"$T/cols.csv"
-expect 1 "lacks column 'I'" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
+printf 'a,b,c\n1,2,3\n' >"$T/cols.csv"
+expect 1 "cols.csv:1: header has 3 columns, expected 2 (I,Q)" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
+awk -F, 'NR == 1 { print "real,imag"; next } { print }' "$T/a/test_input.csv" >"$T/ri.csv"
+"$DPD" run --model "$E1/best.safetensors" --input "$T/ri.csv" --output "$T/ri-out.csv" 2>"$T/err"; rc=$?
+"$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/iq-out.csv" 2>/dev/null
+check '[ $rc -eq 0 ] && grep -q "warning: .*ri.csv: its header names no columns I and Q: read as I then Q, by position" "$T/err" && cmp -s "$T/ri-out.csv" "$T/iq-out.csv"' \
+    "run: a two-column input named otherwise is read by position with a warning, as a dataset's (exit $rc: $(head -c 300 "$T/err"))"
 expect 1 "spec.json: not a safetensors checkpoint: it does not start with a header length and a JSON header" "$DPD" run --model "$T/a/spec.json" --input "$T/a/test_input.csv" --output "$T/bad.csv"
 { printf 'MATLAB 5.0 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024'; head -c 200 /dev/zero; } >"$T/coef.mat"
 expect 1 "dpd: --model: $T/coef.mat: not a safetensors checkpoint: it is a MATLAB .mat file" "$DPD" run --model "$T/coef.mat" --input "$T/a/test_input.csv" --output "$T/bad.csv"
 expect 2 "input's format" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/x.cf32"
 check '[ ! -e "$T/bad.csv" ]' "run: no output file after errors"
+# nothing is written into a dataset: run's --output, plot's --out, the runs' root of a training
+cp "$T/a/test_output.csv" "$T/a-test-output.before"
+expect 2 "dpd: --output $T/a/test_output.csv lies in the dataset $(cd "$T/a" && pwd -P) (it holds spec.json)" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/a/test_output.csv"
+check 'cmp -s "$T/a/test_output.csv" "$T/a-test-output.before"' "run: a dataset's measured output is not overwritten"
+expect 2 "lies in the dataset" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/a/new/out.csv"
+expect 2 "plot: --out $T/a/pics lies in the dataset" "$DPD" plot --data "$T/a" --out "$T/a/pics"
+expect 2 "(the runs' root) lies in the dataset" "$DPD" train-pa --data "$T/a" --out "$T/a/runs" --model gru --hidden 4 --epochs 1
+abs_dpd=$(cd "$(dirname "$DPD")" && pwd)/$(basename "$DPD")
+expect 2 "--out runs (the runs' root) lies in the dataset" sh -c "cd '$T/a' && exec '$abs_dpd' fit-ls --data . --kind mp"
+check '[ ! -e "$T/a/new" ] && [ ! -e "$T/a/pics" ] && [ ! -e "$T/a/runs" ] && [ ! -e "$T/a/new.csv" ]' "nothing was made in the dataset"
 
 # --- eval checks a checkpoint's metadata: kind (PA or DPD) and dataset ---
 expect 2 "is a DPD checkpoint" "$DPD" eval --data "$T/a" --split test --pa "$E1/best.safetensors" --model "$D1"
@@ -871,6 +898,9 @@ check 'grep -aq "\"metric_profile\":\"general-spectral-v1\"" "$MP/best.safetenso
 "$DPD" train-pa --resume "$MP" --epochs 2 --json >"$T/mp2.json" 2>"$T/mp2.err"
 check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(wc -l <"$MP/history.csv")" -eq 3 ]' \
     "resume keeps the run's metric profile ($(head -c 300 "$T/mp2.err"))"
+check 'grep -q "^epoch 1/1 train_loss .* val NMSE -*[0-9.]* IBE -*[0-9.]* ACPR -*[0-9.]* | test NMSE" "$T/mp.err" &&
+       grep -q "^epoch 2/2 .* IBE .* ACPR " "$T/mp2.err" && ! grep -q " EVM \| ACLR " "$T/mp.err" "$T/mp2.err"' \
+    "train-pa --metric-profile: the epoch lines name the profile's metrics, resumed too ($(grep -m1 "^epoch" "$T/mp.err"))"
 # a resume computes on the kernels the run did (config.json's kernels_used): sse, resumed with no option,
 # ends bit for bit as an uninterrupted sse run; other kernels asked for are warned about
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --kernels sse --no-plots --out "$T/ks1" >/dev/null 2>&1

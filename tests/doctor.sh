@@ -85,6 +85,23 @@ check '[ $rc -eq 0 ] && [ "$(grep -c "dataset doctor" "$T/err")" -eq 1 ] &&
     "train-pa trains on a dataset with a warning, and says it in one line (exit $rc: $(head -c 300 "$T/err"))"
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --no-plots --out "$T/ra" >/dev/null 2>"$T/err"
 check '! grep -q "dataset doctor" "$T/err"' "train-pa on dpd synth's data: no doctor line (its gain offset is no warning worth saying)"
+# I and Q swapped in one split's output alone (the capture's correlation, read mostly on train, is fine):
+# split_uncorrelated names the split, and gates train-pa
+mkdir -p "$T/vsw" && cp "$T/a/"* "$T/vsw/"
+awk -F, 'NR == 1 { print; next } { print $2 "," $1 }' "$T/a/val_output.csv" >"$T/vsw/val_output.csv"
+"$DPD" doctor "$T/vsw" --json >"$T/vsw.json" 2>/dev/null
+check 'python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = [x for x in r[\"findings\"] if x[\"code\"] == \"split_uncorrelated\"]
+assert len(f) == 1 and f[0][\"severity\"] == \"error\" and \"val_output.csv\" in f[0][\"fix\"] and \"I and Q are swapped\" in f[0][\"message\"], f
+assert any(x[\"code\"] == \"alignment_ok\" for x in r[\"findings\"])
+" "$T/vsw.json"' "doctor: I and Q swapped in val_output.csv alone is split_uncorrelated, naming the file ($(head -c 300 "$T/vsw.json"))"
+"$DPD" train-pa --data "$T/vsw" --epochs 1 --out "$T/rvsw" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "refuses .*split_uncorrelated" "$T/err" && [ ! -e "$T/rvsw" ]' \
+    "train-pa refuses a split with I and Q swapped (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" doctor "$T/a" --json >"$T/clean.json" 2>/dev/null
+check '! grep -q split_uncorrelated "$T/clean.json"' "doctor: no split_uncorrelated on a clean dataset"
 # I and Q swapped in the output: the doctor's error gates train-pa; fit-ls, which it does not gate, says it
 mkdir -p "$T/swap" && cp "$T/a/spec.json" "$T/a/"*_input.csv "$T/swap/"
 for s in train val test; do awk -F, 'NR == 1 { print; next } { print $2 "," $1 }' "$T/a/${s}_output.csv" >"$T/swap/${s}_output.csv"; done

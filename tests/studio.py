@@ -295,6 +295,10 @@ class Server:
         self.ctx, self.n = ctx, ctx.nserv
         self.root = root or ctx.path("root")
         self.args, self.test_workers, self.grace = list(args), test_workers, grace
+        # behind the proxy of --client-ip-header every request carries it (one without is refused)
+        self.base_headers = {}
+        if "--client-ip-header" in self.args:
+            self.base_headers[self.args[self.args.index("--client-ip-header") + 1]] = "192.0.2.10"
         self.proc = None
         self.lines = []
         self.cv = threading.Condition()
@@ -411,7 +415,7 @@ class Server:
     # ---- HTTP
     def req(self, method, path, body=None, raw=None, headers=None, auth=True, timeout=15,
             content_type="application/json"):
-        h = {}
+        h = dict(self.base_headers)
         if auth:
             h["Authorization"] = "Bearer " + self.token
         data = None
@@ -585,7 +589,7 @@ def check_file_matches_api(srv, rid, evs):
 class SSE:
     def __init__(self, srv, rid, last_event_id=None, after=None, timeout=20):
         self.conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=timeout)
-        h = {"Authorization": "Bearer " + srv.token, "Accept": "text/event-stream"}
+        h = {**srv.base_headers, "Authorization": "Bearer " + srv.token, "Accept": "text/event-stream"}
         if last_event_id is not None:
             h["Last-Event-ID"] = str(last_event_id)
         path = f"/api/v1/runs/{rid}/events/stream" + (f"?after={after}" if after is not None else "")
@@ -942,6 +946,39 @@ def t_uri_limits(ctx):  # path over 512 bytes, more than 32 query arguments: 414
     check(s.get("/healthz", auth=False).status == 200, "healthz after")
 
 
+
+@test()
+def t_uri_hidden(ctx):  # what decoding hides (%00, %2F in the path), an argument given twice, a number with a sign
+    s = ctx.server()
+    rid = s.submit(options=fake(1, 0))["id"]
+    s.wait_status(rid, TERMINAL, 10)
+    check(s.get(f"/api/v1/runs/{rid}").status == 200, "the run")
+    for path in (f"/api/v1/runs/{rid}%00junk", f"/api/v1/runs%2f{rid}", f"/api/v1/runs%2F{rid}",
+                 f"/api/v1/runs/{rid}/events?after=0%00x", f"/api/v1/runs/{rid}%00"):
+        expect_error(s.get(path), 400, "invalid_uri", what=path)
+    check(s.get(f"/api/v1/runs/{rid}/events?after=0&note=a%2Fb").status == 200, "an encoded '/' in a query value is text")
+    expect_error(s.get(f"/api/v1/runs/{rid}/events?after=0&after=5"), 400, "ambiguous_query", "after", what="after twice")
+    expect_error(s.get("/api/v1/runs?limit=5&offset=0&limit=50"), 400, "ambiguous_query", "limit", what="limit twice")
+    for v in ("+1", "%201", "1%20", "0x1", "1e0", "", "-"):
+        expect_error(s.get(f"/api/v1/runs/{rid}/events?after={v}"), 422, "invalid_query", what=f"after={v!r}")
+    check(s.get(f"/api/v1/runs/{rid}/events?after=1").status == 200, "after=1")
+    for h in ("+1", "0x1", "1 2"):
+        expect_error(s.get(f"/api/v1/runs/{rid}/events/stream", headers={"Last-Event-ID": h}), 422, "invalid_query",
+                     what=f"Last-Event-ID: {h}")
+    raw = "status=" + "%41" * 1000 + "&x=" + "%41" * 500  # 4 510 bytes as sent, 1 509 decoded
+    expect_error(s.get("/api/v1/runs?" + raw), 414, "uri_too_long", what="a query over 4096 bytes as sent")
+    # a file of the run directory is read as a regular file only, never through a link put in its place
+    secret = ctx.path("secret.json")
+    with open(secret, "w") as f:
+        json.dump({"summary": {"secret": "not yours"}, "outcome": "completed"}, f)
+    result = os.path.join(s.run_dir(rid), "result.json")
+    check(s.get(f"/api/v1/runs/{rid}/results").status == 200, "the results before")
+    os.replace(result, result + ".orig")
+    os.symlink(secret, result)
+    r = s.get(f"/api/v1/runs/{rid}/results")
+    check(r.status == 404 and b"not yours" not in r.body, f"results through a link: {r!r}")
+
+
 # ---- submit validation
 
 @test()
@@ -1032,9 +1069,11 @@ def t_not_found(ctx):
             if rid == ".." and r.err() == "not_found":  # a server may resolve the dot segment first
                 check(r.status == 404, f"GET run ..{suffix}: {r!r}")
                 continue
-            expect_error(r, 404, "run_not_found", what=f"GET run {rid[:20]}{suffix}")
-        expect_error(s.post(f"/api/v1/runs/{rid}/cancel"), 404, "run_not_found", what=f"cancel {rid[:20]}")
-        expect_error(s.post(f"/api/v1/runs/{rid}/retry"), 404, "run_not_found", what=f"retry {rid[:20]}")
+            hidden = "%2f" in rid or "%00" in rid  # what decoding would hide: refused before any lookup
+            expect_error(r, *((400, "invalid_uri") if hidden else (404, "run_not_found")), what=f"GET run {rid[:20]}{suffix}")
+        want = (400, "invalid_uri") if "%2f" in rid or "%00" in rid else (404, "run_not_found")
+        expect_error(s.post(f"/api/v1/runs/{rid}/cancel"), *want, what=f"cancel {rid[:20]}")
+        expect_error(s.post(f"/api/v1/runs/{rid}/retry"), *want, what=f"retry {rid[:20]}")
     r = s.get("/api/v1/nosuch")
     check(r.status == 404, f"unknown route: {r!r}")
 
@@ -1578,7 +1617,7 @@ def t_restart_right_after_kill(ctx):  # B13: a worker dead (zombie, not yet reap
     s = ctx.server()
     rid = s.submit(options=fake(1000, 100))["id"]
     _, pid, start = s.wait_running_pid(rid)
-    s.wait_event(rid, "progress", 5)
+    s.wait_event(rid, "checkpoint", 5)  # an epoch's checkpoint is on disk
     s.kill9()
     wait_for(lambda: not running(pid, start), 2, f"worker {pid} to die with the server (parent-death signal)", 0.01)
     st = proc_stat(pid)
@@ -1589,6 +1628,11 @@ def t_restart_right_after_kill(ctx):  # B13: a worker dead (zombie, not yet reap
     check(run["status"] == "interrupted" and run["reason_code"] == "service_restart", f"run: {run}")
     check("no longer running" in run["reason"],
           f"the worker was already dead ({state}) at the restart, but the reason is {run['reason']!r}")
+    # its run directory (known before the crash from its `started` event) still gives its files
+    ckpt = os.path.join(s.run_dir(rid), "out", "fake", "best.safetensors")
+    names = [a["name"] for a in s2.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]]
+    check(os.path.exists(ckpt) and "best.safetensors" in names and "worker.log" in names,
+          f"the interrupted run's artifacts: {names} (checkpoint on disk: {os.path.exists(ckpt)})")
 
 
 @test()
@@ -2151,7 +2195,7 @@ def t_public_ip_sessions(ctx):  # sessions open at once per client address; the 
     c.close()
     check(two.startswith(b"HTTP/1.1 400") and b"ambiguous_headers" in two,
           f"the client-address header twice (a proxy that adds a line keeps the client's): {two[:120]!r}")
-    for bad in ("not-an-address", "203.0.113.9 198.51.100.1", "203.0.113.999", ""):
+    for bad in ("not-an-address", "203.0.113.9 198.51.100.1", "203.0.113.999", "", None):
         r = create(bad)
         check(r.status == 403 and r.json["error"]["code"] == "bad_client_ip", f"X-Test-Client-IP: {bad!r}: {r!r}")
     ended = s.as_session(first.json["access_token"]).post("/api/v1/web/sessions/end", {})
@@ -2491,6 +2535,16 @@ def t_public_body_deadline(ctx):  # a body that comes too slowly ends the connec
     check(s.get("/api/v1/runs").json["total"] == 0, "the slow body made a run")
     st, data = raw_http(s, head.decode(), body)
     check(st == 201, f"a prompt body: {st} {data[:200]!r}")
+    # a body that never comes: the connection is closed at the deadline, not at the 30 s idle timeout
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        c.sendall(head)
+        t0 = time.monotonic()
+        try:
+            data = c.recv(65536)
+        except OSError:
+            data = b""
+        dt = time.monotonic() - t0
+    check(data == b"" and dt < 3.5, f"a body that never came: {data[:120]!r} after {dt:.1f} s (deadline 2 s)")
 
 
 @test()
@@ -2872,6 +2926,51 @@ def t_sse_keepalive(ctx):  # C17, 15 s of silence
     s.cancel(rid)
 
 
+@test()
+def t_sse_slot_freed(ctx):  # C17: a client's disconnect frees its stream's slot within 1 s, even while it is silent
+    def reopen(srv, rid, what):  # a stream is accepted again within 1 s of the last one's close
+        t0 = time.monotonic()
+        while True:
+            try:
+                st = SSE(srv, rid, timeout=5)
+                break
+            except Fail as e:
+                check("HTTP 503" in str(e) or "HTTP 429" in str(e), f"{what}: {e}")
+                check(time.monotonic() - t0 < 1.0, f"{what}: the closed stream's slot still taken after 1 s ({e})")
+                time.sleep(0.05)
+        return st
+    s = ctx.server(args=["--max-streams", "1"])
+    rid = s.submit(options=fake(1, 0, silent_ms=30000))["id"]
+    s.wait_status(rid, "running", 10)
+    st = SSE(s, rid)
+    time.sleep(0.4)  # its events sent, the stream is parked: nothing more to say for 30 s
+    try:
+        SSE(s, rid, timeout=5)
+        raise Fail("a second stream beside --max-streams 1 was accepted")
+    except Fail as e:
+        check("HTTP 503" in str(e) and "too_many_streams" in str(e), f"a second stream: {e}")
+    for i in range(3):
+        st.close()
+        st = reopen(s, rid, f"local, close {i + 1}")
+        time.sleep(0.4)
+    st.close()
+    s.cancel(rid)
+    # public mode: a session's closed streams stop counting against its requests in flight
+    p = ctx.server(root=ctx.path("root-public"), args=["--public", "--session-inflight", "2", "--request-rate", "0"])
+    rid = p.submit(options=fake(1, 0, silent_ms=30000))["id"]
+    p.wait_status(rid, "running", 10)
+    streams = [SSE(p, rid), SSE(p, rid)]
+    time.sleep(0.4)
+    expect_error(p.get("/api/v1/runs"), 429, "too_many_in_flight", what="a request beside two parked streams")
+    for st in streams:
+        st.close()
+    t0 = time.monotonic()
+    while p.get("/api/v1/runs").status == 429:
+        check(time.monotonic() - t0 < 1.0, "public: two closed streams still count as in flight after 1 s")
+        time.sleep(0.05)
+    check(p.post(f"/api/v1/runs/{rid}/cancel", {}).status in (200, 202), "public: the run cancelled after its streams closed")
+
+
 @test(background=True, slow=True)
 def t_heartbeat_stale(ctx):  # C18, 60 s real time (no test clock in the contract)
     s = ctx.server(grace=2)
@@ -2991,7 +3090,9 @@ def t_artifacts(ctx):
                 "logs%2fworker.log", "x" * 300):
         r = s.get(f"/api/v1/runs/{rid}/artifacts/{bad}")
         check(r.status in (404, 400) and tok not in r.body, f"artifact id {bad!r}: {r!r}")
-        check(r.status == 404, f"artifact id {bad!r}: HTTP {r.status}, want 404")
+        hidden = "%2f" in bad or "%00" in bad  # an encoded '/' or NUL: 400 invalid_uri before any lookup
+        check(r.status == (400 if hidden else 404) and (not hidden or r.err() == "invalid_uri"),
+              f"artifact id {bad!r}: HTTP {r.status} {r.err()}, want {400 if hidden else 404}")
     # a cancelled run registers its files too
     r = s.get(f"/api/v1/runs/{b}/artifacts")
     check(r.status == 200 and "worker.log" in [a["name"] for a in r.json["artifacts"]], f"artifacts of a cancelled run: {r!r}")

@@ -503,7 +503,10 @@ int main(void) {
            DPD_E_FORMAT, "spec.json", "'nperseg'");
     refuse("spec string number", "spec.json",
            "{\"input_signal_fs\": \"8e8\", \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
-           DPD_E_FORMAT, "spec.json", "'input_signal_fs' must be a positive number");
+           DPD_E_FORMAT, "spec.json", "'input_signal_fs' must be a positive number, not a string (write it without quotes)");
+    refuse("spec string nperseg", "spec.json",
+           "{\"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": \"4\"}",
+           DPD_E_FORMAT, "spec.json", "'nperseg' must be a positive number, not a string");
     refuse("spec fs 1e300", "spec.json",
            "{\"input_signal_fs\": 1e300, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 4}",
            DPD_E_FORMAT, "spec.json: field 'input_signal_fs' is 1e+300 Hz", "above 1e+12 Hz (1 THz)");

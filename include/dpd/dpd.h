@@ -145,6 +145,11 @@ DPD_API void dpd_frames_gather(const float *x, const float *y, const uint32_t *f
 DPD_API DPD_CHECK dpd_status dpd_segments(const double *iq, size_t n, int N, double scale,
                                           float **out, int *S, dpd_error *err);
 
+/* The highest sample rate dpd takes (spec.json, a recording's or .mat's fs, --fs) and dpd synth
+ * writes: 1 THz, well above any sampled baseband (RF converters run at tens of GS/s); beyond it a
+ * rate is a mistake of units. */
+#define DPD_MAX_RATE_HZ 1e12
+
 /* ---- metrics (reference §6; profiles: docs/metrics.md) ------------------------------------ */
 
 /* Five metric slots. What slot DPD_EVM and the ACLR slots hold depends on the profile: legacy:
@@ -679,7 +684,8 @@ DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n,
 /* A recording's format follows its path (docs/formats.md): "cf32" (raw little-endian interleaved
  * float32 IQ, a path ending in .cf32), "sigmf" (a SigMF cf32_le recording: X.sigmf-data with its
  * X.sigmf-meta beside it; either path names the pair), "mat" (a MATLAB .mat file, v5 or v7.3), else
- * "csv" (a header naming columns I and Q, others ignored). Never NULL. */
+ * "csv" (a header naming columns I and Q in any case, others ignored; or two columns, read as I
+ * then Q). Never NULL. */
 DPD_API const char *dpd_recording_format(const char *path);
 
 /* What a recording says besides its samples, and the names a .mat file uses. Zeroed = the
@@ -696,6 +702,8 @@ typedef struct dpd_recording_meta {
     const char *description; /* SigMF write: core:description, NULL = none */
     const char *model;       /* SigMF write: dpd:model, the checkpoint that made it, NULL = none */
     const char *run_id;      /* SigMF write: dpd:run_id, NULL = none */
+    int by_position;         /* read: 1 when a CSV's header named no columns I and Q and its two
+                              * columns were read as I then Q, as a dataset's split file is */
 } dpd_recording_meta;
 
 /* Reads a recording in its path's format (dpd_recording_format). iq (n, 2) doubles, malloc'd
@@ -909,6 +917,7 @@ typedef struct dpd_event {
     /* RUN_STARTED */
     const char *provider;  /* where the steps run, and why */
     int resumed;           /* 1: continued from last.safetensors */
+    dpd_profile profile;   /* the run's metric profile: the names its metrics go by (dpd_metric_key) */
     /* PROGRESS */
     long steps_done, steps; /* within the epoch (PREVIEW too) */
     long step;             /* PREVIEW: steps trained since the run began (a multiple of preview_every) */
