@@ -175,8 +175,10 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --output %s is a directory: name a file in it\n", out);
         return 2;
     }
-    if (slash && (stat(parent, &ost) || !S_ISDIR(ost.st_mode))) {
-        fprintf(stderr, "dpd: --output %s: its directory %s does not exist (make it first)\n", out, parent);
+    int none = slash && stat(parent, &ost);
+    if (slash && (none || !S_ISDIR(ost.st_mode))) {
+        fprintf(stderr, "dpd: --output %s: %s %s\n", out, parent,
+                none ? "does not exist (make the directory first)" : "is not a directory");
         return 2;
     }
     if (args_get(o, sizeof o / sizeof *o, "freq")->seen) {

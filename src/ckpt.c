@@ -81,11 +81,16 @@ void dpd_ckpt_close(dpd_ckpt *c) {
     c->buf = NULL;
 }
 
-static dpd_status bad(dpd_ckpt *c, dpd_error *err, const char *what, const char *name) {
+/* name: the tensor at fault, or the metadata key when meta (NULL: none). */
+static dpd_status bad_entry(dpd_ckpt *c, dpd_error *err, const char *what, const char *name, int meta) {
     dpd_fail(err, DPD_E_FORMAT, "%s: not a valid checkpoint: %s%s%s%s", c->path, what,
-             name ? " (tensor '" : "", name ? name : "", name ? "')" : "");
+             name ? meta ? " (metadata key '" : " (tensor '" : "", name ? name : "", name ? "')" : "");
     dpd_ckpt_close(c);
     return DPD_E_FORMAT;
+}
+
+static dpd_status bad(dpd_ckpt *c, dpd_error *err, const char *what, const char *name) {
+    return bad_entry(c, err, what, name, 0);
 }
 
 /* What a file that is not safetensors at all is, from its first bytes: the files a user may take
@@ -147,6 +152,7 @@ dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
     }
     size_t nsp = 0;
     const char *name, *why = NULL, *who = NULL;
+    int meta = 0; /* who is a metadata key */
     json_t *e;
     json_object_foreach(c->hdr, name, e) {
         if (!strcmp(name, "__metadata__")) {
@@ -157,7 +163,7 @@ dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
                 break;
             }
             json_object_foreach(e, k, v) if (!json_is_string(v)) {
-                why = "__metadata__ value is not a string", who = k;
+                why = "__metadata__ value is not a string", who = k, meta = 1;
                 break;
             }
             if (why) break;
@@ -217,7 +223,7 @@ dpd_status dpd_ckpt_open(const char *path, dpd_ckpt *c, dpd_error *err) {
         if (!why && at != c->data_len) why = "tensor sizes do not add up to the data section (trailing bytes?)";
     }
     free(sp);
-    if (why) return bad(c, err, why, who);
+    if (why) return bad_entry(c, err, why, who, meta);
     return DPD_OK;
 }
 

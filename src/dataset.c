@@ -103,14 +103,31 @@ int dpd_csv_names(const char *f, int len, const char *name) {
     return (size_t)(e - f) == strlen(name) && !strncasecmp(f, name, (size_t)(e - f));
 }
 
+dpd_status dpd_csv_pick(const char *path, const char *const *f, const int *len, int nf, const char *const *names,
+                        int ncol, int *pick, dpd_error *err) {
+    for (int k = 0; k < ncol; k++) {
+        pick[k] = -1;
+        for (int j = 0; j < nf; j++) {
+            if (!dpd_csv_names(f[j], len[j], names[k])) continue;
+            if (pick[k] >= 0)
+                return dpd_fail(err, DPD_E_FORMAT, "%s:1: header names column '%s' twice (fields %d and %d; names match "
+                                                   "in any case): name each column once", path, names[k], pick[k] + 1, j + 1);
+            pick[k] = j;
+        }
+    }
+    return DPD_OK;
+}
+
 size_t dpd_csv_bom(const char *p, const char *end) {
     return end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
 }
 
 #define MAXCOL 64
 
-dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out,
-                           size_t *rows, dpd_error *err) {
+/* dpd_csv_read; *lacks (may be NULL) = 1 when it failed because the header names no column for
+ * one of names. */
+static dpd_status csv_read(const char *path, int ncol, const char *const *names, double **out, size_t *rows, int *lacks,
+                           dpd_error *err) {
     char *buf;
     size_t len;
     *out = NULL;
@@ -162,16 +179,13 @@ dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, do
                 }
                 for (int k = 0; k < ncol; k++) pick[k] = k;
             } else {
-                for (int k = 0; k < ncol; k++) {
-                    pick[k] = -1;
-                    for (int j = 0; j < nf; j++)
-                        if (dpd_csv_names(f[j], fl[j], names[k])) pick[k] = j;
+                if ((s = dpd_csv_pick(path, f, fl, nf, names, ncol, pick, err))) goto fail;
+                for (int k = 0; k < ncol; k++)
                     if (pick[k] < 0) {
-                        s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'", path,
-                                     names[k]);
+                        if (lacks) *lacks = 1;
+                        s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'", path, names[k]);
                         goto fail;
                     }
-                }
             }
         } else {
             if (nf != nhead) {
@@ -487,12 +501,18 @@ done:
     return s;
 }
 
+dpd_status dpd_csv_read(const char *path, int ncol, const char *const *names, double **out, size_t *rows,
+                        dpd_error *err) {
+    return csv_read(path, ncol, names, out, rows, NULL, err);
+}
+
 dpd_status dpd_csv_read_iq(const char *path, double **iq, size_t *n, int *by_position, dpd_error *err) {
     static const char *const names[2] = {"I", "Q"};
-    dpd_error named = {0};
+    int lacks = 0;
     *by_position = 0;
-    if (!dpd_csv_read(path, 2, names, iq, n, &named)) return DPD_OK;
-    dpd_status s = dpd_csv_read(path, 2, NULL, iq, n, err); /* its message says what is wrong in order */
+    dpd_status s = csv_read(path, 2, names, iq, n, &lacks, err);
+    if (!s || !lacks) return s; /* read by name, or named and wrong further on */
+    s = csv_read(path, 2, NULL, iq, n, NULL, err); /* its message says what is wrong in order */
     *by_position = !s;
     return s;
 }

@@ -35,6 +35,13 @@ int dpd_csv_number(const char *f, const char *e, double *v);
  * names Q). */
 int dpd_csv_names(const char *f, int len, const char *name);
 
+/* The header's fields f[j] (len[j] bytes, j < nf) that names[k] name (k < ncol): pick[k] = j, or -1
+ * when none does. The CSV readers' (the loader's and the doctor's) one rule: DPD_E_FORMAT naming
+ * path when a name is given by two fields ("I,Q,i,q" would leave which to read unsaid); else
+ * DPD_OK, missing names left to the caller. */
+dpd_status dpd_csv_pick(const char *path, const char *const *f, const int *len, int nf, const char *const *names,
+                        int ncol, int *pick, dpd_error *err);
+
 /* 3 when [p, end) starts with a UTF-8 byte-order mark (as spreadsheets write it), else 0: the
  * header starts after it. */
 size_t dpd_csv_bom(const char *p, const char *end);

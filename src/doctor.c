@@ -231,13 +231,10 @@ static dpd_status parse_header(const char *path, const char *p, const char *e, i
     if (len[0] && field_number(f[0], f[0] + len[0], &v))
         return dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s%s%s), got numbers", path, names[0],
                         ncol > 2 ? ",..," : ",", names[ncol - 1]);
+    dpd_status s = dpd_csv_pick(path, f, len, n, names, ncol, pick, err);
+    if (s) return s;
     int all = 1;
-    for (int k = 0; k < ncol; k++) {
-        pick[k] = -1;
-        for (int j = 0; j < n; j++)
-            if (dpd_csv_names(f[j], len[j], names[k])) pick[k] = j;
-        all &= pick[k] >= 0;
-    }
+    for (int k = 0; k < ncol; k++) all &= pick[k] >= 0;
     if (!all && ordered && n == ncol)
         for (int k = 0; k < ncol; k++) pick[k] = k;
     for (int k = 0; k < ncol; k++)
@@ -1097,8 +1094,9 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
 /* 7b. split_csv: each split's files on their own (the capture's correlation reads its first
  * WINDOW samples, mostly the train split's): a split whose output does not follow its input is
  * split_uncorrelated, told apart as output_uncorrelated is (its conjugate: I and Q swapped, or Q
- * negated, in one of its two files). Splits shorter than SPLIT_MIN_CORR samples are not judged. */
-#define SPLIT_MIN_CORR 1024
+ * negated, in one of its two files). Splits shorter than SPLIT_MIN_CORR samples are not judged (a
+ * delay near MAX_LAG would halve a short split's correlation). */
+#define SPLIT_MIN_CORR (4 * MAX_LAG)
 static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
                                         dpd_error *err) {
     if (c->single || c->nparts < 2 || isnan(r->delay)) return DPD_OK;

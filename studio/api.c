@@ -33,8 +33,8 @@ static int active(int st) { return st == ST_RUNNING || st == ST_CANCEL_REQUESTED
  * when it does not lie inside the run's out/ (the worker's word is checked, as for artifacts). */
 static void run_dir_of(http *h, const run_rec *rec, char *out, size_t n) {
     char path[4400], base[4400], real[PATH_MAX];
-    studio_run_path(h->o.root, rec->ws, rec->id, "result.json", path, sizeof path);
-    json_t *res = studio_load_json(path, 0);
+    studio_run_path(h->o.root, rec->ws, rec->id, "", path, sizeof path);
+    json_t *res = studio_load_json(path, "result.json", 0);
     const char *d = json_string_value(json_object_get(json_object_get(res, "summary"), "run_dir"));
     out[0] = 0;
     studio_run_path(h->o.root, rec->ws, rec->id, "out/", base, sizeof base);
@@ -613,9 +613,9 @@ static enum MHD_Result absent(req *r, const run_rec *rec, const char *what) {
 }
 
 static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *name, const char *what) {
-    char path[4400];
-    studio_run_path(r->h->o.root, rec->ws, rec->id, name, path, sizeof path);
-    json_t *j = studio_load_json(path, 0);
+    char dir[4400];
+    studio_run_path(r->h->o.root, rec->ws, rec->id, "", dir, sizeof dir);
+    json_t *j = studio_load_json(dir, name, 0);
     if (!j) return absent(r, rec, what);
     if (!strcmp(name, "result.json")) { /* the summary's fields, with outcome, error and the run's status */
         json_t *o = json_object_get(j, "summary");
@@ -679,10 +679,9 @@ static enum MHD_Result run_logs(req *r, const run_rec *rec) {
 
 /* The final plot data the worker wrote into the run directory (plots/plots.json). */
 static enum MHD_Result run_plots(req *r, const run_rec *rec) {
-    char dir[4400], path[4600];
+    char dir[4400];
     run_dir_of(r->h, rec, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/plots/plots.json", dir);
-    json_t *j = dir[0] ? studio_load_json(path, 0) : NULL;
+    json_t *j = dir[0] ? studio_load_json(dir, "plots/plots.json", 0) : NULL;
     if (!j) return absent(r, rec, "the run's final plot data");
     return http_json(r, 200, j);
 }
@@ -690,12 +689,13 @@ static enum MHD_Result run_plots(req *r, const run_rec *rec) {
 static enum MHD_Result run_history(req *r, const run_rec *rec) {
     char path[4600], dir[4400];
     run_dir_of(r->h, rec, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/history.csv", dir);
-    struct stat hs; /* a regular file, not a link the worker put there */
-    json_t *hist = dir[0] && !lstat(path, &hs) && S_ISREG(hs.st_mode) ? cli_history_json(path) : NULL;
+    int fd = dir[0] ? studio_open_below(dir, "history.csv") : -1; /* read through the descriptor opened so */
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    json_t *hist = fd >= 0 ? cli_history_json(path) : NULL;
+    if (fd >= 0) close(fd);
     if (!hist) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
-        studio_run_path(r->h->o.root, rec->ws, rec->id, "live.json", path, sizeof path);
-        json_t *live = studio_load_json(path, 0);
+        studio_run_path(r->h->o.root, rec->ws, rec->id, "", path, sizeof path);
+        json_t *live = studio_load_json(path, "live.json", 0);
         json_t *h = json_object_get(live, "history");
         if (h) {
             json_t *o = json_pack("{s:O}", "epochs", h);

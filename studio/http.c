@@ -490,7 +490,7 @@ static enum MHD_Result count_arg(void *cls, enum MHD_ValueKind kind, const char 
     args_seen *a = cls;
     size_t k = key ? strlen(key) : 0, v = value ? strlen(value) : 0;
     for (int i = 0; key && i < a->n && i < MAX_ARGS && !a->twice; i++)
-        if (a->names[i] && !strcmp(a->names[i], key)) a->twice = key;
+        if (a->names[i] && !strcasecmp(a->names[i], key)) a->twice = key; /* libmicrohttpd looks names up caseless */
     if (a->n < MAX_ARGS) a->names[a->n] = key;
     a->n++, a->total += k + v;
     if (!a->bad && k > 64) a->bad = 1;
@@ -763,7 +763,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             set_deadline(s, r, r->t0 + s->h.o.body_timeout_s); /* public mode: the body by then, or the connection is closed */
         return v;
     }
-    if (!*upload_size && r->cut_at > 0) set_deadline(s, r, 0); /* the body is whole */
+    if (!*upload_size && r->watched) set_deadline(s, r, 0); /* the body is whole (watched: this thread's own) */
     if (r->refused) { /* answered at the first call: the body is discarded */
         *upload_size = 0;
         return MHD_YES;
@@ -925,14 +925,16 @@ static void sse_free(void *cls) {
     free(x);
 }
 
-/* Whether a parked stream's client has closed its end (or reset it): libmicrohttpd does not
- * watch a suspended connection's socket, so without this look its slot would stay taken until the
- * next keep-alive failed to send. Bytes the client sent are left for libmicrohttpd. */
-static int client_gone(const sse *x) {
+/* What a parked stream's socket says of its client: -1 reset or failed, 1 its end closed (FIN),
+ * 0 nothing; either of the first is a client gone (an event stream's reader that half-closes is
+ * taken as gone: browsers and EventSource clients never do). libmicrohttpd does not watch a
+ * suspended connection's socket, so without this look a gone client's slot would stay taken until
+ * the next keep-alive failed to send. Bytes the client sent are left for libmicrohttpd. */
+static int client_state(const sse *x) {
     char c;
     if (x->fd < 0) return 0;
     ssize_t n = recv(x->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return n == 0 ? 1 : n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? -1 : 0;
 }
 
 /* Each tick (100 ms): the parked streams that may have something to say (an event of their run
@@ -945,7 +947,7 @@ static void resume_streams(void *user) {
     int kept = 0;
     for (int i = 0; i < s->nstreams; i++) {
         sse *x = s->streams[i];
-        if (client_gone(x)) x->gone = 1;
+        if (client_state(x)) x->gone = 1;
         if (x->gone || x->gen != store_gen(s->h.st, x->id) || now - x->last_send >= KEEPALIVE_S || s->closing)
             MHD_resume_connection(x->con);
         else s->streams[kept++] = x;

@@ -23,6 +23,8 @@
 #define MARKER ".dpd-studio"
 #define PUBLIC_MAX_RUNTIME_S 3600 /* --public's default wall-time limit of a run: one session's run never
                                    * holds a slot for the session's whole lease */
+#define PUBLIC_WORKER_MB 4096     /* --public's default address space of a worker (the reference's 4 GiB): a
+                                   * session's run cannot take the host's memory */
 
 static int usage(FILE *f) {
     fprintf(f, "usage: dpd serve [--root DIR] [--listen 127.0.0.1:PORT] [--slots N] [--data DIR]... [--grace S]\n"
@@ -44,7 +46,7 @@ static int usage(FILE *f) {
                "  --grace S           seconds a cancelled worker gets before it is killed, 1..3600 (10)\n"
                "  --max-runtime S     wall-time limit of a run in seconds, 0 = none (0; 3600 with --public)\n"
                "  --stale-after S     a running worker silent this long shows heartbeat_stale, 1..3600 (60)\n"
-               "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0)\n"
+               "  --worker-memory MB  address-space limit of each worker: 0 = none, or 128 and more (0; 4096 with --public)\n"
                "  --worker-file-mb MB the largest file a worker may write, 0 = none (0; 64 with --public)\n"
                "  --worker PATH       the worker executable (default: this dpd)\n"
                "  --import RUN_DIR    show a completed CLI run (dpd train-pa/train-dpd/fit-ls) as a studio run:\n"
@@ -271,7 +273,7 @@ int cmd_serve(int argc, char **argv) {
     studio_defaults(&o);
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
-    int nimp = 0, file_set = 0, runtime_set = 0;
+    int nimp = 0, file_set = 0, runtime_set = 0, memory_set = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
@@ -330,6 +332,7 @@ int cmd_serve(int argc, char **argv) {
             snprintf(o.client_ip_header, sizeof o.client_ip_header, "%s", v);
         } else if (!strcmp(a, "--worker-memory")) {
             if (int_opt("worker-memory", v, 0, 1 << 24, &o.worker_mb)) return 2;
+            memory_set = 1;
             if (o.worker_mb && o.worker_mb < 128) { /* below this the worker cannot even load its libraries */
                 fprintf(stderr, "dpd: --worker-memory must be 0 (no limit) or at least 128 MiB (got %d)\n", o.worker_mb);
                 return 2;
@@ -378,6 +381,7 @@ int cmd_serve(int argc, char **argv) {
     }
     if (o.public_mode && !file_set) o.worker_file_mb = 64;
     if (o.public_mode && !runtime_set) o.max_runtime_s = PUBLIC_MAX_RUNTIME_S;
+    if (o.public_mode && !memory_set) o.worker_mb = PUBLIC_WORKER_MB;
     if (o.ip_connections < 0) o.ip_connections = o.client_ip_header[0] ? 0 : 64;
     struct rlimit nf; /* a descriptor for each connection, and the server's own files */
     rlim_t want = (rlim_t)o.max_connections + 256;
@@ -470,6 +474,8 @@ int cmd_serve(int argc, char **argv) {
                "most)\n", o.lease_s, o.max_sessions);
         if (o.max_runtime_s) printf("dpd studio: a run may take at most %d s (--max-runtime)\n", o.max_runtime_s);
         else fprintf(stderr, "dpd studio: warning: --max-runtime 0 with --public: a run may hold its slot for its session's whole lease\n");
+        if (o.worker_mb) printf("dpd studio: a worker may map at most %d MiB (--worker-memory)\n", o.worker_mb);
+        else fprintf(stderr, "dpd studio: warning: --worker-memory 0 with --public: a session's run may take the host's memory\n");
         if (!geteuid())
             fprintf(stderr, "dpd studio: warning: public mode as root: a worker's sandbox keeps this user, so a worker made "
                             "to run an attacker's code could read root's files; run it as a user of its own "

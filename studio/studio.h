@@ -72,9 +72,12 @@ int studio_du(const char *dir, long max_entries, long long *bytes);
  * "": the directory with a final '/'; NULL: without it. */
 void studio_run_path(const char *root, const char *ws, const char *id, const char *name, char *out, size_t n);
 struct json_t;
-/* A file a worker wrote (it could have put a link there), read as JSON: a regular file only,
- * its last component not followed if it is a symbolic link; NULL when it is none or no JSON. */
-struct json_t *studio_load_json(const char *path, size_t flags);
+/* A file a worker wrote (it could have put links there): rel ("a/b.json") below the directory dir
+ * (the server's, or one resolved and checked), opened following no symbolic link on the way; a
+ * regular file only (a FIFO never blocks). A descriptor, or -1 when it is none of that. */
+int studio_open_below(const char *dir, const char *rel);
+/* The same file read as JSON (flags: jansson's); NULL when it cannot be opened so, or is no JSON. */
+struct json_t *studio_load_json(const char *dir, const char *rel, size_t flags);
 /* Writes path whole and atomically (a 0600 temporary file, fsync, rename); 0, or -1 with errno. */
 int studio_write_file(const char *path, const void *p, size_t n);
 /* Public mode: every string in j (objects and arrays, recursively) with the server's paths taken

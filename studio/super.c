@@ -183,10 +183,32 @@ void studio_hide_paths(json_t *j, const studio_opts *o) {
     free(out);
 }
 
-json_t *studio_load_json(const char *path, size_t flags) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* nor a FIFO's wait */
+int studio_open_below(const char *dir, const char *rel) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char part[256];
+    while (fd >= 0 && *rel) {
+        size_t n = strcspn(rel, "/");
+        if (!n || n >= sizeof part || (n <= 2 && !strncmp(rel, "..", n))) { /* "", ".", "..": none of ours */
+            close(fd);
+            return -1;
+        }
+        memcpy(part, rel, n), part[n] = 0;
+        rel += n + (rel[n] == '/');
+        int next = openat(fd, part, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (*rel ? O_DIRECTORY : 0));
+        close(fd);
+        fd = next;
+    }
     struct stat sb;
-    json_t *j = fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? json_loadfd(fd, flags, NULL) : NULL;
+    if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+json_t *studio_load_json(const char *dir, const char *rel, size_t flags) {
+    int fd = studio_open_below(dir, rel);
+    json_t *j = fd >= 0 ? json_loadfd(fd, flags, NULL) : NULL;
     if (fd >= 0) close(fd);
     return j;
 }
@@ -457,10 +479,10 @@ typedef struct result {
 } result;
 
 static void read_result(super *s, const char *ws, const char *id, result *res) {
-    char path[4400];
+    char dir[4400];
     memset(res, 0, sizeof *res);
-    run_path(s, ws, id, "result.json", path, sizeof path);
-    json_t *j = studio_load_json(path, JSON_REJECT_DUPLICATES);
+    run_path(s, ws, id, "", dir, sizeof dir);
+    json_t *j = studio_load_json(dir, "result.json", JSON_REJECT_DUPLICATES);
     json_t *e = json_object_get(j, "error");
     snprintf(res->outcome, sizeof res->outcome, "%s", json_string_value(json_object_get(j, "outcome")) ?: "");
     snprintf(res->code, sizeof res->code, "%s", json_string_value(json_object_get(e, "code")) ?: "");

@@ -500,6 +500,10 @@ check '[ ! -e "$T/bad.cf32" ] && ! ls "$T" | grep -q "bad.cf32.tmp"' "run: no pa
 expect 1 "empty.csv: empty file" "$DPD" run --model "$E1/best.safetensors" --input "$T/empty.csv" --output "$T/bad.csv"
 printf 'a,b,c\n1,2,3\n' >"$T/cols.csv"
 expect 1 "cols.csv:1: header has 3 columns, expected 2 (I,Q)" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
+printf 'I,Q,I_in,Q_in\n1,2,3,4\nabc,2,3,4\n' >"$T/bad4.csv"
+expect 1 "bad4.csv:3: field 1 ('abc') is not a number" "$DPD" run --model "$E1/best.safetensors" --input "$T/bad4.csv" --output "$T/bad.csv"
+printf 'I,Q,i,q\n1,2,0,0\n' >"$T/twice.csv"
+expect 1 "twice.csv:1: header names column 'I' twice (fields 1 and 3; names match in any case)" "$DPD" run --model "$E1/best.safetensors" --input "$T/twice.csv" --output "$T/bad.csv"
 awk -F, 'NR == 1 { print "real,imag"; next } { print }' "$T/a/test_input.csv" >"$T/ri.csv"
 "$DPD" run --model "$E1/best.safetensors" --input "$T/ri.csv" --output "$T/ri-out.csv" 2>"$T/err"; rc=$?
 "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/iq-out.csv" 2>/dev/null

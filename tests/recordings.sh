@@ -56,9 +56,10 @@ check '[ -s "$T/out.cf32" ]' "run .cf32 -> .cf32 ($(head -c 200 "$T/err"))"
 expect 2 "--fs is needed" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data"
 expect 2 "dpd: --fs: 0 must be a sample rate in Hz, above 0 and at most 1e+12" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 0
 expect 2 "dpd: --fs: 1e+15 must be a sample rate in Hz, above 0 and at most 1e+12 (1 THz" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 1e15
-mkdir -p "$T/odir.cf32"
+mkdir -p "$T/odir.cf32" && : >"$T/afile"
+expect 2 "dpd: --output $T/afile/o.cf32: $T/afile is not a directory" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/afile/o.cf32"
 expect 2 "dpd: --output $T/odir.cf32 is a directory: name a file in it" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/odir.cf32"
-expect 2 "dpd: --output $T/nodir/o.cf32: its directory $T/nodir does not exist" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/nodir/o.cf32"
+expect 2 "dpd: --output $T/nodir/o.cf32: $T/nodir does not exist (make the directory first)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/nodir/o.cf32"
 # a SIGTERM while the output is written: the temporary file removed, the reason told, the signal's exit
 { head -n 1 "$T/a/test_input.csv"; for i in $(seq 60); do tail -n +2 "$T/a/test_input.csv"; done; } >"$T/big.csv"
 mkdir "$T/kill"
@@ -106,7 +107,7 @@ check '[ $rc -eq 0 ] && [ -s "$T/yy.cf32" ] && ! cmp -s "$T/yy.cf32" "$T/out.cf3
 expect 1 "no variable 'nosuch'" "$DPD" run --model "$RD" --input "$T/y.mat" --var nosuch --output "$T/x.cf32"
 expect 2 "--mat-version: '7' must be 5 or 7.3" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/x.mat" --mat-version 7
 expect 2 "input's format" "$DPD" run --model "$RD" --input "$T/a/test_input.csv" --output "$T/x.cf32"
-expect 2 "no/such/dir/x.mat: its directory $T/no/such/dir does not exist" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/no/such/dir/x.mat"
+expect 2 "no/such/dir/x.mat: $T/no/such/dir does not exist" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/no/such/dir/x.mat"
 check '! ls "$T" | grep -q "\.tmp\."' "no temporary file left by any run"
 
 # --- scipy.io.loadmat reads what dpd wrote; dpd reads what scipy wrote ---

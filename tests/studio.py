@@ -289,12 +289,28 @@ class Ctx:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+_as_ok = None
+
+
+def as_limit_ok():
+    """Whether this dpd runs under public mode's default worker address space (4 GiB): a sanitizer
+    build, which reserves terabytes of shadow memory, does not; its public servers then run with
+    --worker-memory 0."""
+    global _as_ok
+    if _as_ok is None:
+        p = subprocess.run(["sh", "-c", 'ulimit -v 4194304 && exec "$0" version', DPD], capture_output=True)
+        _as_ok = p.returncode == 0
+    return _as_ok
+
+
 class Server:
     def __init__(self, ctx, root=None, args=(), test_workers=True, grace=2):
         ctx.nserv += 1
         self.ctx, self.n = ctx, ctx.nserv
         self.root = root or ctx.path("root")
         self.args, self.test_workers, self.grace = list(args), test_workers, grace
+        if "--public" in self.args and "--worker-memory" not in self.args and not as_limit_ok():
+            self.args += ["--worker-memory", "0"]
         # behind the proxy of --client-ip-header every request carries it (one without is refused)
         self.base_headers = {}
         if "--client-ip-header" in self.args:
@@ -977,6 +993,17 @@ def t_uri_hidden(ctx):  # what decoding hides (%00, %2F in the path), an argumen
     os.symlink(secret, result)
     r = s.get(f"/api/v1/runs/{rid}/results")
     check(r.status == 404 and b"not yours" not in r.body, f"results through a link: {r!r}")
+    os.replace(result + ".orig", result)
+    plots = os.path.join(s.run_dir(rid), "out", "fake", "plots")
+    check(s.get(f"/api/v1/runs/{rid}/plots").status == 200, "the plot data before")
+    other = ctx.path("other-plots")
+    os.makedirs(other)
+    with open(os.path.join(other, "plots.json"), "w") as f:
+        json.dump({"secret": "not yours"}, f)
+    shutil.rmtree(plots)
+    os.symlink(other, plots)  # a link on the way (the directory), not the file itself
+    r = s.get(f"/api/v1/runs/{rid}/plots")
+    check(r.status == 404 and b"not yours" not in r.body, f"plot data through a linked directory: {r!r}")
 
 
 # ---- submit validation
@@ -1986,10 +2013,17 @@ def t_public_flags(ctx):  # the flags and their bounds
     check(full.status == 503 and full.json["error"]["code"] == "too_many_sessions", f"a third: {full!r}")
     # a run's wall time is bounded by default in public mode (3600 s); 0 lifts it, with a warning
     s.wait_line(r"a run may take at most 3600 s \(--max-runtime\)", 10)  # public mode's default
+    if as_limit_ok():  # and its address space (a sanitizer build's servers run without: as_limit_ok)
+        s.wait_line(r"a worker may map at most 4096 MiB \(--worker-memory\)", 10)
+    else:
+        ctx.note = "this dpd cannot run under 4 GiB of address space (a sanitizer build): the default is not shown"
+
     s.stop()
-    s = public_server(ctx, "--max-runtime", "0")
+    s = public_server(ctx, "--max-runtime", "0", "--worker-memory", "0")
     check("warning: --max-runtime 0 with --public" in s.output() and not any("a run may take" in l for l in s.lines),
           f"--public --max-runtime 0: warned (stderr, in the log before stdout's one flush), no limit: {s.log_tail()}")
+    check("warning: --worker-memory 0 with --public" in s.output() and not any("a worker may map" in l for l in s.lines),
+          f"--public --worker-memory 0: warned, no limit: {s.log_tail()}")
 
 
 def lease_end(sess):  # time.monotonic() at which the session's fixed lease ends, by the server's own clock
@@ -2953,6 +2987,9 @@ def t_sse_slot_freed(ctx):  # C17: a client's disconnect frees its stream's slot
         st.close()
         st = reopen(s, rid, f"local, close {i + 1}")
         time.sleep(0.4)
+    # a client that closes only its sending end (FIN) ends its stream too (docs/studio.md)
+    st.conn.sock.shutdown(socket.SHUT_WR)
+    st = reopen(s, rid, "local, after a half-close")
     st.close()
     s.cancel(rid)
     # public mode: a session's closed streams stop counting against its requests in flight

@@ -188,6 +188,10 @@ int main(void) {
     spit(bad, c2, n);
     refuse("no family", bad, "lacks family");
     memcpy(c2, b, n);
+    memcpy(strstr(c2 + 8, "\"dataset\":\"unit\"") + 10, "123456", 6); /* a number where a string belongs */
+    spit(bad, c2, n);
+    refuse("metadata value not a string", bad, "__metadata__ value is not a string (metadata key 'dataset')");
+    memcpy(c2, b, n);
     memcpy(strstr(c2 + 8, "\"family\":\"gru\""), "\"family\":\"grx\"", 14);
     spit(bad, c2, n);
     {
