@@ -304,7 +304,8 @@ dpd_status dpd_ckpt_load(const char *path, dpd_model **out, dpd_error *err) {
         }
     }
     s = dpd_model_create(&cfg, out, err);
-    if (s && err) err->field[0] = 0, dpd_error_prefix(err, path); /* as above: "PATH: family: 'x' is not ..." */
+    if (s == DPD_E_INVAL) s = DPD_E_FORMAT; /* sizes no model has ("layers": "0"): the file is malformed */
+    if (s && err) err->status = s, err->field[0] = 0, dpd_error_prefix(err, path); /* as above: "PATH: family: 'x' is not ..." */
     else s = dpd_ckpt_read_model(&c, *out, err);
     if (s) {
         dpd_model_free(*out);

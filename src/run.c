@@ -326,6 +326,7 @@ dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels,
     json_t *j = dpd_json_load(path, "a run's config.json", err);
     if (!j) return err ? err->status : DPD_E_FORMAT;
     dpd_status s = dpd_config_from_json(j, c, path, err);
+    if (s && err) err->field[0] = 0; /* the run's file is at fault, not an option: the message names its key */
     json_t *k = json_object_get(j, "kernels_used"), *sha = json_object_get(json_object_get(j, "split"), "sha256");
     snprintf(kernels, nkernels, "%s", json_is_string(k) ? json_string_value(k) : "");
     for (int i = 0; i < DPD_NSPLIT; i++) {

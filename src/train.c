@@ -481,6 +481,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
             char where[4200];
             snprintf(where, sizeof where, "%s/config.json", in->resume);
             dpd_error_prefix(err, where);
+            if (err) err->field[0] = 0; /* its key, not an option: the message names it */
             return err ? (err->status = DPD_E_FORMAT) : DPD_E_FORMAT;
         }
         if (cfg.ls)

@@ -905,6 +905,8 @@ check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(
 check 'grep -q "^epoch 1/1 train_loss .* val NMSE -*[0-9.]* IBE -*[0-9.]* ACPR -*[0-9.]* | test NMSE" "$T/mp.err" &&
        grep -q "^epoch 2/2 .* IBE .* ACPR " "$T/mp2.err" && ! grep -q " EVM \| ACLR " "$T/mp.err" "$T/mp2.err"' \
     "train-pa --metric-profile: the epoch lines name the profile's metrics, resumed too ($(grep -m1 "^epoch" "$T/mp.err"))"
+cp -r "$MP" "$T/mpbad" && sed -i 's/"hidden": *[0-9]*/"hidden": 0/' "$T/mpbad/config.json"
+expect 1 "dpd: $T/mpbad/config.json: hidden: 0 is out of range 1..1024" "$DPD" train-pa --resume "$T/mpbad" --epochs 3
 # a resume computes on the kernels the run did (config.json's kernels_used): sse, resumed with no option,
 # ends bit for bit as an uninterrupted sse run; other kernels asked for are warned about
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --kernels sse --no-plots --out "$T/ks1" >/dev/null 2>&1

@@ -192,6 +192,10 @@ int main(void) {
     spit(bad, c2, n);
     refuse("metadata value not a string", bad, "__metadata__ value is not a string (metadata key 'dataset')");
     memcpy(c2, b, n);
+    memcpy(strstr(c2 + 8, "\"layers\":\"2\"") + 10, "0", 1); /* a size no model has: a malformed file, not an option */
+    spit(bad, c2, n);
+    refuse("layers 0", bad, "layers");
+    memcpy(c2, b, n);
     memcpy(strstr(c2 + 8, "\"family\":\"gru\""), "\"family\":\"grx\"", 14);
     spit(bad, c2, n);
     {
