@@ -112,6 +112,11 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
             fprintf(stderr, "dpd: option '--%s' needs a value\n", name);
             return 2;
         }
+        if (!eq && p->type == OPT_STR && v[0] == '-' && v[1] == '-' && v[2]) { /* "--out --json": a value forgotten */
+            fprintf(stderr, "dpd: option '--%s' needs a value, and the next argument is the option '%s' (a value that "
+                            "starts with -- is given as --%s=VALUE, or a path as ./%s)\n", name, v, name, v);
+            return 2;
+        }
         if (again) /* the last wins, as a wrapper script's override expects; said, never silent */
             fprintf(stderr, "dpd: note: option '--%s' is given twice (%s, then %s): %s is used\n", name, given[p - o], v, v);
         given[p - o] = v;

@@ -128,8 +128,8 @@ int cmd_run(int argc, char **argv) {
     const char *fin = dpd_recording_format(in), *fout = dpd_recording_format(out);
     const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out, *dot = strrchr(base, '.');
     if (!strcmp(fout, "csv") && dot && dot > base && strcasecmp(dot, ".csv") && strcasecmp(dot, ".txt")) {
-        fprintf(stderr, "dpd: --output %s: the format follows the name's extension, in lower case: .csv (or .txt), .cf32, "
-                        ".sigmf-data or .mat, not '%s'\n", out, dot);
+        fprintf(stderr, "dpd: --output %s: the format follows the name's extension: .csv (or .txt), .cf32, .mat (in any "
+                        "case) or .sigmf-data, not '%s'\n", out, dot);
         return 2;
     }
     if (same_recording(in, out)) {

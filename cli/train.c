@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -272,9 +273,9 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
     char held[4200];
-    if (!c->resume[0] && cli_in_dataset(c->out[0] ? c->out : "runs", c->data, held, sizeof held)) {
+    if (!c->resume[0] && c->out[0] && cli_in_dataset(c->out, c->data, held, sizeof held)) {
         fprintf(stderr, "dpd: --out %s (the runs' root) lies in the dataset %s, and nothing is written into a dataset: "
-                        "give --out DIR elsewhere\n", c->out[0] ? c->out : "runs", held);
+                        "give --out DIR elsewhere\n", c->out, held);
         return 2;
     }
     catch_signals();
@@ -386,6 +387,15 @@ static int train(int argc, char **argv, int dpd) {
             char q[4 * sizeof c.resume + 8];
             fprintf(stderr, "dpd: --resume takes the run directory, and %s is a file (the run directory holds "
                             "config.json and the checkpoints)\n", cli_shell_quote(c.resume, q, sizeof q));
+            return 2;
+        }
+        char cj[sizeof c.resume + 16];
+        snprintf(cj, sizeof cj, "%s/config.json", c.resume);
+        if (!stat(c.resume, &st) && stat(cj, &st)) {
+            char q[4 * sizeof c.resume + 8];
+            fprintf(stderr, "dpd: --resume %s is not a run directory (it holds no config.json): a run directory is "
+                            "OUT/DATASET/train_pa/RUN_ID (or train_dpd/PA/RUN_ID), the path a run prints as 'run "
+                            "directory: ...'\n", cli_shell_quote(c.resume, q, sizeof q));
             return 2;
         }
         dpd_ckpt_info ri = {0}; /* the run's own kind decides the verb (no checkpoint yet: the library's checks) */
@@ -559,6 +569,17 @@ int cmd_fit_ls(int argc, char **argv) {
         }
         if (!stat(mat, &st) && S_ISDIR(st.st_mode)) {
             fprintf(stderr, "dpd: --mat %s is a directory: give the file to write (%s/coefficients.mat)\n", mat, mat);
+            return 2;
+        }
+        size_t ml = strlen(mat);
+        if (ml < 4 || strcasecmp(mat + ml - 4, ".mat")) { /* never a checkpoint, a split file or another recording */
+            fprintf(stderr, "dpd: --mat %s: the coefficients' file must end in .mat\n", mat);
+            return 2;
+        }
+        char held[4200];
+        if (cli_in_dataset(mat, c.data, held, sizeof held)) {
+            fprintf(stderr, "dpd: --mat %s lies in the dataset %s, and nothing is written into a dataset: choose a file "
+                            "elsewhere\n", mat, held);
             return 2;
         }
     }

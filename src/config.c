@@ -306,6 +306,8 @@ dpd_status dpd_config_check(const dpd_train_cfg *c, dpd_error *err) {
     dpd_status s = check_model(&c->model, DPD_E_INVAL, err);
     for (int i = 0; !s && i < NROWS; i++)
         if (!fields[i].model) s = check_stored(c, 0, i, DPD_E_INVAL, err);
+    if (!s && !c->out[0] && !c->resume[0]) /* "" would put the runs at the root of the file system */
+        s = fail(err, DPD_E_INVAL, "out", "out: an empty path: give the directory the runs go under (runs by default)");
     if (!s && c->evm_fs > 0 && dpd_profile_parse(c->metric_profile) > 0) /* a rate for a metric the profile lacks */
         s = fail(err, DPD_E_INVAL, "evm_fs", "evm_fs: the EVM rate is for legacy-opendpd-v1's EVM, and %s scores IBE "
                                              "instead (it has no EVM): leave evm_fs out, or score under the legacy profile",

@@ -393,7 +393,8 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
     dpd_status s = dpd_file_read_max(path, DPD_MAX_SPEC_BYTES, "spec.json", &text, &len, err);
     if (s) return s;
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    size_t bom = dpd_csv_bom(text, text + len); /* as a Windows editor saves it, and as the CSVs allow */
+    json_t *root = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &je);
     free(text);
     if (!root) return dpd_fail(err, DPD_E_FORMAT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     dpd_spec *sp = &ds->spec;
@@ -478,8 +479,8 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
         goto done;
     }
     if (sp->fs > 0 && sp->bw_main >= sp->fs) {
-        s = dpd_fail(err, DPD_E_FORMAT, "%s: bw_main_ch (%g) must be below input_signal_fs (%g)",
-                     path, sp->bw_main, sp->fs);
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: bw_main_ch (%g Hz) must be below input_signal_fs (%g Hz)%s",
+                     path, sp->bw_main, sp->fs, sp->fs < 1e5 ? " (spec.json gives hertz: 800 MHz is 800e6)" : "");
         goto done;
     }
     /* what is read but looks wrong: said, not refused (the metrics take ratios of these rates) */
@@ -488,6 +489,12 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
     if (sp->fs > 0 && sp->fs < 1e5)
         warn_add(w, nw, "%s%s: input_signal_fs is %g Hz, which looks like MHz or GHz (spec.json gives hertz: 800 MHz "
                         "is 800e6)", w[0] ? "; " : "", path, sp->fs);
+    static const char *const bw_key[2] = {"bw_main_ch", "bw_sub_ch"};
+    const double bw[2] = {sp->bw_main, sp->bw_sub};
+    for (int k = 0; k < 2; k++) /* no channel is under 1 kHz wide: 200 meant as MHz */
+        if (bw[k] > 0 && bw[k] < 1e3)
+            warn_add(w, nw, "%s%s: %s is %g Hz, which looks like MHz (spec.json gives hertz: 200 MHz is 200e6)",
+                     w[0] ? "; " : "", path, bw_key[k], bw[k]);
     if (sp->bw_sub > 0 && sp->n_sub > 0 && sp->bw_sub * sp->n_sub > sp->bw_main * (1 + 1e-6))
         warn_add(w, nw, "%s%s: n_sub_ch x bw_sub_ch (%d x %g Hz = %g Hz) does not fit in bw_main_ch (%g Hz)",
                  w[0] ? "; " : "", path, sp->n_sub, sp->bw_sub, sp->bw_sub * sp->n_sub, sp->bw_main);

@@ -513,7 +513,8 @@ static dpd_status read_spec(capture *c, dpd_doctor_report *r, dpd_error *err) {
     if (s) return s;
     file_record(r, "spec.json", text, len);
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    size_t bom = dpd_csv_bom(text, text + len); /* the loader's rule */
+    json_t *root = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &je);
     free(text);
     if (!root) return dpd_fail(err, DPD_E_FORMAT, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     if (!json_is_object(root)) s = dpd_fail(err, DPD_E_FORMAT, "%s: expected a JSON object", path);

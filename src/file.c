@@ -117,6 +117,18 @@ dpd_status dpd_file_read(const char *path, char **buf, size_t *len, dpd_error *e
 }
 
 dpd_status dpd_afile_open(dpd_afile *a, const char *path, dpd_error *err) {
+    struct stat st;
+    a->f = NULL;
+    if (!lstat(path, &st) && S_ISLNK(st.st_mode)) { /* the rename would put a file where the link was */
+        char to[4096];
+        ssize_t n = readlink(path, to, sizeof to - 1);
+        to[n > 0 ? n : 0] = 0;
+        return dpd_fail(err, DPD_E_IO, "%s is a symbolic link (to %s): dpd writes a file whole and renames it into "
+                                       "place, which would replace the link; give the file's own path", path, to);
+    }
+    if (!lstat(path, &st) && !S_ISREG(st.st_mode))
+        return dpd_fail(err, DPD_E_IO, "%s is %s: dpd writes regular files (whole, then renamed into place)", path,
+                        kind_of(st.st_mode));
     snprintf(a->path, sizeof a->path, "%s", path);
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     a->f = fopen(a->tmp, "wb");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -28,10 +29,16 @@ static int ends(const char *s, const char *suffix) {
     return n > k && !strcmp(s + n - k, suffix);
 }
 
+static int ends_caseless(const char *s, const char *suffix) { /* OUT.MAT and REC.CF32 as well */
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && !strcasecmp(s + n - k, suffix);
+}
+
+/* SigMF's endings are lower case by its standard (a pair is found by them); .cf32 and .mat in any case. */
 static rec_kind kind_of(const char *path) {
-    return ends(path, ".cf32") ? REC_CF32
+    return ends_caseless(path, ".cf32") ? REC_CF32
          : ends(path, ".sigmf-data") || ends(path, ".sigmf-meta") ? REC_SIGMF
-         : ends(path, ".mat") ? REC_MAT : REC_CSV;
+         : ends_caseless(path, ".mat") ? REC_MAT : REC_CSV;
 }
 
 const char *dpd_recording_format(const char *path) {
@@ -227,7 +234,13 @@ dpd_status dpd_recording_read_meta(const char *path, dpd_recording_meta *meta, d
     case REC_MAT:
         s = dpd_mat_read_signal(path, meta ? meta->var : NULL, meta ? meta->var_fs : NULL, iq, n, &fs, err);
         break;
-    default: s = dpd_csv_read_iq(path, iq, n, &pos, err);
+    default:
+        if (ends_caseless(path, ".sigmf") || ends_caseless(path, ".sigmf-data") || ends_caseless(path, ".sigmf-meta"))
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: %s", path, ends_caseless(path, ".sigmf")
+                             ? "a SigMF archive (a tar of the recording's files) is not read: extract it (tar xf) and "
+                               "give its .sigmf-data"
+                             : "a SigMF file's ending is lower case by the standard (.sigmf-data, .sigmf-meta)");
+        else s = dpd_csv_read_iq(path, iq, n, &pos, err);
     }
     if (meta) meta->fs = s ? 0 : fs, meta->freq = s ? 0 : freq, meta->by_position = pos;
     return s;

@@ -157,7 +157,8 @@ dpd_status dpd_session_open(const dpd_model *m, const dpd_kv *opts, int nopts, i
     s->device = o.device, s->max_batch = s->batch = o.max_batch, s->T = o.max_frame, s->threads = o.threads;
     char reason[512];
     if ((st = dpd_provider_select(o.provider, &s->p, reason, sizeof reason, err))) {
-        if (err && !err->field[0]) snprintf(err->field, sizeof err->field, "provider");
+        if (err && !err->field[0] && st != DPD_E_FORMAT && st != DPD_E_IO) /* a settings file at fault is no option */
+            snprintf(err->field, sizeof err->field, "provider");
         goto fail;
     }
     char whybuf[160];

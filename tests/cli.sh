@@ -523,7 +523,19 @@ expect 2 "plot: --out $T/a/pics lies in the dataset" "$DPD" plot --data "$T/a" -
 expect 2 "(the runs' root) lies in the dataset" "$DPD" train-pa --data "$T/a" --out "$T/a/runs" --model gru --hidden 4 --epochs 1
 abs_dpd=$(cd "$(dirname "$DPD")" && pwd)/$(basename "$DPD")
 expect 2 "--out runs (the runs' root) lies in the dataset" sh -c "cd '$T/a' && exec '$abs_dpd' fit-ls --data . --kind mp"
-check '[ ! -e "$T/a/new" ] && [ ! -e "$T/a/pics" ] && [ ! -e "$T/a/runs" ] && [ ! -e "$T/a/new.csv" ]' "nothing was made in the dataset"
+expect 2 "dpd: --out $T/a/inner lies in the dataset" "$DPD" synth --out "$T/a/inner"
+expect 2 "dpd: --out $T/a/fixed lies in the dataset" "$DPD" doctor "$T/a" --fix-gain --out "$T/a/fixed"
+check '[ ! -e "$T/a/new" ] && [ ! -e "$T/a/pics" ] && [ ! -e "$T/a/runs" ] && [ ! -e "$T/a/new.csv" ] && [ ! -e "$T/a/inner" ] && [ ! -e "$T/a/fixed" ]' \
+    "nothing was made in the dataset"
+# an empty --out (an unset $OUTDIR) would put the runs at /; a path option followed by an option lacks its value
+expect 2 "dpd: --out: an empty path: give the directory the runs go under" "$DPD" train-pa --data "$T/a" --out "" --epochs 1 --hidden 4
+expect 2 "dpd: --out: an empty path" "$DPD" fit-ls --data "$T/a" --kind mp --out ""
+expect 2 "dpd: option '--out' needs a value, and the next argument is the option '--json'" "$DPD" fit-ls --data "$T/a" --kind mp --out --json
+check '[ ! -e ./--json ]' "no directory named --json"
+# spec.json saved with a byte-order mark (a Windows editor) reads as without
+mkdir -p "$T/sbom" && cp "$T/a/"*.csv "$T/sbom/" && { printf '\357\273\277'; cat "$T/a/spec.json"; } >"$T/sbom/spec.json"
+"$DPD" eval --data "$T/sbom" --split test --json >"$T/sbom.json" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && jq1 "$T/sbom.json" "j[\"linear_gain\"][\"NMSE\"] < 0"' "spec.json with a byte-order mark is read (exit $rc: $(head -c 200 "$T/err"))"
 
 # --- eval checks a checkpoint's metadata: kind (PA or DPD) and dataset ---
 expect 2 "is a DPD checkpoint" "$DPD" eval --data "$T/a" --split test --pa "$E1/best.safetensors" --model "$D1"
@@ -665,6 +677,8 @@ check '[ $rc -eq 0 ] && "$DPD" config show | grep -qx "provider opencl" && grep 
 "$DPD" config set provider auto >/dev/null
 printf '{"provider": 3' >"$XDG_CONFIG_HOME/dpd/config.json"
 expect 1 "config.json" "$DPD" providers
+expect 1 "dpd: $XDG_CONFIG_HOME/dpd/config.json:1:" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cpu
+check '! grep -q -- "--provider" "$T/err"' "a broken settings file is named as the fault, not --provider ($(head -c 200 "$T/err"))"
 rm "$XDG_CONFIG_HOME/dpd/config.json"
 # case 1: no matching pack
 expect 1 "no cuda pack is installed" "$DPD" eval --data "$T/a" --split val --model "$D1" --provider cuda
@@ -905,6 +919,7 @@ check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(
 check 'grep -q "^epoch 1/1 train_loss .* val NMSE -*[0-9.]* IBE -*[0-9.]* ACPR -*[0-9.]* | test NMSE" "$T/mp.err" &&
        grep -q "^epoch 2/2 .* IBE .* ACPR " "$T/mp2.err" && ! grep -q " EVM \| ACLR " "$T/mp.err" "$T/mp2.err"' \
     "train-pa --metric-profile: the epoch lines name the profile's metrics, resumed too ($(grep -m1 "^epoch" "$T/mp.err"))"
+expect 2 "is not a run directory (it holds no config.json): a run directory is OUT/DATASET/train_pa/RUN_ID" "$DPD" train-pa --resume "$T/mp"
 cp -r "$MP" "$T/mpbad" && sed -i 's/"hidden": *[0-9]*/"hidden": 0/' "$T/mpbad/config.json"
 expect 1 "dpd: $T/mpbad/config.json: hidden: 0 is out of range 1..1024" "$DPD" train-pa --resume "$T/mpbad" --epochs 3
 # a resume computes on the kernels the run did (config.json's kernels_used): sse, resumed with no option,

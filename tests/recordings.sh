@@ -37,6 +37,10 @@ check '[ $rc -eq 0 ] && [ -s "$T/c.mat" ] && grep -q "coefficients -> $T/c.mat" 
 check '[ "$(head -c 19 "$T/c.mat")" = "MATLAB 5.0 MAT-file" ] && ! ls "$T" | grep -q "c.mat.tmp"' "fit-ls --mat: a v5 file, no temporary left"
 RD=$(sed -n 's/^run directory: //p' "$T/out")
 check '[ -f "$RD/best.safetensors" ]' "fit-ls: its run directory ($RD)"
+cp "$T/a/train_input.csv" "$T/train_input.before"
+expect 2 "dpd: --mat $T/a/train_input.csv: the coefficients' file must end in .mat" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/train_input.csv"
+expect 2 "dpd: --mat $T/a/c.mat lies in the dataset" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/c.mat"
+check 'cmp -s "$T/a/train_input.csv" "$T/train_input.before" && [ ! -e "$T/a/c.mat" ]' "fit-ls --mat: a split file and the dataset are never written"
 "$DPD" fit-ls --data "$T/a" --kind gmp --target pa --K 3 --Q 2 --M 1 --out "$T/runs" --mat "$T/g73.mat" --mat-version 7.3 \
     >/dev/null 2>"$T/err"; rc=$?
 # HDF5's signature at 512, after MATLAB's user block
@@ -56,6 +60,16 @@ check '[ -s "$T/out.cf32" ]' "run .cf32 -> .cf32 ($(head -c 200 "$T/err"))"
 expect 2 "--fs is needed" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data"
 expect 2 "dpd: --fs: 0 must be a sample rate in Hz, above 0 and at most 1e+12" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 0
 expect 2 "dpd: --fs: 1e+15 must be a sample rate in Hz, above 0 and at most 1e+12 (1 THz" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 1e15
+echo keep >"$T/target.cf32" && ln -s target.cf32 "$T/link.cf32"
+expect 1 "dpd: $T/link.cf32 is a symbolic link (to target.cf32)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/link.cf32"
+check '[ -L "$T/link.cf32" ] && [ "$(cat "$T/target.cf32")" = keep ]' "run: an output that is a link is refused; the link and its target are left as they were"
+expect 1 "dpd: /dev/null is a character device: dpd writes regular files" "$DPD" run --model "$RD" --input "$T/a/test_input.csv" --output /dev/null
+check '[ -c /dev/null ]' "run: /dev/null is still the device"
+cp "$T/in.cf32" "$T/UP.CF32"
+"$DPD" run --model "$RD" --input "$T/UP.CF32" --output "$T/up.MAT" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ "$(head -c 19 "$T/up.MAT")" = "MATLAB 5.0 MAT-file" ]' "run: .CF32 and .MAT in upper case are those formats (exit $rc: $(head -c 200 "$T/err"))"
+: >"$T/rec.sigmf"
+expect 1 "rec.sigmf: a SigMF archive (a tar of the recording's files) is not read: extract it" "$DPD" run --model "$RD" --input "$T/rec.sigmf" --output "$T/ar.sigmf-data"
 mkdir -p "$T/odir.cf32" && : >"$T/afile"
 expect 2 "dpd: --output $T/afile/o.cf32: $T/afile is not a directory" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/afile/o.cf32"
 expect 2 "dpd: --output $T/odir.cf32 is a directory: name a file in it" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/odir.cf32"

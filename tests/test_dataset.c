@@ -356,6 +356,12 @@ static void suspect_values(void) {
                sizeof w);
     CHECK(strstr(w, "/spec.json: input_signal_fs is 800 Hz, which looks like MHz or GHz (spec.json gives hertz"),
           "a sample rate of 800 (MHz meant): a warning, the dataset loads: '%s'", w);
+    CHECK(strstr(w, "/spec.json: bw_main_ch is 200 Hz, which looks like MHz (spec.json gives hertz"),
+          "a main channel of 200 (MHz meant): a warning too: '%s'", w);
+    warning_of("{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6, \"bw_sub_ch\": 20, "
+               "\"n_sub_ch\": 10, \"nperseg\": 4}",
+               w, sizeof w);
+    CHECK(strstr(w, "/spec.json: bw_sub_ch is 20 Hz, which looks like MHz"), "a sub-channel of 20 (MHz meant): a warning: '%s'", w);
     warning_of("{\"dataset_format\": \"split_csv\", \"input_signal_fs\": 800e6, \"bw_main_ch\": 200e6, \"bw_sub_ch\": 25e6, "
                "\"n_sub_ch\": 10, \"nperseg\": 4}",
                w, sizeof w);
