@@ -76,6 +76,17 @@ static int set(opt *o, const char *v) {
     return 0;
 }
 
+/* What a value of type t must be, for the message that refuses one. */
+static const char *wanted(opt_type t) {
+    switch (t) {
+    case OPT_INT: return "a whole number from -2147483647 to 2147483647";
+    case OPT_U64:
+    case OPT_SIZE: return "a whole number from 0 to 18446744073709551615 (2^64 - 1)";
+    case OPT_DBL: return "a finite decimal number";
+    default: return "a value";
+    }
+}
+
 int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
     const char *given[n > 0 ? n : 1]; /* each option's value as given, for a second one's message */
     for (int i = 0; i < argc; i++) {
@@ -121,7 +132,10 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
             fprintf(stderr, "dpd: note: option '--%s' is given twice (%s, then %s): %s is used\n", name, given[p - o], v, v);
         given[p - o] = v;
         if (!set(p, v)) {
-            fprintf(stderr, "dpd: bad value '%s' for --%s (%s)\n", v, name, p->help ? p->help : "see --help");
+            char w[96]; /* what set() refuses: the only reasons */
+            if (p->type == OPT_STR) snprintf(w, sizeof w, "at most %zu characters", p->len - 1);
+            else snprintf(w, sizeof w, "%s", wanted(p->type));
+            fprintf(stderr, "dpd: bad value '%s' for --%s: %s is wanted (%s)\n", v, name, w, p->help ? p->help : "see --help");
             return 2;
         }
     }

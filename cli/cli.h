@@ -176,6 +176,16 @@ const char *cli_shell_quote(const char *s, char *buf, size_t n);
  * receives that directory's resolved path. 0 otherwise. */
 int cli_in_dataset(const char *path, const char *data, char *dir, size_t n);
 
+/* A file that option --flag is about to write (replacing it if there): 0 when it may, else 2 after
+ * saying why on stderr: it lies in a dataset (cli_in_dataset, data as there), it is a directory, or
+ * its directory is missing, no directory or not writable. */
+int cli_output_file(const char *flag, const char *path, const char *data);
+
+/* A directory that option --flag is about to make or fill: 0 when the directory it goes in lies in
+ * no dataset (cli_in_dataset, data as there), else 2 after saying so. The path itself is not
+ * looked at: its own checks (new, empty, a dataset to replace) are the command's. */
+int cli_output_dir(const char *flag, const char *path, const char *data);
+
 /* A finished (or stopped) run as the one JSON object `--json` prints: run_dir, epochs,
  * best_epoch, val, test (no_dpd, no_dpd_val), provider, config. NULL when out of memory. */
 json_t *cli_summary_json(const dpd_train_result *res);

@@ -208,13 +208,7 @@ int cmd_doctor(int argc, char **argv) {
         fprintf(stderr, "dpd: doctor needs DATA_DIR, and --out DIR exactly when --fix-delay or --fix-gain is given\n");
         return 2;
     }
-    char held[4200], parent[4200];
-    snprintf(parent, sizeof parent, "%s/..", out); /* where the copy goes (out itself: the library's checks) */
-    if (out[0] && cli_in_dataset(parent, dir, held, sizeof held)) { /* the copy beside the dataset, never in one */
-        fprintf(stderr, "dpd: --out %s lies in the dataset %s, and nothing is written into a dataset: choose a directory "
-                        "elsewhere\n", out, held);
-        return 2;
-    }
+    if (out[0] && cli_output_dir("out", out, dir)) return 2; /* the copy beside the dataset, never in one */
     dpd_doctor_report rep;
     dpd_doctor_fixed fixed;
     dpd_error err = {0};

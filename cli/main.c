@@ -336,3 +336,36 @@ int cli_in_dataset(const char *path, const char *data, char *dir, size_t n) {
     if (in) snprintf(dir, n, "%s", real);
     return in;
 }
+
+int cli_output_file(const char *flag, const char *path, const char *data) {
+    char dir[4200], held[4200];
+    struct stat st;
+    const char *sl = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - path) + (sl == path) : 1, sl ? path : ".");
+    if (cli_in_dataset(path, data, held, sizeof held)) {
+        fprintf(stderr, "dpd: --%s %s lies in the dataset %s (it holds spec.json), and nothing is written into a dataset: "
+                        "choose a file elsewhere\n", flag, path, held);
+        return 2;
+    }
+    if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "dpd: --%s %s is a directory: name a file in it\n", flag, path);
+        return 2;
+    }
+    int none = stat(dir, &st) != 0;
+    if (none || !S_ISDIR(st.st_mode) || access(dir, W_OK)) {
+        fprintf(stderr, "dpd: --%s %s: %s %s\n", flag, path, dir,
+                none ? "does not exist (make the directory first)" : !S_ISDIR(st.st_mode) ? "is not a directory"
+                                                                          : "is a directory this process cannot write into");
+        return 2;
+    }
+    return 0;
+}
+
+int cli_output_dir(const char *flag, const char *path, const char *data) {
+    char parent[4200], held[4200];
+    snprintf(parent, sizeof parent, "%s/..", path); /* where it goes: path itself may be a dataset (synth --force) */
+    if (!cli_in_dataset(parent, data, held, sizeof held)) return 0;
+    fprintf(stderr, "dpd: --%s %s lies in the dataset %s, and nothing is written into a dataset: choose a directory "
+                    "elsewhere\n", flag, path, held);
+    return 2;
+}

@@ -296,6 +296,7 @@ static dpd_status doc_begin(const plot_doc *d, const char *path, doc_job *j, dpd
 /* Writes j's file (whole to a temporary file, then renamed); j->s and j->err tell how it went. */
 static void doc_write(doc_job *j) {
     char tmp[4300];
+    if ((j->s = dpd_replaceable(j->path, &j->err))) return;
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", j->path, (int)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
@@ -1583,8 +1584,14 @@ static cairo_status_t render(const struct chart *c, const plot_doc *d, cairo_sur
 }
 
 /* Renames the finished temporary file tmp to path; or removes it and says why the picture is not
- * written: st, cairo's status of the drawing, or bad, the encoder failed with errno e. */
+ * written: path is no file to replace (dpd_replaceable), st, cairo's status of the drawing, or bad,
+ * the encoder failed with errno e. */
 static dpd_status publish(const char *tmp, const char *path, cairo_status_t st, int bad, int e, dpd_error *err) {
+    dpd_status s = !st && !bad ? dpd_replaceable(path, err) : DPD_OK; /* never a link replaced by the rename */
+    if (s) {
+        unlink(tmp);
+        return s;
+    }
     if (!st && !bad && !rename(tmp, path)) return DPD_OK;
     if (!st && !bad) e = errno;
     unlink(tmp);

@@ -136,12 +136,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "dpd: --output %s names the input recording %s (choose another file)\n", out, in);
         return 2;
     }
-    char held[4200];
-    if (cli_in_dataset(out, NULL, held, sizeof held)) {
-        fprintf(stderr, "dpd: --output %s lies in the dataset %s (it holds spec.json), and nothing is written into a "
-                        "dataset: choose a file elsewhere\n", out, held);
-        return 2;
-    }
+    if (cli_output_file("output", out, NULL)) return 2;
     int raw_in = !strcmp(fin, "csv") || !strcmp(fin, "cf32"), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");
     if (raw_in && raw_out && strcmp(fin, fout)) {
         fprintf(stderr, "dpd: --output must have the input's format (%s), or be SigMF (.sigmf-data) or MATLAB (.mat)\n",
@@ -164,21 +159,6 @@ int cmd_run(int argc, char **argv) {
     if (args_get(o, sizeof o / sizeof *o, "fs")->seen && !(fs > 0 && fs <= DPD_MAX_RATE_HZ)) { /* 0 too: not "none" */
         fprintf(stderr, "dpd: --fs: %g must be a sample rate in Hz, above 0 and at most %g (1 THz; 800 MHz is 800e6)\n", fs,
                 DPD_MAX_RATE_HZ);
-        return 2;
-    }
-    struct stat ost;
-    char parent[4200];
-    snprintf(parent, sizeof parent, "%s", out);
-    char *slash = strrchr(parent, '/');
-    if (slash) slash == parent ? (void)(parent[1] = 0) : (void)(*slash = 0);
-    if (!stat(out, &ost) && S_ISDIR(ost.st_mode)) {
-        fprintf(stderr, "dpd: --output %s is a directory: name a file in it\n", out);
-        return 2;
-    }
-    int none = slash && stat(parent, &ost);
-    if (slash && (none || !S_ISDIR(ost.st_mode))) {
-        fprintf(stderr, "dpd: --output %s: %s %s\n", out, parent,
-                none ? "does not exist (make the directory first)" : "is not a directory");
         return 2;
     }
     if (args_get(o, sizeof o / sizeof *o, "freq")->seen) {

@@ -173,13 +173,7 @@ int cmd_synth(int argc, char **argv) {
                 wave, cli_hz(c.fs, hz[0], sizeof hz[0]), c.nperseg, cli_hz(c.fs / c.nperseg, hz[1], sizeof hz[1]),
                 cli_hz(pc.fs / pc.nperseg, hz[2], sizeof hz[2]), hz[2], keep);
     }
-    char parent[4200], inside[4200];
-    snprintf(parent, sizeof parent, "%s/..", out); /* the directory it goes in: out itself may be a dataset (--force) */
-    if (cli_in_dataset(parent, NULL, inside, sizeof inside)) {
-        fprintf(stderr, "dpd: --out %s lies in the dataset %s, and nothing is written into another dataset: choose a "
-                        "directory elsewhere\n", out, inside);
-        return 2;
-    }
+    if (cli_output_dir("out", out, NULL)) return 2; /* out itself may be a dataset (--force) */
     const char *held = existing(out);
     if (held && !force) {
         fprintf(stderr, "dpd: --out %s already holds a dataset (%s): give a new directory, or --force to replace it\n", out,

@@ -559,27 +559,10 @@ int cmd_fit_ls(int argc, char **argv) {
         return 2;
     }
     if (mat[0]) { /* before the fit: a file that cannot be written should not cost a run first */
-        char dir[4096];
-        const char *sl = strrchr(mat, '/');
-        snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - mat) + (sl == mat) : 1, sl ? mat : ".");
-        struct stat st;
-        if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK)) {
-            fprintf(stderr, "dpd: --mat %s: %s is not a directory this process can write into\n", mat, dir);
-            return 2;
-        }
-        if (!stat(mat, &st) && S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "dpd: --mat %s is a directory: give the file to write (%s/coefficients.mat)\n", mat, mat);
-            return 2;
-        }
         size_t ml = strlen(mat);
+        if (cli_output_file("mat", mat, c.data)) return 2;
         if (ml < 4 || strcasecmp(mat + ml - 4, ".mat")) { /* never a checkpoint, a split file or another recording */
             fprintf(stderr, "dpd: --mat %s: the coefficients' file must end in .mat\n", mat);
-            return 2;
-        }
-        char held[4200];
-        if (cli_in_dataset(mat, c.data, held, sizeof held)) {
-            fprintf(stderr, "dpd: --mat %s lies in the dataset %s, and nothing is written into a dataset: choose a file "
-                            "elsewhere\n", mat, held);
             return 2;
         }
     }

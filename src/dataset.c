@@ -118,6 +118,18 @@ dpd_status dpd_csv_pick(const char *path, const char *const *f, const int *len, 
     return DPD_OK;
 }
 
+const char *dpd_csv_sep_hint(const char *p, const char *e) {
+    size_t n = (size_t)(e - p);
+    if (memchr(p, ',', n) && !memchr(p, ';', n)) return "";
+    if (memchr(p, ';', n))
+        return ": its fields are separated by ';' (a spreadsheet's export with decimal commas?), and dpd reads "
+               "comma-separated values with decimal points; convert it, e.g. sed 's/,/./g; s/;/,/g'";
+    if (memchr(p, '\t', n))
+        return ": its fields are separated by tabs, and dpd reads comma-separated values; convert it, e.g. "
+               "sed 's/,/./g; s/\\t/,/g'";
+    return "";
+}
+
 size_t dpd_csv_bom(const char *p, const char *end) {
     return end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
 }
@@ -167,14 +179,15 @@ static dpd_status csv_read(const char *path, int ncol, const char *const *names,
                 for (int k = 0; k < ncol; k++)
                     snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", k ? "," : "",
                              names ? names[k] : k ? "Q" : "I");
-                s = dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s), got numbers", path, want);
+                s = dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s), got numbers%s", path, want,
+                             dpd_csv_sep_hint(p, e));
                 goto fail;
             }
             nhead = nf;
             if (!names) {
                 if (nf != ncol) {
-                    s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header has %d columns, expected %d (I,Q)",
-                                 path, nf, ncol);
+                    s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header has %d columns, expected %d (I,Q)%s", path, nf, ncol,
+                                 dpd_csv_sep_hint(p, e));
                     goto fail;
                 }
                 for (int k = 0; k < ncol; k++) pick[k] = k;
@@ -183,7 +196,8 @@ static dpd_status csv_read(const char *path, int ncol, const char *const *names,
                 for (int k = 0; k < ncol; k++)
                     if (pick[k] < 0) {
                         if (lacks) *lacks = 1;
-                        s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'", path, names[k]);
+                        s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'%s", path, names[k],
+                                     dpd_csv_sep_hint(p, e));
                         goto fail;
                     }
             }

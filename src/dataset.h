@@ -42,6 +42,11 @@ int dpd_csv_names(const char *f, int len, const char *name);
 dpd_status dpd_csv_pick(const char *path, const char *const *f, const int *len, int nf, const char *const *names,
                         int ncol, int *pick, dpd_error *err);
 
+/* For a header line [p, e) that was refused: "" when it has a comma, else a clause for the message
+ * when its fields are separated by ';' or a tab (a spreadsheet's export in a locale with decimal
+ * commas), saying that dpd reads comma-separated values with decimal points and how to convert. */
+const char *dpd_csv_sep_hint(const char *p, const char *e);
+
 /* 3 when [p, end) starts with a UTF-8 byte-order mark (as spreadsheets write it), else 0: the
  * header starts after it. */
 size_t dpd_csv_bom(const char *p, const char *end);

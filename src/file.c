@@ -116,9 +116,8 @@ dpd_status dpd_file_read(const char *path, char **buf, size_t *len, dpd_error *e
     return dpd_file_read_max(path, DPD_MAX_TEXT_BYTES, "file", buf, len, err);
 }
 
-dpd_status dpd_afile_open(dpd_afile *a, const char *path, dpd_error *err) {
+dpd_status dpd_replaceable(const char *path, dpd_error *err) {
     struct stat st;
-    a->f = NULL;
     if (!lstat(path, &st) && S_ISLNK(st.st_mode)) { /* the rename would put a file where the link was */
         char to[4096];
         ssize_t n = readlink(path, to, sizeof to - 1);
@@ -129,6 +128,13 @@ dpd_status dpd_afile_open(dpd_afile *a, const char *path, dpd_error *err) {
     if (!lstat(path, &st) && !S_ISREG(st.st_mode))
         return dpd_fail(err, DPD_E_IO, "%s is %s: dpd writes regular files (whole, then renamed into place)", path,
                         kind_of(st.st_mode));
+    return DPD_OK;
+}
+
+dpd_status dpd_afile_open(dpd_afile *a, const char *path, dpd_error *err) {
+    a->f = NULL;
+    dpd_status s = dpd_replaceable(path, err);
+    if (s) return s;
     snprintf(a->path, sizeof a->path, "%s", path);
     snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     a->f = fopen(a->tmp, "wb");

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -50,6 +51,7 @@ typedef struct server {
     boundary b;
     struct sse **streams; /* suspended, waiting for the next tick (room for o.max_streams) */
     int nstreams;
+    int watch;            /* epoll set of the parked streams' sockets: a client's end closed or reset */
     int active_streams;   /* open event streams (at most o.max_streams) */
     int inflight;                     /* public mode: requests being answered (atomic) */
     req **watched;                    /* public mode: requests with a deadline (room for o.max_connections) */
@@ -898,6 +900,12 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
             pthread_mutex_lock(&s->h.mu);
             if (!s->closing) { /* room: at most o.max_streams streams are open (http_stream) */
                 s->streams[s->nstreams++] = x;
+                /* libmicrohttpd does not watch a suspended connection's socket: without this a gone
+                 * client's slot would stay taken until the next keep-alive failed to send. A client
+                 * that half-closes (FIN) is taken as gone: EventSource readers never do. Bytes it
+                 * sends raise nothing here and are left for libmicrohttpd. */
+                struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = x};
+                if (x->fd >= 0) epoll_ctl(s->watch, EPOLL_CTL_ADD, x->fd, &ev);
                 MHD_suspend_connection(x->con);
                 pthread_mutex_unlock(&s->h.mu);
                 return 0;
@@ -925,32 +933,31 @@ static void sse_free(void *cls) {
     free(x);
 }
 
-/* What a parked stream's socket says of its client: -1 reset or failed, 1 its end closed (FIN),
- * 0 nothing; either of the first is a client gone (an event stream's reader that half-closes is
- * taken as gone: browsers and EventSource clients never do). libmicrohttpd does not watch a
- * suspended connection's socket, so without this look a gone client's slot would stay taken until
- * the next keep-alive failed to send. Bytes the client sent are left for libmicrohttpd. */
-static int client_state(const sse *x) {
-    char c;
-    if (x->fd < 0) return 0;
-    ssize_t n = recv(x->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 ? 1 : n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? -1 : 0;
-}
-
 /* Each tick (100 ms): the parked streams that may have something to say (an event of their run
  * was stored since they last looked, a keep-alive is due, or the server is closing) or whose
- * client went away go back to their threads; the others stay parked, at no cost. */
+ * client went away (one epoll_wait for them all) go back to their threads; the others stay
+ * parked, at no cost. */
 static void resume_streams(void *user) {
     server *s = user;
     double now = studio_mono();
     pthread_mutex_lock(&s->h.mu);
+    struct epoll_event ev[64];
+    int got;
+    do { /* each one reported leaves the set (its state stays ready): the loop ends */
+        got = epoll_wait(s->watch, ev, 64, 0);
+        for (int i = 0; i < got; i++) {
+            sse *x = ev[i].data.ptr;
+            x->gone = 1;
+            epoll_ctl(s->watch, EPOLL_CTL_DEL, x->fd, NULL);
+        }
+    } while (got == 64);
     int kept = 0;
     for (int i = 0; i < s->nstreams; i++) {
         sse *x = s->streams[i];
-        if (client_state(x)) x->gone = 1;
-        if (x->gone || x->gen != store_gen(s->h.st, x->id) || now - x->last_send >= KEEPALIVE_S || s->closing)
+        if (x->gone || x->gen != store_gen(s->h.st, x->id) || now - x->last_send >= KEEPALIVE_S || s->closing) {
+            if (x->fd >= 0 && !x->gone) epoll_ctl(s->watch, EPOLL_CTL_DEL, x->fd, NULL);
             MHD_resume_connection(x->con);
-        else s->streams[kept++] = x;
+        } else s->streams[kept++] = x;
     }
     s->nstreams = kept;
     cut_late(s);
@@ -997,6 +1004,7 @@ enum MHD_Result http_stream(req *r, const char *id, long after) {
 
 static void server_free(server *s) {
     pub_close(s->h.pub);
+    if (s->watch >= 0) close(s->watch);
     free(s->streams);
     free(s->watched);
     free(s);
@@ -1008,6 +1016,11 @@ http *http_start(const studio_opts *o, store *st, super *sv, char *err, size_t n
         !(s->watched = calloc((size_t)o->max_connections, sizeof *s->watched))) {
         if (s) free(s->streams);
         free(s);
+        return NULL;
+    }
+    if ((s->watch = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        snprintf(err, n, "cannot make an epoll set for the event streams: %s", strerror(errno));
+        server_free(s);
         return NULL;
     }
     s->h.o = *o, s->h.st = st, s->h.sv = sv, s->h.started = studio_now();

@@ -500,6 +500,8 @@ check '[ ! -e "$T/bad.cf32" ] && ! ls "$T" | grep -q "bad.cf32.tmp"' "run: no pa
 expect 1 "empty.csv: empty file" "$DPD" run --model "$E1/best.safetensors" --input "$T/empty.csv" --output "$T/bad.csv"
 printf 'a,b,c\n1,2,3\n' >"$T/cols.csv"
 expect 1 "cols.csv:1: header has 3 columns, expected 2 (I,Q)" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
+printf 'I;Q\n0,5;0,25\n' >"$T/semi.csv"
+expect 1 "semi.csv:1: header has 1 columns, expected 2 (I,Q): its fields are separated by ';'" "$DPD" run --model "$E1/best.safetensors" --input "$T/semi.csv" --output "$T/bad.csv"
 printf 'I,Q,I_in,Q_in\n1,2,3,4\nabc,2,3,4\n' >"$T/bad4.csv"
 expect 1 "bad4.csv:3: field 1 ('abc') is not a number" "$DPD" run --model "$E1/best.safetensors" --input "$T/bad4.csv" --output "$T/bad.csv"
 printf 'I,Q,i,q\n1,2,0,0\n' >"$T/twice.csv"
@@ -582,6 +584,8 @@ check '[ $rc -eq 0 ] && cmp -s "$T/g40x.csv" "$T/g40w.csv" && ! grep -q warning 
     "dpd run: gmp_ls M = 40 in sections of 1e3 (a whole number in any spelling) with --warmup 41 is --exact's output, no warning (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "dpd: bad value '1.5e3x' for --section" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1.5e3x
 expect 2 "dpd: bad value '2.5' for --warmup" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --warmup 2.5
+expect 2 "dpd: bad value '-1' for --seed: a whole number from 0 to 18446744073709551615 (2^64 - 1) is wanted" "$DPD" synth --out "$T/never" --seed -1
+expect 2 "dpd: bad value '2.5' for --epochs: a whole number from -2147483647 to 2147483647 is wanted" "$DPD" train-pa --data "$T/a" --epochs 2.5
 "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 16 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: gmp_ls reads 41 samples before each output, so the first 25 outputs of each section read other samples than --exact" "$T/err" && ! grep -q "zero state" "$T/err" && ! cmp -s "$T/g40x.csv" "$T/g40w.csv"' \
     "dpd run: gmp_ls M = 40 with --warmup 16: warned with its own bound, and the output differs (exit $rc: $(head -c 300 "$T/err"))"

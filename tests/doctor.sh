@@ -144,6 +144,8 @@ expect 2 "--out DIR exactly when" "$DPD" doctor "$T/a" --fix-delay
 expect 2 "--out DIR exactly when" "$DPD" doctor "$T/a" --out "$T/x"
 expect 2 "--out DIR exactly when" "$DPD" doctor
 expect 2 "never writes in place" "$DPD" doctor "$T/late" --fix-delay --out "$T/late"
+mkdir -p "$T/semi" && cp "$T/a"/* "$T/semi/" && sed -i "s/,/;/" "$T/semi/train_input.csv"
+expect 1 "train_input.csv:1: header lacks column 'I': its fields are separated by ';'" "$DPD" doctor "$T/semi"
 expect 2 "is not an empty directory" "$DPD" doctor "$T/late" --fix-delay --out "$T/a"
 expect 2 "one DATA_DIR" "$DPD" doctor "$T/a" "$T/late"
 expect 2 "unknown option '--nosuch'" "$DPD" doctor "$T/a" --nosuch

@@ -326,6 +326,14 @@ check '[ $rc -eq 0 ] && grep -q "dataset doctor on .*Bandwidth does not match sp
 "$DPD" plot --data "$T/d" --out "$T/okp" >/dev/null 2>"$T/err"
 check '! grep -q "dataset doctor" "$T/err"' "and not of a dataset whose band plan is right ($(head -c 200 "$T/err"))"
 
+# --- a picture or plots.json that is a symbolic link: refused, the link and its target kept ---
+for f in amam.png plots.json; do
+    mkdir -p "$T/lk-$f" && echo keep >"$T/lk-target" && ln -sf ../lk-target "$T/lk-$f/$f"
+    "$DPD" plot --data "$T/d" --out "$T/lk-$f" >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -eq 1 ] && grep -q "lk-$f/$f is a symbolic link (to ../lk-target)" "$T/err" && [ -L "$T/lk-$f/$f" ] && [ "$(cat "$T/lk-target")" = keep ] && ! ls "$T/lk-$f" | grep -q tmp' \
+        "dpd plot: $f as a symbolic link is refused, the link and its target kept, no temporary file left (exit $rc: $(head -c 300 "$T/err"))"
+done
+
 # --- usage errors: exit 2 with a message; a RUN_DIR that is not a run: exit 1, as eval's --model ---
 expect 2 "needs a run directory" "$DPD" plot
 expect 1 "does not exist" "$DPD" plot "$T/nosuch"

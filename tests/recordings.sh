@@ -38,7 +38,10 @@ check '[ "$(head -c 19 "$T/c.mat")" = "MATLAB 5.0 MAT-file" ] && ! ls "$T" | gre
 RD=$(sed -n 's/^run directory: //p' "$T/out")
 check '[ -f "$RD/best.safetensors" ]' "fit-ls: its run directory ($RD)"
 cp "$T/a/train_input.csv" "$T/train_input.before"
-expect 2 "dpd: --mat $T/a/train_input.csv: the coefficients' file must end in .mat" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/train_input.csv"
+expect 2 "dpd: --mat $T/a/train_input.csv lies in the dataset" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/train_input.csv"
+expect 2 "dpd: --mat $T/c.csv: the coefficients' file must end in .mat" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/c.csv"
+mkdir -p "$T/cdir.mat"
+expect 2 "dpd: --mat $T/cdir.mat is a directory: name a file in it" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/cdir.mat"
 expect 2 "dpd: --mat $T/a/c.mat lies in the dataset" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/c.mat"
 check 'cmp -s "$T/a/train_input.csv" "$T/train_input.before" && [ ! -e "$T/a/c.mat" ]' "fit-ls --mat: a split file and the dataset are never written"
 "$DPD" fit-ls --data "$T/a" --kind gmp --target pa --K 3 --Q 2 --M 1 --out "$T/runs" --mat "$T/g73.mat" --mat-version 7.3 \
@@ -48,7 +51,7 @@ check '[ $rc -eq 0 ] && [ "$(od -An -c -j 513 -N 3 "$T/g73.mat" | tr -d " ")" = 
     "fit-ls gmp --mat-version 7.3: an HDF5 file (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "--mat-version: '6' must be 5 or 7.3" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat "$T/x.mat" --mat-version 6
 expect 2 "--mat-version applies to --mat FILE, which is not given" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat-version 7.3
-expect 2 "--mat $T/no/c.mat: $T/no is not a directory" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat "$T/no/c.mat" --out "$T/nofit"
+expect 2 "--mat $T/no/c.mat: $T/no does not exist (make the directory first)" "$DPD" fit-ls --data "$T/a" --kind mp --target pa --mat "$T/no/c.mat" --out "$T/nofit"
 check '[ ! -e "$T/nofit" ]' "fit-ls --mat into a directory that is not there: refused before the fit, no run directory"
 
 # --- dpd run: .cf32, SigMF and .mat ---

@@ -2989,9 +2989,27 @@ def t_sse_slot_freed(ctx):  # C17: a client's disconnect frees its stream's slot
         time.sleep(0.4)
     # a client that closes only its sending end (FIN) ends its stream too (docs/studio.md)
     st.conn.sock.shutdown(socket.SHUT_WR)
+    half = st
     st = reopen(s, rid, "local, after a half-close")
+    half.close()
     st.close()
     s.cancel(rid)
+    # many streams gone in one tick (more than one epoll_wait's 64): every slot is freed, the server answers
+    m = ctx.server(root=ctx.path("root-many"), args=["--max-streams", "150"])
+    rid = m.submit(options=fake(1, 0, silent_ms=30000))["id"]
+    m.wait_status(rid, "running", 10)
+    for rnd in range(2):
+        many = [SSE(m, rid, timeout=5) for _ in range(150)]
+        time.sleep(0.4)
+        for st in many:
+            st.close()
+        t0 = time.monotonic()
+        while m.get("/healthz").status != 200 or time.monotonic() - t0 < 0.3:
+            check(time.monotonic() - t0 < 2.0, "150 closed streams: the server does not answer after 2 s")
+            time.sleep(0.05)
+    st = reopen(m, rid, "150 closed at once")
+    st.close()
+    m.cancel(rid)
     # public mode: a session's closed streams stop counting against its requests in flight
     p = ctx.server(root=ctx.path("root-public"), args=["--public", "--session-inflight", "2", "--request-rate", "0"])
     rid = p.submit(options=fake(1, 0, silent_ms=30000))["id"]

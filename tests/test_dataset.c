@@ -490,6 +490,9 @@ int main(void) {
     refuse("missing field", "test_input.csv", "I,Q\n1,2\n3\n", DPD_E_FORMAT, "test_input.csv:3", "missing");
     refuse("empty field", "test_input.csv", "I,Q\n1,\n", DPD_E_FORMAT, "test_input.csv:2", "not a number");
     refuse("NaN", "val_input.csv", "I,Q\n1,2\nnan,4\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
+    refuse("semicolons", "train_input.csv", "I;Q\n1;2\n", DPD_E_FORMAT, "train_input.csv:1: header has 1 columns", "separated by ';'");
+    refuse("decimal commas", "train_input.csv", "0,1;0,2\n", DPD_E_FORMAT, "got numbers", "s/;/,/g");
+    refuse("tabs", "train_input.csv", "I\tQ\n1\t2\n", DPD_E_FORMAT, "header has 1 columns", "separated by tabs");
     refuse("Inf", "val_input.csv", "I,Q\n1,2\n3,-inf\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
     refuse("1e300", "train_output.csv", "I,Q\n1,2\n1e300,4\n", DPD_E_FORMAT, "train_output.csv:3: field 1 ('1e300')",
            "out of range");

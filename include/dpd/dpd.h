@@ -681,6 +681,11 @@ DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n,
 
 /* ---- recordings (dpd run) ------------------------------------------------------------------ */
 
+/* Whether dpd may write path over: DPD_OK when it is absent or a regular file (every file dpd
+ * writes is written whole, then renamed into place); otherwise DPD_E_IO naming what is there (a
+ * symbolic link and its target, which the rename would replace; a directory; a device). */
+DPD_API DPD_CHECK dpd_status dpd_replaceable(const char *path, dpd_error *err);
+
 /* A recording's format follows its path (docs/formats.md): "cf32" (raw little-endian interleaved
  * float32 IQ, a path ending in .cf32), "sigmf" (a SigMF cf32_le recording: X.sigmf-data with its
  * X.sigmf-meta beside it; either path names the pair), "mat" (a MATLAB .mat file, v5 or v7.3), else
