@@ -1,6 +1,7 @@
 /* args: see args.h. */
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -58,8 +59,15 @@ static int set(opt *o, const char *v) {
     }
     case OPT_U64:
     case OPT_SIZE: {
-        if (*v == '-') return 0;
+        const char *q = v;
+        while (isspace((unsigned char)*q)) q++; /* strtoull would take " -1" as 2^64 - 1 */
+        if (*q == '-') return 0;
         unsigned long long x = strtoull(v, &e, 10);
+        if (*v && (*e == 'e' || *e == 'E' || *e == '.') && !errno) { /* 3.84e4: a whole number all the same */
+            double d = strtod(v, &e);
+            if (*e || errno || !(d >= 0 && d < 18446744073709551616.0) || d != floor(d)) return 0;
+            x = (unsigned long long)d;
+        }
         if (*v == 0 || *e || errno) return 0;
         if (o->type == OPT_U64) *(uint64_t *)o->ptr = x;
         else *(size_t *)o->ptr = (size_t)x;
@@ -67,6 +75,7 @@ static int set(opt *o, const char *v) {
     }
     case OPT_DBL: {
         double x = strtod(v, &e);
+        if (errno == ERANGE && fabs(x) < 1) errno = 0; /* 1e-320: an underflow, still a number (0 or subnormal) */
         if (*v == 0 || *e || errno || !isfinite(x)) return 0;
         *(double *)o->ptr = x;
         return 1;
@@ -133,7 +142,7 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
         given[p - o] = v;
         if (!set(p, v)) {
             char w[96]; /* what set() refuses: the only reasons */
-            if (p->type == OPT_STR) snprintf(w, sizeof w, "at most %zu characters", p->len - 1);
+            if (p->type == OPT_STR) snprintf(w, sizeof w, "at most %zu bytes", p->len - 1);
             else snprintf(w, sizeof w, "%s", wanted(p->type));
             fprintf(stderr, "dpd: bad value '%s' for --%s: %s is wanted (%s)\n", v, name, w, p->help ? p->help : "see --help");
             return 2;

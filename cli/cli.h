@@ -177,8 +177,8 @@ const char *cli_shell_quote(const char *s, char *buf, size_t n);
 int cli_in_dataset(const char *path, const char *data, char *dir, size_t n);
 
 /* A file that option --flag is about to write (replacing it if there): 0 when it may, else 2 after
- * saying why on stderr: it lies in a dataset (cli_in_dataset, data as there), it is a directory, or
- * its directory is missing, no directory or not writable. */
+ * saying why on stderr: it lies in a dataset (cli_in_dataset, data as there), it is a directory, a
+ * link or a device (dpd_replaceable), or its directory is missing, no directory or not writable. */
 int cli_output_file(const char *flag, const char *path, const char *data);
 
 /* A directory that option --flag is about to make or fill: 0 when the directory it goes in lies in

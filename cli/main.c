@@ -351,6 +351,11 @@ int cli_output_file(const char *flag, const char *path, const char *data) {
         fprintf(stderr, "dpd: --%s %s is a directory: name a file in it\n", flag, path);
         return 2;
     }
+    dpd_error err = {0};
+    if (dpd_replaceable(path, &err)) { /* a link or a device: before any work, not at the rename */
+        fprintf(stderr, "dpd: --%s %s\n", flag, err.msg);
+        return 2;
+    }
     int none = stat(dir, &st) != 0;
     if (none || !S_ISDIR(st.st_mode) || access(dir, W_OK)) {
         fprintf(stderr, "dpd: --%s %s: %s %s\n", flag, path, dir,

@@ -1838,6 +1838,20 @@ static void unlink_others(const plot_req *r, const char *out) {
         }
 }
 
+/* DPD_OK when every file this job writes in out (plots.json and its charts) may be replaced
+ * (dpd_replaceable): a link or a device among them is refused before any work. */
+static dpd_status replaceable(const plot_req *r, const char *out, dpd_error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/plots.json", out);
+    dpd_status s = dpd_replaceable(path, err);
+    for (size_t i = 0; !s && i < NCHARTS; i++) {
+        if (charts[i].run_only && !r->run_dir) continue;
+        snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, r->svg ? "svg" : "png");
+        s = dpd_replaceable(path, err);
+    }
+    return s;
+}
+
 /* The whole job: plots.json, then every chart drawn from it. out receives the directory. */
 static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_error *err) {
     if (r->out) {
@@ -1858,11 +1872,13 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
                                              "written into a dataset: run it from elsewhere, or give --out DIR", here, real);
         snprintf(out, nout, "plots/%s", slash && slash[1] ? slash + 1 : "dataset");
     }
+    dpd_status s = replaceable(r, out, err);
+    if (s) return s;
     if (!warming) cli_plot_warm(); /* the fonts and the pixels, beside the plot data */
     plot_doc d;
     char path[4200];
     snprintf(path, sizeof path, "%s/plots.json", out);
-    dpd_status s = gather(r, &d, err);
+    s = gather(r, &d, err);
     doc_job doc = {0};
     if (!s && !(s = make_dirs(out, err))) {
         clean_stale(out);

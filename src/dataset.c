@@ -118,9 +118,9 @@ dpd_status dpd_csv_pick(const char *path, const char *const *f, const int *len, 
     return DPD_OK;
 }
 
-const char *dpd_csv_sep_hint(const char *p, const char *e) {
+const char *dpd_csv_sep_hint(const char *p, const char *e, int numbers) {
     size_t n = (size_t)(e - p);
-    if (memchr(p, ',', n) && !memchr(p, ';', n)) return "";
+    if (!numbers && memchr(p, ',', n)) return "";
     if (memchr(p, ';', n))
         return ": its fields are separated by ';' (a spreadsheet's export with decimal commas?), and dpd reads "
                "comma-separated values with decimal points; convert it, e.g. sed 's/,/./g; s/;/,/g'";
@@ -180,14 +180,14 @@ static dpd_status csv_read(const char *path, int ncol, const char *const *names,
                     snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", k ? "," : "",
                              names ? names[k] : k ? "Q" : "I");
                 s = dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s), got numbers%s", path, want,
-                             dpd_csv_sep_hint(p, e));
+                             dpd_csv_sep_hint(p, e, 1));
                 goto fail;
             }
             nhead = nf;
             if (!names) {
                 if (nf != ncol) {
                     s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header has %d columns, expected %d (I,Q)%s", path, nf, ncol,
-                                 dpd_csv_sep_hint(p, e));
+                                 dpd_csv_sep_hint(p, e, 0));
                     goto fail;
                 }
                 for (int k = 0; k < ncol; k++) pick[k] = k;
@@ -197,7 +197,7 @@ static dpd_status csv_read(const char *path, int ncol, const char *const *names,
                     if (pick[k] < 0) {
                         if (lacks) *lacks = 1;
                         s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'%s", path, names[k],
-                                     dpd_csv_sep_hint(p, e));
+                                     dpd_csv_sep_hint(p, e, 0));
                         goto fail;
                     }
             }

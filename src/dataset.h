@@ -42,10 +42,12 @@ int dpd_csv_names(const char *f, int len, const char *name);
 dpd_status dpd_csv_pick(const char *path, const char *const *f, const int *len, int nf, const char *const *names,
                         int ncol, int *pick, dpd_error *err);
 
-/* For a header line [p, e) that was refused: "" when it has a comma, else a clause for the message
- * when its fields are separated by ';' or a tab (a spreadsheet's export in a locale with decimal
- * commas), saying that dpd reads comma-separated values with decimal points and how to convert. */
-const char *dpd_csv_sep_hint(const char *p, const char *e);
+/* For a first line [p, e) that was refused: a clause for the message when its fields are separated
+ * by ';' or a tab (a spreadsheet's export in a locale with decimal commas), saying that dpd reads
+ * comma-separated values with decimal points and how to convert; else "". A header (numbers 0)
+ * with a comma is taken as comma-separated whatever its names hold; a line of numbers (numbers 1)
+ * may have decimal commas beside its separators. */
+const char *dpd_csv_sep_hint(const char *p, const char *e, int numbers);
 
 /* 3 when [p, end) starts with a UTF-8 byte-order mark (as spreadsheets write it), else 0: the
  * header starts after it. */

@@ -230,7 +230,7 @@ static dpd_status parse_header(const char *path, const char *p, const char *e, i
     double v;
     if (len[0] && field_number(f[0], f[0] + len[0], &v))
         return dpd_fail(err, DPD_E_FORMAT, "%s:1: expected a header line (%s%s%s), got numbers%s", path, names[0],
-                        ncol > 2 ? ",..," : ",", names[ncol - 1], dpd_csv_sep_hint(p, e));
+                        ncol > 2 ? ",..," : ",", names[ncol - 1], dpd_csv_sep_hint(p, e, 1));
     dpd_status s = dpd_csv_pick(path, f, len, n, names, ncol, pick, err);
     if (s) return s;
     int all = 1;
@@ -239,7 +239,7 @@ static dpd_status parse_header(const char *path, const char *p, const char *e, i
         for (int k = 0; k < ncol; k++) pick[k] = k;
     for (int k = 0; k < ncol; k++)
         if (pick[k] < 0)
-            return dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'%s", path, names[k], dpd_csv_sep_hint(p, e));
+            return dpd_fail(err, DPD_E_FORMAT, "%s:1: header lacks column '%s'%s", path, names[k], dpd_csv_sep_hint(p, e, 0));
     *nh = n;
     return DPD_OK;
 }

@@ -460,8 +460,8 @@ int cmd_serve(int argc, char **argv) {
     int bad = h && imports(&o, st, imp, nimp);
     if (!h || bad) {
         if (!h) fprintf(stderr, "dpd: %s\n", err);
+        if (sv) super_stop(sv); /* first: its tick looks at the server's streams */
         if (h) http_stop(h);
-        if (sv) super_stop(sv);
         super_free(sv);
         store_close(st);
         return 1;

@@ -585,6 +585,9 @@ check '[ $rc -eq 0 ] && cmp -s "$T/g40x.csv" "$T/g40w.csv" && ! grep -q warning 
 expect 2 "dpd: bad value '1.5e3x' for --section" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1.5e3x
 expect 2 "dpd: bad value '2.5' for --warmup" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --warmup 2.5
 expect 2 "dpd: bad value '-1' for --seed: a whole number from 0 to 18446744073709551615 (2^64 - 1) is wanted" "$DPD" synth --out "$T/never" --seed -1
+expect 2 "dpd: bad value ' -1' for --seed: a whole number from 0" "$DPD" synth --out "$T/never" --seed " -1"
+"$DPD" synth --out "$T/len-e" --preset lte20 --length 4.096e4 --seed 1e3 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "\"seed\": 1000" "$T/len-e/spec.json"' "synth --length 4.096e4 --seed 1e3: whole numbers in exponent notation (exit $rc: $(head -c 200 "$T/err"))"
 expect 2 "dpd: bad value '2.5' for --epochs: a whole number from -2147483647 to 2147483647 is wanted" "$DPD" train-pa --data "$T/a" --epochs 2.5
 "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 16 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: gmp_ls reads 41 samples before each output, so the first 25 outputs of each section read other samples than --exact" "$T/err" && ! grep -q "zero state" "$T/err" && ! cmp -s "$T/g40x.csv" "$T/g40w.csv"' \

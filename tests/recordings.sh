@@ -41,6 +41,9 @@ cp "$T/a/train_input.csv" "$T/train_input.before"
 expect 2 "dpd: --mat $T/a/train_input.csv lies in the dataset" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/train_input.csv"
 expect 2 "dpd: --mat $T/c.csv: the coefficients' file must end in .mat" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/c.csv"
 mkdir -p "$T/cdir.mat"
+echo keep >"$T/ctgt" && ln -sf ctgt "$T/clink.mat"
+expect 2 "dpd: --mat $T/clink.mat is a symbolic link (to ctgt)" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs-link" --mat "$T/clink.mat"
+check '[ ! -e "$T/runs-link" ] && [ -L "$T/clink.mat" ] && [ "$(cat "$T/ctgt")" = keep ]' "fit-ls --mat that is a link: refused before the fit (no run made), the link kept"
 expect 2 "dpd: --mat $T/cdir.mat is a directory: name a file in it" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/cdir.mat"
 expect 2 "dpd: --mat $T/a/c.mat lies in the dataset" "$DPD" fit-ls --data "$T/a" --kind mp --out "$T/runs" --mat "$T/a/c.mat"
 check 'cmp -s "$T/a/train_input.csv" "$T/train_input.before" && [ ! -e "$T/a/c.mat" ]' "fit-ls --mat: a split file and the dataset are never written"
@@ -64,9 +67,9 @@ expect 2 "--fs is needed" "$DPD" run --model "$RD" --input "$T/in.cf32" --output
 expect 2 "dpd: --fs: 0 must be a sample rate in Hz, above 0 and at most 1e+12" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 0
 expect 2 "dpd: --fs: 1e+15 must be a sample rate in Hz, above 0 and at most 1e+12 (1 THz" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 1e15
 echo keep >"$T/target.cf32" && ln -s target.cf32 "$T/link.cf32"
-expect 1 "dpd: $T/link.cf32 is a symbolic link (to target.cf32)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/link.cf32"
+expect 2 "dpd: --output $T/link.cf32 is a symbolic link (to target.cf32)" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/link.cf32"
 check '[ -L "$T/link.cf32" ] && [ "$(cat "$T/target.cf32")" = keep ]' "run: an output that is a link is refused; the link and its target are left as they were"
-expect 1 "dpd: /dev/null is a character device: dpd writes regular files" "$DPD" run --model "$RD" --input "$T/a/test_input.csv" --output /dev/null
+expect 2 "dpd: --output /dev/null is a character device: dpd writes regular files" "$DPD" run --model "$RD" --input "$T/a/test_input.csv" --output /dev/null
 check '[ -c /dev/null ]' "run: /dev/null is still the device"
 cp "$T/in.cf32" "$T/UP.CF32"
 "$DPD" run --model "$RD" --input "$T/UP.CF32" --output "$T/up.MAT" >/dev/null 2>"$T/err"; rc=$?
