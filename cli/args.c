@@ -1,5 +1,6 @@
 /* args: see args.h. */
 #include "args.h"
+#include "dpd/dpd.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -114,7 +115,13 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
         snprintf(name, sizeof name, "%.*s", (int)nl, a + 2);
         opt *p = args_get(o, n, name);
         if (!p) {
-            fprintf(stderr, "dpd: unknown option '--%s' (see --help)\n", name);
+            const char *names[n > 0 ? n : 1];
+            int k = 0;
+            for (int j = 0; j < n; j++)
+                if (o[j].help) names[k++] = o[j].name; /* this verb's own, not a sibling's */
+            const char *near = dpd_nearest(name, names, k);
+            fprintf(stderr, "dpd: unknown option '--%s' (%s%s%s)\n", name, near ? "did you mean '--" : "see --help",
+                    near ? near : "", near ? "'? see --help" : "");
             return 2;
         }
         int again = p->seen;

@@ -118,6 +118,10 @@ typedef struct cli_exec {
     {"kernels", OPT_STR, (x).kernels, sizeof (x).kernels, "auto (fastest ISA; on a GPU fused steps, replayed; fast is the same), avx512, avx2, sse, eager (GPU: no replay) or ref (scalar reference; GPU: layered kernels)", 0}, \
     {"provider", OPT_STR, (x).provider, sizeof (x).provider, "auto, cpu or an installed pack's provider (cuda, opencl) (default: the settings)", 0}
 
+/* When threads is more than the logical processors this process may use: a note saying so ("threads
+ * N is more than ...") in buf, returned; else NULL. The CLI's warning and the studio's. */
+const char *cli_threads_note(int threads, char *buf, size_t n);
+
 /* Checks the options, resolves --cpu-level into x->threads and fills x->kv. 0, or 2 after
  * printing the usage error. */
 int cli_exec_resolve(cli_exec *x);

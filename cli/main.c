@@ -71,6 +71,18 @@ void cli_exec_set(cli_exec *x, const char *key, long value) {
     x->nkv++;
 }
 
+const char *cli_threads_note(int threads, char *buf, size_t n) {
+    int cpus = dpd_cpu_level_threads("max");
+#ifdef CPU_COUNT
+    cpu_set_t set; /* the processors this process may run on (taskset, a container's cpuset) */
+    if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < cpus) cpus = CPU_COUNT(&set);
+#endif
+    if (threads <= cpus) return NULL; /* allowed (up to the table's bound), but never faster */
+    snprintf(buf, n, "threads %d is more than the %d logical processor%s this process may use: the extra threads only "
+                     "wait on each other (slower, never faster; results do not depend on it)", threads, cpus, cpus == 1 ? "" : "s");
+    return buf;
+}
+
 int cli_exec_resolve(cli_exec *x) {
     if (x->level[0] && x->threads) {
         fprintf(stderr, "dpd: --threads %d and --cpu-level %s both set the worker threads: give one of them\n",
@@ -95,15 +107,8 @@ int cli_exec_resolve(cli_exec *x) {
         cli_fail(&err);
         return 2;
     }
-    int cpus = dpd_cpu_level_threads("max");
-#ifdef CPU_COUNT
-    cpu_set_t set; /* the processors this process may run on (taskset, a container's cpuset) */
-    if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < cpus) cpus = CPU_COUNT(&set);
-#endif
-    if (x->threads > cpus) /* allowed (up to the table's bound), but never faster */
-        fprintf(stderr, "dpd: warning: --threads %d is more than the %d logical processor%s this process may use: the "
-                        "extra threads only wait on each other (slower, never faster; results do not depend on it)\n",
-                x->threads, cpus, cpus == 1 ? "" : "s");
+    char note[256];
+    if (cli_threads_note(x->threads, note, sizeof note)) fprintf(stderr, "dpd: warning: --%s\n", note);
     x->nkv = 0;
     if (x->provider[0]) x->kv[x->nkv++] = (dpd_kv){"provider", x->provider};
     if (x->kernels[0]) x->kv[x->nkv++] = (dpd_kv){"kernels", x->kernels};

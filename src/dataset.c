@@ -353,20 +353,24 @@ static int key_distance(const char *a, const char *b) {
     return row[lb];
 }
 
-/* The known key closest to an unknown one, or NULL when none is close: within an edit distance of
- * 2 (1 for keys under 6 characters), or a known key followed by a suffix ("nperseg_typo"). */
-static const char *closest_key(const char *key) {
+const char *dpd_nearest(const char *word, const char *const *words, int n) {
     const char *best = NULL;
     int bd = INT_MAX;
-    if (strlen(key) > 63) return NULL;
-    for (size_t i = 0; i < sizeof spec_keys / sizeof *spec_keys; i++) {
-        const char *k = spec_keys[i];
+    if (strlen(word) > 63) return NULL;
+    for (int i = 0; i < n; i++) {
+        const char *k = words[i];
         size_t l = strlen(k);
-        int d = key_distance(key, k);
-        int close = d <= (l < 6 ? 1 : 2) || (!strncmp(key, k, l) && (key[l] == '_' || key[l] == '-' || key[l] == '.'));
+        if (l > 63) continue;
+        int d = key_distance(word, k);
+        int close = d <= (l < 6 ? 1 : 2) || (!strncmp(word, k, l) && (word[l] == '_' || word[l] == '-' || word[l] == '.'));
         if (close && d < bd) best = k, bd = d;
     }
     return best;
+}
+
+/* The known key closest to an unknown one, or NULL (dpd_nearest). */
+static const char *closest_key(const char *key) {
+    return dpd_nearest(key, spec_keys, (int)(sizeof spec_keys / sizeof *spec_keys));
 }
 
 static int known_key(const char *key) {

@@ -920,10 +920,34 @@ static void check_finite(capture *c, dpd_doctor_report *r) {
     ev_text(f, "first", "%s", at);
 }
 
-/* 4. silent_signal: RMS(x) or RMS(y) is 0. Returns 1 when it fires (the doctor stops). */
+/* 4. silent_signal: RMS(x) or RMS(y) is 0; else (dpd, split_csv) split_silent: one split's input or
+ * output is, which the capture's RMS hides (its zeros would make every other sample an outlier and
+ * the split a target of silence). Returns 1 when either fires (the doctor stops). */
 static int check_silence(const capture *c, dpd_doctor_report *r) {
     double rx = rms(c->x, c->n, NULL), ry = rms(c->y, c->n, NULL);
-    if (rx > 0 && ry > 0) return 0;
+    if (rx > 0 && ry > 0) {
+        int fired = 0;
+        for (int k = 0; !c->single && k < c->nparts; k++) {
+            const part *p = &c->p[k];
+            size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
+            if (!p->present || !m) continue;
+            double sx = rms(c->x + 2 * o, m, NULL), sy = rms(c->y + 2 * o, m, NULL);
+            if (sx > 0 && sy > 0) continue;
+            const char *file = !(sx > 0) ? p->in : p->out, *which = !(sx > 0) && !(sy > 0) ? "input and output"
+                                                                  : !(sx > 0) ? "input" : "output";
+            dpd_finding *f = finding(r, "split_silent", DPD_SEV_ERROR, "A split is silent");
+            snprintf(f->value, sizeof f->value, "%s: %s RMS 0", dpd_split_names[k], which);
+            snprintf(f->message, sizeof f->message,
+                     "the %s split's %s %s no signal (RMS 0 over %zu samples) while the other splits have; the doctor "
+                     "stops here", dpd_split_names[k], which, strchr(which, ' ') ? "hold" : "holds", m);
+            snprintf(f->fix, sizeof f->fix, "export %s again: it holds only zeros", file);
+            ev_text(f, "split", "%s", dpd_split_names[k]);
+            ev_num(f, "input_rms", sx);
+            ev_num(f, "output_rms", sy);
+            fired = 1;
+        }
+        return fired;
+    }
     const char *which = !(rx > 0) && !(ry > 0) ? "input and output" : !(rx > 0) ? "input" : "output";
     dpd_finding *f = finding(r, "silent_signal", DPD_SEV_ERROR, "Silent signal");
     snprintf(f->value, sizeof f->value, "%s RMS 0", which);

@@ -185,6 +185,7 @@ void dpd_run_event(dpd_rundir *d, dpd_event *e) {
         break;
     case DPD_EV_CHECKPOINT:
         json_object_set_new(j, "path", json_string(e->path ? e->path : ""));
+        if (e->steps_done > 0) json_object_set_new(j, "steps_done", json_integer(e->steps_done)); /* a mid-epoch stop */
         break;
     case DPD_EV_WARNING:
         json_object_set_new(j, "message", json_string(e->message ? e->message : ""));

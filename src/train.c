@@ -404,7 +404,8 @@ static void stopped(run *r, dpd_run_state *st, dpd_status s, const char *msg) {
         return;
     }
     if (s == DPD_E_ABORTED && r->ses && !sync(r, st, &ignore) && !save_last(r, st, &ignore)) {
-        dpd_event ck = {.type = DPD_EV_CHECKPOINT, .epoch = st->epoch + 1, .path = "last.safetensors"};
+        dpd_event ck = {.type = DPD_EV_CHECKPOINT, .epoch = st->epoch + 1, .path = "last.safetensors",
+                        .steps_done = st->epoch_step}; /* the epoch in progress, st->epoch_step steps into it */
         emit(r, &ck, 1);
     }
     emit(r, &e, 1);

@@ -107,7 +107,7 @@ static int id_ok(const char *s, char lead, size_t max) {
     return 1;
 }
 
-static int name_ok(const char *s) { /* a dataset name: one safe path component */
+int api_dataset_name(const char *s) { /* a dataset name: one safe path component */
     size_t n = strlen(s);
     if (n < 1 || n > 64 || s[0] == '.') return 0;
     for (size_t i = 0; i < n; i++)
@@ -207,13 +207,13 @@ static int dataset_dir(http *h, const char *name, char *dir, size_t n, dpd_error
         return rc ? -1 : 0;
     }
     if (!strncmp(name, "upload:", 7)) {
-        if (h->o.public_mode || !name_ok(name + 7)) goto unknown;
+        if (h->o.public_mode || !api_dataset_name(name + 7)) goto unknown;
         snprintf(dir, n, "%s/datasets/uploads/%s", h->o.root, name + 7);
         struct stat sb;
         if (stat(dir, &sb)) goto unknown;
         return 0;
     }
-    if (!name_ok(name)) goto unknown;
+    if (!api_dataset_name(name)) goto unknown;
     for (int i = 0; i < h->o.ndata; i++) {
         snprintf(dir, n, "%s/%s", h->o.data[i], name);
         char spec[4400];
@@ -239,9 +239,13 @@ static enum MHD_Result datasets_list(req *r) {
         while (d && (e = readdir(d))) {
             char spec[4700];
             snprintf(spec, sizeof spec, "%s/%s/spec.json", base, e->d_name);
-            if (!name_ok(e->d_name) || access(spec, R_OK)) continue;
+            if (!api_dataset_name(e->d_name) || access(spec, R_OK)) continue;
             char nm[128];
             snprintf(nm, sizeof nm, "%s%s", i < 0 ? "upload:" : "", e->d_name);
+            int shadowed = !strcmp(nm, "synth"); /* the name resolves to the first: built-in, then --data in order */
+            for (size_t k = 0; k < json_array_size(a) && !shadowed; k++)
+                shadowed = !strcmp(json_string_value(json_object_get(json_array_get(a, k), "name")), nm);
+            if (shadowed) continue;
             json_array_append_new(a, json_pack("{s:s, s:s}", "name", nm, "kind", i < 0 ? "upload" : "dir"));
         }
         if (d) closedir(d);
@@ -265,7 +269,7 @@ static enum MHD_Result datasets_upload(req *r) {
             rc = http_error(r, 422, "invalid_dataset", key, "the fields are name, spec and files", "%.64s: not a field of an upload", key);
             goto out;
         }
-    if (!name || !name_ok(name)) {
+    if (!name || !api_dataset_name(name)) {
         rc = http_error(r, 422, "invalid_dataset", "name", NULL, "name: 1-64 characters of A-Z a-z 0-9 . _ - (not starting with .)");
         goto out;
     }
@@ -629,8 +633,9 @@ static enum MHD_Result run_file_json(req *r, const run_rec *rec, const char *nam
     return http_json(r, 200, j);
 }
 
-/* GET /runs/{id}/logs?offset=&limit=: worker.log from byte offset, at most limit whole lines
- * (and 256 KiB); a last line without its newline only once the run has ended. Invalid UTF-8
+/* GET /runs/{id}/logs?offset=&limit=: worker.log from byte offset (inside a line: from the next
+ * one), at most limit whole lines (and 256 KiB); a last line without its newline only once the
+ * run has ended. Invalid UTF-8
  * becomes '?'; a line is shown up to its first 64 KiB. */
 static enum MHD_Result run_logs(req *r, const run_rec *rec) {
     long offset, limit;
@@ -652,7 +657,8 @@ static enum MHD_Result run_logs(req *r, const run_rec *rec) {
                           offset, (long long)sb.st_size);
     }
     enum { CAP = 256 * 1024, LINE = 64 * 1024 };
-    char *buf = malloc(CAP + 1);
+    char *buf = malloc(CAP + 1), before = '\n';
+    if (fd >= 0 && offset > 0 && pread(fd, &before, 1, offset - 1) != 1) before = '\n';
     ssize_t got = fd >= 0 && buf ? pread(fd, buf, CAP, offset) : 0;
     if (fd >= 0) close(fd);
     if (!buf || got < 0) {
@@ -662,6 +668,11 @@ static enum MHD_Result run_logs(req *r, const run_rec *rec) {
     int ended = store_terminal(rec->status);
     json_t *lines = json_array();
     size_t pos = 0;
+    if (before != '\n') { /* an offset inside a line: from the next one (a line is never given in part) */
+        char *nl = memchr(buf, '\n', (size_t)got);
+        pos = nl ? (size_t)(nl - buf) + 1 : 0;
+        if (!nl) got = 0; /* that line's end is not written yet: nothing until it is */
+    }
     while (pos < (size_t)got && json_array_size(lines) < (size_t)limit) {
         char *nl = memchr(buf + pos, '\n', (size_t)got - pos);
         size_t len = nl ? (size_t)(nl - (buf + pos)) : (size_t)got - pos;
@@ -776,16 +787,25 @@ static enum MHD_Result run_get(req *r, run_rec *rec, char **arg) { return reply_
 
 /* A body on a POST that takes none (cancel, retry) must still be a JSON object: 0, or the error
  * queued in *v. */
-static int no_body(req *r, enum MHD_Result *v) {
+/* cancel and retry take no body: none, or {} (what clients send by habit). 1 with *v the refusal:
+ * a body that is not JSON, or one that asks for something (ignored, it would seem obeyed). */
+static int no_body(req *r, const char *what, enum MHD_Result *v) {
     if (!r->len) return 0;
     json_t *j = body_json(r, v);
+    if (!j) return 1;
+    int empty = json_is_object(j) && !json_object_size(j);
+    const char *k = json_is_object(j) && !empty ? json_object_iter_key(json_object_iter(j)) : NULL;
     json_decref(j);
-    return !j;
+    if (empty) return 0;
+    *v = http_error(r, 422, "invalid_request", NULL, !strcmp(what, "retry") ? "submit a new run to change its options" : NULL,
+                    "%s takes no body (none, or {}), and this one %s%s%s", what, k ? "gives '" : "is not an object",
+                    k ? k : "", k ? "'" : "");
+    return 1;
 }
 
 static enum MHD_Result run_cancel(req *r, run_rec *rec, char **arg) {
     enum MHD_Result v;
-    if (no_body(r, &v)) return v;
+    if (no_body(r, "cancel", &v)) return v;
     int rc = super_cancel(r->h->sv, rec->id, rec);
     if (rc) return http_error(r, rc > 0 ? 404 : 500, rc > 0 ? "run_not_found" : "service_error", NULL, NULL, "cancel failed");
     return reply_run(r, 200, rec);
@@ -793,7 +813,7 @@ static enum MHD_Result run_cancel(req *r, run_rec *rec, char **arg) {
 
 static enum MHD_Result run_retry(req *r, run_rec *rec, char **arg) {
     enum MHD_Result v;
-    if (no_body(r, &v)) return v;
+    if (no_body(r, "retry", &v)) return v;
     if (!store_terminal(rec->status))
         return http_error(r, 409, "run_not_finished", NULL, "cancel it first, or wait", "the run is %s", store_status_name(rec->status));
     json_t *opts = json_loads(rec->request, 0, NULL);
@@ -912,27 +932,28 @@ static const struct route {
     const char *pattern;
     enum MHD_Result (*fn)(req *r, run_rec *rec, char **arg);
     int mode;
+    const char *query; /* the query arguments it reads ("a, b"); any other is 422 */
 } routes[] = {
-    {"POST", "runs", runs_post_of, BOTH},
-    {"GET", "runs", runs_list_of, BOTH},
-    {"GET", "runs/{run}", run_get, BOTH},
-    {"POST", "runs/{run}/cancel", run_cancel, BOTH},
-    {"POST", "runs/{run}/retry", run_retry, BOTH},
-    {"GET", "runs/{run}/events", run_events_get, BOTH},
-    {"GET", "runs/{run}/events/stream", run_stream, BOTH},
-    {"GET", "runs/{run}/history", run_history_get, BOTH},
-    {"GET", "runs/{run}/plots", run_plots_get, BOTH},
-    {"GET", "runs/{run}/logs", run_logs_get, BOTH},
-    {"GET", "runs/{run}/live", run_live, BOTH},
-    {"GET", "runs/{run}/results", run_results, BOTH},
-    {"GET", "runs/{run}/artifacts", run_artifacts, BOTH},
-    {"GET", "runs/{run}/artifacts/{artifact}", run_artifact_get, BOTH},
-    {"GET", "datasets", datasets_list_of, BOTH},
-    {"POST", "datasets", datasets_upload_of, LOCAL_ONLY},
-    {"GET", "system/status", system_status_of, BOTH},
-    {"GET", "providers", providers_of, BOTH},
-    {"GET", "models", models_of, BOTH},
-    {"GET", "settings", settings_of, LOCAL_ONLY},
+    {"POST", "runs", runs_post_of, BOTH, ""},
+    {"GET", "runs", runs_list_of, BOTH, "status, limit, offset"},
+    {"GET", "runs/{run}", run_get, BOTH, ""},
+    {"POST", "runs/{run}/cancel", run_cancel, BOTH, ""},
+    {"POST", "runs/{run}/retry", run_retry, BOTH, ""},
+    {"GET", "runs/{run}/events", run_events_get, BOTH, "after, limit"},
+    {"GET", "runs/{run}/events/stream", run_stream, BOTH, "after"},
+    {"GET", "runs/{run}/history", run_history_get, BOTH, ""},
+    {"GET", "runs/{run}/plots", run_plots_get, BOTH, ""},
+    {"GET", "runs/{run}/logs", run_logs_get, BOTH, "offset, limit"},
+    {"GET", "runs/{run}/live", run_live, BOTH, ""},
+    {"GET", "runs/{run}/results", run_results, BOTH, ""},
+    {"GET", "runs/{run}/artifacts", run_artifacts, BOTH, ""},
+    {"GET", "runs/{run}/artifacts/{artifact}", run_artifact_get, BOTH, ""},
+    {"GET", "datasets", datasets_list_of, BOTH, ""},
+    {"POST", "datasets", datasets_upload_of, LOCAL_ONLY, ""},
+    {"GET", "system/status", system_status_of, BOTH, ""},
+    {"GET", "providers", providers_of, BOTH, ""},
+    {"GET", "models", models_of, BOTH, ""},
+    {"GET", "settings", settings_of, LOCAL_ONLY, ""},
 };
 #define NROUTES (sizeof routes / sizeof *routes)
 
@@ -956,6 +977,30 @@ void api_routes_print(FILE *f) {
                 routes[i].mode == BOTH ? "local public" : "local");
 }
 
+int api_local_only(const req *r, char **seg, int n) {
+    for (size_t i = 0; i < NROUTES; i++) {
+        char *art = NULL;
+        if (!strcmp(routes[i].method, r->method) && shaped(routes[i].pattern, seg, n, &art)) return routes[i].mode == LOCAL_ONLY;
+    }
+    return 0;
+}
+
+/* The first query argument of r that is not one of `query` ("a, b"). */
+typedef struct unknown_arg {
+    const char *query;
+    char name[72];
+} unknown_arg;
+
+static enum MHD_Result not_taken(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    unknown_arg *u = cls;
+    size_t n = strlen(key);
+    int taken = 0;
+    for (const char *p = u->query; n && !taken && (p = strstr(p, key)); p++)
+        taken = (p == u->query || p[-1] == ' ') && (p[n] == ',' || !p[n]);
+    if (!taken && !u->name[0]) snprintf(u->name, sizeof u->name, "%s", key);
+    return MHD_YES;
+}
+
 enum MHD_Result api_route(req *r, char **seg, int n) {
     int head = !strcmp(r->method, "HEAD"), shape = 0;
     for (size_t i = 0; i < NROUTES; i++) {
@@ -963,15 +1008,17 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         char *art = NULL;
         if (!shaped(rt->pattern, seg, n, &art)) continue;
         shape = 1;
-        if (!strstr(r->allow, rt->method)) { /* the path's methods, for a 405's Allow */
-            size_t l = strlen(r->allow);
-            snprintf(r->allow + l, sizeof r->allow - l, "%s%s%s", l ? ", " : "", rt->method,
-                     strcmp(rt->method, "GET") ? "" : ", HEAD");
-        }
+        http_allow(r, rt->method); /* the path's methods, for a 405's Allow */
         if (strcmp(rt->method, r->method) && !(head && !strcmp(rt->method, "GET"))) continue;
         if (rt->mode == LOCAL_ONLY && r->h->o.public_mode)
             return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s /api/v1/%s is not served in public mode", rt->method,
                               rt->pattern);
+        unknown_arg u = {rt->query, ""};
+        MHD_get_connection_values(r->con, MHD_GET_ARGUMENT_KIND, not_taken, &u);
+        if (u.name[0]) /* said, not ignored (a filter that is not one would list everything) */
+            return http_error(r, 422, "invalid_query", u.name, rt->query[0] ? "see docs/studio.md for the route's arguments" : NULL,
+                              "%s: not a query argument of %s /api/v1/%s (it takes %s)", u.name, rt->method, rt->pattern,
+                              rt->query[0] ? rt->query : "none");
         run_rec rec;
         if (strstr(rt->pattern, "{run}")) {
             int got = id_ok(seg[1], 'r', 23) ? store_get_ws(r->h->st, r->ws, seg[1], &rec) : 1;

@@ -160,7 +160,7 @@ enum MHD_Result http_json(req *r, unsigned status, json_t *body) {
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
-    if (status == 405) MHD_add_response_header(resp, "Allow", r->allow[0] ? r->allow : "GET, HEAD, POST"); /* RFC 9110 */
+    if (status == 405) MHD_add_response_header(resp, "Allow", r->allow); /* RFC 9110 */
     enum MHD_Result v = http_queue(r, status, resp);
     settle(srv_of(r->h), r); /* the whole answer is queued */
     return v;
@@ -227,10 +227,26 @@ static sess *cookie_session(server *s, req *r) {
     return s->b.has_session && !CRYPTO_memcmp(d, s->b.s.digest, 32) ? &s->b.s : NULL;
 }
 
-static int bearer_ok(server *s, req *r) {
+/* The token of an Authorization header of the Bearer scheme (its name in any case, then one or
+ * more spaces: RFC 9110), or NULL. */
+static const char *bearer_of(const char *a) {
+    if (!a || strncasecmp(a, "Bearer", 6) || a[6] != ' ') return NULL;
+    for (a += 6; *a == ' ';) a++;
+    return a;
+}
+
+/* Why r is not authenticated, for its 401: no Authorization, another scheme, or a token that is
+ * not one (what: whose token it would be). */
+static enum MHD_Result unauthorized(req *r, const char *what, const char *hint) {
     const char *a = http_header(r, "Authorization");
-    if (!a || strncmp(a, "Bearer ", 7)) return 0;
-    return token_is(s->b.api, a + 7, strlen(a + 7));
+    if (!a) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: no Authorization header");
+    if (!bearer_of(a)) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: Authorization must be of the Bearer scheme");
+    return http_error(r, 401, "unauthorized", NULL, hint, "the bearer token is not %s", what);
+}
+
+static int bearer_ok(server *s, req *r) {
+    const char *t = bearer_of(http_header(r, "Authorization"));
+    return t && token_is(s->b.api, t, strlen(t));
 }
 
 /* A new cookie session; 303 to / (GET) or 200 with the CSRF token (POST). */
@@ -312,11 +328,20 @@ static enum MHD_Result serve_asset(req *r, const studio_asset *a) {
 }
 
 /* A declared body over the request's limit: 413 before it is read. */
+/* A body over r->limit: 413; or in public mode, on a route it does not serve (an upload), 403
+ * feature_unavailable, not a size that a smaller body would pass. */
+static enum MHD_Result refuse_large(req *r) {
+    char path[1024], *seg[16];
+    snprintf(path, sizeof path, "%s", r->path);
+    int n = split(path, seg, 16);
+    if (srv_of(r->h)->h.pub && n >= 2 && !strcmp(seg[0], "api") && !strcmp(seg[1], "v1") && api_local_only(r, seg + 2, n - 2))
+        return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s %s is not served in public mode", r->method, r->path);
+    return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
+}
+
 static enum MHD_Result length_ok(req *r) {
     const char *cl = http_header(r, "Content-Length");
-    if (cl && strtoull(cl, NULL, 10) > r->limit)
-        return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
-    return MHD_YES;
+    return cl && strtoull(cl, NULL, 10) > r->limit ? refuse_large(r) : MHD_YES;
 }
 
 /* The client's IP key: the address a reverse proxy put in --client-ip-header (trusted: the server
@@ -415,8 +440,6 @@ static enum MHD_Result admit_public(server *s, req *r) {
     }
     snprintf(r->ip, sizeof r->ip, "%s", ip); /* left by on_done */
     if (!strcmp(r->method, "OPTIONS")) return preflight(r);
-    if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
-        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     if (strncmp(r->path, "/api/", 5) || !strncmp(r->path, "/api/v1/session", 15))
         return http_error(r, 404, "not_found", NULL, NULL, "no such route (public mode serves the API with a session's token)");
     int other;
@@ -425,9 +448,9 @@ static enum MHD_Result admit_public(server *s, req *r) {
         double w = other ? 0 : pub_admit_ip(s->h.pub, ip);
         return w > 0 ? too_many(r, w, "new sessions from this address") : MHD_YES;
     }
-    const char *a = http_header(r, "Authorization");
-    size_t n = a ? strlen(a) : 0;
-    int found = a && n == 7 + TOKEN_LEN && !strncmp(a, "Bearer ", 7) ? pub_find(s->h.pub, a + 7, n - 7, &r->sess) : 1;
+    const char *t = bearer_of(http_header(r, "Authorization"));
+    size_t n = t ? strlen(t) : 0;
+    int found = n == TOKEN_LEN ? pub_find(s->h.pub, t, n, &r->sess) : 1;
     if (found == 2)
         return http_error(r, 401, "session_expired", NULL, "create a new session: POST /api/v1/web/sessions",
                           "the session's lease is over");
@@ -437,8 +460,7 @@ static enum MHD_Result admit_public(server *s, req *r) {
                           "the session has %d requests in flight, the most it may", s->h.o.session_inflight);
     }
     if (found)
-        return http_error(r, 401, "unauthorized", NULL, "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions",
-                          "authentication required");
+        return unauthorized(r, "an open session's", "send Authorization: Bearer TOKEN, the access_token of POST /api/v1/web/sessions");
     r->ws = r->sess.ws;
     double w = pub_request(s->h.pub, &r->sess);
     if (w > 0) return too_many(r, w, "requests in this session");
@@ -555,8 +577,6 @@ static enum MHD_Result admit(server *s, req *r, const void *mark) {
     if (o && o->open) return MHD_YES;
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")))
         return MHD_YES; /* a page of the UI: answered on the next call, so the connection stays open */
-    if (strcmp(r->method, "GET") && strcmp(r->method, "POST") && strcmp(r->method, "HEAD"))
-        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     int bearer = bearer_ok(s, r);
     if (!bearer) {
         pthread_mutex_lock(&s->h.mu);
@@ -565,9 +585,8 @@ static enum MHD_Result admit(server *s, req *r, const void *mark) {
         if (x) snprintf(csrf, sizeof csrf, "%s", x->csrf);
         pthread_mutex_unlock(&s->h.mu);
         if (!x)
-            return http_error(r, 401, "unauthorized", NULL,
-                              "send Authorization: Bearer $(cat ROOT/api-token), or sign in with the link dpd serve printed",
-                              "authentication required");
+            return unauthorized(r, "this server's API token (ROOT/api-token)",
+                                "send Authorization: Bearer $(cat ROOT/api-token), or sign in with the link dpd serve printed");
         const char *given = http_header(r, "X-CSRF-Token");
         if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD") &&
             (!given || strlen(given) != strlen(csrf) || CRYPTO_memcmp(given, csrf, strlen(csrf))))
@@ -698,9 +717,7 @@ static const struct own_route *own_route(const server *s, req *r, int *other) {
         const struct own_route *o = &own[i];
         if (strcmp(o->path, r->path) || !(o->modes & mode) || ((o->modes & R_TEST) && !s->h.o.test_workers)) continue;
         if (!strcmp(o->method, r->method) || (head && !strcmp(o->method, "GET"))) return *other = 0, o;
-        size_t l = strlen(r->allow); /* the path's methods, for a 405's Allow */
-        snprintf(r->allow + l, sizeof r->allow - l, "%s%s%s", l ? ", " : "", o->method,
-                 strcmp(o->method, "GET") ? "" : ", HEAD");
+        http_allow(r, o->method);
         any = o;
     }
     *other = any != NULL;
@@ -715,14 +732,23 @@ void http_routes_print(FILE *f) {
     api_routes_print(f);
 }
 
+void http_allow(req *r, const char *method) {
+    size_t l = strlen(r->allow);
+    if (strstr(r->allow, method)) return; /* GET, HEAD and POST: none holds another */
+    snprintf(r->allow + l, sizeof r->allow - l, "%s%s%s", l ? ", " : "", method, strcmp(method, "GET") ? "" : ", HEAD");
+}
+
 static enum MHD_Result answer(server *s, req *r) {
     int other;
     const struct own_route *o = own_route(s, r, &other);
-    if (!o && strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
+    if (!o && strncmp(r->path, "/api/", 5)) { /* a page of the UI (in any other method: 405) */
         const studio_asset *a = asset(r->path);
-        return a ? serve_asset(r, a) : http_error(r, 404, "not_found", NULL, NULL, "no such page");
+        if (!a) return http_error(r, 404, "not_found", NULL, NULL, "no such page");
+        if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")) return serve_asset(r, a);
+        http_allow(r, "GET");
+        return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
     }
-    if (r->too_large) return http_error(r, 413, "payload_too_large", NULL, NULL, "the body is over %zu bytes", r->limit);
+    if (r->too_large) return refuse_large(r);
     if (!strcmp(r->method, "POST") && r->len) {
         const char *ct = http_header(r, "Content-Type");
         if (!ct || strncmp(ct, "application/json", 16) || (ct[16] && ct[16] != ';' && ct[16] != ' '))

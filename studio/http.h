@@ -30,7 +30,7 @@ typedef struct req {
     int counted;     /* public mode: it holds one of the server's in-flight requests */
     double cut_at;   /* public mode: > 0 while a deadline holds (its body by then, or a download's end), studio_mono() */
     int watched;     /* public mode: in the server's list of requests with deadlines */
-    char allow[48];  /* a 405's Allow header: the path's methods ("": GET, HEAD, POST, what the server serves) */
+    char allow[48];  /* a 405's Allow header: the path's methods (http_allow) */
 } req;
 
 /* What api.c sees of the server. */
@@ -54,6 +54,9 @@ struct http {
 };
 
 enum MHD_Result http_json(req *r, unsigned status, json_t *body); /* steals body */
+/* Adds method (GET: and HEAD) to r's Allow, once: for a 405 when r's method is not one of its path's. */
+void http_allow(req *r, const char *method);
+
 enum MHD_Result http_error(req *r, unsigned status, const char *code, const char *field, const char *hint,
                            const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Adds the headers every response carries and queues it. */
@@ -72,6 +75,11 @@ int http_disk_low(http *h);
 /* api.c: answers an authenticated request (path split into seg[0..n)), through its one table of
  * routes, each with the modes that serve it. */
 enum MHD_Result api_route(req *r, char **seg, int n);
+/* 1 when s may name a dataset (of a --data directory, or an upload's): one path component of
+ * letters, digits, '_', '-' and '.', not starting with '.', at most 64 bytes. */
+int api_dataset_name(const char *s);
+/* 1 when r's method and the path seg[0..n) (after /api/v1/) name a route public mode does not serve. */
+int api_local_only(const req *r, char **seg, int n);
 void api_routes_print(FILE *f); /* the table, a JSON object a line: method, path, modes */
 /* Every route, the boundary's own (health, sign-in, public sessions) then api.c's: dpd serve --routes. */
 void http_routes_print(FILE *f);

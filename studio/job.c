@@ -44,8 +44,37 @@ static int field_of(const char *key, char *field, size_t n) {
 }
 
 /* Options the studio decides (or that name files) and a request may not set. */
-static const char *const refused[] = {"data",          "out",          "resume", "least_squares", "least-squares",
-                                      "preview_every", "preview-every"};
+static const char *const refused[] = {"data",          "out",           "resume",  "least_squares", "least-squares",
+                                      "preview_every", "preview-every", "json",    "no_plots",      "no-plots",
+                                      "cpu_level",     "cpu-level",     "quiet"};
+
+/* For a key that is no option: the option it was likely meant as ("--epochs" -> epochs, "no-doctor"
+ * -> no_doctor, "hiden" -> hidden), written into buf; NULL when none is close. */
+static const char *meant(const char *key, char *buf, size_t n) {
+    static const char *const own[] = {"preset", "pa", "kind", "target", "no_doctor", "legacy_evm", "preview_every_batches"};
+    int nf;
+    const dpd_field *f = dpd_config_fields(&nf);
+    char names[160][40], flag[80], want[72];
+    const char *list[160];
+    int k = 0;
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) list[k++] = own[i];
+    for (int i = 0; i < nf && k < 160; i++) {
+        const char *fl = cli_flag(f[i].key, flag, sizeof flag) + 2; /* without its dashes, '-' as '_' */
+        snprintf(names[k], sizeof names[k], "%s", fl);
+        for (char *p = names[k]; *p; p++)
+            if (*p == '-') *p = '_';
+        list[k] = names[k], k++;
+    }
+    const char *w = key;
+    while (*w == '-') w++; /* "--epochs": the CLI's spelling */
+    snprintf(want, sizeof want, "%s", w);
+    for (char *p = want; *p; p++)
+        if (*p == '-') *p = '_';
+    const char *near = dpd_nearest(want, list, k);
+    if (!near) return NULL;
+    snprintf(buf, n, "%s", near);
+    return buf;
+}
 
 /* err's field, a configuration field, renamed to the request's key for it (its flag without the
  * dashes, '-' as '_': order -> K, family -> model, batch_eval stays); err's status. */
@@ -202,7 +231,12 @@ dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake
         for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) /* what the key is before what its value is */
             if (!strcmp(key, refused[i]))
                 return fail(err, DPD_E_INVAL, key, "%s: is decided by the studio and cannot be set", key);
-        if (!field_of(key, field, sizeof field)) return fail(err, DPD_E_INVAL, key, "%s: not an option of %s", key, verb);
+        if (!field_of(key, field, sizeof field)) {
+            char near[64];
+            const char *m = meant(key, near, sizeof near);
+            return fail(err, DPD_E_INVAL, key, "%s: not an option of %s%s%s%s", key, verb, m ? " (did you mean '" : "",
+                        m ? m : "", m ? "'? options are written without dashes, '_' for '-')" : "");
+        }
         if (json_is_boolean(v)) /* the flags above take true and false; to a number's parser true would be 1 */
             return fail(err, DPD_E_INVAL, key, "%s: must be a number or a string, not %s", key, text[0] == '1' ? "true" : "false");
         evm_given |= !strcmp(key, "evm_fs");

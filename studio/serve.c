@@ -267,6 +267,37 @@ static const struct int_flag {
     {"--max-runtime", 0, 100000000, offsetof(studio_opts, max_runtime_s)},
 };
 
+/* Says on stderr what the --data directories offer that a user would not expect: a directory that
+ * is a dataset itself (--data takes the directory that holds datasets), names that cannot be
+ * offered, and names hidden by the built-in synth or by an earlier --data directory. */
+static void data_notes(const studio_opts *o) {
+    for (int i = 0; i < o->ndata; i++) {
+        char p[4400];
+        snprintf(p, sizeof p, "%s/spec.json", o->data[i]);
+        if (!access(p, F_OK))
+            fprintf(stderr, "dpd: warning: --data %s holds spec.json: it is a dataset, and --data takes the directory "
+                            "that holds datasets (its parent, to offer it by its name)\n", o->data[i]);
+        DIR *d = opendir(o->data[i]);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            snprintf(p, sizeof p, "%s/%s/spec.json", o->data[i], e->d_name);
+            if (e->d_name[0] == '.' || access(p, F_OK)) continue;
+            if (!api_dataset_name(e->d_name)) {
+                fprintf(stderr, "dpd: warning: --data %s: '%s' is not offered: a dataset's name is at most 64 letters, "
+                                "digits, '_', '-' and '.' (rename its directory)\n", o->data[i], e->d_name);
+                continue;
+            }
+            const char *by = !strcmp(e->d_name, "synth") ? "the built-in synthetic dataset" : NULL;
+            for (int k = 0; k < i && !by; k++) {
+                snprintf(p, sizeof p, "%s/%s/spec.json", o->data[k], e->d_name);
+                if (!access(p, F_OK)) by = o->data[k];
+            }
+            if (by) fprintf(stderr, "dpd: warning: --data %s: '%s' is hidden by %s%s, which has its name\n", o->data[i],
+                            e->d_name, by[0] == '/' ? "the one in " : "", by); /* the --data paths are real paths */
+        }
+        if (d) closedir(d);
+    }
+}
+
 int cmd_serve(int argc, char **argv) {
     umask(077); /* everything the server writes is its own (files 0600, directories 0700) */
     studio_opts o;
@@ -274,6 +305,7 @@ int cmd_serve(int argc, char **argv) {
     static char data[STUDIO_MAX_DATA][4096], imp[16][PATH_MAX];
     const char *root = NULL;
     int nimp = 0, file_set = 0, runtime_set = 0, memory_set = 0;
+    const char *public_flag = NULL; /* the first option given that only public mode reads */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) return usage(stdout);
@@ -297,6 +329,15 @@ int cmd_serve(int argc, char **argv) {
         const struct int_flag *f = NULL;
         for (size_t k = 0; k < sizeof int_flags / sizeof *int_flags && !f; k++)
             if (!strcmp(a, int_flags[k].flag)) f = &int_flags[k];
+        if (f || !strcmp(a, "--public-host")) { /* what only public mode reads: said, not ignored */
+            static const char *const public_only[] = {"--session-lease", "--idle-lease",  "--max-sessions",    "--session-rate",
+                                                      "--ip-sessions",   "--request-rate", "--session-inflight", "--ip-inflight",
+                                                      "--max-inflight",  "--body-timeout", "--download-timeout", "--ip-connections",
+                                                      "--session-runs",  "--session-pending", "--max-pending",   "--ip-runs",
+                                                      "--session-quota-mb", "--public-host"};
+            for (size_t k = 0; k < sizeof public_only / sizeof *public_only && !public_flag; k++)
+                if (!strcmp(a, public_only[k])) public_flag = public_only[k];
+        }
         if (f) {
             if (int_opt(f->flag + 2, v, f->lo, f->hi, (int *)((char *)&o + f->off))) return 2;
             runtime_set |= f->off == offsetof(studio_opts, max_runtime_s);
@@ -379,6 +420,11 @@ int cmd_serve(int argc, char **argv) {
             return usage(stderr);
         }
     }
+    if (!o.public_mode && public_flag) {
+        fprintf(stderr, "dpd: %s is for public mode (--public): a local studio has no sessions, client rates or quotas\n",
+                public_flag);
+        return 2;
+    }
     if (o.public_mode && !file_set) o.worker_file_mb = 64;
     if (o.public_mode && !runtime_set) o.max_runtime_s = PUBLIC_MAX_RUNTIME_S;
     if (o.public_mode && !memory_set) o.worker_mb = PUBLIC_WORKER_MB;
@@ -452,6 +498,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "dpd: %s\n", err);
         return 1;
     }
+    data_notes(&o);
     super *sv = super_start(&o, st, err, sizeof err); /* recovery first: then the imports are queued */
     if (sv) end_sessions(&o, st);
     /* the port before the imports: a start that cannot listen queues none (an import queued by a

@@ -818,19 +818,41 @@ static void *loop(void *arg) {
 
 /* ---- recovery ---- */
 
+/* Adds to *found each directory at or below abs (rel: its path from the run's directory; depth
+ * levels more at most, links never followed) that holds a run's file (config.json, a checkpoint);
+ * out receives the first one's rel. */
+static void run_dirs_below(const char *abs, const char *rel, int depth, char *out, size_t n, int *found) {
+    static const char *const marks[] = {"config.json", "last.safetensors", "best.safetensors"};
+    struct stat sb;
+    char p[4600];
+    for (size_t k = 0; k < sizeof marks / sizeof *marks; k++) {
+        snprintf(p, sizeof p, "%s/%s", abs, marks[k]);
+        if (!lstat(p, &sb) && S_ISREG(sb.st_mode)) {
+            if ((*found)++ == 0) snprintf(out, n, "%s", rel);
+            return;
+        }
+    }
+    DIR *d = depth > 0 ? opendir(abs) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
+        char a[4600], r[4600];
+        snprintf(a, sizeof a, "%s/%s", abs, e->d_name);
+        snprintf(r, sizeof r, "%s/%s", rel, e->d_name);
+        run_dirs_below(a, r, depth - 1, out, n, found);
+    }
+    if (d) closedir(d);
+}
+
 /* The run directory of a run whose `started` event was read before a restart (its path then
- * known only to the supervisor that died): the one directory its worker made under out/
- * ("out/NAME"); "" when there is none, or more than one. */
+ * known only to the supervisor that died): the one directory its worker made under out/ that
+ * holds a run's files (the CLI's layout: out/DATASET/train_pa/NAME); "" when there is none, or
+ * more than one. */
 static void only_run_dir(super *s, const char *ws, const char *id, char *out, size_t n) {
     char base[4400];
     run_path(s, ws, id, "out", base, sizeof base);
     out[0] = 0;
-    DIR *d = opendir(base);
-    struct dirent *e;
     int found = 0;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' && e->d_type == DT_DIR && found++ == 0) snprintf(out, n, "out/%s", e->d_name);
-    if (d) closedir(d);
+    run_dirs_below(base, "out", 4, out, n, &found);
     if (found != 1) out[0] = 0;
 }
 

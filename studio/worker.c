@@ -179,7 +179,9 @@ static int on_event(void *user, const dpd_event *e) {
         fprintf(stderr, "%s | elapsed %.1f s%s\n", line, e->elapsed, e->improved && !c->ls ? " *" : "");
         break;
     case DPD_EV_CHECKPOINT:
-        emit(w, "checkpoint", json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path));
+        json_t *ck = json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path);
+        if (e->steps_done > 0) json_object_set_new(ck, "steps_done", json_integer(e->steps_done)); /* a mid-epoch stop */
+        emit(w, "checkpoint", ck);
         break;
     case DPD_EV_WARNING:
         emit(w, "warning", json_pack("{s:s?}", "message", e->message));
@@ -241,6 +243,8 @@ static int run_real(worker *w, const job *j, json_t *jj) {
             emit(w, "warning", json_pack("{s:s, s:s}", "message", msg, "code", f->code));
         }
     dpd_doctor_report_free(&dr);
+    char note[256];
+    if (cli_threads_note(c.threads, note, sizeof note)) emit(w, "warning", json_pack("{s:s}", "message", note));
     memset(&err, 0, sizeof err);
     dpd_dataset ds;
     if (!dpd_dataset_load(c.data, 0, 0, &ds, &err)) { /* the spec only: for the live PSD */
@@ -283,7 +287,7 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     }
     if (s) return finish(w, outcome, sum, code_of(s), err.msg, err.field);
     sum = cli_summary_json(&res);
-    return finish(w, "completed", sum, NULL, NULL, NULL);
+    return finish(w, "completed", sum, NULL, "completed", NULL); /* the log's last line too */
 }
 
 /* ---- the fake verb ---- */
@@ -400,7 +404,7 @@ static int run_fake(worker *w, const job *j) {
         if (w->have_hb) pthread_join(w->hb, NULL);
         _exit(f->exit_code);
     }
-    return finish(w, "completed", json_pack("{s:s, s:i}", "run_dir", "out/fake", "epochs", f->epochs), NULL, NULL, NULL);
+    return finish(w, "completed", json_pack("{s:s, s:i}", "run_dir", "out/fake", "epochs", f->epochs), NULL, "completed", NULL);
 }
 
 /* ---- import (dpd serve --import): a completed CLI run, shown as a studio run ---- */
@@ -480,7 +484,10 @@ static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, c
                                         "improved", json_object_get(e, "improved"), "val", scores(e, "val"), "test",
                                         scores(e, "test")));
         } else if (!strcmp(t, "checkpoint")) {
-            emit(w, "checkpoint", json_pack("{s:O, s:O?}", "epoch", ep, "name", json_object_get(e, "path")));
+            json_t *ck = json_pack("{s:O, s:O?}", "epoch", ep, "name", json_object_get(e, "path"));
+            if (json_is_integer(json_object_get(e, "steps_done")))
+                json_object_set(ck, "steps_done", json_object_get(e, "steps_done"));
+            emit(w, "checkpoint", ck);
         } else if (!strcmp(t, "warning")) {
             emit(w, "warning", json_pack("{s:O?}", "message", json_object_get(e, "message")));
         }

@@ -291,6 +291,7 @@ check '[ "$(grep -c "^[a-z_]*  *[0-9][0-9]*  *1" "$T/models.txt")" -eq 14 ] && g
        grep -q "^family  *usual H " "$T/models.txt" && grep -q "train H 23 and 15 for every family unless --hidden" "$T/models.txt"' \
     "dpd models lists the 14 families with their usual sizes, and says what train-pa trains by default"
 expect 2 "dpd: unknown option '--bogus' (see --help)" "$DPD" models --json --bogus
+expect 2 "dpd: unknown option '--hiden' (did you mean '--hidden'? see --help)" "$DPD" train-pa --data "$T/a" --hiden 4
 
 # --- train-dpd through the frozen PA of r1 ---
 drun() { "$DPD" train-dpd --data "$T/a" --pa "$D1" --hidden 5 --frame 40 --stride 20 --batch 32 --seed 3 "$@"; }
@@ -837,6 +838,19 @@ check '[ $rc -eq 130 ] && grep -q "^dpd: cancelled after [0-9]* epochs*, best ep
 check 'jq1 "$T/sg.json" "j[\"outcome\"] == \"cancelled\" and j[\"epochs\"] >= 1 and 1 <= j[\"best_epoch\"] <= j[\"epochs\"] and j[\"val\"][\"NMSE\"] < 0 and j[\"test\"][\"NMSE\"] < 0 and j[\"resume\"].endswith(\" --json\")" && grep -q "val NMSE $(python3 -c "import json; print(\"%.2f\" % json.load(open(\"$T/sg.json\"))[\"val\"][\"NMSE\"])") dB" "$T/sg.err"' \
     "a cancelled run with --json: its best epoch so far and that epoch's val and test metrics, as its message says ($(head -c 300 "$T/sg.json"))"
 check '[ -s "$SG/last.safetensors" ] && ! ls "$SG" | grep -q tmp' "a cancelled run leaves a consistent last.safetensors and no temporary files"
+# its last checkpoint event says how far into the epoch its last.safetensors is (none after a whole epoch)
+python3 - "$SG" <<'PY' >"$T/ck" 2>&1; rc=$?
+import json, struct, sys
+d = sys.argv[1]
+raw = open(d + "/last.safetensors", "rb").read()
+meta = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
+ck = [e for e in map(json.loads, open(d + "/events.jsonl")) if e["type"] == "checkpoint"][-1]
+want = int(meta.get("epoch_step", 0))
+got = ck.get("steps_done", 0)
+print(f"epoch_step {want}, event {ck}")
+sys.exit(0 if got == want and (not want or ck["epoch"] == int(meta["epoch"]) + 1) else 1)
+PY
+check '[ $rc -eq 0 ]' "a cancelled run's last checkpoint event gives its steps into the epoch ($(head -c 300 "$T/ck"))"
 # resumed asking for fewer epochs than it has begun: the epochs are at fault, not the checkpoint
 "$DPD" train-pa --resume "$SG" --epochs 1 >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 2 ] && grep -Eq "^dpd: --epochs: .*(stopped inside epoch 2 \(after [0-9]+ of its [0-9]+ steps\)|has finished epoch [12]), and 1 asks for no more" "$T/err"' \

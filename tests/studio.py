@@ -746,8 +746,13 @@ def t_unauthorized(ctx):
                  what="the token in the query string")
     check(s.get("/healthz", auth=False).status == 200, "/healthz needs authentication")
     check(s.get("/api/v1/runs").status == 200, "the bearer token is refused")
-    check(s.get("/api/v1/runs", headers={"Authorization": "bearer " + s.token}).status in (200, 401),
-          "lower-case bearer: neither accepted nor 401")
+    for a in ("bearer " + s.token, "BEARER  " + s.token):  # the scheme in any case, then 1*SP (RFC 9110, 6750)
+        check(s.get("/api/v1/runs", auth=False, headers={"Authorization": a}).status == 200, f"{a[:9]!r}...: refused")
+    # the 401 says which: no header, another scheme, or a token that is not this server's
+    for h, want in (({}, "no Authorization header"), ({"Authorization": "Basic " + s.token}, "of the Bearer scheme"),
+                    ({"Authorization": "Bearer " + bad}, "the bearer token is not this server's API token")):
+        r = s.get("/api/v1/runs", auth=False, headers=h)
+        check(r.status == 401 and want in r.err("message"), f"401 for {list(h)}: {r!r}")
 
 
 @test()
@@ -972,7 +977,8 @@ def t_uri_hidden(ctx):  # what decoding hides (%00, %2F in the path), an argumen
     for path in (f"/api/v1/runs/{rid}%00junk", f"/api/v1/runs%2f{rid}", f"/api/v1/runs%2F{rid}",
                  f"/api/v1/runs/{rid}/events?after=0%00x", f"/api/v1/runs/{rid}%00"):
         expect_error(s.get(path), 400, "invalid_uri", what=path)
-    check(s.get(f"/api/v1/runs/{rid}/events?after=0&note=a%2Fb").status == 200, "an encoded '/' in a query value is text")
+    r = s.get("/api/v1/runs?status=a%2Fb")  # read as the text "a/b": no such status, not a hidden byte
+    check(r.status == 422 and r.err("field") == "status", f"an encoded '/' in a query value is text: {r!r}")
     expect_error(s.get(f"/api/v1/runs/{rid}/events?after=0&after=5"), 400, "ambiguous_query", "after", what="after twice")
     expect_error(s.get("/api/v1/runs?limit=5&offset=0&limit=50"), 400, "ambiguous_query", "limit", what="limit twice")
     for v in ("+1", "%201", "1%20", "0x1", "1e0", "", "-"):
@@ -1029,7 +1035,7 @@ def t_submit_validation(ctx):
     expect_error(r, 422, "invalid_config", "K", "fit-ls K 0")
     check(r.json["error"]["message"].startswith("K: "), f"the message names the key too: {r!r}")
     for opt, val, start in (("K", 100000, "K: "), ("model", "transformer", "model: "), ("hidden", None, "hidden: must be a number or a string"),
-                            ("json", True, "json: not an option"), ("no_plots", True, "no_plots: not an option")):
+                            ("json", True, "json: is decided by the studio"), ("no_plots", True, "no_plots: is decided by the studio")):
         r = sub(**{opt: val}) if opt != "K" else sub(verb="fit-ls", kind="mp", K=val)
         expect_error(r, 422, "invalid_config", opt, f"{opt} {val!r}")
         check(r.json["error"]["message"].startswith(start), f"{opt} {val!r}: the message begins {start!r}: {r!r}")
@@ -1047,8 +1053,11 @@ def t_submit_validation(ctx):
                  what="lr 1e999")
     expect_error(s.post(R, raw='{"verb": "train-pa", "dataset": "synth", "options": {"lr": NaN}}'), 422,
                  what="lr NaN (not JSON)")
-    for opt, val in (("out", "/tmp/x"), ("data", "/tmp"), ("resume", "/tmp/x")):
+    for opt, val in (("out", "/tmp/x"), ("data", "/tmp"), ("resume", "/tmp/x"), ("json", True), ("no_plots", True)):
         expect_error(sub(**{opt: val}), 422, field=opt, what=f"option {opt}")
+    for opt, near in (("--epochs", "epochs"), ("hiden", "hidden"), ("no-doctor", "no_doctor")):  # the option meant, named
+        r = s.post(R, {"verb": "train-pa", "dataset": "synth", "options": {opt: 2}})
+        check(r.status == 422 and r.err("field") == opt and f"did you mean '{near}'" in r.err("message"), f"option {opt}: {r!r}")
     expect_error(sub(dataset="nosuch"), 422, field="dataset", what="unknown dataset")
     expect_error(sub(dataset="../../etc"), 422, field="dataset", what="dataset ../../etc")
     expect_error(sub(dataset="upload:nosuch"), 422, field="dataset", what="unknown upload")
@@ -1236,6 +1245,10 @@ def t_retry(ctx):  # B6
     check(n["status"] in ("queued", "running"), f"retry status {n['status']}")
     s.wait_status(n["id"], "succeeded", 20)
     check(s.run(a["id"])["status"] == a["status"], "retry changed the parent")
+    # a body that asks for something is refused, not ignored: {} is the one body they take
+    expect_error(s.post(f"/api/v1/runs/{a['id']}/retry", {"options": {"epochs": 3}}), 422, "invalid_request",
+                 what="retry with options")
+    check(s.post(f"/api/v1/runs/{a['id']}/retry", {}).status == 201, "retry with {}")
     b = s.submit(options=fake(100, 100))
     s.wait_status(b["id"], "running", 10)
     s.wait_event(b["id"], "progress", 5)
@@ -1243,6 +1256,7 @@ def t_retry(ctx):  # B6
     c = s.submit(options=fake(1, 0))
     check(s.run(c["id"])["status"] == "queued", "second run not queued")
     expect_error(s.post(f"/api/v1/runs/{c['id']}/retry"), 409, "run_not_finished", what="retry of a queued run")
+    expect_error(s.post(f"/api/v1/runs/{b['id']}/cancel", {"force": True}), 422, "invalid_request", what="cancel with force")
     s.cancel(b["id"])
     check(s.cancel(b["id"])["status"] in ("cancel_requested", "cancelled"), "second cancel")
     if s.run(b["id"])["status"] == "cancel_requested":
@@ -1663,6 +1677,20 @@ def t_restart_right_after_kill(ctx):  # B13: a worker dead (zombie, not yet reap
 
 
 @test()
+def t_restart_kill_real_run(ctx):  # a real train-pa's files (out/DATASET/train_pa/NAME) are its artifacts after a SIGKILL restart
+    s = ctx.server()
+    rid = s.submit("train-pa", options={"model": "gru", "hidden": 4, "epochs": 300, "frame": 50})["id"]
+    s.wait_event(rid, "checkpoint", 60)  # an epoch's checkpoints are on disk
+    s.kill9()
+    s2 = ctx.server(root=s.root)
+    run = s2.wait_status(rid, TERMINAL, 20)
+    check(run["status"] == "interrupted" and run["reason_code"] == "service_restart", f"run: {run}")
+    names = [a["name"] for a in s2.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]]
+    check({"best.safetensors", "last.safetensors", "history.csv", "worker.log"} <= set(names),
+          f"the interrupted real run's artifacts after the restart: {names}")
+
+
+@test()
 def t_crash_consistency(ctx):  # A3 from outside: SIGKILL the server at random moments of heavy ingest
     root = ctx.path("root")
     rnd = random.Random(7)
@@ -1907,8 +1935,10 @@ def t_public_token_auth(ctx):  # only the exact bearer token of an open session 
         return s.get(path, auth=False, headers=headers).status
     check(status({"Authorization": "Bearer " + tok}) == 200, "the token")
     flipped = [tok[:i] + ("A" if tok[i] != "A" else "B") + tok[i + 1:] for i in (0, 21, 42)]
+    check(status({"Authorization": "bearer " + tok}) == 200 and status({"Authorization": "Bearer  " + tok}) == 200,
+          "the scheme in any case, then one or more spaces (RFC 9110, 6750)")
     bad = [{}, {"Authorization": "Bearer " + tok + "A"}, {"Authorization": "Bearer " + tok[:-1]},
-           {"Authorization": "bearer " + tok}, {"Authorization": "Basic " + tok}, {"Authorization": "Bearer  " + tok},
+           {"Authorization": "Basic " + tok},
            {"Authorization": "Bearer " + "x" * 120}, {"Cookie": "dpd_session=" + tok}]
     bad += [{"Authorization": "Bearer " + f} for f in flipped]
     for h in bad:
@@ -1919,8 +1949,11 @@ def t_public_token_auth(ctx):  # only the exact bearer token of an open session 
     for path in ("/api/v1/session", "/api/v1/session/bootstrap?token=x", "/", "/index.html"):
         r = s.get(path, headers={"Authorization": "Bearer " + tok}, auth=False)
         check(r.status == 404 and "Set-Cookie" not in r.headers, f"{path} in public mode: {r!r}")
-    for r in (s.get("/api/v1/settings"), s.post("/api/v1/datasets", {})):
+    big = {"name": "cap", "files": {"train_input.csv": "I,Q\n" + "0.1,0.2\n" * 20000}}  # over public mode's 64 KiB
+    for r in (s.get("/api/v1/settings"), s.post("/api/v1/datasets", {}), s.post("/api/v1/datasets", big)):
         check(r.status == 403 and r.json["error"]["code"] == "feature_unavailable", f"a local-only route: {r!r}")
+    r = s.post("/api/v1/runs", big)
+    check(r.status == 413 and r.json["error"]["code"] == "payload_too_large", f"a body too large for a public route: {r!r}")
     names = [d["name"] for d in s.get("/api/v1/datasets").json["datasets"]]
     check(not any(n.startswith("upload:") for n in names), f"datasets in public mode: {names}")
 
@@ -2007,6 +2040,10 @@ def t_public_flags(ctx):  # the flags and their bounds
                 ["--public", "--import", ctx.path("x")]):
         r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), *bad], capture_output=True, text=True, timeout=10)
         check(r.returncode == 2 and r.stderr, f"serve {bad}: exit {r.returncode}, {r.stderr!r}")
+    for flag in ("--session-lease", "--max-pending", "--public-host"):  # public mode's alone: refused without it, not ignored
+        r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), flag, "5" if flag != "--public-host" else "x.example"],
+                           capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2 and f"{flag} is for public mode (--public)" in r.stderr, f"serve {flag} alone: {r.returncode} {r.stderr!r}")
     s = public_server(ctx, "--max-sessions", "2")  # the harness holds one
     check(s.post("/api/v1/web/sessions", {}, auth=False).status == 201, "the second session")
     full = s.post("/api/v1/web/sessions", {}, auth=False)
@@ -2547,6 +2584,13 @@ def t_route_table(ctx):  # every route is in one table with the modes that serve
         check(r.status == 405 and {"GET", "HEAD", "POST"} <= set(allow), f"a 405 says the path's methods in Allow: {r.status} {allow}")
         r = srv.post("/api/v1/system/status", {})
         check(r.status == 405 and r.headers.get("Allow") == "GET, HEAD", f"405 Allow of a GET route: {r.headers.get('Allow')!r}")
+        # a method the server serves nowhere: the same rules (404 for no route; the path's own methods, each once)
+        r = srv.req("DELETE", "/api/v1/nosuch")
+        check(r.status == 404, f"DELETE of a path in no route: {r!r}")
+        r = srv.req("PUT", "/healthz")
+        check(r.status == 405 and r.headers.get("Allow") == "GET, HEAD", f"PUT /healthz: {r.status} {r.headers.get('Allow')!r}")
+        r = srv.req("PATCH", "/api/v1/system/status")
+        check(r.status == 405 and r.headers.get("Allow") == "GET, HEAD", f"PATCH of a GET route: {r.status} {r.headers.get('Allow')!r}")
 
 
 @test()
@@ -3161,6 +3205,33 @@ def _synth(ctx, out):
 
 
 @test()
+def t_data_dirs(ctx):  # --data: a name offered once (the first wins, as a submission resolves it); the surprises said at start
+    d1, d2 = ctx.path("data1"), ctx.path("data2")
+    _synth(ctx, os.path.join(d1, "capA"))
+    for n in ("capA", "synth", "my cap"):
+        shutil.copytree(os.path.join(d1, "capA"), os.path.join(d2, n))
+    s = ctx.server(args=["--data", d1, "--data", d2, "--data", os.path.join(d1, "capA")])
+    names = [(d["name"], d["kind"]) for d in s.get("/api/v1/datasets").json["datasets"]]
+    check(names.count(("capA", "dir")) == 1 and names.count(("synth", "synth")) == 1 and ("synth", "dir") not in names,
+          f"each name listed once, the one a submission gets: {names}")
+    log = wait_for(lambda: (lambda t: t if "holds spec.json" in t else None)(open(s.log_path, errors="replace").read()), 5,
+                   "the start's warnings", 0.05)
+    for want in ("'capA' is hidden by the one in", "'synth' is hidden by the built-in synthetic dataset",
+                 "'my cap' is not offered", "capA holds spec.json: it is a dataset"):
+        check(want in log, f"--data warning {want!r} missing: {log[-1500:]}")
+
+
+@test()
+def t_threads_warning(ctx):  # more threads than processors: the run's warning, as the CLI's
+    s = ctx.server()
+    n = len(os.sched_getaffinity(0))
+    rid = s.submit("train-pa", options={"model": "gru", "hidden": 4, "epochs": 1, "preset": "quick", "threads": n + 2})["id"]
+    s.wait_status(rid, TERMINAL, 60)
+    msgs = [e["data"].get("message", "") for e in s.all_events(rid) if e["type"] == "warning"]
+    check(any(f"threads {n + 2} is more than the" in m for m in msgs), f"the warnings: {msgs}")
+
+
+@test()
 def t_datasets(ctx):
     data = ctx.path("data")
     _synth(ctx, os.path.join(data, "mini"))
@@ -3281,6 +3352,9 @@ def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
     expect_error(s.get(f"/api/v1/runs/{rid}/events?after=-1"), 422, "invalid_query", "after", "events after=-1")
     expect_error(s.get("/api/v1/runs?offset=-1"), 422, "invalid_query", "offset", "runs offset=-1")
     expect_error(s.get("/api/v1/runs?limit=501"), 422, "invalid_query", "limit", "runs limit=501")
+    expect_error(s.get("/api/v1/runs?dataset=synth&limit=1"), 422, "invalid_query", "dataset", "runs dataset= (no such filter)")
+    expect_error(s.get(f"/api/v1/runs/{rid}/events?foo=1"), 422, "invalid_query", "foo", "events foo=1")
+    expect_error(s.get("/api/v1/datasets?x"), 422, "invalid_query", "x", "datasets ?x")
     s.wait_status(rid, TERMINAL, 20)
     lines, off, pages = [], 0, 0
     while True:  # one line a page
@@ -3297,8 +3371,11 @@ def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
     check(off == os.path.getsize(log), f"next_offset {off} at eof, the log has {os.path.getsize(log)} bytes")
     with open(log, "ab") as f:  # bytes that are not UTF-8 come back as '?'
         f.write(b"\nbad \xff\xfe end\n")
-    j = s.get(f"/api/v1/runs/{rid}/logs?offset={off}").json
-    check(j["lines"] == ["", "bad ?? end"] and j["eof"] is True, f"invalid UTF-8: {j}")
+    j = s.get(f"/api/v1/runs/{rid}/logs?offset={off + 1}").json
+    check(j["lines"] == ["bad ?? end"] and j["eof"] is True, f"invalid UTF-8: {j}")
+    j = s.get(f"/api/v1/runs/{rid}/logs?offset=3&limit=1").json  # inside the first line: from the next one
+    check(j["lines"] == ["fake: epoch 2 of 3"] and j["next_offset"] == 2 * len("fake: epoch 1 of 3\n"),
+          f"an offset inside a line: {j}")
     other = s.submit(options=fake(1, 0))["id"]  # a queued or fresh run: an empty log is no error
     j = s.get(f"/api/v1/runs/{other}/logs").json
     check(isinstance(j["lines"], list) and j["next_offset"] <= j["size"], f"logs of a new run: {j}")
@@ -3448,6 +3525,8 @@ def t_real_train_pa_matches_cli(ctx):  # REAL end-to-end training (a few seconds
     for t in ("started", "metric", "checkpoint", "ended"):
         check(t in types, f"real run has no {t} event: {sorted(set(types))}")
     check([e["data"]["epoch"] for e in evs if e["type"] == "metric"] == [1, 2], "metric epochs of a 2-epoch run")
+    end = [e["data"] for e in evs if e["type"] == "ended"]
+    check(end and end[-1].get("message") == "completed", f"a completed run's ended event says so: {end}")
     want = {"started": {"run_id", "run_dir", "provider", "resumed"}, "checkpoint": {"epoch", "name"},
             "ended": {"outcome", "message"}, "metric": {"epoch", "epochs", "train_loss", "lr", "improved", "val", "test"},
             "progress": {"epoch", "epochs", "steps_done", "steps", "loss", "samples_per_s"}, "heartbeat": {"pid"},

@@ -497,6 +497,19 @@ static void test_silent(void) {
     CHECK(!find(&r, "alignment_ok") && !find(&r, "time_misalignment") && isnan(r.delay), "silent: the doctor stops there");
     dpd_doctor_report_free(&r);
     cap_free(&c);
+    /* one split's output silent (the capture's RMS is not 0): split_silent names it, and stops there too */
+    cap_copy(&c, &clean);
+    memset(c.y + 2 * c.len[0], 0, c.len[1] * 2 * sizeof *c.y);
+    r = run("a silent split", write_cap(&c));
+    f = find(&r, "split_silent");
+    const dpd_evidence *e = ev(f, "split");
+    CHECK(f && f->blocking && r.evaluation_blocked && e && !strcmp(e->text, "val") && evnum(f, "output_rms") == 0 &&
+              evnum(f, "input_rms") > 0 && strstr(f->fix, "val_output.csv"),
+          "a silent val output blocks, named (%s)", f ? f->message : "no split_silent");
+    CHECK(!find(&r, "silent_signal") && !find(&r, "output_outliers") && !find(&r, "alignment_ok"),
+          "a silent split: no capture-wide silence, no outliers; the doctor stops there");
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
 }
 
 /* Each missing metadata field blocks; the DPA_100MHz alias counts as the field; bad values too. */

@@ -679,6 +679,11 @@ DPD_API void dpd_apply_defaults(dpd_apply_cfg *c);
 DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n, float *y,
                                        const dpd_apply_cfg *c, dpd_error *err);
 
+/* The one of words[0..n) closest to word, for a "did you mean": within an edit distance of 2 (1
+ * for words under 6 characters; case aside), or a word followed by '_', '-' or '.' and more
+ * ("nperseg_typo"); NULL when none is close. */
+DPD_API const char *dpd_nearest(const char *word, const char *const *words, int n);
+
 /* ---- recordings (dpd run) ------------------------------------------------------------------ */
 
 /* Whether dpd may write path over: DPD_OK when it is absent or a regular file (every file dpd
@@ -924,7 +929,7 @@ typedef struct dpd_event {
     int resumed;           /* 1: continued from last.safetensors */
     dpd_profile profile;   /* the run's metric profile: the names its metrics go by (dpd_metric_key) */
     /* PROGRESS */
-    long steps_done, steps; /* within the epoch (PREVIEW too) */
+    long steps_done, steps; /* within the epoch (PREVIEW too; CHECKPOINT: of a stop inside the epoch, else 0) */
     long step;             /* PREVIEW: steps trained since the run began (a multiple of preview_every) */
     double loss;           /* the last step's */
     double samples_per_s;  /* frame samples trained per second over the epoch so far */
