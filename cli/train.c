@@ -507,7 +507,7 @@ int cmd_fit_ls(int argc, char **argv) {
     dpd_train_cfg c;
     cli_train_defaults(&c, "fit-ls");
     char kind[16] = "mp", target[16] = "pa", mat[4096] = "", matv[8] = "5";
-    int json = 0, legacy = 0;
+    int json = 0, legacy = 0, no_plots = 0;
     cli_exec x = {0};
     opt o[] = {
         CLI_EXEC_OPTS(x),
@@ -529,6 +529,7 @@ int cmd_fit_ls(int argc, char **argv) {
         {"json", OPT_FLAG, &json, 0, "end with one JSON summary object on stdout", 0},
         {"mat", OPT_STR, mat, sizeof mat, "also write the coefficients to this MATLAB file (comm.DPD's layout for mp; docs/formats.md)", 0},
         {"mat-version", OPT_STR, matv, sizeof matv, "--mat: 5 or 7.3 (HDF5) (5)", 0},
+        {"no-plots", OPT_FLAG, &no_plots, 0, "do not draw the fit's pictures into RUN_DIR/plots at the end", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o,
                        "dpd fit-ls --data DIR [--kind mp|gmp] [--target pa|dpd [--pa PA]] [--K 5 --Q 20 --M 2] [--json]\n"
@@ -584,7 +585,8 @@ int cmd_fit_ls(int argc, char **argv) {
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
     cli_doctor_warn(c.data); /* not a gate: least squares has no training loop to waste */
     ls_mat lm = {mat, !strcmp(matv, "7.3")};
-    return train_run(&c, NULL, json, fix_ls, NULL, mat[0] ? write_ls_mat : NULL, &lm);
+    if (!no_plots) cli_plot_warm(); /* its pictures at the end, as a training run's (the studio's fit-ls draws them too) */
+    return train_run(&c, NULL, json, fix_ls, no_plots ? NULL : &x, mat[0] ? write_ls_mat : NULL, &lm);
 }
 
 int cmd_train_pa(int argc, char **argv) { return train(argc, argv, 0); }

@@ -58,6 +58,7 @@ typedef struct run {
     double pa_fs;        /* DPD runs: that dataset's sample rate, by its checkpoint (0 unknown) */
     char pa_warning[512]; /* DPD runs: the PA was trained at another sample rate than ds's ("" none) */
     char kern_warning[512]; /* a resume on other kernels than the run's (its bits differ from then on) */
+    char cover_warning[256]; /* a stride longer than the frame: samples never trained on */
     char train_sha256[65]; /* the train split's dpd_split_fingerprint */
     float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
@@ -216,6 +217,11 @@ static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_er
     if (!r->nframes && !c->ls)
         return dpd_fail(err, DPD_E_INVAL, "%s: the train split has %zu samples, fewer than one frame (%d)",
                         c->data, tr->n, c->frame);
+    if (!c->ls && c->stride > c->frame) /* allowed (OpenDPD allows it), but rarely meant */
+        snprintf(r->cover_warning, sizeof r->cover_warning,
+                 "stride %d is longer than frame %d: the frames leave %d samples out between them, so only %.1f %% of the "
+                 "train split's %zu samples are trained on (%zu frames)", c->stride, c->frame, c->stride - c->frame,
+                 100.0 * (double)r->nframes * c->frame / (double)tr->n, tr->n, r->nframes);
     if ((s = dpd_model_create(&c->model, &r->m, err))) return s;
     size_t nb = (r->nframes + (size_t)c->batch - 1) / (size_t)c->batch;
     r->tx = malloc(tr->n * 2 * sizeof(float));
@@ -556,8 +562,9 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
                     .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;
-    const char *warns[3] = {r.ds.warning, r.pa_warning, r.kern_warning}; /* the dataset's, the PA's, the kernels' */
-    for (int k = 0; k < 3; k++)
+    const char *warns[4] = {r.ds.warning, r.pa_warning, r.kern_warning, r.cover_warning}; /* the dataset's, the PA's,
+                                                                                              * the kernels', the frames' */
+    for (int k = 0; k < 4; k++)
         if (warns[k][0]) {
             dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = warns[k]};
             cancel |= emit(&r, &w, 1);

@@ -295,6 +295,18 @@ static enum MHD_Result datasets_upload(req *r) {
         staging[0] = 0;
         goto out;
     }
+    if (!json_object_get(files, "data.csv")) { /* the split files: each named when missing, before any is read */
+        char missing[160] = "";
+        for (size_t i = 0; i < 6; i++)
+            if (!json_object_get(files, upload_files[i]))
+                snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s", missing[0] ? ", " : "",
+                         upload_files[i]);
+        if (missing[0]) {
+            rc = http_error(r, 422, "invalid_dataset", "files", "give the six split files, or data.csv (spec's layout single_csv)",
+                            "files: %s missing", missing);
+            goto out;
+        }
+    }
     const char *fname;
     json_t *v;
     json_object_foreach(files, fname, v) {
@@ -368,12 +380,16 @@ static enum MHD_Result reply_run(req *r, unsigned status, const run_rec *rec) {
 
 /* The run directory a succeeded PA run of workspace ws wrote (its result.json), for train-dpd's
  * pa. */
-static int pa_dir(http *h, const char *ws, const char *id, char *out, size_t n) {
+static int pa_dir(http *h, const char *ws, const char *id, char *out, size_t n, char *why, size_t nwhy) {
     run_rec p;
-    if (!id_ok(id, 'r', 23) || store_get_ws(h->st, ws, id, &p) || p.status != ST_SUCCEEDED ||
-        (strcmp(p.verb, "train-pa") && strcmp(p.verb, "fit-ls")))
-        return -1;
+    if (!id_ok(id, 'r', 23) || store_get_ws(h->st, ws, id, &p))
+        return snprintf(why, nwhy, "no run of this studio has that id"), -1;
+    if (strcmp(p.verb, "train-pa") && strcmp(p.verb, "fit-ls"))
+        return snprintf(why, nwhy, "it is a %s run, not a PA model's", p.verb), -1;
+    if (p.status != ST_SUCCEEDED)
+        return snprintf(why, nwhy, "it is %s, and a PA must have succeeded (retry it)", store_status_name(p.status)), -1;
     run_dir_of(h, &p, out, n);
+    if (!out[0]) snprintf(why, nwhy, "its run directory is gone");
     return out[0] ? 0 : -1;
 }
 
@@ -423,9 +439,10 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
         int frame = !strcmp(err.field, "frame"); /* an option the dataset is too short for */
         return http_error(r, 422, frame ? "invalid_config" : "invalid_dataset", frame ? "frame" : "dataset", NULL, "%s", err.msg);
     }
-    if (j.pa[0] && pa_dir(h, r->ws, j.pa, pdir, sizeof pdir))
+    char pwhy[160];
+    if (j.pa[0] && pa_dir(h, r->ws, j.pa, pdir, sizeof pdir, pwhy, sizeof pwhy))
         return http_error(r, 422, "invalid_config", "pa", "name a succeeded train-pa run by its id",
-                          "pa: '%s' is not a succeeded PA run of this studio", j.pa);
+                          "pa: '%s' is not a succeeded PA run of this studio: %s", j.pa, pwhy);
     if (pdir[0]) { /* as dpd_train will refuse it, before it waits in the queue: the samples decide, not the names */
         char ck[4200];
         dpd_ckpt_info ci;
@@ -835,8 +852,9 @@ static enum MHD_Result run_stream(req *r, run_rec *rec, char **arg) {
     } else if (int_arg(r, "after", 0, 0, 1L << 40, &after)) {
         return http_error(r, 422, "invalid_query", "after", NULL, "after: a whole number from 0 to %ld", 1L << 40);
     }
-    if (after > rec->last_seq)
-        return http_error(r, 409, "cursor_out_of_range", "after", NULL, "%ld is past the last event (%ld)", after, rec->last_seq);
+    if (after > rec->last_seq) /* the cursor given: the query's after, or Last-Event-ID */
+        return http_error(r, 409, "cursor_out_of_range", last ? "Last-Event-ID" : "after", "read the run again and replay from 0",
+                          "%s: %ld is past the last event (%ld)", last ? "Last-Event-ID" : "after", after, rec->last_seq);
     return http_stream(r, rec->id, after);
 }
 

@@ -108,7 +108,8 @@ static int write_json(const char *path, json_t *j) {
 
 /* live.json (live-v1): the epochs so far, the policy, and the plots of the last epoch's
  * validation predictions, or of the last preview (a PREVIEW event: the first val segments on
- * the weights of that step). */
+ * the weights of that step, whose loss and metrics are `probe`; `metrics` stays the last
+ * epoch's). */
 static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
     int pv = e->type == DPD_EV_PREVIEW;
     if (pv)
@@ -126,7 +127,10 @@ static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
                           "metrics", nh ? json_array_get(w->history, nh - 1) : json_null(), "history", w->history,
                           "policy", policy, "previews", (json_int_t)w->previews, "plots",
                           spec ? plots(e->val_eval, spec) : json_null());
-    if (j && pv) {
+    if (j && pv) { /* the probe's own figures beside the last epoch's metrics: what its plots show */
+        if (e->val_eval)
+            json_object_set_new(j, "probe", json_pack("{s:f, s:o}", "loss", e->val_eval->loss, "val",
+                                                      cli_metrics_json(&e->val_eval->m, 0)));
         json_object_set_new(j, "step", json_integer(e->step));
         json_object_set_new(j, "steps_done", json_integer(e->steps_done));
         json_object_set_new(j, "steps", json_integer(e->steps));
@@ -209,8 +213,8 @@ static int finish(worker *w, const char *outcome, json_t *summary, const char *c
                   const char *field) {
     json_t *r = json_pack("{s:s, s:o}", "outcome", outcome, "summary", summary ? summary : json_null());
     if (code)
-        json_object_set_new(r, "error", json_pack("{s:s, s:s, s:s}", "code", code, "message", msg ? msg : "", "field",
-                                                  field ? field : ""));
+        json_object_set_new(r, "error", json_pack("{s:s, s:s, s:s?}", "code", code, "message", msg ? msg : "", "field",
+                                                  field && field[0] ? field : NULL)); /* null, as a run's error field */
     emit(w, "ended", json_pack("{s:s, s:s}", "outcome", outcome, "message", msg ? msg : ""));
     write_json("result.json", r);
     json_decref(r);
@@ -281,7 +285,7 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     }
     cli_plot_kept_free(&cx.kept);
     const char *outcome = s == DPD_E_DIVERGED ? "diverged" : "failed";
-    if (s && res.run_dir[0]) { /* what stands: the best epoch so far, not a completed run's summary */
+    if (s) { /* what stands: the best epoch so far (none: run_dir null, epochs 0), as `dpd train-pa --json` prints it */
         sum = cli_stopped_json(outcome, &res);
         json_object_del(sum, "outcome");
     }

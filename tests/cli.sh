@@ -820,6 +820,11 @@ else
 fi
 unset XDG_CONFIG_HOME XDG_DATA_HOME
 
+# a stride longer than the frame: trained, with a warning of the samples left out
+"$DPD" train-pa --data "$T/a" --hidden 4 --epochs 1 --frame 10 --stride 1000 --out "$T/strd" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "warning: stride 1000 is longer than frame 10: the frames leave 990 samples out between them, so only" "$T/err"' \
+    "train-pa --stride above --frame: a warning of the samples never trained on (exit $rc: $(head -c 300 "$T/err"))"
+
 # --- cancellation: SIGINT/SIGTERM stop a run cleanly (exit 130/143), and it resumes to the same end ---
 # waitfor FILE PATTERN: up to 60 s for a line matching PATTERN in FILE; 1 when it never came
 waitfor() { i=0; while ! grep -q "$2" "$1" 2>/dev/null; do i=$((i + 1)); [ $i -gt 600 ] && return 1; sleep 0.1; done; }

@@ -326,6 +326,14 @@ check '[ $rc -eq 0 ] && grep -q "dataset doctor on .*Bandwidth does not match sp
 "$DPD" plot --data "$T/d" --out "$T/okp" >/dev/null 2>"$T/err"
 check '! grep -q "dataset doctor" "$T/err"' "and not of a dataset whose band plan is right ($(head -c 200 "$T/err"))"
 
+# --- fit-ls draws its pictures as a training run does (and as the studio's fit-ls), unless --no-plots ---
+"$DPD" fit-ls --data "$T/d" --kind mp --out "$T/fl" >"$T/out" 2>"$T/err"; rc=$?
+FL=$(find "$T/fl" -name config.json -exec dirname {} \; | head -n 1)
+check '[ $rc -eq 0 ] && [ -s "$FL/plots/amam.png" ] && [ -s "$FL/plots/plots.json" ] && grep -q "^pictures: $FL/plots" "$T/out"' \
+    "fit-ls draws its pictures into RUN_DIR/plots (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" fit-ls --data "$T/d" --kind mp --out "$T/fl2" --no-plots >/dev/null 2>&1
+check '[ -z "$(find "$T/fl2" -name plots)" ]' "fit-ls --no-plots draws none"
+
 # --- a picture or plots.json that is a symbolic link: refused, the link and its target kept ---
 for f in amam.png plots.json; do
     mkdir -p "$T/lk-$f" && echo keep >"$T/lk-target" && ln -sf ../lk-target "$T/lk-$f/$f"

@@ -2922,6 +2922,9 @@ def t_events_after(ctx):  # C16
     check([e["seq"] for e in j["events"]] == list(range(1, n + 1)), "no after: not from 1")
     expect_error(s.get(f"/api/v1/runs/{rid}/events?after={n + 1}"), 409, "cursor_out_of_range", what=f"after={n + 1}")
     expect_error(s.get(f"/api/v1/runs/{rid}/events?after=999999"), 409, "cursor_out_of_range", what="after=999999")
+    r = s.get(f"/api/v1/runs/{rid}/events/stream?after=999999")
+    expect_error(r, 409, "cursor_out_of_range", "after", what="stream after=999999")
+    check(r.err("message").startswith("after: 999999 is past") and r.err("hint"), f"the stream's cursor named, with a hint: {r!r}")
     for bad in ("-1", "abc", "1e3"):
         r = s.get(f"/api/v1/runs/{rid}/events?after={bad}")
         check(r.status in (400, 422), f"after={bad}: {r!r}")
@@ -3232,6 +3235,17 @@ def t_threads_warning(ctx):  # more threads than processors: the run's warning, 
 
 
 @test()
+def t_diverged_result(ctx):  # a diverged real run: /results as `dpd train-pa --json` says it (run_dir null, epochs 0)
+    s = ctx.server()
+    rid = s.submit("train-pa", options={"model": "gru", "hidden": 4, "epochs": 2, "lr": 1e30, "preset": "quick"})["id"]
+    fin = s.wait_status(rid, TERMINAL, 60)
+    r = s.get(f"/api/v1/runs/{rid}/results").json
+    check(fin["status"] == "failed" and r["outcome"] == "diverged" and "run_dir" in r and r["run_dir"] is None and
+          r["epochs"] == 0 and r["error"]["code"] == "diverged" and r["error"]["field"] is None,
+          f"a diverged run's result: {fin['status']} {r}")
+
+
+@test()
 def t_datasets(ctx):
     data = ctx.path("data")
     _synth(ctx, os.path.join(data, "mini"))
@@ -3318,6 +3332,10 @@ def t_datasets(ctx):
           f"upload with splits of different lengths: the upload named, not the server's staging path: {r!r}")
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": files, "owner": "me"})
     check(r.status == 422 and r.err("field") == "owner", f"upload with a field it does not have: {r!r}")
+    partial = {k: v for k, v in files.items() if k not in ("val_output.csv", "test_output.csv")}
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": partial})
+    check(r.status == 422 and r.err("field") == "files" and "val_output.csv, test_output.csv missing" in r.err("message"),
+          f"upload without two split files: both named: {r!r}")
     tiny = {n: "I,Q\n0.1,0.2\n" for n in files}
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": tiny})
     check(r.status == 422 and "fewer than one segment" in r.json["error"]["message"], f"upload of one sample a split: {r!r}")
@@ -3695,9 +3713,11 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
     s.wait_event(c, "progress", 10)
     s.cancel(c)
     s.wait_status(c, TERMINAL, 10)
-    for bad, what in ((c, "a cancelled run"), ("rnosuch", "an unknown run"), ("../" + pa, "a path")):
-        expect_error(s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": {"pa": bad, "hidden": 4}}),
-                     422, field="pa", what=f"train-dpd with pa = {what}")
+    for bad, what, why in ((c, "a cancelled fake run", "it is a fake run"), ("rnosuch", "an unknown run", "no run of this studio"),
+                           ("../" + pa, "a path", "no run of this studio")):
+        r = s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": {"pa": bad, "hidden": 4}})
+        expect_error(r, 422, field="pa", what=f"train-dpd with pa = {what}")
+        check(why in r.err("message"), f"train-dpd with pa = {what}: the message says why: {r!r}")
     expect_error(s.post("/api/v1/runs", {"verb": "train-dpd", "dataset": "synth", "options": {"hidden": 4}}), 422,
                  field="pa", what="train-dpd without pa")
     expect_error(s.post("/api/v1/runs", {"verb": "fit-ls", "dataset": "synth", "options": {"kind": "mp", "target": "dpd"}}),

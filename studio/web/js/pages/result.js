@@ -46,11 +46,14 @@ export default async function resultPage(ctx) {
 
   // ---- metric cards ----
   const cards = h('div', { class: 'cards', id: 'result-cards' });
-  const m = results && (results.val || results.test) ? results : live && live.metrics ? live.metrics : null;
+  // a batch probe's own metrics (its plots are the probe's), else the last finished epoch's
+  const probe = live && live.source === 'batch_probe' && live.probe ? { val: live.probe.val } : null;
+  const m = results && (results.val || results.test) ? results : probe || (live && live.metrics) || null;
   if (m) {
     // a run that stopped early (cancelled, diverged) summarizes its best epoch so far
     const kind = results && (results.val || results.test)
-      ? (results.outcome === 'completed' ? 'final' : `best so far (epoch ${results.best_epoch})`) : 'probe';
+      ? (results.outcome === 'completed' ? 'final' : `best so far (epoch ${results.best_epoch})`)
+      : probe ? `probe (step ${live.step})` : 'probe';
     for (const split of ['val', 'test']) {
       // a DPD run's summary has the same metrics of the PA driven by x itself: the baseline it improves on
       const base = results && dpd ? results[split === 'test' ? 'no_dpd' : 'no_dpd_val'] : null;
