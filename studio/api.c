@@ -246,7 +246,17 @@ static enum MHD_Result datasets_list(req *r) {
             for (size_t k = 0; k < json_array_size(a) && !shadowed; k++)
                 shadowed = !strcmp(json_string_value(json_object_get(json_array_get(a, k), "name")), nm);
             if (shadowed) continue;
-            json_array_append_new(a, json_pack("{s:s, s:s}", "name", nm, "kind", i < 0 ? "upload" : "dir"));
+            json_t *d1 = json_pack("{s:s, s:s}", "name", nm, "kind", i < 0 ? "upload" : "dir");
+            char sub[4400];
+            snprintf(sub, sizeof sub, "%s/%s", base, e->d_name);
+            json_t *sj = studio_load_json(sub, "spec.json", 0); /* its band plan, as spec.json declares it */
+            static const char *const keys[] = {"input_signal_fs", "bw_main_ch", "n_sub_ch", "nperseg", "layout"};
+            for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+                json_t *v = json_object_get(sj, keys[k]);
+                if (json_is_number(v) || json_is_string(v)) json_object_set(d1, keys[k], v);
+            }
+            json_decref(sj);
+            json_array_append_new(a, d1);
         }
         if (d) closedir(d);
     }
@@ -798,12 +808,38 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
     return v;
 }
 
+/* GET /runs/{id}/pictures/NAME: a picture the run drew at its end (RUN_DIR/plots/NAME, NAME a
+ * chart's file: letters, then .png or .svg), read following no link. */
+static enum MHD_Result run_picture(req *r, const run_rec *rec, const char *name) {
+    size_t len = strlen(name), stem = strspn(name, "abcdefghijklmnopqrstuvwxyz");
+    int png = len == stem + 4 && !strcmp(name + stem, ".png"), svg = len == stem + 4 && !strcmp(name + stem, ".svg");
+    char dir[4400], rel[64];
+    run_dir_of(r->h, rec, dir, sizeof dir);
+    snprintf(rel, sizeof rel, "plots/%s", name);
+    int fd = stem && stem <= 16 && (png || svg) && dir[0] ? studio_open_below(dir, rel) : -1;
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb)) {
+        if (fd >= 0) close(fd);
+        return absent(r, rec, "that picture (GET /runs/{id}/plots lists the charts; psd.png, amam.png, ...)");
+    }
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    char cd[96];
+    snprintf(cd, sizeof cd, "%s; filename=\"%s\"", svg ? "attachment" : "inline", name); /* an SVG is no page of this origin */
+    MHD_add_response_header(resp, "Content-Type", png ? "image/png" : "image/svg+xml");
+    MHD_add_response_header(resp, "Content-Disposition", cd);
+    enum MHD_Result v = http_queue(r, 200, resp);
+    http_download(r);
+    return v;
+}
+
 /* ---- the run routes: rec is the request's workspace's run the path names ---- */
 
 static enum MHD_Result run_get(req *r, run_rec *rec, char **arg) { return reply_run(r, 200, rec); }
 
-/* A body on a POST that takes none (cancel, retry) must still be a JSON object: 0, or the error
- * queued in *v. */
 /* cancel and retry take no body: none, or {} (what clients send by habit). 1 with *v the refusal:
  * a body that is not JSON, or one that asks for something (ignored, it would seem obeyed). */
 static int no_body(req *r, const char *what, enum MHD_Result *v) {
@@ -876,6 +912,7 @@ static enum MHD_Result run_artifact_get(req *r, run_rec *rec, char **arg) { retu
 static enum MHD_Result run_events_get(req *r, run_rec *rec, char **arg) { return run_events(r, rec); }
 static enum MHD_Result run_history_get(req *r, run_rec *rec, char **arg) { return run_history(r, rec); }
 static enum MHD_Result run_plots_get(req *r, run_rec *rec, char **arg) { return run_plots(r, rec); }
+static enum MHD_Result run_picture_get(req *r, run_rec *rec, char **arg) { return run_picture(r, rec, arg[0]); }
 static enum MHD_Result run_logs_get(req *r, run_rec *rec, char **arg) { return run_logs(r, rec); }
 
 /* ---- system ---- */
@@ -961,6 +998,7 @@ static const struct route {
     {"GET", "runs/{run}/events/stream", run_stream, BOTH, "after"},
     {"GET", "runs/{run}/history", run_history_get, BOTH, ""},
     {"GET", "runs/{run}/plots", run_plots_get, BOTH, ""},
+    {"GET", "runs/{run}/pictures/{artifact}", run_picture_get, BOTH, ""},
     {"GET", "runs/{run}/logs", run_logs_get, BOTH, "offset, limit"},
     {"GET", "runs/{run}/live", run_live, BOTH, ""},
     {"GET", "runs/{run}/results", run_results, BOTH, ""},

@@ -3263,6 +3263,9 @@ def t_datasets(ctx):
     ds = {d["name"]: d for d in r.json["datasets"]}
     check(ds.get("synth", {}).get("kind") == "synth" and ds.get("mini", {}).get("kind") == "dir",
           f"datasets {r.json['datasets']}")
+    spec = json.load(open(os.path.join(data, "mini", "spec.json")))
+    check(all(ds["mini"].get(k) == spec[k] for k in ("input_signal_fs", "bw_main_ch", "n_sub_ch", "nperseg")),
+          f"a dataset's band plan as its spec.json declares it: {ds['mini']}")
     run = s.submit("train-pa", "mini", {"model": "gru", "hidden": 4, "epochs": 1, "preset": "quick"})
     fin = s.wait_status(run["id"], TERMINAL, 60)
     check(fin["status"] == "succeeded", f"train-pa on a --data dataset: {fin}")
@@ -3569,6 +3572,12 @@ def t_real_train_pa_matches_cli(ctx):  # REAL end-to-end training (a few seconds
           and set(pl.json["plots"]) >= {"psd", "amam", "ampm", "iq"}, f"plots: {pl!r}"[:300])
     check(s.get(f"/api/v1/runs/{rid}").json.get("available", {}).get("plots") is True, "available.plots is not true")
     check(os.path.isfile(os.path.join(res.get("run_dir") or "", "plots", "psd.png")), "no plots/psd.png in the run directory")
+    pic = s.get(f"/api/v1/runs/{rid}/pictures/psd.png")  # the pictures themselves, as drawn
+    check(pic.status == 200 and pic.headers.get("Content-Type") == "image/png" and pic.body[:8] == b"\x89PNG\r\n\x1a\n"
+          and pic.body == open(os.path.join(res["run_dir"], "plots", "psd.png"), "rb").read(), f"pictures/psd.png: {pic!r}"[:300])
+    for bad in ("psd.gif", "plots.json", "..%2Fconfig.json", "psd.svg", "PSD.png"):
+        r = s.get(f"/api/v1/runs/{rid}/pictures/{bad}")
+        check(r.status in (400, 404), f"pictures/{bad}: {r!r}"[:300])
     ctx.soft("run_dir" in res and "val" in res, f"/results: the summary's fields are not beside outcome "
              f"(keys {sorted(res)}); the summary is read from 'summary'")
     if "run_dir" not in res and isinstance(res.get("summary"), dict):
