@@ -362,7 +362,8 @@ const char *dpd_nearest(const char *word, const char *const *words, int n) {
         size_t l = strlen(k);
         if (l > 63) continue;
         int d = key_distance(word, k);
-        int close = d <= (l < 6 ? 1 : 2) || (!strncmp(word, k, l) && (word[l] == '_' || word[l] == '-' || word[l] == '.'));
+        int close = (d <= (l < 6 ? 1 : 2) && d < (int)strlen(word)) || /* "x" is no typo of "K" */
+                    (!strncmp(word, k, l) && (word[l] == '_' || word[l] == '-' || word[l] == '.'));
         if (close && d < bd) best = k, bd = d;
     }
     return best;

@@ -933,14 +933,16 @@ static int check_silence(const capture *c, dpd_doctor_report *r) {
             if (!p->present || !m) continue;
             double sx = rms(c->x + 2 * o, m, NULL), sy = rms(c->y + 2 * o, m, NULL);
             if (sx > 0 && sy > 0) continue;
-            const char *file = !(sx > 0) ? p->in : p->out, *which = !(sx > 0) && !(sy > 0) ? "input and output"
-                                                                  : !(sx > 0) ? "input" : "output";
+            const char *which = !(sx > 0) && !(sy > 0) ? "input and output" : !(sx > 0) ? "input" : "output";
+            char file[600];
+            snprintf(file, sizeof file, "%s%s%s", !(sx > 0) ? p->in : "", !(sx > 0) && !(sy > 0) ? " and " : "",
+                     !(sy > 0) ? p->out : "");
             dpd_finding *f = finding(r, "split_silent", DPD_SEV_ERROR, "A split is silent");
             snprintf(f->value, sizeof f->value, "%s: %s RMS 0", dpd_split_names[k], which);
             snprintf(f->message, sizeof f->message,
-                     "the %s split's %s %s no signal (RMS 0 over %zu samples) while the other splits have; the doctor "
-                     "stops here", dpd_split_names[k], which, strchr(which, ' ') ? "hold" : "holds", m);
-            snprintf(f->fix, sizeof f->fix, "export %s again: it holds only zeros", file);
+                     "the %s split's %s %s no signal (RMS 0 over %zu samples), though the capture as a whole has; "
+                     "the doctor stops here", dpd_split_names[k], which, strchr(which, ' ') ? "hold" : "holds", m);
+            snprintf(f->fix, sizeof f->fix, "export %s again: %s only zeros", file, strchr(which, ' ') ? "they hold" : "it holds");
             ev_text(f, "split", "%s", dpd_split_names[k]);
             ev_num(f, "input_rms", sx);
             ev_num(f, "output_rms", sy);
@@ -1124,7 +1126,8 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
  * delay near MAX_LAG would halve a short split's correlation). */
 #define SPLIT_MIN_CORR (4 * MAX_LAG)
 static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
-                                        dpd_error *err) {
+                                        double delay[DPD_NSPLIT], dpd_error *err) {
+    for (int k = 0; k < DPD_NSPLIT; k++) delay[k] = NAN;
     if (c->single || c->nparts < 2 || isnan(r->delay)) return DPD_OK;
     double corr[2 * MAX_LAG + 1], at, ex, ey;
     long lag;
@@ -1134,10 +1137,13 @@ static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, 
         if (!p->present || m < SPLIT_MIN_CORR) continue;
         dpd_status s = correlate(c->x + 2 * o, c->y + 2 * o, mask + o, m, corr, &ex, &ey, err);
         if (s) return s;
-        refine_peak(corr, &lag, &at);
+        double d = refine_peak(corr, &lag, &at);
         double own = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 1;
         double conj;
-        if (own >= UNCORRELATED) continue;
+        if (own >= UNCORRELATED) {
+            delay[k] = d; /* for check_split_consistency */
+            continue;
+        }
         if ((s = conj_correlation(c->x + 2 * o, c->y + 2 * o, mask + o, m, &conj, err))) return s;
         int mirrored = conj >= UNCORRELATED;
         dpd_finding *f = finding(r, "split_uncorrelated", DPD_SEV_ERROR,
@@ -1193,6 +1199,80 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
     ev_num(f, "phase_deg", deg);
     ev_num(f, "fit_residual", resid);
     ev_num(f, "fitted_on", (double)used);
+    return DPD_OK;
+}
+
+/* 8b. split_csv (dpd): each split judged on its own against the reference split (train, else the
+ * first split judged: what the model learns from, and what val and test must be cut like): its
+ * delay (split_delay_mismatch, error at a whole sample or more apart: a pair cut out of line) and
+ * its small-signal gain and phase (split_gain_mismatch: error beyond 3 dB or 30 deg, an attenuator
+ * or a phase reference changed between the captures; warning beyond 1 dB or 10 deg). Either makes
+ * that split's metrics (and so the best epoch, or the test figures) measure the capture, not the
+ * model. */
+#define SPLIT_DELAY_FLAG 1.0
+#define SPLIT_GAIN_WARN_DB 1.0
+#define SPLIT_GAIN_ERROR_DB 3.0
+#define SPLIT_PHASE_WARN_DEG 10.0
+#define SPLIT_PHASE_ERROR_DEG 30.0
+static dpd_status check_split_consistency(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
+                                          const double delay[DPD_NSPLIT], dpd_error *err) {
+    int ref = -1;
+    for (int k = 0; k < c->nparts && k < DPD_NSPLIT && ref < 0; k++)
+        if (!isnan(delay[k])) ref = k;
+    if (ref < 0) return DPD_OK;
+    double g[DPD_NSPLIT][2], resid[DPD_NSPLIT];
+    size_t used[DPD_NSPLIT] = {0};
+    for (int k = ref; k < c->nparts && k < DPD_NSPLIT; k++) { /* each judged split's gain at its own delay */
+        const part *p = &c->p[k];
+        if (isnan(delay[k])) continue; /* not judged: short, absent, or split_uncorrelated */
+        size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
+        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, lround(delay[k]), g[k], &resid[k], &used[k], err);
+        if (s) return s;
+    }
+    const char *rn = dpd_split_names[ref];
+    for (int k = ref + 1; k < c->nparts && k < DPD_NSPLIT; k++) {
+        const part *p = &c->p[k];
+        if (isnan(delay[k])) continue;
+        double late = delay[k] - delay[ref];
+        if (fabs(late) >= SPLIT_DELAY_FLAG) {
+            dpd_finding *f = finding(r, "split_delay_mismatch", DPD_SEV_ERROR, "A split's output is out of line");
+            snprintf(f->value, sizeof f->value, "%s: %+.2f samples", dpd_split_names[k], late);
+            snprintf(f->message, sizeof f->message,
+                     "%s is %.2f samples %s against %s than the %s split's output is against its input (delays %+.2f "
+                     "and %+.2f): the %s pair was not cut from one aligned capture, and its metrics compare misaligned "
+                     "samples", p->out, fabs(late), late > 0 ? "later" : "earlier", p->in, rn, delay[k], delay[ref],
+                     dpd_split_names[k]);
+            snprintf(f->fix, sizeof f->fix, "cut %s and %s again from the capture, aligned as %s is (or shift %s by %+ld "
+                                            "samples)", p->in, p->out, rn, p->out, -lround(late));
+            ev_text(f, "split", "%s", dpd_split_names[k]);
+            ev_text(f, "reference", "%s", rn);
+            ev_num(f, "delay_samples", delay[k]);
+            ev_num(f, "reference_delay_samples", delay[ref]);
+            continue;
+        }
+        if (!used[k] || !used[ref]) continue;
+        double den = g[ref][0] * g[ref][0] + g[ref][1] * g[ref][1]; /* g / g_reference */
+        if (!(den > 0)) continue;
+        double qr = (g[k][0] * g[ref][0] + g[k][1] * g[ref][1]) / den, qi = (g[k][1] * g[ref][0] - g[k][0] * g[ref][1]) / den;
+        double db = 20 * log10(hypot(qr, qi)), deg = atan2(qi, qr) * 180 / M_PI;
+        int error = fabs(db) > SPLIT_GAIN_ERROR_DB || fabs(deg) > SPLIT_PHASE_ERROR_DEG;
+        if (!error && fabs(db) <= SPLIT_GAIN_WARN_DB && fabs(deg) <= SPLIT_PHASE_WARN_DEG) continue;
+        dpd_finding *f = finding(r, "split_gain_mismatch", error ? DPD_SEV_ERROR : DPD_SEV_WARNING,
+                                 "A split's gain or phase differs from the others'");
+        snprintf(f->value, sizeof f->value, "%s: %+.2f dB, %+.1f deg", dpd_split_names[k], db, deg);
+        snprintf(f->message, sizeof f->message,
+                 "the %s split's small-signal gain is %+.2f dB and %+.1f deg off the %s split's (fitted on %zu and %zu "
+                 "samples): an attenuator, a receiver gain or a phase reference changed between the captures, and the "
+                 "split's metrics measure that change", dpd_split_names[k], db, deg, rn, used[k], used[ref]);
+        snprintf(f->fix, sizeof f->fix, "capture the %s split again with the %s split's settings (or scale %s by the "
+                                        "inverse of this gain)", dpd_split_names[k], rn, p->out);
+        f->confidence = fmin(1, fmax(0, 1 - fmax(resid[k], resid[ref])));
+        ev_text(f, "split", "%s", dpd_split_names[k]);
+        ev_text(f, "reference", "%s", rn);
+        ev_num(f, "gain_db", db);
+        ev_num(f, "phase_deg", deg);
+        ev_num(f, "fit_residual", resid[k]);
+    }
     return DPD_OK;
 }
 
@@ -1453,8 +1533,9 @@ static dpd_status examine(capture *c, dpd_doctor_report *r, dpd_error *err) {
     for (size_t i = 0; i < c->n; i++) pairs[i] = mask[i] | xmask[i];
     clip_check(c, r, c->y, mask, 1);
     clip_check(c, r, c->x, xmask, 0);
-    if ((s = check_delay(c, r, pairs, err)) || (s = check_split_alignment(c, r, pairs, err)) ||
-        (s = check_gain(c, r, pairs, err)))
+    double split_delay[DPD_NSPLIT];
+    if ((s = check_delay(c, r, pairs, err)) || (s = check_split_alignment(c, r, pairs, split_delay, err)) ||
+        (s = check_gain(c, r, pairs, err)) || (s = check_split_consistency(c, r, pairs, split_delay, err)))
         goto done;
     check_amplitude(c, r, mask, xmask);
     check_metadata(c, r);

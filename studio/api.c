@@ -397,7 +397,8 @@ static int pa_dir(http *h, const char *ws, const char *id, char *out, size_t n, 
     if (strcmp(p.verb, "train-pa") && strcmp(p.verb, "fit-ls"))
         return snprintf(why, nwhy, "it is a %s run, not a PA model's", p.verb), -1;
     if (p.status != ST_SUCCEEDED)
-        return snprintf(why, nwhy, "it is %s, and a PA must have succeeded (retry it)", store_status_name(p.status)), -1;
+        return snprintf(why, nwhy, "it is %s, and a PA must have succeeded (%s)", store_status_name(p.status),
+                        store_terminal(p.status) ? "retry it" : "wait for it to finish"), -1;
     run_dir_of(h, &p, out, n);
     if (!out[0]) snprintf(why, nwhy, "its run directory is gone");
     return out[0] ? 0 : -1;
@@ -697,8 +698,11 @@ static enum MHD_Result run_logs(req *r, const run_rec *rec) {
     size_t pos = 0;
     if (before != '\n') { /* an offset inside a line: from the next one (a line is never given in part) */
         char *nl = memchr(buf, '\n', (size_t)got);
-        pos = nl ? (size_t)(nl - buf) + 1 : 0;
-        if (!nl) got = 0; /* that line's end is not written yet: nothing until it is */
+        if (nl) pos = (size_t)(nl - buf) + 1;
+        else if (got == CAP || (ended && offset + got == sb.st_size)) pos = (size_t)got; /* a line longer than the
+                                                                                         * window, or the ended run's
+                                                                                         * last: passed over */
+        else got = 0; /* that line's end is not written yet: nothing until it is */
     }
     while (pos < (size_t)got && json_array_size(lines) < (size_t)limit) {
         char *nl = memchr(buf + pos, '\n', (size_t)got - pos);
@@ -1051,8 +1055,8 @@ static enum MHD_Result not_taken(void *cls, enum MHD_ValueKind kind, const char 
     unknown_arg *u = cls;
     size_t n = strlen(key);
     int taken = 0;
-    for (const char *p = u->query; n && !taken && (p = strstr(p, key)); p++)
-        taken = (p == u->query || p[-1] == ' ') && (p[n] == ',' || !p[n]);
+    for (const char *p = u->query; *p && !taken; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 2 : 0))
+        taken = n && strcspn(p, ",") == n && !strncasecmp(p, key, n); /* names in any case, as libmicrohttpd finds them */
     if (!taken && !u->name[0]) snprintf(u->name, sizeof u->name, "%s", key);
     return MHD_YES;
 }
@@ -1064,7 +1068,7 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         char *art = NULL;
         if (!shaped(rt->pattern, seg, n, &art)) continue;
         shape = 1;
-        http_allow(r, rt->method); /* the path's methods, for a 405's Allow */
+        if (rt->mode != LOCAL_ONLY || !r->h->o.public_mode) http_allow(r, rt->method); /* the path's methods, for a 405 */
         if (strcmp(rt->method, r->method) && !(head && !strcmp(rt->method, "GET"))) continue;
         if (rt->mode == LOCAL_ONLY && r->h->o.public_mode)
             return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s /api/v1/%s is not served in public mode", rt->method,

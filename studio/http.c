@@ -240,7 +240,10 @@ static const char *bearer_of(const char *a) {
 static enum MHD_Result unauthorized(req *r, const char *what, const char *hint) {
     const char *a = http_header(r, "Authorization");
     if (!a) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: no Authorization header");
-    if (!bearer_of(a)) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: Authorization must be of the Bearer scheme");
+    const char *t = bearer_of(a);
+    if (!t && !strcasecmp(a, "Bearer")) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: the bearer token is missing");
+    if (!t) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: Authorization must be of the Bearer scheme");
+    if (!t[0]) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: the bearer token is missing");
     return http_error(r, 401, "unauthorized", NULL, hint, "the bearer token is not %s", what);
 }
 

@@ -63,7 +63,9 @@ static const char *meant(const char *key, char *buf, size_t n) {
         snprintf(names[k], sizeof names[k], "%s", fl);
         for (char *p = names[k]; *p; p++)
             if (*p == '-') *p = '_';
-        list[k] = names[k], k++;
+        int studio_s = 0; /* the studio's own to decide: never suggested */
+        for (size_t r = 0; r < sizeof refused / sizeof *refused; r++) studio_s |= !strcmp(names[k], refused[r]);
+        if (!studio_s) list[k] = names[k], k++;
     }
     const char *w = key;
     while (*w == '-') w++; /* "--epochs": the CLI's spelling */

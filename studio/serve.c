@@ -329,12 +329,13 @@ int cmd_serve(int argc, char **argv) {
         const struct int_flag *f = NULL;
         for (size_t k = 0; k < sizeof int_flags / sizeof *int_flags && !f; k++)
             if (!strcmp(a, int_flags[k].flag)) f = &int_flags[k];
-        if (f || !strcmp(a, "--public-host")) { /* what only public mode reads: said, not ignored */
+        if (f || !strcmp(a, "--public-host") || !strcmp(a, "--origin") || !strcmp(a, "--client-ip-header")) {
+            /* what only public mode reads: said, not ignored */
             static const char *const public_only[] = {"--session-lease", "--idle-lease",  "--max-sessions",    "--session-rate",
                                                       "--ip-sessions",   "--request-rate", "--session-inflight", "--ip-inflight",
                                                       "--max-inflight",  "--body-timeout", "--download-timeout", "--ip-connections",
                                                       "--session-runs",  "--session-pending", "--max-pending",   "--ip-runs",
-                                                      "--session-quota-mb", "--public-host"};
+                                                      "--session-quota-mb", "--public-host", "--origin", "--client-ip-header"};
             for (size_t k = 0; k < sizeof public_only / sizeof *public_only && !public_flag; k++)
                 if (!strcmp(a, public_only[k])) public_flag = public_only[k];
         }

@@ -115,8 +115,8 @@ static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
     if (pv)
         w->previews++;
     else
-        json_array_append_new(w->history, json_pack("{s:i, s:f, s:o, s:o, s:f}", "epoch", e->epoch, "train_loss",
-                                                    e->train_loss, "val", cli_metrics_json(&e->val, 0), "test",
+        json_array_append_new(w->history, json_pack("{s:i, s:o, s:o, s:o, s:f}", "epoch", e->epoch, "train_loss",
+                                                    cli_jnum(e->train_loss), "val", cli_metrics_json(&e->val, 0), "test",
                                                     cli_metrics_json(&e->test, 0), "lr", e->lr));
     size_t nh = json_array_size(w->history);
     json_t *policy = json_pack("{s:s, s:o, s:f, s:i}", "mode", w->every ? "batch" : "epoch", "every_batches",
@@ -129,8 +129,8 @@ static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
                           spec ? plots(e->val_eval, spec) : json_null());
     if (j && pv) { /* the probe's own figures beside the last epoch's metrics: what its plots show */
         if (e->val_eval)
-            json_object_set_new(j, "probe", json_pack("{s:f, s:o}", "loss", e->val_eval->loss, "val",
-                                                      cli_metrics_json(&e->val_eval->m, 0)));
+            json_object_set_new(j, "probe", json_pack("{s:o, s:o}", "loss", cli_jnum(e->val_eval->loss), "val",
+                                                      cli_metrics_json(&e->val_eval->m, 0))); /* NaN: null */
         json_object_set_new(j, "step", json_integer(e->step));
         json_object_set_new(j, "steps_done", json_integer(e->steps_done));
         json_object_set_new(j, "steps", json_integer(e->steps));
@@ -182,11 +182,12 @@ static int on_event(void *user, const dpd_event *e) {
         cli_epoch_text(e, c->ls, line, sizeof line);
         fprintf(stderr, "%s | elapsed %.1f s%s\n", line, e->elapsed, e->improved && !c->ls ? " *" : "");
         break;
-    case DPD_EV_CHECKPOINT:
+    case DPD_EV_CHECKPOINT: {
         json_t *ck = json_pack("{s:i, s:s?}", "epoch", e->epoch, "name", e->path);
         if (e->steps_done > 0) json_object_set_new(ck, "steps_done", json_integer(e->steps_done)); /* a mid-epoch stop */
         emit(w, "checkpoint", ck);
         break;
+    }
     case DPD_EV_WARNING:
         emit(w, "warning", json_pack("{s:s?}", "message", e->message));
         fprintf(stderr, "warning: %s\n", e->message ? e->message : "");

@@ -292,6 +292,7 @@ check '[ "$(grep -c "^[a-z_]*  *[0-9][0-9]*  *1" "$T/models.txt")" -eq 14 ] && g
     "dpd models lists the 14 families with their usual sizes, and says what train-pa trains by default"
 expect 2 "dpd: unknown option '--bogus' (see --help)" "$DPD" models --json --bogus
 expect 2 "dpd: unknown option '--hiden' (did you mean '--hidden'? see --help)" "$DPD" train-pa --data "$T/a" --hiden 4
+expect 2 "dpd: unknown option '--x' (see --help)" "$DPD" fit-ls --data "$T/a" --x 4
 
 # --- train-dpd through the frozen PA of r1 ---
 drun() { "$DPD" train-dpd --data "$T/a" --pa "$D1" --hidden 5 --frame 40 --stride 20 --batch 32 --seed 3 "$@"; }

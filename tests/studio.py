@@ -750,7 +750,8 @@ def t_unauthorized(ctx):
         check(s.get("/api/v1/runs", auth=False, headers={"Authorization": a}).status == 200, f"{a[:9]!r}...: refused")
     # the 401 says which: no header, another scheme, or a token that is not this server's
     for h, want in (({}, "no Authorization header"), ({"Authorization": "Basic " + s.token}, "of the Bearer scheme"),
-                    ({"Authorization": "Bearer " + bad}, "the bearer token is not this server's API token")):
+                    ({"Authorization": "Bearer " + bad}, "the bearer token is not this server's API token"),
+                    ({"Authorization": "Bearer"}, "the bearer token is missing"), ({"Authorization": "Bearer   "}, "the bearer token is missing")):
         r = s.get("/api/v1/runs", auth=False, headers=h)
         check(r.status == 401 and want in r.err("message"), f"401 for {list(h)}: {r!r}")
 
@@ -2040,8 +2041,9 @@ def t_public_flags(ctx):  # the flags and their bounds
                 ["--public", "--import", ctx.path("x")]):
         r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), *bad], capture_output=True, text=True, timeout=10)
         check(r.returncode == 2 and r.stderr, f"serve {bad}: exit {r.returncode}, {r.stderr!r}")
-    for flag in ("--session-lease", "--max-pending", "--public-host"):  # public mode's alone: refused without it, not ignored
-        r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), flag, "5" if flag != "--public-host" else "x.example"],
+    for flag in ("--session-lease", "--max-pending", "--public-host", "--origin", "--client-ip-header"):  # public mode's alone
+        val = {"--public-host": "x.example", "--origin": "https://x.example", "--client-ip-header": "X-Real-IP"}.get(flag, "5")
+        r = subprocess.run([DPD, "serve", "--root", ctx.path("flags"), flag, val],
                            capture_output=True, text=True, timeout=10)
         check(r.returncode == 2 and f"{flag} is for public mode (--public)" in r.stderr, f"serve {flag} alone: {r.returncode} {r.stderr!r}")
     s = public_server(ctx, "--max-sessions", "2")  # the harness holds one
@@ -3376,6 +3378,8 @@ def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
     expect_error(s.get("/api/v1/runs?dataset=synth&limit=1"), 422, "invalid_query", "dataset", "runs dataset= (no such filter)")
     expect_error(s.get(f"/api/v1/runs/{rid}/events?foo=1"), 422, "invalid_query", "foo", "events foo=1")
     expect_error(s.get("/api/v1/datasets?x"), 422, "invalid_query", "x", "datasets ?x")
+    check(s.get("/api/v1/runs?LIMIT=1").status == 200, "a query argument's name in another case (libmicrohttpd finds it)")
+    expect_error(s.get("/api/v1/runs?limit,%20offset=1"), 422, "invalid_query", what="a name that is two names")
     s.wait_status(rid, TERMINAL, 20)
     lines, off, pages = [], 0, 0
     while True:  # one line a page
@@ -3394,6 +3398,20 @@ def t_logs(ctx):  # GET /runs/{id}/logs: worker.log by byte offset
         f.write(b"\nbad \xff\xfe end\n")
     j = s.get(f"/api/v1/runs/{rid}/logs?offset={off + 1}").json
     check(j["lines"] == ["bad ?? end"] and j["eof"] is True, f"invalid UTF-8: {j}")
+    size = os.path.getsize(log)
+    with open(log, "ab") as f:  # a line longer than the 256 KiB window, then one more, the last without its newline
+        f.write(b"A" * 600000 + b"\nB tail line\nC end")
+    seen, off, pages = [], 0, 0
+    while pages < 20:  # paged by next_offset: never stuck inside the long line, and eof at the end
+        j = s.get(f"/api/v1/runs/{rid}/logs?offset={off}").json
+        seen += j["lines"]
+        pages += 1
+        if j["eof"] or j["next_offset"] == off:
+            break
+        off = j["next_offset"]
+    check(j["eof"] and "B tail line" in seen and seen[-1] == "C end", f"paging past a long line: {pages} pages, eof {j['eof']}, last {seen[-2:]}")
+    j = s.get(f"/api/v1/runs/{rid}/logs?offset={os.path.getsize(log) - 2}").json  # inside the ended run's last line
+    check(j["lines"] == [] and j["eof"] is True and j["next_offset"] == os.path.getsize(log), f"an offset inside the last line: {j}")
     j = s.get(f"/api/v1/runs/{rid}/logs?offset=3&limit=1").json  # inside the first line: from the next one
     check(j["lines"] == ["fake: epoch 2 of 3"] and j["next_offset"] == 2 * len("fake: epoch 1 of 3\n"),
           f"an offset inside a line: {j}")

@@ -326,6 +326,48 @@ static void test_uncorrelated(void) {
     dpd_doctor_report_free(&r);
 }
 
+/* One split's output out of line (rolled 40 samples within it), 6 dB low, turned 90 degrees, or
+ * 1.2 dB low: split_delay_mismatch or split_gain_mismatch names it, against train; the clean
+ * capture has neither. */
+static void test_split_consistency(void) {
+    for (int kind = 0; kind < 4; kind++) {
+        cap c;
+        cap_copy(&c, &clean);
+        int k = kind == 1 ? 2 : 1; /* test for the gain, val otherwise */
+        size_t o = k == 1 ? c.len[0] : c.len[0] + c.len[1], m = c.len[k];
+        double *y = c.y + 2 * o, *copy = malloc(m * 2 * sizeof *copy);
+        memcpy(copy, y, m * 2 * sizeof *copy);
+        for (size_t i = 0; i < m; i++) {
+            double a = copy[2 * i], b = copy[2 * i + 1];
+            if (kind == 0) a = copy[2 * ((i + m - 40) % m)], b = copy[2 * ((i + m - 40) % m) + 1];
+            else if (kind == 1) a *= 0.5, b *= 0.5;
+            else if (kind == 2) a = -copy[2 * i + 1], b = copy[2 * i];
+            else a *= 0.87, b *= 0.87;
+            y[2 * i] = a, y[2 * i + 1] = b;
+        }
+        free(copy);
+        const char *what = (const char *[]){"val 40 samples late", "test 6 dB low", "val turned 90 deg", "val 1.2 dB low"}[kind];
+        dpd_doctor_report r = run(what, write_cap(&c));
+        const dpd_finding *f = find(&r, kind ? "split_gain_mismatch" : "split_delay_mismatch");
+        const dpd_evidence *e = ev(f, "split"), *ref = ev(f, "reference");
+        CHECK(f && e && !strcmp(e->text, kind == 1 ? "test" : "val") && ref && !strcmp(ref->text, "train") &&
+                  f->severity == (kind == 3 ? DPD_SEV_WARNING : DPD_SEV_ERROR),
+              "%s: named, against train, %s (%s)", what, kind == 3 ? "a warning" : "an error", f ? f->message : "none");
+        if (kind == 0) CHECK(f && fabs(evnum(f, "delay_samples") - evnum(f, "reference_delay_samples") - 40) < 0.5, "%s: 40 samples", what);
+        if (kind == 1) CHECK(f && fabs(evnum(f, "gain_db") + 6.02) < 0.2, "%s: -6 dB (%.2f)", what, f ? evnum(f, "gain_db") : 0);
+        if (kind == 2) CHECK(f && fabs(evnum(f, "phase_deg") - 90) < 2, "%s: +90 deg (%.1f)", what, f ? evnum(f, "phase_deg") : 0);
+        int others = 0; /* the other splits are not blamed */
+        for (int i = 0; i < r.nfindings; i++)
+            others += !strncmp(r.findings[i].code, "split_", 6) && strcmp(r.findings[i].code, "split_lengths") && &r.findings[i] != f;
+        CHECK(!others, "%s: only the changed split named (%d more)", what, others);
+        dpd_doctor_report_free(&r);
+        cap_free(&c);
+    }
+    dpd_doctor_report r = run("clean", write_cap(&clean));
+    CHECK(!find(&r, "split_delay_mismatch") && !find(&r, "split_gain_mismatch"), "clean: its splits agree");
+    dpd_doctor_report_free(&r);
+}
+
 /* |s| limited to frac of its peak, phase kept. */
 static void clip(double *iq, size_t n, double frac) {
     double lim = frac * peak_of(iq, n);
@@ -979,6 +1021,7 @@ int main(void) {
     test_delay();
     test_gain();
     test_uncorrelated();
+    test_split_consistency();
     test_clipping();
     test_spikes();
     test_input_spike();
