@@ -222,9 +222,18 @@ int cmd_doctor(int argc, char **argv) {
         else report_text(&rep);
         if (s) fprintf(stderr, "dpd: %s\n", err.msg);
         else if (fixes && !json)
-            printf("wrote %s: output shifted by %ld samples, divided by %.3f dB %+.2f deg; rows %zu, %zu, %zu\n", out,
-                   fixed.shift, gain_db(fixed.gain_re, fixed.gain_im), phase_deg(fixed.gain_re, fixed.gain_im),
-                   fixed.rows[0], fixed.rows[1], fixed.rows[2]);
+        {
+            char what[160] = "", rows[96];
+            if (fixes & DPD_FIX_DELAY) snprintf(what, sizeof what, "output shifted by %ld samples", fixed.shift);
+            if (fixes & DPD_FIX_GAIN)
+                snprintf(what + strlen(what), sizeof what - strlen(what), "%sdivided by %.3f dB %+.2f deg",
+                         what[0] ? ", " : "output ", gain_db(fixed.gain_re, fixed.gain_im), phase_deg(fixed.gain_re, fixed.gain_im));
+            if (fixed.rows[1] || fixed.rows[2]) /* a split capture's rows; a single file's are its one count */
+                snprintf(rows, sizeof rows, "rows: train %zu, val %zu, test %zu", fixed.rows[0], fixed.rows[1], fixed.rows[2]);
+            else
+                snprintf(rows, sizeof rows, "rows %zu", fixed.rows[0]);
+            printf("wrote %s: %s; %s\n", out, what, rows);
+        }
         if (!rc) rc = dpd_doctor_errors(&rep, NULL, 0) || s ? 1 : 0;
     }
     dpd_doctor_report_free(&rep);

@@ -1874,6 +1874,9 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
     }
     dpd_status s = replaceable(r, out, err);
     if (s) return s;
+    char mine[4300]; /* a directory dpd drew into before (it holds plots.json): its other format's pictures go */
+    snprintf(mine, sizeof mine, "%s/plots.json", out);
+    int ours = !access(mine, F_OK);
     if (!warming) cli_plot_warm(); /* the fonts and the pixels, beside the plot data */
     plot_doc d;
     char path[4200];
@@ -1887,7 +1890,7 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
     cli_plot_warm_wait();
     if (!fonts.lib) fonts_open(); /* the thread did not start */
     if (!s) s = paint(r, &d, out, &doc, err);
-    if (!s) unlink_others(r, out);
+    if (!s && ours) unlink_others(r, out);
     doc_end(&doc);
     json_decref(d.doc);
     dpd_plot_free(d.p);

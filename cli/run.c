@@ -137,7 +137,9 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     if (cli_output_file("output", out, NULL)) return 2;
-    int raw_in = !strcmp(fin, "csv") || !strcmp(fin, "cf32"), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");
+    size_t lin = strlen(in); /* a SigMF archive is no CSV: its reading says what it is */
+    int archive = lin > 6 && !strcasecmp(in + lin - 6, ".sigmf");
+    int raw_in = !archive && (!strcmp(fin, "csv") || !strcmp(fin, "cf32")), raw_out = !strcmp(fout, "csv") || !strcmp(fout, "cf32");
     if (raw_in && raw_out && strcmp(fin, fout)) {
         fprintf(stderr, "dpd: --output must have the input's format (%s), or be SigMF (.sigmf-data) or MATLAB (.mat)\n",
                 !strcmp(fin, "cf32") ? ".cf32" : "CSV");

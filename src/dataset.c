@@ -512,8 +512,8 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
     const double bw[2] = {sp->bw_main, sp->bw_sub};
     for (int k = 0; k < 2; k++) /* no channel is under 1 kHz wide: 200 meant as MHz */
         if (bw[k] > 0 && bw[k] < 1e3)
-            warn_add(w, nw, "%s%s: %s is %g Hz, which looks like MHz (spec.json gives hertz: 200 MHz is 200e6)",
-                     w[0] ? "; " : "", path, bw_key[k], bw[k]);
+            warn_add(w, nw, "%s%s: %s is %g Hz, which looks like MHz (spec.json gives hertz: %g MHz is %ge6)",
+                     w[0] ? "; " : "", path, bw_key[k], bw[k], bw[k], bw[k]);
     if (sp->bw_sub > 0 && sp->n_sub > 0 && sp->bw_sub * sp->n_sub > sp->bw_main * (1 + 1e-6))
         warn_add(w, nw, "%s%s: n_sub_ch x bw_sub_ch (%d x %g Hz = %g Hz) does not fit in bw_main_ch (%g Hz)",
                  w[0] ? "; " : "", path, sp->n_sub, sp->bw_sub, sp->bw_sub * sp->n_sub, sp->bw_main);

@@ -47,6 +47,7 @@
 #define OVERSAMPLING_LIMIT 0.6 /* OBW / fs */
 #define BW_RATIO_LO 0.7
 #define BW_RATIO_HI 1.3
+#define BW_OVERFLOW 1.05 /* dpd: a signal wider than its declared channel by more (within the reference's 1.3) */
 /* dpd's own checks */
 #define DC_LIMIT_DBC (-20.0) /* |mean| against RMS */
 #define STUCK_RUN 16         /* identical consecutive samples that make a constant run */
@@ -87,6 +88,8 @@ typedef struct capture {
     char csv[256];            /* single_csv or mat: the file's name */
     char matx[64], maty[64];  /* mat: the variables spec.json names ("": the defaults) */
     double mat_fs;            /* mat: the file's fs, 0 when it has none */
+    int fs_from_mat;          /* mat: meta[META_FS] is the file's (spec.json gives none) */
+    int fs_conflict;          /* mat: spec.json's input_signal_fs and the file's fs disagree */
     int nparts;
     part p[DPD_NSPLIT];
     char lonely[2][128];      /* split_csv: files whose partner is missing (at most two named) */
@@ -408,7 +411,9 @@ static dpd_status read_mat(capture *c, dpd_doctor_report *r, dpd_error *err) {
     } else if (fs > 0 && (c->missing & 1u << META_FS)) {
         c->meta[META_FS] = fs;
         c->missing &= ~(1u << META_FS);
+        c->fs_from_mat = 1;
     } else if (fs > 0 && c->meta[META_FS] > 0 && fabs(c->meta[META_FS] - fs) > 1e-9 * fs) {
+        c->fs_conflict = 1;
         size_t l = strlen(c->invalid_text);
         snprintf(c->invalid_text + l, sizeof c->invalid_text - l, "%sinput_signal_fs %.9g disagrees with %s's fs %.9g",
                  l ? "; " : "", c->meta[META_FS], c->csv, fs);
@@ -1128,7 +1133,9 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
 static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
                                         double delay[DPD_NSPLIT], dpd_error *err) {
     for (int k = 0; k < DPD_NSPLIT; k++) delay[k] = NAN;
-    if (c->single || c->nparts < 2 || isnan(r->delay)) return DPD_OK;
+    if (c->single || c->nparts < 2) return DPD_OK;
+    int whole_bad = isnan(r->delay), judged = 0, bad = 0; /* output_uncorrelated: which splits are at fault? */
+    char bad_names[64] = "";
     double corr[2 * MAX_LAG + 1], at, ex, ey;
     long lag;
     for (int k = 0; k < c->nparts; k++) {
@@ -1140,10 +1147,14 @@ static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, 
         double d = refine_peak(corr, &lag, &at);
         double own = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 1;
         double conj;
+        judged++;
         if (own >= UNCORRELATED) {
-            delay[k] = d; /* for check_split_consistency */
+            if (!whole_bad) delay[k] = d; /* for check_split_consistency */
             continue;
         }
+        bad++;
+        snprintf(bad_names + strlen(bad_names), sizeof bad_names - strlen(bad_names), "%s%s", bad > 1 ? ", " : "",
+                 dpd_split_names[k]);
         if ((s = conj_correlation(c->x + 2 * o, c->y + 2 * o, mask + o, m, &conj, err))) return s;
         int mirrored = conj >= UNCORRELATED;
         dpd_finding *f = finding(r, "split_uncorrelated", DPD_SEV_ERROR,
@@ -1165,6 +1176,13 @@ static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, 
         ev_num(f, "correlation", own);
         ev_num(f, "conjugate_correlation", conj);
     }
+    if (whole_bad && bad && bad < judged) /* the capture's fix would spoil the splits that are right */
+        for (int i = 0; i < r->nfindings; i++)
+            if (!strcmp(r->findings[i].code, "output_uncorrelated"))
+                snprintf(r->findings[i].fix, sizeof r->findings[i].fix,
+                         "only the %s split%s %s at fault (split_uncorrelated names %s files); the other splits correlate: "
+                         "mend those files alone", bad_names, bad > 1 ? "s" : "", bad > 1 ? "are" : "is",
+                         bad > 1 ? "their" : "its");
     return DPD_OK;
 }
 
@@ -1336,9 +1354,13 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
         dpd_finding *f = finding(r, "metadata_invalid", DPD_SEV_ERROR, "Metadata invalid");
         snprintf(f->value, sizeof f->value, "%.90s", c->invalid_text);
         snprintf(f->message, sizeof f->message, "spec.json: %s", c->invalid_text);
-        snprintf(f->fix, sizeof f->fix, "give each a positive number in spec.json (n_sub_ch and nperseg whole, "
-                                        "nperseg at most %d, bw_main_ch below input_signal_fs, which is at most 1e12 Hz)",
-                 MAX_NPERSEG);
+        if (c->fs_conflict && c->invalid == 1u << META_FS) /* the one fault: two rates */
+            snprintf(f->fix, sizeof f->fix, "make spec.json's input_signal_fs and %s's fs the same rate (or leave "
+                                            "input_signal_fs out of spec.json: the file's is then used)", c->csv);
+        else
+            snprintf(f->fix, sizeof f->fix, "give each a positive number in spec.json (n_sub_ch and nperseg whole, "
+                                            "nperseg at most %d, bw_main_ch below input_signal_fs, which is at most 1e12 Hz)%s",
+                     MAX_NPERSEG, c->fs_conflict ? "; and the same sample rate as the .mat file's fs" : "");
         ev_text(f, "invalid", "%s", c->invalid_text);
     }
     /* dpd: a band plan the default profile cannot score (its EVM and ACLR need both adjacent
@@ -1360,8 +1382,12 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
     double fs = c->meta[META_FS], bw = c->meta[META_BW], sub = c->meta[META_SUB], nsub = c->meta[META_NSUB];
     char text[320] = "", value[96] = "";
     if (fs > 0 && fs < 1e5) {
-        snprintf(text, sizeof text, "input_signal_fs is %g Hz, which looks like MHz or GHz (spec.json gives hertz: 800 "
-                                    "MHz is 800e6)", fs);
+        if (c->fs_from_mat)
+            snprintf(text, sizeof text, "%s's fs is %g Hz, which looks like MHz or GHz (a MATLAB file's fs is in hertz "
+                                        "too: 800 MHz is 800e6)", c->csv, fs);
+        else
+            snprintf(text, sizeof text, "input_signal_fs is %g Hz, which looks like MHz or GHz (spec.json gives hertz: "
+                                        "800 MHz is 800e6)", fs);
         snprintf(value, sizeof value, "fs %g Hz", fs);
     }
     if (sub > 0 && nsub > 0 && bw > 0 && sub * nsub > bw * (1 + 1e-6)) {
@@ -1373,8 +1399,9 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
     if (text[0]) {
         dpd_finding *f = finding(r, "metadata_suspicious", DPD_SEV_WARNING, "Metadata looks wrong");
         snprintf(f->value, sizeof f->value, "%s", value);
-        snprintf(f->message, sizeof f->message, "spec.json: %s", text);
-        snprintf(f->fix, sizeof f->fix, "give the rates in hertz, and sub-channels that fit the main channel");
+        snprintf(f->message, sizeof f->message, "%s%s", c->fs_from_mat && fs > 0 && fs < 1e5 ? "" : "spec.json: ", text);
+        snprintf(f->fix, sizeof f->fix, "give the rates in hertz%s, and sub-channels that fit the main channel",
+                 c->fs_from_mat ? " (the .mat file's fs too)" : "");
         ev_text(f, "suspicious", "%s", text);
     }
 }
@@ -1403,6 +1430,14 @@ static dpd_status check_spectrum(const capture *c, dpd_doctor_report *r, const u
                  obw / 1e6, bw / 1e6, ratio, BW_RATIO_LO, BW_RATIO_HI);
         snprintf(f->fix, sizeof f->fix, "set bw_main_ch (and bw_sub_ch, n_sub_ch) in spec.json to the signal's channel "
                                         "plan: about %.4g MHz is occupied", obw / 1e6);
+    } else if (bw > 0 && ratio > BW_OVERFLOW) { /* dpd: within the reference's tolerance, but over the channel */
+        f = finding(r, "bandwidth_exceeds_channel", DPD_SEV_WARNING, "The signal is wider than its declared channel");
+        snprintf(f->message, sizeof f->message, "the input occupies %.4g MHz (99 %% of its power), more than the %.4g MHz "
+                                                "channel spec.json declares (ratio %.2f; a right plan gives 0.9 to 1): the "
+                                                "adjacent-channel bands overlap the signal, and ACLR measures it, not the PA",
+                 obw / 1e6, bw / 1e6, ratio);
+        snprintf(f->fix, sizeof f->fix, "check bw_main_ch and input_signal_fs in spec.json (a wrong sample rate scales "
+                                        "every frequency): about %.4g MHz is occupied", obw / 1e6);
     } else {
         f = finding(r, "spectrum_summary", DPD_SEV_INFO, "Spectrum");
         snprintf(f->message, sizeof f->message, "the input occupies %.4g MHz (99 %% of its power) at %.4g MHz sample rate"
@@ -1434,8 +1469,9 @@ static void check_dc(const capture *c, dpd_doctor_report *r) {
     const char *which = in && out ? "input and output" : in ? "input" : "output";
     dpd_finding *f = finding(r, "dc_offset", DPD_SEV_WARNING, "DC offset");
     snprintf(f->value, sizeof f->value, "in %.1f dBc, out %.1f dBc", dbc[0], dbc[1]);
-    snprintf(f->message, sizeof f->message, "the %s carry a DC component above %g dBc of their RMS (input %.1f dBc, "
-                                            "output %.1f dBc)", which, DC_LIMIT_DBC, dbc[0], dbc[1]);
+    snprintf(f->message, sizeof f->message, "the %s %s a DC component above %g dBc of %s RMS (input %.1f dBc, "
+                                            "output %.1f dBc)", which, in && out ? "carry" : "carries", DC_LIMIT_DBC,
+             in && out ? "their" : "its", dbc[0], dbc[1]);
     snprintf(f->fix, sizeof f->fix, "calibrate the DC (LO leakage) out of the capture, or subtract the mean of I and Q");
     ev_num(f, "input_dc_dbc", dbc[0]);
     ev_num(f, "output_dc_dbc", dbc[1]);

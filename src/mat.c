@@ -152,9 +152,14 @@ static dpd_status first(mat_t *m, const char *path, const char *const *names, in
     return DPD_OK;
 }
 
+/* How a reader names another variable, for a message that finds none of its names. */
+#define RUN_HINT ": dpd run --var NAME reads another"
+#define PAIR_HINT ": spec.json's mat_input and mat_output name others"
+
 /* DPD_E_FORMAT for the variable m lacks (what: "'x'", or the names tried), with the names it has
- * (the first few) and matio's reason when it gave one (a truncated file lists fewer). */
-static dpd_status missing(mat_t *m, const char *path, const char *what, dpd_error *err) {
+ * (the first few), matio's reason when it gave one (a truncated file lists fewer), and hint: how
+ * the caller names another (""). */
+static dpd_status missing(mat_t *m, const char *path, const char *what, const char *hint, dpd_error *err) {
     char list[400] = "", w[300];
     why(w, sizeof w);
     Mat_Rewind(m);
@@ -165,8 +170,8 @@ static dpd_status missing(mat_t *m, const char *path, const char *what, dpd_erro
             k += (size_t)snprintf(list + k, sizeof list - k, "%s'%s'", k ? ", " : "", v->name ? v->name : "?");
         Mat_VarFree(v);
     }
-    return dpd_fail(err, DPD_E_FORMAT, "%s: no variable %s (the file holds %s)%s", path, what,
-                    list[0] ? list : "no variable dpd can list", w);
+    return dpd_fail(err, DPD_E_FORMAT, "%s: no variable %s (the file holds %s)%s%s", path, what,
+                    list[0] ? list : "no variable dpd can list", w, hint);
 }
 
 /* Checks that v (a header, or a variable read) is a signal — a complex vector, or an N x 2 real
@@ -210,8 +215,8 @@ static dpd_status signal_shape(const matvar_t *v, const char *path, uint64_t siz
 }
 
 /* Variable `name` of m as (n, 2) doubles (see signal_shape). */
-static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const char *name, double **iq, size_t *n,
-                              dpd_error *err) {
+static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const char *name, const char *hint,
+                              double **iq, size_t *n, dpd_error *err) {
     *iq = NULL, *n = 0;
     said[0] = 0;
     matvar_t *v = Mat_VarReadInfo(m, name);
@@ -222,7 +227,7 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
     if (!v) {
         char q[80];
         snprintf(q, sizeof q, "'%s'", name);
-        return missing(m, path, q, err);
+        return missing(m, path, q, hint, err);
     }
     size_t k = 0, k2 = 0;
     dpd_status s = signal_shape(v, path, size, &k, err);
@@ -278,10 +283,11 @@ done:
 
 /* The sample rate: the real scalar `name` (NULL: fs, else Fs) in Hz; *fs = 0 when absent. */
 static dpd_status read_fs(mat_t *m, const char *path, const char *name, double *fs, dpd_error *err) {
-    static const char *const names[2] = {"fs", "Fs"};
+    static const char *const names[] = {"fs", "Fs", "FS", "SampleRate", "sample_rate", "sampleRate"}; /* comm's SampleRate */
     *fs = 0;
     int found;
-    dpd_status s = name ? find(m, path, name, &found, err) : first(m, path, names, 2, &name, &found, err);
+    dpd_status s = name ? find(m, path, name, &found, err)
+                        : first(m, path, names, (int)(sizeof names / sizeof *names), &name, &found, err);
     if (s || !found) return s;
     matvar_t *v = Mat_VarReadInfo(m, name);
     int scalar = !v->isComplex && v->rank == 2 && v->dims && v->dims[0] == 1 && v->dims[1] == 1 &&
@@ -316,8 +322,8 @@ dpd_status dpd_mat_read_signal(const char *path, const char *var, const char *fs
     dpd_status s = open_mat(path, &m, &size, err);
     int found = 1;
     if (!s && !var && !(s = first(m, path, names, 4, &var, &found, err)) && !found)
-        s = missing(m, path, "'x', 'iq', 'input' or 'in'", err);
-    if (!s) s = read_signal(m, path, size, var, iq, n, err);
+        s = missing(m, path, "'x', 'iq', 'input' or 'in'", RUN_HINT, err);
+    if (!s) s = read_signal(m, path, size, var, RUN_HINT, iq, n, err);
     if (!s && (s = read_fs(m, path, fsvar, fs, err))) free(*iq), *iq = NULL, *n = 0;
     if (m) Mat_Close(m);
     leave();
@@ -348,8 +354,8 @@ dpd_status dpd_mat_read_pair(const char *path, const char *xname, const char *yn
     int found;
     if (!s && !xname) s = first(m, path, xs, 2, &xname, &found, err);
     if (!s && !yname) s = first(m, path, ys, 2, &yname, &found, err);
-    if (!s) s = read_signal(m, path, size, xname, in, &nx, err);
-    if (!s) s = read_signal(m, path, size, yname, out, &ny, err);
+    if (!s) s = read_signal(m, path, size, xname, PAIR_HINT, in, &nx, err);
+    if (!s) s = read_signal(m, path, size, yname, PAIR_HINT, out, &ny, err);
     if (!s && nx != ny)
         s = dpd_fail(err, DPD_E_FORMAT, "%s: the input '%s' has %zu samples and the output '%s' %zu; a paired capture "
                      "has as many of each", path, xname, nx, yname, ny);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -156,6 +157,10 @@ static dpd_status read_sigmf(const char *path, double **iq, size_t *n, double *f
     char data[4200], mp[4200], *text;
     size_t len;
     sigmf_paths(path, data, mp, sizeof data);
+    struct stat sb;
+    if (stat(mp, &sb) && errno == ENOENT) /* the pair's other half: said as such */
+        return dpd_fail(err, DPD_E_IO, "%s: a SigMF recording is two files, and its metadata %s is missing (it gives the "
+                                       "sample type and rate; dpd synth --sigmf and dpd run write both)", data, mp);
     dpd_status s = dpd_file_read_max(mp, MAX_SIGMF_META_BYTES, "SigMF metadata file", &text, &len, err);
     if (s) return s;
     json_error_t je;

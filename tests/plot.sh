@@ -326,6 +326,13 @@ check '[ $rc -eq 0 ] && grep -q "dataset doctor on .*Bandwidth does not match sp
 "$DPD" plot --data "$T/d" --out "$T/okp" >/dev/null 2>"$T/err"
 check '! grep -q "dataset doctor" "$T/err"' "and not of a dataset whose band plan is right ($(head -c 200 "$T/err"))"
 
+# --- a directory dpd never drew into keeps its own files of the chart names ---
+mkdir -p "$T/own" && echo mine >"$T/own/psd.svg"
+"$DPD" plot --data "$T/d" --out "$T/own" >/dev/null 2>&1
+check '[ "$(cat "$T/own/psd.svg")" = mine ] && [ -s "$T/own/psd.png" ]' "dpd plot keeps another program's psd.svg in a directory without plots.json"
+"$DPD" plot --data "$T/d" --out "$T/own" --format svg >/dev/null 2>&1
+check '[ ! -e "$T/own/psd.png" ] && grep -q "<svg" "$T/own/psd.svg"' "and, once it drew there, an SVG set replaces its PNG set"
+
 # --- fit-ls draws its pictures as a training run does (and as the studio's fit-ls), unless --no-plots ---
 "$DPD" fit-ls --data "$T/d" --kind mp --out "$T/fl" >"$T/out" 2>"$T/err"; rc=$?
 FL=$(find "$T/fl" -name config.json -exec dirname {} \; | head -n 1)

@@ -324,6 +324,19 @@ static void test_uncorrelated(void) {
     dpd_doctor_report r = run("clean", write_cap(&clean));
     CHECK(!find(&r, "output_uncorrelated") && r.delay_confidence > 0.99, "clean: correlated (%.4f)", r.delay_confidence);
     dpd_doctor_report_free(&r);
+    cap c; /* I and Q swapped in the train split's output alone: the capture fails, and the fix names train only */
+    cap_copy(&c, &clean);
+    for (size_t i = 0; i < c.len[0]; i++) {
+        double a = c.y[2 * i];
+        c.y[2 * i] = c.y[2 * i + 1], c.y[2 * i + 1] = a;
+    }
+    r = run("train swapped", write_cap(&c));
+    const dpd_finding *f = find(&r, "output_uncorrelated"), *g = find(&r, "split_uncorrelated");
+    const dpd_evidence *e = ev(g, "split");
+    CHECK(f && strstr(f->fix, "only the train split is at fault") && g && e && !strcmp(e->text, "train"),
+          "train swapped alone: the capture's fix names train only (%s)", f ? f->fix : "none");
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
 }
 
 /* One split's output out of line (rolled 40 samples within it), 6 dB low, turned 90 degrees, or
@@ -659,6 +672,17 @@ static void test_bandwidth(void) {
               fabs(evnum(f, "obw_hz") - r.obw) < 1e-6,
           "declared 100 MHz for a 200 MHz signal: bandwidth_metadata_mismatch (ratio %g)", evnum(f, "obw_ratio"));
     dpd_doctor_report_free(&r);
+    c = clean; /* within the reference's 1.3, but wider than the channel: dpd's bandwidth_exceeds_channel */
+    spec_edit(&c, "bw_main_ch", "160e6");
+    r = run("bandwidth 160", write_cap(&c));
+    f = find(&r, "bandwidth_exceeds_channel");
+    CHECK(f && f->severity == DPD_SEV_WARNING && evnum(f, "obw_ratio") > 1.05 && evnum(f, "obw_ratio") <= 1.3 &&
+              !find(&r, "bandwidth_metadata_mismatch") && !find(&r, "spectrum_summary"),
+          "declared 160 MHz for a 200 MHz signal: bandwidth_exceeds_channel (ratio %g)", evnum(f, "obw_ratio"));
+    dpd_doctor_report_free(&r);
+    r = run("bandwidth right", write_cap(&clean));
+    CHECK(!find(&r, "bandwidth_exceeds_channel") && find(&r, "spectrum_summary"), "the right plan: only the summary");
+    dpd_doctor_report_free(&r);
     cap w; /* white noise fills every bin: no room left for adjacent channels */
     cap_copy(&w, &clean);
     dpd_rng rng;
@@ -838,8 +862,23 @@ static void test_mat(void) {
     free(t);
     r = run("mat fs", d);
     const dpd_finding *f = find(&r, "metadata_invalid");
-    CHECK(r.evaluation_blocked && f && strstr(f->message, "disagrees with pa.mat's fs"),
-          "mat: input_signal_fs twice the file's fs is metadata_invalid (%s)", f ? f->message : "none");
+    CHECK(r.evaluation_blocked && f && strstr(f->message, "disagrees with pa.mat's fs") &&
+              strstr(f->fix, "make spec.json's input_signal_fs and pa.mat's fs the same rate"),
+          "mat: input_signal_fs twice the file's fs is metadata_invalid, the fix about the two rates (%s; %s)",
+          f ? f->message : "none", f ? f->fix : "");
+    dpd_doctor_report_free(&r);
+    y = malloc(clean.n * 2 * sizeof *y); /* a file whose fs is in MHz, spec.json giving none: the file is blamed */
+    delay_by(clean.y, y, clean.n, 7);
+    CHECK(!dpd_mat_write_pair(path, clean.x, y, clean.n, 800, "pa_in", "pa_out", 0, &err), "mat 800: written");
+    free(y);
+    json_object_del(j, "input_signal_fs");
+    t = json_dumps(j, 0);
+    check_write(d, "spec.json", t);
+    free(t);
+    r = run("mat fs in MHz", d);
+    f = find(&r, "metadata_suspicious");
+    CHECK(f && strstr(f->message, "pa.mat's fs is 800 Hz") && !strstr(f->message, "spec.json"),
+          "mat: an fs of 800 in the file is said of the file (%s)", f ? f->message : "none");
     dpd_doctor_report_free(&r);
     json_object_del(j, "input_signal_fs");
     json_object_set_new(j, "split_ratios", json_pack("{s:f, s:f, s:f}", "train", 0.6, "val", 0.3, "test", 0.3));

@@ -97,8 +97,25 @@ static void pair(const char *d, int v73) {
           "%s pair with given names: %s", tag, err.msg);
     free(in), free(out);
     dpd_status s = dpd_mat_read_pair(p, NULL, NULL, &in, &out, &n, &fs, &err);
-    CHECK(s == DPD_E_FORMAT && !in && !out && has(err.msg, p, "no variable 'x'") && strstr(err.msg, "'PA_Input'"),
+    CHECK(s == DPD_E_FORMAT && !in && !out && has(err.msg, p, "no variable 'x'") && strstr(err.msg, "'PA_Input'") &&
+              strstr(err.msg, "spec.json's mat_input and mat_output name others"),
           "%s pair without x: %s '%s'", tag, dpd_status_str(s), err.msg);
+    { /* a rate named as MATLAB's comm objects name it */
+        const char *q = join(d, v73 ? "sr73.mat" : "sr5.mat");
+        mat_t *m = create(q, v73);
+        double sr = 61.44e6;
+        put(m, "x", MAT_C_DOUBLE, N, 1, xr, xi);
+        put(m, "y", MAT_C_DOUBLE, N, 1, yr, yi);
+        put(m, "SampleRate", MAT_C_DOUBLE, 1, 1, &sr, NULL);
+        Mat_Close(m);
+        CHECK(dpd_mat_read_pair(q, NULL, NULL, &in, &out, &n, &fs, &err) == DPD_OK && fs == 61.44e6,
+              "%s pair with SampleRate: fs %g (%s)", tag, fs, err.msg);
+        free(in), free(out);
+        double *iq = NULL;
+        CHECK(dpd_recording_read(p, &iq, &n, &err) == DPD_E_FORMAT && strstr(err.msg, "--var NAME"),
+              "%s signal without x: says --var (%s)", tag, err.msg);
+        free(iq);
+    }
 
     /* single precision, x as an N x 2 real I,Q matrix, y a complex single column */
     float f[2 * N], fr[N], fi[N];
@@ -498,7 +515,7 @@ static void sigmf(const char *d) {
           "sigmf: the least metadata (datatype alone): %s", err.msg);
     free(iq);
     CHECK(unlink(mp) == 0, "unlink");
-    sigmf_refused("no .sigmf-meta", data, DPD_E_IO, mp, "cannot open");
+    sigmf_refused("no .sigmf-meta", data, DPD_E_IO, mp, "its metadata");
     /* writing needs the sample rate; a bare .cf32 reads without one */
     wm.fs = 0;
     dpd_status s = dpd_recording_write_meta(data, y, NULL, N, &wm, &err);
