@@ -57,6 +57,7 @@ typedef struct plot_req {
     int svg;                    /* 0: png */
     const cli_exec *x;          /* session options; NULL: the settings' */
     const cli_plot_kept *kept;  /* the best epoch's val predictions, or NULL */
+    const char *profile;        /* the metric profile whose PSD and bands are drawn; NULL: the run's, or legacy */
 } plot_req;
 
 void cli_plot_keep(cli_plot_kept *k, const dpd_event *e) {
@@ -146,7 +147,7 @@ typedef struct plot_doc {
 /* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
  * dataset itself, through dpd_plot_compute. */
 static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
-    char path[4200], data[4096] = "", best[4096] = "", pa[4096] = "";
+    char path[4200], data[4096] = "", best[4096] = "", pa[4096] = "", prof[64] = "";
     dpd_ckpt_info info = {0};
     dpd_dataset ds;
     dpd_eval e = {0}, e2 = {0};
@@ -174,6 +175,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         }
         if (r->data) snprintf(data, sizeof data, "%s", r->data);
         else if (config_get(path, "data", data, sizeof data, err)) return err->status;
+        if (!r->profile && config_get(path, "metric_profile", prof, sizeof prof, err)) return err->status;
         if (!r->data && (!data[0] || access(data, F_OK)))
             return cli_err(err, DPD_E_IO, "%s: the run's dataset '%s' is not found from here: give it with --data DIR", path, data);
         if (dpd_ckpt_resolve(r->run_dir, 0, best, sizeof best, err) || dpd_ckpt_info_read(best, &info, err)) return err->status;
@@ -193,7 +195,11 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
                                        * (the end of a run: its gate has said so) */
     cli_warn_trained_on(best, &info, &ds);
     g = dpd_dataset_gain(&ds);
-    dpd_plot_in in = {.spec = &ds.spec};
+    int pn = dpd_profile_parse(r->profile ? r->profile : prof[0] ? prof : "legacy-opendpd-v1");
+    if (pn < 0)
+        return cli_err(err, DPD_E_INVAL, "plot: '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 or "
+                                         "opendpd-spectral-v2)", r->profile ? r->profile : prof);
+    dpd_plot_in in = {.spec = &ds.spec, .profile = (dpd_profile)pn};
     if (!r->run_dir) { /* the dataset: g x (the PA at its linear gain) and the measured y */
         const dpd_split *sp = &ds.split[r->split];
         if (!(g > 0)) { /* no train split, or a silent one: the gain of the split itself */
@@ -1058,6 +1064,11 @@ static void band_names(cairo_t *cr, const axes *a, const dpd_plot_data *p, int r
     }
 }
 
+/* The PSD's axis: power per bin (the legacy profile's per-segment periodogram) or a Welch density. */
+static const char *psd_label(const dpd_plot_data *p) {
+    return p->profile == DPD_PROFILE_LEGACY ? "power per bin (dB)" : "power density (dB/Hz)";
+}
+
 /* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
 static void chart_psd(cairo_t *cr, const plot_doc *d) {
     const dpd_plot_data *p = d->p;
@@ -1076,7 +1087,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     yr.lo = fmax(yr.lo, yr.hi - 100);
     title(cr, d->doc, "Power spectral density");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
-    axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
+    axes_draw(cr, &a, "frequency (MHz)", psd_label(d->p));
     bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     band_names(cr, &a, p, 1);
@@ -1107,7 +1118,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     yr.lo = fmax(yr.lo, yr.hi - 100);
     title(cr, d->doc, "Residual spectrum (error)");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
-    axes_draw(cr, &a, "frequency (MHz)", "power per bin (dB)");
+    axes_draw(cr, &a, "frequency (MHz)", psd_label(d->p));
     bands(cr, &a, p);
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);
@@ -1927,8 +1938,8 @@ static void replacing(const char *run_dir, const char *split) {
 }
 
 static const char *const usage =
-    "dpd plot RUN_DIR [--split test|val] [--out DIR] [--format png|svg] [--data DIR]\n"
-    "       dpd plot --data DIR [--split test|val] [--out DIR] [--format png|svg]\n\n"
+    "dpd plot RUN_DIR [--split test|val] [--out DIR] [--format png|svg] [--data DIR] [--metric-profile P]\n"
+    "       dpd plot --data DIR [--split test|val] [--out DIR] [--format png|svg] [--metric-profile P]\n\n"
     "Draws a run's best checkpoint on a split (a DPD run: the PA driven by the DPD and by x\n"
     "itself, against g x): psd, amam, ampm, iq, residual and history (the learning curves), and\n"
     "writes the numbers drawn as plots.json (docs/formats.md, run-plots-v1). With RUN_DIR,\n"
@@ -1940,7 +1951,7 @@ static const char *const usage =
     "a train split is drawn at its split's own gain, with a warning.";
 
 int cmd_plot(int argc, char **argv) {
-    char data[4096] = "", split[16] = "test", out[4096] = "", format[16] = "png";
+    char data[4096] = "", split[16] = "test", out[4096] = "", format[16] = "png", profile[64] = "";
     cli_exec x = {0};
     opt o[] = {
         CLI_EXEC_OPTS(x),
@@ -1948,6 +1959,8 @@ int cmd_plot(int argc, char **argv) {
         {"out", OPT_STR, out, sizeof out, "output directory (RUN_DIR/plots, or plots/NAME with --data alone)", 0},
         {"format", OPT_STR, format, sizeof format, "png or svg (png)", 0},
         {"data", OPT_STR, data, sizeof data, "the dataset: drawn alone without RUN_DIR, or the run's dataset", 0},
+        {"metric-profile", OPT_STR, profile, sizeof profile,
+         "whose PSD and ACLR bands are drawn (the run's; with --data alone, legacy-opendpd-v1)", 0},
     };
     int n = sizeof o / sizeof *o;
     /* RUN_DIR is the one argument that is not an option or an option's value */
@@ -1984,9 +1997,14 @@ int cmd_plot(int argc, char **argv) {
         fprintf(stderr, "dpd: --format must be png or svg (got '%s')\n", format);
         return 2;
     }
+    if (profile[0] && dpd_profile_parse(profile) < 0) {
+        fprintf(stderr, "dpd: --metric-profile: '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 or "
+                        "opendpd-spectral-v2; docs/metrics.md)\n", profile);
+        return 2;
+    }
     if ((r = cli_exec_resolve(&x))) return r;
     plot_req q = {.run_dir = run_dir, .data = data[0] ? data : NULL, .split = strcmp(split, "val") ? DPD_TEST : DPD_VAL,
-                  .out = out[0] ? out : NULL, .svg = !strcmp(format, "svg"), .x = &x};
+                  .out = out[0] ? out : NULL, .svg = !strcmp(format, "svg"), .x = &x, .profile = profile[0] ? profile : NULL};
     dpd_error err = {0};
     char dir[4096];
     if (run_dir && !q.out) replacing(run_dir, split);

@@ -194,6 +194,24 @@ dpd_status dpd_psd(const float *sig, int S, int N, double fs, double *freq, doub
     return DPD_OK;
 }
 
+static dpd_status density(const float *sig, size_t n, int L, double fs, double *P, dpd_error *err);
+
+dpd_status dpd_psd_of(const float *sig, int S, int N, size_t n, double fs, dpd_profile p, double *freq, double *db,
+                      dpd_error *err) {
+    if (p == DPD_PROFILE_LEGACY) return dpd_psd(sig, S, N, fs, freq, db, err);
+    if (!sig || !db || S < 1 || N < 2 || !(fs > 0) || n > (size_t)S * (size_t)N)
+        return dpd_fail(err, DPD_E_INVAL, "psd: needs a signal, S >= 1 segments of N >= 2 samples, n <= S N and fs > 0");
+    if (n < (size_t)N)
+        return dpd_fail(err, DPD_E_INVAL, "psd: %zu samples, fewer than one %d-sample segment", n, N);
+    dpd_status s = density(sig, n, N, fs, db, err);
+    if (s) return s;
+    for (int k = 0; k < N; k++) {
+        db[k] = db[k] > 0 ? 10.0 * log10(db[k]) : -INFINITY;
+        if (freq) freq[k] = bin_freq(k, N, fs);
+    }
+    return DPD_OK;
+}
+
 /* ---- statuses ------------------------------------------------------------------------------ */
 
 static const char *const metric_names[DPD_NMETRICS] = {"NMSE", "EVM", "ACLR_L", "ACLR_R",
@@ -527,6 +545,23 @@ static dpd_status ibe(const float *pred, const float *ref, size_t n, int L, cons
     return DPD_OK;
 }
 
+dpd_status dpd_profile_bands(const dpd_spec *sp, dpd_profile p, double band[3][2], double *carrier, dpd_error *err) {
+    if (p != DPD_PROFILE_GENERAL && p != DPD_PROFILE_V2)
+        return dpd_fail(err, DPD_E_INVAL, "profile bands: the legacy profile's bands are bins (dpd_band_of)");
+    if (!sp || !(sp->fs > 0) || !(sp->bw_main > 0) || (p == DPD_PROFILE_V2 && sp->n_sub < 1))
+        return dpd_fail(err, DPD_E_INVAL, "profile bands: need fs, the channel bandwidth%s",
+                        p == DPD_PROFILE_V2 ? " and the carrier count" : "");
+    double fs = sp->fs, B = sp->bw_main, W = p == DPD_PROFILE_V2 ? B / sp->n_sub : B;
+    band[0][0] = -B / 2, band[0][1] = B / 2;
+    band[1][0] = -B / 2 - W, band[1][1] = -B / 2;
+    band[2][0] = B / 2, band[2][1] = B / 2 + W;
+    *carrier = W;
+    if (B / 2 + W > fs / 2)
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "the adjacent channels reach %g MHz, past fs/2 = %g MHz", (B / 2 + W) / 1e6,
+                        fs / 2e6);
+    return DPD_OK;
+}
+
 /* The adjacent-channel entries of sig: general-v1's ACPR (adjacent bands B wide against the main
  * channel) or spectral-v2's ACLR (bands one carrier wide against the strongest carrier). */
 static dpd_status adjacent(const float *sig, size_t n, int L, const dpd_spec *sp, dpd_profile p, double *P,
@@ -557,7 +592,7 @@ static dpd_status adjacent(const float *sig, size_t n, int L, const dpd_spec *sp
     }
     for (int side = 0; side < 2; side++) {
         int k = side ? DPD_ACLR_R : DPD_ACLR_L;
-        double lo = side ? B / 2 : -B / 2 - W, hi = side ? B / 2 + W : -B / 2;
+        double lo = side ? B / 2 : -B / 2 - W, hi = side ? B / 2 + W : -B / 2; /* dpd_profile_bands' [1 + side] */
         if (!ok) {
             refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "%s", why);
             continue;

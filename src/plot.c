@@ -172,15 +172,27 @@ static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *
     size_t stride = ((size_t)N + DPD_PLOT_POINTS - 1) / DPD_PLOT_POINTS, total = (size_t)in->S * (size_t)N;
     d->nf = ((size_t)N + stride - 1) / stride;
     dpd_band b;
-    dpd_error berr;
-    int banded = !dpd_band_of(N, fs, in->spec->bw_main, in->spec->n_sub, &b, &berr); /* as dpd_aclr sums them */
+    dpd_error berr = {0};
+    int legacy = in->profile == DPD_PROFILE_LEGACY;
+    double wb[3][2], carrier = 0, wref[2] = {0, 0}; /* a Welch profile's bands, Hz */
+    int banded = legacy ? !dpd_band_of(N, fs, in->spec->bw_main, in->spec->n_sub, &b, &berr) /* as dpd_aclr sums them */
+                        : !dpd_profile_bands(in->spec, in->profile, wb, &carrier, &berr);
     for (int s = 0; s < 4; s++) {
         if (s < 3 && !sig[s]) continue;
         if (s == 3) /* the residual */
             for (size_t i = 0; i < 2 * total; i++) res[i] = in->pred[i] - in->ref[i];
-        dpd_status st = dpd_psd(s < 3 ? sig[s] : res, in->S, N, fs, f, db, err);
+        dpd_status st = dpd_psd_of(s < 3 ? sig[s] : res, in->S, N, in->n, fs, in->profile, f, db, err);
         if (st) return st;
-        if (s == 1 && banded) ref = strongest(db, &b, in->spec->n_sub); /* the prediction's, whose ACLR is reported */
+        if (s == 1 && banded && legacy) ref = strongest(db, &b, in->spec->n_sub); /* the prediction's, whose ACLR is reported */
+        if (s == 1 && banded && !legacy) { /* the slice of the main channel with the most power: the reference */
+            double most = -1;
+            for (double lo = wb[0][0]; lo < wb[0][1] - carrier / 2; lo += carrier) {
+                double p = 0;
+                for (int k = 0; k < N; k++)
+                    if (f[k] >= lo && f[k] < lo + carrier) p += pow(10, db[k] / 10);
+                if (p > most) most = p, wref[0] = lo, wref[1] = lo + carrier;
+            }
+        }
         double *out = doubles(d->nf, oom);
         if (!out) return DPD_OK;
         *(s < 3 ? &d->psd[s] : &d->residual) = out;
@@ -188,13 +200,18 @@ static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *
         if (s == 0 && (d->freq = doubles(d->nf, oom))) /* sig[0] is always there: its frequencies are everyone's */
             for (size_t k = 0; k < d->nf; k++) d->freq[k] = rounded(f[k * stride] / 1e6, 6);
     }
-    if (banded) {
+    d->profile = in->profile;
+    if (banded && legacy) {
         int edge[4][2] = {{b.left, b.right}, {b.left - b.len, b.left}, {b.right, b.right + b.len},
                           {b.left + ref * b.len, b.left + (ref + 1) * b.len}};
         d->bands = 1;
         for (int i = 0; i < 4; i++)
             for (int e = 0; e < 2; e++)
                 *(i < 3 ? &d->band[i][e] : &d->ref_band[e]) = rounded((double)(edge[i][e] - e - N / 2) * (fs / N) / 1e6, 6);
+    } else if (banded) { /* the Welch profiles' bands, [lo, hi) in MHz */
+        d->bands = 1;
+        for (int i = 0; i < 4; i++)
+            for (int e = 0; e < 2; e++) *(i < 3 ? &d->band[i][e] : &d->ref_band[e]) = rounded((i < 3 ? wb[i][e] : wref[e]) / 1e6, 6);
     } else {
         snprintf(d->why_bands, sizeof d->why_bands, "%s", berr.msg);
     }
@@ -330,7 +347,12 @@ static void put_series(text *t, const dpd_plot_data *d, double *const *v, size_t
 
 /* "psd" with its bands, and "residual". */
 static void put_spectra(text *t, const dpd_plot_data *d) {
-    put(t, ",\"psd\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
+    const char *unit = d->profile == DPD_PROFILE_LEGACY ? "dB" : "dB/Hz"; /* per bin, or a Welch density */
+    put(t, ",\"psd\":{\"x_unit\":\"MHz\",\"y_unit\":\"");
+    put(t, unit);
+    put(t, "\",\"profile\":");
+    put_str(t, dpd_profile_name(d->profile));
+    put(t, ",\"freq\":");
     put_array(t, d->freq, d->nf, 6);
     put(t, ",\"series\":");
     put_series(t, d, d->psd, d->nf, 3);
@@ -348,7 +370,9 @@ static void put_spectra(text *t, const dpd_plot_data *d) {
         put(t, "\"why_none\":");
         put_str(t, d->why_bands);
     }
-    put(t, "}},\"residual\":{\"x_unit\":\"MHz\",\"y_unit\":\"dB\",\"freq\":");
+    put(t, "}},\"residual\":{\"x_unit\":\"MHz\",\"y_unit\":\"");
+    put(t, unit);
+    put(t, "\",\"freq\":");
     put_array(t, d->freq, d->nf, 6);
     put(t, ",\"db\":");
     put_array(t, d->residual, d->nf, 3);

@@ -36,6 +36,7 @@ typedef struct worker {
     int every;             /* preview_every_batches (0: the snapshot comes once per epoch) */
     long previews;         /* extra forward passes made for previews */
     int preview_revision;  /* live.json's revision of the last preview (in progress events) */
+    dpd_profile profile;   /* the run's metric profile: its PSD and bands in the live plots */
     char run_dir[4096];
     int stop;              /* the heartbeat thread ends */
     pthread_t hb;
@@ -86,9 +87,10 @@ static void progress(worker *w, json_t *d) {
 /* ---- the live snapshot (live.json) ---- */
 
 /* The library's plot data (plots-v1) of one epoch's validation predictions; null when none. */
-static json_t *plots(const dpd_eval *e, const dpd_spec *spec) {
+static json_t *plots(const dpd_eval *e, const dpd_spec *spec, dpd_profile profile) {
     if (!e || !e->pred || !spec) return json_null();
-    dpd_plot_in in = {.x = e->x, .ref = e->ref, .pred = e->pred, .S = e->S, .N = e->N, .n = e->n, .spec = spec};
+    dpd_plot_in in = {.x = e->x, .ref = e->ref, .pred = e->pred, .S = e->S, .N = e->N, .n = e->n, .spec = spec,
+                      .profile = profile};
     dpd_error err = {0};
     char *text = dpd_plot_json(&in, &err);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -126,7 +128,7 @@ static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
                           studio_now(), "epoch", e->epoch, "epochs", e->epochs, "source", pv ? "batch_probe" : "validation",
                           "metrics", nh ? json_array_get(w->history, nh - 1) : json_null(), "history", w->history,
                           "policy", policy, "previews", (json_int_t)w->previews, "plots",
-                          spec ? plots(e->val_eval, spec) : json_null());
+                          spec ? plots(e->val_eval, spec, w->profile) : json_null());
     if (j && pv) { /* the probe's own figures beside the last epoch's metrics: what its plots show */
         if (e->val_eval)
             json_object_set_new(j, "probe", json_pack("{s:o, s:o}", "loss", cli_jnum(e->val_eval->loss), "val",
@@ -234,6 +236,8 @@ static int run_real(worker *w, const job *j, json_t *jj) {
     strcat(out, "/out");
     snprintf(c.out, sizeof c.out, "%s", out);
     ctx cx = {.w = w, .ls = j->cfg.ls};
+    int pn = dpd_profile_parse(c.metric_profile); /* "": the default, legacy */
+    w->profile = pn > 0 ? (dpd_profile)pn : DPD_PROFILE_LEGACY;
     start_heartbeat(w);
     dpd_error err = {0};
     cli_plot_warm(); /* beside the doctor's and dpd_train's reading of the dataset, as train-pa does (cli.h) */
@@ -398,7 +402,7 @@ static int run_fake(worker *w, const job *j) {
         dpd_eval e;
         fake_eval(&e, buf, f->epochs, f->epochs);
         mkdir("out/fake/plots", 0700);
-        json_t *pl = plots(&e, &fake_spec);
+        json_t *pl = plots(&e, &fake_spec, DPD_PROFILE_LEGACY);
         json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o}", "version", "run-plots-v1", "run_dir", "out/fake", "split",
                                 "test", "checkpoint", "best.safetensors", "dpd", 0, "plots", pl);
         if (doc) write_json("out/fake/plots/plots.json", doc);

@@ -333,6 +333,16 @@ check '[ "$(cat "$T/own/psd.svg")" = mine ] && [ -s "$T/own/psd.png" ]' "dpd plo
 "$DPD" plot --data "$T/d" --out "$T/own" --format svg >/dev/null 2>&1
 check '[ ! -e "$T/own/psd.png" ] && grep -q "<svg" "$T/own/psd.svg"' "and, once it drew there, an SVG set replaces its PNG set"
 
+# --- the metric profile's PSD and bands: the run's own, or --metric-profile ---
+"$DPD" fit-ls --data "$T/d" --kind mp --K 3 --Q 2 --metric-profile general-spectral-v1 --out "$T/gp" >/dev/null 2>"$T/err"; rc=$?
+GP=$(find "$T/gp" -name config.json -exec dirname {} \; | head -n 1)
+check '[ $rc -eq 0 ] && python3 -c "import json,sys; p=json.load(open(sys.argv[1]))[\"plots\"][\"psd\"]; sys.exit(0 if p[\"y_unit\"] == \"dB/Hz\" and p[\"profile\"] == \"general-spectral-v1\" and p[\"bands\"][\"adjacent_right\"] == [100, 300] else 1)" "$GP/plots/plots.json"' \
+    "a run scored under general-spectral-v1 draws that profile's PSD and ACPR bands (exit $rc: $(head -c 200 "$T/err"))"
+"$DPD" plot --data "$T/d" --out "$T/v2p" --metric-profile opendpd-spectral-v2 >/dev/null 2>&1
+check 'python3 -c "import json,sys; p=json.load(open(sys.argv[1]))[\"plots\"][\"psd\"]; sys.exit(0 if p[\"profile\"] == \"opendpd-spectral-v2\" and p[\"bands\"][\"adjacent_left\"] == [-120, -100] else 1)" "$T/v2p/plots.json"' \
+    "dpd plot --data --metric-profile opendpd-spectral-v2: one-carrier bands"
+expect 2 "dpd: --metric-profile: 'nosuch' is not a metric profile" "$DPD" plot --data "$T/d" --out "$T/np" --metric-profile nosuch
+
 # --- fit-ls draws its pictures as a training run does (and as the studio's fit-ls), unless --no-plots ---
 "$DPD" fit-ls --data "$T/d" --kind mp --out "$T/fl" >"$T/out" 2>"$T/err"; rc=$?
 FL=$(find "$T/fl" -name config.json -exec dirname {} \; | head -n 1)

@@ -356,6 +356,61 @@ static void test_reference(void) {
     sig_free(&g);
 }
 
+/* The Welch profiles: their own PSD (dpd_psd_of: a density over the valid samples) and bands
+ * (dpd_profile_bands: general's B-wide neighbours against the main channel, v2's one-carrier
+ * neighbours against the strongest carrier), in plots.json with y_unit dB/Hz and the profile. */
+static void test_profiles(void) {
+    int S = 2, N = 3200;
+    sig g = make(S, N, (size_t)S * N, 5);
+    for (size_t i = 0; i < (size_t)S * N; i++) { /* the strongest power at +65 MHz: carrier [60, 80) */
+        double w1 = 2 * M_PI * 65e6 / 800e6 * (double)i, w2 = 2 * M_PI * -35e6 / 800e6 * (double)i;
+        g.ref[2 * i] = g.pred[2 * i] = (float)(cos(w1) + 0.3 * cos(w2));
+        g.ref[2 * i + 1] = g.pred[2 * i + 1] = (float)(sin(w1) + 0.3 * sin(w2));
+    }
+    dpd_error err = {0};
+    double band[3][2], carrier;
+    CHECK(dpd_profile_bands(&spec, DPD_PROFILE_GENERAL, band, &carrier, &err) == DPD_OK && band[1][0] == -300e6 &&
+              band[1][1] == -100e6 && band[2][0] == 100e6 && band[2][1] == 300e6 && carrier == 200e6,
+          "general-spectral-v1's bands: B wide beside the main channel (%s)", err.msg);
+    CHECK(dpd_profile_bands(&spec, DPD_PROFILE_V2, band, &carrier, &err) == DPD_OK && band[1][0] == -120e6 &&
+              band[2][1] == 120e6 && carrier == 20e6,
+          "opendpd-spectral-v2's bands: one carrier wide (%s)", err.msg);
+    CHECK(dpd_profile_bands(&spec, DPD_PROFILE_LEGACY, band, &carrier, &err) == DPD_E_INVAL, "legacy: its bands are bins");
+    dpd_spec narrow = spec;
+    narrow.fs = 400e6;
+    CHECK(dpd_profile_bands(&narrow, DPD_PROFILE_GENERAL, band, &carrier, &err) == DPD_E_UNSUPPORTED && strstr(err.msg, "fs/2"),
+          "general at fs 400 MHz: the neighbours leave the spectrum (%s)", err.msg);
+    for (int p = DPD_PROFILE_GENERAL; p <= DPD_PROFILE_V2; p++) {
+        dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .S = S, .N = N, .n = (size_t)S * N - 100, .spec = &spec,
+                          .profile = (dpd_profile)p};
+        dpd_plot_data *d = dpd_plot_compute(&in, &err);
+        double want_ref[2] = {p == DPD_PROFILE_V2 ? 60 : -100, p == DPD_PROFILE_V2 ? 80 : 100};
+        CHECK(d && d->bands && (int)d->profile == p && d->band[1][0] == (p == DPD_PROFILE_V2 ? -120 : -300) &&
+                  d->ref_band[0] == want_ref[0] && d->ref_band[1] == want_ref[1],
+              "%s: bands and reference [%g, %g) MHz (%s)", dpd_profile_name(p), d ? d->ref_band[0] : 0, d ? d->ref_band[1] : 0,
+              err.msg);
+        double *f = malloc(N * sizeof *f), *db = malloc(N * sizeof *db);
+        CHECK(dpd_psd_of(g.pred, S, N, in.n, 800e6, (dpd_profile)p, f, db, &err) == DPD_OK, "dpd_psd_of (%s)", err.msg);
+        size_t stride = ((size_t)N + DPD_PLOT_POINTS - 1) / DPD_PLOT_POINTS;
+        int same_psd = d && d->nf > 0;
+        for (size_t k = 0; same_psd && k < d->nf; k++) same_psd = isnan(d->psd[1][k]) ? !isfinite(db[k * stride]) : d->psd[1][k] == r3(db[k * stride]);
+        CHECK(same_psd, "%s: the PSD drawn is dpd_psd_of's", dpd_profile_name(p));
+        free(f), free(db);
+        char *t = dpd_plot_json(&in, &err);
+        json_t *j = t ? json_loads(t, 0, NULL) : NULL, *psd = json_object_get(j, "psd");
+        CHECK(psd && !strcmp(json_string_value(json_object_get(psd, "y_unit")), "dB/Hz") &&
+                  !strcmp(json_string_value(json_object_get(psd, "profile")), dpd_profile_name(p)),
+              "%s: plots.json's psd in dB/Hz, naming its profile", dpd_profile_name(p));
+        json_decref(j);
+        free(t);
+        dpd_plot_free(d);
+    }
+    double db1[8];
+    CHECK(dpd_psd_of(g.pred, S, 8, 4, 800e6, DPD_PROFILE_GENERAL, NULL, db1, &err) == DPD_E_INVAL,
+          "a Welch PSD of fewer samples than one segment is refused");
+    sig_free(&g);
+}
+
 static void test_numbers(void) {
     sig g = make(2, 3000, 5000, 4);
     memset(g.other, 0, 2 * 3000 * 2 * sizeof(float));
@@ -494,6 +549,7 @@ int main(void) {
     test_silent();
     test_ampm_offset();
     test_reference();
+    test_profiles();
     test_numbers();
     test_short_and_silent();
     test_text();

@@ -246,6 +246,23 @@ DPD_API DPD_CHECK dpd_status dpd_metrics_aclr(const float *sig, int S, int N, si
 DPD_API DPD_CHECK dpd_status dpd_psd(const float *sig, int S, int N, double fs, double *freq,
                                      double *db, dpd_error *err);
 
+/* The PSD profile p's adjacent-channel figures are computed from, and their bands. Legacy: dpd_psd
+ * of the S segments (power per bin, dB). The Welch profiles: the density of the first n samples of
+ * the (S, N, 2) array, frames of N at every N - N/2 samples, periodic Hann, no detrend, in dB/Hz;
+ * db and freq (Hz; NULL: not wanted) as dpd_psd's, N bins in fftshift order. DPD_E_INVAL when n is
+ * under one segment (a Welch profile) or the arguments are bad. */
+DPD_API DPD_CHECK dpd_status dpd_psd_of(const float *sig, int S, int N, size_t n, double fs, dpd_profile p,
+                                        double *freq, double *db, dpd_error *err);
+
+/* A Welch profile's bands in Hz, [lo, hi) each: band[0] the main channel, [1] and [2] the left and
+ * right adjacent ones (general-spectral-v1: B wide; opendpd-spectral-v2: one carrier, B / n_sub);
+ * *carrier the width of the slices the reference power is the largest of (v2: a carrier; general:
+ * B, the main channel itself). DPD_E_INVAL for the legacy profile (its bands are bins:
+ * dpd_band_of) or a spec without fs, B or (v2) n_sub; DPD_E_UNSUPPORTED when a band leaves +-fs/2,
+ * err saying which. */
+DPD_API DPD_CHECK dpd_status dpd_profile_bands(const dpd_spec *spec, dpd_profile p, double band[3][2], double *carrier,
+                                               dpd_error *err);
+
 /* ---- dataset doctor (dataset-doctor-v1; docs/doctor.md) --------------------------------- */
 
 /* Evidence-based checks of a dataset directory's paired capture, the splits concatenated (train,
@@ -597,6 +614,8 @@ typedef struct dpd_plot_in {
     size_t n;
     const dpd_spec *spec;        /* fs and the band plan */
     const char *ref_name, *pred_name, *other_name; /* series names ("target", "prediction", "other") */
+    dpd_profile profile;         /* whose PSD and bands (dpd_psd_of, dpd_profile_bands): the run's metric
+                                  * profile; 0, legacy-opendpd-v1 */
 } dpd_plot_in;
 
 /* The plot data of a dpd_plot_in, as numbers: the PSD the ACLR is computed from (dpd_psd) with
@@ -619,8 +638,10 @@ typedef struct dpd_plot_data {
     double *freq;         /* (nf) MHz, the PSDs' and the residual's */
     double *psd[3];       /* (nf) dB */
     double *residual;     /* (nf) dB: the PSD of pred - ref */
+    dpd_profile profile;  /* the PSD's and the bands' (dpd_plot_in's) */
     int bands;            /* 1: band[] holds the main, left and right adjacent channels' first and last
-                           * bin frequencies in MHz, as dpd_aclr sums them; 0: why_bands says why none */
+                           * bin frequencies in MHz, as dpd_aclr sums them (a Welch profile: the bands'
+                           * edges, [lo, hi)); 0: why_bands says why none */
     double band[3][2];
     char why_bands[256];
     size_t na;            /* AM/AM and AM/PM points */
