@@ -47,6 +47,7 @@
 #define OVERSAMPLING_LIMIT 0.6 /* OBW / fs */
 #define BW_RATIO_LO 0.7
 #define BW_RATIO_HI 1.3
+#define LINEAR_COPY 1e-4 /* dpd: a gain fit's residual below this: the output is a scaled copy of the input */
 #define BW_OVERFLOW 1.05 /* dpd: a signal wider than its declared channel by more (within the reference's 1.3) */
 /* dpd's own checks */
 #define DC_LIMIT_DBC (-20.0) /* |mean| against RMS */
@@ -1217,6 +1218,15 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
     ev_num(f, "phase_deg", deg);
     ev_num(f, "fit_residual", resid);
     ev_num(f, "fitted_on", (double)used);
+    if (used && resid < LINEAR_COPY) { /* dpd: no PA's output is a scaled copy of its input to 80 dB */
+        dpd_finding *w = finding(r, "output_is_input", DPD_SEV_WARNING, "The output is a copy of the input");
+        snprintf(w->value, sizeof w->value, "residual %.2g", resid);
+        snprintf(w->message, sizeof w->message, "the output is the input times %+.2f dB %+.1f deg to within %.2g of its "
+                                                "power: a loopback capture, the input file exported twice, or a simulation "
+                                                "without its PA model; a model of it learns a gain", db, deg, resid);
+        snprintf(w->fix, sizeof w->fix, "export the PA's measured output as the output files");
+        ev_num(w, "fit_residual", resid);
+    }
     return DPD_OK;
 }
 

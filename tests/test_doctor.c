@@ -381,6 +381,21 @@ static void test_split_consistency(void) {
     dpd_doctor_report_free(&r);
 }
 
+/* The output a scaled copy of the input (a loopback): output_is_input; the clean capture, no. */
+static void test_copy(void) {
+    cap c;
+    cap_copy(&c, &clean);
+    for (size_t i = 0; i < 2 * c.n; i++) c.y[i] = 2 * c.x[i];
+    dpd_doctor_report r = run("loopback", write_cap(&c));
+    const dpd_finding *f = find(&r, "output_is_input");
+    CHECK(f && f->severity == DPD_SEV_WARNING && evnum(f, "fit_residual") < 1e-4, "y = 2x: output_is_input");
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
+    r = run("clean", write_cap(&clean));
+    CHECK(!find(&r, "output_is_input"), "a PA's output is no copy of its input");
+    dpd_doctor_report_free(&r);
+}
+
 /* |s| limited to frac of its peak, phase kept. */
 static void clip(double *iq, size_t n, double frac) {
     double lim = frac * peak_of(iq, n);
@@ -1061,6 +1076,7 @@ int main(void) {
     test_gain();
     test_uncorrelated();
     test_split_consistency();
+    test_copy();
     test_clipping();
     test_spikes();
     test_input_spike();
