@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <kiss_fft.h>
+#include <complex.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -47,6 +48,7 @@
 #define OVERSAMPLING_LIMIT 0.6 /* OBW / fs */
 #define BW_RATIO_LO 0.7
 #define BW_RATIO_HI 1.3
+#define IMAGE_WARN_DB 30.0 /* dpd: an image rejection below this is an I/Q imbalance (OpenDPD's captures: 50-69 dB) */
 #define LINEAR_COPY 1e-4 /* dpd: a gain fit's residual below this: the output is a scaled copy of the input */
 #define BW_OVERFLOW 1.05 /* dpd: a signal wider than its declared channel by more (within the reference's 1.3) */
 /* dpd's own checks */
@@ -749,9 +751,10 @@ static double refine_peak(const double *corr, long *lag, double *at_peak) {
  * whose |x| is at most the GAIN_QUANTILE quantile; g = 1 with *used 0 when fewer than GAIN_MIN_FIT
  * pairs qualify. *resid = |y - g x| / |y| over them. */
 static dpd_status fit_gain(const double *x, const double *y, const unsigned char *mask, size_t n, long D, double g[2],
-                           double *resid, size_t *used, dpd_error *err) {
+                           double *resid, size_t *used, double *irr, dpd_error *err) {
     size_t lo = D < 0 ? (size_t)-D : 0, hi = D > 0 ? (D < (long)n ? n - (size_t)D : 0) : n, m = hi > lo ? hi - lo : 0;
     g[0] = 1, g[1] = 0, *resid = NAN, *used = 0;
+    if (irr) *irr = NAN;
     if (m < GAIN_MIN_FIT) return DPD_OK;
     double *a = malloc(m * sizeof *a);
     if (!a) return dpd_fail(err, DPD_E_NOMEM, "doctor: out of memory for %zu magnitudes", m);
@@ -777,6 +780,17 @@ static dpd_status fit_gain(const double *x, const double *y, const unsigned char
         p += v[0] * v[0] + v[1] * v[1];
     }
     *resid = p > 0 ? sqrt(e / p) : NAN;
+    if (irr) { /* y = a x + b conj(x) on the same samples (least squares): the image rejection |a| / |b| */
+        double complex suu = 0, suv = 0, uy = 0, vy = 0;
+        for (size_t i = lo; i < hi; i++) {
+            const double *u = sample(x, mask, i), *v = sample(y, mask, (size_t)((long)i + D));
+            if (mag(u, 0) > q) continue;
+            double complex xu = u[0] + I * u[1], yv = v[0] + I * v[1];
+            suu += xu * conj(xu), suv += conj(xu) * conj(xu), uy += conj(xu) * yv, vy += xu * yv;
+        }
+        double complex det = suu * suu - suv * conj(suv), ca = (uy * suu - suv * vy) / det, cb = (suu * vy - conj(suv) * uy) / det;
+        *irr = cabs(det) > 0 && cabs(cb) > 0 ? 20 * log10(cabs(ca) / cabs(cb)) : INFINITY;
+    }
     return DPD_OK;
 }
 
@@ -1192,7 +1206,8 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
     if (isnan(r->delay)) return DPD_OK; /* output_uncorrelated: no gain to fit */
     double g[2], resid;
     size_t used;
-    dpd_status s = fit_gain(c->x, c->y, mask, c->n, lround(r->delay), g, &resid, &used, err);
+    double irr;
+    dpd_status s = fit_gain(c->x, c->y, mask, c->n, lround(r->delay), g, &resid, &used, &irr, err);
     if (s) return s;
     r->gain_re = g[0], r->gain_im = g[1];
     r->gain_confidence = used ? fmin(1, fmax(0, 1 - resid)) : 0;
@@ -1218,6 +1233,17 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
     ev_num(f, "phase_deg", deg);
     ev_num(f, "fit_residual", resid);
     ev_num(f, "fitted_on", (double)used);
+    if (used && irr < IMAGE_WARN_DB) { /* dpd: a receiver's (or generator's) I/Q imbalance, as the output's image */
+        dpd_finding *w = finding(r, "iq_imbalance", DPD_SEV_WARNING, "I/Q imbalance");
+        snprintf(w->value, sizeof w->value, "image rejection %.1f dB", irr);
+        snprintf(w->message, sizeof w->message, "the output holds a mirror image of the input %.1f dB below it (fitted as "
+                                                "y = a x + b conj(x) on the small-signal samples): an I/Q gain or phase "
+                                                "imbalance of the receiver or the generator, which a PA does not make and "
+                                                "a PA model cannot learn (its spectrum mirrors the signal)", irr);
+        snprintf(w->fix, sizeof w->fix, "calibrate the I/Q imbalance of the capture's receiver (or generator), then "
+                                        "capture again");
+        ev_num(w, "image_rejection_db", irr);
+    }
     if (used && resid < LINEAR_COPY) { /* dpd: no PA's output is a scaled copy of its input to 80 dB */
         dpd_finding *w = finding(r, "output_is_input", DPD_SEV_WARNING, "The output is a copy of the input");
         snprintf(w->value, sizeof w->value, "residual %.2g", resid);
@@ -1254,7 +1280,8 @@ static dpd_status check_split_consistency(const capture *c, dpd_doctor_report *r
         const part *p = &c->p[k];
         if (isnan(delay[k])) continue; /* not judged: short, absent, or split_uncorrelated */
         size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
-        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, lround(delay[k]), g[k], &resid[k], &used[k], err);
+        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, lround(delay[k]), g[k], &resid[k], &used[k], NULL,
+                                err);
         if (s) return s;
     }
     const char *rn = dpd_split_names[ref];

@@ -392,8 +392,19 @@ static void test_copy(void) {
     dpd_doctor_report_free(&r);
     cap_free(&c);
     r = run("clean", write_cap(&clean));
-    CHECK(!find(&r, "output_is_input"), "a PA's output is no copy of its input");
+    CHECK(!find(&r, "output_is_input") && !find(&r, "iq_imbalance"), "a PA's output is no copy of its input, and has no image");
     dpd_doctor_report_free(&r);
+    cap_copy(&c, &clean); /* the receiver's I/Q imbalance: an image 20 dB down */
+    for (size_t i = 0; i < c.n; i++) {
+        double re = c.y[2 * i], im = c.y[2 * i + 1];
+        c.y[2 * i] = re + 0.1 * re, c.y[2 * i + 1] = im - 0.1 * im;
+    }
+    r = run("iq imbalance", write_cap(&c));
+    f = find(&r, "iq_imbalance");
+    CHECK(f && fabs(evnum(f, "image_rejection_db") - 20) < 1.5, "an image 20 dB down: iq_imbalance (%.1f dB)",
+          f ? evnum(f, "image_rejection_db") : 0);
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
 }
 
 /* |s| limited to frac of its peak, phase kept. */
