@@ -196,10 +196,12 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     cli_warn_trained_on(best, &info, &ds);
     g = dpd_dataset_gain(&ds);
     int pn = dpd_profile_parse(r->profile ? r->profile : prof[0] ? prof : "legacy-opendpd-v1");
-    if (pn < 0)
-        return cli_err(err, DPD_E_INVAL, "plot: '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 or "
-                                         "opendpd-spectral-v2)", r->profile ? r->profile : prof);
-    dpd_plot_in in = {.spec = &ds.spec, .profile = (dpd_profile)pn};
+    dpd_plot_in in = {.spec = &ds.spec, .profile = pn < 0 ? DPD_PROFILE_LEGACY : (dpd_profile)pn};
+    if (pn < 0) { /* config.json's (--metric-profile is checked before) */
+        cli_err(err, DPD_E_FORMAT, "%s: metric_profile '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 "
+                                   "or opendpd-spectral-v2)", path, r->profile ? r->profile : prof);
+        goto fail;
+    }
     if (!r->run_dir) { /* the dataset: g x (the PA at its linear gain) and the measured y */
         const dpd_split *sp = &ds.split[r->split];
         if (!(g > 0)) { /* no train split, or a silent one: the gain of the split itself */

@@ -48,9 +48,11 @@
 #define OVERSAMPLING_LIMIT 0.6 /* OBW / fs */
 #define BW_RATIO_LO 0.7
 #define BW_RATIO_HI 1.3
-#define IMAGE_WARN_DB 30.0 /* dpd: an image rejection below this is an I/Q imbalance (OpenDPD's captures: 50-69 dB) */
+#define IMAGE_WARN_DB 30.0 /* dpd: an image rejection below this is an I/Q imbalance (OpenDPD's captures: 49-62 dB) */
+#define IMPROPER 0.5 /* dpd: |sum x^2| / sum |x|^2 above this: no image rejection is measured */
 #define LINEAR_COPY 1e-4 /* dpd: a gain fit's residual below this: the output is a scaled copy of the input */
-#define BW_OVERFLOW 1.05 /* dpd: a signal wider than its declared channel by more (within the reference's 1.3) */
+#define BW_OVERFLOW 1.05
+#define OVERFLOW_BINS 40 /* bins of the OBW's FFT a channel must span for bandwidth_exceeds_channel */ /* dpd: a signal wider than its declared channel by more (within the reference's 1.3) */
 /* dpd's own checks */
 #define DC_LIMIT_DBC (-20.0) /* |mean| against RMS */
 #define STUCK_RUN 16         /* identical consecutive samples that make a constant run */
@@ -788,8 +790,12 @@ static dpd_status fit_gain(const double *x, const double *y, const unsigned char
             double complex xu = u[0] + I * u[1], yv = v[0] + I * v[1];
             suu += xu * conj(xu), suv += conj(xu) * conj(xu), uy += conj(xu) * yv, vy += xu * yv;
         }
-        double complex det = suu * suu - suv * conj(suv), ca = (uy * suu - suv * vy) / det, cb = (suu * vy - conj(suv) * uy) / det;
-        *irr = cabs(det) > 0 && cabs(cb) > 0 ? 20 * log10(cabs(ca) / cabs(cb)) : INFINITY;
+        /* an improper input (real up to one phase: a two-tone, BPSK) has |sum x^2| near sum |x|^2: x and conj(x)
+         * cannot be told apart and the image is not measurable (OpenDPD's captures: 0.002 to 0.03) */
+        if (cabs(suv) <= IMPROPER * creal(suu)) {
+            double complex det = suu * suu - suv * conj(suv), ca = (uy * suu - suv * vy) / det, cb = (suu * vy - conj(suv) * uy) / det;
+            *irr = cabs(cb) > 0 ? 20 * log10(cabs(ca) / cabs(cb)) : INFINITY;
+        }
     }
     return DPD_OK;
 }
@@ -1145,59 +1151,74 @@ static dpd_status check_delay(const capture *c, dpd_doctor_report *r, const unsi
  * negated, in one of its two files). Splits shorter than SPLIT_MIN_CORR samples are not judged (a
  * delay near MAX_LAG would halve a short split's correlation). */
 #define SPLIT_MIN_CORR (4 * MAX_LAG)
+
+/* split_uncorrelated for split k, whose own peak correlation is own: told apart by its conjugate. */
+static dpd_status split_finding(const capture *c, dpd_doctor_report *r, const unsigned char *mask, int k, double own,
+                                dpd_error *err) {
+    const part *p = &c->p[k];
+    size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
+    double conj;
+    dpd_status s = conj_correlation(c->x + 2 * o, c->y + 2 * o, mask + o, m, &conj, err);
+    if (s) return s;
+    int mirrored = conj >= UNCORRELATED;
+    dpd_finding *f = finding(r, "split_uncorrelated", DPD_SEV_ERROR,
+                             mirrored ? "A split's output follows the conjugate of its input"
+                                      : "A split's output does not follow its input");
+    snprintf(f->value, sizeof f->value, "%s: %.3f (%.3f conjugated)", dpd_split_names[k], own, conj);
+    snprintf(f->message, sizeof f->message,
+             mirrored ? "%s and %s correlate by %.3f at best (the capture by %.3f), but with the input's conjugate "
+                        "by %.3f: I and Q are swapped, or Q negated, in one of these two files"
+                      : "%s and %s correlate by %.3f at best (the capture by %.3f), and with the input's conjugate "
+                        "by %.3f: they are not one capture's pair (another capture's file, another channel)",
+             p->in, p->out, own, r->delay_confidence, conj);
+    snprintf(f->fix, sizeof f->fix, mirrored ? "swap the I and Q columns of %s (or of %s), or negate one file's Q, "
+                                               "whichever the export got wrong, and run the doctor again"
+                                             : "replace %s and %s with the pair of one capture",
+             p->out, p->in);
+    f->confidence = mirrored ? conj : 1 - own;
+    ev_text(f, "split", "%s", dpd_split_names[k]);
+    ev_num(f, "correlation", own);
+    ev_num(f, "conjugate_correlation", conj);
+    return DPD_OK;
+}
+
 static dpd_status check_split_alignment(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
                                         double delay[DPD_NSPLIT], dpd_error *err) {
     for (int k = 0; k < DPD_NSPLIT; k++) delay[k] = NAN;
     if (c->single || c->nparts < 2) return DPD_OK;
     int whole_bad = isnan(r->delay), judged = 0, bad = 0; /* output_uncorrelated: which splits are at fault? */
     char bad_names[64] = "";
-    double corr[2 * MAX_LAG + 1], at, ex, ey;
+    double corr[2 * MAX_LAG + 1], at, ex, ey, own_of[DPD_NSPLIT];
     long lag;
-    for (int k = 0; k < c->nparts; k++) {
+    for (int k = 0; k < c->nparts && k < DPD_NSPLIT; k++) {
         const part *p = &c->p[k];
         size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
+        own_of[k] = NAN;
         if (!p->present || m < SPLIT_MIN_CORR) continue;
         dpd_status s = correlate(c->x + 2 * o, c->y + 2 * o, mask + o, m, corr, &ex, &ey, err);
         if (s) return s;
         double d = refine_peak(corr, &lag, &at);
         double own = ex > 0 && ey > 0 ? fmin(1, fmax(0, at / sqrt(ex * ey))) : 1;
-        double conj;
         judged++;
         if (own >= UNCORRELATED) {
             if (!whole_bad) delay[k] = d; /* for check_split_consistency */
             continue;
         }
-        bad++;
+        own_of[k] = own, bad++;
         snprintf(bad_names + strlen(bad_names), sizeof bad_names - strlen(bad_names), "%s%s", bad > 1 ? ", " : "",
                  dpd_split_names[k]);
-        if ((s = conj_correlation(c->x + 2 * o, c->y + 2 * o, mask + o, m, &conj, err))) return s;
-        int mirrored = conj >= UNCORRELATED;
-        dpd_finding *f = finding(r, "split_uncorrelated", DPD_SEV_ERROR,
-                                 mirrored ? "A split's output follows the conjugate of its input"
-                                          : "A split's output does not follow its input");
-        snprintf(f->value, sizeof f->value, "%s: %.3f (%.3f conjugated)", dpd_split_names[k], own, conj);
-        snprintf(f->message, sizeof f->message,
-                 mirrored ? "%s and %s correlate by %.3f at best (the capture by %.3f), but with the input's conjugate "
-                            "by %.3f: I and Q are swapped, or Q negated, in one of these two files"
-                          : "%s and %s correlate by %.3f at best (the capture by %.3f), and with the input's conjugate "
-                            "by %.3f: they are not one capture's pair (another capture's file, another channel)",
-                 p->in, p->out, own, r->delay_confidence, conj);
-        snprintf(f->fix, sizeof f->fix, mirrored ? "swap the I and Q columns of %s (or of %s), or negate one file's Q, "
-                                                   "whichever the export got wrong, and run the doctor again"
-                                                 : "replace %s and %s with the pair of one capture",
-                 p->out, p->in);
-        f->confidence = mirrored ? conj : 1 - own;
-        ev_text(f, "split", "%s", dpd_split_names[k]);
-        ev_num(f, "correlation", own);
-        ev_num(f, "conjugate_correlation", conj);
+        if (!whole_bad && (s = split_finding(c, r, mask, k, own, err))) return s;
     }
-    if (whole_bad && bad && bad < judged) /* the capture's fix would spoil the splits that are right */
-        for (int i = 0; i < r->nfindings; i++)
-            if (!strcmp(r->findings[i].code, "output_uncorrelated"))
-                snprintf(r->findings[i].fix, sizeof r->findings[i].fix,
-                         "only the %s split%s %s at fault (split_uncorrelated names %s files); the other splits correlate: "
-                         "mend those files alone", bad_names, bad > 1 ? "s" : "", bad > 1 ? "are" : "is",
-                         bad > 1 ? "their" : "its");
+    if (!whole_bad || !bad || bad == judged) return DPD_OK; /* every split at fault: the capture's finding says it */
+    for (int k = 0; k < c->nparts && k < DPD_NSPLIT; k++) { /* some correlate: the bad ones named */
+        dpd_status s = isnan(own_of[k]) ? DPD_OK : split_finding(c, r, mask, k, own_of[k], err);
+        if (s) return s;
+    }
+    for (int i = 0; i < r->nfindings; i++) /* and the capture's fix, which would spoil the splits that are right */
+        if (!strcmp(r->findings[i].code, "output_uncorrelated"))
+            snprintf(r->findings[i].fix, sizeof r->findings[i].fix,
+                     "only the %s split%s %s at fault (split_uncorrelated names %s files); the other splits correlate: "
+                     "mend those files alone", bad_names, bad > 1 ? "s" : "", bad > 1 ? "are" : "is", bad > 1 ? "their" : "its");
     return DPD_OK;
 }
 
@@ -1248,7 +1269,7 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
         dpd_finding *w = finding(r, "output_is_input", DPD_SEV_WARNING, "The output is a copy of the input");
         snprintf(w->value, sizeof w->value, "residual %.2g", resid);
         snprintf(w->message, sizeof w->message, "the output is the input times %+.2f dB %+.1f deg to within %.2g of its "
-                                                "power: a loopback capture, the input file exported twice, or a simulation "
+                                                "amplitude: a loopback capture, the input file exported twice, or a simulation "
                                                 "without its PA model; a model of it learns a gain", db, deg, resid);
         snprintf(w->fix, sizeof w->fix, "export the PA's measured output as the output files");
         ev_num(w, "fit_residual", resid);
@@ -1258,12 +1279,12 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
 
 /* 8b. split_csv (dpd): each split judged on its own against the reference split (train, else the
  * first split judged: what the model learns from, and what val and test must be cut like): its
- * delay (split_delay_mismatch, error at a whole sample or more apart: a pair cut out of line) and
+ * delay (split_delay_mismatch, error at half a sample or more apart: a pair cut out of line) and
  * its small-signal gain and phase (split_gain_mismatch: error beyond 3 dB or 30 deg, an attenuator
  * or a phase reference changed between the captures; warning beyond 1 dB or 10 deg). Either makes
  * that split's metrics (and so the best epoch, or the test figures) measure the capture, not the
  * model. */
-#define SPLIT_DELAY_FLAG 1.0
+#define SPLIT_DELAY_FLAG 0.5 /* as DELAY_FLAG: a one-sample slip lands on either side of 1 */
 #define SPLIT_GAIN_WARN_DB 1.0
 #define SPLIT_GAIN_ERROR_DB 3.0
 #define SPLIT_PHASE_WARN_DEG 10.0
@@ -1280,7 +1301,9 @@ static dpd_status check_split_consistency(const capture *c, dpd_doctor_report *r
         const part *p = &c->p[k];
         if (isnan(delay[k])) continue; /* not judged: short, absent, or split_uncorrelated */
         size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
-        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, lround(delay[k]), g[k], &resid[k], &used[k], NULL,
+        /* at the reference's whole lag (a split out of line is named, not fitted): splits a hundredth of a sample
+         * apart around a half would round to two lags, whose phase differs by 2 pi fc / fs off DC */
+        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, lround(delay[ref]), g[k], &resid[k], &used[k], NULL,
                                 err);
         if (s) return s;
     }
@@ -1297,8 +1320,10 @@ static dpd_status check_split_consistency(const capture *c, dpd_doctor_report *r
                      "and %+.2f): the %s pair was not cut from one aligned capture, and its metrics compare misaligned "
                      "samples", p->out, fabs(late), late > 0 ? "later" : "earlier", p->in, rn, delay[k], delay[ref],
                      dpd_split_names[k]);
-            snprintf(f->fix, sizeof f->fix, "cut %s and %s again from the capture, aligned as %s is (or shift %s by %+ld "
-                                            "samples)", p->in, p->out, rn, p->out, -lround(late));
+            long by = lround(fabs(late));
+            snprintf(f->fix, sizeof f->fix, "cut %s and %s again from the capture, aligned as %s is (or %s %s by %ld "
+                                            "sample%s: %s)", p->in, p->out, rn, late > 0 ? "advance" : "delay", p->out,
+                     by ? by : 1, by == 1 ? "" : "s", late > 0 ? "drop its first ones" : "pad its start");
             ev_text(f, "split", "%s", dpd_split_names[k]);
             ev_text(f, "reference", "%s", rn);
             ev_num(f, "delay_samples", delay[k]);
@@ -1467,7 +1492,9 @@ static dpd_status check_spectrum(const capture *c, dpd_doctor_report *r, const u
                  obw / 1e6, bw / 1e6, ratio, BW_RATIO_LO, BW_RATIO_HI);
         snprintf(f->fix, sizeof f->fix, "set bw_main_ch (and bw_sub_ch, n_sub_ch) in spec.json to the signal's channel "
                                         "plan: about %.4g MHz is occupied", obw / 1e6);
-    } else if (bw > 0 && ratio > BW_OVERFLOW) { /* dpd: within the reference's tolerance, but over the channel */
+    } else if (bw > 0 && ratio > BW_OVERFLOW && bw >= OVERFLOW_BINS * fs / OBW_FFT) {
+        /* dpd: within the reference's tolerance, but over the channel; judged where the channel spans enough of
+         * the measurement's bins (a bin and the window's spread add 1 to 5 MHz at 800 MS/s) */
         f = finding(r, "bandwidth_exceeds_channel", DPD_SEV_WARNING, "The signal is wider than its declared channel");
         snprintf(f->message, sizeof f->message, "the input occupies %.4g MHz (99 %% of its power), more than the %.4g MHz "
                                                 "channel spec.json declares (ratio %.2f; a right plan gives 0.9 to 1): the "

@@ -281,7 +281,8 @@ done:
     return s;
 }
 
-/* The sample rate: the real scalar `name` (NULL: fs, else Fs) in Hz; *fs = 0 when absent. */
+/* The sample rate: the real scalar `name` (NULL: the first of fs, Fs, FS, SampleRate, sample_rate, sampleRate) in Hz;
+ * *fs = 0 when absent. */
 static dpd_status read_fs(mat_t *m, const char *path, const char *name, double *fs, dpd_error *err) {
     static const char *const names[] = {"fs", "Fs", "FS", "SampleRate", "sample_rate", "sampleRate"}; /* comm's SampleRate */
     *fs = 0;

@@ -850,13 +850,14 @@ static int no_body(req *r, const char *what, enum MHD_Result *v) {
     if (!r->len) return 0;
     json_t *j = body_json(r, v);
     if (!j) return 1;
-    int empty = json_is_object(j) && !json_object_size(j);
-    const char *k = json_is_object(j) && !empty ? json_object_iter_key(json_object_iter(j)) : NULL;
+    int empty = json_is_object(j) && !json_object_size(j), obj = json_is_object(j);
+    char k[72] = ""; /* the first key, copied: j is freed before the answer */
+    if (obj && !empty) snprintf(k, sizeof k, "%s", json_object_iter_key(json_object_iter(j)));
     json_decref(j);
     if (empty) return 0;
     *v = http_error(r, 422, "invalid_request", NULL, !strcmp(what, "retry") ? "submit a new run to change its options" : NULL,
-                    "%s takes no body (none, or {}), and this one %s%s%s", what, k ? "gives '" : "is not an object",
-                    k ? k : "", k ? "'" : "");
+                    "%s takes no body (none, or {}), and this one %s%.64s%s", what, obj ? "gives '" : "is not an object",
+                    k, obj ? "'" : "");
     return 1;
 }
 

@@ -144,6 +144,9 @@ expect 2 "--out DIR exactly when" "$DPD" doctor "$T/a" --fix-delay
 expect 2 "--out DIR exactly when" "$DPD" doctor "$T/a" --out "$T/x"
 expect 2 "--out DIR exactly when" "$DPD" doctor
 expect 2 "never writes in place" "$DPD" doctor "$T/late" --fix-delay --out "$T/late"
+"$DPD" synth --out "$T/narrow" --carriers 1 --carrier-bw 15e6 >/dev/null 2>&1
+"$DPD" doctor "$T/narrow" >"$T/out" 2>&1
+check '! grep -q bandwidth_exceeds_channel "$T/out" && grep -q spectrum_summary "$T/out"' "a 15 MHz channel at 800 MS/s (under 40 of the OBW's bins): not judged too wide"
 mkdir -p "$T/semi" && cp "$T/a"/* "$T/semi/" && sed -i "s/,/;/" "$T/semi/train_input.csv"
 expect 1 "train_input.csv:1: header lacks column 'I': its fields are separated by ';'" "$DPD" doctor "$T/semi"
 expect 2 "is not an empty directory" "$DPD" doctor "$T/late" --fix-delay --out "$T/a"

@@ -381,6 +381,28 @@ static void test_split_consistency(void) {
     dpd_doctor_report_free(&r);
 }
 
+/* A one-sample slip of one split's output, either way: named (the commonest cutting mistake). */
+static void test_split_slip(void) {
+    for (int dir = -1; dir <= 1; dir += 2) {
+        cap c;
+        cap_copy(&c, &clean);
+        size_t o = c.len[0], m = c.len[1];
+        double *y = c.y + 2 * o, *copy = malloc(m * 2 * sizeof *copy);
+        memcpy(copy, y, m * 2 * sizeof *copy);
+        for (size_t i = 0; i < m; i++) {
+            size_t j = (i + m - (size_t)(dir > 0 ? 1 : m - 1)) % m; /* late by one (dir 1) or early by one */
+            y[2 * i] = copy[2 * j], y[2 * i + 1] = copy[2 * j + 1];
+        }
+        free(copy);
+        dpd_doctor_report r = run(dir > 0 ? "val one late" : "val one early", write_cap(&c));
+        const dpd_finding *f = find(&r, "split_delay_mismatch");
+        CHECK(f && strstr(f->fix, dir > 0 ? "advance val_output.csv by 1 sample" : "delay val_output.csv by 1 sample"),
+              "val one sample %s: named, with the way to move it (%s)", dir > 0 ? "late" : "early", f ? f->fix : "none");
+        dpd_doctor_report_free(&r);
+        cap_free(&c);
+    }
+}
+
 /* The output a scaled copy of the input (a loopback): output_is_input; the clean capture, no. */
 static void test_copy(void) {
     cap c;
@@ -403,6 +425,16 @@ static void test_copy(void) {
     f = find(&r, "iq_imbalance");
     CHECK(f && fabs(evnum(f, "image_rejection_db") - 20) < 1.5, "an image 20 dB down: iq_imbalance (%.1f dB)",
           f ? evnum(f, "image_rejection_db") : 0);
+    dpd_doctor_report_free(&r);
+    cap_free(&c);
+    cap_copy(&c, &clean); /* an improper input (real up to a phase, as a two-tone): no image can be measured, none said */
+    for (size_t i = 0; i < c.n; i++) {
+        double a = c.x[2 * i], pr = cos(0.7), pi = sin(0.7);
+        c.x[2 * i] = a * pr, c.x[2 * i + 1] = a * pi;
+        c.y[2 * i] = 2 * a * pr + 0.01 * a * a * a * pr, c.y[2 * i + 1] = 2 * a * pi + 0.01 * a * a * a * pi;
+    }
+    r = run("improper input", write_cap(&c));
+    CHECK(!find(&r, "iq_imbalance"), "a real-valued input turned by a phase: no iq_imbalance");
     dpd_doctor_report_free(&r);
     cap_free(&c);
 }
@@ -1075,6 +1107,11 @@ static void test_opendpd(void) {
               "%s: aligned, no clipping, no outliers", names[k]);
         CHECK(strcmp(names[k], "DPA_160MHz") || (find(&r, "split_missing") && r.n[DPD_TRAIN] == 0),
               "DPA_160MHz: its absent train split is named");
+        static const char *const dpd_checks[] = {"split_delay_mismatch", "split_gain_mismatch", "split_uncorrelated",
+                                                 "split_silent", "bandwidth_exceeds_channel", "output_is_input",
+                                                 "iq_imbalance"};
+        for (size_t i = 0; i < sizeof dpd_checks / sizeof *dpd_checks; i++) /* dpd's checks: none on a real capture */
+            CHECK(!find(&r, dpd_checks[i]), "%s: no %s", names[k], dpd_checks[i]);
         dpd_doctor_report_free(&r);
     }
 }
@@ -1088,6 +1125,7 @@ int main(void) {
     test_uncorrelated();
     test_split_consistency();
     test_copy();
+    test_split_slip();
     test_clipping();
     test_spikes();
     test_input_spike();
