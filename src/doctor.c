@@ -1278,7 +1278,8 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
 }
 
 /* 8b. split_csv (dpd): each split judged on its own against the reference split (train, else the
- * first split judged: what the model learns from, and what val and test must be cut like): its
+ * first split judged: what the model learns from, and what val and test must be cut like; val when
+ * val and test agree with each other and neither with train, which is then the one named): its
  * delay (split_delay_mismatch, error at half a sample or more apart: a pair cut out of line) and
  * its small-signal gain and phase (split_gain_mismatch: error beyond 3 dB or 30 deg, an attenuator
  * or a phase reference changed between the captures; warning beyond 1 dB or 10 deg). Either makes
@@ -1289,28 +1290,63 @@ static dpd_status check_gain(const capture *c, dpd_doctor_report *r, const unsig
 #define SPLIT_GAIN_ERROR_DB 3.0
 #define SPLIT_PHASE_WARN_DEG 10.0
 #define SPLIT_PHASE_ERROR_DEG 30.0
+/* Each judged split's small-signal gain (delay[k] not NaN) at the one whole lag D (a split out of
+ * line is named, not fitted): splits a hundredth of a sample apart around a half would round to two
+ * lags, whose phase differs by 2 pi fc / fs off DC. */
+static dpd_status split_gains(const capture *c, const unsigned char *mask, const double delay[DPD_NSPLIT], long D,
+                              double g[DPD_NSPLIT][2], double resid[DPD_NSPLIT], size_t used[DPD_NSPLIT], dpd_error *err) {
+    for (int k = 0; k < c->nparts && k < DPD_NSPLIT; k++) {
+        const part *p = &c->p[k];
+        used[k] = 0;
+        if (isnan(delay[k])) continue; /* not judged: short, absent, or split_uncorrelated */
+        size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
+        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, D, g[k], &resid[k], &used[k], NULL, err);
+        if (s) return s;
+    }
+    return DPD_OK;
+}
+
+/* 1 when splits i and j agree: delays within SPLIT_DELAY_FLAG, gains within the warning bounds. */
+static int splits_agree(const double delay[DPD_NSPLIT], double g[DPD_NSPLIT][2], const size_t used[DPD_NSPLIT], int i,
+                        int j) {
+    if (fabs(delay[i] - delay[j]) >= SPLIT_DELAY_FLAG) return 0;
+    double den = g[j][0] * g[j][0] + g[j][1] * g[j][1];
+    if (!used[i] || !used[j] || !(den > 0)) return 1; /* no gain to compare: the delays decide */
+    double qr = (g[i][0] * g[j][0] + g[i][1] * g[j][1]) / den, qi = (g[i][1] * g[j][0] - g[i][0] * g[j][1]) / den;
+    return fabs(20 * log10(hypot(qr, qi))) <= SPLIT_GAIN_WARN_DB && fabs(atan2(qi, qr) * 180 / M_PI) <= SPLIT_PHASE_WARN_DEG;
+}
+
 static dpd_status check_split_consistency(const capture *c, dpd_doctor_report *r, const unsigned char *mask,
                                           const double delay[DPD_NSPLIT], dpd_error *err) {
-    int ref = -1;
-    for (int k = 0; k < c->nparts && k < DPD_NSPLIT && ref < 0; k++)
-        if (!isnan(delay[k])) ref = k;
+    int ref = -1, nk = c->nparts < DPD_NSPLIT ? c->nparts : DPD_NSPLIT, judged = 0;
+    for (int k = 0; k < nk; k++)
+        if (!isnan(delay[k])) judged++, ref = ref < 0 ? k : ref;
     if (ref < 0) return DPD_OK;
     double g[DPD_NSPLIT][2], resid[DPD_NSPLIT];
     size_t used[DPD_NSPLIT] = {0};
-    for (int k = ref; k < c->nparts && k < DPD_NSPLIT; k++) { /* each judged split's gain at its own delay */
-        const part *p = &c->p[k];
-        if (isnan(delay[k])) continue; /* not judged: short, absent, or split_uncorrelated */
-        size_t m = p->nx < p->ny ? p->nx : p->ny, o = c->off[k];
-        /* at the reference's whole lag (a split out of line is named, not fitted): splits a hundredth of a sample
-         * apart around a half would round to two lags, whose phase differs by 2 pi fc / fs off DC */
-        dpd_status s = fit_gain(c->x + 2 * o, c->y + 2 * o, mask + o, m, lround(delay[ref]), g[k], &resid[k], &used[k], NULL,
-                                err);
-        if (s) return s;
+    dpd_status s = split_gains(c, mask, delay, lround(delay[ref]), g, resid, used, err);
+    if (s) return s;
+    if (judged >= 3) { /* train the odd one out (the others agree with each other, none with it): it is named */
+        int ref2 = ref + 1, others = 1, with_ref = 0;
+        while (isnan(delay[ref2])) ref2++;
+        double g2[DPD_NSPLIT][2], resid2[DPD_NSPLIT];
+        size_t used2[DPD_NSPLIT];
+        if ((s = split_gains(c, mask, delay, lround(delay[ref2]), g2, resid2, used2, err))) return s; /* at their lag */
+        for (int i = ref + 1; i < nk; i++) {
+            if (isnan(delay[i])) continue;
+            with_ref |= splits_agree(delay, g, used, ref, i);
+            for (int j = i + 1; j < nk; j++)
+                if (!isnan(delay[j])) others &= splits_agree(delay, g2, used2, i, j);
+        }
+        if (others && !with_ref) {
+            ref = ref2;
+            memcpy(g, g2, sizeof g), memcpy(resid, resid2, sizeof resid), memcpy(used, used2, sizeof used);
+        }
     }
     const char *rn = dpd_split_names[ref];
-    for (int k = ref + 1; k < c->nparts && k < DPD_NSPLIT; k++) {
+    for (int k = 0; k < nk; k++) {
         const part *p = &c->p[k];
-        if (isnan(delay[k])) continue;
+        if (isnan(delay[k]) || k == ref) continue;
         double late = delay[k] - delay[ref];
         if (fabs(late) >= SPLIT_DELAY_FLAG) {
             dpd_finding *f = finding(r, "split_delay_mismatch", DPD_SEV_ERROR, "A split's output is out of line");

@@ -379,6 +379,29 @@ static void test_split_consistency(void) {
     dpd_doctor_report r = run("clean", write_cap(&clean));
     CHECK(!find(&r, "split_delay_mismatch") && !find(&r, "split_gain_mismatch"), "clean: its splits agree");
     dpd_doctor_report_free(&r);
+    for (int kind = 0; kind < 2; kind++) { /* train the odd one out (6 dB low, or 3 samples late): train is named, not val and test */
+        cap c;
+        cap_copy(&c, &clean);
+        size_t m = c.len[0];
+        double *copy = malloc(m * 2 * sizeof *copy);
+        memcpy(copy, c.y, m * 2 * sizeof *copy);
+        for (size_t i = 0; i < m; i++) {
+            size_t j = kind ? (i + m - 3) % m : i;
+            c.y[2 * i] = (kind ? 1 : 0.5) * copy[2 * j], c.y[2 * i + 1] = (kind ? 1 : 0.5) * copy[2 * j + 1];
+        }
+        free(copy);
+        const char *what = kind ? "train 3 samples late" : "train 6 dB low";
+        r = run(what, write_cap(&c));
+        int named = 0, train = 0;
+        for (int i = 0; i < r.nfindings; i++)
+            if (!strcmp(r.findings[i].code, kind ? "split_delay_mismatch" : "split_gain_mismatch")) {
+                const dpd_evidence *e = ev(&r.findings[i], "split"), *ref = ev(&r.findings[i], "reference");
+                named++, train += e && !strcmp(e->text, "train") && ref && !strcmp(ref->text, "val");
+            }
+        CHECK(named == 1 && train == 1, "%s: train named against val, once (%d findings)", what, named);
+        dpd_doctor_report_free(&r);
+        cap_free(&c);
+    }
 }
 
 /* A one-sample slip of one split's output, either way: named (the commonest cutting mistake). */
