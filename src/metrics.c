@@ -194,24 +194,6 @@ dpd_status dpd_psd(const float *sig, int S, int N, double fs, double *freq, doub
     return DPD_OK;
 }
 
-static dpd_status density(const float *sig, size_t n, int L, double fs, double *P, dpd_error *err);
-
-dpd_status dpd_psd_of(const float *sig, int S, int N, size_t n, double fs, dpd_profile p, double *freq, double *db,
-                      dpd_error *err) {
-    if (p == DPD_PROFILE_LEGACY) return dpd_psd(sig, S, N, fs, freq, db, err);
-    if (!sig || !db || S < 1 || N < 2 || !(fs > 0) || n > (size_t)S * (size_t)N)
-        return dpd_fail(err, DPD_E_INVAL, "psd: needs a signal, S >= 1 segments of N >= 2 samples, n <= S N and fs > 0");
-    if (n < (size_t)N)
-        return dpd_fail(err, DPD_E_INVAL, "psd: %zu samples, fewer than one %d-sample segment", n, N);
-    dpd_status s = density(sig, n, N, fs, db, err);
-    if (s) return s;
-    for (int k = 0; k < N; k++) {
-        db[k] = db[k] > 0 ? 10.0 * log10(db[k]) : -INFINITY;
-        if (freq) freq[k] = bin_freq(k, N, fs);
-    }
-    return DPD_OK;
-}
-
 /* ---- statuses ------------------------------------------------------------------------------ */
 
 static const char *const metric_names[DPD_NMETRICS] = {"NMSE", "EVM", "ACLR_L", "ACLR_R",
@@ -471,6 +453,22 @@ static dpd_status density(const float *sig, size_t n, int L, double fs, double *
     return DPD_OK;
 }
 
+dpd_status dpd_psd_of(const float *sig, int S, int N, size_t n, double fs, dpd_profile p, double *freq, double *db,
+                      dpd_error *err) {
+    if (p == DPD_PROFILE_LEGACY) return dpd_psd(sig, S, N, fs, freq, db, err);
+    if (!sig || !db || S < 1 || N < 2 || !(fs > 0) || n > (size_t)S * (size_t)N)
+        return dpd_fail(err, DPD_E_INVAL, "psd: needs a signal, S >= 1 segments of N >= 2 samples, n <= S N and fs > 0");
+    if (n < (size_t)N)
+        return dpd_fail(err, DPD_E_INVAL, "psd: %zu samples, fewer than one %d-sample segment", n, N);
+    dpd_status s = density(sig, n, N, fs, db, err);
+    if (s) return s;
+    for (int k = 0; k < N; k++) {
+        db[k] = db[k] > 0 ? 10.0 * log10(db[k]) : -INFINITY;
+        if (freq) freq[k] = bin_freq(k, N, fs);
+    }
+    return DPD_OK;
+}
+
 /* Power in [lo, hi) Hz: the sum of P over the bins whose centre frequency lies in it, times fs / L;
  * *bins their count. */
 static double band_power(const double *P, int L, double fs, double lo, double hi, int *bins) {
@@ -590,9 +588,13 @@ static dpd_status adjacent(const float *sig, size_t n, int L, const dpd_spec *sp
         ref = band_power(P, L, fs, -B / 2, B / 2, &bins);
         if (band_refused(m, DPD_ACLR_L, "main channel", -B / 2, B / 2, bins, fs)) ok = 0, snprintf(why, sizeof why, "%s", m->reason[DPD_ACLR_L]);
     }
+    double band[3][2] = {{0}}, width;
+    dpd_error ignored = {0}; /* the edges alone: whether they fit in +-fs/2 is judged below, per band */
+    dpd_status edges = dpd_profile_bands(sp, p, band, &width, &ignored);
+    (void)edges;
     for (int side = 0; side < 2; side++) {
         int k = side ? DPD_ACLR_R : DPD_ACLR_L;
-        double lo = side ? B / 2 : -B / 2 - W, hi = side ? B / 2 + W : -B / 2; /* dpd_profile_bands' [1 + side] */
+        double lo = band[1 + side][0], hi = band[1 + side][1];
         if (!ok) {
             refuse(m, k, DPD_METRIC_NOT_APPLICABLE, "%s", why);
             continue;

@@ -186,11 +186,12 @@ static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *
         if (s == 1 && banded && legacy) ref = strongest(db, &b, in->spec->n_sub); /* the prediction's, whose ACLR is reported */
         if (s == 1 && banded && !legacy) { /* the slice of the main channel with the most power: the reference */
             double most = -1;
-            for (double lo = wb[0][0]; lo < wb[0][1] - carrier / 2; lo += carrier) {
-                double p = 0;
+            int slices = (int)lround((wb[0][1] - wb[0][0]) / carrier); /* n_sub carriers, or the one main channel */
+            for (int i = 0; i < slices; i++) { /* as metrics.c's: [-B/2 + i W, -B/2 + (i + 1) W) */
+                double lo = wb[0][0] + i * carrier, hi = wb[0][0] + (i + 1) * carrier, p = 0;
                 for (int k = 0; k < N; k++)
-                    if (f[k] >= lo && f[k] < lo + carrier) p += pow(10, db[k] / 10);
-                if (p > most) most = p, wref[0] = lo, wref[1] = lo + carrier;
+                    if (f[k] >= lo && f[k] < hi) p += pow(10, db[k] / 10);
+                if (p > most) most = p, wref[0] = lo, wref[1] = hi;
             }
         }
         double *out = doubles(d->nf, oom);
