@@ -263,8 +263,11 @@ static enum MHD_Result datasets_list(req *r) {
     return http_json(r, 200, json_pack("{s:o}", "datasets", a));
 }
 
+/* The files an upload may hold: the six split files (the first SPLIT_FILES), or the one data.csv. */
+#define SPLIT_FILES 6
 static const char *const upload_files[] = {"train_input.csv", "train_output.csv", "val_input.csv", "val_output.csv",
                                            "test_input.csv",  "test_output.csv",  "data.csv"};
+_Static_assert(sizeof upload_files / sizeof *upload_files == SPLIT_FILES + 1, "the split files, then data.csv");
 
 static enum MHD_Result datasets_upload(req *r) {
     http *h = r->h;
@@ -305,9 +308,9 @@ static enum MHD_Result datasets_upload(req *r) {
         staging[0] = 0;
         goto out;
     }
-    if (!json_object_get(files, "data.csv")) { /* the split files: each named when missing, before any is read */
+    if (!json_object_get(files, upload_files[SPLIT_FILES])) { /* the split files: each named when missing, before any is read */
         char missing[160] = "";
-        for (size_t i = 0; i < 6; i++)
+        for (size_t i = 0; i < SPLIT_FILES; i++)
             if (!json_object_get(files, upload_files[i]))
                 snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s", missing[0] ? ", " : "",
                          upload_files[i]);
@@ -775,6 +778,25 @@ static int art_one(void *user, const art_rec *a) {
     return 0;
 }
 
+/* Answers 200 with the open file fd (sb: its fstat), which the response then owns, as type, named
+ * name in a Content-Disposition of kind disposition ("attachment" or "inline"), under the
+ * download deadline. */
+static enum MHD_Result send_file(req *r, int fd, const struct stat *sb, const char *type, const char *disposition,
+                                 const char *name) {
+    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb->st_size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    char cd[300];
+    snprintf(cd, sizeof cd, "%s; filename=\"%s\"", disposition, name);
+    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "Content-Disposition", cd);
+    enum MHD_Result v = http_queue(r, 200, resp);
+    http_download(r);
+    return v;
+}
+
 static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid) {
     art_rec a;
     size_t len = strlen(aid), digits = strspn(aid + 1, "0123456789");
@@ -798,18 +820,7 @@ static enum MHD_Result run_artifact(req *r, const run_rec *rec, const char *aid)
                           "%s changed after the run ended (written again from outside the studio: a CLI resume of its "
                           "directory?): its registered size and sha256 no longer describe it", a.name);
     }
-    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
-    if (!resp) {
-        close(fd);
-        return MHD_NO;
-    }
-    char cd[256];
-    snprintf(cd, sizeof cd, "attachment; filename=\"%s\"", a.name);
-    MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-    MHD_add_response_header(resp, "Content-Disposition", cd);
-    enum MHD_Result v = http_queue(r, 200, resp);
-    http_download(r);
-    return v;
+    return send_file(r, fd, &sb, "application/octet-stream", "attachment", a.name);
 }
 
 /* GET /runs/{id}/pictures/NAME: a picture the run drew at its end (RUN_DIR/plots/NAME, NAME a
@@ -826,18 +837,8 @@ static enum MHD_Result run_picture(req *r, const run_rec *rec, const char *name)
         if (fd >= 0) close(fd);
         return absent(r, rec, "that picture (GET /runs/{id}/plots lists the charts; psd.png, amam.png, ...)");
     }
-    struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
-    if (!resp) {
-        close(fd);
-        return MHD_NO;
-    }
-    char cd[96];
-    snprintf(cd, sizeof cd, "%s; filename=\"%s\"", svg ? "attachment" : "inline", name); /* an SVG is no page of this origin */
-    MHD_add_response_header(resp, "Content-Type", png ? "image/png" : "image/svg+xml");
-    MHD_add_response_header(resp, "Content-Disposition", cd);
-    enum MHD_Result v = http_queue(r, 200, resp);
-    http_download(r);
-    return v;
+    /* an SVG is no page of this origin: downloaded, never shown inline */
+    return send_file(r, fd, &sb, png ? "image/png" : "image/svg+xml", svg ? "attachment" : "inline", name);
 }
 
 /* ---- the run routes: rec is the request's workspace's run the path names ---- */

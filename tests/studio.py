@@ -3449,6 +3449,33 @@ def t_preview_counts(ctx):  # H42 in the worker: no extra pass per epoch, floor(
     check(best[0] == best[1], "best.safetensors differs with per-batch previews")
 
 
+@test()
+def t_live_probe(ctx):  # a batch probe's own loss and metrics in /live, beside the last epoch's; gone at the next epoch
+    s = ctx.server()
+    rid = s.submit(options=fake(epochs=2, epoch_ms=2400, preview_every_batches=2))["id"]
+    seen, t_end = {}, time.time() + 30
+    while time.time() < t_end and len(seen) < 3:
+        r = s.get(f"/api/v1/runs/{rid}/live")
+        j = r.json if r.status == 200 else {}
+        if j.get("source") == "batch_probe" and j["step"] not in seen:
+            seen[j["step"]] = j
+        if s.get(f"/api/v1/runs/{rid}").json["status"] in TERMINAL:
+            break
+        time.sleep(0.05)
+    check(seen, "no batch probe seen in /live")
+    for step, j in seen.items():  # the fake probe of step k: NMSE -10 - k/4, loss 1/(k + 4)
+        p = j.get("probe") or {}
+        check(j["steps_done"] == (step - 1) % 4 + 1 and j["steps"] == 4, f"step {step}: steps_done {j['steps_done']}")
+        check(abs(p.get("loss", 0) - 1 / (step + 4)) < 1e-9 and abs(p["val"]["NMSE"] - (-10 - step / 4)) < 1e-9
+              and abs(p["val"]["ACLR_AVG"] - (-30 - step / 4)) < 1e-9, f"step {step}: probe {p}")
+        m = j["metrics"]  # the last finished epoch's, not the probe's
+        check(m is None or m["epoch"] == (step - 1) // 4, f"step {step}: metrics of epoch {m and m['epoch']}")
+    check(s.wait_status(rid, TERMINAL, 30)["status"] == "succeeded", "the probed fake run")
+    j = s.get(f"/api/v1/runs/{rid}/live").json
+    check(j["source"] == "validation" and "probe" not in j and j["metrics"]["epoch"] == 2,
+          f"after the last epoch: source {j['source']}, probe {j.get('probe')}")
+
+
 # ---- real training
 
 def _cli_train(ctx, data, out, extra=()):

@@ -339,6 +339,21 @@ static void test_uncorrelated(void) {
     cap_free(&c);
 }
 
+/* Split k's output rolled lag samples late within the split (early where lag < 0), then times the
+ * gain gr + j gi. */
+static void split_alter(cap *c, int k, long lag, double gr, double gi) {
+    size_t o = 0, m = c->len[k];
+    for (int i = 0; i < k; i++) o += c->len[i];
+    double *y = c->y + 2 * o, *copy = malloc(m * 2 * sizeof *copy);
+    memcpy(copy, y, m * 2 * sizeof *copy);
+    for (size_t i = 0; i < m; i++) {
+        size_t j = (size_t)(((long)i - lag) % (long)m + (long)m) % m;
+        double a = copy[2 * j], b = copy[2 * j + 1];
+        y[2 * i] = gr * a - gi * b, y[2 * i + 1] = gr * b + gi * a;
+    }
+    free(copy);
+}
+
 /* One split's output out of line (rolled 40 samples within it), 6 dB low, turned 90 degrees, or
  * 1.2 dB low: split_delay_mismatch or split_gain_mismatch names it, against train; the clean
  * capture has neither. */
@@ -346,19 +361,10 @@ static void test_split_consistency(void) {
     for (int kind = 0; kind < 4; kind++) {
         cap c;
         cap_copy(&c, &clean);
-        int k = kind == 1 ? 2 : 1; /* test for the gain, val otherwise */
-        size_t o = k == 1 ? c.len[0] : c.len[0] + c.len[1], m = c.len[k];
-        double *y = c.y + 2 * o, *copy = malloc(m * 2 * sizeof *copy);
-        memcpy(copy, y, m * 2 * sizeof *copy);
-        for (size_t i = 0; i < m; i++) {
-            double a = copy[2 * i], b = copy[2 * i + 1];
-            if (kind == 0) a = copy[2 * ((i + m - 40) % m)], b = copy[2 * ((i + m - 40) % m) + 1];
-            else if (kind == 1) a *= 0.5, b *= 0.5;
-            else if (kind == 2) a = -copy[2 * i + 1], b = copy[2 * i];
-            else a *= 0.87, b *= 0.87;
-            y[2 * i] = a, y[2 * i + 1] = b;
-        }
-        free(copy);
+        if (kind == 0) split_alter(&c, 1, 40, 1, 0);
+        else if (kind == 1) split_alter(&c, 2, 0, 0.5, 0); /* test for the gain, val otherwise */
+        else if (kind == 2) split_alter(&c, 1, 0, 0, 1);
+        else split_alter(&c, 1, 0, 0.87, 0);
         const char *what = (const char *[]){"val 40 samples late", "test 6 dB low", "val turned 90 deg", "val 1.2 dB low"}[kind];
         dpd_doctor_report r = run(what, write_cap(&c));
         const dpd_finding *f = find(&r, kind ? "split_gain_mismatch" : "split_delay_mismatch");
@@ -382,14 +388,7 @@ static void test_split_consistency(void) {
     for (int kind = 0; kind < 2; kind++) { /* train the odd one out (6 dB low, or 3 samples late): train is named, not val and test */
         cap c;
         cap_copy(&c, &clean);
-        size_t m = c.len[0];
-        double *copy = malloc(m * 2 * sizeof *copy);
-        memcpy(copy, c.y, m * 2 * sizeof *copy);
-        for (size_t i = 0; i < m; i++) {
-            size_t j = kind ? (i + m - 3) % m : i;
-            c.y[2 * i] = (kind ? 1 : 0.5) * copy[2 * j], c.y[2 * i + 1] = (kind ? 1 : 0.5) * copy[2 * j + 1];
-        }
-        free(copy);
+        split_alter(&c, 0, kind ? 3 : 0, kind ? 1 : 0.5, 0);
         const char *what = kind ? "train 3 samples late" : "train 6 dB low";
         r = run(what, write_cap(&c));
         int named = 0, train = 0;
@@ -409,14 +408,7 @@ static void test_split_slip(void) {
     for (int dir = -1; dir <= 1; dir += 2) {
         cap c;
         cap_copy(&c, &clean);
-        size_t o = c.len[0], m = c.len[1];
-        double *y = c.y + 2 * o, *copy = malloc(m * 2 * sizeof *copy);
-        memcpy(copy, y, m * 2 * sizeof *copy);
-        for (size_t i = 0; i < m; i++) {
-            size_t j = (i + m - (size_t)(dir > 0 ? 1 : m - 1)) % m; /* late by one (dir 1) or early by one */
-            y[2 * i] = copy[2 * j], y[2 * i + 1] = copy[2 * j + 1];
-        }
-        free(copy);
+        split_alter(&c, 1, dir, 1, 0); /* late by one (dir 1) or early by one */
         dpd_doctor_report r = run(dir > 0 ? "val one late" : "val one early", write_cap(&c));
         const dpd_finding *f = find(&r, "split_delay_mismatch");
         CHECK(f && strstr(f->fix, dir > 0 ? "advance val_output.csv by 1 sample" : "delay val_output.csv by 1 sample"),

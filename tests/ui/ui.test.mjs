@@ -521,6 +521,17 @@ try {
     const fl = await apiGet(`/runs/${run.id}/live`);
     assert(fl.previews === 6, `fake: ${fl.previews} previews for 12 steps every 2`);
     await page.screenshot({ path: path.join(SHOTS, 'run-preview-1366.png'), fullPage: true });
+    // the Result page during a probe: its cards are the probe's own figures, labelled with its step
+    // (the fake's probe of step k has NMSE -10 - k/4), not the last epoch's
+    const slow = await fake({ epochs: 1, epoch_ms: 8000, preview_every_batches: 2 });
+    for (let t = 0; t < 200 && (await apiGet(`/runs/${slow.id}/live`).catch(() => ({}))).source !== 'batch_probe'; t++) await page.waitForTimeout(50);
+    await nav(`#/result/${slow.id}`);
+    const sub = await text('[data-metric="val.NMSE"] .sub');
+    const step = Number((/^probe \(step (\d+)\)$/.exec(sub) || [])[1]);
+    assert(step === 2, `the probe card's label: ${sub}`);
+    const shown = await text('[data-metric="val.NMSE"] .value');
+    assert(parseFloat(shown) === -10 - step / 4, `the probe card's NMSE ${shown}, want ${-10 - step / 4}`);
+    await apiPost(`/runs/${slow.id}/cancel`);
   });
 
   // H43: cancel and retry from the page
