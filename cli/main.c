@@ -283,6 +283,20 @@ static void help(FILE *f) {
             "version", "print the version");
 }
 
+/* A word that is no verb: said, with the verb it is nearest to where one is, then the verbs. */
+static int unknown_verb(const char *word) {
+    const char *names[sizeof verbs / sizeof *verbs + 1];
+    int n = 0;
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) names[n++] = verbs[i].name;
+    names[n++] = "version";
+    const char *near = dpd_nearest(word, names, n);
+    fprintf(stderr, "dpd: unknown verb '%s'", word);
+    if (near) fprintf(stderr, " (did you mean %s?)", near);
+    fprintf(stderr, "\n\n");
+    help(stderr);
+    return 2;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "help")) /* dpd help VERB: the verb's own help, as dpd VERB --help */
         for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
@@ -294,8 +308,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc >= 3 && !strcmp(argv[1], "help")) { /* not a verb, or more than one word */
-        if (argc == 3) fprintf(stderr, "dpd: unknown verb '%s'\n\n", argv[2]);
-        else fprintf(stderr, "dpd: help takes one verb (dpd help VERB)\n\n");
+        if (argc == 3) return unknown_verb(argv[2]);
+        fprintf(stderr, "dpd: help takes one verb (dpd help VERB)\n\n");
         help(stderr);
         return 2;
     }
@@ -309,9 +323,7 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         if (!strcmp(argv[1], verbs[i].name)) return verbs[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "dpd: unknown verb '%s'\n\n", argv[1]);
-    help(stderr);
-    return 2;
+    return unknown_verb(argv[1]);
 }
 
 int cli_in_dataset(const char *path, const char *data, char *dir, size_t n) {

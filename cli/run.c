@@ -5,7 +5,8 @@
  * I_in,Q_in; a .cf32 or SigMF output the model's output alone; a .mat output both (y and x) with
  * the sample rate fs; so `dpd run` and `dpd eval` read it back. A CSV input gives a CSV output and
  * a .cf32 input a .cf32 one (or either gives SigMF or .mat). The sample rate comes from the input
- * (SigMF, .mat) or --fs; a SigMF output needs it. The output appears whole or not at all. */
+ * (SigMF, .mat) or --fs, else, for an output that records one, the model's; a SigMF output needs it.
+ * The output appears whole or not at all. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -105,7 +106,7 @@ int cmd_run(int argc, char **argv) {
         {"warmup", OPT_INT, &ac.warmup, 0, "samples run before each section and discarded (1024)", 0},
         {"lookahead", OPT_INT, &ac.lookahead, 0, "samples run after each section and discarded (32)", 0},
         {"batch", OPT_INT, &ac.batch, 0, "sections per forward call (64)", 0},
-        {"fs", OPT_DBL, &fs, 0, "sample rate, Hz, of an input that states none (CSV, .cf32); a SigMF output needs one", 0},
+        {"fs", OPT_DBL, &fs, 0, "sample rate, Hz, of an input that states none (CSV, .cf32; default for a SigMF or .mat output: the model's)", 0},
         {"freq", OPT_DBL, &freq, 0, "centre frequency, Hz, for a SigMF output (default: the SigMF input's)", 0},
         {"var", OPT_STR, var, sizeof var, ".mat input: the signal's variable (default: the first of x, iq, input, in)", 0},
         {"mat-version", OPT_STR, matv, sizeof matv, ".mat output: 5 or 7.3 (HDF5) (5)", 0},
@@ -220,15 +221,22 @@ int cmd_run(int argc, char **argv) {
         goto fail;
     }
     if (!(fs > 0)) fs = rm.fs;
-    if (!strcmp(fout, "sigmf") && !(fs > 0)) {
-        rc = 2;
-        fprintf(stderr, "dpd: --fs is needed: a SigMF output records the sample rate, and %s states none (give --fs HZ)\n",
-                in);
-        goto fail;
-    }
     dpd_ckpt_info info = {0};
     dpd_error ierr = {0};
     if (dpd_ckpt_info_read(path, &info, &ierr)) info.run_id[0] = 0, info.fs = 0; /* provenance only: a checkpoint without it is fine */
+    int records = !strcmp(fout, "sigmf") || !strcmp(fout, "mat"); /* outputs that record a sample rate */
+    if (records && !(fs > 0) && info.fs > 0) { /* the model's own: the one rate it applies at */
+        fs = info.fs;
+        char hz[32];
+        fprintf(stderr, "dpd: note: %s states no sample rate: %s records %s, the rate %s was trained at (--fs HZ "
+                        "gives another)\n", in, out, cli_hz(fs, hz, sizeof hz), path);
+    }
+    if (!strcmp(fout, "sigmf") && !(fs > 0)) {
+        rc = 2;
+        fprintf(stderr, "dpd: --fs is needed: a SigMF output records the sample rate, and neither %s nor the model "
+                        "states one (give --fs HZ)\n", in);
+        goto fail;
+    }
     cli_warn_rate(path, &info, fs, in);
     cli_warn_level(path, &info, iq, n, in);
     const dpd_model_cfg *mc = dpd_model_config(m);

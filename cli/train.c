@@ -211,8 +211,10 @@ json_t *cli_summary_json(const dpd_train_result *res) {
 
 const char *cli_best_so_far(const dpd_train_result *res, char *b, size_t n) {
     b[0] = 0;
-    if (res->best_epoch > 0 && res->val.status[DPD_NMSE] == DPD_METRIC_OK)
-        snprintf(b, n, ", best epoch %d: val NMSE %.2f dB", res->best_epoch, res->val.nmse);
+    int k = res->dpd ? DPD_ACLR_AVG : DPD_NMSE; /* the metric the best epoch was chosen by */
+    if (res->best_epoch > 0 && res->val.status[k] == DPD_METRIC_OK)
+        snprintf(b, n, ", best epoch %d: val %s %.2f %s", res->best_epoch, dpd_metric_key(res->val.profile, k),
+                 dpd_metric_value(&res->val, k), res->dpd ? "dBc" : "dB");
     return b;
 }
 
@@ -259,6 +261,25 @@ static json_t *stopped_with(json_t *j, const char *key, const char *value) {
     return j;
 }
 
+/* 2 (said) where a new run's --out cannot be the runs' root: a file, or a directory in the dataset;
+ * 0 where it can (or may yet be made). */
+static int out_root(const dpd_train_cfg *c) {
+    char held[4200];
+    struct stat st;
+    if (c->resume[0] || !c->out[0]) return 0;
+    if (!stat(c->out, &st) && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "dpd: --out %s is a file: --out names the runs' root directory (a run goes to "
+                        "OUT/DATASET/train_pa/RUN_ID)\n", c->out);
+        return 2;
+    }
+    if (cli_in_dataset(c->out, c->data, held, sizeof held)) {
+        fprintf(stderr, "dpd: --out %s (the runs' root) lies in the dataset %s, and nothing is written into a dataset: "
+                        "give --out DIR elsewhere\n", c->out, held);
+        return 2;
+    }
+    return 0;
+}
+
 /* Runs dpd_train with the display and cancellation, then the summary. verb names the command
  * for the resume hint ("train-pa"); NULL when the verb cannot resume (fit-ls). x: the session
  * options of the end-of-run pictures, their set-up started (cli_plot_warm); NULL for none
@@ -272,12 +293,7 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
-    char held[4200];
-    if (!c->resume[0] && c->out[0] && cli_in_dataset(c->out, c->data, held, sizeof held)) {
-        fprintf(stderr, "dpd: --out %s (the runs' root) lies in the dataset %s, and nothing is written into a dataset: "
-                        "give --out DIR elsewhere\n", c->out, held);
-        return 2;
-    }
+    if (out_root(c)) return 2;
     catch_signals();
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
@@ -457,6 +473,7 @@ static int train(int argc, char **argv, int dpd) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
+    if (out_root(&c)) return 2; /* before the doctor's reading of the dataset */
     if (!no_plots) cli_plot_warm(); /* beside the doctor's and dpd_train's reading of the dataset (cli.h) */
     if (!c.resume[0] && !no_doctor && (r = cli_doctor_gate(c.data))) { /* error-level findings refuse */
         cli_plot_warm_wait();

@@ -335,22 +335,26 @@ static const char *const spec_keys[] = {
     "amplitude_units", /* metadata only: */ "generator", "generator_seed", "split_indices", "description", "origin",
     "tutorial", "n_active", "modulation"};
 
-/* Edit distance between a and b, letters compared without case (both at most 63 characters). */
+/* Edit distance between a and b, letters compared without case (both at most 63 characters): the
+ * insertions, deletions, substitutions and swaps of two neighbours ("polt" for plot: one) that make
+ * one the other, no part edited twice (the optimal string alignment distance). */
 static int key_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    int row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            int up = row[j], cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-            int best = diag + cost < up + 1 ? diag + cost : up + 1;
-            row[j] = best < row[j - 1] + 1 ? best : row[j - 1] + 1;
-            diag = up;
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
         }
-    }
-    return row[lb];
+    return d[la][lb];
 }
 
 const char *dpd_nearest(const char *word, const char *const *words, int n) {

@@ -655,6 +655,7 @@ done:
     if (s && (r.started || r.rd.created) && r.rd.dir[0]) {
         snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
         res->epochs = st.epoch, res->best_epoch = st.best_epoch; /* what stands */
+        res->dpd = r.pa != NULL;
         if (st.best_epoch) res->val = st.best_val, res->test = st.best_test;
     }
     run_free(&r);

@@ -30,6 +30,8 @@ check '[ "$("$DPD" help eval)" = "$("$DPD" eval --help)" ] && "$DPD" help eval |
     "dpd help VERB prints the verb's own help (dpd VERB --help), dpd help the list of verbs"
 check '! "$DPD" train-pa --help | grep -q -- "--pa " && "$DPD" train-dpd --help | grep -q -- "--pa "' "train-pa --help does not offer train-dpd's --pa"
 expect 2 "dpd: unknown verb 'nosuch'" "$DPD" help nosuch
+expect 2 "dpd: unknown verb 'trian-pa' (did you mean train-pa?)" "$DPD" trian-pa --data x
+expect 2 "dpd: unknown verb 'polt' (did you mean plot?)" "$DPD" help polt
 check '"$DPD" help version | grep -q "^dpd version" && "$DPD" help --help | grep -q "train-pa" && "$DPD" help -h >/dev/null' \
     "dpd help version, dpd help --help and -h: exit 0 with their text"
 "$DPD" synth --out "$T/twice" --preset lte20 --length 40960 --seed 1 --seed 2 >/dev/null 2>"$T/err"; rc=$?
@@ -525,6 +527,10 @@ check 'cmp -s "$T/a/test_output.csv" "$T/a-test-output.before"' "run: a dataset'
 expect 2 "lies in the dataset" "$DPD" run --model "$E1/best.safetensors" --input "$T/a/test_input.csv" --output "$T/a/new/out.csv"
 expect 2 "plot: --out $T/a/pics lies in the dataset" "$DPD" plot --data "$T/a" --out "$T/a/pics"
 expect 2 "(the runs' root) lies in the dataset" "$DPD" train-pa --data "$T/a" --out "$T/a/runs" --model gru --hidden 4 --epochs 1
+: >"$T/afile" # a file as the runs' root: refused before the dataset doctor reads anything
+"$DPD" train-pa --data "$T/a" --out "$T/afile" --hidden 4 --epochs 1 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 2 ] && [ "$(cat "$T/err")" = "dpd: --out $T/afile is a file: --out names the runs'"'"' root directory (a run goes to OUT/DATASET/train_pa/RUN_ID)" ]' \
+    "train-pa --out FILE: exit 2 at once, the file named (exit $rc: $(head -c 300 "$T/err"))"
 abs_dpd=$(cd "$(dirname "$DPD")" && pwd)/$(basename "$DPD")
 expect 2 "--out runs (the runs' root) lies in the dataset" sh -c "cd '$T/a' && exec '$abs_dpd' fit-ls --data . --kind mp"
 expect 2 "dpd: --out $T/a/inner lies in the dataset" "$DPD" synth --out "$T/a/inner"
@@ -873,6 +879,13 @@ waitfor "$T/sk.err" "^dpd: training" && kill -TERM $pid
 wait $pid; rc=$?
 check '[ $rc -eq 143 ] && grep -q "cancelled before the first epoch completed; nothing was written" "$T/sk.err" && [ -z "$(ls -A "$T/sk/big/train_pa" 2>/dev/null)" ]' \
     "SIGTERM before the first epoch: exit 143, nothing written, no run directory (exit $rc: $(tail -n 2 "$T/sk.err"))"
+# a DPD run stopped after an epoch: its best epoch so far by val ACLR_AVG, the metric it chooses by
+"$DPD" train-dpd --data "$T/big" --pa "$SG" --hidden 4 --frame 40 --stride 2 --batch 32 --seed 3 --threads 2 --epochs 8 --out "$T/sd" 2>"$T/sd.err" >/dev/null &
+pid=$!
+waitfor "$T/sd.err" "^epoch 1/" && kill -TERM $pid
+wait $pid; rc=$?
+check '[ $rc -eq 143 ] && grep -q "^dpd: cancelled after [0-9]* epochs*, best epoch [0-9]*: val ACLR_AVG -[0-9]*\.[0-9][0-9] dBc; resume with: dpd train-dpd --resume " "$T/sd.err"' \
+    "SIGTERM during train-dpd: its best epoch by val ACLR_AVG, the DPD's selection metric (exit $rc: $(tail -n 2 "$T/sd.err"))"
 
 # --- OpenDPD data: metrics and the quality floor ---
 DPA="$SHARED/data/opendpd/DPA_200MHz"

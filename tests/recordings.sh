@@ -63,7 +63,12 @@ perl -e 'open(F, "<", $ARGV[0]); <F>; while (<F>) { chomp; my @v = split /,/; pr
 run() { "$DPD" run --model "$RD" "$@" >"$T/out" 2>"$T/err"; }
 run --input "$T/in.cf32" --output "$T/out.cf32"
 check '[ -s "$T/out.cf32" ]' "run .cf32 -> .cf32 ($(head -c 200 "$T/err"))"
-expect 2 "--fs is needed" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data"
+# a .cf32 states no rate: the SigMF output records the model's own, and says so
+run --input "$T/in.cf32" --output "$T/o.sigmf-data"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: note: $T/in.cf32 states no sample rate: $T/o.sigmf-data records 800 MHz, the rate $RD/best.safetensors was trained at (--fs HZ gives another)" "$T/err" &&
+       python3 -c "import json, sys; sys.exit(json.load(open(\"$T/o.sigmf-meta\"))[\"global\"][\"core:sample_rate\"] != 800e6)"' \
+    "run .cf32 -> SigMF: the model's sample rate recorded, with a note (exit $rc: $(head -c 300 "$T/err"))"
+rm -f "$T/o.sigmf-data" "$T/o.sigmf-meta"
 expect 2 "dpd: --fs: 0 must be a sample rate in Hz, above 0 and at most 1e+12" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 0
 expect 2 "dpd: --fs: 1e+15 must be a sample rate in Hz, above 0 and at most 1e+12 (1 THz" "$DPD" run --model "$RD" --input "$T/in.cf32" --output "$T/o.sigmf-data" --fs 1e15
 echo keep >"$T/target.cf32" && ln -s target.cf32 "$T/link.cf32"

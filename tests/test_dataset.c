@@ -388,6 +388,14 @@ static void unknown_keys(void) {
     CHECK(strstr(w, "unknown keys ignored: 'npersge' (did you mean 'nperseg'?), 'Input_Signal_FS' (did you mean "
                     "'input_signal_fs'?)"),
           "two typos, each with its suggestion: '%s'", w);
+    { /* dpd_nearest: two neighbours swapped are one edit; case aside; nothing close is NULL */
+        static const char *const words[] = {"plot", "train-pa", "train-dpd", "hidden", "nperseg"};
+        const char *a = dpd_nearest("polt", words, 5), *b = dpd_nearest("trian-pa", words, 5), *c = dpd_nearest("hdiden", words, 5);
+        const char *e = dpd_nearest("NPERSEG", words, 5), *f = dpd_nearest("lopt", words, 5), *g = dpd_nearest("xyzzy", words, 5);
+        CHECK(a && !strcmp(a, "plot") && b && !strcmp(b, "train-pa") && c && !strcmp(c, "hidden") && e && !strcmp(e, "nperseg") &&
+                  !f && !g,
+              "dpd_nearest: polt %s, trian-pa %s, hdiden %s, NPERSEG %s, lopt %s, xyzzy %s", a, b, c, e, f, g);
+    }
     spec_warning("\"colour\": \"blue\"", w, sizeof w);
     CHECK(strstr(w, "unknown key 'colour' ignored") && !strstr(w, "did you mean"), "nothing close: '%s'", w);
     /* OpenDPD's create_dataset and its MyCustomPA example, dpd synth's generator, the doctor's units */

@@ -701,7 +701,7 @@ DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n,
                                        const dpd_apply_cfg *c, dpd_error *err);
 
 /* The one of words[0..n) closest to word, for a "did you mean": within an edit distance of 2 (1
- * for words under 6 characters; case aside), or a word followed by '_', '-' or '.' and more
+ * for words under 6 characters; case aside; two neighbours swapped count one edit), or a word followed by '_', '-' or '.' and more
  * ("nperseg_typo"); NULL when none is close. */
 DPD_API const char *dpd_nearest(const char *word, const char *const *words, int n);
 
