@@ -1,4 +1,5 @@
-/* history: a run's history.csv as JSON (cli.h), for `dpd plot`'s documents and the studio's API. */
+/* history: a run's history.csv as JSON (cli.h), for `dpd plot`'s documents and the studio's API;
+ * and the small JSON files of a run read as dpd reads any file it is given (cli_json_read). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,17 +8,17 @@
 #include "cli.h"
 
 json_t *cli_history_json(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
+    char *text;
+    dpd_error err = {0};
+    if (dpd_read_file(path, 0, "history", &text, NULL, &err)) return NULL;
     json_t *cols = json_array(), *rows = json_array();
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    for (int first = 1; (len = getline(&line, &cap, f)) > 0; first = 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+    char *rest = text, *line;
+    for (int first = 1; (line = strsep(&rest, "\n"));) {
+        size_t len = strlen(line);
+        while (len > 0 && line[len - 1] == '\r') line[--len] = 0;
         if (!len) continue;
         json_t *row = first ? cols : json_array();
-        for (char *rest = line, *p; (p = strsep(&rest, ","));) {
+        for (char *fields = line, *p; (p = strsep(&fields, ","));) {
             char *end;
             double v = strtod(p, &end);
             int whole = strspn(p, "-0123456789") == strlen(p);
@@ -26,8 +27,19 @@ json_t *cli_history_json(const char *path) {
                                                                  : isfinite(v) ? json_real(v) : json_null());
         }
         if (!first) json_array_append_new(rows, row);
+        first = 0;
     }
-    free(line);
-    fclose(f);
+    free(text);
     return json_pack("{s:o, s:o}", "columns", cols, "rows", rows);
+}
+
+json_t *cli_json_read(const char *path, size_t flags, dpd_error *err) {
+    char *text;
+    size_t len;
+    if (dpd_read_file(path, 1u << 26, "JSON", &text, &len, err)) return NULL;
+    json_error_t je;
+    json_t *j = json_loadb(text, len, flags, &je);
+    free(text);
+    if (!j) cli_err(err, DPD_E_FORMAT, "%s:%d: %s", path, je.line, je.text);
+    return j;
 }

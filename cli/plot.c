@@ -11,6 +11,7 @@
  * cli_plot_run (cli.h) is the same for the end of dpd train-pa/train-dpd and for other front ends. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -87,9 +88,8 @@ void cli_plot_kept_free(cli_plot_kept *k) {
 
 /* A string member of a JSON file, copied into out ("" when absent). */
 static dpd_status config_get(const char *path, const char *key, char *out, size_t n, dpd_error *err) {
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    if (!j) return cli_err(err, DPD_E_FORMAT, "%s:%d: %s", path, je.line, je.text);
+    json_t *j = cli_json_read(path, 0, err);
+    if (!j) return err->status;
     const char *v = json_string_value(json_object_get(j, key));
     snprintf(out, n, "%s", v ? v : "");
     json_decref(j);
@@ -1928,10 +1928,12 @@ int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err) {
 static void replacing(const char *run_dir, const char *split) {
     char path[4200], head[16384] = "", was[8] = ""; /* "split" follows "run_dir", up to 4 KiB escaped */
     snprintf(path, sizeof path, "%s/plots/plots.json", run_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO cannot block the open */
+    struct stat sb;
+    if (fd < 0) return;
+    ssize_t n = !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? read(fd, head, sizeof head - 1) : -1;
+    close(fd);
+    if (n <= 0) return;
     head[n] = 0;
     const char *at = strstr(head, "\"split\":\"");
     if (at && sscanf(at + 9, "%7[a-z]", was) == 1 && strcmp(was, split))

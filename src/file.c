@@ -65,6 +65,11 @@ dpd_status dpd_file_open(const char *path, uint64_t max, const char *what, int *
     return DPD_OK;
 }
 
+dpd_status dpd_read_file(const char *path, uint64_t max, const char *what, char **buf, size_t *len,
+                         dpd_error *err) {
+    return dpd_file_read_max(path, max ? max : DPD_MAX_TEXT_BYTES, what, buf, len, err);
+}
+
 dpd_status dpd_file_read_max(const char *path, uint64_t max, const char *what, char **buf, size_t *len,
                              dpd_error *err) {
     *buf = NULL;

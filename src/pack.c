@@ -34,20 +34,33 @@
 #define MAX_PATH 512              /* a path inside a pack, with its terminating NUL */
 #define STALE_SECONDS 3600        /* a .staging-<pid> directory this old is a leftover, whoever made it */
 
-/* SHA-256 of a file as lowercase hex (65 bytes). */
+/* SHA-256 of a regular file of at most MAX_BYTES (dpd_file_open: a FIFO or a device is refused
+ * without blocking; one that grows past the limit while hashed is refused) as lowercase hex (65
+ * bytes). */
 static dpd_status sha256_file(const char *path, char *hex, unsigned long long *size, dpd_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return dpd_fail(err, DPD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    uint64_t at_open;
+    dpd_status s = dpd_file_open(path, MAX_BYTES, "pack file", &fd, &at_open, err);
+    if (s) return s;
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     EVP_DigestInit_ex(c, EVP_sha256(), NULL);
     unsigned char buf[1 << 16], md[32];
-    size_t n;
+    ssize_t n;
     unsigned long long total = 0;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(c, buf, n), total += n;
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || (total += (unsigned long long)n) > MAX_BYTES) {
+            s = n < 0 ? dpd_fail(err, DPD_E_IO, "%s: cannot read: %s", path, strerror(errno))
+                      : dpd_fail(err, DPD_E_FORMAT, "%s: grew past %llu MiB while hashed: refused", path, MAX_BYTES >> 20);
+            break;
+        }
+        EVP_DigestUpdate(c, buf, (size_t)n);
+    }
     unsigned len = 0;
     EVP_DigestFinal_ex(c, md, &len);
     EVP_MD_CTX_free(c);
-    fclose(f);
+    close(fd);
+    if (s) return s;
     for (int i = 0; i < 32; i++) sprintf(hex + 2 * i, "%02x", md[i]);
     if (size) *size = total;
     return DPD_OK;

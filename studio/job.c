@@ -326,10 +326,10 @@ dpd_status job_check_data(const job *j, const job_data *d, dpd_error *err) {
 
 dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], dpd_error *err) {
     char path[4200];
-    json_error_t je;
+    dpd_error je = {0};
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *c = json_load_file(path, 0, &je);
-    if (!c) return fail(err, DPD_E_INVAL, "import", "%s: not a dpd run directory (%s)", dir, je.text);
+    json_t *c = cli_json_read(path, 0, &je);
+    if (!c) return fail(err, DPD_E_INVAL, "import", "%s: not a dpd run directory (%s)", dir, je.msg);
     const char *step = json_string_value(json_object_get(c, "step")), *ds = json_string_value(json_object_get(c, "dataset"));
     int ls = json_is_true(json_object_get(c, "least_squares"));
     const char *v = !step                        ? NULL
@@ -347,12 +347,13 @@ dpd_status job_import_check(const char *dir, char verb[16], char dataset[256], d
     snprintf(path, sizeof path, "%s/best.safetensors", dir);
     if (access(path, R_OK)) return fail(err, DPD_E_INVAL, "import", "%s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/events.jsonl", dir);
-    FILE *f = fopen(path, "r");
-    char line[8192], last[8192] = "";
-    while (f && fgets(line, sizeof line, f))
-        if (line[0] == '{') snprintf(last, sizeof last, "%s", line);
-    if (f) fclose(f);
-    json_t *e = json_loads(last, 0, NULL);
+    char *text = NULL, *last = NULL; /* the last line that is an object */
+    dpd_error ee = {0};
+    if (dpd_read_file(path, 0, "events", &text, NULL, &ee)) return fail(err, DPD_E_INVAL, "import", "%s", ee.msg);
+    for (char *rest = text, *line; (line = strsep(&rest, "\n"));)
+        if (line[0] == '{') last = line;
+    json_t *e = last ? json_loads(last, 0, NULL) : NULL;
+    free(text);
     const char *type = json_string_value(json_object_get(e, "type")), *out = json_string_value(json_object_get(e, "outcome"));
     int done = type && out && !strcmp(type, "run_ended") && !strcmp(out, "completed");
     json_decref(e);

@@ -164,7 +164,8 @@ static int prepare_root(const char *root) {
 static void imported_model(json_t *opts, const char *dir, int ls) {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *c = json_load_file(path, 0, NULL), *m = json_object_get(c, "model");
+    dpd_error err = {0};
+    json_t *c = cli_json_read(path, 0, &err), *m = json_object_get(c, "model");
     const char *fam = json_string_value(json_object_get(m, "family"));
     if (fam && ls) json_object_set_new(opts, "kind", json_string(strcmp(fam, "gmp_ls") ? "mp" : "gmp"));
     else if (fam) {

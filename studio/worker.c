@@ -465,11 +465,12 @@ static json_t *scores(const json_t *epoch_event, const char *split) {
 /* The run's events.jsonl as the worker's events; *best: the last improved epoch's event (a new
  * reference), *epochs the last epoch, provider copied out. */
 static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, char *provider, size_t np) {
-    char path[4200], line[65536];
+    char path[4200], *text = NULL;
     snprintf(path, sizeof path, "%s/events.jsonl", run_dir);
-    FILE *f = fopen(path, "r");
+    dpd_error err = {0};
+    if (dpd_read_file(path, 0, "events", &text, NULL, &err)) return; /* checked by job_import_check */
     json_int_t total = 0; /* the epochs of the run (run_started's) */
-    while (f && fgets(line, sizeof line, f)) {
+    for (char *rest = text, *line; (line = strsep(&rest, "\n"));) {
         json_t *e = json_loads(line, 0, NULL), *ep = json_object_get(e, "epoch");
         const char *t = json_string_value(json_object_get(e, "type"));
         if (!t) {
@@ -504,7 +505,7 @@ static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, c
         }
         json_decref(e);
     }
-    if (f) fclose(f);
+    free(text);
 }
 
 static int run_import(worker *w, const char *from) {
@@ -532,7 +533,7 @@ static int run_import(worker *w, const char *from) {
     json_t *sum = json_pack("{s:s, s:i, s:O?, s:o?, s:o?, s:s, s:o?, s:s}", "run_dir", dest, "epochs", epochs, "best_epoch",
                             json_object_get(best, "epoch"), "val", scores(best, "val"), "test", scores(best, "test"),
                             "provider", provider, "config",
-                            json_load_file(path, 0, NULL), "imported_from", from);
+                            cli_json_read(path, 0, &err), "imported_from", from);
     json_decref(best);
     fprintf(stderr, "imported %s (%s on %s, %d epochs)\n", from, verb, dataset, epochs);
     return finish(w, "completed", sum, NULL, NULL, NULL);

@@ -724,6 +724,11 @@ mkpack() {
 if [ -f "$FAKE" ]; then
     mkpack "$T/p" "$T/fake.tar.gz"
     expect 1 "sha256 mismatch" "$DPD" pack install "$T/fake.tar.gz" --sha256 00ff
+    mkfifo "$T/fifo.tar.gz" && ln -s /dev/zero "$T/zero.tar.gz" # refused at once, never hashed for ever
+    timeout 30 "$DPD" pack install "$T/fifo.tar.gz" --sha256 00ff >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -eq 1 ] && grep -q "fifo.tar.gz: is a FIFO (named pipe), not a regular file" "$T/err"' "pack install of a FIFO: refused, named (exit $rc: $(head -c 300 "$T/err"))"
+    timeout 30 "$DPD" pack install "$T/zero.tar.gz" --sha256 00ff >/dev/null 2>"$T/err"; rc=$?
+    check '[ $rc -eq 1 ] && grep -q "zero.tar.gz: is a character device" "$T/err"' "pack install of a link to /dev/zero: refused, named (exit $rc: $(head -c 300 "$T/err"))"
     cp "$T/fake.tar.gz" "$T/nosum.tar.gz"
     "$DPD" pack install "$T/nosum.tar.gz" >/dev/null 2>"$T/err"; check 'grep -q "no checksum" "$T/err"' "a pack without a checksum is refused"
     mkdir -p "$T/evil/sub" && cp "$T/p/pack.json" "$T/evil/" && echo x >"$T/evil/sub/x"

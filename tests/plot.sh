@@ -359,6 +359,23 @@ for f in amam.png plots.json; do
         "dpd plot: $f as a symbolic link is refused before any drawing, the link and its target kept, nothing else written (exit $rc: $(head -c 300 "$T/err"))"
 done
 
+# --- a run's files that are no regular files: refused or passed over at once, never read forever ---
+cp -r "$R" "$T/odd" && rm -f "$T/odd/history.csv" && ln -s /dev/zero "$T/odd/history.csv"
+timeout 60 "$DPD" plot "$T/odd" --out "$T/odd-h" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/odd-h/history.png" ] && ! grep -q "\"history\"" "$T/odd-h/plots.json" && grep -q "\"history\"" "$R/plots/plots.json"' \
+    "dpd plot: a history.csv linked to /dev/zero is passed over, its chart empty (exit $rc: $(head -c 300 "$T/err"))"
+rm "$T/odd/history.csv" && mkfifo "$T/odd/history.csv"
+timeout 60 "$DPD" plot "$T/odd" --out "$T/odd-f" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && [ -s "$T/odd-f/history.png" ]' "dpd plot: a history.csv that is a FIFO is passed over (exit $rc: $(head -c 300 "$T/err"))"
+rm "$T/odd/history.csv" && mv "$T/odd/config.json" "$T/odd-config.json" && mkfifo "$T/odd/config.json"
+timeout 60 "$DPD" plot "$T/odd" --out "$T/odd-c" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "odd/config.json: is a FIFO (named pipe), not a regular file" "$T/err"' \
+    "dpd plot: a config.json that is a FIFO is refused, named (exit $rc: $(head -c 300 "$T/err"))"
+rm "$T/odd/config.json" && mv "$T/odd-config.json" "$T/odd/config.json" && rm "$T/odd/plots/plots.json" && mkfifo "$T/odd/plots/plots.json"
+timeout 60 "$DPD" plot "$T/odd" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "odd/plots/plots.json is a FIFO (named pipe): dpd writes regular files" "$T/err"' \
+    "dpd plot: a plots.json that is a FIFO is refused, named, not read (exit $rc: $(head -c 300 "$T/err"))"
+
 # --- usage errors: exit 2 with a message; a RUN_DIR that is not a run: exit 1, as eval's --model ---
 expect 2 "needs a run directory" "$DPD" plot
 expect 1 "does not exist" "$DPD" plot "$T/nosuch"

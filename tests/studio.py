@@ -3535,6 +3535,14 @@ def t_import_cli_run(ctx):  # dpd serve --import: a completed CLI run becomes a 
     s3 = Server(ctx, root=ctx.path("root3"), args=["--import", bad])
     s3.start(expect_listen=False)
     check(s3.wait_exit(10) == 1 and "config.json" in s3.output(), f"import of a non-run: {s3.output()[-300:]!r}")
+    odd = ctx.path("fifo-run")  # a run whose events.jsonl is a FIFO: refused at once, never read for ever
+    shutil.copytree(rd, odd)
+    os.remove(os.path.join(odd, "events.jsonl"))
+    os.mkfifo(os.path.join(odd, "events.jsonl"))
+    s7 = Server(ctx, root=ctx.path("root7"), args=["--import", odd])
+    s7.start(expect_listen=False)
+    check(s7.wait_exit(10) == 1 and "events.jsonl: is a FIFO (named pipe)" in s7.output(),
+          f"import of a run whose events.jsonl is a FIFO: {s7.output()[-300:]!r}")
     # a start that cannot listen queues no import (the next start would find it "already imported",
     # and it never ran): the next start imports it
     busy = socket.socket()

@@ -701,11 +701,20 @@ DPD_API DPD_CHECK dpd_status dpd_apply(dpd_session *s, const float *x, size_t n,
                                        const dpd_apply_cfg *c, dpd_error *err);
 
 /* The one of words[0..n) closest to word, for a "did you mean": within an edit distance of 2 (1
- * for words under 6 characters; case aside; two neighbours swapped count one edit), or a word followed by '_', '-' or '.' and more
- * ("nperseg_typo"); NULL when none is close. */
+ * for words under 6 characters; case aside; two neighbours swapped count one edit), or a word
+ * followed by '_', '-' or '.' and more ("nperseg_typo"); NULL when none is close. */
 DPD_API const char *dpd_nearest(const char *word, const char *const *words, int n);
 
 /* ---- recordings (dpd run) ------------------------------------------------------------------ */
+
+/* The whole of a regular file of at most max bytes (0: 256 MiB, dpd's bound for a run's history
+ * and events) in a malloc'd, NUL-terminated buffer (free() it), *len (may be NULL) its length, as
+ * dpd reads every file it is given: anything but a regular file (a FIFO, a directory, a device
+ * behind a link) is DPD_E_IO naming the path and what it is, found without blocking; a larger
+ * file, or one that grows past max while read, DPD_E_FORMAT naming its size and the limit (what:
+ * the kind of file, "history"); DPD_E_NOMEM. *buf is NULL on failure. */
+DPD_API DPD_CHECK dpd_status dpd_read_file(const char *path, uint64_t max, const char *what, char **buf, size_t *len,
+                                           dpd_error *err);
 
 /* Whether dpd may write path over: DPD_OK when it is absent or a regular file (every file dpd
  * writes is written whole, then renamed into place); otherwise DPD_E_IO naming what is there (a
