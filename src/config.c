@@ -601,12 +601,6 @@ static int meta_int(const char *s, int *v) {
 }
 
 dpd_status dpd_config_model_from_meta(const json_t *md, dpd_model_cfg *m, const char *path, dpd_error *err) {
-    static const char *const what[] = {
-        [M_ALWAYS] = "lacks family, hidden or layers (not written by dpd?)",
-        [M_POLY] = "order, memory or cross is not an integer",
-        [M_DELTA] = "thx or thh is not a number",
-        [M_UNITS] = "units is not an integer",
-    };
     memset(m, 0, sizeof *m);
     if (!path) path = "checkpoint";
     for (int g = M_ALWAYS; g <= M_UNITS; g++) {
@@ -630,9 +624,13 @@ dpd_status dpd_config_model_from_meta(const json_t *md, dpd_model_cfg *m, const 
                 ok = s && *s;
                 if (ok) lower(p, s, rows[i].size);
             }
-            if (!ok)
-                return fail(err, DPD_E_FORMAT, fields[i].key, "%s: not a valid checkpoint: __metadata__ %s", path,
-                            what[g]);
+            if (!ok) /* the file is at fault, not an option: no err->field */
+                return fail(err, DPD_E_FORMAT, NULL, "%s: not a valid checkpoint: __metadata__ '%s' is missing or %s%s", path,
+                            fields[i].key,
+                            fields[i].type == 'i'   ? "not a whole number 0..1048576"
+                            : fields[i].type == 'd' ? "not a finite number"
+                                                    : "empty",
+                            g == M_ALWAYS ? " (not written by dpd?)" : "");
         }
     }
     return DPD_OK;

@@ -291,7 +291,7 @@ static dpd_status spec_number(json_t *root, const char *path, const char *key, c
  * longest of the reference datasets (16384), 8 MB per segment as float32 I/Q. */
 #define DPD_MAX_NPERSEG (1 << 20)
 
-static dpd_status spec_int(json_t *root, const char *path, const char *key, int max, int *v,
+static dpd_status spec_int(json_t *root, const char *path, const char *key, int min, int max, int *v,
                            dpd_error *err) {
     double d = 0;
     dpd_status s = spec_number(root, path, key, NULL, &d, 1, err, NULL, 0);
@@ -299,8 +299,8 @@ static dpd_status spec_int(json_t *root, const char *path, const char *key, int 
     if (d != floor(d))
         return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive integer, got %g",
                         path, key, d);
-    if (d > max)
-        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is %.0f, out of range 1..%d", path, key, d, max);
+    if (d < min || d > max)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is %.0f, out of range %d..%d", path, key, d, min, max);
     *v = (int)d;
     return DPD_OK;
 }
@@ -493,8 +493,8 @@ static dpd_status load_spec(const char *dir, dpd_dataset *ds, char *format, size
                          ds->warning, sizeof ds->warning)) ||
         (s = spec_number(root, path, "bw_sub_ch", "input_signal_sub_ch_bw", &sp->bw_sub, 0, err,
                          ds->warning, sizeof ds->warning)) ||
-        (s = spec_int(root, path, "n_sub_ch", 1000000000, &sp->n_sub, err)) ||
-        (s = spec_int(root, path, "nperseg", DPD_MAX_NPERSEG, &sp->nperseg, err)))
+        (s = spec_int(root, path, "n_sub_ch", 1, 1000000000, &sp->n_sub, err)) ||
+        (s = spec_int(root, path, "nperseg", 2, DPD_MAX_NPERSEG, &sp->nperseg, err))) /* a PSD needs two samples a frame */
         goto done;
     if (sp->fs > DPD_MAX_RATE_HZ) {
         s = dpd_fail(err, DPD_E_FORMAT, "%s: field 'input_signal_fs' is %g Hz, above %g Hz (1 THz): spec.json gives "

@@ -186,7 +186,7 @@ int main(void) {
     char *fam = strstr(c2 + 8, "\"family\":\"gru\"");
     memcpy(fam, "\"famixy\"", 8);
     spit(bad, c2, n);
-    refuse("no family", bad, "lacks family");
+    refuse("no family", bad, "__metadata__ 'family' is missing or empty");
     memcpy(c2, b, n);
     memcpy(strstr(c2 + 8, "\"dataset\":\"unit\"") + 10, "123456", 6); /* a number where a string belongs */
     spit(bad, c2, n);

@@ -380,25 +380,27 @@ static void test_meta(void) {
     json_decref(md);
 
     struct {
-        const char *json, *msg, *field;
-    } bad[] = {
+        const char *json, *msg;
+    } bad[] = { /* the file is at fault, not an option: the key in the message, no err->field */
         {"{\"family\":\"gru\",\"layers\":\"1\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ lacks family, hidden or layers (not written by dpd?)",
-         "hidden"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'hidden' is missing or not a whole number 0..1048576 (not "
+         "written by dpd?)"},
         {"{\"hidden\":\"1\",\"layers\":\"1\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ lacks family, hidden or layers (not written by dpd?)",
-         "family"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'family' is missing or empty (not written by dpd?)"},
         {"{\"family\":\"gru\",\"hidden\":\"-3\",\"layers\":\"1\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ lacks family, hidden or layers (not written by dpd?)",
-         "hidden"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'hidden' is missing or not a whole number 0..1048576 (not "
+         "written by dpd?)"},
+        {"{\"family\":\"gru\",\"hidden\":\"99999999999999999999\",\"layers\":\"1\"}",
+         "a.safetensors: not a valid checkpoint: __metadata__ 'hidden' is missing or not a whole number 0..1048576 (not "
+         "written by dpd?)"},
         {"{\"family\":\"mp\",\"hidden\":\"1\",\"layers\":\"1\",\"order\":\"5\",\"memory\":\"x\",\"cross\":\"0\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ order, memory or cross is not an integer", "memory"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'memory' is missing or not a whole number 0..1048576"},
         {"{\"family\":\"mp\",\"hidden\":\"1\",\"layers\":\"1\",\"order\":\"5\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ order, memory or cross is not an integer", "memory"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'memory' is missing or not a whole number 0..1048576"},
         {"{\"family\":\"gru\",\"hidden\":\"1\",\"layers\":\"1\",\"units\":\"2.5\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ units is not an integer", "units"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'units' is missing or not a whole number 0..1048576"},
         {"{\"family\":\"gru\",\"hidden\":\"1\",\"layers\":\"1\",\"thx\":\"a\",\"thh\":\"0\"}",
-         "a.safetensors: not a valid checkpoint: __metadata__ thx or thh is not a number", "thx"},
+         "a.safetensors: not a valid checkpoint: __metadata__ 'thx' is missing or not a finite number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         json_error_t je;
@@ -406,7 +408,7 @@ static void test_meta(void) {
         memset(&err, 0, sizeof err);
         CHECK(dpd_config_model_from_meta(b, &back, "a.safetensors", &err) == DPD_E_FORMAT, "%s: status", bad[i].json);
         CHECK(!strcmp(err.msg, bad[i].msg), "%s: '%s'", bad[i].json, err.msg);
-        CHECK(!strcmp(err.field, bad[i].field), "%s: field '%s'", bad[i].json, err.field);
+        CHECK(!err.field[0], "%s: field '%s'", bad[i].json, err.field);
         json_decref(b);
     }
     CHECK(dpd_config_model_from_meta(NULL, &back, "a.safetensors", &err) == DPD_E_FORMAT, "no metadata");

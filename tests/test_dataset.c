@@ -275,6 +275,9 @@ static void hostile(void) {
     refuse("nperseg 999999999", "spec.json",
            "{\"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 999999999}",
            DPD_E_FORMAT, "spec.json: field 'nperseg'", "999999999");
+    /* one sample a frame makes no spectrum: refused with the range, before any metric fails on it */
+    refuse("nperseg 1", "spec.json", "{\"input_signal_fs\": 8e8, \"bw_main_ch\": 2e8, \"n_sub_ch\": 1, \"nperseg\": 1}",
+           DPD_E_FORMAT, "spec.json: field 'nperseg' is 1, out of range 2..", "nperseg");
     double iq[4] = {1, 2, 3, 4};
     float *seg = NULL;
     int S = 0;
