@@ -140,6 +140,35 @@ static int split_of(const char *name) {
     return k;
 }
 
+/* The metric profile (and EVM rate, where evm_fs is given) the run of checkpoint c was trained under,
+ * from its run directory's config.json, with a note where they are not eval's own defaults;
+ * legacy-opendpd-v1 (evm_fs as it is) where c is no checkpoint of a run (none given, a file
+ * outside its run directory, a config.json of another run). */
+static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs) {
+    snprintf(prof, n, "legacy-opendpd-v1");
+    if (!c->path[0] || !c->info.run_id[0]) return;
+    char cfg[sizeof c->path + 16];
+    snprintf(cfg, sizeof cfg, "%s", c->path);
+    char *slash = strrchr(cfg, '/');
+    snprintf(slash ? slash + 1 : cfg, sizeof cfg - (size_t)(slash ? slash + 1 - cfg : 0), "config.json");
+    dpd_error err = {0};
+    json_t *j = cli_json_read(cfg, 0, &err);
+    const char *id = json_string_value(json_object_get(j, "run_id")), *p = json_string_value(json_object_get(j, "metric_profile"));
+    json_t *ef = json_object_get(j, "evm_fs");
+    if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0) {
+        snprintf(prof, n, "%s", p);
+        int evm = evm_fs && json_is_number(ef) && json_number_value(ef) > 0;
+        if (evm) *evm_fs = json_number_value(ef);
+        if (strcmp(p, "legacy-opendpd-v1") || evm) {
+            char hz[32] = "";
+            if (evm) cli_hz(*evm_fs, hz, sizeof hz);
+            fprintf(stderr, "dpd: note: scored under %s%s%s, as run %s was (--metric-profile%s gives another)\n", p,
+                    evm ? " with EVM at " : "", hz, id, evm ? " or --evm-fs" : "");
+        }
+    }
+    json_decref(j);
+}
+
 static const char *const eval_usage =
     "dpd eval --data DIR [--split val|test] [--model CKPT] [--json]\n"
     "       dpd eval --data DIR [--split val|test] --pa PA --model DPD [--json]\n\n"
@@ -156,7 +185,7 @@ static const char *const eval_usage =
     "is scored at its split's own gain, with a warning, as dpd plot draws it (\"gain_split\").";
 
 int cmd_eval(int argc, char **argv) {
-    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "", prof[32] = "legacy-opendpd-v1";
+    char data[4096] = "", split[16] = "test", model[4096] = "", pa[4096] = "", prof[32] = "";
     int json = 0, legacy = 0;
     double evm_fs = 0;
     dpd_scoring sc;
@@ -171,7 +200,8 @@ int cmd_eval(int argc, char **argv) {
         {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
         {"metric-profile", OPT_STR, prof, sizeof prof,
-         "legacy-opendpd-v1 (default), general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md)", 0},
+         "legacy-opendpd-v1, general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md); default: the --model run's, "
+         "else legacy-opendpd-v1", 0},
     };
     int r = args_parse(argc, argv, o, sizeof o / sizeof *o, eval_usage);
     if (r) return r == 1 ? 0 : 2;
@@ -184,13 +214,15 @@ int cmd_eval(int argc, char **argv) {
     }
     if ((r = cli_exec_resolve(&x))) return r;
     dpd_error lerr = {0};
+    int evm_given = args_get(o, sizeof o / sizeof *o, "evm-fs")->seen || legacy;
     if (cli_legacy_evm(legacy, args_get(o, sizeof o / sizeof *o, "evm-fs")->seen, &evm_fs, &lerr)) return cli_fail(&lerr);
-    if ((r = scoring_of(prof, evm_fs, &sc))) return r;
 
     dpd_error err = {0};
     ckpt cm = {0}, cp = {0};
     if (model[0] && ckpt_open(&cm, "--model", model, 0, &err)) return cli_fail(&err);
     if (pa[0] && ckpt_open(&cp, "--pa", pa, 1, &err)) return cli_fail(&err);
+    if (!prof[0]) run_scoring(&cm, prof, sizeof prof, evm_given ? NULL : &evm_fs); /* the model's run's, else legacy */
+    if ((r = scoring_of(prof, evm_fs, &sc))) return r;
     if (pa[0] && same_file(cm.path, cp.path)) {
         fprintf(stderr, "dpd: %s is given as both --pa and --model: --pa is the PA model and --model the DPD "
                         "trained through it (a DPD run directory gives both)\n", cm.path);

@@ -964,6 +964,14 @@ check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(
 check 'grep -q "^epoch 1/1 train_loss .* val NMSE -*[0-9.]* IBE -*[0-9.]* ACPR -*[0-9.]* | test NMSE" "$T/mp.err" &&
        grep -q "^epoch 2/2 .* IBE .* ACPR " "$T/mp2.err" && ! grep -q " EVM \| ACLR " "$T/mp.err" "$T/mp2.err"' \
     "train-pa --metric-profile: the epoch lines name the profile's metrics, resumed too ($(grep -m1 "^epoch" "$T/mp.err"))"
+# eval of the run's checkpoint scores under the run's profile unless told otherwise, and says so
+"$DPD" eval --data "$T/a" --split test --model "$MP" --json >"$T/mpe.json" 2>"$T/mpe.err"; rc=$?
+check '[ $rc -eq 0 ] && jq1 "$T/mpe.json" "j[\"metric_profile\"] == \"general-spectral-v1\" and \"ACPR_AVG\" in j[\"model\"]" &&
+       grep -q "^dpd: note: scored under general-spectral-v1, as run PA_S_0_M_GRU_H_4_F_40_P_[0-9]* was (--metric-profile gives another)$" "$T/mpe.err"' \
+    "eval --model RUN of a general-spectral-v1 run: scored under its profile, with a note (exit $rc: $(head -c 300 "$T/mpe.err") $(head -c 200 "$T/mpe.json"))"
+"$DPD" eval --data "$T/a" --split test --model "$MP" --metric-profile legacy-opendpd-v1 --json >"$T/mpl.json" 2>"$T/mpe.err"; rc=$?
+check '[ $rc -eq 0 ] && jq1 "$T/mpl.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\"" && ! grep -q "note: scored under" "$T/mpe.err"' \
+    "eval --model RUN --metric-profile legacy-opendpd-v1: the profile asked for, no note (exit $rc)"
 expect 2 "is not a run directory (it holds no config.json): a run directory is OUT/DATASET/train_pa/RUN_ID" "$DPD" train-pa --resume "$T/mp"
 cp -r "$MP" "$T/mpbad" && sed -i 's/"hidden": *[0-9]*/"hidden": 0/' "$T/mpbad/config.json"
 expect 1 "dpd: $T/mpbad/config.json: hidden: 0 is out of range 1..1024" "$DPD" train-pa --resume "$T/mpbad" --epochs 3
