@@ -99,6 +99,8 @@ typedef struct capture {
     part p[DPD_NSPLIT];
     char lonely[2][128];      /* split_csv: files whose partner is missing (at most two named) */
     int nlonely;
+    char positional[6][32];   /* split_csv: files whose header names no columns I and Q (read by position) */
+    int npositional;
     int have_spec;
     double meta[NMETA];       /* 0 when missing or invalid */
     unsigned missing, invalid; /* bits 1 << META_* */
@@ -222,9 +224,10 @@ static int parse_row(const char *p, const char *e, int nh, const int *pick, int 
 }
 
 /* Reads the header [p, e) of path: pick[k] = the field named names[k]; when one is absent and
- * `ordered`, a header of exactly ncol fields is taken in order. *nh = its field count. */
+ * `ordered`, a header of exactly ncol fields is taken in order (*positional 1). *nh = its field
+ * count. */
 static dpd_status parse_header(const char *path, const char *p, const char *e, int ncol, const char *const *names,
-                               int ordered, int *pick, int *nh, dpd_error *err) {
+                               int ordered, int *pick, int *nh, int *positional, dpd_error *err) {
     const char *f[64];
     int len[64], n = 0;
     for (const char *q = p;; q++) {
@@ -243,7 +246,8 @@ static dpd_status parse_header(const char *path, const char *p, const char *e, i
     if (s) return s;
     int all = 1;
     for (int k = 0; k < ncol; k++) all &= pick[k] >= 0;
-    if (!all && ordered && n == ncol)
+    *positional = !all && ordered && n == ncol;
+    if (*positional)
         for (int k = 0; k < ncol; k++) pick[k] = k;
     for (int k = 0; k < ncol; k++)
         if (pick[k] < 0)
@@ -304,6 +308,7 @@ done:
  * about shape: DPD_E_FORMAT naming file and line. The bytes go into the file list and the raw hash. */
 static dpd_status read_csv(capture *c, dpd_doctor_report *r, const char *file, int ncol, const char *const *names,
                            int ordered, double **out, size_t *rows, dpd_error *err) {
+    int positional = 0;
     char path[4400], *buf;
     size_t len;
     *out = NULL, *rows = 0;
@@ -319,8 +324,10 @@ static dpd_status read_csv(capture *c, dpd_doctor_report *r, const char *file, i
         s = dpd_fail(err, DPD_E_FORMAT, "%s:1: empty%s (expected a header line, then data rows)", path,
                      len ? " first line" : " file");
     else
-        s = parse_header(path, start, e, ncol, names, ordered, pick, &nh, err);
+        s = parse_header(path, start, e, ncol, names, ordered, pick, &nh, &positional, err);
     if (!s) s = parse_rows(path, next, buf + len, nh, pick, ncol, out, rows, err);
+    if (!s && positional && c->npositional < 6)
+        snprintf(c->positional[c->npositional++], sizeof c->positional[0], "%s", file);
     free(buf);
     return s;
 }
@@ -872,6 +879,18 @@ static void check_files(const capture *c, dpd_doctor_report *r) {
                                 : "that split cannot be evaluated or used to select a checkpoint");
         snprintf(f->fix, sizeof f->fix, "add %s and %s (I,Q columns) if the capture has them", c->p[k].in, c->p[k].out);
         ev_text(f, "split", "%s", dpd_split_names[k]);
+    }
+    if (c->npositional) { /* as training and dpd eval warn: which column is I is a guess */
+        char files[200] = "";
+        for (int i = 0; i < c->npositional; i++)
+            snprintf(files + strlen(files), sizeof files - strlen(files), "%s%s", i ? ", " : "", c->positional[i]);
+        dpd_finding *f = finding(r, "columns_by_position", DPD_SEV_WARNING, "A header names no columns I and Q");
+        snprintf(f->value, sizeof f->value, "%d file%s", c->npositional, c->npositional > 1 ? "s" : "");
+        snprintf(f->message, sizeof f->message, "%s: %s header names no columns I and Q, so %s read as I then Q, by "
+                 "position, as OpenDPD reads it: a file with Q first would pass unnoticed", files,
+                 c->npositional > 1 ? "each" : "its", c->npositional > 1 ? "they are" : "it is");
+        snprintf(f->fix, sizeof f->fix, "name the columns I and Q in the header (first line) of %s", files);
+        ev_text(f, "files", "%s", files);
     }
 }
 

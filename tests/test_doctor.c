@@ -418,6 +418,27 @@ static void test_split_slip(void) {
     }
 }
 
+/* A split file whose header names no columns I and Q ("X,Y"): read by position, as training reads
+ * it, and said as columns_by_position naming the file; the clean capture (I,Q) has none. */
+static void test_by_position(void) {
+    const char *d = write_cap(&clean);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/val_output.csv", d);
+    FILE *f = fopen(p, "r+"); /* "I,Q\n" -> "X,Y\n": the same bytes' length, the rows as they were */
+    CHECK(f && fputs("X,Y", f) >= 0, "rewrite the header of %s", p);
+    if (f) fclose(f);
+    dpd_doctor_report r = run("val_output.csv headed X,Y", d);
+    const dpd_finding *g = find(&r, "columns_by_position");
+    const dpd_evidence *e = ev(g, "files");
+    CHECK(g && g->severity == DPD_SEV_WARNING && !g->blocking && e && !strcmp(e->text, "val_output.csv") &&
+              strstr(g->fix, "name the columns I and Q") && !r.evaluation_blocked,
+          "X,Y: columns_by_position, a warning naming val_output.csv (%s)", g ? g->message : "none");
+    dpd_doctor_report_free(&r);
+    r = run("clean", write_cap(&clean));
+    CHECK(!find(&r, "columns_by_position"), "I,Q headers: no columns_by_position");
+    dpd_doctor_report_free(&r);
+}
+
 /* The output a scaled copy of the input (a loopback): output_is_input; the clean capture, no. */
 static void test_copy(void) {
     cap c;
@@ -1124,7 +1145,7 @@ static void test_opendpd(void) {
               "DPA_160MHz: its absent train split is named");
         static const char *const dpd_checks[] = {"split_delay_mismatch", "split_gain_mismatch", "split_uncorrelated",
                                                  "split_silent", "bandwidth_exceeds_channel", "output_is_input",
-                                                 "iq_imbalance"};
+                                                 "iq_imbalance", "columns_by_position"};
         for (size_t i = 0; i < sizeof dpd_checks / sizeof *dpd_checks; i++) /* dpd's checks: none on a real capture */
             CHECK(!find(&r, dpd_checks[i]), "%s: no %s", names[k], dpd_checks[i]);
         dpd_doctor_report_free(&r);
@@ -1140,6 +1161,7 @@ int main(void) {
     test_uncorrelated();
     test_split_consistency();
     test_copy();
+    test_by_position();
     test_split_slip();
     test_clipping();
     test_spikes();
