@@ -78,15 +78,41 @@ dpd_status dpd_run_create(dpd_rundir *d, const char *base, const char *id, dpd_e
     return dpd_fail(err, DPD_E_IO, "%s: too many runs with this id", base);
 }
 
-void dpd_run_inherit(dpd_rundir *d, int epochs) {
+void dpd_run_inherit(dpd_rundir *d, int epochs, char *warning, size_t n) {
     char path[4200], *buf, *save;
+    unsigned char *have = calloc((size_t)epochs + 1, 1); /* have[e]: a row of epoch e */
+    warning[0] = 0;
     snprintf(path, sizeof path, "%s/history.csv", d->dir);
-    if (!dpd_file_read(path, &buf, NULL, NULL)) {
+    int read = !dpd_file_read(path, &buf, NULL, NULL);
+    size_t fields = 0; /* the header's commas (d->hist holds it): a row cut short or edited has other */
+    for (size_t i = 0; i < d->hist.n && d->hist.s[i] != '\n'; i++) fields += d->hist.s[i] == ',';
+    if (read) {
         char *line = strtok_r(buf, "\n", &save);
-        for (line = line ? strtok_r(NULL, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
-            if (atoi(line) <= epochs) dpd_text_add(&d->hist, "%s\n", line);
+        for (line = line ? strtok_r(NULL, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+            int e = atoi(line);
+            size_t commas = 0;
+            for (const char *c = line; *c; c++) commas += *c == ',';
+            if (e > epochs || commas != fields) continue;
+            dpd_text_add(&d->hist, "%s\n", line);
+            if (have && e >= 1) have[e] = 1;
+        }
         free(buf);
     }
+    char gaps[200] = ""; /* "3", "1-4, 7" */
+    int lost = 0;
+    for (int e = 1; have && e <= epochs; e++) {
+        if (have[e]) continue;
+        int b = e;
+        while (e < epochs && !have[e + 1]) e++;
+        lost += e - b + 1;
+        size_t k = strlen(gaps);
+        if (k + 24 < sizeof gaps) snprintf(gaps + k, sizeof gaps - k, "%s%d%s%.0d", k ? ", " : "", b, e > b ? "-" : "", e > b ? e : 0);
+    }
+    if (lost)
+        snprintf(warning, n, "%s %s epoch%s %s of the %d the checkpoint has trained: the learning curve has a gap "
+                             "there (events.jsonl still holds those epochs' metrics)",
+                 path, read ? "lacks the rows of" : "is missing: no rows of", lost > 1 ? "s" : "", gaps, epochs);
+    free(have);
     snprintf(path, sizeof path, "%s/events.jsonl", d->dir);
     if (!dpd_file_read(path, &buf, NULL, NULL)) {
         for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {

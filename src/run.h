@@ -103,8 +103,10 @@ dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_st
                              const dpd_train_cfg *c, dpd_error *err);
 
 /* A resumed run: history.csv keeps the rows of epochs 1..epochs; events.jsonl keeps every record
- * (a log of what happened, cancellations included) and its sequence numbers continue. */
-void dpd_run_inherit(dpd_rundir *d, int epochs);
+ * (a log of what happened, cancellations included) and its sequence numbers continue. Where
+ * history.csv lacks rows of 1..epochs (removed, cut short, edited), warning (n bytes) says which
+ * ("" when none is missing). */
+void dpd_run_inherit(dpd_rundir *d, int epochs, char *warning, size_t n);
 
 /* Writes name in the run directory from t, atomically. */
 dpd_status dpd_run_write(const dpd_rundir *d, const char *name, const dpd_text *t, dpd_error *err);

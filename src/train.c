@@ -59,6 +59,7 @@ typedef struct run {
     char pa_warning[512]; /* DPD runs: the PA was trained at another sample rate than ds's ("" none) */
     char kern_warning[512]; /* a resume on other kernels than the run's (its bits differ from then on) */
     char cover_warning[256]; /* a stride longer than the frame: samples never trained on */
+    char hist_warning[4600]; /* a resume whose history.csv lacks epochs the checkpoint has trained */
     char train_sha256[65]; /* the train split's dpd_split_fingerprint */
     float *tx, *ty;      /* train split as float (n, 2); ty = y (PA) or g x (DPD) */
     size_t nframes;
@@ -529,7 +530,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         }
         r.rd.delta = delta_cols(&r);
         dpd_run_header(&r.rd.hist, r.rd.delta, r.sc.profile);
-        dpd_run_inherit(&r.rd, st.epoch);
+        dpd_run_inherit(&r.rd, st.epoch, r.hist_warning, sizeof r.hist_warning);
     } else {
         st.lr = cfg.lr; /* (a resume's cfg was read from its config.json after st was made) */
         dpd_rng_seed(&r.rng, cfg.seed);
@@ -538,7 +539,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
             dpd_run_adopt(&r.rd, &r.info);
             r.rd.delta = delta_cols(&r);
             dpd_run_header(&r.rd.hist, r.rd.delta, r.sc.profile);
-            dpd_run_inherit(&r.rd, 0);
+            dpd_run_inherit(&r.rd, 0, r.hist_warning, sizeof r.hist_warning);
         }
     }
     if (in->resume[0]) dpd_run_clean(&r.rd); /* temporary files of a writer that was killed */
@@ -562,9 +563,9 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
                     .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;
-    const char *warns[4] = {r.ds.warning, r.pa_warning, r.kern_warning, r.cover_warning}; /* the dataset's, the PA's,
-                                                                                              * the kernels', the frames' */
-    for (int k = 0; k < 4; k++)
+    const char *warns[5] = {r.ds.warning, r.pa_warning, r.kern_warning, r.cover_warning, /* the dataset's, the PA's, */
+                            r.hist_warning}; /* the kernels', the frames', the history's */
+    for (int k = 0; k < 5; k++)
         if (warns[k][0]) {
             dpd_event w = {.type = DPD_EV_WARNING, .epoch = st.epoch + 1, .message = warns[k]};
             cancel |= emit(&r, &w, 1);

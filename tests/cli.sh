@@ -964,6 +964,18 @@ check 'jq1 "$T/mp2.json" "j[\"epochs\"] == 2 and \"IBE\" in j[\"val\"]" && [ "$(
 check 'grep -q "^epoch 1/1 train_loss .* val NMSE -*[0-9.]* IBE -*[0-9.]* ACPR -*[0-9.]* | test NMSE" "$T/mp.err" &&
        grep -q "^epoch 2/2 .* IBE .* ACPR " "$T/mp2.err" && ! grep -q " EVM \| ACLR " "$T/mp.err" "$T/mp2.err"' \
     "train-pa --metric-profile: the epoch lines name the profile's metrics, resumed too ($(grep -m1 "^epoch" "$T/mp.err"))"
+# a resume whose history.csv lost rows (cut short, removed) says which epochs, and keeps no torn row
+"$DPD" train-pa --data "$T/a" --hidden 3 --frame 40 --stride 20 --epochs 3 --no-plots --out "$T/hh" >/dev/null 2>&1
+HH=$(ls -d "$T"/hh/a/train_pa/*)
+head -c "$(($(head -n 3 "$HH/history.csv" | wc -c) + 20))" "$HH/history.csv" >"$T/hh.csv" && cp "$T/hh.csv" "$HH/history.csv"
+"$DPD" train-pa --resume "$HH" --epochs 4 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv lacks the rows of epoch 3 of the 3 the checkpoint has trained: the learning curve has a gap there" "$T/err" &&
+       [ "$(cut -d, -f1 "$HH/history.csv" | tr "\n" " ")" = "EPOCH 1 2 4 " ] && awk -F, "NR > 1 && NF != n { exit 1 } NR == 1 { n = NF }" "$HH/history.csv"' \
+    "resume of a run whose history.csv was cut inside epoch 3's row: warned, the torn row dropped (exit $rc: $(head -c 300 "$T/err"))"
+rm "$HH/history.csv"
+"$DPD" train-pa --resume "$HH" --epochs 5 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv is missing: no rows of epochs 1-4 of the 4 the checkpoint has trained" "$T/err"' \
+    "resume of a run whose history.csv is gone: the lost epochs named (exit $rc: $(head -c 300 "$T/err"))"
 # eval of the run's checkpoint scores under the run's profile unless told otherwise, and says so
 "$DPD" eval --data "$T/a" --split test --model "$MP" --json >"$T/mpe.json" 2>"$T/mpe.err"; rc=$?
 check '[ $rc -eq 0 ] && jq1 "$T/mpe.json" "j[\"metric_profile\"] == \"general-spectral-v1\" and \"ACPR_AVG\" in j[\"model\"]" &&
