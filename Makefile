@@ -8,8 +8,9 @@
 
 CC      ?= cc
 BUILD   ?= build
-# matio reads and writes MATLAB .mat files (v5, and v7.3 through its HDF5): src/mat.c.
-PKGS    := jansson kissfft-float lapacke libarchive libcrypto matio
+# matio reads and writes MATLAB .mat files (v5, and v7.3 through its HDF5): src/mat.c; zlib walks a
+# compressed v5 variable's data there, to count it.
+PKGS    := jansson kissfft-float lapacke libarchive libcrypto matio zlib
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers \
            -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

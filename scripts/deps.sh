@@ -7,7 +7,7 @@
 # and tests). Idempotent: does nothing when they are present. As root it runs apt-get; otherwise
 # it prints the command and fails.
 set -eu
-PKGS="build-essential pkg-config libjansson-dev libkissfft-dev liblapacke-dev libarchive-dev libssl-dev libmatio-dev clang libclang-rt-14-dev libmicrohttpd-dev libsqlite3-dev libseccomp-dev python3 libcairo2-dev libdeflate-dev fonts-dejavu-core chromium opencl-c-headers ocl-icd-opencl-dev pocl-opencl-icd"
+PKGS="build-essential pkg-config libjansson-dev libkissfft-dev liblapacke-dev libarchive-dev libssl-dev libmatio-dev zlib1g-dev clang libclang-rt-14-dev libmicrohttpd-dev libsqlite3-dev libseccomp-dev python3 libcairo2-dev libdeflate-dev fonts-dejavu-core chromium opencl-c-headers ocl-icd-opencl-dev pocl-opencl-icd"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dataset.h"
 #include "file.h"
@@ -214,6 +215,148 @@ static dpd_status signal_shape(const matvar_t *v, const char *path, uint64_t siz
     return DPD_OK;
 }
 
+/* ---- a v5 variable's data, counted from the file (matio does not: a real part shorter than the
+ * dimensions say is read to the file's end and the rest of its buffer left as it was) ---------- */
+
+/* The bytes of one element, read in order: the file's [pos, end), or a compressed element's
+ * inflated stream (z: zlib, fed from the file's [pos, end)). */
+typedef struct src {
+    int fd, big;
+    uint64_t pos, end;
+    z_stream *z;
+    unsigned char in[1 << 14];
+} src;
+
+/* n bytes into out (NULL: passed over); 0, or -1 where the element ends first (or is no zlib). */
+static int src_get(src *s, unsigned char *out, uint64_t n) {
+    unsigned char sink[1 << 14];
+    while (n) {
+        size_t k = n < sizeof sink ? (size_t)n : sizeof sink;
+        if (!s->z) {
+            if (s->end - s->pos < k) return -1;
+            if (out && pread(s->fd, out, k, (off_t)s->pos) != (ssize_t)k) return -1;
+            s->pos += k;
+        } else {
+            s->z->next_out = out ? out : sink, s->z->avail_out = (uInt)k;
+            while (s->z->avail_out) {
+                if (!s->z->avail_in) {
+                    size_t m = s->end - s->pos < sizeof s->in ? (size_t)(s->end - s->pos) : sizeof s->in;
+                    if (!m || pread(s->fd, s->in, m, (off_t)s->pos) != (ssize_t)m) return -1;
+                    s->pos += m, s->z->next_in = s->in, s->z->avail_in = (uInt)m;
+                }
+                int r = inflate(s->z, Z_NO_FLUSH);
+                if (r != Z_OK && !(r == Z_STREAM_END && !s->z->avail_out)) return -1;
+            }
+        }
+        if (out) out += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* A sub-element's tag: its type and byte count, and how many bytes it takes (data and padding, or
+ * none past the tag for a small element, whose up to 4 bytes are in data); -1 where cut short. */
+static int sub_tag(src *s, uint32_t *type, uint32_t *nb, uint64_t *span, unsigned char data[4]) {
+    unsigned char t[8];
+    if (src_get(s, t, 8)) return -1;
+    *type = u32(t, s->big), *nb = u32(t + 4, s->big);
+    if (*type >> 16) { /* small: the byte count in the upper half, the data in the tag's second word */
+        *nb = *type >> 16, *type &= 0xFFFF, *span = 0;
+        memcpy(data, t + 4, 4);
+        return *nb <= 4 ? 0 : -1;
+    }
+    *span = (uint64_t)*nb + (8 - *nb % 8) % 8;
+    return 0;
+}
+
+/* Bytes a value of v5 data type t takes (0: none of the numeric types). */
+static unsigned type_size(uint32_t t) {
+    static const unsigned k[16] = {0, 1, 1, 2, 2, 4, 4, 4, 0, 8, 0, 0, 8, 8, 0, 0};
+    return t < 16 ? k[t] : 0;
+}
+
+/* The matrix element in s (past its tag) when it is variable `name`: *hit 1, *count its values by
+ * its dimensions, have[0] (have[1]: the imaginary part's, complex only) the values its data holds;
+ * -1 where it is cut short or malformed. */
+static int matrix_values(src *s, const char *name, int *hit, uint64_t *count, int *cplx, uint64_t have[2]) {
+    uint32_t type, nb;
+    uint64_t span;
+    unsigned char small[4], buf[256];
+    *hit = 0;
+    if (sub_tag(s, &type, &nb, &span, small) || nb != 8 || span != 8 || src_get(s, buf, 8)) return -1; /* array flags */
+    *cplx = (u32(buf, s->big) & 0x0800) != 0;
+    if (sub_tag(s, &type, &nb, &span, small) || type != 5 || !nb || nb % 4 || span > sizeof buf || src_get(s, buf, span)) return -1;
+    uint64_t c = 1;
+    for (uint32_t i = 0; i < nb / 4; i++) {
+        uint64_t d = u32(buf + 4 * i, s->big);
+        c = d && c > UINT64_MAX / d ? UINT64_MAX : c * d;
+    }
+    *count = c;
+    if (sub_tag(s, &type, &nb, &span, small)) return -1; /* the name */
+    char got[64] = "";
+    if (!span) memcpy(got, small, nb);
+    else if (nb < sizeof got && span <= sizeof buf) {
+        if (src_get(s, buf, span)) return -1;
+        memcpy(got, buf, nb);
+    } else if (src_get(s, NULL, span)) {
+        return -1;
+    }
+    if (strcmp(got, name)) return 0;
+    *hit = 1;
+    for (int k = 0; k <= *cplx; k++) {
+        if (sub_tag(s, &type, &nb, &span, small) || !type_size(type)) return -1;
+        have[k] = nb / type_size(type);
+        if (k < *cplx && src_get(s, NULL, span)) return -1;
+    }
+    return 0;
+}
+
+/* DPD_E_FORMAT where v5 variable `name` of path holds fewer values than its dimensions say, or its
+ * data cannot be walked (its element cut short or malformed); DPD_OK otherwise (other variables are
+ * matio's to judge). A compressed element is inflated up to its imaginary part's tag. */
+static dpd_status v5_values(const char *path, const char *name, dpd_error *err) {
+    int fd;
+    uint64_t size;
+    dpd_status st = dpd_file_open(path, MAX_MAT_BYTES, "MATLAB file", &fd, &size, err);
+    if (st) return st;
+    unsigned char h[128], t[8];
+    src *s = malloc(sizeof *s);
+    z_stream z;
+    int bad = !s || pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h, hit = 0, cplx = 0;
+    uint64_t count = 0, have[2] = {0, 0};
+    for (uint64_t pos = 128; !bad && !hit && pos + 8 <= size;) {
+        if (pread(fd, t, 8, (off_t)pos) != 8) break;
+        int big = h[126] == 'M' && h[127] == 'I';
+        uint32_t type = u32(t, big), nb = u32(t + 4, big);
+        if (type >> 16) {
+            pos += 8;
+            continue;
+        }
+        uint64_t end = pos + 8 + (uint64_t)nb;
+        if (end > size) break; /* cut short: open_mat says so */
+        *s = (src){.fd = fd, .big = big, .pos = pos + 8, .end = end};
+        if (type == 14) {
+            bad = matrix_values(s, name, &hit, &count, &cplx, have) < 0 && hit; /* another variable: matio's to judge */
+        } else if (type == 15) {
+            memset(&z, 0, sizeof z);
+            if (inflateInit(&z) != Z_OK) break;
+            s->z = &z;
+            unsigned char mt[8];
+            bad = !src_get(s, mt, 8) && u32(mt, big) == 14 && matrix_values(s, name, &hit, &count, &cplx, have) < 0 && hit;
+            inflateEnd(&z);
+        }
+        pos = end + (type == 15 ? 0 : (8 - end % 8) % 8);
+    }
+    free(s);
+    close(fd);
+    if (bad || (hit && (have[0] < count || (cplx && have[1] < count))))
+        return dpd_fail(err, DPD_E_FORMAT,
+                        "%s: variable '%s' holds fewer values than its dimensions say (%s%llu of %llu): truncated or "
+                        "corrupt", path, name, !cplx ? "" : have[1] < have[0] ? "its imaginary part " : "its real part ",
+                        (unsigned long long)(bad ? 0 : cplx && have[1] < have[0] ? have[1] : have[0]), (unsigned long long)count);
+    return DPD_OK;
+}
+
 /* Variable `name` of m as (n, 2) doubles (see signal_shape). */
 static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const char *name, const char *hint,
                               double **iq, size_t *n, dpd_error *err) {
@@ -234,7 +377,7 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
     int cplx = v->isComplex != 0;
     enum matio_classes cls = v->class_type;
     Mat_VarFree(v);
-    if (s) return s;
+    if (s || (Mat_GetVersion(m) == MAT_FT_MAT5 && (s = v5_values(path, name, err)))) return s; /* its data, counted */
     said[0] = 0;
     if (!(v = Mat_VarRead(m, name)) || said[0]) {
         Mat_VarFree(v);

@@ -16,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "check.h"
 #include "dpd/dpd.h"
+#include "mat.h"
 
 static char paths[32][512];
 static int npaths;
@@ -251,6 +253,88 @@ static void bad(const char *d, int v73) {
     const char *junk = v73 ? "junk73.mat" : "junk5.mat";
     check_write(d, junk, "MATLAB 5.0 MAT-file, but only the text of a header, and no more than that.\n");
     refused(tag, "not a MAT file", join(d, junk), "not a MATLAB .mat file", NULL);
+}
+
+/* A v5 file written byte by byte: variable 'x', double, declared rows x cols (complex when nim >=
+ * 0), whose data holds nre real (and nim imaginary) values, zlib-compressed when z. matio reads
+ * what the data holds and leaves the rest of its buffer as it was. */
+static const char *short_v5(const char *d, const char *name, size_t rows, size_t cols, size_t nre, long nim, int z) {
+    size_t nb = 16 + 16 + 8 + 8 + nre * 8 + (nim >= 0 ? 8 + (size_t)nim * 8 : 0), n = 0;
+    unsigned char *e = calloc(8 + nb, 1), h[128];
+    uint32_t w[6] = {14, (uint32_t)nb, 6, 8, 6 | (nim >= 0 ? 0x800 : 0), 0}; /* miMATRIX; array flags: double */
+    memcpy(e, w, sizeof w), n = sizeof w;
+    uint32_t dims[4] = {5, 8, (uint32_t)rows, (uint32_t)cols}, nm[2] = {1u << 16 | 1, 'x'}; /* dims; name, small */
+    memcpy(e + n, dims, sizeof dims), n += sizeof dims;
+    memcpy(e + n, nm, sizeof nm), n += sizeof nm;
+    for (int k = 0; k < (nim >= 0 ? 2 : 1); k++) {
+        size_t c = k ? (size_t)nim : nre;
+        uint32_t t[2] = {9, (uint32_t)(c * 8)}; /* miDOUBLE */
+        memcpy(e + n, t, 8), n += 8;
+        for (size_t i = 0; i < c; i++) {
+            double v = 0.25 * sin(0.1 * (double)i + k);
+            memcpy(e + n, &v, 8), n += 8;
+        }
+    }
+    memset(h, ' ', 116), memset(h + 116, 0, 12), memcpy(h, "MATLAB 5.0 MAT-file", 19);
+    h[124] = 0, h[125] = 1, h[126] = 'I', h[127] = 'M';
+    const char *p = join(d, name);
+    FILE *f = fopen(p, "wb");
+    if (f) fwrite(h, 1, 128, f);
+    if (f && z) {
+        uLongf zn = compressBound(n);
+        unsigned char *zb = malloc(zn);
+        compress2(zb, &zn, e, n, 6);
+        uint32_t t[2] = {15, (uint32_t)zn};
+        fwrite(t, 1, 8, f), fwrite(zb, 1, zn, f);
+        free(zb);
+    } else if (f) {
+        fwrite(e, 1, n, f);
+    }
+    if (f) fclose(f);
+    free(e);
+    return p;
+}
+
+/* A variable whose data holds fewer values than its dimensions say: refused naming the counts
+ * (uncompressed and compressed; real N x 2, and either part of a complex vector), where matio would
+ * hand back a buffer partly never written; the same file whole reads back. */
+static void short_data(const char *d) {
+    static const struct {
+        const char *name;
+        size_t rows, cols, nre;
+        long nim;
+        int z;
+        const char *say;
+    } c[] = {
+        {"s_real.mat", 3000, 2, 4000, -1, 0, "(4000 of 6000)"},
+        {"s_re.mat", 6000, 1, 4000, 4000, 0, "(its real part 4000 of 6000)"},
+        {"s_rez.mat", 6000, 1, 4000, 4000, 1, "(its real part 4000 of 6000)"},
+        {"s_im.mat", 6000, 1, 6000, 4000, 0, "(its imaginary part 4000 of 6000)"},
+        {"s_imz.mat", 6000, 1, 6000, 4000, 1, "(its imaginary part 4000 of 6000)"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const char *p = short_v5(d, c[i].name, c[i].rows, c[i].cols, c[i].nre, c[i].nim, c[i].z);
+        double *iq = NULL;
+        size_t n = 0;
+        dpd_error err = {0};
+        double fs = 0;
+        dpd_status s = dpd_mat_read_signal(p, NULL, NULL, &iq, &n, &fs, &err);
+        CHECK(s == DPD_E_FORMAT && !iq && strstr(err.msg, p) && strstr(err.msg, "variable 'x' holds fewer values than its "
+                                                                          "dimensions say") && strstr(err.msg, c[i].say),
+              "%s: %s '%s'", c[i].name, dpd_status_str(s), err.msg);
+        free(iq);
+    }
+    for (int z = 0; z < 2; z++) { /* the hand-made file whole: read as written */
+        const char *p = short_v5(d, z ? "s_okz.mat" : "s_ok.mat", 6000, 1, 6000, 6000, z);
+        double *iq = NULL;
+        size_t n = 0;
+        dpd_error err = {0};
+        double fs = 0;
+        dpd_status s = dpd_mat_read_signal(p, NULL, NULL, &iq, &n, &fs, &err);
+        CHECK(s == DPD_OK && n == 6000 && iq && iq[2 * 5999] == 0.25 * sin(599.9) && iq[2 * 5999 + 1] == 0.25 * sin(599.9 + 1),
+              "whole hand-made v5 file (%s): %s '%s', %zu samples", z ? "compressed" : "plain", dpd_status_str(s), err.msg, n);
+        free(iq);
+    }
 }
 
 /* ---- dpd run's output and recordings in .mat ------------------------------------------------------ */
@@ -614,6 +698,7 @@ int main(void) {
         bad(d, v73);
         model(d, v73);
     }
+    short_data(d);
     sigmf(d);
     presets();
     return check_done("record");
