@@ -164,7 +164,9 @@ void cli_na_print(FILE *f, const cli_na *t, const char *indent); /* "n/a: why", 
 
 /* Under a table with "no DPD" rows: what they measure (the PA model's figure, which a reader could
  * take for the capture's). */
-#define CLI_NO_DPD_NOTE "no DPD: the frozen PA model driven by x itself, against g x (the model's figure, not the capture's)\n"
+#define CLI_NO_DPD_NOTE                                                                                         \
+    "no DPD: the frozen PA model driven by x itself, against g x (the model's figure); measured: the capture's\n"   \
+    "own output y against g x (the real PA without DPD; a DPD's figures are through the model, never the PA)\n"
 
 /* A frequency or sample rate for people: "800 MHz", "1.5 GHz", "122.88 MHz", "30 kHz": the largest unit
  * that keeps the number at or above 1, up to 10 significant digits (Hz below 1 kHz and when hz is not

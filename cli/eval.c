@@ -256,7 +256,7 @@ int cmd_eval(int argc, char **argv) {
     int has_train = ds.split[DPD_TRAIN].n > 0;
     dpd_eval e = {0}, e2 = {0};
     dpd_session *sm = NULL, *sa = NULL;
-    dpd_metrics out = {0}, lin = {0}, mod = {0}, nod = {0};
+    dpd_metrics out = {0}, lin = {0}, mod = {0}, nod = {0}, mea = {0};
     float *buf = NULL;
     char prov[1200] = "";
     json_t *j = NULL;
@@ -276,24 +276,28 @@ int cmd_eval(int argc, char **argv) {
             dpd_eval_run(&e2, sm, EVAL_BATCH, sp, &sc, &err))
             goto done;
         mod = e2.m;
+        if (dpd_eval_measured(&e, &ds, &sc, &mea, &err)) goto done; /* the capture's y against g x */
         chosen(sm, prov, sizeof prov);
         if (dpd_metrics_aclr(e.ref, e.S, e.N, e.n, sp, &sc, &lin, &err)) goto done; /* e.ref: the target g x */
         warn_leak(&sc, prof, &lin, &nod, 1);
         int both = nod.status[DPD_ACLR_AVG] == DPD_METRIC_OK && mod.status[DPD_ACLR_AVG] == DPD_METRIC_OK;
         if (json) { /* the improvement: no_dpd's ACLR_AVG (ACPR_AVG) less dpd's, dB; null where either is n/a */
-            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?, s:o, s:s}", "dataset", ds.name, "split", split,
-                          "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g),
-                          "gain_split", "train", "no_dpd", cli_metrics_json(&nod, 0), "dpd", cli_metrics_json(&mod, 0),
-                          "improvement_db", both ? cli_jnum(nod.aclr_avg - mod.aclr_avg) : json_null(), "provider", prov);
+            j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:o, s:s, s:o?, s:o?, s:o?, s:o, s:s}", "dataset", ds.name, "split",
+                          split, "metric_profile", prof, "samples", (json_int_t)e.n, "segments", e.S, "gain", cli_jnum(g),
+                          "gain_split", "train", "no_dpd", cli_metrics_json(&nod, 0), "measured", cli_metrics_json(&mea, 0),
+                          "dpd", cli_metrics_json(&mod, 0), "improvement_db",
+                          both ? cli_jnum(nod.aclr_avg - mod.aclr_avg) : json_null(), "provider", prov);
             rc = cli_json_print(j);
             goto done;
         }
         cli_na t = {0};
         cli_na_add(&t, &nod, 0, DPD_NMETRICS - 1);
+        cli_na_add(&t, &mea, 0, DPD_NMETRICS - 1);
         cli_na_add(&t, &mod, 0, DPD_NMETRICS - 1);
         printf("%s %s: PA(DPD(x)) against g x, g = %.6f, on %s\n", ds.name, split, g, prov);
         cli_metrics_header(stdout, sc.profile);
         cli_na_row(stdout, &t, "no DPD", &nod);
+        cli_na_row(stdout, &t, "measured", &mea);
         cli_na_row(stdout, &t, "DPD", &mod);
         cli_na_print(stdout, &t, "");
         fputs(CLI_NO_DPD_NOTE, stdout);

@@ -226,19 +226,20 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
             goto fail;
         }
         in.x = kept->x, in.ref = kept->ref, in.pred = kept->pred, in.S = kept->S, in.N = kept->N, in.n = kept->n;
-        if (dpd) in.other = e.pred, in.other_name = "no_dpd";
+        if (dpd) in.other = e.pred, in.other_name = "no_dpd", in.measured = e.ref; /* e's target: the capture's y */
     } else if (dpd) { /* PA(DPD(x)) and PA(x) against g x */
         if (!(g > 0)) {
             cli_err(err, DPD_E_INVAL, "%s: the target gain g = max|y_train| / max|x_train| is 0 (no or a silent train "
                                       "split): a DPD run is plotted against g x", data);
             goto fail;
         }
+        const dpd_split *sp = &ds.split[r->split];
         if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_eval_prepare(&e2, &ds, r->split, g, err) ||
             cli_session_open(pa, r->x, &sa, err) || dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err) ||
             cli_session_open(best, r->x, &sm, err) || dpd_session_chain(sm, sa, err) ||
-            dpd_eval_run(&e2, sm, EVAL_BATCH, &ds.spec, 0, err))
+            dpd_eval_run(&e2, sm, EVAL_BATCH, &ds.spec, 0, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err))
             goto fail;
-        in.x = e.x, in.ref = e.ref, in.pred = e2.pred, in.other = e.pred, in.other_name = "no_dpd";
+        in.x = e.x, in.ref = e.ref, in.pred = e2.pred, in.other = e.pred, in.other_name = "no_dpd", in.measured = y;
         in.S = e.S, in.N = e.N, in.n = e.n;
     } else { /* the PA model's prediction against the measured y */
         if (dpd_eval_prepare(&e, &ds, r->split, 0, err) || cli_session_open(best, r->x, &sm, err) ||
@@ -986,17 +987,17 @@ static void empty_chart(cairo_t *cr, json_t *doc, const char *what, const char *
     }
 }
 
-/* The signals of p in drawing order (the third, then the target, the prediction on top), with
- * their look: colour, width, dash and what the legend calls them (gl: room for the labels made
- * here, g x's and a silent signal's). sig[k]: the k-th's index in p's arrays. */
-static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char gl[4][64]) {
+/* The signals of p in drawing order (a DPD run's PA(x) and measured y, then the target, the
+ * prediction on top), with their look: colour, width, dash and what the legend calls them (gl: room
+ * for the labels made here, g x's and a silent signal's). sig[k]: the k-th's index in p's arrays. */
+static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char gl[DPD_PLOT_SIGNALS + 1][64]) {
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     double g = json_number_value(json_object_get(doc, "gain"));
-    if (g > 0) snprintf(gl[3], 64, "g\xC2\xB7x, g = %.3f", g);
-    else snprintf(gl[3], 64, "g\xC2\xB7x, no gain"); /* a silent x or y (the warning says which) */
-    static const char *const order[] = {"no_dpd", "target", "linear", "prediction", "output"};
+    if (g > 0) snprintf(gl[DPD_PLOT_SIGNALS], 64, "g\xC2\xB7x, g = %.3f", g);
+    else snprintf(gl[DPD_PLOT_SIGNALS], 64, "g\xC2\xB7x, no gain"); /* a silent x or y (the warning says which) */
+    static const char *const order[] = {"no_dpd", "measured", "target", "linear", "prediction", "output"};
     int n = 0;
-    for (size_t i = 0; i < sizeof order / sizeof *order && n < 3; i++) {
+    for (size_t i = 0; i < sizeof order / sizeof *order && n < DPD_PLOT_SIGNALS; i++) {
         int k = -1;
         for (int j = 0; j < p->nsig; j++)
             if (k < 0 && !strcmp(p->name[j], order[i])) k = j;
@@ -1004,8 +1005,9 @@ static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char g
         const char *name = order[i];
         sig[n] = k;
         s[n] = !strcmp(name, "no_dpd")       ? (style){SKY, 1.4, 1, "PA(x), no DPD"}
+               : !strcmp(name, "measured")   ? (style){BLUE, 1.4, 0, "measured y, no DPD"}
                : !strcmp(name, "target")     ? (style){BLACK, 2.2, 0, dpd ? "target g\xC2\xB7x" : "measured y"}
-               : !strcmp(name, "linear")     ? (style){BLACK, 2.2, 0, gl[3]}
+               : !strcmp(name, "linear")     ? (style){BLACK, 2.2, 0, gl[DPD_PLOT_SIGNALS]}
                : !strcmp(name, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA(DPD(x))" : "PA model"}
                                              : (style){VERMILLION, 1.2, 0, "measured y"};
         if (p->silent[k]) { /* drawn nowhere: the legend says why */
@@ -1079,9 +1081,9 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
         return;
     }
     vec f = {p->freq, p->nf};
-    int sig[3];
-    style s[3];
-    char gl[4][64];
+    int sig[DPD_PLOT_SIGNALS];
+    style s[DPD_PLOT_SIGNALS];
+    char gl[DPD_PLOT_SIGNALS + 1][64];
     int n = looks(d->doc, p, sig, s, gl);
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, f);
@@ -1104,9 +1106,9 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
         return;
     }
     vec f = {p->freq, p->nf}, res = {p->residual, p->nf};
-    int sig[3];
-    style look[3];
-    char gl[4][64];
+    int sig[DPD_PLOT_SIGNALS];
+    style look[DPD_PLOT_SIGNALS];
+    char gl[DPD_PLOT_SIGNALS + 1][64];
     int n = looks(d->doc, p, sig, look, gl), dpd = json_is_true(json_object_get(d->doc, "dpd"));
     const char *ref = strcmp(p->name[0], "target") ? "linear" : "target"; /* signal 0 */
     style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
@@ -1157,10 +1159,10 @@ static double kth(double *v, long n, long k) {
 static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, const char *what, const char *ylabel,
                           int where) {
     const dpd_plot_data *p = d->p;
-    int pm = ys == p->pm, sig[3];
+    int pm = ys == p->pm, sig[DPD_PLOT_SIGNALS];
     vec in = {p->amp, p->na};
-    style s[3];
-    char gl[4][64];
+    style s[DPD_PLOT_SIGNALS];
+    char gl[DPD_PLOT_SIGNALS + 1][64];
     int n = looks(d->doc, p, sig, s, gl);
     range xr = {0, -INFINITY}, yr = pm ? EMPTY_RANGE : (range){0, -INFINITY};
     grow(&xr, in);
@@ -1212,9 +1214,9 @@ static void chart_ampm(cairo_t *cr, const plot_doc *d) {
 /* I (top) and Q (bottom) of the first samples, every series. */
 static void chart_iq(cairo_t *cr, const plot_doc *d) {
     const dpd_plot_data *p = d->p;
-    int sig[3];
-    style s[3];
-    char gl[4][64];
+    int sig[DPD_PLOT_SIGNALS];
+    style s[DPD_PLOT_SIGNALS];
+    char gl[DPD_PLOT_SIGNALS + 1][64];
     int n = looks(d->doc, p, sig, s, gl);
     double *k = malloc((p->ni ? p->ni : 1) * sizeof *k); /* the sample numbers */
     for (size_t i = 0; k && i < p->ni; i++) k[i] = (double)i;

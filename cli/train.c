@@ -197,7 +197,9 @@ json_t *cli_summary_json(const dpd_train_result *res) {
                           res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test", cli_metrics_json(&res->test, 0));
     if (j && res->dpd &&
         (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
-         json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) {
+         json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)) ||
+         json_object_set_new(j, "measured", cli_metrics_json(&res->measured_test, 0)) ||
+         json_object_set_new(j, "measured_val", cli_metrics_json(&res->measured_val, 0)))) {
         json_decref(j);
         j = NULL;
     }
@@ -240,8 +242,13 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
     const struct {
         const char *name;
         const dpd_metrics *m;
-    } row[4] = {{"val", &res->val}, {"test", &res->test}, {"no DPD val", &res->no_dpd_val}, {"no DPD test", &res->no_dpd_test}};
-    int rows = res->dpd ? 4 : 2;
+    } row[6] = {{"val", &res->val},
+                {"test", &res->test},
+                {"no DPD val", &res->no_dpd_val},
+                {"no DPD test", &res->no_dpd_test},
+                {"measured val", &res->measured_val},
+                {"measured test", &res->measured_test}};
+    int rows = res->dpd ? 6 : 2;
     cli_na t = {0};
     for (int i = 0; i < rows; i++) cli_na_add(&t, row[i].m, 0, DPD_NMETRICS - 1);
     for (int i = 0; i < rows; i++) cli_na_row(stdout, &t, row[i].name, row[i].m);

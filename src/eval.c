@@ -53,6 +53,20 @@ dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds, int split, doubl
     return s;
 }
 
+dpd_status dpd_eval_measured(const dpd_eval *e, const dpd_dataset *ds, const dpd_scoring *sc, dpd_metrics *m,
+                             dpd_error *err) {
+    memset(m, 0, sizeof *m);
+    if (!e->ref) return dpd_fail(err, DPD_E_INVAL, "evaluation not prepared");
+    const dpd_split *sp = &ds->split[e->split];
+    float *y = NULL;
+    int S = 0;
+    dpd_status s = sp->n == e->n ? dpd_segments(sp->y, sp->n, e->N, 1.0, &y, &S, err)
+                                 : dpd_fail(err, DPD_E_INVAL, "the evaluation is not of this dataset's split");
+    if (!s) s = dpd_metrics_compute(y, e->ref, e->S, e->N, e->n, &ds->spec, sc, m, err);
+    free(y);
+    return s;
+}
+
 dpd_status dpd_eval_run(dpd_eval *e, dpd_session *ses, int batch, const dpd_spec *spec, const dpd_scoring *sc, dpd_error *err) {
     size_t total = (size_t)e->S * e->N * 2;
     if (!e->x) return dpd_fail(err, DPD_E_INVAL, "evaluation not prepared");

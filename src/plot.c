@@ -177,11 +177,10 @@ static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *
     double wb[3][2], carrier = 0, wref[2] = {0, 0}; /* a Welch profile's bands, Hz */
     int banded = legacy ? !dpd_band_of(N, fs, in->spec->bw_main, in->spec->n_sub, &b, &berr) /* as dpd_aclr sums them */
                         : !dpd_profile_bands(in->spec, in->profile, wb, &carrier, &berr);
-    for (int s = 0; s < 4; s++) {
-        if (s < 3 && !sig[s]) continue;
-        if (s == 3) /* the residual */
+    for (int s = 0; s <= d->nsig; s++) { /* each signal, then the residual */
+        if (s == d->nsig)
             for (size_t i = 0; i < 2 * total; i++) res[i] = in->pred[i] - in->ref[i];
-        dpd_status st = dpd_psd_of(s < 3 ? sig[s] : res, in->S, N, in->n, fs, in->profile, f, db, err);
+        dpd_status st = dpd_psd_of(s < d->nsig ? sig[s] : res, in->S, N, in->n, fs, in->profile, f, db, err);
         if (st) return st;
         if (s == 1 && banded && legacy) ref = strongest(db, &b, in->spec->n_sub); /* the prediction's, whose ACLR is reported */
         if (s == 1 && banded && !legacy) { /* the slice of the main channel with the most power: the reference */
@@ -196,7 +195,7 @@ static dpd_status spectra(dpd_plot_data *d, const dpd_plot_in *in, const float *
         }
         double *out = doubles(d->nf, oom);
         if (!out) return DPD_OK;
-        *(s < 3 ? &d->psd[s] : &d->residual) = out;
+        *(s < d->nsig ? &d->psd[s] : &d->residual) = out;
         for (size_t k = 0; k < d->nf; k++) out[k] = rounded(db[k * stride], 3);
         if (s == 0 && (d->freq = doubles(d->nf, oom))) /* sig[0] is always there: its frequencies are everyone's */
             for (size_t k = 0; k < d->nf; k++) d->freq[k] = rounded(f[k * stride] / 1e6, 6);
@@ -225,8 +224,8 @@ static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *
     d->na = (in->n + stride - 1) / stride, d->ni = in->n < DPD_PLOT_IQ ? in->n : DPD_PLOT_IQ;
     if ((d->amp = doubles(d->na, oom)))
         for (size_t k = 0; k < d->na; k++) d->amp[k] = rounded(hypot(in->x[2 * k * stride], in->x[2 * k * stride + 1]), 6);
-    int have[3] = {0, 0, 0};
-    for (int s = 0; s < 3; s++) {
+    int have[DPD_PLOT_SIGNALS] = {0};
+    for (int s = 0; s < d->nsig; s++) {
         if (!sig[s] || !(d->am[s] = doubles(d->na, oom)) || !(d->pm[s] = doubles(d->na, oom)) ||
             !(d->i[s] = doubles(d->ni, oom)) || !(d->q[s] = doubles(d->ni, oom)))
             continue;
@@ -236,8 +235,8 @@ static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *
     /* Each signal's phase against x, power-weighted: arg(sum y conj(x)) over the points. A phase is
      * drawn within 180 degrees of it, so that a capture whose phase offset is near +-180 degrees is
      * one band, not two at the edges of [-180, 180]. */
-    double mid[3] = {0, 0, 0};
-    for (int s = 0; s < 3; s++) {
+    double mid[DPD_PLOT_SIGNALS] = {0};
+    for (int s = 0; s < d->nsig; s++) {
         double re = 0, im = 0;
         for (size_t k = 0; have[s] && k < d->na; k++) {
             const float *a = in->x + 2 * k * stride, *y = sig[s] + 2 * k * stride;
@@ -248,7 +247,7 @@ static void curves(dpd_plot_data *d, const dpd_plot_in *in, const float *const *
     for (size_t k = 0; k < d->na; k++) { /* x's phase once for every signal */
         const float *a = in->x + 2 * k * stride;
         double phase = atan2(a[1], a[0]);
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < d->nsig; s++) {
             if (!have[s]) continue;
             const float *y = sig[s] + 2 * k * stride;
             double p = remainder(atan2(y[1], y[0]) - phase, 2 * M_PI); /* [-pi, pi] */
@@ -286,12 +285,15 @@ dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
         return NULL;
     }
     size_t total = (size_t)in->S * (size_t)in->N;
-    const char *names[3] = {in->ref_name ? in->ref_name : "target", in->pred_name ? in->pred_name : "prediction",
-                            in->other_name ? in->other_name : "other"};
-    const float *sig[3] = {in->ref, in->pred, in->other};
+    /* the signals present, in order: the target, the prediction, the other, the measured */
+    const char *names[DPD_PLOT_SIGNALS] = {in->ref_name ? in->ref_name : "target", in->pred_name ? in->pred_name : "prediction"};
+    const float *sig[DPD_PLOT_SIGNALS] = {in->ref, in->pred};
     static const char *const field[3] = {"ref_name", "pred_name", "other_name"};
+    int nsig = 2;
+    if (in->other) names[nsig] = in->other_name ? in->other_name : "other", sig[nsig++] = in->other;
+    if (in->measured) names[nsig] = "measured", sig[nsig++] = in->measured;
     for (int i = 0; i < 3; i++)
-        if (!utf8(names[i])) {
+        if (!utf8(i < 2 ? names[i] : in->other_name ? in->other_name : "other")) {
             dpd_fail(err, DPD_E_INVAL, "plot: %s is not UTF-8 text", field[i]);
             return NULL;
         }
@@ -301,7 +303,7 @@ dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
     int oom = !d;
     dpd_status st = DPD_OK;
     if (oom) goto done;
-    d->S = in->S, d->N = in->N, d->n = in->n, d->fs_mhz = rounded(in->spec->fs / 1e6, 6), d->nsig = in->other ? 3 : 2;
+    d->S = in->S, d->N = in->N, d->n = in->n, d->fs_mhz = rounded(in->spec->fs / 1e6, 6), d->nsig = nsig;
     for (int i = 0; i < d->nsig; i++) d->name[i] = copy(names[i], &oom);
     for (int i = 0; i < d->nsig; i++) d->silent[i] = silent(sig[i], total);
     if (d->silent[0] && d->silent[1]) { /* say so instead of drawing -inf */
@@ -328,7 +330,7 @@ done:
 void dpd_plot_free(dpd_plot_data *d) {
     if (!d) return;
     free(d->empty), free(d->freq), free(d->residual), free(d->amp);
-    for (int s = 0; s < 3; s++) free(d->name[s]), free(d->psd[s]), free(d->am[s]), free(d->pm[s]), free(d->i[s]), free(d->q[s]);
+    for (int s = 0; s < DPD_PLOT_SIGNALS; s++) free(d->name[s]), free(d->psd[s]), free(d->am[s]), free(d->pm[s]), free(d->i[s]), free(d->q[s]);
     free(d);
 }
 

@@ -69,6 +69,7 @@ typedef struct run {
     dpd_eval ev[2];      /* val, test */
     dpd_eval pv;         /* preview_every > 0: the first val segments (made at the first preview) */
     dpd_metrics nodpd[2]; /* DPD runs: PA(x) against g x */
+    dpd_metrics measured[2]; /* DPD runs: the capture's y against g x */
     dpd_scoring sc;      /* the configuration's metric profile and EVM sample rate */
     dpd_plateau plat;
     dpd_rng rng;
@@ -262,7 +263,9 @@ static dpd_status open_sessions(run *r, dpd_error *err) {
     if ((s = dpd_session_open(r->pa, o, 5, 0, NULL, &r->pa_ses, err))) return s;
     dpd_session_share(r->pa_ses, r->pa);
     for (int k = 0; k < 2; k++) {
-        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, &r->sc, err))) return s;
+        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, &r->sc, err)) ||
+            (s = dpd_eval_measured(&r->ev[k], &r->ds, &r->sc, &r->measured[k], err)))
+            return s;
         r->nodpd[k] = r->ev[k].m;
     }
     return dpd_session_chain(r->ses, r->pa_ses, err);
@@ -648,6 +651,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
         res->config = cfg;
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
+        res->measured_val = r.measured[0], res->measured_test = r.measured[1];
     }
 done:
     /* a run that started records how it ended; a directory this call made without a finished epoch

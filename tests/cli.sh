@@ -477,6 +477,24 @@ check '[ "$(num dpd ACLR_AVG "$T/ce.json")" = "$(num test ACLR_AVG "$T/d1.json")
     "eval --pa RUN --model RUN reproduces train-dpd's test and no-DPD ACLR"
 check 'jq1 "$T/ce.json" "abs(j[\"improvement_db\"] - (j[\"no_dpd\"][\"ACLR_AVG\"] - j[\"dpd\"][\"ACLR_AVG\"])) < 1e-12"' \
     "eval --pa --model --json: improvement_db is no_dpd's ACLR_AVG less dpd's"
+# the measured PA without DPD (the capture's y against g x): as train-dpd gives it, its ACLR the PA
+# view's measured output ACLR, its NMSE that of y against g x (computed here in numpy-free Python)
+"$DPD" eval --data "$T/a" --split test --json >"$T/pv.json" 2>/dev/null
+python3 - "$T/ce.json" "$T/d1.json" "$T/pv.json" "$T/a" <<'PY' >"$T/mea.txt" 2>&1; rc=$?
+import csv, json, sys
+ce, d1, pv = (json.load(open(p)) for p in sys.argv[1:4])
+m, t, o = ce["measured"], d1["measured"], pv["output_aclr"]
+same = all(abs(m[k] - t[k]) < 1e-9 for k in m if k != "status") and abs(m["ACLR_AVG"] - o["AVG"]) < 1e-9
+rd = lambda f: [(float(r["I"]), float(r["Q"])) for r in csv.DictReader(open(sys.argv[4] + "/" + f))]
+x, y, g = rd("test_input.csv"), rd("test_output.csv"), ce["gain"]
+err = sum((a - g * c) ** 2 + (b - g * d) ** 2 for (a, b), (c, d) in zip(y, x))
+ref = sum((g * c) ** 2 + (g * d) ** 2 for c, d in x)
+import math
+nmse = 10 * math.log10(err / ref)
+print(f"measured {m}, train-dpd's {t}, output ACLR {o}, NMSE by hand {nmse:.4f}")
+sys.exit(0 if same and abs(nmse - m["NMSE"]) < 0.01 else 1)
+PY
+check '[ $rc -eq 0 ]' "eval --pa and train-dpd: the measured PA without DPD, the capture's y against g x ($(head -c 400 "$T/mea.txt"))"
 "$DPD" eval --data "$T/a" --split test --pa "$E1" --model "$E1" >"$T/ce.txt" 2>/dev/null
 check 'grep -q "^no DPD " "$T/ce.txt" && grep -q "^no DPD: the frozen PA model driven by x itself, against g x" "$T/ce.txt"' \
     "eval --pa --model: the table says its no-DPD row is the PA model's figure ($(tail -n 3 "$T/ce.txt"))"

@@ -122,7 +122,7 @@ def run(path, csv, split, dpd):
     p = doc['plots']
     if p['version'] != 'plots-v1' or p['empty'] is not None: fail('%s: not plots-v1 data with power' % path)
     names = set(p['psd']['series'])
-    if names != ({'target', 'prediction', 'no_dpd'} if dpd else {'target', 'prediction'}): fail('series %s' % sorted(names))
+    if names != ({'target', 'prediction', 'no_dpd', 'measured'} if dpd else {'target', 'prediction'}): fail('series %s' % sorted(names))
     for key in ('amam', 'ampm'):
         if set(p[key]['series']) != names: fail('%s series %s' % (key, sorted(p[key]['series'])))
     bounded(p)
@@ -244,8 +244,8 @@ check '[ $rc -eq 0 ] && cmp -s "$NP/plots/plots.json" "$T/npv/plots.json" && gre
 # --- a DPD run: no_dpd beside the DPD, at the end of the run and with dpd plot ---
 "$DPD" train-dpd --data "$T/d" --pa "$R" --hidden 3 --epochs 1 --preset quick --out "$T/r" >"$T/dpd.out" 2>"$T/err"
 DR=$(ls -d "$T"/r/d/train_dpd/*/* 2>/dev/null | head -n 1)
-check 'grep -q "^no DPD test " "$T/dpd.out" && grep -q "no DPD: the frozen PA model driven by x itself, against g x (the model.s figure, not the capture.s)" "$T/dpd.out"' \
-    "train-dpd's table says its no-DPD rows are the PA model's figures ($(tail -n 4 "$T/dpd.out"))"
+check 'grep -q "^no DPD test " "$T/dpd.out" && grep -q "^measured test " "$T/dpd.out" && grep -q "no DPD: the frozen PA model driven by x itself, against g x (the model.s figure); measured: the capture.s" "$T/dpd.out"' \
+    "train-dpd's table says its no-DPD rows are the PA model's figures, its measured rows the capture's ($(tail -n 4 "$T/dpd.out"))"
 check '[ -n "$DR" ] && [ -s "$DR/plots/psd.png" ]' "train-dpd draws its pictures ($(tail -n 1 "$T/err"))"
 check 'grep -q "^dpd: warning: this DPD makes the test split.s ACLR_AVG worse than no DPD (-[0-9.]* against -[0-9.]* dBc)" "$T/err"' \
     "a 1-epoch DPD worse than no DPD: train-dpd says so ($(grep -c warning "$T/err") warnings)"
@@ -257,6 +257,12 @@ check 'cmp -s "$T/dpv/plots.json" "$DR/plots/plots.json"' "a DPD run's end-of-ru
 "$DPD" plot "$DR" --out "$T/dp" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "dpd plot of a DPD run (exit $rc: $(head -c 200 "$T/err"))"
 pycheck "dpd plot of a DPD run" run "$T/dp/plots.json" "$DR/history.csv" test true
+"$DPD" plot --data "$T/d" --out "$T/dpd-data" >/dev/null 2>&1 # the capture's own y: the DPD run's measured series
+check 'python3 -c "
+import json, sys
+a, b = (json.load(open(p))[\"plots\"] for p in sys.argv[1:])
+sys.exit(any(a[k][\"series\"][\"measured\"] != b[k][\"series\"][\"output\"] for k in (\"psd\", \"amam\", \"ampm\")))" "$T/dp/plots.json" "$T/dpd-data/plots.json"' \
+    "a DPD run's measured series (PSD, AM/AM, AM/PM) is the capture's y, as dpd plot --data draws it"
 "$DPD" plot "$DR" >/dev/null 2>"$T/err"; rc=$?
 "$DPD" plot "$DR" >/dev/null 2>"$T/err2"
 check '[ $rc -eq 0 ] && grep -q "note: replacing the val split.s pictures in .* with the test split.s" "$T/err" && grep -q "\"split\":\"test\"" "$DR/plots/plots.json" && ! grep -q replacing "$T/err2"' \

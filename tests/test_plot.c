@@ -257,6 +257,33 @@ static void test_text(void) {
     sig_free(&g);
 }
 
+/* A measured signal (a DPD run's capture y): the fourth series, named "measured", after the other;
+ * without the other, the third. Its series are its own (the PSD and AM/AM of that signal alone),
+ * and the others' are what they are without it. */
+static void test_measured(void) {
+    sig g = make(2, 256, 400, 4);
+    dpd_error err = {0};
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .other = g.other, .measured = g.pred, .S = 2, .N = 256,
+                      .n = 400, .spec = &spec, .other_name = "no_dpd"};
+    dpd_plot_data *d = dpd_plot_compute(&in, &err), *e = NULL, *f = NULL;
+    in.measured = NULL;
+    e = dpd_plot_compute(&in, &err);
+    in.other = NULL, in.measured = g.other;
+    f = dpd_plot_compute(&in, &err);
+    CHECK(d && e && f && d->nsig == 4 && e->nsig == 3 && f->nsig == 3 && !strcmp(d->name[3], "measured") &&
+              !strcmp(d->name[2], "no_dpd") && !strcmp(f->name[2], "measured"),
+          "measured: the fourth series after no_dpd, the third without it (%s)", err.msg);
+    int same = d && e && f;
+    for (size_t k = 0; same && k < d->nf; k++) /* measured = pred here: the same numbers; no_dpd as without it */
+        same &= (d->psd[3][k] == d->psd[1][k] || (isnan(d->psd[3][k]) && isnan(d->psd[1][k]))) &&
+                (d->psd[2][k] == e->psd[2][k] || isnan(e->psd[2][k])) &&
+                (f->psd[2][k] == e->psd[2][k] || (isnan(f->psd[2][k]) && isnan(e->psd[2][k])));
+    for (size_t k = 0; same && k < d->na; k++) same &= d->am[3][k] == d->am[1][k] && f->am[2][k] == e->am[2][k];
+    CHECK(same, "measured: its PSD and AM/AM are its signal's, the others' unchanged");
+    dpd_plot_free(d), dpd_plot_free(e), dpd_plot_free(f);
+    sig_free(&g);
+}
+
 static void test_bad_arguments(void) {
     sig g = make(2, 256, 400, 2);
     dpd_error err;
@@ -553,6 +580,7 @@ int main(void) {
     test_numbers();
     test_short_and_silent();
     test_text();
+    test_measured();
     test_write();
     test_bad_arguments();
     return check_done("plot_data");

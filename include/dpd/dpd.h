@@ -602,6 +602,11 @@ DPD_API DPD_CHECK dpd_status dpd_eval_prepare(dpd_eval *e, const dpd_dataset *ds
 DPD_API DPD_CHECK dpd_status dpd_eval_run(dpd_eval *e, dpd_session *s, int batch,
                                           const dpd_spec *spec, const dpd_scoring *sc, dpd_error *err);
 DPD_API void dpd_eval_free(dpd_eval *e); /* accepts a zeroed or freed e */
+/* The capture's own output y on e's split (ds, the dataset e was prepared from) scored against e's
+ * target under sc (NULL: legacy): for a DPD's evaluation (target g x), the measured PA without
+ * DPD, next to the PA model's figure. DPD_E_INVAL when e is not prepared or not of ds's split. */
+DPD_API DPD_CHECK dpd_status dpd_eval_measured(const dpd_eval *e, const dpd_dataset *ds, const dpd_scoring *sc,
+                                               dpd_metrics *m, dpd_error *err);
 
 /* ---- plot data (dpd plot, the studio) --------------------------------------------------- */
 
@@ -610,6 +615,8 @@ typedef struct dpd_plot_in {
     const float *x, *ref, *pred; /* the input, the target (y, or g x for a DPD), the output */
     const float *other;          /* NULL, or a third signal on the same charts (a DPD run: the PA
                                   * driven by x itself, "no DPD") */
+    const float *measured;       /* NULL, or one more, named "measured" (a DPD run: the capture's own
+                                  * output y, the real PA without DPD) */
     int S, N;
     size_t n;
     const dpd_spec *spec;        /* fs and the band plan */
@@ -623,20 +630,22 @@ typedef struct dpd_plot_in {
  * sample (at most DPD_PLOT_POINTS points, deterministic), the first DPD_PLOT_IQ samples of I and Q.
  * Every value is already rounded as plots-v1 writes it (dB and degrees to 3 decimals, MHz and
  * amplitudes to 6): round(v 10^d) / 10^d, what a JSON reader gets back from the text; a value that
- * is not finite (the dB of a silent bin) is NaN, null in the text. Signal s of the arrays [3]:
- * 0 the target, 1 the prediction, 2 the third signal (NULL arrays where there is none). */
+ * is not finite (the dB of a silent bin) is NaN, null in the text. Signal s of the arrays
+ * [DPD_PLOT_SIGNALS]: 0 the target, 1 the prediction, then the other signal and the measured one
+ * where given, in that order (nsig of them; NULL arrays past nsig). */
 #define DPD_PLOT_POINTS 4000
 #define DPD_PLOT_IQ 1000
+#define DPD_PLOT_SIGNALS 4
 typedef struct dpd_plot_data {
     int S, N;
     size_t n;
     double fs_mhz;
     char *empty;          /* NULL, or why there is nothing to plot (silent signals): then no arrays */
-    int nsig;             /* 2, or 3 with the third signal */
-    char *name[3];        /* the series' names */
+    int nsig;             /* 2, 3 or 4: the target, the prediction, the other and the measured signal */
+    char *name[DPD_PLOT_SIGNALS]; /* the series' names */
     size_t nf;            /* PSD points */
     double *freq;         /* (nf) MHz, the PSDs' and the residual's */
-    double *psd[3];       /* (nf) dB */
+    double *psd[DPD_PLOT_SIGNALS]; /* (nf) dB */
     double *residual;     /* (nf) dB: the PSD of pred - ref */
     dpd_profile profile;  /* the PSD's and the bands' (dpd_plot_in's) */
     int bands;            /* 1: band[] holds the main, left and right adjacent channels' first and last
@@ -646,18 +655,18 @@ typedef struct dpd_plot_data {
     char why_bands[256];
     size_t na;            /* AM/AM and AM/PM points */
     double *amp;          /* (na) |x| */
-    double *am[3], *pm[3]; /* (na) |y|; the phase of y against x in degrees, within 180 of its
+    double *am[DPD_PLOT_SIGNALS], *pm[DPD_PLOT_SIGNALS]; /* (na) |y|; the phase of y against x in degrees, within 180 of its
                             * power-weighted mean arg(sum y conj(x)) (in [-360, 360]); NaN where x or
                             * y is 0 (no phase) */
     size_t ni;            /* I/Q samples: 0, 1, ..., ni - 1 */
-    double *i[3], *q[3];  /* (ni) */
+    double *i[DPD_PLOT_SIGNALS], *q[DPD_PLOT_SIGNALS]; /* (ni) */
     double ref_band[2];   /* with bands: the first and last bin frequencies, MHz, of the main channel's
                            * sub-channel with the most power in the prediction's PSD, the reference
                            * dpd_aclr divides by (the whole main channel when n_sub is 1) */
     char why_no_psd[160]; /* "" or, with nf 0 (no PSD, residual or bands), why: fewer samples than one
                            * segment (n < N), the rule the metrics follow (a zero-padded segment
                            * would read tens of dB low) */
-    int silent[3];        /* signal s is zero throughout (its PSD has no finite value, its phase none) */
+    int silent[DPD_PLOT_SIGNALS]; /* signal s is zero throughout (its PSD has no finite value, its phase none) */
 } dpd_plot_data;
 
 /* The plot data of `in`; free with dpd_plot_free. NULL with err set on bad arguments (NULL
@@ -998,6 +1007,8 @@ typedef struct dpd_train_result {
     dpd_metrics val, test; /* of the best epoch (a cancelled or diverged run: so far; best_epoch 0: none) */
     int dpd;                       /* 1 for a DPD run */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
+    dpd_metrics measured_val, measured_test; /* DPD runs: the capture's own output y against g x (the
+                                              * measured PA without DPD; dpd_eval_measured) */
     char provider[600];            /* where the training steps ran, and why */
     dpd_train_cfg config;          /* the run's resolved configuration (a resume's, as read) */
 } dpd_train_result;

@@ -435,18 +435,19 @@ try {
     assert(doc.dpd === true && doc.plots.psd.series.no_dpd, 'the plot data of a DPD run have no no_dpd series');
     const psd = await chartData('psd');
     const labels = await page.evaluate(() => window.__dpd.charts.psd.series.slice(1).map((s) => s.label));
-    const want = { 'target (G·x)': 'target', 'PA with DPD': 'prediction', 'PA without DPD': 'no_dpd' };
-    assert(labels.length === 3 && labels.every((l) => want[l]), `PSD series ${labels}`);
+    const want = { 'target (G·x)': 'target', 'PA with DPD': 'prediction', 'PA without DPD': 'no_dpd',
+      'measured PA without DPD': 'measured' };
+    assert(labels.length === 4 && labels.every((l) => want[l]), `PSD series ${labels}`);
     sameSeries(psd[0], doc.plots.psd.freq, 'DPD psd freq');
     labels.forEach((l, i) => sameSeries(psd[i + 1], doc.plots.psd.series[want[l]], `DPD psd ${want[l]}`));
     assert(/with and without DPD/.test(await text('main')), 'the page does not say with and without DPD');
     const res = await apiGet(`/runs/${run.id}/results`); // each card names the no-DPD baseline of its split
-    for (const [split, key] of [['test', 'no_dpd'], ['val', 'no_dpd_val']]) {
-      const v = res[key] && res[key].NMSE;
-      assert(typeof v === 'number', `results.${key}.NMSE is ${v}`);
+    for (const [split, key, mkey] of [['test', 'no_dpd', 'measured'], ['val', 'no_dpd_val', 'measured_val']]) {
+      const v = res[key] && res[key].NMSE, w = res[mkey] && res[mkey].NMSE; // and the capture's own y
+      assert(typeof v === 'number' && typeof w === 'number', `results.${key}.NMSE is ${v}, results.${mkey}.NMSE ${w}`);
       const sub = await page.locator(`#result-cards [data-metric="${split}.NMSE"] .sub`).innerText();
-      assert(sub.includes(`no DPD ${v.toFixed(2)}`),
-        `the ${split} NMSE card says '${sub}', not the no-DPD ${v}`);
+      assert(sub.includes(`no DPD ${v.toFixed(2)} · measured ${w.toFixed(2)}`),
+        `the ${split} NMSE card says '${sub}', not the no-DPD ${v} and measured ${w}`);
     }
     await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
     // Compare beside its PA run: the DPD run's no-DPD baseline has rows of its own, the PA run none

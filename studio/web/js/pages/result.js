@@ -6,7 +6,7 @@ import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory } from '../charts.js
 import { h, statusChip, fmtNum, banner, isTerminal } from '../ui.js';
 
 const LABELS_PA = { target: 'measured PA output', prediction: 'model output' };
-const LABELS_DPD = { target: 'target (G·x)', prediction: 'PA with DPD', no_dpd: 'PA without DPD' };
+const LABELS_DPD = { target: 'target (G·x)', prediction: 'PA with DPD', no_dpd: 'PA without DPD', measured: 'measured PA without DPD' };
 
 function order(keys) {
   const rank = (k) => (k === 'target' ? 0 : k === 'prediction' ? 1 : 2);
@@ -55,14 +55,17 @@ export default async function resultPage(ctx) {
       ? (results.outcome === 'completed' ? 'final' : `best so far (epoch ${results.best_epoch})`)
       : probe ? `probe (step ${live.step})` : 'probe';
     for (const split of ['val', 'test']) {
-      // a DPD run's summary has the same metrics of the PA driven by x itself: the baseline it improves on
+      // a DPD run's summary has the same metrics of the PA model driven by x itself (the baseline it
+      // improves on) and of the capture's own output (the real PA without DPD)
       const base = results && dpd ? results[split === 'test' ? 'no_dpd' : 'no_dpd_val'] : null;
+      const meas = results && dpd ? results[split === 'test' ? 'measured' : 'measured_val'] : null;
       for (const name of METRICS) {
         const v = m[split] ? m[split][name] : undefined;
         if (v === undefined) continue;
         const why = v === null && m[split].status && m[split].status[name] ? m[split].status[name].reason : '';
         const b = base && base[name] !== undefined ? base[name] : undefined;
-        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD ${fmtNum(b, 2)} ${UNITS[name]}` : kind;
+        const c = meas && meas[name] !== undefined && meas[name] !== null ? ` · measured ${fmtNum(meas[name], 2)}` : '';
+        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD ${fmtNum(b, 2)}${c} ${UNITS[name]}` : kind;
         cards.append(h('div', { class: 'metric', 'data-metric': `${split}.${name}`, title: why || null },
           h('div', { class: 'name', text: `${name} · ${split}` }),
           h('div', { class: 'value' }, fmtNum(v, 2), h('span', { class: 'unit', text: UNITS[name] })),
