@@ -226,8 +226,10 @@ static void bad(const char *d, int v73) {
     }
     if (!v73) /* a v5 file cut inside its variables names the one it could not read */
         CHECK(named > tries / 2, "%s truncated: %d of %d messages name a variable", tag, named, tries);
-    /* every byte of a v5 file altered (three values each): a status, never a crash */
-    for (size_t k = 0; !v73 && buf && k < len; k++) {
+    /* every byte of a v5 file altered (three values each), every 41st of a v7.3 file (HDF5 read it
+     * past its buffers: the read runs in a child process, whose death is an error): a status, never a
+     * crash */
+    for (size_t k = 0; buf && k < len; k += v73 ? 41 : 1) {
         static const unsigned char val[3] = {0x00, 0xff, 0x7f};
         for (int j = 0; j < 3; j++) {
             unsigned char old = (unsigned char)buf[k];
@@ -239,12 +241,12 @@ static void bad(const char *d, int v73) {
             size_t n;
             dpd_error err = {0};
             dpd_status s = dpd_mat_read_pair(cut, NULL, NULL, &in, &out, &n, &r, &err);
-            if (s != DPD_OK && s != DPD_E_FORMAT)
-                CHECK(0, "v5 byte %zu = 0x%02x: %s '%s'", k, val[j], dpd_status_str(s), err.msg);
+            if (s != DPD_OK && (s != DPD_E_FORMAT || !strstr(err.msg, cut)))
+                CHECK(0, "%s byte %zu = 0x%02x: %s '%s'", tag, k, val[j], dpd_status_str(s), err.msg);
             if (s == DPD_OK) {
                 int fin = 1;
                 for (size_t i = 0; i < 2 * n; i++) fin &= isfinite(in[i]) && isfinite(out[i]);
-                if (!fin || n == 0) CHECK(0, "v5 byte %zu = 0x%02x: a read with %zu samples, not all finite", k, val[j], n);
+                if (!fin || n == 0) CHECK(0, "%s byte %zu = 0x%02x: a read with %zu samples, not all finite", tag, k, val[j], n);
                 free(in), free(out);
             }
         }
