@@ -154,6 +154,11 @@ $(BUILD)/tests/test_deflate.o: CFLAGS += -Icli
 $(BUILD)/tests/test_deflate: $(BUILD)/tests/test_deflate.o $(BUILD)/tests/check.o $(BUILD)/cli/deflate.o $(BUILD)/libdpd.a
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CAIRO_LIBS)
 
+# The progress display's step rate (cli/eta.c).
+$(BUILD)/tests/test_eta.o: CFLAGS += -Icli
+$(BUILD)/tests/test_eta: $(BUILD)/tests/test_eta.o $(BUILD)/tests/check.o $(BUILD)/cli/eta.o $(BUILD)/libdpd.a
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # The fault-injecting test provider (tests only; never installed by default).
 $(FAKE): tests/fake_provider.c $(BUILD)/libdpd.a
 	@mkdir -p $(dir $@)

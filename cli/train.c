@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "eta.h"
 
 /* Set by SIGINT/SIGTERM; the event callback asks dpd_train to stop when it is. Atomic, not just
  * volatile: the handler runs on whichever thread the kernel picks (a training pool's, the
@@ -33,19 +34,17 @@ static void catch_signals(void) {
 }
 
 /* The progress display, from the run's events alone (times are the events' clock, e->time). The
- * whole run's remaining time is the steps left at the measured step rate, plus one evaluation per
- * epoch left (the current one's included) at the mean of those timed so far: the time between the
- * end of one epoch and the end of the next that was not spent in training steps (validation,
- * test, checkpoints). */
+ * whole run's remaining time is the steps left at the step rate measured over the run so far
+ * (eta.h), plus one evaluation per epoch left (the current one's included) at the mean of those
+ * timed so far: the time between the end of one epoch and the end of the next that was not spent
+ * in training steps (validation, test, checkpoints). */
 typedef struct display {
     int tty;           /* stderr is a terminal: redraw a progress bar */
     int drawn;         /* a bar is on the line now */
     double last;       /* the epoch's elapsed at the last redraw */
     double mark;       /* e->time at the run's start or the last epoch's end */
     double train_s;    /* the current epoch's training seconds so far */
-    long s0;           /* the epoch's first progress event: steps done then (-1: none yet) ... */
-    double el0;        /* ... and its elapsed; the step rate is measured from there */
-    double per_step;   /* seconds a training step (0: not measured) */
+    cli_rate rate;     /* seconds a training step, over the run so far */
     long steps;        /* training steps an epoch (0: none, as in fit-ls) */
     double eval_s;     /* evaluation seconds, summed over ... */
     int evals;         /* ... the epochs timed */
@@ -59,7 +58,7 @@ typedef struct display {
 
 /* Seconds left in the run with `steps` training steps and `evals` evaluations still to come. */
 static double run_left(const display *d, long steps, int evals) {
-    return d->per_step * (double)steps + (d->evals ? d->eval_s / d->evals : 0) * evals;
+    return cli_rate_per_step(&d->rate) * (double)steps + (d->evals ? d->eval_s / d->evals : 0) * evals;
 }
 
 /* s seconds as "MM:SS", or "H:MM:SS" from an hour. */
@@ -110,7 +109,8 @@ static void epoch_line(display *d, const dpd_event *e) {
     double wall = e->time - d->mark;
     d->eval_s += wall > d->train_s ? wall - d->train_s : 0;
     d->evals++;
-    d->mark = e->time, d->train_s = 0, d->s0 = -1;
+    d->mark = e->time, d->train_s = 0;
+    cli_rate_epoch(&d->rate);
     remember_best(d, e);
     char text[1024], el[16], left[16];
     cli_epoch_text(e, d->ls, text, sizeof text);
@@ -129,9 +129,7 @@ static void epoch_line(display *d, const dpd_event *e) {
 static void progress(display *d, const dpd_event *e) {
     if (e->steps <= 0) return;
     d->steps = e->steps, d->train_s = e->elapsed;
-    if (d->s0 < 0) d->s0 = e->steps_done, d->el0 = e->elapsed;
-    if (e->steps_done > d->s0) d->per_step = (e->elapsed - d->el0) / (double)(e->steps_done - d->s0);
-    else if (!d->per_step) d->per_step = e->elapsed / (double)e->steps_done; /* the first chunk: all there is */
+    cli_rate_progress(&d->rate, e->steps_done, e->elapsed);
     if (!d->tty || (e->steps_done != e->steps && e->elapsed - d->last < 0.1)) return;
     d->last = e->elapsed;
     int w = 20, fill = (int)((double)w * (double)e->steps_done / (double)e->steps);
@@ -296,7 +294,8 @@ static int out_root(const dpd_train_cfg *c) {
  * non-zero return is the exit code. */
 static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x,
                      int (*after)(const dpd_train_result *, const void *), const void *arg) {
-    display d = {.tty = isatty(2), .s0 = -1, .plots = x != NULL, .ls = c->ls};
+    display d = {.tty = isatty(2), .plots = x != NULL, .ls = c->ls};
+    cli_rate_init(&d.rate);
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
