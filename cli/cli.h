@@ -259,8 +259,9 @@ int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err);
 void cli_plot_sweep(const char *run_dir);
 
 /* history.c: a run's history.csv as {"columns": [...], "rows": [[...], ...]}: numbers as numbers, nan as
- * null, other fields (BACKBONE) as strings. NULL when the file does not exist or cannot be read. */
-json_t *cli_history_json(const char *path);
+ * null, other fields (BACKBONE) as strings. NULL when the file does not exist (err->status 0) or
+ * cannot be read as dpd reads any file (dpd_read_file: a FIFO, a device; err says why). */
+json_t *cli_history_json(const char *path, dpd_error *err);
 
 /* The JSON document in path (jansson's flags), read as dpd reads any file it is given
  * (dpd_read_file: a regular file of at most 64 MiB; a FIFO or a device is refused without

@@ -140,8 +140,8 @@ static int split_of(const char *name) {
     return k;
 }
 
-/* The metric profile (and EVM rate, where evm_fs is given) the run of checkpoint c was trained under,
- * from its run directory's config.json, with a note where they are not eval's own defaults;
+/* The metric profile (and EVM rate) the run of checkpoint c was trained under, from its run
+ * directory's config.json, with a note where they are not eval's own defaults;
  * legacy-opendpd-v1 (evm_fs as it is) where c is no checkpoint of a run (none given, a file
  * outside its run directory, a config.json of another run). */
 static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs) {
@@ -157,7 +157,7 @@ static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs) {
     json_t *ef = json_object_get(j, "evm_fs");
     if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0) {
         snprintf(prof, n, "%s", p);
-        int evm = evm_fs && json_is_number(ef) && json_number_value(ef) > 0;
+        int evm = json_is_number(ef) && json_number_value(ef) > 0;
         if (evm) *evm_fs = json_number_value(ef);
         if (strcmp(p, "legacy-opendpd-v1") || evm) {
             char hz[32] = "";
@@ -221,7 +221,8 @@ int cmd_eval(int argc, char **argv) {
     ckpt cm = {0}, cp = {0};
     if (model[0] && ckpt_open(&cm, "--model", model, 0, &err)) return cli_fail(&err);
     if (pa[0] && ckpt_open(&cp, "--pa", pa, 1, &err)) return cli_fail(&err);
-    if (!prof[0]) run_scoring(&cm, prof, sizeof prof, evm_given ? NULL : &evm_fs); /* the model's run's, else legacy */
+    if (!prof[0] && evm_given) snprintf(prof, sizeof prof, "legacy-opendpd-v1"); /* --evm-fs is the legacy profile's */
+    if (!prof[0]) run_scoring(&cm, prof, sizeof prof, &evm_fs); /* the model's run's, else legacy */
     if ((r = scoring_of(prof, evm_fs, &sc))) return r;
     if (pa[0] && same_file(cm.path, cp.path)) {
         fprintf(stderr, "dpd: %s is given as both --pa and --model: --pa is the PA model and --model the DPD "

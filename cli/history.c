@@ -1,16 +1,20 @@
 /* history: a run's history.csv as JSON (cli.h), for `dpd plot`'s documents and the studio's API;
  * and the small JSON files of a run read as dpd reads any file it is given (cli_json_read). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
-json_t *cli_history_json(const char *path) {
+json_t *cli_history_json(const char *path, dpd_error *err) {
     char *text;
-    dpd_error err = {0};
-    if (dpd_read_file(path, 0, "history", &text, NULL, &err)) return NULL;
+    struct stat sb;
+    *err = (dpd_error){0};
+    if (lstat(path, &sb) && errno == ENOENT) return NULL; /* none: no error */
+    if (dpd_read_file(path, 0, "history", &text, NULL, err)) return NULL;
     json_t *cols = json_array(), *rows = json_array();
     char *rest = text, *line;
     for (int first = 1; (line = strsep(&rest, "\n"));) {
@@ -36,7 +40,7 @@ json_t *cli_history_json(const char *path) {
 json_t *cli_json_read(const char *path, size_t flags, dpd_error *err) {
     char *text;
     size_t len;
-    if (dpd_read_file(path, 1u << 26, "JSON", &text, &len, err)) return NULL;
+    if (dpd_read_file(path, DPD_MAX_JSON_BYTES, "JSON", &text, &len, err)) return NULL;
     json_error_t je;
     json_t *j = json_loadb(text, len, flags, &je);
     free(text);

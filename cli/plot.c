@@ -11,7 +11,6 @@
  * cli_plot_run (cli.h) is the same for the end of dpd train-pa/train-dpd and for other front ends. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -261,8 +260,10 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     }
     if (r->run_dir) {
         snprintf(path, sizeof path, "%s/history.csv", r->run_dir);
-        json_t *h = cli_history_json(path);
+        dpd_error herr;
+        json_t *h = cli_history_json(path, &herr);
         if (h) json_object_set_new(d, "history", h);
+        else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves are left out)\n", herr.msg);
     }
     out->doc = d;
 fail:
@@ -1928,17 +1929,14 @@ int cli_plot_run(const char *run_dir, const cli_plot_opts *o, dpd_error *err) {
 /* Says so when RUN_DIR/plots holds another split's pictures (the end of a run draws the validation
  * split's; dpd plot draws the test split's by default) that this call is about to replace. */
 static void replacing(const char *run_dir, const char *split) {
-    char path[4200], head[16384] = "", was[8] = ""; /* "split" follows "run_dir", up to 4 KiB escaped */
+    char path[4200], *text = NULL, was[8] = "";
     snprintf(path, sizeof path, "%s/plots/plots.json", run_dir);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO cannot block the open */
-    struct stat sb;
-    if (fd < 0) return;
-    ssize_t n = !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? read(fd, head, sizeof head - 1) : -1;
-    close(fd);
-    if (n <= 0) return;
-    head[n] = 0;
-    const char *at = strstr(head, "\"split\":\"");
-    if (at && sscanf(at + 9, "%7[a-z]", was) == 1 && strcmp(was, split))
+    dpd_error err = {0};
+    if (dpd_read_file(path, 0, "plots", &text, NULL, &err)) return; /* none (or no regular file: refused when written) */
+    const char *at = strstr(text, "\"split\":\""); /* after "run_dir" */
+    int other = at && sscanf(at + 9, "%7[a-z]", was) == 1 && strcmp(was, split);
+    free(text);
+    if (other)
         fprintf(stderr, "dpd: note: replacing the %s split's pictures in %s/plots with the %s split's (--split %s keeps "
                         "them, --out DIR writes elsewhere)\n", was, run_dir, split, was);
 }

@@ -211,10 +211,10 @@ json_t *cli_summary_json(const dpd_train_result *res) {
 
 const char *cli_best_so_far(const dpd_train_result *res, char *b, size_t n) {
     b[0] = 0;
-    int k = res->dpd ? DPD_ACLR_AVG : DPD_NMSE; /* the metric the best epoch was chosen by */
+    int k = res->selection; /* the metric the best epoch was chosen by */
     if (res->best_epoch > 0 && res->val.status[k] == DPD_METRIC_OK)
         snprintf(b, n, ", best epoch %d: val %s %.2f %s", res->best_epoch, dpd_metric_key(res->val.profile, k),
-                 dpd_metric_value(&res->val, k), res->dpd ? "dBc" : "dB");
+                 dpd_metric_value(&res->val, k), k >= DPD_ACLR_L ? "dBc" : "dB");
     return b;
 }
 
@@ -273,8 +273,8 @@ static int out_root(const dpd_train_cfg *c) {
     struct stat st;
     if (c->resume[0] || !c->out[0]) return 0;
     if (!stat(c->out, &st) && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "dpd: --out %s is a file: --out names the runs' root directory (a run goes to "
-                        "OUT/DATASET/train_pa/RUN_ID)\n", c->out);
+        fprintf(stderr, "dpd: --out %s is a file: --out names the runs' root directory (a PA run goes to "
+                        "OUT/DATASET/train_pa/RUN_ID, a DPD run to OUT/DATASET/train_dpd/PA/RUN_ID)\n", c->out);
         return 2;
     }
     if (cli_in_dataset(c->out, c->data, held, sizeof held)) {
@@ -299,7 +299,6 @@ static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*f
     dpd_train_result res;
     dpd_error err = {0};
     memset(&res, 0, sizeof res);
-    if (out_root(c)) return 2;
     catch_signals();
     dpd_status s = dpd_train(c, on_event, &d, &res, &err);
     if (d.drawn) fprintf(stderr, "\n");
@@ -606,6 +605,7 @@ int cmd_fit_ls(int argc, char **argv) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
+    if (out_root(&c)) return 2; /* before the doctor's reading of the dataset */
     cli_doctor_warn(c.data); /* not a gate: least squares has no training loop to waste */
     ls_mat lm = {mat, !strcmp(matv, "7.3")};
     if (!no_plots) cli_plot_warm(); /* its pictures at the end, as a training run's (the studio's fit-ls draws them too) */

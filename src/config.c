@@ -589,13 +589,14 @@ void dpd_config_model_meta(const dpd_model_cfg *m, json_t *md) {
     }
 }
 
-/* A metadata integer: decimal digits only (as dpd writes them), 0..2^20. */
+/* A metadata integer: decimal digits only (as dpd writes them), 0..META_INT_MAX. */
+#define META_INT_MAX (1 << 20)
 static int meta_int(const char *s, int *v) {
     char *e;
     if (!s || !*s || !isdigit((unsigned char)*s)) return 0;
     errno = 0;
     long x = strtol(s, &e, 10);
-    if (*e || errno || x > 1 << 20) return 0;
+    if (*e || errno || x > META_INT_MAX) return 0;
     *v = (int)x;
     return 1;
 }
@@ -625,12 +626,12 @@ dpd_status dpd_config_model_from_meta(const json_t *md, dpd_model_cfg *m, const 
                 if (ok) lower(p, s, rows[i].size);
             }
             if (!ok) /* the file is at fault, not an option: no err->field */
-                return fail(err, DPD_E_FORMAT, NULL, "%s: not a valid checkpoint: __metadata__ '%s' is missing or %s%s", path,
-                            fields[i].key,
-                            fields[i].type == 'i'   ? "not a whole number 0..1048576"
+                return fail(err, DPD_E_FORMAT, NULL, "%s: not a valid checkpoint: __metadata__ '%s' is missing or %s%.0d%s",
+                            path, fields[i].key,
+                            fields[i].type == 'i'   ? "not a whole number 0.."
                             : fields[i].type == 'd' ? "not a finite number"
                                                     : "empty",
-                            g == M_ALWAYS ? " (not written by dpd?)" : "");
+                            fields[i].type == 'i' ? META_INT_MAX : 0, g == M_ALWAYS ? " (not written by dpd?)" : "");
         }
     }
     return DPD_OK;

@@ -7,7 +7,6 @@
 
 #include "dpd/dpd.h"
 
-#define DPD_MAX_JSON_BYTES (1ull << 20) /* a settings file, a run's config.json, a pack.json */
 
 /* The JSON document in path (at most DPD_MAX_JSON_BYTES; what names the kind of file in
  * messages). NULL on failure: DPD_E_IO when the file is missing or not a regular file,

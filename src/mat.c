@@ -3,22 +3,27 @@
  * model's coefficients (layouts: docs/formats.md). It does not read cells, structs, integers or
  * sparse matrices. A variable's header is checked (class, shape, a size the file can hold, at most
  * zlib's 1032:1 past its bytes) before its data is read, so a hostile file costs no more memory
- * than its size allows. matio logs through a hook that keeps its last message for ours (the
+ * than its size allows (a v7.3 file's samples twice: read in a child process, then handed over,
+ * because HDF5 does not survive every damaged file; dpd_mat_isolate). matio logs through a hook that keeps its last message for ours (the
  * library never prints); that hook and Debian's HDF5 are process-wide and not thread-safe, so every
  * call holds one lock. Writes are atomic (dpd_afile's temporary file, written by matio by name). */
 #include "mat.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <matio.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -84,27 +89,160 @@ static uint32_t u32(const unsigned char *b, int big) {
                : (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
 }
 
+/* ---- a v5 variable's data, counted from the file (matio does not: a real part shorter than the
+ * dimensions say is read to the file's end and the rest of its buffer left as it was) ---------- */
+
+/* The bytes of one element, read in order: the file's [pos, end), or a compressed element's
+ * inflated stream (z: zlib, fed from the file's [pos, end)). */
+typedef struct src {
+    int fd, big;
+    uint64_t pos, end;
+    z_stream *z;
+    unsigned char in[1 << 14];
+} src;
+
+/* n bytes into out (NULL: passed over); 0, or -1 where the element ends first (or is no zlib). */
+static int src_get(src *s, unsigned char *out, uint64_t n) {
+    unsigned char sink[1 << 14];
+    while (n) {
+        size_t k = n < sizeof sink ? (size_t)n : sizeof sink;
+        if (!s->z) {
+            if (s->end - s->pos < k) return -1;
+            if (out && pread(s->fd, out, k, (off_t)s->pos) != (ssize_t)k) return -1;
+            s->pos += k;
+        } else {
+            s->z->next_out = out ? out : sink, s->z->avail_out = (uInt)k;
+            while (s->z->avail_out) {
+                if (!s->z->avail_in) {
+                    size_t m = s->end - s->pos < sizeof s->in ? (size_t)(s->end - s->pos) : sizeof s->in;
+                    if (!m || pread(s->fd, s->in, m, (off_t)s->pos) != (ssize_t)m) return -1;
+                    s->pos += m, s->z->next_in = s->in, s->z->avail_in = (uInt)m;
+                }
+                int r = inflate(s->z, Z_NO_FLUSH);
+                if (r != Z_OK && !(r == Z_STREAM_END && !s->z->avail_out)) return -1;
+            }
+        }
+        if (out) out += k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* A sub-element's tag: its type and byte count, and how many bytes it takes (data and padding, or
+ * none past the tag for a small element, whose up to 4 bytes are in data); -1 where cut short. */
+static int sub_tag(src *s, uint32_t *type, uint32_t *nb, uint64_t *span, unsigned char data[4]) {
+    unsigned char t[8];
+    if (src_get(s, t, 8)) return -1;
+    *type = u32(t, s->big), *nb = u32(t + 4, s->big);
+    if (*type >> 16) { /* small: the byte count in the upper half, the data in the tag's second word */
+        *nb = *type >> 16, *type &= 0xFFFF, *span = 0;
+        memcpy(data, t + 4, 4);
+        return *nb <= 4 ? 0 : -1;
+    }
+    *span = (uint64_t)*nb + (8 - *nb % 8) % 8;
+    return 0;
+}
+
+/* Bytes a value of v5 data type t takes (0: none of the numeric types). */
+static unsigned type_size(uint32_t t) {
+    static const unsigned k[16] = {0, 1, 1, 2, 2, 4, 4, 4, 0, 8, 0, 0, 8, 8, 0, 0};
+    return t < 16 ? k[t] : 0;
+}
+
+/* The matrix element in s (past its tag) when it is variable `name`: *hit 1, *count its values by
+ * its dimensions, have[0] (have[1]: the imaginary part's, complex only) the values its data holds,
+ * each part's bytes walked (a compressed element inflated to its end); -1 where it is cut short or
+ * malformed (*hit says whether before its name or after). */
+static int matrix_values(src *s, const char *name, int *hit, uint64_t *count, int *cplx, uint64_t have[2]) {
+    uint32_t type, nb;
+    uint64_t span;
+    unsigned char small[4], buf[256];
+    *hit = 0;
+    if (sub_tag(s, &type, &nb, &span, small) || nb != 8 || span != 8 || src_get(s, buf, 8)) return -1; /* array flags */
+    *cplx = (u32(buf, s->big) & 0x0800) != 0;
+    if (sub_tag(s, &type, &nb, &span, small) || type != 5 || !nb || nb % 4 || span > sizeof buf || src_get(s, buf, span)) return -1;
+    const unsigned char *dims = span ? buf : small; /* a rank-1 array's one dimension fits its tag */
+    uint64_t c = 1;
+    for (uint32_t i = 0; i < nb / 4; i++) {
+        uint64_t d = u32(dims + 4 * i, s->big);
+        c = d && c > UINT64_MAX / d ? UINT64_MAX : c * d;
+    }
+    *count = c;
+    if (sub_tag(s, &type, &nb, &span, small)) return -1; /* the name */
+    char got[64] = "";
+    if (!span) memcpy(got, small, nb);
+    else if (nb < sizeof got && span <= sizeof buf) {
+        if (src_get(s, buf, span)) return -1;
+        memcpy(got, buf, nb);
+    } else if (src_get(s, NULL, span)) {
+        return -1;
+    }
+    if (strcmp(got, name)) return 0;
+    *hit = 1;
+    for (int k = 0; k <= *cplx; k++) { /* each part's values, and its bytes there: a tag may say more than follows */
+        if (sub_tag(s, &type, &nb, &span, small) || !type_size(type) || src_get(s, NULL, span)) return -1;
+        have[k] = nb / type_size(type);
+    }
+    return 0;
+}
+
+/* What v5_walk finds of a variable: whether it is there, the values its dimensions say, whether
+ * complex, the values each part holds, and whether its element could not be walked (cut short or
+ * malformed past its name). */
+typedef struct v5_var {
+    int hit, cplx, bad;
+    uint64_t count, have[2];
+} v5_var;
+
 /* A v5 file is a 128-byte header and then data elements, each an 8-byte tag (type, byte count)
  * and its bytes (padded to 8 unless compressed; a small element fits its 4 bytes in the tag). The
  * walk finds the element that ends past the end of the file (matio reads a cut-short value
- * silently): its index, or -1 when every one is whole (or past 1 M elements, not walked). */
-static int v5_cut(int fd, uint64_t size) {
+ * silently): its index, or -1 when every one is whole (or past 1 M elements, not walked). With a
+ * name, it also counts that variable's values (matio reads a part shorter than its dimensions to
+ * the file's end and leaves the rest of its buffer as it was) into *v; other variables are
+ * matio's to judge. */
+static int v5_walk(int fd, uint64_t size, const char *name, v5_var *v) {
     unsigned char h[128], t[8];
+    if (v) *v = (v5_var){0};
     if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) return 0;
     int big = h[126] == 'M' && h[127] == 'I'; /* "IM" as written little-endian */
+    src *s = name ? malloc(sizeof *s) : NULL;
+    z_stream z;
+    if (name && !s) return v->bad = 1, -1;
     uint64_t pos = 128;
+    int cut = -1;
     for (int i = 0; pos < size && i < 1 << 20; i++) {
-        if (size - pos < 8 || pread(fd, t, 8, (off_t)pos) != 8) return i;
+        if (size - pos < 8 || pread(fd, t, 8, (off_t)pos) != 8) {
+            cut = i;
+            break;
+        }
         uint32_t type = u32(t, big), nb = u32(t + 4, big);
         if (type >> 16) { /* a small element */
             pos += 8;
             continue;
         }
-        if (nb > size - pos - 8) return i;
-        pos += 8 + (uint64_t)nb;
-        if (type != MAT_T_COMPRESSED) pos += (8 - pos % 8) % 8;
+        if (nb > size - pos - 8) {
+            cut = i;
+            break;
+        }
+        uint64_t end = pos + 8 + (uint64_t)nb;
+        if (s && !v->hit) {
+            *s = (src){.fd = fd, .big = big, .pos = pos + 8, .end = end};
+            int r = 0;
+            if (type == MAT_T_MATRIX) {
+                r = matrix_values(s, name, &v->hit, &v->count, &v->cplx, v->have);
+            } else if (type == MAT_T_COMPRESSED && (memset(&z, 0, sizeof z), inflateInit(&z) == Z_OK)) {
+                unsigned char mt[8];
+                s->z = &z;
+                r = !src_get(s, mt, 8) && u32(mt, big) == MAT_T_MATRIX ? matrix_values(s, name, &v->hit, &v->count, &v->cplx, v->have) : 0;
+                inflateEnd(&z);
+            }
+            v->bad = r < 0 && v->hit;
+        }
+        pos = end + (type == MAT_T_COMPRESSED ? 0 : (8 - end % 8) % 8);
     }
-    return -1;
+    free(s);
+    return cut;
 }
 
 static dpd_status open_mat(const char *path, mat_t **m, uint64_t *size, dpd_error *err) {
@@ -117,7 +255,7 @@ static dpd_status open_mat(const char *path, mat_t **m, uint64_t *size, dpd_erro
         close(fd);
         return dpd_fail(err, DPD_E_FORMAT, "%s: not a MATLAB .mat file (v4, v5 or v7.3)%s", path, why(w, sizeof w));
     }
-    int cut = Mat_GetVersion(*m) == MAT_FT_MAT5 ? v5_cut(fd, *size) : -1;
+    int cut = Mat_GetVersion(*m) == MAT_FT_MAT5 ? v5_walk(fd, *size, NULL, NULL) : -1;
     close(fd);
     if (cut < 0) return DPD_OK;
     char name[80] = "";
@@ -220,145 +358,25 @@ static dpd_status signal_shape(const matvar_t *v, const char *path, uint64_t siz
     return DPD_OK;
 }
 
-/* ---- a v5 variable's data, counted from the file (matio does not: a real part shorter than the
- * dimensions say is read to the file's end and the rest of its buffer left as it was) ---------- */
-
-/* The bytes of one element, read in order: the file's [pos, end), or a compressed element's
- * inflated stream (z: zlib, fed from the file's [pos, end)). */
-typedef struct src {
-    int fd, big;
-    uint64_t pos, end;
-    z_stream *z;
-    unsigned char in[1 << 14];
-} src;
-
-/* n bytes into out (NULL: passed over); 0, or -1 where the element ends first (or is no zlib). */
-static int src_get(src *s, unsigned char *out, uint64_t n) {
-    unsigned char sink[1 << 14];
-    while (n) {
-        size_t k = n < sizeof sink ? (size_t)n : sizeof sink;
-        if (!s->z) {
-            if (s->end - s->pos < k) return -1;
-            if (out && pread(s->fd, out, k, (off_t)s->pos) != (ssize_t)k) return -1;
-            s->pos += k;
-        } else {
-            s->z->next_out = out ? out : sink, s->z->avail_out = (uInt)k;
-            while (s->z->avail_out) {
-                if (!s->z->avail_in) {
-                    size_t m = s->end - s->pos < sizeof s->in ? (size_t)(s->end - s->pos) : sizeof s->in;
-                    if (!m || pread(s->fd, s->in, m, (off_t)s->pos) != (ssize_t)m) return -1;
-                    s->pos += m, s->z->next_in = s->in, s->z->avail_in = (uInt)m;
-                }
-                int r = inflate(s->z, Z_NO_FLUSH);
-                if (r != Z_OK && !(r == Z_STREAM_END && !s->z->avail_out)) return -1;
-            }
-        }
-        if (out) out += k;
-        n -= k;
-    }
-    return 0;
-}
-
-/* A sub-element's tag: its type and byte count, and how many bytes it takes (data and padding, or
- * none past the tag for a small element, whose up to 4 bytes are in data); -1 where cut short. */
-static int sub_tag(src *s, uint32_t *type, uint32_t *nb, uint64_t *span, unsigned char data[4]) {
-    unsigned char t[8];
-    if (src_get(s, t, 8)) return -1;
-    *type = u32(t, s->big), *nb = u32(t + 4, s->big);
-    if (*type >> 16) { /* small: the byte count in the upper half, the data in the tag's second word */
-        *nb = *type >> 16, *type &= 0xFFFF, *span = 0;
-        memcpy(data, t + 4, 4);
-        return *nb <= 4 ? 0 : -1;
-    }
-    *span = (uint64_t)*nb + (8 - *nb % 8) % 8;
-    return 0;
-}
-
-/* Bytes a value of v5 data type t takes (0: none of the numeric types). */
-static unsigned type_size(uint32_t t) {
-    static const unsigned k[16] = {0, 1, 1, 2, 2, 4, 4, 4, 0, 8, 0, 0, 8, 8, 0, 0};
-    return t < 16 ? k[t] : 0;
-}
-
-/* The matrix element in s (past its tag) when it is variable `name`: *hit 1, *count its values by
- * its dimensions, have[0] (have[1]: the imaginary part's, complex only) the values its data holds;
- * -1 where it is cut short or malformed. */
-static int matrix_values(src *s, const char *name, int *hit, uint64_t *count, int *cplx, uint64_t have[2]) {
-    uint32_t type, nb;
-    uint64_t span;
-    unsigned char small[4], buf[256];
-    *hit = 0;
-    if (sub_tag(s, &type, &nb, &span, small) || nb != 8 || span != 8 || src_get(s, buf, 8)) return -1; /* array flags */
-    *cplx = (u32(buf, s->big) & 0x0800) != 0;
-    if (sub_tag(s, &type, &nb, &span, small) || type != 5 || !nb || nb % 4 || span > sizeof buf || src_get(s, buf, span)) return -1;
-    uint64_t c = 1;
-    for (uint32_t i = 0; i < nb / 4; i++) {
-        uint64_t d = u32(buf + 4 * i, s->big);
-        c = d && c > UINT64_MAX / d ? UINT64_MAX : c * d;
-    }
-    *count = c;
-    if (sub_tag(s, &type, &nb, &span, small)) return -1; /* the name */
-    char got[64] = "";
-    if (!span) memcpy(got, small, nb);
-    else if (nb < sizeof got && span <= sizeof buf) {
-        if (src_get(s, buf, span)) return -1;
-        memcpy(got, buf, nb);
-    } else if (src_get(s, NULL, span)) {
-        return -1;
-    }
-    if (strcmp(got, name)) return 0;
-    *hit = 1;
-    for (int k = 0; k <= *cplx; k++) {
-        if (sub_tag(s, &type, &nb, &span, small) || !type_size(type)) return -1;
-        have[k] = nb / type_size(type);
-        if (k < *cplx && src_get(s, NULL, span)) return -1;
-    }
-    return 0;
-}
-
 /* DPD_E_FORMAT where v5 variable `name` of path holds fewer values than its dimensions say, or its
- * data cannot be walked (its element cut short or malformed); DPD_OK otherwise (other variables are
- * matio's to judge). A compressed element is inflated up to its imaginary part's tag. */
+ * data cannot be walked (a part's bytes end before its tag says); DPD_OK otherwise (v5_walk). */
 static dpd_status v5_values(const char *path, const char *name, dpd_error *err) {
     int fd;
     uint64_t size;
     dpd_status st = dpd_file_open(path, MAX_MAT_BYTES, "MATLAB file", &fd, &size, err);
     if (st) return st;
-    unsigned char h[128], t[8];
-    src *s = malloc(sizeof *s);
-    z_stream z;
-    int bad = !s || pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h, hit = 0, cplx = 0;
-    uint64_t count = 0, have[2] = {0, 0};
-    for (uint64_t pos = 128; !bad && !hit && pos + 8 <= size;) {
-        if (pread(fd, t, 8, (off_t)pos) != 8) break;
-        int big = h[126] == 'M' && h[127] == 'I';
-        uint32_t type = u32(t, big), nb = u32(t + 4, big);
-        if (type >> 16) {
-            pos += 8;
-            continue;
-        }
-        uint64_t end = pos + 8 + (uint64_t)nb;
-        if (end > size) break; /* cut short: open_mat says so */
-        *s = (src){.fd = fd, .big = big, .pos = pos + 8, .end = end};
-        if (type == 14) {
-            bad = matrix_values(s, name, &hit, &count, &cplx, have) < 0 && hit; /* another variable: matio's to judge */
-        } else if (type == 15) {
-            memset(&z, 0, sizeof z);
-            if (inflateInit(&z) != Z_OK) break;
-            s->z = &z;
-            unsigned char mt[8];
-            bad = !src_get(s, mt, 8) && u32(mt, big) == 14 && matrix_values(s, name, &hit, &count, &cplx, have) < 0 && hit;
-            inflateEnd(&z);
-        }
-        pos = end + (type == 15 ? 0 : (8 - end % 8) % 8);
-    }
-    free(s);
+    v5_var v;
+    v5_walk(fd, size, name, &v);
     close(fd);
-    if (bad || (hit && (have[0] < count || (cplx && have[1] < count))))
+    if (v.bad)
+        return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s': its data ends before its own length says: truncated or "
+                        "corrupt", path, name);
+    int im = v.cplx && v.have[1] < v.have[0]; /* the shorter part */
+    if (v.hit && (v.have[0] < v.count || (v.cplx && v.have[1] < v.count)))
         return dpd_fail(err, DPD_E_FORMAT,
                         "%s: variable '%s' holds fewer values than its dimensions say (%s%llu of %llu): truncated or "
-                        "corrupt", path, name, !cplx ? "" : have[1] < have[0] ? "its imaginary part " : "its real part ",
-                        (unsigned long long)(bad ? 0 : cplx && have[1] < have[0] ? have[1] : have[0]), (unsigned long long)count);
+                        "corrupt", path, name, !v.cplx ? "" : im ? "its imaginary part " : "its real part ",
+                        (unsigned long long)v.have[im], (unsigned long long)v.count);
     return DPD_OK;
 }
 
@@ -518,11 +536,13 @@ static void read_here(const ask *q, got *g) {
 /* Whether path is a v7.3 file (its header's version 0x0200, which matio hands to HDF5). */
 static int is_v73(const char *path) {
     unsigned char h[128];
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), ok = 0;
-    struct stat sb;
-    if (fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) && pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h)
+    int fd, ok = 0;
+    uint64_t size;
+    dpd_error err = {0};
+    if (dpd_file_open(path, MAX_MAT_BYTES, "MATLAB file", &fd, &size, &err)) return 0; /* open_mat says why */
+    if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h)
         ok = (h[126] == 'I' && h[127] == 'M' ? h[124] | h[125] << 8 : h[124] << 8 | h[125]) == 0x0200;
-    if (fd >= 0) close(fd);
+    close(fd);
     return ok;
 }
 
@@ -536,9 +556,18 @@ static int put_all(int fd, const void *p, size_t n) {
     return 0;
 }
 
-static int get_all(int fd, void *p, size_t n) {
+/* n bytes from fd into p before `limit` seconds from t0 have passed; -1 at the end of the stream,
+ * on an error, or when late (*late 1). */
+static int get_within(int fd, void *p, size_t n, const struct timespec *t0, double limit, int *late) {
     for (char *c = p; n;) {
-        ssize_t r = read(fd, c, n);
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double left = limit - ((double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec));
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int w = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+        if (w < 0 && errno == EINTR) continue;
+        if (w == 0) return *late = 1, -1;
+        ssize_t r = w > 0 ? read(fd, c, n) : -1;
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return -1;
         c += r, n -= (size_t)r;
@@ -546,18 +575,32 @@ static int get_all(int fd, void *p, size_t n) {
     return 0;
 }
 
+/* Whether a v7.3 file is read in a child process (dpd_mat_isolate). */
+static atomic_int isolate = 1;
+
+void dpd_mat_isolate(int on) { atomic_store(&isolate, on != 0); }
+
 /* q read in a child process, its result handed back through a pipe: HDF5 reads a damaged file's
  * bytes past its own buffers (a heap-buffer-overflow a review found with a few flipped bytes), and
- * a crash there ends the child, not dpd, which says so. In a process under a seccomp filter (the
- * studio's public workers, which may not fork; the filter is the wall there) the read stays here. */
+ * a crash there ends the child, not dpd, which says so. The child's answer is checked as any
+ * input: a sample count the file could not hold, an unterminated message, a child that does not
+ * answer within a minute and a second per 10 MB (HDF5 in a loop) is killed. Where no child can be
+ * made (fork refused) or isolation is off, the read stays here. */
 static void read_apart(const ask *q, got *g) {
     int fds[2];
-    if (prctl(PR_GET_SECCOMP) != 0 || pipe2(fds, O_CLOEXEC)) {
+    struct stat sb;
+    if (!atomic_load(&isolate) || stat(q->path, &sb) || pipe2(fds, O_CLOEXEC)) {
         read_here(q, g);
         return;
     }
     pid_t pid = fork();
+    if (pid < 0) { /* no child to be had (a process limit): as without isolation */
+        close(fds[0]), close(fds[1]);
+        read_here(q, g);
+        return;
+    }
     if (pid == 0) { /* the child: the read, its result down the pipe, and out without atexit (HDF5's) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[0]);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) dup2(null, 2); /* HDF5's own prints */
@@ -568,28 +611,42 @@ static void read_apart(const ask *q, got *g) {
         _exit(ok ? 0 : 3);
     }
     close(fds[1]);
+    double limit = 60 + (double)sb.st_size / 10e6; /* seconds */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     got r = {0};
-    int ok = pid > 0 && !get_all(fds[0], &r, sizeof r);
+    int late = 0, nomem = 0, ok = !get_within(fds[0], &r, sizeof r, &t0, limit, &late);
     r.a = r.b = NULL;
+    r.err.msg[sizeof r.err.msg - 1] = 0, r.err.field[sizeof r.err.field - 1] = 0;
+    uint64_t most = (uint64_t)sb.st_size * 1032 / 8; /* samples the file could hold, compressed (signal_shape) */
     int two = ok && r.s == DPD_OK && q->kind == READ_PAIR, one = ok && r.s == DPD_OK && q->kind != HAS;
-    size_t bytes = one ? 2 * r.n * sizeof(double) : 0;
-    if (one && (r.n > MAX_SAMPLES || !(r.a = malloc(bytes ? bytes : 1)) || (two && !(r.b = malloc(bytes ? bytes : 1)))))
-        ok = 0;
-    if (one && ok) ok = !get_all(fds[0], r.a, bytes) && (!two || !get_all(fds[0], r.b, bytes));
+    if (one && (r.n > MAX_SAMPLES || r.n > most)) ok = 0;
+    size_t bytes = one && ok ? 2 * r.n * sizeof(double) : 0;
+    if (one && ok && (!(r.a = malloc(bytes ? bytes : 1)) || (two && !(r.b = malloc(bytes ? bytes : 1))))) ok = 0, nomem = 1;
+    if (one && ok)
+        ok = !get_within(fds[0], r.a, bytes, &t0, limit, &late) && (!two || !get_within(fds[0], r.b, bytes, &t0, limit, &late));
     close(fds[0]);
+    if (late || nomem) kill(pid, SIGKILL);
     int status = 0, w = 0;
-    while (pid > 0 && (w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
-    if (pid > 0 && w < 0) status = 0; /* reaped by someone else (ECHILD): the whole result came, or ok says not */
-    if (pid < 0 || !ok || !WIFEXITED(status) || WEXITSTATUS(status)) {
-        free(r.a), free(r.b);
-        char how[64];
-        if (pid > 0 && WIFSIGNALED(status)) snprintf(how, sizeof how, "died of signal %d", WTERMSIG(status));
-        else snprintf(how, sizeof how, pid < 0 ? "could not be started" : "ended without a result");
-        *g = (got){0};
-        g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it %s", q->path, how);
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+    if (w < 0) status = 0; /* reaped by someone else (ECHILD): the whole result came, or ok says not */
+    if (ok && WIFEXITED(status) && !WEXITSTATUS(status)) {
+        *g = r;
         return;
     }
-    *g = r;
+    free(r.a), free(r.b);
+    *g = (got){0};
+    if (nomem)
+        g->s = dpd_fail(&g->err, DPD_E_NOMEM, "%s: out of memory for %zu samples", q->path, r.n);
+    else if (late)
+        g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it gave no "
+                        "answer in %.0f s and was stopped", q->path, limit);
+    else if (WIFSIGNALED(status))
+        g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it died of "
+                        "signal %d%s", q->path, WTERMSIG(status), WTERMSIG(status) == SIGKILL ? " (or the memory ran out)" : "");
+    else
+        g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it ended "
+                        "without a whole answer", q->path);
 }
 
 static void read_mat(const ask *q, got *g) {

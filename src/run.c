@@ -80,25 +80,30 @@ dpd_status dpd_run_create(dpd_rundir *d, const char *base, const char *id, dpd_e
 
 void dpd_run_inherit(dpd_rundir *d, int epochs, char *warning, size_t n) {
     char path[4200], *buf, *save;
-    unsigned char *have = calloc((size_t)epochs + 1, 1); /* have[e]: a row of epoch e */
+    unsigned char *have = calloc((size_t)epochs + 1, 1); /* have[e]: a row of epoch e (epochs <= 100 000) */
     warning[0] = 0;
     snprintf(path, sizeof path, "%s/history.csv", d->dir);
-    int read = !dpd_file_read(path, &buf, NULL, NULL);
-    size_t fields = 0; /* the header's commas (d->hist holds it): a row cut short or edited has other */
-    for (size_t i = 0; i < d->hist.n && d->hist.s[i] != '\n'; i++) fields += d->hist.s[i] == ',';
+    size_t len = 0, hl = strcspn(d->hist.s ? d->hist.s : "", "\n"); /* the header this run writes (d->hist holds it) */
+    int read = !dpd_file_read(path, &buf, &len, NULL), foreign = 0;
     if (read) {
+        if (len && buf[len - 1] != '\n') { /* a last line cut short: torn, whatever its fields */
+            char *nl = strrchr(buf, '\n');
+            *(nl ? nl + 1 : buf) = 0;
+        }
         char *line = strtok_r(buf, "\n", &save);
-        for (line = line ? strtok_r(NULL, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+        foreign = line && (strlen(line) != hl || strncmp(line, d->hist.s, hl)); /* another dpd's columns, or edited */
+        for (line = line && !foreign ? strtok_r(NULL, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
             int e = atoi(line);
-            size_t commas = 0;
+            size_t commas = 0, fields = 0;
             for (const char *c = line; *c; c++) commas += *c == ',';
-            if (e > epochs || commas != fields) continue;
+            for (size_t i = 0; i < hl; i++) fields += d->hist.s[i] == ',';
+            if (e < 1 || e > epochs || commas != fields) continue; /* a row edited to another field count: torn */
             dpd_text_add(&d->hist, "%s\n", line);
-            if (have && e >= 1) have[e] = 1;
+            if (have) have[e] = 1;
         }
         free(buf);
     }
-    char gaps[200] = ""; /* "3", "1-4, 7" */
+    char gaps[200] = ""; /* "3", "1-4, 7", cut with "..." */
     int lost = 0;
     for (int e = 1; have && e <= epochs; e++) {
         if (have[e]) continue;
@@ -106,12 +111,16 @@ void dpd_run_inherit(dpd_rundir *d, int epochs, char *warning, size_t n) {
         while (e < epochs && !have[e + 1]) e++;
         lost += e - b + 1;
         size_t k = strlen(gaps);
-        if (k + 24 < sizeof gaps) snprintf(gaps + k, sizeof gaps - k, "%s%d%s%.0d", k ? ", " : "", b, e > b ? "-" : "", e > b ? e : 0);
+        if (k + 28 < sizeof gaps) snprintf(gaps + k, sizeof gaps - k, "%s%d%s%.0d", k ? ", " : "", b, e > b ? "-" : "", e > b ? e : 0);
+        else if (!strstr(gaps, "...")) snprintf(gaps + k, sizeof gaps - k, ", ...");
     }
     if (lost)
-        snprintf(warning, n, "%s %s epoch%s %s of the %d the checkpoint has trained: the learning curve has a gap "
-                             "there (events.jsonl still holds those epochs' metrics)",
-                 path, read ? "lacks the rows of" : "is missing: no rows of", lost > 1 ? "s" : "", gaps, epochs);
+        snprintf(warning, n, "%s %s: the learning curve lacks epoch%s %s of the %d the checkpoint has trained "
+                             "(events.jsonl still holds their metrics)",
+                 path, !read ? "is missing" : foreign ? "has another header than this run writes (another dpd's, or "
+                                                        "edited), so none of its rows is kept"
+                                                      : "lost rows (cut short or edited)",
+                 lost > 1 ? "s" : "", gaps, epochs);
     free(have);
     snprintf(path, sizeof path, "%s/events.jsonl", d->dir);
     if (!dpd_file_read(path, &buf, NULL, NULL)) {

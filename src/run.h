@@ -103,9 +103,10 @@ dpd_status dpd_run_load_last(dpd_rundir *d, dpd_model *m, float *mom, dpd_run_st
                              const dpd_train_cfg *c, dpd_error *err);
 
 /* A resumed run: history.csv keeps the rows of epochs 1..epochs; events.jsonl keeps every record
- * (a log of what happened, cancellations included) and its sequence numbers continue. Where
- * history.csv lacks rows of 1..epochs (removed, cut short, edited), warning (n bytes) says which
- * ("" when none is missing). */
+ * (a log of what happened, cancellations included) and its sequence numbers continue. A row cut
+ * short or edited to another field count is dropped, and so is every row under a header that is
+ * not the one this run writes; where rows of 1..epochs are then missing (a history.csv removed,
+ * cut short, edited), warning (n bytes) says which ("" when none is). */
 void dpd_run_inherit(dpd_rundir *d, int epochs, char *warning, size_t n);
 
 /* Writes name in the run directory from t, atomically. */

@@ -647,7 +647,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
         res->epochs = st.epoch, res->best_epoch = st.best_epoch;
         res->val = st.best_val, res->test = st.best_test;
-        res->dpd = r.pa != NULL;
+        res->dpd = r.pa != NULL, res->selection = selection(&r);
         snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
         res->config = cfg;
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
@@ -660,7 +660,7 @@ done:
     if (s && (r.started || r.rd.created) && r.rd.dir[0]) {
         snprintf(res->run_dir, sizeof res->run_dir, "%s", r.rd.dir);
         res->epochs = st.epoch, res->best_epoch = st.best_epoch; /* what stands */
-        res->dpd = r.pa != NULL;
+        res->dpd = r.pa != NULL, res->selection = selection(&r);
         if (st.best_epoch) res->val = st.best_val, res->test = st.best_test;
     }
     run_free(&r);

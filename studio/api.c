@@ -736,7 +736,8 @@ static enum MHD_Result run_history(req *r, const run_rec *rec) {
     run_dir_of(r->h, rec, dir, sizeof dir);
     int fd = dir[0] ? studio_open_below(dir, "history.csv") : -1; /* read through the descriptor opened so */
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    json_t *hist = fd >= 0 ? cli_history_json(path) : NULL;
+    dpd_error herr;
+    json_t *hist = fd >= 0 ? cli_history_json(path, &herr) : NULL; /* opened as a regular file below the run */
     if (fd >= 0) close(fd);
     if (!hist) { /* while the worker runs (or a run without history.csv): the live snapshot's rows */
         studio_run_path(r->h->o.root, rec->ws, rec->id, "", path, sizeof path);

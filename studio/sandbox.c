@@ -20,6 +20,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "dpd/dpd.h"
 #include "sandbox.h"
 
 /* a sanitizer's runtime (gcc's macros, clang's features): its leak check at exit traces the process */
@@ -210,6 +211,7 @@ static const char *const killing[] = {
 
 int sandbox_seal(char *why, size_t n) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return snprintf(why, n, "no_new_privs: %s", strerror(errno)), -1;
+    dpd_mat_isolate(0); /* a fork would kill this worker: a v7.3 .mat is read in place, inside these walls */
     scmp_filter_ctx c = seccomp_init(SCMP_ACT_ERRNO(EPERM));
     if (!c) return snprintf(why, n, "seccomp_init failed"), -1;
     int rc = seccomp_attr_set(c, SCMP_FLTATR_CTL_TSYNC, 1);

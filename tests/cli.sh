@@ -547,7 +547,7 @@ expect 2 "plot: --out $T/a/pics lies in the dataset" "$DPD" plot --data "$T/a" -
 expect 2 "(the runs' root) lies in the dataset" "$DPD" train-pa --data "$T/a" --out "$T/a/runs" --model gru --hidden 4 --epochs 1
 : >"$T/afile" # a file as the runs' root: refused before the dataset doctor reads anything
 "$DPD" train-pa --data "$T/a" --out "$T/afile" --hidden 4 --epochs 1 >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 2 ] && [ "$(cat "$T/err")" = "dpd: --out $T/afile is a file: --out names the runs'"'"' root directory (a run goes to OUT/DATASET/train_pa/RUN_ID)" ]' \
+check '[ $rc -eq 2 ] && [ "$(cat "$T/err")" = "dpd: --out $T/afile is a file: --out names the runs'"'"' root directory (a PA run goes to OUT/DATASET/train_pa/RUN_ID, a DPD run to OUT/DATASET/train_dpd/PA/RUN_ID)" ]' \
     "train-pa --out FILE: exit 2 at once, the file named (exit $rc: $(head -c 300 "$T/err"))"
 abs_dpd=$(cd "$(dirname "$DPD")" && pwd)/$(basename "$DPD")
 expect 2 "--out runs (the runs' root) lies in the dataset" sh -c "cd '$T/a' && exec '$abs_dpd' fit-ls --data . --kind mp"
@@ -987,13 +987,22 @@ check 'grep -q "^epoch 1/1 train_loss .* val NMSE -*[0-9.]* IBE -*[0-9.]* ACPR -
 HH=$(ls -d "$T"/hh/a/train_pa/*)
 head -c "$(($(head -n 3 "$HH/history.csv" | wc -c) + 20))" "$HH/history.csv" >"$T/hh.csv" && cp "$T/hh.csv" "$HH/history.csv"
 "$DPD" train-pa --resume "$HH" --epochs 4 >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv lacks the rows of epoch 3 of the 3 the checkpoint has trained: the learning curve has a gap there" "$T/err" &&
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv lost rows (cut short or edited): the learning curve lacks epoch 3 of the 3 the checkpoint has trained" "$T/err" &&
        [ "$(cut -d, -f1 "$HH/history.csv" | tr "\n" " ")" = "EPOCH 1 2 4 " ] && awk -F, "NR > 1 && NF != n { exit 1 } NR == 1 { n = NF }" "$HH/history.csv"' \
     "resume of a run whose history.csv was cut inside epoch 3's row: warned, the torn row dropped (exit $rc: $(head -c 300 "$T/err"))"
 rm "$HH/history.csv"
 "$DPD" train-pa --resume "$HH" --epochs 5 >/dev/null 2>"$T/err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv is missing: no rows of epochs 1-4 of the 4 the checkpoint has trained" "$T/err"' \
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv is missing: the learning curve lacks epochs 1-4 of the 4 the checkpoint has trained" "$T/err"' \
     "resume of a run whose history.csv is gone: the lost epochs named (exit $rc: $(head -c 300 "$T/err"))"
+sed -i "1s/TRAIN_LOSS/TRAIN_LOSS_OLD/" "$HH/history.csv" # another header: none of its rows kept, said so
+"$DPD" train-pa --resume "$HH" --epochs 6 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv has another header than this run writes (another dpd.s, or edited), so none of its rows is kept: the learning curve lacks epochs 1-5 of the 5" "$T/err" &&
+       [ "$(cut -d, -f1 "$HH/history.csv" | tr "\n" " ")" = "EPOCH 6 " ]' \
+    "resume of a run whose history.csv has another header: its rows dropped, the epochs named (exit $rc: $(head -c 300 "$T/err"))"
+head -c "$(($(wc -c <"$HH/history.csv") - 2))" "$HH/history.csv" >"$T/hh.csv" && cp "$T/hh.csv" "$HH/history.csv" # its last row cut inside its last field
+"$DPD" train-pa --resume "$HH" --epochs 7 >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: warning: $HH/history.csv lost rows (cut short or edited): the learning curve lacks epochs 1-6 of the 6" "$T/err"' \
+    "a history.csv cut inside its last row's last field: that row is torn, said (exit $rc: $(head -c 300 "$T/err"))"
 # eval of the run's checkpoint scores under the run's profile unless told otherwise, and says so
 "$DPD" eval --data "$T/a" --split test --model "$MP" --json >"$T/mpe.json" 2>"$T/mpe.err"; rc=$?
 check '[ $rc -eq 0 ] && jq1 "$T/mpe.json" "j[\"metric_profile\"] == \"general-spectral-v1\" and \"ACPR_AVG\" in j[\"model\"]" &&
@@ -1002,6 +1011,9 @@ check '[ $rc -eq 0 ] && jq1 "$T/mpe.json" "j[\"metric_profile\"] == \"general-sp
 "$DPD" eval --data "$T/a" --split test --model "$MP" --metric-profile legacy-opendpd-v1 --json >"$T/mpl.json" 2>"$T/mpe.err"; rc=$?
 check '[ $rc -eq 0 ] && jq1 "$T/mpl.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\"" && ! grep -q "note: scored under" "$T/mpe.err"' \
     "eval --model RUN --metric-profile legacy-opendpd-v1: the profile asked for, no note (exit $rc)"
+"$DPD" eval --data "$T/a" --split test --model "$MP" --legacy-evm --json >"$T/mpl.json" 2>"$T/mpe.err"; rc=$?
+check '[ $rc -eq 0 ] && jq1 "$T/mpl.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\""' \
+    "eval --model RUN --legacy-evm of a general-spectral-v1 run: the legacy profile its EVM option belongs to (exit $rc: $(head -c 200 "$T/mpe.err"))"
 expect 2 "is not a run directory (it holds no config.json): a run directory is OUT/DATASET/train_pa/RUN_ID" "$DPD" train-pa --resume "$T/mp"
 cp -r "$MP" "$T/mpbad" && sed -i 's/"hidden": *[0-9]*/"hidden": 0/' "$T/mpbad/config.json"
 expect 1 "dpd: $T/mpbad/config.json: hidden: 0 is out of range 1..1024" "$DPD" train-pa --resume "$T/mpbad" --epochs 3

@@ -276,7 +276,7 @@ static void test_measured(void) {
     int same = d && e && f;
     for (size_t k = 0; same && k < d->nf; k++) /* measured = pred here: the same numbers; no_dpd as without it */
         same &= (d->psd[3][k] == d->psd[1][k] || (isnan(d->psd[3][k]) && isnan(d->psd[1][k]))) &&
-                (d->psd[2][k] == e->psd[2][k] || isnan(e->psd[2][k])) &&
+                (d->psd[2][k] == e->psd[2][k] || (isnan(d->psd[2][k]) && isnan(e->psd[2][k]))) &&
                 (f->psd[2][k] == e->psd[2][k] || (isnan(f->psd[2][k]) && isnan(e->psd[2][k])));
     for (size_t k = 0; same && k < d->na; k++) same &= d->am[3][k] == d->am[1][k] && f->am[2][k] == e->am[2][k];
     CHECK(same, "measured: its PSD and AM/AM are its signal's, the others' unchanged");

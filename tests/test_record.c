@@ -13,6 +13,7 @@
 #include <kiss_fft.h>
 #include <math.h>
 #include <matio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -326,6 +327,21 @@ static void short_data(const char *d) {
               "%s: %s '%s'", c[i].name, dpd_status_str(s), err.msg);
         free(iq);
     }
+    { /* a real part whose tag claims the 6000 values the dimensions say, over 4000 there (the
+       * element ends first): refused, not read on to the file's end */
+        const char *p = short_v5(d, "s_lie.mat", 3000, 2, 4000, -1, 0);
+        FILE *f = fopen(p, "r+b");
+        uint32_t claim = 6000 * 8;
+        CHECK(f && !fseek(f, 180, SEEK_SET) && fwrite(&claim, 4, 1, f) == 1, "rewrite the real part's byte count");
+        if (f) fclose(f);
+        double *iq = NULL, fs = 0;
+        size_t n = 0;
+        dpd_error err = {0};
+        dpd_status s = dpd_mat_read_signal(p, NULL, NULL, &iq, &n, &fs, &err);
+        CHECK(s == DPD_E_FORMAT && !iq && strstr(err.msg, "variable 'x': its data ends before its own length says"),
+              "a real part's tag claiming more than follows: %s '%s'", dpd_status_str(s), err.msg);
+        free(iq);
+    }
     for (int z = 0; z < 2; z++) { /* the hand-made file whole: read as written */
         const char *p = short_v5(d, z ? "s_okz.mat" : "s_ok.mat", 6000, 1, 6000, 6000, z);
         double *iq = NULL;
@@ -337,6 +353,38 @@ static void short_data(const char *d) {
               "whole hand-made v5 file (%s): %s '%s', %zu samples", z ? "compressed" : "plain", dpd_status_str(s), err.msg, n);
         free(iq);
     }
+}
+
+static volatile sig_atomic_t children; /* SIGCHLDs seen */
+static void on_child(int sig) { (void)sig, children++; }
+
+/* A v7.3 file is read in a child process (one SIGCHLD, the samples as in place), a v5 file in
+ * place (none); with dpd_mat_isolate(0) a v7.3 file too. */
+static void isolated(const char *d) {
+    struct sigaction sa = {.sa_handler = on_child}, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, &old);
+    const char *p73 = pair_file(d, "iso73.mat", 1, "x", "y", 1e6), *p5 = pair_file(d, "iso5.mat", 0, "x", "y", 1e6);
+    int seen[3];
+    double *in[3] = {NULL}, *out[3] = {NULL}, fs[3];
+    size_t n[3];
+    dpd_status s[3];
+    dpd_error err = {0};
+    for (int k = 0; k < 3; k++) { /* v7.3 in a child, v5, v7.3 with isolation off */
+        children = 0;
+        if (k == 2) dpd_mat_isolate(0);
+        s[k] = dpd_mat_read_pair(k == 1 ? p5 : p73, NULL, NULL, &in[k], &out[k], &n[k], &fs[k], &err);
+        seen[k] = children;
+    }
+    dpd_mat_isolate(1);
+    sigaction(SIGCHLD, &old, NULL);
+    CHECK(!s[0] && !s[1] && !s[2] && seen[0] == 1 && seen[1] == 0 && seen[2] == 0,
+          "children: v7.3 %d, v5 %d, v7.3 not isolated %d (statuses %d %d %d: %s)", seen[0], seen[1], seen[2], s[0], s[1],
+          s[2], err.msg);
+    CHECK(!s[0] && !s[2] && n[0] == n[2] && fs[0] == fs[2] && !memcmp(in[0], in[2], 2 * n[0] * sizeof(double)) &&
+              !memcmp(out[0], out[2], 2 * n[0] * sizeof(double)) && n[0] == n[1] && !memcmp(in[0], in[1], 2 * n[0] * sizeof(double)),
+          "a v7.3 file read in a child gives what it gives in place, and what its v5 twin gives");
+    for (int k = 0; k < 3; k++) free(in[k]), free(out[k]);
 }
 
 /* ---- dpd run's output and recordings in .mat ------------------------------------------------------ */
@@ -701,6 +749,7 @@ int main(void) {
         model(d, v73);
     }
     short_data(d);
+    isolated(d);
     sigmf(d);
     presets();
     return check_done("record");

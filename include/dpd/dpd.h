@@ -716,6 +716,15 @@ DPD_API const char *dpd_nearest(const char *word, const char *const *words, int 
 
 /* ---- recordings (dpd run) ------------------------------------------------------------------ */
 
+/* Whether a MATLAB v7.3 (HDF5) file is read in a child process (1, the default): HDF5 does not
+ * survive every damaged file, and its crash then ends the child, not the caller (an error naming
+ * the file). A process that may not fork (under a seccomp filter that kills on fork, as the
+ * studio's public workers are) turns it off before sealing itself; the read then stays in place.
+ * Process-wide, as the ability to fork is. */
+DPD_API void dpd_mat_isolate(int on);
+
+#define DPD_MAX_JSON_BYTES (1ull << 20) /* a settings file, a run's config.json, a pack.json */
+
 /* The whole of a regular file of at most max bytes (0: 256 MiB, dpd's bound for a run's history
  * and events) in a malloc'd, NUL-terminated buffer (free() it), *len (may be NULL) its length, as
  * dpd reads every file it is given: anything but a regular file (a FIFO, a directory, a device
@@ -1006,6 +1015,8 @@ typedef struct dpd_train_result {
     int best_epoch;  /* 1-based */
     dpd_metrics val, test; /* of the best epoch (a cancelled or diverged run: so far; best_epoch 0: none) */
     int dpd;                       /* 1 for a DPD run */
+    int selection;                 /* the metric the best epoch is chosen by: DPD_NMSE (a PA model) or
+                                    * DPD_ACLR_AVG (a DPD), under the run's profile */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
     dpd_metrics measured_val, measured_test; /* DPD runs: the capture's own output y against g x (the
                                               * measured PA without DPD; dpd_eval_measured) */
