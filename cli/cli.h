@@ -264,8 +264,8 @@ void cli_plot_sweep(const char *run_dir);
 json_t *cli_history_json(const char *path, dpd_error *err);
 
 /* The JSON document in path (jansson's flags), read as dpd reads any file it is given
- * (dpd_read_file: a regular file of at most 64 MiB; a FIFO or a device is refused without
- * blocking). NULL with err set (naming the path, and the line where it is no JSON). */
+ * (dpd_read_file: a regular file of at most DPD_MAX_JSON_BYTES; a FIFO or a device is refused
+ * without blocking). NULL with err set (naming the path, and the line where it is no JSON). */
 json_t *cli_json_read(const char *path, size_t flags, dpd_error *err);
 
 #endif

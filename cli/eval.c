@@ -141,10 +141,11 @@ static int split_of(const char *name) {
 }
 
 /* The metric profile (and EVM rate) the run of checkpoint c was trained under, from its run
- * directory's config.json, with a note where they are not eval's own defaults;
- * legacy-opendpd-v1 (evm_fs as it is) where c is no checkpoint of a run (none given, a file
- * outside its run directory, a config.json of another run). */
-static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs) {
+ * directory's config.json, with a note where they are not eval's own defaults; legacy-opendpd-v1
+ * (evm_fs as it is) where c is no checkpoint of a run (none given, a file outside its run
+ * directory, a config.json of another run). evm_given: --evm-fs or --legacy-evm, options of the
+ * legacy profile, which is then kept (with a note where the run's was another). */
+static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs, int evm_given) {
     snprintf(prof, n, "legacy-opendpd-v1");
     if (!c->path[0] || !c->info.run_id[0]) return;
     char cfg[sizeof c->path + 16];
@@ -155,11 +156,15 @@ static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs) {
     json_t *j = cli_json_read(cfg, 0, &err);
     const char *id = json_string_value(json_object_get(j, "run_id")), *p = json_string_value(json_object_get(j, "metric_profile"));
     json_t *ef = json_object_get(j, "evm_fs");
-    if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0) {
+    int legacy = p && !strcmp(p, "legacy-opendpd-v1");
+    if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0 && evm_given && !legacy) {
+        fprintf(stderr, "dpd: note: scored under legacy-opendpd-v1, whose EVM rate --evm-fs (--legacy-evm) sets; run %s "
+                        "was scored under %s (--metric-profile %s scores it so)\n", id, p, p);
+    } else if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0 && !evm_given) {
         snprintf(prof, n, "%s", p);
         int evm = json_is_number(ef) && json_number_value(ef) > 0;
         if (evm) *evm_fs = json_number_value(ef);
-        if (strcmp(p, "legacy-opendpd-v1") || evm) {
+        if (!legacy || evm) {
             char hz[32] = "";
             if (evm) cli_hz(*evm_fs, hz, sizeof hz);
             fprintf(stderr, "dpd: note: scored under %s%s%s, as run %s was (--metric-profile%s gives another)\n", p,
@@ -221,8 +226,7 @@ int cmd_eval(int argc, char **argv) {
     ckpt cm = {0}, cp = {0};
     if (model[0] && ckpt_open(&cm, "--model", model, 0, &err)) return cli_fail(&err);
     if (pa[0] && ckpt_open(&cp, "--pa", pa, 1, &err)) return cli_fail(&err);
-    if (!prof[0] && evm_given) snprintf(prof, sizeof prof, "legacy-opendpd-v1"); /* --evm-fs is the legacy profile's */
-    if (!prof[0]) run_scoring(&cm, prof, sizeof prof, &evm_fs); /* the model's run's, else legacy */
+    if (!prof[0]) run_scoring(&cm, prof, sizeof prof, &evm_fs, evm_given); /* the model's run's, else legacy */
     if ((r = scoring_of(prof, evm_fs, &sc))) return r;
     if (pa[0] && same_file(cm.path, cp.path)) {
         fprintf(stderr, "dpd: %s is given as both --pa and --model: --pa is the PA model and --model the DPD "

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <matio.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -191,13 +190,16 @@ static int matrix_values(src *s, const char *name, int *hit, uint64_t *count, in
  * malformed past its name). */
 typedef struct v5_var {
     int hit, cplx, bad;
+    int far; /* not reached: more than V5_ELEMENTS elements before it */
     uint64_t count, have[2];
 } v5_var;
+
+#define V5_ELEMENTS (1 << 16) /* elements walked: a MAT file holds a few variables */
 
 /* A v5 file is a 128-byte header and then data elements, each an 8-byte tag (type, byte count)
  * and its bytes (padded to 8 unless compressed; a small element fits its 4 bytes in the tag). The
  * walk finds the element that ends past the end of the file (matio reads a cut-short value
- * silently): its index, or -1 when every one is whole (or past 1 M elements, not walked). With a
+ * silently): its index, or -1 when every one is whole (or past V5_ELEMENTS, not walked). With a
  * name, it also counts that variable's values (matio reads a part shorter than its dimensions to
  * the file's end and leaves the rest of its buffer as it was) into *v; other variables are
  * matio's to judge. */
@@ -210,8 +212,8 @@ static int v5_walk(int fd, uint64_t size, const char *name, v5_var *v) {
     z_stream z;
     if (name && !s) return v->bad = 1, -1;
     uint64_t pos = 128;
-    int cut = -1;
-    for (int i = 0; pos < size && i < 1 << 20; i++) {
+    int cut = -1, i = 0;
+    for (; pos < size && i < V5_ELEMENTS; i++) {
         if (size - pos < 8 || pread(fd, t, 8, (off_t)pos) != 8) {
             cut = i;
             break;
@@ -241,6 +243,7 @@ static int v5_walk(int fd, uint64_t size, const char *name, v5_var *v) {
         }
         pos = end + (type == MAT_T_COMPRESSED ? 0 : (8 - end % 8) % 8);
     }
+    if (v && cut < 0 && !v->hit && i == V5_ELEMENTS && pos < size) v->far = 1;
     free(s);
     return cut;
 }
@@ -368,6 +371,9 @@ static dpd_status v5_values(const char *path, const char *name, dpd_error *err) 
     v5_var v;
     v5_walk(fd, size, name, &v);
     close(fd);
+    if (v.far) /* its data could not be counted: matio would read it as its dimensions say */
+        return dpd_fail(err, DPD_E_FORMAT, "%s: more than %d elements before variable '%s' (no MAT file holds so "
+                        "many): refused", path, V5_ELEMENTS, name);
     if (v.bad)
         return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s': its data ends before its own length says: truncated or "
                         "corrupt", path, name);
@@ -556,18 +562,9 @@ static int put_all(int fd, const void *p, size_t n) {
     return 0;
 }
 
-/* n bytes from fd into p before `limit` seconds from t0 have passed; -1 at the end of the stream,
- * on an error, or when late (*late 1). */
-static int get_within(int fd, void *p, size_t n, const struct timespec *t0, double limit, int *late) {
+static int get_all(int fd, void *p, size_t n) {
     for (char *c = p; n;) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        double left = limit - ((double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec));
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int w = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
-        if (w < 0 && errno == EINTR) continue;
-        if (w == 0) return *late = 1, -1;
-        ssize_t r = w > 0 ? read(fd, c, n) : -1;
+        ssize_t r = read(fd, c, n);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return -1;
         c += r, n -= (size_t)r;
@@ -583,9 +580,10 @@ void dpd_mat_isolate(int on) { atomic_store(&isolate, on != 0); }
 /* q read in a child process, its result handed back through a pipe: HDF5 reads a damaged file's
  * bytes past its own buffers (a heap-buffer-overflow a review found with a few flipped bytes), and
  * a crash there ends the child, not dpd, which says so. The child's answer is checked as any
- * input: a sample count the file could not hold, an unterminated message, a child that does not
- * answer within a minute and a second per 10 MB (HDF5 in a loop) is killed. Where no child can be
- * made (fork refused) or isolation is off, the read stays here. */
+ * input (a sample count the file could not hold, an unterminated message); the child may spend a
+ * minute of CPU and a second per 10 MB of file (HDF5 in a loop dies of SIGXCPU; a slow disk or a
+ * stopped process spends none). Where no child can be made (fork refused) or isolation is off,
+ * the read stays here. */
 static void read_apart(const ask *q, got *g) {
     int fds[2];
     struct stat sb;
@@ -593,7 +591,8 @@ static void read_apart(const ask *q, got *g) {
         read_here(q, g);
         return;
     }
-    pid_t pid = fork();
+    rlim_t cpu = 60 + (rlim_t)(sb.st_size / 10000000); /* seconds of CPU */
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) { /* no child to be had (a process limit): as without isolation */
         close(fds[0]), close(fds[1]);
         read_here(q, g);
@@ -601,6 +600,8 @@ static void read_apart(const ask *q, got *g) {
     }
     if (pid == 0) { /* the child: the read, its result down the pipe, and out without atexit (HDF5's) */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(3); /* the parent died before the line above */
+        setrlimit(RLIMIT_CPU, &(struct rlimit){cpu, cpu + 1});
         close(fds[0]);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) dup2(null, 2); /* HDF5's own prints */
@@ -611,11 +612,8 @@ static void read_apart(const ask *q, got *g) {
         _exit(ok ? 0 : 3);
     }
     close(fds[1]);
-    double limit = 60 + (double)sb.st_size / 10e6; /* seconds */
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     got r = {0};
-    int late = 0, nomem = 0, ok = !get_within(fds[0], &r, sizeof r, &t0, limit, &late);
+    int nomem = 0, ok = !get_all(fds[0], &r, sizeof r);
     r.a = r.b = NULL;
     r.err.msg[sizeof r.err.msg - 1] = 0, r.err.field[sizeof r.err.field - 1] = 0;
     uint64_t most = (uint64_t)sb.st_size * 1032 / 8; /* samples the file could hold, compressed (signal_shape) */
@@ -623,10 +621,9 @@ static void read_apart(const ask *q, got *g) {
     if (one && (r.n > MAX_SAMPLES || r.n > most)) ok = 0;
     size_t bytes = one && ok ? 2 * r.n * sizeof(double) : 0;
     if (one && ok && (!(r.a = malloc(bytes ? bytes : 1)) || (two && !(r.b = malloc(bytes ? bytes : 1))))) ok = 0, nomem = 1;
-    if (one && ok)
-        ok = !get_within(fds[0], r.a, bytes, &t0, limit, &late) && (!two || !get_within(fds[0], r.b, bytes, &t0, limit, &late));
+    if (one && ok) ok = !get_all(fds[0], r.a, bytes) && (!two || !get_all(fds[0], r.b, bytes));
     close(fds[0]);
-    if (late || nomem) kill(pid, SIGKILL);
+    if (nomem) kill(pid, SIGKILL);
     int status = 0, w = 0;
     while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
     if (w < 0) status = 0; /* reaped by someone else (ECHILD): the whole result came, or ok says not */
@@ -638,9 +635,9 @@ static void read_apart(const ask *q, got *g) {
     *g = (got){0};
     if (nomem)
         g->s = dpd_fail(&g->err, DPD_E_NOMEM, "%s: out of memory for %zu samples", q->path, r.n);
-    else if (late)
-        g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it gave no "
-                        "answer in %.0f s and was stopped", q->path, limit);
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
+        g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it spent %llu s "
+                        "of CPU without an answer and was stopped", q->path, (unsigned long long)cpu);
     else if (WIFSIGNALED(status))
         g->s = dpd_fail(&g->err, DPD_E_FORMAT, "%s: a damaged v7.3 (HDF5) file: the HDF5 library reading it died of "
                         "signal %d%s", q->path, WTERMSIG(status), WTERMSIG(status) == SIGKILL ? " (or the memory ran out)" : "");

@@ -1012,8 +1012,9 @@ check '[ $rc -eq 0 ] && jq1 "$T/mpe.json" "j[\"metric_profile\"] == \"general-sp
 check '[ $rc -eq 0 ] && jq1 "$T/mpl.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\"" && ! grep -q "note: scored under" "$T/mpe.err"' \
     "eval --model RUN --metric-profile legacy-opendpd-v1: the profile asked for, no note (exit $rc)"
 "$DPD" eval --data "$T/a" --split test --model "$MP" --legacy-evm --json >"$T/mpl.json" 2>"$T/mpe.err"; rc=$?
-check '[ $rc -eq 0 ] && jq1 "$T/mpl.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\""' \
-    "eval --model RUN --legacy-evm of a general-spectral-v1 run: the legacy profile its EVM option belongs to (exit $rc: $(head -c 200 "$T/mpe.err"))"
+check '[ $rc -eq 0 ] && jq1 "$T/mpl.json" "j[\"metric_profile\"] == \"legacy-opendpd-v1\"" &&
+       grep -q "^dpd: note: scored under legacy-opendpd-v1, whose EVM rate --evm-fs (--legacy-evm) sets; run PA_S_0_M_GRU_H_4_F_40_P_[0-9]* was scored under general-spectral-v1" "$T/mpe.err"' \
+    "eval --model RUN --legacy-evm of a general-spectral-v1 run: the legacy profile its EVM option belongs to, said (exit $rc: $(head -c 300 "$T/mpe.err"))"
 expect 2 "is not a run directory (it holds no config.json): a run directory is OUT/DATASET/train_pa/RUN_ID" "$DPD" train-pa --resume "$T/mp"
 cp -r "$MP" "$T/mpbad" && sed -i 's/"hidden": *[0-9]*/"hidden": 0/' "$T/mpbad/config.json"
 expect 1 "dpd: $T/mpbad/config.json: hidden: 0 is out of range 1..1024" "$DPD" train-pa --resume "$T/mpbad" --epochs 3

@@ -298,6 +298,16 @@ static const char *short_v5(const char *d, const char *name, size_t rows, size_t
     return p;
 }
 
+/* dpd_mat_read_signal of p refused as DPD_E_FORMAT, no samples, its message holding say. */
+static void signal_refused(const char *what, const char *p, const char *say) {
+    double *iq = NULL, fs = 0;
+    size_t n = 0;
+    dpd_error err = {0};
+    dpd_status s = dpd_mat_read_signal(p, NULL, NULL, &iq, &n, &fs, &err);
+    CHECK(s == DPD_E_FORMAT && !iq && strstr(err.msg, say), "%s: %s '%s'", what, dpd_status_str(s), err.msg);
+    free(iq);
+}
+
 /* A variable whose data holds fewer values than its dimensions say: refused naming the counts
  * (uncompressed and compressed; real N x 2, and either part of a complex vector), where matio would
  * hand back a buffer partly never written; the same file whole reads back. */
@@ -317,15 +327,9 @@ static void short_data(const char *d) {
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         const char *p = short_v5(d, c[i].name, c[i].rows, c[i].cols, c[i].nre, c[i].nim, c[i].z);
-        double *iq = NULL;
-        size_t n = 0;
-        dpd_error err = {0};
-        double fs = 0;
-        dpd_status s = dpd_mat_read_signal(p, NULL, NULL, &iq, &n, &fs, &err);
-        CHECK(s == DPD_E_FORMAT && !iq && strstr(err.msg, p) && strstr(err.msg, "variable 'x' holds fewer values than its "
-                                                                          "dimensions say") && strstr(err.msg, c[i].say),
-              "%s: %s '%s'", c[i].name, dpd_status_str(s), err.msg);
-        free(iq);
+        char say[160];
+        snprintf(say, sizeof say, "%s: variable 'x' holds fewer values than its dimensions say %s", p, c[i].say);
+        signal_refused(c[i].name, p, say);
     }
     { /* a real part whose tag claims the 6000 values the dimensions say, over 4000 there (the
        * element ends first): refused, not read on to the file's end */
@@ -334,13 +338,23 @@ static void short_data(const char *d) {
         uint32_t claim = 6000 * 8;
         CHECK(f && !fseek(f, 180, SEEK_SET) && fwrite(&claim, 4, 1, f) == 1, "rewrite the real part's byte count");
         if (f) fclose(f);
-        double *iq = NULL, fs = 0;
-        size_t n = 0;
-        dpd_error err = {0};
-        dpd_status s = dpd_mat_read_signal(p, NULL, NULL, &iq, &n, &fs, &err);
-        CHECK(s == DPD_E_FORMAT && !iq && strstr(err.msg, "variable 'x': its data ends before its own length says"),
-              "a real part's tag claiming more than follows: %s '%s'", dpd_status_str(s), err.msg);
-        free(iq);
+        signal_refused("a real part's tag claiming more than follows", p, "variable 'x': its data ends before its own length says");
+    }
+    { /* a short x behind 2^16 empty variables (farther than the walk goes): refused, never read as
+       * matio reads it */
+        const char *p = short_v5(d, "s_far.mat", 3000, 2, 4000, -1, 0), *q = join(d, "s_far2.mat");
+        FILE *f = fopen(p, "rb"), *g = fopen(q, "wb");
+        unsigned char buf[1 << 16];
+        size_t k = f ? fread(buf, 1, sizeof buf, f) : 0;
+        static const uint32_t empty[14] = {14, 48, 6, 8, 6, 0, 5, 8, 0, 0, 1u << 16 | 1, 'a', 9, 0}; /* a = [] */
+        if (g && k > 128) {
+            fwrite(buf, 1, 128, g);
+            for (int i = 0; i < 1 << 16; i++) fwrite(empty, 4, 14, g);
+            fwrite(buf + 128, 1, k - 128, g);
+        }
+        if (f) fclose(f);
+        if (g) fclose(g);
+        signal_refused("a short x behind 2^16 variables", q, "more than 65536 elements before variable 'x'");
     }
     for (int z = 0; z < 2; z++) { /* the hand-made file whole: read as written */
         const char *p = short_v5(d, z ? "s_okz.mat" : "s_ok.mat", 6000, 1, 6000, 6000, z);
