@@ -14,7 +14,9 @@ static const char *const usage =
     "dpd doctor DATA_DIR [--json] [--fix-delay] [--fix-gain] [--out DIR]\n\n"
     "Checks a dataset (OpenDPD's dataset-doctor-v1, plus dpd's own checks; docs/doctor.md): lengths,\n"
     "NaN/Inf, silence, outliers, clipping, delay, gain and phase, amplitude, metadata, occupied\n"
-    "bandwidth, DC offset, stuck samples and split lengths against nperseg. Each finding has a\n"
+    "bandwidth, DC offset, stuck samples, split lengths against nperseg, each split against the\n"
+    "train split, a copied output, I/Q imbalance and a header without I and Q columns (the whole\n"
+    "list: docs/doctor.md). Each finding has a\n"
     "severity (error, warning, info), its measured value and a one-line fix. --fix-delay and/or\n"
     "--fix-gain write a corrected copy into --out DIR (a new or empty directory; never in place).\n"
     "Exit status: 0 when no finding is an error, 1 when one is (or the data cannot be read), 2 for\n"
@@ -139,7 +141,8 @@ static void warnings(const dpd_doctor_report *r, const char *data) {
     size_t at = 0;
     for (int i = 0; i < r->nfindings && at < sizeof line; i++) {
         const dpd_finding *f = &r->findings[i];
-        if (cli_doctor_telling(f) && strcmp(f->code, "metadata_suspicious")) /* the loader's own warning says that */
+        if (cli_doctor_telling(f) && strcmp(f->code, "metadata_suspicious") && /* the loader's own warnings say these */
+            strcmp(f->code, "columns_by_position"))
             at += (size_t)snprintf(line + at, sizeof line - at, "%s%s%s (%s)", at ? "; " : "",
                                    f->severity == DPD_SEV_ERROR ? "error: " : "", f->title, f->value);
     }

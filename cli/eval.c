@@ -182,8 +182,9 @@ static const char *const eval_usage =
     "--pa or as a lone --model, and one checkpoint as both; a checkpoint trained on another\n"
     "dataset is warned about. --json prints one object with \"metric_profile\"; each metrics object is\n"
     "{\"NMSE\":..,\"EVM\":..,\"ACLR_L\":..,\"ACLR_R\":..,\"ACLR_AVG\":..} under legacy-opendpd-v1 (the\n"
-    "default), NMSE, IBE, ACPR_L/R/AVG under general-spectral-v1 and NMSE, IBE, ACLR_L/R/AVG under\n"
-    "opendpd-spectral-v2 (output_aclr: L, R, AVG); a metric that cannot be computed is null and\n"
+    "default without a --model run), NMSE, IBE, ACPR_L/R/AVG under general-spectral-v1 and NMSE, IBE,\n"
+    "ACLR_L/R/AVG under opendpd-spectral-v2 (output_aclr: L, R, AVG); a metric that cannot be\n"
+    "computed is null and\n"
     "\"status\":{\"NAME\":{\"status\":..,\"reason\":..}} says why (present only then). Text output\n"
     "prints n/a in its place and each reason once, under the table. The linear-gain baseline g x\n"
     "has g = max|y_train| / max|x_train|; a dataset without a train split (or with a silent one)\n"
@@ -202,7 +203,7 @@ int cmd_eval(int argc, char **argv) {
         {"model", OPT_STR, model, sizeof model, "a PA checkpoint (or run directory) to score; with --pa, the DPD", 0},
         {"pa", OPT_STR, pa, sizeof pa, "a PA checkpoint or run directory: score PA(model(x)) against g x", 0},
         {"json", OPT_FLAG, &json, 0, "print one JSON object", 0},
-        {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the dataset's fs)", 0},
+        {"evm-fs", OPT_DBL, &evm_fs, 0, "EVM sample rate, Hz (default: the --model run's, else the dataset's fs)", 0},
         {"legacy-evm", OPT_FLAG, &legacy, 0, "EVM at 800 MHz, as OpenDPD v2.0.0 logs it", 0},
         {"metric-profile", OPT_STR, prof, sizeof prof,
          "legacy-opendpd-v1, general-spectral-v1 or opendpd-spectral-v2 (docs/metrics.md); default: the --model run's, "

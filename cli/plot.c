@@ -2,7 +2,8 @@
  * `dpd plot --data DIR` — the pictures of a run, or of a measured dataset, drawn with cairo.
  *
  * The numbers come from the library (dpd_plot_json, plots-v1): the run's best checkpoint on a
- * split (a DPD run: the PA driven by the DPD, next to the PA driven by x itself), or the dataset's
+ * split (a DPD run: the PA model driven by the DPD, next to it driven by x itself and to the
+ * capture's measured y), or the dataset's
  * own x and y. They are written first as <out>/plots.json (run-plots-v1, with history.csv), and
  * every chart is drawn from that document, so a picture shows exactly the numbers in the file.
  * Charts (800 x 500): psd, amam, ampm, iq, residual, and for a run the learning curves (history).
@@ -1944,8 +1945,9 @@ static void replacing(const char *run_dir, const char *split) {
 static const char *const usage =
     "dpd plot RUN_DIR [--split test|val] [--out DIR] [--format png|svg] [--data DIR] [--metric-profile P]\n"
     "       dpd plot --data DIR [--split test|val] [--out DIR] [--format png|svg] [--metric-profile P]\n\n"
-    "Draws a run's best checkpoint on a split (a DPD run: the PA driven by the DPD and by x\n"
-    "itself, against g x): psd, amam, ampm, iq, residual and history (the learning curves), and\n"
+    "Draws a run's best checkpoint on a split (a DPD run: the PA model driven by the DPD and by\n"
+    "x itself, and the capture's measured y, against g x): psd, amam, ampm, iq, residual and\n"
+    "history (the learning curves), and\n"
     "writes the numbers drawn as plots.json (docs/formats.md, run-plots-v1). With RUN_DIR,\n"
     "--data names the dataset when config.json's path does not reach it from here. Without\n"
     "RUN_DIR, --data draws the measured dataset: the output y next to g x, the input at the\n"

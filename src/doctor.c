@@ -63,19 +63,20 @@
 
 enum { META_FS, META_BW, META_NSUB, META_NPERSEG, META_SUB, NMETA };
 
-/* The metadata the metrics need: key, the alias OpenDPD's DPA_100MHz uses, integer bounds, and
- * whether it may be absent (bw_sub_ch: the loader reads it when given). */
+/* The metadata the metrics need: key, the alias OpenDPD's DPA_100MHz uses, integer bounds (as the
+ * loader's: a PSD needs two samples a frame), and whether it may be absent (bw_sub_ch: the loader
+ * reads it when given). */
 static const struct meta_field {
     const char *key, *alias;
     int integer;
-    double max;
+    double min, max;
     int optional;
 } meta_fields[NMETA] = {
-    {"input_signal_fs", NULL, 0, 0, 0},
-    {"bw_main_ch", "input_signal_bw", 0, 0, 0},
-    {"n_sub_ch", NULL, 1, 1e9, 0},
-    {"nperseg", NULL, 1, MAX_NPERSEG, 0},
-    {"bw_sub_ch", "input_signal_sub_ch_bw", 0, 0, 1},
+    {"input_signal_fs", NULL, 0, 0, 0, 0},
+    {"bw_main_ch", "input_signal_bw", 0, 0, 0, 0},
+    {"n_sub_ch", NULL, 1, 1, 1e9, 0},
+    {"nperseg", NULL, 1, 2, MAX_NPERSEG, 0},
+    {"bw_sub_ch", "input_signal_sub_ch_bw", 0, 0, 0, 1},
 };
 
 /* One data file pair (split_csv: a split's input and output) or the one file (single_csv, part 0). */
@@ -453,7 +454,7 @@ static void read_meta(capture *c, json_t *root, int k) {
         return;
     }
     double v = json_is_number(j) ? json_number_value(j) : NAN;
-    if (isfinite(v) && v > 0 && (!m->integer || (v == floor(v) && v <= m->max))) {
+    if (isfinite(v) && v > 0 && (!m->integer || (v == floor(v) && v >= m->min && v <= m->max))) {
         c->meta[k] = v;
         return;
     }

@@ -710,6 +710,13 @@ static void test_metadata(void) {
               !find(&r, "bandwidth_metadata_mismatch"),
           "input_signal_fs 2e12: metadata_invalid, as the loader refuses it (%s)", fa ? fa->message : "none");
     dpd_doctor_report_free(&r);
+    c = clean; /* nperseg 1: the loader refuses it (a PSD needs two samples a frame), so the doctor does */
+    spec_edit(&c, "nperseg", "1");
+    r = run("nperseg 1", write_cap(&c));
+    fa = find(&r, "metadata_invalid");
+    CHECK(fa && fa->blocking && strstr(fa->message, "nperseg = 1"), "nperseg 1: metadata_invalid, as the loader refuses it (%s)",
+          fa ? fa->message : "none");
+    dpd_doctor_report_free(&r);
     c = clean; /* bw_sub_ch may be absent; given, the loader reads it, so it is checked as it would be */
     spec_edit(&c, "bw_sub_ch", NULL);
     r = run("no bw_sub_ch", write_cap(&c));

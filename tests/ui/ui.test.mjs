@@ -435,7 +435,7 @@ try {
     assert(doc.dpd === true && doc.plots.psd.series.no_dpd, 'the plot data of a DPD run have no no_dpd series');
     const psd = await chartData('psd');
     const labels = await page.evaluate(() => window.__dpd.charts.psd.series.slice(1).map((s) => s.label));
-    const want = { 'target (G·x)': 'target', 'PA with DPD': 'prediction', 'PA without DPD': 'no_dpd',
+    const want = { 'target (G·x)': 'target', 'PA model with DPD': 'prediction', 'PA model without DPD': 'no_dpd',
       'measured PA without DPD': 'measured' };
     assert(labels.length === 4 && labels.every((l) => want[l]), `PSD series ${labels}`);
     sameSeries(psd[0], doc.plots.psd.freq, 'DPD psd freq');

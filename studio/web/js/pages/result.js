@@ -6,7 +6,7 @@ import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory } from '../charts.js
 import { h, statusChip, fmtNum, banner, isTerminal } from '../ui.js';
 
 const LABELS_PA = { target: 'measured PA output', prediction: 'model output' };
-const LABELS_DPD = { target: 'target (G·x)', prediction: 'PA with DPD', no_dpd: 'PA without DPD', measured: 'measured PA without DPD' };
+const LABELS_DPD = { target: 'target (G·x)', prediction: 'PA model with DPD', no_dpd: 'PA model without DPD', measured: 'measured PA without DPD' };
 
 function order(keys) {
   const rank = (k) => (k === 'target' ? 0 : k === 'prediction' ? 1 : 2);
