@@ -455,7 +455,11 @@ try {
     const cells = await page.locator('#compare-table tr[data-field="test_NMSE_no_dpd"] td').allInnerTexts();
     assert(cells.length === 2 && cells[0] === '—' && cells[1] === res.no_dpd.NMSE.toFixed(3),
       `the test NMSE without DPD row reads ${JSON.stringify(cells)}, not — and ${res.no_dpd.NMSE}`);
-    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE without DPD', 'the row is not named');
+    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE without DPD (PA model)', 'the row is not named');
+    const meas = await page.locator('#compare-table tr[data-field="test_NMSE_measured"] td').allInnerTexts();
+    assert(meas.length === 2 && meas[0] === '—' && meas[1] === res.measured.NMSE.toFixed(3) &&
+      (await text('#compare-table tr[data-field="test_NMSE_measured"] th')) === 'test NMSE without DPD (measured)',
+      `the test NMSE measured row reads ${JSON.stringify(meas)}, not — and ${res.measured.NMSE}`);
     const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-metrics')]);
     const csv = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n').map((l) => l.split(','));
     const at = csv[0].indexOf('val_NMSE_no_dpd');

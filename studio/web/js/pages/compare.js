@@ -80,16 +80,20 @@ export default async function comparePage(ctx) {
     const a = r.hist[split][m];
     return a.length ? a[a.length - 1] : null;
   };
-  // a DPD run's baseline: its PA driven by the plain input, on the same split (the final summary's)
-  const baseline = (r, split, m) => {
-    const b = r.res && r.res[split === 'test' ? 'no_dpd' : 'no_dpd_val'];
+  // a DPD run's baselines on the same split (the final summary's): its PA model driven by the plain
+  // input (no_dpd), and the capture's own output, the real PA without DPD (measured)
+  const baseline = (key) => (r, split, m) => {
+    const b = r.res && r.res[split === 'test' ? key : `${key}_val`];
     return b && b[m] !== undefined ? b[m] : null;
   };
   const source = (r) => (r.res && (r.res.val || r.res.test) ? 'final' : r.hist.epoch.length ? 'last epoch' : '—');
   const cols = ['run', 'task', 'model', 'status', 'epochs', 'best_epoch', 'source'];
   const metric = []; // each metric column after the first seven, and how a run gives it
   for (const s of ['val', 'test']) {
-    for (const m of METRICS) metric.push([`${s}_${m}`, (r) => value(r, s, m)], [`${s}_${m}_no_dpd`, (r) => baseline(r, s, m)]);
+    for (const m of METRICS) {
+      metric.push([`${s}_${m}`, (r) => value(r, s, m)], [`${s}_${m}_no_dpd`, (r) => baseline('no_dpd')(r, s, m)],
+        [`${s}_${m}_measured`, (r) => baseline('measured')(r, s, m)]);
+    }
   }
   cols.push(...metric.map(([c]) => c));
   const table = ok.map((r) => [r.id, r.run.verb, runModel(r.run), r.run.status, r.hist.epoch.length || (r.res && r.res.epochs) || null,
@@ -102,7 +106,8 @@ export default async function comparePage(ctx) {
     h('tbody', null, cols.slice(1).map((c, j) => {
       const i = j + 1;
       if (i >= 7 && !table.some((row) => row[i] !== null && row[i] !== undefined)) return null;
-      return h('tr', { 'data-field': c }, h('th', { scope: 'row', text: c.replace('_', ' ').replace(/_no_dpd$/, ' without DPD') }),
+      const name = c.replace('_', ' ').replace(/_no_dpd$/, ' without DPD (PA model)').replace(/_measured$/, ' without DPD (measured)');
+      return h('tr', { 'data-field': c }, h('th', { scope: 'row', text: name }),
         table.map((row, k) => h('td', { class: 'num' }, i === 3 ? statusChip(ok[k].run) : fmt(row[i]))));
     })));
 
