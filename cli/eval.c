@@ -156,11 +156,11 @@ static void run_scoring(const ckpt *c, char *prof, size_t n, double *evm_fs, int
     json_t *j = cli_json_read(cfg, 0, &err);
     const char *id = json_string_value(json_object_get(j, "run_id")), *p = json_string_value(json_object_get(j, "metric_profile"));
     json_t *ef = json_object_get(j, "evm_fs");
-    int legacy = p && !strcmp(p, "legacy-opendpd-v1");
-    if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0 && evm_given && !legacy) {
+    int legacy = p && !strcmp(p, "legacy-opendpd-v1"), ours = id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0;
+    if (ours && evm_given && !legacy) {
         fprintf(stderr, "dpd: note: scored under legacy-opendpd-v1, whose EVM rate --evm-fs (--legacy-evm) sets; run %s "
                         "was scored under %s (--metric-profile %s scores it so)\n", id, p, p);
-    } else if (id && !strcmp(id, c->info.run_id) && p && dpd_profile_parse(p) >= 0 && !evm_given) {
+    } else if (ours && !evm_given) {
         snprintf(prof, n, "%s", p);
         int evm = json_is_number(ef) && json_number_value(ef) > 0;
         if (evm) *evm_fs = json_number_value(ef);
