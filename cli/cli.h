@@ -167,6 +167,9 @@ void cli_na_print(FILE *f, const cli_na *t, const char *indent); /* "n/a: why", 
 #define CLI_NO_DPD_NOTE                                                                                         \
     "no DPD: the frozen PA model driven by x itself, against g x (the model's figure); measured: the capture's\n"   \
     "own output y against g x (the real PA without DPD; a DPD's figures are through the model, never the PA)\n"
+/* Under a PA model's table: what its measured rows are. */
+#define CLI_MEASURED_NOTE                                                                                       \
+    "measured: the capture's own output y, the model's target: its ACLR is the one the model's should reach\n"
 
 /* A frequency or sample rate for people: "800 MHz", "1.5 GHz", "122.88 MHz", "30 kHz": the largest unit
  * that keeps the number at or above 1, up to 10 significant digits (Hz below 1 kHz and when hz is not
@@ -215,6 +218,7 @@ dpd_status cli_session_open(const char *path, const cli_exec *x, dpd_session **s
  * forward pass. e is a dpd_eval whose x, ref and pred the keep owns. */
 typedef struct cli_plot_kept {
     dpd_eval e;
+    float *no_dpd, *measured; /* a DPD run's PA(x) and y on e's segments (dpd_event's); NULL for a PA run */
     int epoch; /* the epoch they are of; 0: none kept */
 } cli_plot_kept;
 
@@ -239,7 +243,7 @@ typedef struct cli_plot_opts {
     const char *format;         /* "png" or "svg"; NULL: png */
     const cli_exec *x;          /* session options (resolved); NULL: the settings' */
     const cli_plot_kept *kept;  /* NULL, or the best epoch's validation predictions (split val):
-                                 * drawn as they are; for a DPD run only PA(x) is evaluated */
+                                 * drawn as they are, a DPD run's PA(x) and y with them */
 } cli_plot_opts;
 
 /* The final pictures of a run, as `dpd plot RUN_DIR` draws them: its best checkpoint on the split
@@ -262,6 +266,11 @@ void cli_plot_sweep(const char *run_dir);
  * null, other fields (BACKBONE) as strings. NULL when the file does not exist (err->status 0) or
  * cannot be read as dpd reads any file (dpd_read_file: a FIFO, a device; err says why). */
 json_t *cli_history_json(const char *path, dpd_error *err);
+/* A run's baselines as its events.jsonl's last run_started line states them (dpd_event's measured
+ * and, a DPD run's, no_dpd): {"measured": {"val": {...}, "test": {...}}, "no_dpd": {...}}. NULL
+ * when the run has none (a run of an older dpd, no events.jsonl: err->status 0) or the file cannot
+ * be read. */
+json_t *cli_run_baselines(const char *run_dir, dpd_error *err);
 
 /* The JSON document in path (jansson's flags), read as dpd reads any file it is given
  * (dpd_read_file: a regular file of at most DPD_MAX_JSON_BYTES; a FIFO or a device is refused

@@ -37,6 +37,28 @@ json_t *cli_history_json(const char *path, dpd_error *err) {
     return json_pack("{s:o, s:o}", "columns", cols, "rows", rows);
 }
 
+json_t *cli_run_baselines(const char *run_dir, dpd_error *err) {
+    char path[4200], *text;
+    struct stat sb;
+    *err = (dpd_error){0};
+    snprintf(path, sizeof path, "%s/events.jsonl", run_dir);
+    if (lstat(path, &sb) && errno == ENOENT) return NULL;
+    if (dpd_read_file(path, 0, "events", &text, NULL, err)) return NULL;
+    json_t *out = NULL;
+    for (char *rest = text, *line; (line = strsep(&rest, "\n"));) {
+        if (!strstr(line, "\"run_started\"")) continue; /* a quick look before parsing the line */
+        json_t *j = json_loads(line, 0, NULL), *n = json_object_get(j, "no_dpd"), *m = json_object_get(j, "measured");
+        if (json_is_object(m)) {
+            json_decref(out);
+            out = json_pack("{s:O}", "measured", m);
+            if (out && json_is_object(n)) json_object_set(out, "no_dpd", n);
+        }
+        json_decref(j);
+    }
+    free(text);
+    return out;
+}
+
 json_t *cli_json_read(const char *path, size_t flags, dpd_error *err) {
     char *text;
     size_t len;

@@ -65,12 +65,18 @@ void cli_plot_keep(cli_plot_kept *k, const dpd_event *e) {
     const dpd_eval *v = e->val_eval;
     if (e->type != DPD_EV_EPOCH || !e->improved || !v || !v->x || !v->ref || !v->pred) return;
     size_t len = (size_t)v->S * (size_t)v->N * 2;
+    int dpd = e->val_no_dpd && e->val_measured;
     if (k->e.S != v->S || k->e.N != v->N) {
         cli_plot_kept_free(k);
         k->e.x = malloc(len * sizeof(float)), k->e.ref = malloc(len * sizeof(float)), k->e.pred = malloc(len * sizeof(float));
-        if (!k->e.x || !k->e.ref || !k->e.pred) {
+        if (dpd) k->no_dpd = malloc(len * sizeof(float)), k->measured = malloc(len * sizeof(float));
+        if (!k->e.x || !k->e.ref || !k->e.pred || (dpd && (!k->no_dpd || !k->measured))) {
             cli_plot_kept_free(k);
             return;
+        }
+        if (dpd) { /* the same for every epoch of the run */
+            memcpy(k->no_dpd, e->val_no_dpd, len * sizeof(float));
+            memcpy(k->measured, e->val_measured, len * sizeof(float));
         }
     }
     memcpy(k->e.x, v->x, len * sizeof(float));
@@ -83,6 +89,8 @@ void cli_plot_keep(cli_plot_kept *k, const dpd_event *e) {
 void cli_plot_kept_free(cli_plot_kept *k) {
     if (!k) return;
     dpd_eval_free(&k->e);
+    free(k->no_dpd), free(k->measured);
+    k->no_dpd = k->measured = NULL;
     k->epoch = 0;
 }
 
@@ -185,9 +193,9 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     } else {
         snprintf(data, sizeof data, "%s", r->data);
     }
-    /* kept predictions need the spec alone (a DPD run: the split too, for PA(x)); otherwise a DPD
-     * run and a dataset need the train split for the gain g */
-    unsigned need = kept && !dpd ? 0 : 1u << r->split,
+    /* kept predictions need the spec alone; otherwise a DPD run and a dataset need the train split
+     * for the gain g */
+    unsigned need = kept ? 0 : 1u << r->split,
              want = !kept && (dpd || !r->run_dir || info.train_sha256[0]) ? 1u << DPD_TRAIN : 0; /* (its fingerprint) */
     if (dpd_dataset_load(data, need, want, &ds, err)) return err->status;
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
@@ -217,16 +225,9 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err)) goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
         in.S = e.S, in.N = e.N, in.n = e.n;
-    } else if (kept) { /* what the run computed: x, the target and the prediction */
-        if (dpd && (dpd_eval_prepare(&e, &ds, r->split, 0, err) || cli_session_open(pa, r->x, &sa, err) ||
-                    dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err))) /* PA(x): the target is not used */
-            goto fail;
-        if (dpd && (e.S != kept->S || e.N != kept->N)) {
-            cli_err(err, DPD_E_FORMAT, "%s: the val split is not the one the run was trained with", data);
-            goto fail;
-        }
+    } else if (kept) { /* what the run computed: x, the target and the prediction (a DPD run: PA(x), y) */
         in.x = kept->x, in.ref = kept->ref, in.pred = kept->pred, in.S = kept->S, in.N = kept->N, in.n = kept->n;
-        if (dpd) in.other = e.pred, in.other_name = "no_dpd", in.measured = e.ref; /* e's target: the capture's y */
+        if (dpd) in.other = r->kept->no_dpd, in.other_name = "no_dpd", in.measured = r->kept->measured;
     } else if (dpd) { /* PA(DPD(x)) and PA(x) against g x */
         if (!(g > 0)) {
             cli_err(err, DPD_E_INVAL, "%s: the target gain g = max|y_train| / max|x_train| is 0 (no or a silent train "
@@ -265,6 +266,9 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         json_t *h = cli_history_json(path, &herr);
         if (h) json_object_set_new(d, "history", h);
         else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves are left out)\n", herr.msg);
+        json_t *b = cli_run_baselines(r->run_dir, &herr);
+        if (b) json_object_set_new(d, "baselines", b);
+        else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves' baselines are left out)\n", herr.msg);
     }
     out->doc = d;
 fail:
@@ -429,10 +433,14 @@ static double text_width(cairo_t *cr, double size, const char *s) {
 static void title_of(cairo_t *cr, json_t *doc, const char *what, const char *splits) {
     const char *dir = json_string_value(json_object_get(doc, "run_dir"));
     if (!dir) dir = json_string_value(json_object_get(doc, "data"));
-    const char *base = dir ? strrchr(dir, '/') : NULL, *split = json_string_value(json_object_get(doc, "split"));
-    char src[512];
-    snprintf(src, sizeof src, "%s, %s%s", base && base[1] ? base + 1 : dir ? dir : "",
-             splits ? splits : split ? split : "?", splits ? "" : " split");
+    const char *split = json_string_value(json_object_get(doc, "split"));
+    char name[512], src[1100];
+    snprintf(name, sizeof name, "%s", dir ? dir : "");
+    for (size_t n = strlen(name); n > 1 && name[n - 1] == '/';) name[--n] = 0; /* "RUN_DIR/" names RUN_DIR */
+    const char *base = strrchr(name, '/');
+    snprintf(src, sizeof src, "%s, %s%s%s", base && base[1] ? base + 1 : name,
+             splits ? splits : split ? split : "?", splits ? "" : " split",
+             !splits && json_is_true(json_object_get(doc, "dpd")) ? ", through the PA model" : "");
     colour(cr, BLACK, 1);
     text(cr, 16, 14, 17, 1, 0, 0, what);
     colour(cr, 0x444444, 1);
@@ -924,10 +932,13 @@ enum { TOP_RIGHT = 0, TOP_LEFT = 1, BOTTOM_RIGHT = 2, BOTTOM_LEFT = 3, OUTSIDE =
  * its points, dots' own: filled, or a dashed style's hollow). */
 enum { MARK_LINE = 0, MARK_DOT = 1, MARK_BOTH = 2 };
 
-/* The legend: each series' mark (MARK_*) and label, one under the other. */
+/* The legend: each series' mark (MARK_*) and label, one under the other; outside the plot, its
+ * labels in a smaller type (down to 8 points) where 12 would run past the picture's edge. */
 static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
-    double lh = 18, bw = 0, bh = n * lh + 8;
-    for (int i = 0; i < n; i++) bw = fmax(bw, text_width(cr, 12, s[i].label) + 46);
+    double lh = 18, tw = 0, bh = n * lh + 8, fs = 12;
+    for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, 12, s[i].label));
+    if (corner == OUTSIDE) fs = fmax(8, fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw));
+    double bw = tw * fs / 12 + 46;
     double x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - bw - 8;
     double y = corner & 2 ? a->py + a->ph - bh - 8 : corner == OUTSIDE ? a->py : a->py + 8;
     colour(cr, 0xFFFFFF, 0.9);
@@ -964,7 +975,7 @@ static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner
             }
         }
         colour(cr, BLACK, 1);
-        text(cr, x + 38, cy, 12, 0, 0, 0.5, s[i].label);
+        text(cr, x + 38, cy, fs, 0, 0, 0.5, s[i].label);
     }
 }
 
@@ -1006,12 +1017,13 @@ static int looks(json_t *doc, const dpd_plot_data *p, int *sig, style *s, char g
         if (k < 0) continue;
         const char *name = order[i];
         sig[n] = k;
-        s[n] = !strcmp(name, "no_dpd")       ? (style){SKY, 1.4, 1, "PA(x), no DPD"}
+        /* one look per signal on every chart: the capture's y blue, g x black, a model's output vermillion */
+        s[n] = !strcmp(name, "no_dpd")       ? (style){SKY, 1.4, 1, "PA model, no DPD"}
                : !strcmp(name, "measured")   ? (style){BLUE, 1.4, 0, "measured y, no DPD"}
-               : !strcmp(name, "target")     ? (style){BLACK, 2.2, 0, dpd ? "target g\xC2\xB7x" : "measured y"}
+               : !strcmp(name, "target")     ? dpd ? (style){BLACK, 2.2, 0, "target g\xC2\xB7x"} : (style){BLUE, 2.2, 0, "measured y"}
                : !strcmp(name, "linear")     ? (style){BLACK, 2.2, 0, gl[DPD_PLOT_SIGNALS]}
-               : !strcmp(name, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA(DPD(x))" : "PA model"}
-                                             : (style){VERMILLION, 1.2, 0, "measured y"};
+               : !strcmp(name, "prediction") ? (style){VERMILLION, 1.2, 0, dpd ? "PA model + DPD" : "PA model"}
+                                             : (style){BLUE, 1.4, 0, "measured y"};
         if (p->silent[k]) { /* drawn nowhere: the legend says why */
             snprintf(gl[n], 64, "%s (silent: all zero)", s[n].label);
             s[n].label = gl[n];
@@ -1261,7 +1273,9 @@ static double *column(json_t *h, const char *name, int db) {
 }
 
 /* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom), or
- * the run's metric profile's IBE and ACPR_AVG in their place. */
+ * the run's metric profile's IBE and ACPR_AVG in their place; with the run's "baselines" (plots.json)
+ * as grey lines across the bottom panel, each named on the chart: the test ACLR_AVG of the capture's
+ * y (a PA model's to reach; a DPD's without DPD) and, a DPD run's, of the PA model without DPD. */
 static void chart_history(cairo_t *cr, const plot_doc *d) {
     json_t *h = json_object_get(d->doc, "history");
     size_t rows = json_array_size(json_object_get(h, "rows"));
@@ -1283,6 +1297,13 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
     }
     style ls[3] = {{ORANGE, 2, 0, "train loss"}, {BLUE, 2, 0, "val loss"}, {VERMILLION, 2, 1, "test loss"}};
     style ms[5] = {{BLUE, 2, 0, name[0]}, {GREEN, 2, 0, name[1]}, {PURPLE, 2, 0, name[2]}, {BLACK, 2, 0, "val"}, {BLACK, 2, 1, "test"}};
+    json_t *bl = json_object_get(d->doc, "baselines");
+    int dpd = json_is_true(json_object_get(d->doc, "dpd"));
+    double base[2]; /* the test split's name[2] without DPD: the capture's (measured), the PA model's */
+    for (int k = 0; k < 2; k++) {
+        json_t *v = json_object_get(json_object_get(json_object_get(bl, k ? "no_dpd" : "measured"), "test"), name[2]);
+        base[k] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
     int ok = ep != NULL;
     for (int i = 0; i < 3; i++) ok &= loss[i] != NULL;
     for (int i = 0; i < 6; i++) ok &= m[i] != NULL;
@@ -1291,6 +1312,7 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
         grow(&xr, (vec){ep, rows});
         for (int i = 0; i < 3; i++) grow(&y1, (vec){loss[i], rows});
         for (int i = 0; i < 6; i++) grow(&y2, (vec){m[i], rows});
+        grow(&y2, (vec){base, 2});
         int few = rows <= 40; /* markers on the points too */
         title_of(cr, d->doc, "Learning curves", "every split, by epoch"); /* (train, val, test) */
         double ph = (H - PY - 60 - 20) / 2.0;
@@ -1301,11 +1323,36 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
             line(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &ls[i]);
             if (few) dots(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &(style){ls[i].rgb, 5, ls[i].dashed, ""});
         }
+        for (int k = 0; k < 2; k++) { /* the baselines under the curves, their names (below) over them: */
+            if (!isfinite(base[k])) continue; /* one crisp row of pixels (no blends: a palette PNG) */
+            static const double dash[] = {6, 4};
+            double y = floor(ax_y(&b, base[k])) + 0.5;
+            cairo_save(cr);
+            colour(cr, GREY, 1);
+            cairo_set_line_width(cr, 1);
+            cairo_set_dash(cr, dash, k ? 2 : 0, 0);
+            cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
+            cairo_move_to(cr, b.px, y), cairo_line_to(cr, b.px + b.pw, y);
+            cairo_stroke(cr);
+            cairo_restore(cr);
+        }
         for (int i = 0; i < 6; i++) {
             style s = ms[i / 2];
             s.dashed = i % 2;
             line(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &s);
             if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, s.dashed, ""});
+        }
+        for (int k = 0; k < 2; k++) {
+            if (!isfinite(base[k])) continue;
+            char label[128];
+            double y = ax_y(&b, base[k]);
+            if (k || dpd) snprintf(label, sizeof label, "%s without DPD, %s (test): %.1f dBc", name[2], k ? "PA model" : "measured PA", base[k]);
+            else snprintf(label, sizeof label, "%s of the measured PA output y (test): %.1f dBc", name[2], base[k]);
+            colour(cr, 0xFFFFFF, 1); /* on a white ground (opaque: no blends, the palette PNG's colours), above the line */
+            cairo_rectangle(cr, b.px + 4, y - 15, text_width(cr, 11, label) + 4, 13);
+            cairo_fill(cr);
+            colour(cr, BLACK, 1);
+            text(cr, b.px + 6, y - 3, 11, 0, 0, 1, label);
         }
         legend(cr, &a, ls, 3, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
         legend(cr, &b, ms, 5, OUTSIDE, few ? MARK_BOTH : MARK_LINE);

@@ -193,11 +193,10 @@ static json_t *config_json(const dpd_train_cfg *c) {
 json_t *cli_summary_json(const dpd_train_result *res) {
     json_t *j = json_pack("{s:s, s:i, s:i, s:o?, s:o?}", "run_dir", res->run_dir, "epochs", res->epochs, "best_epoch",
                           res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test", cli_metrics_json(&res->test, 0));
-    if (j && res->dpd &&
-        (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
-         json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)) ||
-         json_object_set_new(j, "measured", cli_metrics_json(&res->measured_test, 0)) ||
-         json_object_set_new(j, "measured_val", cli_metrics_json(&res->measured_val, 0)))) {
+    if (j && ((res->dpd && (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
+                            json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) ||
+              json_object_set_new(j, "measured", cli_metrics_json(&res->measured_test, 0)) ||
+              json_object_set_new(j, "measured_val", cli_metrics_json(&res->measured_val, 0)))) {
         json_decref(j);
         j = NULL;
     }
@@ -246,12 +245,13 @@ static int summary(const dpd_train_result *res, int json, const char *plots) {
                 {"no DPD test", &res->no_dpd_test},
                 {"measured val", &res->measured_val},
                 {"measured test", &res->measured_test}};
-    int rows = res->dpd ? 6 : 2;
+    int shown[6] = {0, 1, 4, 5}, rows = 4; /* a PA model: no "no DPD" rows */
+    if (res->dpd) shown[2] = 2, shown[3] = 3, shown[4] = 4, shown[5] = 5, rows = 6;
     cli_na t = {0};
-    for (int i = 0; i < rows; i++) cli_na_add(&t, row[i].m, 0, DPD_NMETRICS - 1);
-    for (int i = 0; i < rows; i++) cli_na_row(stdout, &t, row[i].name, row[i].m);
+    for (int i = 0; i < rows; i++) cli_na_add(&t, row[shown[i]].m, 0, DPD_NMETRICS - 1);
+    for (int i = 0; i < rows; i++) cli_na_row(stdout, &t, row[shown[i]].name, row[shown[i]].m);
     cli_na_print(stdout, &t, "");
-    if (res->dpd) fputs(CLI_NO_DPD_NOTE, stdout);
+    fputs(res->dpd ? CLI_NO_DPD_NOTE : CLI_MEASURED_NOTE, stdout);
     printf("run directory: %s\n", res->run_dir);
     if (plots[0]) printf("pictures: %s (dpd plot RUN_DIR draws them again, on any split)\n", plots);
     return 0;

@@ -204,6 +204,11 @@ void dpd_run_event(dpd_rundir *d, dpd_event *e) {
         json_object_set_new(j, "run_id", json_string(e->run_id ? e->run_id : ""));
         json_object_set_new(j, "provider", json_string(e->provider ? e->provider : ""));
         json_object_set_new(j, "resumed", json_boolean(e->resumed));
+        for (int k = 0; k < 2; k++) { /* the baselines */
+            const dpd_metrics *b = k ? e->measured : e->no_dpd;
+            if (b) json_object_set_new(j, k ? "measured" : "no_dpd", json_pack("{s:o, s:o}", "val", metrics_json(&b[0], NAN), "test",
+                                                                               metrics_json(&b[1], NAN)));
+        }
         break;
     case DPD_EV_PROGRESS:
         json_object_set_new(j, "steps_done", json_integer(e->steps_done));

@@ -69,7 +69,8 @@ typedef struct run {
     dpd_eval ev[2];      /* val, test */
     dpd_eval pv;         /* preview_every > 0: the first val segments (made at the first preview) */
     dpd_metrics nodpd[2]; /* DPD runs: PA(x) against g x */
-    dpd_metrics measured[2]; /* DPD runs: the capture's y against g x */
+    dpd_metrics measured[2]; /* the capture's y against the target (a PA model's: its spectrum alone) */
+    float *no_dpd, *meas;  /* DPD runs: PA(x) and the capture's y on ev[0]'s segments (the events') */
     dpd_scoring sc;      /* the configuration's metric profile and EVM sample rate */
     dpd_plateau plat;
     dpd_rng rng;
@@ -107,6 +108,7 @@ static void run_free(run *r) {
     free(r->tx), free(r->ty), free(r->perm), free(r->losses), free(r->mom);
     for (int k = 0; k < 2; k++) dpd_eval_free(&r->ev[k]);
     dpd_eval_free(&r->pv);
+    free(r->no_dpd), free(r->meas);
     dpd_run_free(&r->rd);
 }
 
@@ -235,8 +237,17 @@ static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_er
         return dpd_fail(err, DPD_E_NOMEM, "out of memory for the training set");
     for (size_t i = 0; i < tr->n * 2; i++)
         r->tx[i] = (float)tr->x[i], r->ty[i] = (float)(r->pa ? r->gain * tr->x[i] : tr->y[i]);
-    for (int k = 0; k < 2; k++)
-        if ((s = dpd_eval_prepare(&r->ev[k], &r->ds, k + 1, r->pa ? r->gain : 0, err))) return s;
+    for (int k = 0; k < 2; k++) {
+        if ((s = dpd_eval_prepare(&r->ev[k], &r->ds, k + 1, r->pa ? r->gain : 0, err)) ||
+            (s = dpd_eval_measured(&r->ev[k], &r->ds, &r->sc, &r->measured[k], err)))
+            return s;
+        for (int m = DPD_NMSE; !r->pa && m <= DPD_EVM; m++) { /* y against itself: its spectrum alone says something */
+            dpd_metrics *v = &r->measured[k];
+            *(m == DPD_NMSE ? &v->nmse : &v->evm) = NAN;
+            v->status[m] = DPD_METRIC_NOT_APPLICABLE;
+            snprintf(v->reason[m], sizeof v->reason[m], "the capture's y is a PA model's target: no error of its own");
+        }
+    }
     dpd_plateau_init(&r->plat, c->decay, c->patience, c->lr_end);
     return DPD_OK;
 }
@@ -263,11 +274,15 @@ static dpd_status open_sessions(run *r, dpd_error *err) {
     if ((s = dpd_session_open(r->pa, o, 5, 0, NULL, &r->pa_ses, err))) return s;
     dpd_session_share(r->pa_ses, r->pa);
     for (int k = 0; k < 2; k++) {
-        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, &r->sc, err)) ||
-            (s = dpd_eval_measured(&r->ev[k], &r->ds, &r->sc, &r->measured[k], err)))
-            return s;
+        if ((s = dpd_eval_run(&r->ev[k], r->pa_ses, c->batch_eval, &r->ds.spec, &r->sc, err))) return s;
         r->nodpd[k] = r->ev[k].m;
     }
+    const dpd_eval *v = &r->ev[0]; /* its predictions are PA(x) until the chained session's first run */
+    size_t len = (size_t)v->S * (size_t)v->N * 2;
+    int S;
+    if (!(r->no_dpd = malloc(len * sizeof *r->no_dpd))) return dpd_fail(err, DPD_E_NOMEM, "out of memory for PA(x)");
+    memcpy(r->no_dpd, v->pred, len * sizeof *r->no_dpd);
+    if ((s = dpd_segments(r->ds.split[DPD_VAL].y, v->n, v->N, 1.0, &r->meas, &S, err))) return s;
     return dpd_session_chain(r->ses, r->pa_ses, err);
 }
 
@@ -329,7 +344,7 @@ static dpd_status preview(run *r, const dpd_run_state *st, long nb, int *cancel,
     if (!s) s = dpd_session_zeros(r->ses, z, err); /* not the epoch's: dropped */
     if (s) return s;
     dpd_event ev = {.type = DPD_EV_PREVIEW, .epoch = st->epoch + 1, .steps_done = st->epoch_step, .steps = nb,
-                    .step = st->step, .val_eval = e};
+                    .step = st->step, .val_eval = e, .val_no_dpd = r->no_dpd, .val_measured = r->meas};
     *cancel = emit(r, &ev, 0);
     return DPD_OK;
 }
@@ -562,7 +577,8 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
     if ((s = dpd_run_write_config(&r.rd, &r.info, err))) goto done;
     r.t0 = now() - st.elapsed * 60.0, r.last_note = now();
     dpd_event ev = {.type = DPD_EV_RUN_STARTED, .epoch = st.epoch + 1, .provider = r.prov_used,
-                    .resumed = in->resume[0] != 0, .profile = r.sc.profile, .selection = selection(&r), .best_epoch = st.best_epoch,
+                    .resumed = in->resume[0] != 0, .profile = r.sc.profile, .no_dpd = r.pa ? r.nodpd : NULL,
+                    .measured = r.measured, .selection = selection(&r), .best_epoch = st.best_epoch,
                     .best = st.best_epoch ? dpd_metric_value(&st.best_val, selection(&r)) : 0};
     int cancel = emit(&r, &ev, 1);
     r.started = 1;
@@ -613,6 +629,7 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         if ((s = save_last(&r, &st, err))) break;
         dpd_event ee = {.type = DPD_EV_EPOCH, .epoch = e + 1, .train_loss = tl, .val_loss = vl[0], .test_loss = vl[1],
                         .lr = lr, .val = m[0], .test = m[1], .improved = improved, .val_eval = &r.ev[0],
+                        .val_no_dpd = r.no_dpd, .val_measured = r.meas,
                         .sparsity = sp, .elapsed = minutes * 60, .selection = selection(&r), .best_epoch = st.best_epoch,
                         .best = dpd_metric_value(&st.best_val, selection(&r))};
         cancel = emit(&r, &ee, 1);

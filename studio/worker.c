@@ -86,11 +86,13 @@ static void progress(worker *w, json_t *d) {
 
 /* ---- the live snapshot (live.json) ---- */
 
-/* The library's plot data (plots-v1) of one epoch's validation predictions; null when none. */
-static json_t *plots(const dpd_eval *e, const dpd_spec *spec, dpd_profile profile) {
+/* The library's plot data (plots-v1) of one epoch's validation predictions (a DPD run's with PA(x)
+ * and the capture's y, as its final pictures); null when none. */
+static json_t *plots(const dpd_event *ev, const dpd_spec *spec, dpd_profile profile) {
+    const dpd_eval *e = ev->val_eval;
     if (!e || !e->pred || !spec) return json_null();
-    dpd_plot_in in = {.x = e->x, .ref = e->ref, .pred = e->pred, .S = e->S, .N = e->N, .n = e->n, .spec = spec,
-                      .profile = profile};
+    dpd_plot_in in = {.x = e->x, .ref = e->ref, .pred = e->pred, .other = ev->val_no_dpd, .measured = ev->val_measured,
+                      .S = e->S, .N = e->N, .n = e->n, .spec = spec, .other_name = "no_dpd", .profile = profile};
     dpd_error err = {0};
     char *text = dpd_plot_json(&in, &err);
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
@@ -128,7 +130,7 @@ static void live(worker *w, const dpd_event *e, const dpd_spec *spec) {
                           studio_now(), "epoch", e->epoch, "epochs", e->epochs, "source", pv ? "batch_probe" : "validation",
                           "metrics", nh ? json_array_get(w->history, nh - 1) : json_null(), "history", w->history,
                           "policy", policy, "previews", (json_int_t)w->previews, "plots",
-                          spec ? plots(e->val_eval, spec, w->profile) : json_null());
+                          spec ? plots(e, spec, w->profile) : json_null());
     if (j && pv) { /* the probe's own figures beside the last epoch's metrics: what its plots show */
         if (e->val_eval)
             json_object_set_new(j, "probe", json_pack("{s:o, s:o}", "loss", cli_jnum(e->val_eval->loss), "val",
@@ -158,8 +160,14 @@ static int on_event(void *user, const dpd_event *e) {
     switch (e->type) {
     case DPD_EV_RUN_STARTED:
         snprintf(w->run_dir, sizeof w->run_dir, "%s", e->run_dir ? e->run_dir : "");
-        emit(w, "started", json_pack("{s:s?, s:s?, s:s?, s:b}", "run_id", e->run_id, "run_dir", e->run_dir, "provider",
-                                     e->provider, "resumed", e->resumed));
+        json_t *d = json_pack("{s:s?, s:s?, s:s?, s:b}", "run_id", e->run_id, "run_dir", e->run_dir, "provider", e->provider,
+                              "resumed", e->resumed);
+        for (int k = 0; k < 2 && d; k++) { /* the baselines */
+            const dpd_metrics *b = k ? e->measured : e->no_dpd;
+            if (b) json_object_set_new(d, k ? "measured" : "no_dpd", json_pack("{s:o, s:o}", "val", cli_metrics_json(&b[0], 0), "test",
+                                                                               cli_metrics_json(&b[1], 0)));
+        }
+        emit(w, "started", d);
         fprintf(stderr, "%s %s on %s\n", e->resumed ? "resuming" : c->ls ? "fitting" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?"); /* worker.log, the run page's log: what the CLI prints */
         break;
@@ -404,7 +412,7 @@ static int run_fake(worker *w, const job *j) {
         dpd_eval e;
         fake_eval(&e, buf, f->epochs, f->epochs);
         mkdir("out/fake/plots", 0700);
-        json_t *pl = plots(&e, &fake_spec, DPD_PROFILE_LEGACY);
+        json_t *pl = plots(&(dpd_event){.val_eval = &e}, &fake_spec, DPD_PROFILE_LEGACY);
         json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o}", "version", "run-plots-v1", "run_dir", "out/fake", "split",
                                 "test", "checkpoint", "best.safetensors", "dpd", 0, "plots", pl);
         if (doc) write_json("out/fake/plots/plots.json", doc);

@@ -679,8 +679,11 @@ check '[ $rc -eq 0 ] && isjson "$T/hr.json" && jq1 "$T/hr.json" "j[\"val\"][\"NM
 check '[ "$(grep -c "warning: the val split gives no NMSE (the split has .* samples, fewer than one .*), so no epoch can be chosen by it: best.safetensors is epoch 1.s" "$T/err")" -eq 1 ]' \
     "training on a val split too short to score warns, once, that the best checkpoint stays epoch 1's ($(grep -m1 "val split gives" "$T/err"))"
 "$DPD" train-pa --data "$T/h" --no-doctor --hidden 4 --frame 20 --stride 10 --batch 4 --epochs 1 --out "$T/hr2" >"$T/hr2.txt" 2>/dev/null; rc=$?
-check '[ $rc -eq 0 ] && grep -qx "val  *n/a  *n/a  *n/a  *n/a  *n/a" "$T/hr2.txt" && [ "$(grep -c "fewer than one" "$T/hr2.txt")" -eq 1 ] && grep -q "^n/a: " "$T/hr2.txt"' \
-    "train-pa's summary table: n/a cells and the reason once after it ($(head -c 600 "$T/hr2.txt"))"
+check '[ $rc -eq 0 ] && grep -qx "val  *n/a \[1\]  *n/a \[1\]  *n/a \[1\]  *n/a \[1\]  *n/a \[1\]" "$T/hr2.txt" &&
+    grep -qx "measured test  *n/a \[2\]  *n/a \[2\]  *n/a \[1\]  *n/a \[1\]  *n/a \[1\]" "$T/hr2.txt" &&
+    [ "$(grep -c "fewer than one" "$T/hr2.txt")" -eq 1 ] && grep -q "^\[1\] the split has 100 samples" "$T/hr2.txt" &&
+    grep -q "^\[2\] the capture.s y is a PA model.s target" "$T/hr2.txt"' \
+    "train-pa's summary table: n/a cells and each reason once after it, numbered (the capture's own NMSE and EVM against itself) ($(head -c 600 "$T/hr2.txt"))"
 
 # --- settings, providers, runtime packs and the fallback cases (with the fault-injecting provider) ---
 FAKE=$(dirname "$DPD")/tests/libfake.so
@@ -1051,6 +1054,17 @@ check 'cmp -s "$T/mv.hist" "$MV/history.csv" && grep -q "\"sha256\": {" "$MV/con
 # a seed above 2^63 - 1 is written as its digits (a string), not as a negative number, and read back
 "$DPD" train-pa --data "$T/a" --hidden 4 --frame 40 --stride 20 --epochs 1 --seed 18446744073709551615 --no-plots --out "$T/sd" --json >"$T/sd.json" 2>/dev/null
 SD=$(ls -d "$T"/sd/a/train_pa/*)
+# a PA model's measured baseline: the capture's own y, whose ACLR the model's should reach (the PA
+# view's measured output ACLR, eval --data above); its NMSE and EVM (y against itself) null, n/a
+python3 - "$T/sd.json" "$T/pv.json" <<'PY' >"$T/pam.txt" 2>&1; rc=$?
+import json, sys
+sd, pv = (json.load(open(p)) for p in sys.argv[1:3])
+m, o = sd["measured"], pv["output_aclr"]
+print(f"measured {m}, eval --data's output ACLR {o}")
+sys.exit(0 if all(abs(m["ACLR_" + k] - o[k]) < 1e-9 for k in ("L", "R", "AVG")) and m["NMSE"] is None and m["EVM"] is None
+         and m["status"]["EVM"]["status"] == "not_applicable" and "no_dpd" not in sd and "measured_val" in sd else 1)
+PY
+check '[ $rc -eq 0 ]' "train-pa --json: measured is the capture's own ACLR (eval --data's measured output ACLR), its NMSE and EVM n/a ($(head -c 400 "$T/pam.txt"))"
 "$DPD" train-pa --resume "$SD" --epochs 2 >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "\"seed\": \"18446744073709551615\"" "$SD/config.json" && grep -q "\"seed\":\"18446744073709551615\"" "$T/sd.json"' \
     "seed 2^64 - 1: its digits in config.json and --json, and the run resumes (exit $rc: $(head -c 200 "$T/err"))"

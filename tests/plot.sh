@@ -172,6 +172,33 @@ def hollow(path):  # a one-epoch history: the test split's points hollow squares
     if not any(c == colours['NMSE'] and float(b) - float(a) == 5 and 78 < float(a) < 638 for c, a, b in filled):
         fail('%s: no filled point of the val NMSE' % path)
 
+def baselines(svg, doc, events, table):  # the test ACLR_AVG of the capture's y (and a DPD run's PA model without DPD): grey lines
+    import re
+    d = json.load(open(doc)); b = d.get('baselines'); dpd = d['dpd']
+    first = json.loads(open(events).readline())
+    want = {k: first[k] for k in ('measured', 'no_dpd') if k in first}
+    if first.get('type') != 'run_started' or not b or b != want or ('no_dpd' in b) != dpd:
+        fail('%s: baselines %r are not run_started\'s of %s' % (doc, b, events))
+    rows = {l[:16].strip(): l.split() for l in open(table) if l.startswith(('no DPD test', 'measured test'))}
+    for key, row in (('no_dpd', 'no DPD test'), ('measured', 'measured test'))[0 if dpd else 1:]:  # the last column: ACLR_AVG
+        if '%.3f' % b[key]['test']['ACLR_AVG'] != rows[row][-1]: fail('%s ACLR_AVG %r, the table says %s' % (key, b[key]['test'], rows[row]))
+    if not dpd and (b['measured']['test']['NMSE'] is not None or 'NMSE' not in b['measured']['test'].get('status', {})):
+        fail('a PA run\'s measured NMSE (y against itself) is not n/a: %r' % b['measured']['test'])
+    grey = r'<path style="fill:none;stroke-width:1;[^"]*stroke:rgb\(54.901961%,54.901961%,54.901961%\);stroke-opacity:1;([^"]*)" d="M 78 ([\d.]+) L 638 \2 "/>'
+    lines = re.findall(grey, open(svg).read())
+    if [('dasharray' in st) for st, y in lines] != ([False, True] if dpd else [False]):
+        fail('%s: %d grey lines across the panel, want the measured (solid)%s: %r' % (svg, len(lines), ' and the PA model\'s (dashed)' if dpd else '', lines))
+    if dpd and (float(lines[0][1]) < float(lines[1][1])) != (b['measured']['test']['ACLR_AVG'] > b['no_dpd']['test']['ACLR_AVG']):
+        fail('%s: the lines at y %s (measured) and %s (PA model) are not in the order of %r' % (svg, lines[0][1], lines[1][1], b))
+
+def legends_inside(*svgs):  # every legend box within the 800-pixel picture
+    import re
+    for svg in svgs:
+        boxes = re.findall(r'fill:rgb\(100%,100%,100%\);fill-opacity:0.9;[^"]*" d="M ([\d.]+) [\d.]+ L ([\d.]+) ', open(svg).read())
+        if not boxes: fail('%s: no legend' % svg)
+        for x0, x1 in boxes:
+            if float(x1) > 800: fail('%s: a legend box from x %s to %s, past the picture\'s edge' % (svg, x0, x1))
+
 def beyond(ampm, amam, doc, want_some):  # AM/PM says how many points lie beyond its phase axis, under the x label
     import math, re
     below = lambda path: len([y for y in re.findall(r'<use xlink:href="#glyph[^"]*" x="[\d.]+" y="([\d.]+)"', open(path).read())
@@ -219,6 +246,8 @@ images "dpd plot" png "$R/plots" $CHARTS
 "$DPD" plot "$R" --format svg --out "$T/svg" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "dpd plot --format svg --out DIR (exit $rc: $(head -c 300 "$T/err"))"
 images "dpd plot --format svg" svg "$T/svg" $CHARTS
+pycheck "a PA run's learning curves: the test ACLR_AVG of the capture's y (its NMSE n/a), as events.jsonl and the table say, a grey line" \
+    baselines "$T/svg/history.svg" "$T/svg/plots.json" "$R/events.jsonl" "$T/train.out"
 pycheck "AM/PM's note of the points beyond its axis (AM/AM has none)" beyond "$T/svg/ampm.svg" "$T/svg/amam.svg" "$T/svg/plots.json" false
 check 'cmp -s "$T/svg/plots.json" "$R/plots/plots.json"' "the same run, split and checkpoint give the same plots.json, twice"
 "$DPD" plot "$R" --split val --out "$T/val" >/dev/null 2>&1
@@ -271,6 +300,9 @@ check '[ $rc -eq 0 ] && grep -q "note: replacing the val split.s pictures in .* 
 check '[ -s "$DR/plots/psd.svg" ] && [ -s "$DR/plots/history.svg" ] && ! ls "$DR/plots" | grep -q "\.png$"' \
     "a set of SVGs written where PNGs were removes the PNGs: the directory holds the set plots.json describes ($(ls "$DR/plots" | tr "\n" " "))"
 pycheck "a one-epoch history: val and test told apart by their points (filled, hollow), not by dashes alone" hollow "$DR/plots/history.svg"
+pycheck "a DPD run's legends (four series) lie within the picture" legends_inside "$DR/plots/psd.svg" "$DR/plots/amam.svg" "$DR/plots/iq.svg" "$DR/plots/history.svg"
+pycheck "a DPD run's learning curves: its test ACLR_AVG without DPD (measured, PA model) as events.jsonl and the table say, two grey lines in their order" \
+    baselines "$DR/plots/history.svg" "$DR/plots/plots.json" "$DR/events.jsonl" "$T/dpd.out"
 "$DPD" plot "$DR" >/dev/null 2>&1
 check '[ -s "$DR/plots/psd.png" ] && ! ls "$DR/plots" | grep -q "\.svg$"' "and back to PNGs: the SVGs go"
 

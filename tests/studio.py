@@ -3759,6 +3759,15 @@ def t_other_verbs(ctx):  # REAL: train-dpd and fit-ls through the API, PA named 
         check_run_consistency(fin, evs)
         res = s.get(f"/api/v1/runs/{r['id']}/results")
         check(res.status == 200, f"{name} results: {res!r}")
+        # one epoch: the live snapshot's plot data is the final pictures' (the best epoch's val
+        # predictions); a DPD run's has PA(x) and the capture's y beside them, as its final pictures
+        live, pl = s.get(f"/api/v1/runs/{r['id']}/live"), s.get(f"/api/v1/runs/{r['id']}/plots")
+        want = {"target", "prediction", "no_dpd", "measured"} if "dpd" in name else {"target", "prediction"}
+        lp = live.json.get("plots") if live.status == 200 else None
+        check(live.status == 200 and pl.status == 200 and isinstance(lp, dict) and set(lp["psd"]["series"]) == want
+              and lp == pl.json.get("plots"),
+              f"{name}: the live plots have the series {sorted(want)} and equal the final pictures' "
+              f"({live.status}, {pl.status}, {sorted(lp['psd']['series']) if isinstance(lp, dict) and 'psd' in lp else lp})")
         if name.startswith("fit-ls gmp"):
             cfg = res.json.get("config") or {}
             cross = cfg.get("cross", (cfg.get("model") or {}).get("cross"))

@@ -975,6 +975,8 @@ typedef struct dpd_event {
     /* RUN_STARTED */
     const char *provider;  /* where the steps run, and why */
     int resumed;           /* 1: continued from last.safetensors */
+    const dpd_metrics *no_dpd, *measured; /* the baselines, [0] val and [1] test, as dpd_train_result's
+                            * no_dpd_* (NULL for a PA model) and measured_* */
     dpd_profile profile;   /* the run's metric profile: the names its metrics go by (dpd_metric_key) */
     /* PROGRESS */
     long steps_done, steps; /* within the epoch (PREVIEW too; CHECKPOINT: of a stop inside the epoch, else 0) */
@@ -989,6 +991,9 @@ typedef struct dpd_event {
     const dpd_eval *val_eval; /* the validation inputs, targets and predictions (valid during the
                                * call); PREVIEW: those of the first segments, with their loss and
                                * metrics */
+    const float *val_no_dpd, *val_measured; /* a DPD run's: the frozen PA driven by x itself and the
+                               * capture's own y on val_eval's segments, (S, N, 2) as its arrays
+                               * (PREVIEW: its first segments); NULL for a PA model */
     dpd_sparsity sparsity; /* delta DPD runs; zeros otherwise */
     /* CHECKPOINT */
     const char *path;      /* file name in run_dir: best.safetensors, last.safetensors */
@@ -1018,8 +1023,11 @@ typedef struct dpd_train_result {
     int selection;                 /* the metric the best epoch is chosen by: DPD_NMSE (a PA model) or
                                     * DPD_ACLR_AVG (a DPD), under the run's profile */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
-    dpd_metrics measured_val, measured_test; /* DPD runs: the capture's own output y against g x (the
-                                              * measured PA without DPD; dpd_eval_measured) */
+    dpd_metrics measured_val, measured_test; /* the capture's own output y against the target
+                                              * (dpd_eval_measured): a DPD's g x, the measured PA
+                                              * without DPD; a PA model's y itself, whose NMSE and
+                                              * EVM (IBE) are then not applicable and whose ACLR
+                                              * (ACPR) is the capture's, the model's to reach */
     char provider[600];            /* where the training steps ran, and why */
     dpd_train_cfg config;          /* the run's resolved configuration (a resume's, as read) */
 } dpd_train_result;

@@ -400,9 +400,19 @@ try {
       const d = await chartData(name);
       keys.forEach((k, i) => { sameSeries(d[i + 1][0], p[name].input, `${name} input`); sameSeries(d[i + 1][1], p[name].series[k], `${name} ${k}`); });
     }
-    const iq = await chartData('iq');
-    sameSeries(iq[0], p.iq.sample, 'iq sample');
-    keys.forEach((k, i) => { sameSeries(iq[1 + 2 * i], p.iq.series[k].i, `iq ${k} i`); sameSeries(iq[2 + 2 * i], p.iq.series[k].q, `iq ${k} q`); });
+    for (const c of ['i', 'q']) { // I and Q on charts of their own, one trace per signal
+      const iq = await chartData(`iq:${c}`);
+      sameSeries(iq[0], p.iq.sample, `iq ${c} sample`);
+      keys.forEach((k, i) => sameSeries(iq[1 + i], p.iq.series[k][c], `iq ${k} ${c}`));
+    }
+    // every signal has its own colour, the same on each chart (the capture's y blue, the model's vermillion)
+    const strokes = await page.evaluate(() => ['psd', 'amam', 'iq:i', 'iq:q'].map((n) => window.__dpd.charts[n].series.slice(1).map((s) => s._stroke || s.stroke)));
+    assert(strokes.every((st) => JSON.stringify(st) === JSON.stringify(strokes[0])) && strokes[0][0] === '#0072b2' && strokes[0][1] === '#d55e00',
+      `the signals' colours across the charts: ${JSON.stringify(strokes)}`);
+    // a spectrum's axis reaches 120 dB below its peak at most; AM/PM's holds the middle of its points
+    const yr = await page.evaluate(() => { const u = window.__dpd.charts.psd; return [u.scales.y.min, u.scales.y.max]; });
+    const top = Math.max(...keys.flatMap((k) => p.psd.series[k].filter((v) => v !== null)));
+    assert(yr[1] >= top && yr[1] - yr[0] <= 130, `the spectrum's axis ${yr} for a peak of ${top} dB`);
     const curve = await chartData('curve:NMSE');
     const hist = await apiGet(`/runs/${ids.a}/history`);
     sameSeries(curve[1], hist.epochs.map((r) => r.val.NMSE), 'learning curve');
@@ -422,6 +432,17 @@ try {
     const curve = await chartData('curve:NMSE');
     const col = hist.columns.indexOf('VAL_NMSE');
     sameSeries(curve[1], hist.rows.map((r) => r[col]), 'val NMSE from history.csv');
+    // the capture's own test ACLR_AVG, the one the model's should reach: a line and a card's note
+    const res = await apiGet(`/runs/${ids.real}/results`);
+    assert(typeof res.measured.ACLR_AVG === 'number' && res.measured.NMSE === null, `results.measured ${JSON.stringify(res.measured)}`);
+    const al = await page.evaluate(() => window.__dpd.charts['curve:ACLR_AVG'].series.slice(1).map((s) => s.label));
+    assert(JSON.stringify(al) === JSON.stringify(['val', 'test', 'measured PA output (test)']), `the ACLR_AVG curve's series: ${al}`);
+    const ad = await chartData('curve:ACLR_AVG');
+    sameSeries(ad[3], ad[0].map(() => res.measured.ACLR_AVG), 'the measured ACLR_AVG line');
+    const nl = await page.evaluate(() => window.__dpd.charts['curve:NMSE'].series.length);
+    assert(nl === 3, `the NMSE curve has ${nl - 1} series: the capture has no NMSE of its own`);
+    const sub = await page.locator('#result-cards [data-metric="test.ACLR_AVG"] .sub').innerText();
+    assert(sub.includes(`measured ${res.measured.ACLR_AVG.toFixed(2)}`), `the test ACLR_AVG card says '${sub}'`);
   });
 
   await test('Result page of a real DPD run: the spectrum with and without DPD equals GET /plots', async () => {
@@ -449,16 +470,37 @@ try {
       assert(sub.includes(`no DPD ${v.toFixed(2)} · measured ${w.toFixed(2)}`),
         `the ${split} NMSE card says '${sub}', not the no-DPD ${v} and measured ${w}`);
     }
+    // its learning curves: the test figures without DPD, the capture's and the PA model's, as lines
+    const curveLabels = (n) => page.evaluate((k) => window.__dpd.charts[k].series.slice(1).map((s) => s.label), n);
+    const baseWant = ['val', 'test', 'no DPD, measured PA (test)', 'no DPD, PA model (test)'];
+    const cl = await curveLabels('curve:ACLR_AVG');
+    assert(JSON.stringify(cl) === JSON.stringify(baseWant), `the ACLR_AVG curve's series: ${cl}`);
+    const cd = await chartData('curve:ACLR_AVG');
+    sameSeries(cd[3], cd[0].map(() => res.measured.ACLR_AVG), 'the measured baseline');
+    sameSeries(cd[4], cd[0].map(() => res.no_dpd.ACLR_AVG), 'the PA model baseline');
     await page.screenshot({ path: path.join(SHOTS, 'result-dpd-1366.png'), fullPage: true });
+    // its run page: the same lines on the live learning curves (the started event's), and the live
+    // spectrum with and without DPD under the result page's names
+    await nav(`#/run/${run.id}`);
+    await page.waitForFunction(() => window.__dpd.charts['history:ACLR_AVG'] && window.__dpd.charts['live:psd'], null, { timeout: 20000 });
+    const rl = await curveLabels('history:ACLR_AVG');
+    assert(JSON.stringify(rl) === JSON.stringify(baseWant), `the run page's ACLR_AVG curve's series: ${rl}`);
+    const rd = await chartData('history:ACLR_AVG');
+    sameSeries(rd[4], rd[0].map(() => res.no_dpd.ACLR_AVG), 'the run page\'s PA model baseline');
+    const ll = await curveLabels('live:psd');
+    assert(JSON.stringify(ll) === JSON.stringify(Object.keys(want)), `the live spectrum's series: ${ll}`);
+    const live = await apiGet(`/runs/${run.id}/live`);
+    const lp = await chartData('live:psd');
+    labels.forEach((l, i) => sameSeries(lp[i + 1], live.plots.psd.series[want[l]], `live psd ${want[l]}`));
     // Compare beside its PA run: the DPD run's no-DPD baseline has rows of its own, the PA run none
     await nav(`#/compare?ids=${ids.real},${run.id}`);
     const cells = await page.locator('#compare-table tr[data-field="test_NMSE_no_dpd"] td').allInnerTexts();
     assert(cells.length === 2 && cells[0] === '—' && cells[1] === res.no_dpd.NMSE.toFixed(3),
       `the test NMSE without DPD row reads ${JSON.stringify(cells)}, not — and ${res.no_dpd.NMSE}`);
-    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE without DPD (PA model)', 'the row is not named');
+    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE without DPD (PA model) (dB)', 'the row is not named');
     const meas = await page.locator('#compare-table tr[data-field="test_NMSE_measured"] td').allInnerTexts();
     assert(meas.length === 2 && meas[0] === '—' && meas[1] === res.measured.NMSE.toFixed(3) &&
-      (await text('#compare-table tr[data-field="test_NMSE_measured"] th')) === 'test NMSE without DPD (measured)',
+      (await text('#compare-table tr[data-field="test_NMSE_measured"] th')) === 'test NMSE without DPD (measured) (dB)',
       `the test NMSE measured row reads ${JSON.stringify(meas)}, not — and ${res.measured.NMSE}`);
     const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-metrics')]);
     const csv = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n').map((l) => l.split(','));

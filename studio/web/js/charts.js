@@ -60,12 +60,22 @@ export class ChartSet {
       }
       series.push(o);
     });
+    const y = { auto: true };
+    if (spec.logY) y.distr = 3; // losses over decades
+    if (spec.yRange) y.range = () => spec.yRange;
+    else if (spec.dbSpan) { // a spectrum: from its peak down dbSpan dB, as dpd plot draws it
+      y.range = (u, lo, hi) => {
+        const top = Math.ceil(hi / 10) * 10;
+        return [Math.floor(Math.max(lo, top - spec.dbSpan) / 10) * 10, top];
+      };
+    }
     const opts = {
       width, height: chartHeight(width),
-      scales: { x: { time: false, auto: true }, y: { auto: true } },
+      scales: { x: { time: false, auto: true }, y },
       series,
       axes: [
-        { label: spec.xLabel, labelSize: 18, size: 36 },
+        // epochs are whole numbers: no tick between two
+        { label: spec.xLabel, labelSize: 18, size: 36, ...(spec.intX ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] } : {}) },
         { label: spec.yLabel, labelSize: 18, size: 58 },
       ],
       legend: { show: true, live: !scatter },
@@ -133,7 +143,12 @@ function drawBands(u, bands) {
     ctx.setLineDash([]);
     ctx.fillStyle = '#333';
     ctx.font = `${11 * devicePixelRatio}px sans-serif`;
-    ctx.fillText(main ? 'main' : name === 'adjacent_left' ? 'adj. L' : 'adj. R', x0 + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+    // the main channel's name centred in it, an adjacent one's outside its outer edge: a narrow
+    // adjacent band's name never runs into the main channel's
+    const left = name === 'adjacent_left', pad = 3 * devicePixelRatio;
+    ctx.textAlign = main ? 'center' : left ? 'right' : 'left';
+    ctx.fillText(main ? 'main' : left ? 'adj. L' : 'adj. R', main ? (x0 + x1) / 2 : left ? x0 - pad : x1 + pad, top + 12 * devicePixelRatio);
+    ctx.textAlign = 'left';
   }
   // The sub-channel the ACLR divides by (the strongest of the main channel's), where it has several:
   // a bracket at the bottom, under the spectra.
@@ -163,7 +178,7 @@ export const METRICS = ['NMSE', 'EVM', 'IBE', 'ACLR_L', 'ACLR_R', 'ACLR_AVG', 'A
 export const CURVES = ['NMSE', 'EVM', 'IBE', 'ACLR_AVG', 'ACPR_AVG'];
 
 export function normalizeHistory(hist) {
-  const out = { epoch: [], train_loss: [], val_loss: [], val: {}, test: {} };
+  const out = { epoch: [], train_loss: [], val_loss: [], test_loss: [], val: {}, test: {} };
   for (const m of METRICS) { out.val[m] = []; out.test[m] = []; }
   if (!hist) return out;
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -172,6 +187,7 @@ export function normalizeHistory(hist) {
       out.epoch.push(r.epoch);
       out.train_loss.push(num(r.train_loss));
       out.val_loss.push(r.val && num(r.val.loss) !== null ? r.val.loss : null);
+      out.test_loss.push(r.test && num(r.test.loss) !== null ? r.test.loss : null);
       for (const m of METRICS) {
         out.val[m].push(r.val ? num(r.val[m]) : null);
         out.test[m].push(r.test ? num(r.test[m]) : null);
@@ -179,11 +195,12 @@ export function normalizeHistory(hist) {
     }
   } else if (Array.isArray(hist.columns) && Array.isArray(hist.rows)) {
     const col = (name) => hist.columns.indexOf(name);
-    const ie = col('EPOCH'), it = col('TRAIN_LOSS'), iv = col('VAL_LOSS');
+    const ie = col('EPOCH'), it = col('TRAIN_LOSS'), iv = col('VAL_LOSS'), is = col('TEST_LOSS');
     for (const r of hist.rows) {
       out.epoch.push(r[ie]);
       out.train_loss.push(it >= 0 ? num(r[it]) : null);
       out.val_loss.push(iv >= 0 ? num(r[iv]) : null);
+      out.test_loss.push(is >= 0 ? num(r[is]) : null);
       for (const m of METRICS) {
         const a = col(`VAL_${m}`), b = col(`TEST_${m}`);
         out.val[m].push(a >= 0 ? num(r[a]) : null);
@@ -192,6 +209,53 @@ export function normalizeHistory(hist) {
     }
   }
   return out;
+}
+
+// What the plot data's series are, in words, and one look per signal on every chart (as dpd plot
+// draws them): the capture's y blue, G·x black, a model's output vermillion, the PA model without
+// DPD sky blue and dashed. A PA model's target is the capture's y; a DPD run's is G·x.
+const LOOKS_PA = { target: ['measured PA output', '#0072b2'], prediction: ['model output', '#d55e00'] };
+const LOOKS_DPD = {
+  target: ['target (G·x)', '#000000'], prediction: ['PA model with DPD', '#d55e00'],
+  no_dpd: ['PA model without DPD', '#56b4e9', [7, 4]], measured: ['measured PA without DPD', '#0072b2'],
+};
+export function seriesLook(dpd) {
+  const looks = dpd ? LOOKS_DPD : LOOKS_PA;
+  return (k) => {
+    const [label, color, dash] = looks[k] || [k];
+    return color ? { label, color, dash: dash || [] } : { label };
+  };
+}
+
+// The axis of a scatter's values (arrays of numbers or nulls) as dpd plot draws AM/PM: the middle 99 %
+// of them, 10 % wider, out to whole steps of 5; and how many points lie beyond it.
+export function middleRange(arrays) {
+  const v = arrays.flat().filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return { range: null, beyond: 0 };
+  const m = v.length, lo0 = v[Math.floor(m / 200)], hi0 = v[m - 1 - Math.floor(m / 200)], pad = 0.1 * (hi0 - lo0) || 1;
+  const lo = Math.floor((lo0 - pad) / 5) * 5, hi = Math.ceil((hi0 + pad) / 5) * 5;
+  return { range: [lo, hi], beyond: v.filter((x) => x < lo || x > hi).length };
+}
+
+// The series' keys in drawing order: the target, the prediction, then the others as they come.
+export function order(keys) {
+  const rank = (k) => (k === 'target' ? 0 : k === 'prediction' ? 1 : 2);
+  return [...keys].sort((a, b) => rank(a) - rank(b));
+}
+
+// A run's test baselines (base: {measured, no_dpd}, metric sets as GET /results and the started
+// event give them) as constant series across a learning curve's epochs: {series, data}. measured:
+// the capture's y (a PA model's ACLR to reach; a DPD's figure without DPD); no_dpd: a DPD run's PA
+// model without DPD. A metric a baseline lacks (a PA model's NMSE of y against itself) has none.
+export function baselines(base, name, epochs, dpd) {
+  const series = [], data = [];
+  for (const [key, what, dash] of [['measured', 'measured PA', []], ['no_dpd', 'PA model', [7, 4]]]) {
+    const v = base && base[key] ? base[key][name] : null;
+    if (typeof v !== 'number') continue;
+    series.push({ label: dpd ? `no DPD, ${what} (test)` : 'measured PA output (test)', color: '#8c8c8c', dash, points: epochs.length < 2 });
+    data.push(epochs.map(() => v));
+  }
+  return { series, data };
 }
 
 export const UNITS = {

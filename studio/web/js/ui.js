@@ -109,6 +109,9 @@ export function runModel(run) {
   return `${o.model || 'gru'}${o.hidden ? ' H' + o.hidden : ''}`;
 }
 
+// A DPD run (its plot data have the PA model's and the capture's series without DPD beside it).
+export const isDpdRun = (run) => run.verb === 'train-dpd' || (run.verb === 'fit-ls' && !!run.options && run.options.target === 'dpd');
+
 export function shortId(id) { return id; }
 
 // A table that becomes stacked cards on a phone: each cell carries its column label.

@@ -107,7 +107,8 @@ export default async function comparePage(ctx) {
       const i = j + 1;
       if (i >= 7 && !table.some((row) => row[i] !== null && row[i] !== undefined)) return null;
       const name = c.replace('_', ' ').replace(/_no_dpd$/, ' without DPD (PA model)').replace(/_measured$/, ' without DPD (measured)');
-      return h('tr', { 'data-field': c }, h('th', { scope: 'row', text: name }),
+      const unit = i >= 7 ? UNITS[c.split('_').slice(1).join('_').replace(/_(no_dpd|measured)$/, '')] : null; // a metric row's
+      return h('tr', { 'data-field': c }, h('th', { scope: 'row' }, name, unit ? h('span', { class: 'unit', text: ` (${unit})` }) : null),
         table.map((row, k) => h('td', { class: 'num' }, i === 3 ? statusChip(ok[k].run) : fmt(row[i]))));
     })));
 

@@ -2,16 +2,9 @@
 // learning curves. The final plot data (GET /plots: the best checkpoint on the test split; for a
 // DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
 import * as api from '../api.js';
-import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory } from '../charts.js';
-import { h, statusChip, fmtNum, banner, isTerminal } from '../ui.js';
+import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange } from '../charts.js';
+import { h, statusChip, fmtNum, banner, isTerminal, isDpdRun } from '../ui.js';
 
-const LABELS_PA = { target: 'measured PA output', prediction: 'model output' };
-const LABELS_DPD = { target: 'target (G·x)', prediction: 'PA model with DPD', no_dpd: 'PA model without DPD', measured: 'measured PA without DPD' };
-
-function order(keys) {
-  const rank = (k) => (k === 'target' ? 0 : k === 'prediction' ? 1 : 2);
-  return [...keys].sort((a, b) => rank(a) - rank(b));
-}
 
 export default async function resultPage(ctx) {
   const id = ctx.params[0];
@@ -24,9 +17,8 @@ export default async function resultPage(ctx) {
   const charts = new ChartSet();
   ctx.onCleanup(() => charts.destroy());
 
-  const dpd = !!(plotsDoc && plotsDoc.dpd) || run.verb === 'train-dpd' || (run.verb === 'fit-ls' && run.options && run.options.target === 'dpd');
-  const labels = dpd ? LABELS_DPD : LABELS_PA;
-  const label = (k) => labels[k] || k;
+  const dpd = !!(plotsDoc && plotsDoc.dpd) || isDpdRun(run);
+  const look = seriesLook(dpd);
   const plots = plotsDoc ? plotsDoc.plots : live ? live.plots : null;
   const source = plotsDoc ? 'final' : live ? 'live' : null;
   window.__dpd.result = { id, source };
@@ -57,15 +49,17 @@ export default async function resultPage(ctx) {
     for (const split of ['val', 'test']) {
       // a DPD run's summary has the same metrics of the PA model driven by x itself (the baseline it
       // improves on) and of the capture's own output (the real PA without DPD)
+      // (a PA model's: the capture's ACLR, the one its own should reach)
       const base = results && dpd ? results[split === 'test' ? 'no_dpd' : 'no_dpd_val'] : null;
-      const meas = results && dpd ? results[split === 'test' ? 'measured' : 'measured_val'] : null;
+      const meas = results ? results[split === 'test' ? 'measured' : 'measured_val'] : null;
       for (const name of METRICS) {
         const v = m[split] ? m[split][name] : undefined;
         if (v === undefined) continue;
         const why = v === null && m[split].status && m[split].status[name] ? m[split].status[name].reason : '';
         const b = base && base[name] !== undefined ? base[name] : undefined;
         const c = meas && meas[name] !== undefined && meas[name] !== null ? ` · measured ${fmtNum(meas[name], 2)}` : '';
-        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD ${fmtNum(b, 2)}${c} ${UNITS[name]}` : kind;
+        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD ${fmtNum(b, 2)}${c} ${UNITS[name]}`
+          : c ? `${kind}${c} ${UNITS[name]}` : kind;
         cards.append(h('div', { class: 'metric', 'data-metric': `${split}.${name}`, title: why || null },
           h('div', { class: 'name', text: `${name} · ${split}` }),
           h('div', { class: 'value' }, fmtNum(v, 2), h('span', { class: 'unit', text: UNITS[name] })),
@@ -86,10 +80,11 @@ export default async function resultPage(ctx) {
     if (plots.psd) {
       const keys = order(Object.keys(plots.psd.series));
       charts.add(box, 'psd', {
-        title: dpd ? 'Spectrum with and without DPD' : 'Spectrum', bands: plots.psd.bands, bandKey: true,
+        title: dpd ? 'Spectrum with and without DPD' : 'Spectrum', bands: plots.psd.bands, bandKey: true, dbSpan: 120,
         xLabel: `frequency (${plots.psd.x_unit})`, yLabel: `PSD (${plots.psd.y_unit})`,
-        note: 'Welch PSD as the ACLR computes it; shaded: the main channel and the adjacent channels it sums.',
-        series: keys.map((k) => ({ label: label(k) })), data: [plots.psd.freq, ...keys.map((k) => plots.psd.series[k])],
+        note: 'Welch PSD as the ACLR computes it; shaded: the main channel and the adjacent channels it sums.'
+          + (dpd ? ' With DPD: through the PA model.' : ''),
+        series: keys.map(look), data: [plots.psd.freq, ...keys.map((k) => plots.psd.series[k])],
       });
     }
     if (plots.residual) {
@@ -102,20 +97,26 @@ export default async function resultPage(ctx) {
       const p = plots[name];
       if (!p) continue;
       const keys = order(Object.keys(p.series));
+      // AM/PM: the phase axis of the middle 99 % of the points, as dpd plot draws it (a phase near
+      // zero amplitude is noise, and would stretch it to ±180°)
+      const mid = name === 'ampm' ? middleRange(keys.map((k) => p.series[k])) : { range: null, beyond: 0 };
       charts.add(box, name, {
-        title, kind: 'scatter', xLabel: p.x_unit, yLabel: p.y_unit,
-        note: `${p.input.length} samples at a fixed stride, in sample order.`,
-        series: keys.map((k) => ({ label: label(k) })), data: [null, ...keys.map((k) => [p.input, p.series[k]])],
+        title, kind: 'scatter', xLabel: p.x_unit, yLabel: name === 'ampm' ? 'phase of output − input (degrees)' : p.y_unit,
+        yRange: mid.range,
+        note: `${p.input.length} samples at a fixed stride, in sample order.`
+          + (mid.beyond ? ` ${mid.beyond} of ${p.input.length * keys.length} points lie beyond the phase axis.` : ''),
+        series: keys.map(look), data: [null, ...keys.map((k) => [p.input, p.series[k]])],
       });
     }
-    if (plots.iq) {
+    if (plots.iq) { // I above Q, as dpd plot draws them: one trace per signal in each
       const keys = order(Object.keys(plots.iq.series));
-      const series = [], data = [plots.iq.sample];
-      for (const k of keys) for (const c of ['i', 'q']) { series.push({ label: `${label(k)} ${c.toUpperCase()}` }); data.push(plots.iq.series[k][c]); }
-      charts.add(box, 'iq', {
-        title: 'I/Q time excerpt', xLabel: plots.iq.x_unit || 'sample', yLabel: 'amplitude',
-        note: `The first ${plots.iq.sample.length} samples (a time window, not a constellation).`, series, data,
-      });
+      for (const c of ['i', 'q']) {
+        charts.add(box, `iq:${c}`, {
+          title: `${c.toUpperCase()}: the first samples`, xLabel: plots.iq.x_unit || 'sample', yLabel: `${c.toUpperCase()} (amplitude)`,
+          note: c === 'i' ? `The first ${plots.iq.sample.length} samples (a time window, not a constellation).` : null,
+          series: keys.map(look), data: [plots.iq.sample, ...keys.map((k) => plots.iq.series[k][c])],
+        });
+      }
     }
   }
 
@@ -126,14 +127,15 @@ export default async function resultPage(ctx) {
     ctx.main.append(h('h2', { text: 'Learning curves' }), box);
     const lossSeries = [{ label: 'train loss', points: true }], lossData = [H.epoch, H.train_loss];
     if (H.val_loss.some((v) => v !== null)) { lossSeries.push({ label: 'val loss', points: true }); lossData.push(H.val_loss); }
-    charts.add(box, 'curve:loss', { title: 'Loss per epoch', xLabel: 'epoch', yLabel: 'loss', series: lossSeries, data: lossData });
+    if (H.test_loss.some((v) => v !== null)) { lossSeries.push({ label: 'test loss', points: true }); lossData.push(H.test_loss); }
+    charts.add(box, 'curve:loss', { title: 'Loss per epoch', xLabel: 'epoch', yLabel: 'loss (MSE, log scale)', logY: true, intX: true,
+      series: lossSeries, data: lossData });
     for (const name of CURVES) {
       if (!H.val[name].some((v) => v !== null) && !H.test[name].some((v) => v !== null)) continue;
-      charts.add(box, `curve:${name}`, {
-        title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`,
-        series: [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }],
-        data: [H.epoch, H.val[name], H.test[name]],
-      });
+      const b = baselines(results, name, H.epoch, dpd); // the capture's test figures, a DPD run's PA model's
+      const series = [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }, ...b.series];
+      const data = [H.epoch, H.val[name], H.test[name], ...b.data];
+      charts.add(box, `curve:${name}`, { title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`, intX: true, series, data });
     }
   } else {
     ctx.main.append(h('p', { class: 'muted', text: 'No learning curves yet.' }));

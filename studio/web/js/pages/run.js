@@ -4,8 +4,8 @@
 // worker's log (followed while the run is active) and the events.
 import * as api from '../api.js';
 import { RunFeed } from '../stream.js';
-import { ChartSet, CURVES, METRICS, UNITS } from '../charts.js';
-import { h, put, clear, statusChip, fmtNum, fmtTime, fmtDuration, fmtBytes, isTerminal, banner, errorBanner, kv, runModel, stackTable } from '../ui.js';
+import { ChartSet, CURVES, METRICS, UNITS, seriesLook, order, baselines } from '../charts.js';
+import { h, put, clear, statusChip, fmtNum, fmtTime, fmtDuration, fmtBytes, isTerminal, isDpdRun, banner, errorBanner, kv, runModel, stackTable } from '../ui.js';
 
 export default async function runPage(ctx) {
   const id = ctx.params[0];
@@ -28,6 +28,7 @@ export default async function runPage(ctx) {
     ended: null,
     lastUpdate: null,
     previewRev: 0,               // the last preview_revision seen in a progress event
+    baselines: null,             // the run's test baselines ({measured, no_dpd}: the started event's)
   };
   for (const m of METRICS) { st.metric.val[m] = []; st.metric.test[m] = []; }
   window.__dpd.run = { id, state: st };
@@ -197,7 +198,7 @@ export default async function runPage(ctx) {
     if (st.loss.x.length) {
       const data = [st.loss.x, st.loss.batch, st.loss.epoch];
       if (!charts.get('live:loss')) charts.add(chartBox, 'live:loss', {
-        title: 'Loss', xLabel: 'epoch', yLabel: 'loss',
+        title: 'Loss', xLabel: 'epoch', yLabel: 'loss (MSE, log scale)', logY: true,
         series: [{ label: 'batch loss', spanGaps: true }, { label: 'epoch train loss', spanGaps: true, points: true }], data,
       });
       else charts.set('live:loss', data);
@@ -206,10 +207,11 @@ export default async function runPage(ctx) {
       const has = m.val[name].some((v) => v !== null) || m.test[name].some((v) => v !== null);
       if (!has) continue;
       const key = `history:${name}`;
-      const data = [m.epoch, m.val[name], m.test[name]];
+      const b = baselines(st.baselines, name, m.epoch, isDpdRun(run));
+      const data = [m.epoch, m.val[name], m.test[name], ...b.data];
       if (!charts.get(key)) charts.add(chartBox, key, {
-        title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`,
-        series: [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }], data,
+        title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`, intX: true,
+        series: [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }, ...b.series], data,
       });
       else charts.set(key, data);
     }
@@ -309,6 +311,9 @@ export default async function runPage(ctx) {
           if (d.epochs) st.epochs = d.epochs;
           if (typeof d.loss === 'number' && d.steps) putLoss(d.epoch - 1 + d.steps_done / d.steps, d.loss, null);
           break;
+        case 'started': // the capture's test figures (a DPD run's PA model's too): lines on the learning curves
+          if (d.measured) st.baselines = { measured: d.measured.test, no_dpd: d.no_dpd ? d.no_dpd.test : null };
+          break;
         case 'metric':
           if (d.epochs) st.epochs = d.epochs;
           putMetric(d);
@@ -399,17 +404,20 @@ export default async function runPage(ctx) {
       if (p && (p.empty || p.why_no_psd)) liveNote.textContent += ` No ${p.empty ? 'plot data' : 'spectrum'}: ${p.empty || p.why_no_psd}`;
       return;
     }
-    const keys = Object.keys(p.psd.series);
+    // a DPD run's: with DPD, the target, and without DPD the PA model's and the capture's
+    const dpd = isDpdRun(run), look = seriesLook(dpd);
+    const keys = order(Object.keys(p.psd.series));
     const psd = [p.psd.freq, ...keys.map((k) => p.psd.series[k])];
     if (!charts.get('live:psd')) charts.add(liveBox, 'live:psd', {
-      title: 'Spectrum (live)', xLabel: `frequency (${p.psd.x_unit})`, yLabel: `PSD (${p.psd.y_unit})`, bands: p.psd.bands, bandKey: true,
-      series: keys.map((k) => ({ label: k })), data: psd,
+      title: dpd ? 'Spectrum with and without DPD (live)' : 'Spectrum (live)', xLabel: `frequency (${p.psd.x_unit})`,
+      yLabel: `PSD (${p.psd.y_unit})`, bands: p.psd.bands, bandKey: true, dbSpan: 120, series: keys.map(look), data: psd,
     });
     else charts.set('live:psd', psd);
-    const am = [null, ...Object.keys(p.amam.series).map((k) => [p.amam.input, p.amam.series[k]])];
+    const ak = order(Object.keys(p.amam.series));
+    const am = [null, ...ak.map((k) => [p.amam.input, p.amam.series[k]])];
     if (!charts.get('live:amam')) charts.add(liveBox, 'live:amam', {
       title: 'AM/AM (live)', kind: 'scatter', xLabel: p.amam.x_unit, yLabel: p.amam.y_unit,
-      series: Object.keys(p.amam.series).map((k) => ({ label: k })), data: am,
+      series: ak.map(look), data: am,
     });
     else charts.set('live:amam', am);
   }

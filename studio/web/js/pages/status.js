@@ -11,7 +11,7 @@ export default async function statusPage(ctx) {
     h('section', { class: 'card' }, h('h2', { text: 'Service' }), sys),
     h('section', { class: 'card' }, h('h2', { text: 'Execution providers' }), prov),
     h('section', { class: 'card' }, h('h2', { text: 'Settings' }), set,
-      h('p', { class: 'muted', text: 'Read only here; change them with dpd settings.' })));
+      h('p', { class: 'muted', text: 'Read only here; change them with dpd config set KEY VALUE (dpd config show lists them).' })));
 
   async function loadSystem() {
     try {
