@@ -1082,13 +1082,19 @@ static void band_names(cairo_t *cr, const axes *a, const dpd_plot_data *p, int r
     }
 }
 
-/* The PSD's axis: power per bin (the legacy profile's per-segment periodogram) or a Welch density. */
-static const char *psd_label(const dpd_plot_data *p) {
-    return p->profile == DPD_PROFILE_LEGACY ? "power per bin (dB)" : "power density (dB/Hz)";
+/* The PSD's axis: power per bin, with the bins' width (the legacy profile's per-segment periodogram:
+ * its resolution), or a Welch density. buf: room for the label. */
+static const char *psd_label(const dpd_plot_data *p, char *buf, size_t n) {
+    if (p->profile != DPD_PROFILE_LEGACY) return "power density (dB/Hz)";
+    char hz[64];
+    if (p->nf < 2) return "power per bin (dB)";
+    snprintf(buf, n, "power per %s bin (dB)", cli_hz((p->freq[1] - p->freq[0]) * 1e6, hz, sizeof hz));
+    return buf;
 }
 
 /* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
 static void chart_psd(cairo_t *cr, const plot_doc *d) {
+    char yl[96];
     const dpd_plot_data *p = d->p;
     if (p->why_no_psd[0]) {
         empty_chart(cr, d->doc, "Power spectral density", p->why_no_psd);
@@ -1105,7 +1111,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     yr.lo = fmax(yr.lo, yr.hi - 100);
     title(cr, d->doc, "Power spectral density");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
-    axes_draw(cr, &a, "frequency (MHz)", psd_label(d->p));
+    axes_draw(cr, &a, "frequency (MHz)", psd_label(d->p, yl, sizeof yl));
     bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     band_names(cr, &a, p, 1);
@@ -1114,6 +1120,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */
 static void chart_residual(cairo_t *cr, const plot_doc *d) {
+    char yl[96];
     const dpd_plot_data *p = d->p;
     if (p->why_no_psd[0]) {
         empty_chart(cr, d->doc, "Residual spectrum (error)", p->why_no_psd);
@@ -1136,7 +1143,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     yr.lo = fmax(yr.lo, yr.hi - 100);
     title(cr, d->doc, "Residual spectrum (error)");
     axes a = axes_at(PX, PY, PW, PH, xr, yr, 1, 0);
-    axes_draw(cr, &a, "frequency (MHz)", psd_label(d->p));
+    axes_draw(cr, &a, "frequency (MHz)", psd_label(d->p, yl, sizeof yl));
     bands(cr, &a, p);
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);

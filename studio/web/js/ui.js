@@ -50,7 +50,9 @@ export function fmtTime(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return d.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+  // the browser's local time, written as ISO 8601 does (never 12/7/26: which is the month?)
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
 export function fmtDuration(s) {

@@ -94,6 +94,7 @@ export default async function newPage(ctx) {
   const fHidden = field('f-hidden', 'Hidden size', hidden, 'Empty: 23 for a PA model, 15 for a DPD, as OpenDPD trains.');
   const fLayers = field('f-layers', 'Layers', layers, 'Recurrent families only.');
   const fPreset = field('f-preset', 'Preset', preset);
+  fModel.classList.add('wide'), fPreset.classList.add('wide'); // their options' words, not cut off
   const fEpochs = field('f-epochs', 'Epochs', epochs, 'Empty: the preset\'s.');
   const fPa = field('f-pa', 'PA run', pa, 'A succeeded studio run that modelled the PA.');
   const fKind = field('f-kind', 'Least-squares model', kind);
