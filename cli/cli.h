@@ -169,7 +169,8 @@ void cli_na_print(FILE *f, const cli_na *t, const char *indent); /* "n/a: why", 
     "own output y against g x (the real PA without DPD; a DPD's figures are through the model, never the PA)\n"
 /* Under a PA model's table: what its measured rows are. */
 #define CLI_MEASURED_NOTE                                                                                       \
-    "measured: the capture's own output y, the model's target: its ACLR is the one the model's should reach\n"
+    "measured: the capture's own output y, the model's target; a model whose ACLR is far below it misses the\n"    \
+    "PA's spectral regrowth (unless the capture's adjacent channels are at its noise floor)\n"
 
 /* A frequency or sample rate for people: "800 MHz", "1.5 GHz", "122.88 MHz", "30 kHz": the largest unit
  * that keeps the number at or above 1, up to 10 significant digits (Hz below 1 kHz and when hz is not

@@ -440,7 +440,7 @@ static void title_of(cairo_t *cr, json_t *doc, const char *what, const char *spl
     const char *base = strrchr(name, '/');
     snprintf(src, sizeof src, "%s, %s%s%s", base && base[1] ? base + 1 : name,
              splits ? splits : split ? split : "?", splits ? "" : " split",
-             !splits && json_is_true(json_object_get(doc, "dpd")) ? ", through the PA model" : "");
+             !splits && json_is_true(json_object_get(doc, "dpd")) ? ", with DPD through the PA model" : "");
     colour(cr, BLACK, 1);
     text(cr, 16, 14, 17, 1, 0, 0, what);
     colour(cr, 0x444444, 1);
@@ -1086,9 +1086,8 @@ static void band_names(cairo_t *cr, const axes *a, const dpd_plot_data *p, int r
  * its resolution), or a Welch density. buf: room for the label. */
 static const char *psd_label(const dpd_plot_data *p, char *buf, size_t n) {
     if (p->profile != DPD_PROFILE_LEGACY) return "power density (dB/Hz)";
-    char hz[64];
-    if (p->nf < 2) return "power per bin (dB)";
-    snprintf(buf, n, "power per %s bin (dB)", cli_hz((p->freq[1] - p->freq[0]) * 1e6, hz, sizeof hz));
+    char hz[64]; /* fs / nperseg: the periodogram's bins (the plot data draw every k-th of them past 4 000) */
+    snprintf(buf, n, "power per %s bin (dB)", cli_hz(p->fs_mhz * 1e6 / p->N, hz, sizeof hz));
     return buf;
 }
 
@@ -1133,7 +1132,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     int n = looks(d->doc, p, sig, look, gl), dpd = json_is_true(json_object_get(d->doc, "dpd"));
     const char *ref = strcmp(p->name[0], "target") ? "linear" : "target"; /* signal 0 */
     style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
-    if (!strcmp(ref, "target")) s[1].label = dpd ? "PA(DPD(x)) \xE2\x88\x92 g\xC2\xB7x" : "PA model \xE2\x88\x92 measured y";
+    if (!strcmp(ref, "target")) s[1].label = dpd ? "PA model + DPD \xE2\x88\x92 g\xC2\xB7x" : "PA model \xE2\x88\x92 measured y";
     for (int i = 0; i < n; i++)
         if (sig[i] == 0) s[0].label = look[i].label;
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
@@ -1282,7 +1281,7 @@ static double *column(json_t *h, const char *name, int db) {
 /* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom), or
  * the run's metric profile's IBE and ACPR_AVG in their place; with the run's "baselines" (plots.json)
  * as grey lines across the bottom panel, each named on the chart: the test ACLR_AVG of the capture's
- * y (a PA model's to reach; a DPD's without DPD) and, a DPD run's, of the PA model without DPD. */
+ * y (a PA model's to compare with; a DPD's without DPD) and, a DPD run's, of the PA model without DPD. */
 static void chart_history(cairo_t *cr, const plot_doc *d) {
     json_t *h = json_object_get(d->doc, "history");
     size_t rows = json_array_size(json_object_get(h, "rows"));
@@ -1349,17 +1348,19 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
             line(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &s);
             if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, s.dashed, ""});
         }
-        for (int k = 0; k < 2; k++) {
+        double ly[2] = {floor(ax_y(&b, base[0])), floor(ax_y(&b, base[1]))};
+        for (int k = 0; k < 2; k++) { /* each name above its line; the lower of two close lines' below it */
             if (!isfinite(base[k])) continue;
             char label[128];
-            double y = ax_y(&b, base[k]);
-            if (k || dpd) snprintf(label, sizeof label, "%s without DPD, %s (test): %.1f dBc", name[2], k ? "PA model" : "measured PA", base[k]);
-            else snprintf(label, sizeof label, "%s of the measured PA output y (test): %.1f dBc", name[2], base[k]);
-            colour(cr, 0xFFFFFF, 1); /* on a white ground (opaque: no blends, the palette PNG's colours), above the line */
-            cairo_rectangle(cr, b.px + 4, y - 15, text_width(cr, 11, label) + 4, 13);
+            int below = isfinite(base[!k]) && fabs(ly[0] - ly[1]) < 16 && ly[k] > ly[!k];
+            snprintf(label, sizeof label, "%s of %s%s (test): %.1f dBc", name[2], k ? "PA model" : "measured y",
+                     dpd ? ", no DPD" : "", base[k]);
+            double y = below ? ly[k] + 16 : ly[k] - 2; /* the text's baseline */
+            colour(cr, 0xFFFFFF, 1); /* on a white ground (opaque: no blends, the palette PNG's colours) */
+            cairo_rectangle(cr, b.px + 4, y - 12, text_width(cr, 11, label) + 4, 13);
             cairo_fill(cr);
             colour(cr, BLACK, 1);
-            text(cr, b.px + 6, y - 3, 11, 0, 0, 1, label);
+            text(cr, b.px + 6, y - 1, 11, 0, 0, 1, label);
         }
         legend(cr, &a, ls, 3, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
         legend(cr, &b, ms, 5, OUTSIDE, few ? MARK_BOTH : MARK_LINE);

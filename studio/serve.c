@@ -160,14 +160,18 @@ static int prepare_root(const char *root) {
 }
 
 /* What an imported run's request says of its model, as a submitted run's would (the pages label runs
- * by it): model and hidden, or a fit's kind (mp, gmp), from its config.json. */
+ * by it): model and hidden, or a fit's kind (mp, gmp) and target (a DPD fit's "dpd": the pages draw
+ * it as a DPD run), from its config.json. */
 static void imported_model(json_t *opts, const char *dir, int ls) {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/config.json", dir);
     dpd_error err = {0};
     json_t *c = cli_json_read(path, 0, &err), *m = json_object_get(c, "model");
     const char *fam = json_string_value(json_object_get(m, "family"));
-    if (fam && ls) json_object_set_new(opts, "kind", json_string(strcmp(fam, "gmp_ls") ? "mp" : "gmp"));
+    if (fam && ls) {
+        json_object_set_new(opts, "kind", json_string(strcmp(fam, "gmp_ls") ? "mp" : "gmp"));
+        json_object_set_new(opts, "target", json_string(!strcmp(json_string_value(json_object_get(c, "step")) ?: "", "train_dpd") ? "dpd" : "pa"));
+    }
     else if (fam) {
         json_object_set_new(opts, "model", json_string(fam));
         if (json_is_integer(json_object_get(m, "hidden"))) json_object_set(opts, "hidden", json_object_get(m, "hidden"));

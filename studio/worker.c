@@ -488,9 +488,14 @@ static void replay(worker *w, const char *run_dir, json_t **best, int *epochs, c
         if (!strcmp(t, "run_started")) {
             total = json_integer_value(json_object_get(e, "epochs"));
             snprintf(provider, np, "%s", json_string_value(json_object_get(e, "provider")) ?: "");
-            emit(w, "started", json_pack("{s:O?, s:s, s:O?, s:b}", "run_id", json_object_get(e, "run_id"), "run_dir",
-                                         run_dir, "provider", json_object_get(e, "provider"), "resumed",
-                                         json_is_true(json_object_get(e, "resumed"))));
+            json_t *d = json_pack("{s:O?, s:s, s:O?, s:b}", "run_id", json_object_get(e, "run_id"), "run_dir", run_dir,
+                                  "provider", json_object_get(e, "provider"), "resumed",
+                                  json_is_true(json_object_get(e, "resumed")));
+            for (int k = 0; k < 2 && d; k++) { /* the baselines, as a run of the studio's states them */
+                json_t *b = json_object_get(e, k ? "no_dpd" : "measured");
+                if (json_is_object(b)) json_object_set(d, k ? "no_dpd" : "measured", b);
+            }
+            emit(w, "started", d);
         } else if (!strcmp(t, "progress")) {
             emit(w, "progress", json_pack("{s:O, s:I, s:O?, s:O?, s:O?, s:O?}", "epoch", ep, "epochs", total,
                                           "steps_done", json_object_get(e, "steps_done"), "steps",
@@ -543,6 +548,13 @@ static int run_import(worker *w, const char *from) {
                             "provider", provider, "config",
                             cli_json_read(path, 0, &err), "imported_from", from);
     json_decref(best);
+    json_t *bl = cli_run_baselines(dest, &err); /* the summary's baselines, as a run of the studio's has them */
+    for (int k = 0; k < 4 && sum && bl; k++) {
+        static const char *const key[4] = {"measured", "measured_val", "no_dpd", "no_dpd_val"};
+        json_t *v = json_object_get(json_object_get(bl, k < 2 ? "measured" : "no_dpd"), k % 2 ? "val" : "test");
+        if (json_is_object(v)) json_object_set(sum, key[k], v);
+    }
+    json_decref(bl);
     fprintf(stderr, "imported %s (%s on %s, %d epochs)\n", from, verb, dataset, epochs);
     return finish(w, "completed", sum, NULL, NULL, NULL);
 }

@@ -3513,6 +3513,11 @@ def t_import_cli_run(ctx):  # dpd serve --import: a completed CLI run becomes a 
     check(res["outcome"] == "completed" and res["best_epoch"] == cli["best_epoch"] and
           abs(res["val"]["NMSE"] - cli["val"]["NMSE"]) < 1e-9 and res.get("imported_from") == os.path.realpath(rd),
           f"results {res} against the CLI's {cli}")
+    # the capture's own figures (the CLI run's measured baseline) in the summary and the started event
+    started = [e["data"] for e in evs if e["type"] == "started"]
+    check(res.get("measured") == cli["measured"] and res.get("measured_val") == cli["measured_val"] and "no_dpd" not in res
+          and started and started[0].get("measured", {}).get("test") == cli["measured"],
+          f"the imported run's measured baseline {res.get('measured')}, started {started[:1]}, against the CLI's {cli['measured']}")
     pl = s.get(f"/api/v1/runs/{rid}/plots")  # --no-plots: drawn at the import
     check(pl.status == 200 and set(pl.json["plots"]) >= {"psd", "amam"}, f"plots of the import: {pl!r}"[:300])
     arts = {a["name"]: a for a in s.get(f"/api/v1/runs/{rid}/artifacts").json["artifacts"]}
@@ -3581,6 +3586,29 @@ def t_import_resumed_cli_run(ctx):  # an imported CLI run that was resumed: its 
     starts = [e["data"]["resumed"] for e in evs if e["type"] == "started"]
     check(fin["status"] == "succeeded" and starts == [False, True], f"imported starts' resumed: {starts} ({fin['status']})")
     check([e["data"]["epoch"] for e in evs if e["type"] == "metric"] == [1, 2, 3], "the metric events of both parts")
+    s.stop()
+
+
+@test()
+def t_import_cli_dpd_fit(ctx):  # an imported DPD fit: its request says target dpd, its summary has both baselines
+    data = ctx.path("synth")
+    _synth(ctx, data)
+    pa = _cli_train(ctx, data, ctx.path("cli"), ("--no-plots",))["run_dir"]
+    r = subprocess.run([DPD, "fit-ls", "--data", data, "--kind", "gmp", "--target", "dpd", "--pa", pa, "--out", ctx.path("cli"),
+                        "--no-plots", "--json"], capture_output=True, env=ctx.env, timeout=120)
+    check(r.returncode == 0, f"CLI fit-ls --target dpd: exit {r.returncode}: {r.stderr[-300:]!r}")
+    cli = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    s = Server(ctx, args=["--import", cli["run_dir"]])
+    s.start()
+    rid = s.wait_line(r"dpd studio: importing (\S+) as run (r[0-9a-f]+)", 5).group(2)
+    fin = s.wait_status(rid, TERMINAL, 60, 0.1)
+    res = s.get(f"/api/v1/runs/{rid}/results").json
+    started = [e["data"] for e in s.all_events(rid) if e["type"] == "started"]
+    check(fin["status"] == "succeeded" and fin["options"].get("target") == "dpd" and fin["options"].get("kind") == "gmp",
+          f"the imported fit's request: {fin['options']} ({fin['status']})")
+    check(all(res.get(k) == cli[k] for k in ("no_dpd", "no_dpd_val", "measured", "measured_val")) and started
+          and started[0].get("no_dpd", {}).get("test") == cli["no_dpd"],
+          f"the imported fit's baselines {[res.get(k) for k in ('no_dpd', 'measured')]}, against the CLI's")
     s.stop()
 
 

@@ -1023,11 +1023,11 @@ typedef struct dpd_train_result {
     int selection;                 /* the metric the best epoch is chosen by: DPD_NMSE (a PA model) or
                                     * DPD_ACLR_AVG (a DPD), under the run's profile */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
-    dpd_metrics measured_val, measured_test; /* the capture's own output y against the target
-                                              * (dpd_eval_measured): a DPD's g x, the measured PA
-                                              * without DPD; a PA model's y itself, whose NMSE and
-                                              * EVM (IBE) are then not applicable and whose ACLR
-                                              * (ACPR) is the capture's, the model's to reach */
+    dpd_metrics measured_val, measured_test; /* the capture's own output y: a DPD run's against g x
+                                              * (dpd_eval_measured), the measured PA without DPD; a
+                                              * PA model's, whose target y is, alone
+                                              * (dpd_metrics_aclr): its ACLR (ACPR), the model's to
+                                              * reach, NMSE and EVM (IBE) not applicable */
     char provider[600];            /* where the training steps ran, and why */
     dpd_train_cfg config;          /* the run's resolved configuration (a resume's, as read) */
 } dpd_train_result;

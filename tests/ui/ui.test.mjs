@@ -409,10 +409,10 @@ try {
     const strokes = await page.evaluate(() => ['psd', 'amam', 'iq:i', 'iq:q'].map((n) => window.__dpd.charts[n].series.slice(1).map((s) => s._stroke || s.stroke)));
     assert(strokes.every((st) => JSON.stringify(st) === JSON.stringify(strokes[0])) && strokes[0][0] === '#0072b2' && strokes[0][1] === '#d55e00',
       `the signals' colours across the charts: ${JSON.stringify(strokes)}`);
-    // a spectrum's axis reaches 120 dB below its peak at most; AM/PM's holds the middle of its points
+    // a spectrum's axis reaches 100 dB below its peak (and the tick it rounds to) at most
     const yr = await page.evaluate(() => { const u = window.__dpd.charts.psd; return [u.scales.y.min, u.scales.y.max]; });
     const top = Math.max(...keys.flatMap((k) => p.psd.series[k].filter((v) => v !== null)));
-    assert(yr[1] >= top && yr[1] - yr[0] <= 130, `the spectrum's axis ${yr} for a peak of ${top} dB`);
+    assert(yr[1] >= top && yr[1] - yr[0] <= 120, `the spectrum's axis ${yr} for a peak of ${top} dB`);
     const curve = await chartData('curve:NMSE');
     const hist = await apiGet(`/runs/${ids.a}/history`);
     sameSeries(curve[1], hist.epochs.map((r) => r.val.NMSE), 'learning curve');
@@ -436,7 +436,7 @@ try {
     const res = await apiGet(`/runs/${ids.real}/results`);
     assert(typeof res.measured.ACLR_AVG === 'number' && res.measured.NMSE === null, `results.measured ${JSON.stringify(res.measured)}`);
     const al = await page.evaluate(() => window.__dpd.charts['curve:ACLR_AVG'].series.slice(1).map((s) => s.label));
-    assert(JSON.stringify(al) === JSON.stringify(['val', 'test', 'measured PA output (test)']), `the ACLR_AVG curve's series: ${al}`);
+    assert(JSON.stringify(al) === JSON.stringify(['val', 'test', 'measured y (test)']), `the ACLR_AVG curve's series: ${al}`);
     const ad = await chartData('curve:ACLR_AVG');
     sameSeries(ad[3], ad[0].map(() => res.measured.ACLR_AVG), 'the measured ACLR_AVG line');
     const nl = await page.evaluate(() => window.__dpd.charts['curve:NMSE'].series.length);
@@ -456,8 +456,8 @@ try {
     assert(doc.dpd === true && doc.plots.psd.series.no_dpd, 'the plot data of a DPD run have no no_dpd series');
     const psd = await chartData('psd');
     const labels = await page.evaluate(() => window.__dpd.charts.psd.series.slice(1).map((s) => s.label));
-    const want = { 'target (G·x)': 'target', 'PA model with DPD': 'prediction', 'PA model without DPD': 'no_dpd',
-      'measured PA without DPD': 'measured' };
+    const want = { 'target g·x': 'target', 'PA model + DPD': 'prediction', 'PA model, no DPD': 'no_dpd',
+      'measured y, no DPD': 'measured' };
     assert(labels.length === 4 && labels.every((l) => want[l]), `PSD series ${labels}`);
     sameSeries(psd[0], doc.plots.psd.freq, 'DPD psd freq');
     labels.forEach((l, i) => sameSeries(psd[i + 1], doc.plots.psd.series[want[l]], `DPD psd ${want[l]}`));
@@ -472,7 +472,7 @@ try {
     }
     // its learning curves: the test figures without DPD, the capture's and the PA model's, as lines
     const curveLabels = (n) => page.evaluate((k) => window.__dpd.charts[k].series.slice(1).map((s) => s.label), n);
-    const baseWant = ['val', 'test', 'no DPD, measured PA (test)', 'no DPD, PA model (test)'];
+    const baseWant = ['val', 'test', 'measured y, no DPD (test)', 'PA model, no DPD (test)'];
     const cl = await curveLabels('curve:ACLR_AVG');
     assert(JSON.stringify(cl) === JSON.stringify(baseWant), `the ACLR_AVG curve's series: ${cl}`);
     const cd = await chartData('curve:ACLR_AVG');
@@ -497,10 +497,10 @@ try {
     const cells = await page.locator('#compare-table tr[data-field="test_NMSE_no_dpd"] td').allInnerTexts();
     assert(cells.length === 2 && cells[0] === '—' && cells[1] === res.no_dpd.NMSE.toFixed(3),
       `the test NMSE without DPD row reads ${JSON.stringify(cells)}, not — and ${res.no_dpd.NMSE}`);
-    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE without DPD (PA model) (dB)', 'the row is not named');
+    assert((await text('#compare-table tr[data-field="val_NMSE_no_dpd"] th')) === 'val NMSE: PA model, no DPD (dB)', 'the row is not named');
     const meas = await page.locator('#compare-table tr[data-field="test_NMSE_measured"] td').allInnerTexts();
     assert(meas.length === 2 && meas[0] === '—' && meas[1] === res.measured.NMSE.toFixed(3) &&
-      (await text('#compare-table tr[data-field="test_NMSE_measured"] th')) === 'test NMSE without DPD (measured) (dB)',
+      (await text('#compare-table tr[data-field="test_NMSE_measured"] th')) === 'test NMSE: measured y, no DPD (dB)',
       `the test NMSE measured row reads ${JSON.stringify(meas)}, not — and ${res.measured.NMSE}`);
     const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-metrics')]);
     const csv = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n').map((l) => l.split(','));

@@ -14,6 +14,11 @@ export function registry() {
 
 function chartHeight(width) { return width < 500 ? 220 : 280; }
 
+// A log scale's data: its series' values that are not above 0 (a loss of exactly 0) as gaps.
+function positive(data) {
+  return data.map((s, i) => (i && Array.isArray(s) ? s.map((v) => (typeof v === 'number' && v > 0 ? v : null)) : s));
+}
+
 // A set of charts that belong to one page; destroy() frees them when the page goes.
 export class ChartSet {
   constructor() { this.charts = new Map(); this.observers = []; }
@@ -29,8 +34,8 @@ export class ChartSet {
     parent.append(box);
     const width = Math.max(200, plot.clientWidth || parent.clientWidth || 320);
     const opts = this.options(spec, width);
-    const u = new window.uPlot(opts, spec.data, plot);
-    u.__spec = { kind: spec.kind || 'line', name };
+    const u = new window.uPlot(opts, spec.logY ? positive(spec.data) : spec.data, plot);
+    u.__spec = { kind: spec.kind || 'line', name, logY: !!spec.logY };
     this.charts.set(name, u);
     registry()[name] = u;
     let last = width;
@@ -64,10 +69,7 @@ export class ChartSet {
     if (spec.logY) y.distr = 3; // losses over decades
     if (spec.yRange) y.range = () => spec.yRange;
     else if (spec.dbSpan) { // a spectrum: from its peak down dbSpan dB, as dpd plot draws it
-      y.range = (u, lo, hi) => {
-        const top = Math.ceil(hi / 10) * 10;
-        return [Math.floor(Math.max(lo, top - spec.dbSpan) / 10) * 10, top];
-      };
+      y.range = (u, lo, hi) => niceRange(Math.max(lo, hi - spec.dbSpan), hi);
     }
     const opts = {
       width, height: chartHeight(width),
@@ -90,7 +92,7 @@ export class ChartSet {
 
   set(name, data) {
     const u = this.charts.get(name);
-    if (u) u.setData(data);
+    if (u) u.setData(u.__spec.logY ? positive(data) : data);
     return u;
   }
 
@@ -211,13 +213,13 @@ export function normalizeHistory(hist) {
   return out;
 }
 
-// What the plot data's series are, in words, and one look per signal on every chart (as dpd plot
-// draws them): the capture's y blue, G·x black, a model's output vermillion, the PA model without
+// What the plot data's series are, in words, and one look per signal on every chart (the names and
+// looks dpd plot gives them): the capture's y blue, G·x black, a model's output vermillion, the PA model without
 // DPD sky blue and dashed. A PA model's target is the capture's y; a DPD run's is G·x.
-const LOOKS_PA = { target: ['measured PA output', '#0072b2'], prediction: ['model output', '#d55e00'] };
+const LOOKS_PA = { target: ['measured y', '#0072b2'], prediction: ['PA model', '#d55e00'] };
 const LOOKS_DPD = {
-  target: ['target (G·x)', '#000000'], prediction: ['PA model with DPD', '#d55e00'],
-  no_dpd: ['PA model without DPD', '#56b4e9', [7, 4]], measured: ['measured PA without DPD', '#0072b2'],
+  target: ['target g·x', '#000000'], prediction: ['PA model + DPD', '#d55e00'],
+  no_dpd: ['PA model, no DPD', '#56b4e9', [7, 4]], measured: ['measured y, no DPD', '#0072b2'],
 };
 export function seriesLook(dpd) {
   const looks = dpd ? LOOKS_DPD : LOOKS_PA;
@@ -227,13 +229,22 @@ export function seriesLook(dpd) {
   };
 }
 
+// [lo, hi] rounded out to whole ticks of a 1-2-5 step, about 6 of them: dpd plot's axes (cli/plot.c).
+function niceRange(lo, hi) {
+  if (!(hi > lo)) { lo -= 1; hi += 1; }
+  const raw = (hi - lo) / 6, p = 10 ** Math.floor(Math.log10(raw)), f = raw / p;
+  const step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
+  return [Math.floor(lo / step + 1e-9) * step, Math.ceil(hi / step - 1e-9) * step];
+}
+
 // The axis of a scatter's values (arrays of numbers or nulls) as dpd plot draws AM/PM: the middle 99 %
-// of them, 10 % wider, out to whole steps of 5; and how many points lie beyond it.
+// of them (the 0.5 % and 99.5 % order statistics), 10 % beyond, out to whole 1-2-5 ticks; and how
+// many points lie beyond it.
 export function middleRange(arrays) {
   const v = arrays.flat().filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b);
   if (!v.length) return { range: null, beyond: 0 };
-  const m = v.length, lo0 = v[Math.floor(m / 200)], hi0 = v[m - 1 - Math.floor(m / 200)], pad = 0.1 * (hi0 - lo0) || 1;
-  const lo = Math.floor((lo0 - pad) / 5) * 5, hi = Math.ceil((hi0 + pad) / 5) * 5;
+  const m = v.length, lo0 = v[Math.floor(m / 200)], hi0 = v[m - 1 - Math.floor(m / 200)];
+  const [lo, hi] = niceRange(lo0 - 0.1 * (hi0 - lo0), hi0 + 0.1 * (hi0 - lo0));
   return { range: [lo, hi], beyond: v.filter((x) => x < lo || x > hi).length };
 }
 
@@ -249,10 +260,10 @@ export function order(keys) {
 // model without DPD. A metric a baseline lacks (a PA model's NMSE of y against itself) has none.
 export function baselines(base, name, epochs, dpd) {
   const series = [], data = [];
-  for (const [key, what, dash] of [['measured', 'measured PA', []], ['no_dpd', 'PA model', [7, 4]]]) {
+  for (const [key, what, dash] of [['measured', 'measured y', []], ['no_dpd', 'PA model', [7, 4]]]) {
     const v = base && base[key] ? base[key][name] : null;
     if (typeof v !== 'number') continue;
-    series.push({ label: dpd ? `no DPD, ${what} (test)` : 'measured PA output (test)', color: '#8c8c8c', dash, points: epochs.length < 2 });
+    series.push({ label: dpd ? `${what}, no DPD (test)` : `${what} (test)`, color: '#8c8c8c', dash, points: epochs.length < 2 });
     data.push(epochs.map(() => v));
   }
   return { series, data };

@@ -106,7 +106,7 @@ export default async function comparePage(ctx) {
     h('tbody', null, cols.slice(1).map((c, j) => {
       const i = j + 1;
       if (i >= 7 && !table.some((row) => row[i] !== null && row[i] !== undefined)) return null;
-      const name = c.replace('_', ' ').replace(/_no_dpd$/, ' without DPD (PA model)').replace(/_measured$/, ' without DPD (measured)');
+      const name = c.replace('_', ' ').replace(/_no_dpd$/, ': PA model, no DPD').replace(/_measured$/, ': measured y, no DPD');
       const unit = i >= 7 ? UNITS[c.split('_').slice(1).join('_').replace(/_(no_dpd|measured)$/, '')] : null; // a metric row's
       return h('tr', { 'data-field': c }, h('th', { scope: 'row' }, name, unit ? h('span', { class: 'unit', text: ` (${unit})` }) : null),
         table.map((row, k) => h('td', { class: 'num' }, i === 3 ? statusChip(ok[k].run) : fmt(row[i]))));

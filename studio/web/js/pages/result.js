@@ -49,7 +49,7 @@ export default async function resultPage(ctx) {
     for (const split of ['val', 'test']) {
       // a DPD run's summary has the same metrics of the PA model driven by x itself (the baseline it
       // improves on) and of the capture's own output (the real PA without DPD)
-      // (a PA model's: the capture's ACLR, the one its own should reach)
+      // (a PA model's: the capture's ACLR, to compare the model's with)
       const base = results && dpd ? results[split === 'test' ? 'no_dpd' : 'no_dpd_val'] : null;
       const meas = results ? results[split === 'test' ? 'measured' : 'measured_val'] : null;
       for (const name of METRICS) {
@@ -80,7 +80,7 @@ export default async function resultPage(ctx) {
     if (plots.psd) {
       const keys = order(Object.keys(plots.psd.series));
       charts.add(box, 'psd', {
-        title: dpd ? 'Spectrum with and without DPD' : 'Spectrum', bands: plots.psd.bands, bandKey: true, dbSpan: 120,
+        title: dpd ? 'Spectrum with and without DPD' : 'Spectrum', bands: plots.psd.bands, bandKey: true, dbSpan: 100,
         xLabel: `frequency (${plots.psd.x_unit})`, yLabel: `PSD (${plots.psd.y_unit})`,
         note: 'Welch PSD as the ACLR computes it; shaded: the main channel and the adjacent channels it sums.'
           + (dpd ? ' With DPD: through the PA model.' : ''),

@@ -410,7 +410,7 @@ export default async function runPage(ctx) {
     const psd = [p.psd.freq, ...keys.map((k) => p.psd.series[k])];
     if (!charts.get('live:psd')) charts.add(liveBox, 'live:psd', {
       title: dpd ? 'Spectrum with and without DPD (live)' : 'Spectrum (live)', xLabel: `frequency (${p.psd.x_unit})`,
-      yLabel: `PSD (${p.psd.y_unit})`, bands: p.psd.bands, bandKey: true, dbSpan: 120, series: keys.map(look), data: psd,
+      yLabel: `PSD (${p.psd.y_unit})`, bands: p.psd.bands, bandKey: true, dbSpan: 100, series: keys.map(look), data: psd,
     });
     else charts.set('live:psd', psd);
     const ak = order(Object.keys(p.amam.series));
