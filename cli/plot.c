@@ -443,8 +443,11 @@ static void title_of(cairo_t *cr, json_t *doc, const char *what, const char *spl
              !splits && json_is_true(json_object_get(doc, "dpd")) ? ", with DPD through the PA model" : "");
     colour(cr, BLACK, 1);
     text(cr, 16, 14, 17, 1, 0, 0, what);
-    colour(cr, 0x444444, 1);
-    text(cr, W - 16, 18, 11, 0, 1, 0, src);
+    cairo_text_extents_t t;
+    font(cr, 17, 1);
+    cairo_text_extents(cr, what, &t);
+    colour(cr, 0x444444, 1); /* beside the title, or under it where the two would meet */
+    text(cr, W - 16, 16 + t.x_advance + 24 < W - 16 - text_width(cr, 11, src) ? 18 : 31, 11, 0, 1, 0, src);
 }
 
 /* The chart's title, and what it shows (the run id or the dataset, the split) on the right. */
@@ -1255,6 +1258,20 @@ static void chart_iq(cairo_t *cr, const plot_doc *d) {
     free(k);
 }
 
+/* A baseline of the learning curves from x0 to x1 at pixel row y: one crisp grey row (no blends: a
+ * palette PNG), the capture's dotted, the PA model's dash-dotted (dashes are the test split's). */
+static void baseline(cairo_t *cr, double x0, double x1, double y, int model) {
+    static const double dots[] = {2, 2}, dashdot[] = {8, 3, 2, 3};
+    cairo_save(cr);
+    colour(cr, GREY, 1);
+    cairo_set_line_width(cr, 1);
+    cairo_set_dash(cr, model ? dashdot : dots, model ? 4 : 2, 0);
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
+    cairo_move_to(cr, x0, y), cairo_line_to(cr, x1, y);
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
 /* Column `name` of the history: its value in each row, NaN where there is none (malloc'd: rows
  * values, or NULL). db: 10 log10 of each value instead (a loss in dB), NaN where it has none. */
 static int has_column(json_t *h, const char *name) {
@@ -1329,41 +1346,40 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
             line(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &ls[i]);
             if (few) dots(cr, &a, (vec){ep, rows}, (vec){loss[i], rows}, &(style){ls[i].rgb, 5, ls[i].dashed, ""});
         }
-        for (int k = 0; k < 2; k++) { /* the baselines under the curves, their names (below) over them: */
-            if (!isfinite(base[k])) continue; /* one crisp row of pixels (no blends: a palette PNG) */
-            static const double dash[] = {6, 4};
-            double y = floor(ax_y(&b, base[k])) + 0.5;
-            cairo_save(cr);
-            colour(cr, GREY, 1);
-            cairo_set_line_width(cr, 1);
-            cairo_set_dash(cr, dash, k ? 2 : 0, 0);
-            cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
-            cairo_move_to(cr, b.px, y), cairo_line_to(cr, b.px + b.pw, y);
-            cairo_stroke(cr);
-            cairo_restore(cr);
-        }
+        for (int k = 0; k < 2; k++) /* the baselines under the curves, named in a key of their own */
+            if (isfinite(base[k])) baseline(cr, b.px, b.px + b.pw, floor(ax_y(&b, base[k])) + 0.5, k);
         for (int i = 0; i < 6; i++) {
             style s = ms[i / 2];
             s.dashed = i % 2;
             line(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &s);
             if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, s.dashed, ""});
         }
-        double ly[2] = {floor(ax_y(&b, base[0])), floor(ax_y(&b, base[1]))};
-        for (int k = 0; k < 2; k++) { /* each name above its line; the lower of two close lines' below it */
-            if (!isfinite(base[k])) continue;
-            char label[128];
-            int below = isfinite(base[!k]) && fabs(ly[0] - ly[1]) < 16 && ly[k] > ly[!k];
-            snprintf(label, sizeof label, "%s of %s%s (test): %.1f dBc", name[2], k ? "PA model" : "measured y",
-                     dpd ? ", no DPD" : "", base[k]);
-            double y = below ? ly[k] + 16 : ly[k] - 2; /* the text's baseline */
-            colour(cr, 0xFFFFFF, 1); /* on a white ground (opaque: no blends, the palette PNG's colours) */
-            cairo_rectangle(cr, b.px + 4, y - 12, text_width(cr, 11, label) + 4, 13);
-            cairo_fill(cr);
-            colour(cr, BLACK, 1);
-            text(cr, b.px + 6, y - 1, 11, 0, 0, 1, label);
-        }
         legend(cr, &a, ls, 3, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
         legend(cr, &b, ms, 5, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
+        int nb = isfinite(base[0]) + isfinite(base[1]);
+        if (nb) { /* their key, under the metrics' legend: what they are, and their values */
+            double x = b.px + b.pw + 10, y = b.py + 5 * 18 + 8 + 8, bw = LEGEND_W - 12, top = dpd ? 32 : 20,
+                   bh = top + nb * 18 + 4;
+            colour(cr, 0xFFFFFF, 1);
+            cairo_rectangle(cr, x, y, bw, bh);
+            cairo_fill_preserve(cr);
+            colour(cr, GREY, 1);
+            cairo_set_line_width(cr, 1);
+            cairo_stroke(cr);
+            char head[64], label[64];
+            snprintf(head, sizeof head, "%s (test)", name[2]);
+            colour(cr, BLACK, 1);
+            text(cr, x + 6, y + 11, 11, 1, 0, 0.5, head);
+            if (dpd) text(cr, x + 6, y + 24, 11, 0, 0, 0.5, "without DPD:");
+            for (int k = 0, i = 0; k < 2; k++) {
+                if (!isfinite(base[k])) continue;
+                double cy = y + top + 18 * (i++ + 0.5);
+                baseline(cr, x + 8, x + 32, floor(cy) + 0.5, k);
+                snprintf(label, sizeof label, "%s %.1f", k ? "PA model" : "measured y", base[k]);
+                colour(cr, BLACK, 1);
+                text(cr, x + 38, cy, 11, 0, 0, 0.5, label);
+            }
+        }
     }
     free(ep);
     for (int i = 0; i < 3; i++) free(loss[i]);

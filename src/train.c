@@ -243,6 +243,9 @@ static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_er
             (s = r->pa ? dpd_eval_measured(e, &r->ds, &r->sc, &r->measured[k], err) /* y against g x */
                        : dpd_metrics_aclr(e->ref, e->S, e->N, e->n, &r->ds.spec, &r->sc, &r->measured[k], err))) /* y: the target */
             return s;
+        for (int m = DPD_NMSE; !r->pa && m <= DPD_EVM; m++) /* not for want of a reference: y is the reference */
+            if (r->measured[k].status[m] == DPD_METRIC_NOT_APPLICABLE && !strcmp(r->measured[k].reason[m], "no reference signal"))
+                snprintf(r->measured[k].reason[m], sizeof r->measured[k].reason[m], "y is the model's target: no error of its own");
     }
     dpd_plateau_init(&r->plat, c->decay, c->patience, c->lr_end);
     return DPD_OK;

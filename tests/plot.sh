@@ -186,8 +186,8 @@ def baselines(svg, doc, events, table):  # the test ACLR_AVG of the capture's y 
         fail('a PA run\'s measured NMSE (y against itself) is not n/a: %r' % b['measured']['test'])
     grey = r'<path style="fill:none;stroke-width:1;[^"]*stroke:rgb\(54.901961%,54.901961%,54.901961%\);stroke-opacity:1;([^"]*)" d="M 78 ([\d.]+) L 638 \2 "/>'
     lines = re.findall(grey, open(svg).read())
-    if [('dasharray' in st) for st, y in lines] != ([False, True] if dpd else [False]):
-        fail('%s: %d grey lines across the panel, want the measured (solid)%s: %r' % (svg, len(lines), ' and the PA model\'s (dashed)' if dpd else '', lines))
+    if [re.search(r'stroke-dasharray:([\d,]+)', st).group(1) for st, y in lines] != (['2,2', '8,3,2,3'] if dpd else ['2,2']):
+        fail('%s: %d grey lines across the panel, want the measured (dotted)%s: %r' % (svg, len(lines), ' and the PA model\'s (dash-dotted)' if dpd else '', lines))
     if dpd and (float(lines[0][1]) < float(lines[1][1])) != (b['measured']['test']['ACLR_AVG'] > b['no_dpd']['test']['ACLR_AVG']):
         fail('%s: the lines at y %s (measured) and %s (PA model) are not in the order of %r' % (svg, lines[0][1], lines[1][1], b))
 

@@ -488,7 +488,7 @@ try {
     const rd = await chartData('history:ACLR_AVG');
     sameSeries(rd[4], rd[0].map(() => res.no_dpd.ACLR_AVG), 'the run page\'s PA model baseline');
     const ll = await curveLabels('live:psd');
-    assert(JSON.stringify(ll) === JSON.stringify(Object.keys(want)), `the live spectrum's series: ${ll}`);
+    assert(JSON.stringify(ll) === JSON.stringify(labels), `the live spectrum's series: ${ll}, the result page's ${labels}`);
     const live = await apiGet(`/runs/${run.id}/live`);
     const lp = await chartData('live:psd');
     labels.forEach((l, i) => sameSeries(lp[i + 1], live.plots.psd.series[want[l]], `live psd ${want[l]}`));

@@ -248,11 +248,19 @@ export function middleRange(arrays) {
   return { range: [lo, hi], beyond: v.filter((x) => x < lo || x > hi).length };
 }
 
-// The series' keys in drawing order: the target, the prediction, then the others as they come.
+// The series' keys in drawing order, as dpd plot draws them: a DPD run's PA model without DPD and
+// the capture's y first, then the target, the model's output last, on top.
+const DRAW_ORDER = ['no_dpd', 'measured', 'target', 'linear', 'prediction', 'output'];
 export function order(keys) {
-  const rank = (k) => (k === 'target' ? 0 : k === 'prediction' ? 1 : 2);
+  const rank = (k) => (DRAW_ORDER.includes(k) ? DRAW_ORDER.indexOf(k) : DRAW_ORDER.length);
   return [...keys].sort((a, b) => rank(a) - rank(b));
 }
+
+// The learning curves' looks, as dpd plot's history chart has them: train orange, val blue, test
+// vermillion and dashed.
+export const SPLIT_LOOK = {
+  train: { color: '#e69f00', dash: [] }, val: { color: '#0072b2', dash: [] }, test: { color: '#d55e00', dash: [7, 4] },
+};
 
 // A run's test baselines (base: {measured, no_dpd}, metric sets as GET /results and the started
 // event give them) as constant series across a learning curve's epochs: {series, data}. measured:
@@ -260,13 +268,23 @@ export function order(keys) {
 // model without DPD. A metric a baseline lacks (a PA model's NMSE of y against itself) has none.
 export function baselines(base, name, epochs, dpd) {
   const series = [], data = [];
-  for (const [key, what, dash] of [['measured', 'measured y', []], ['no_dpd', 'PA model', [7, 4]]]) {
+  // dotted and dash-dotted, as dpd plot draws them (a dash is the test split's)
+  for (const [key, what, dash] of [['measured', 'measured y', [2, 2]], ['no_dpd', 'PA model', [8, 3, 2, 3]]]) {
     const v = base && base[key] ? base[key][name] : null;
     if (typeof v !== 'number') continue;
     series.push({ label: dpd ? `${what}, no DPD (test)` : `${what} (test)`, color: '#8c8c8c', dash, points: epochs.length < 2 });
     data.push(epochs.map(() => v));
   }
   return { series, data };
+}
+
+// The PSD's axis title, as dpd plot's: the legacy profile's power per bin, naming the bins' width
+// (fs / segment samples: its resolution), or a Welch profile's density.
+export function psdLabel(plots) {
+  if (plots.psd.y_unit !== 'dB' || !(plots.fs_mhz > 0 && plots.segment_samples > 0)) return `power density (${plots.psd.y_unit})`;
+  const hz = (plots.fs_mhz * 1e6) / plots.segment_samples;
+  const [v, u] = hz >= 1e9 ? [hz / 1e9, 'GHz'] : hz >= 1e6 ? [hz / 1e6, 'MHz'] : hz >= 1e3 ? [hz / 1e3, 'kHz'] : [hz, 'Hz'];
+  return `power per ${Number(v.toPrecision(6))} ${u} bin (dB)`;
 }
 
 export const UNITS = {

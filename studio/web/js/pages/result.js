@@ -2,7 +2,7 @@
 // learning curves. The final plot data (GET /plots: the best checkpoint on the test split; for a
 // DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
 import * as api from '../api.js';
-import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange, SPLIT_LOOK, psdLabel } from '../charts.js';
 import { h, statusChip, fmtNum, banner, isTerminal, isDpdRun } from '../ui.js';
 
 
@@ -30,7 +30,7 @@ export default async function resultPage(ctx) {
       h('a', { href: `#/compare?ids=${id}`, text: 'Compare with other runs' })));
 
   let note;
-  if (source === 'final') note = `Final plots: ${plotsDoc.checkpoint || 'best checkpoint'} on the ${plotsDoc.split || 'test'} split${dpd ? ', with and without DPD through the PA' : ''}.`;
+  if (source === 'final') note = `Final plots: ${plotsDoc.checkpoint || 'best checkpoint'} on the ${plotsDoc.split || 'test'} split${dpd ? ', with and without DPD through the PA model' : ''}.`;
   else if (source === 'live') note = `Live snapshot of epoch ${live.epoch}/${live.epochs} on the ${live.source || 'validation'} split (the run's final plots are not available${isTerminal(run) ? '' : ' yet'}).`;
   else note = 'No plot data yet: it comes with the first epoch.';
   ctx.main.append(banner('info', note));
@@ -81,7 +81,7 @@ export default async function resultPage(ctx) {
       const keys = order(Object.keys(plots.psd.series));
       charts.add(box, 'psd', {
         title: dpd ? 'Spectrum with and without DPD' : 'Spectrum', bands: plots.psd.bands, bandKey: true, dbSpan: 100,
-        xLabel: `frequency (${plots.psd.x_unit})`, yLabel: `PSD (${plots.psd.y_unit})`,
+        xLabel: `frequency (${plots.psd.x_unit})`, yLabel: psdLabel(plots),
         note: 'Welch PSD as the ACLR computes it; shaded: the main channel and the adjacent channels it sums.'
           + (dpd ? ' With DPD: through the PA model.' : ''),
         series: keys.map(look), data: [plots.psd.freq, ...keys.map((k) => plots.psd.series[k])],
@@ -89,7 +89,7 @@ export default async function resultPage(ctx) {
     }
     if (plots.residual) {
       charts.add(box, 'residual', {
-        title: 'Residual spectrum (prediction − target)', xLabel: `frequency (${plots.residual.x_unit})`, yLabel: `PSD (${plots.residual.y_unit})`,
+        title: 'Residual spectrum (prediction − target)', xLabel: `frequency (${plots.residual.x_unit})`, yLabel: psdLabel(plots),
         series: [{ label: 'residual', color: '#d55e00' }], data: [plots.residual.freq, plots.residual.db],
       });
     }
@@ -125,15 +125,16 @@ export default async function resultPage(ctx) {
   if (H.epoch.length) {
     const box = h('div', { class: 'charts', id: 'result-curves' });
     ctx.main.append(h('h2', { text: 'Learning curves' }), box);
-    const lossSeries = [{ label: 'train loss', points: true }], lossData = [H.epoch, H.train_loss];
-    if (H.val_loss.some((v) => v !== null)) { lossSeries.push({ label: 'val loss', points: true }); lossData.push(H.val_loss); }
-    if (H.test_loss.some((v) => v !== null)) { lossSeries.push({ label: 'test loss', points: true }); lossData.push(H.test_loss); }
+    const lossSeries = [{ label: 'train loss', points: true, ...SPLIT_LOOK.train }], lossData = [H.epoch, H.train_loss];
+    if (H.val_loss.some((v) => v !== null)) { lossSeries.push({ label: 'val loss', points: true, ...SPLIT_LOOK.val }); lossData.push(H.val_loss); }
+    if (H.test_loss.some((v) => v !== null)) { lossSeries.push({ label: 'test loss', points: true, ...SPLIT_LOOK.test }); lossData.push(H.test_loss); }
     charts.add(box, 'curve:loss', { title: 'Loss per epoch', xLabel: 'epoch', yLabel: 'loss (MSE, log scale)', logY: true, intX: true,
       series: lossSeries, data: lossData });
     for (const name of CURVES) {
       if (!H.val[name].some((v) => v !== null) && !H.test[name].some((v) => v !== null)) continue;
       const b = baselines(results, name, H.epoch, dpd); // the capture's test figures, a DPD run's PA model's
-      const series = [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }, ...b.series];
+      const series = [{ label: 'val', points: true, spanGaps: true, ...SPLIT_LOOK.val },
+        { label: 'test', points: true, spanGaps: true, ...SPLIT_LOOK.test }, ...b.series];
       const data = [H.epoch, H.val[name], H.test[name], ...b.data];
       charts.add(box, `curve:${name}`, { title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`, intX: true, series, data });
     }

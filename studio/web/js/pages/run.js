@@ -4,7 +4,7 @@
 // worker's log (followed while the run is active) and the events.
 import * as api from '../api.js';
 import { RunFeed } from '../stream.js';
-import { ChartSet, CURVES, METRICS, UNITS, seriesLook, order, baselines } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS, seriesLook, order, baselines, SPLIT_LOOK, psdLabel } from '../charts.js';
 import { h, put, clear, statusChip, fmtNum, fmtTime, fmtDuration, fmtBytes, isTerminal, isDpdRun, banner, errorBanner, kv, runModel, stackTable } from '../ui.js';
 
 export default async function runPage(ctx) {
@@ -199,7 +199,7 @@ export default async function runPage(ctx) {
       const data = [st.loss.x, st.loss.batch, st.loss.epoch];
       if (!charts.get('live:loss')) charts.add(chartBox, 'live:loss', {
         title: 'Loss', xLabel: 'epoch', yLabel: 'loss (MSE, log scale)', logY: true,
-        series: [{ label: 'batch loss', spanGaps: true }, { label: 'epoch train loss', spanGaps: true, points: true }], data,
+        series: [{ label: 'batch loss', spanGaps: true, color: '#56b4e9', dash: [] }, { label: 'epoch train loss', spanGaps: true, points: true, ...SPLIT_LOOK.train }], data,
       });
       else charts.set('live:loss', data);
     }
@@ -211,7 +211,7 @@ export default async function runPage(ctx) {
       const data = [m.epoch, m.val[name], m.test[name], ...b.data];
       if (!charts.get(key)) charts.add(chartBox, key, {
         title: `${name} per epoch`, xLabel: 'epoch', yLabel: `${name} (${UNITS[name]})`, intX: true,
-        series: [{ label: 'val', points: true, spanGaps: true }, { label: 'test', points: true, spanGaps: true }, ...b.series], data,
+        series: [{ label: 'val', points: true, spanGaps: true, ...SPLIT_LOOK.val }, { label: 'test', points: true, spanGaps: true, ...SPLIT_LOOK.test }, ...b.series], data,
       });
       else charts.set(key, data);
     }
@@ -410,7 +410,7 @@ export default async function runPage(ctx) {
     const psd = [p.psd.freq, ...keys.map((k) => p.psd.series[k])];
     if (!charts.get('live:psd')) charts.add(liveBox, 'live:psd', {
       title: dpd ? 'Spectrum with and without DPD (live)' : 'Spectrum (live)', xLabel: `frequency (${p.psd.x_unit})`,
-      yLabel: `PSD (${p.psd.y_unit})`, bands: p.psd.bands, bandKey: true, dbSpan: 100, series: keys.map(look), data: psd,
+      yLabel: psdLabel(p), bands: p.psd.bands, bandKey: true, dbSpan: 100, series: keys.map(look), data: psd,
     });
     else charts.set('live:psd', psd);
     const ak = order(Object.keys(p.amam.series));
