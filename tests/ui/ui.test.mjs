@@ -442,7 +442,7 @@ try {
     const nl = await page.evaluate(() => window.__dpd.charts['curve:NMSE'].series.length);
     assert(nl === 3, `the NMSE curve has ${nl - 1} series: the capture has no NMSE of its own`);
     const sub = await page.locator('#result-cards [data-metric="test.ACLR_AVG"] .sub').innerText();
-    assert(sub.includes(`measured ${res.measured.ACLR_AVG.toFixed(2)}`), `the test ACLR_AVG card says '${sub}'`);
+    assert(sub.includes(`measured y ${res.measured.ACLR_AVG.toFixed(2)}`), `the test ACLR_AVG card says '${sub}'`);
   });
 
   await test('Result page of a real DPD run: the spectrum with and without DPD equals GET /plots', async () => {
@@ -467,7 +467,7 @@ try {
       const v = res[key] && res[key].NMSE, w = res[mkey] && res[mkey].NMSE; // and the capture's own y
       assert(typeof v === 'number' && typeof w === 'number', `results.${key}.NMSE is ${v}, results.${mkey}.NMSE ${w}`);
       const sub = await page.locator(`#result-cards [data-metric="${split}.NMSE"] .sub`).innerText();
-      assert(sub.includes(`no DPD ${v.toFixed(2)} · measured ${w.toFixed(2)}`),
+      assert(sub.includes(`no DPD: PA model ${v.toFixed(2)}, measured y ${w.toFixed(2)}`),
         `the ${split} NMSE card says '${sub}', not the no-DPD ${v} and measured ${w}`);
     }
     // its learning curves: the test figures without DPD, the capture's and the PA model's, as lines

@@ -57,9 +57,10 @@ export default async function resultPage(ctx) {
         if (v === undefined) continue;
         const why = v === null && m[split].status && m[split].status[name] ? m[split].status[name].reason : '';
         const b = base && base[name] !== undefined ? base[name] : undefined;
-        const c = meas && meas[name] !== undefined && meas[name] !== null ? ` · measured ${fmtNum(meas[name], 2)}` : '';
-        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD ${fmtNum(b, 2)}${c} ${UNITS[name]}`
-          : c ? `${kind}${c} ${UNITS[name]}` : kind;
+        // the baselines by the series' names: "no DPD: PA model -36.41, measured y -30.61 dBc"
+        const mv = meas && meas[name] !== undefined && meas[name] !== null ? `measured y ${fmtNum(meas[name], 2)}` : '';
+        const sub = why ? `n/a: ${why}` : b !== undefined ? `${kind} · no DPD: PA model ${fmtNum(b, 2)}${mv ? `, ${mv}` : ''} ${UNITS[name]}`
+          : mv ? `${kind} · ${mv} ${UNITS[name]}` : kind;
         cards.append(h('div', { class: 'metric', 'data-metric': `${split}.${name}`, title: why || null },
           h('div', { class: 'name', text: `${name} · ${split}` }),
           h('div', { class: 'value' }, fmtNum(v, 2), h('span', { class: 'unit', text: UNITS[name] })),
@@ -90,7 +91,8 @@ export default async function resultPage(ctx) {
     if (plots.residual) {
       charts.add(box, 'residual', {
         title: 'Residual spectrum (prediction − target)', xLabel: `frequency (${plots.residual.x_unit})`, yLabel: psdLabel(plots),
-        series: [{ label: 'residual', color: '#d55e00' }], data: [plots.residual.freq, plots.residual.db],
+        series: [{ label: dpd ? 'PA model + DPD − target g·x' : 'PA model − measured y', color: '#d55e00', dash: [] }],
+        data: [plots.residual.freq, plots.residual.db],
       });
     }
     for (const [name, title] of [['amam', 'AM/AM'], ['ampm', 'AM/PM']]) {
@@ -112,7 +114,7 @@ export default async function resultPage(ctx) {
       const keys = order(Object.keys(plots.iq.series));
       for (const c of ['i', 'q']) {
         charts.add(box, `iq:${c}`, {
-          title: `${c.toUpperCase()}: the first samples`, xLabel: plots.iq.x_unit || 'sample', yLabel: `${c.toUpperCase()} (amplitude)`,
+          title: `${c.toUpperCase()}: the first samples`, xLabel: plots.iq.x_unit || 'sample', yLabel: `${c.toUpperCase()} (data units)`,
           note: c === 'i' ? `The first ${plots.iq.sample.length} samples (a time window, not a constellation).` : null,
           series: keys.map(look), data: [plots.iq.sample, ...keys.map((k) => plots.iq.series[k][c])],
         });
