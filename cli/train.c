@@ -190,16 +190,25 @@ static json_t *config_json(const dpd_train_cfg *c) {
     return o;
 }
 
-json_t *cli_summary_json(const dpd_train_result *res) {
-    json_t *j = json_pack("{s:s, s:i, s:i, s:o?, s:o?}", "run_dir", res->run_dir, "epochs", res->epochs, "best_epoch",
-                          res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test", cli_metrics_json(&res->test, 0));
-    if (j && ((res->dpd && (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
-                            json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) ||
-              json_object_set_new(j, "measured", cli_metrics_json(&res->measured_test, 0)) ||
-              json_object_set_new(j, "measured_val", cli_metrics_json(&res->measured_val, 0)))) {
+/* j with res's baselines (measured, measured_val and a DPD run's no_dpd, no_dpd_val) where it has
+ * them; NULL when j is or when out of memory. */
+static json_t *with_baselines(json_t *j, const dpd_train_result *res) {
+    if (j && res->baselines &&
+        ((res->dpd && (json_object_set_new(j, "no_dpd", cli_metrics_json(&res->no_dpd_test, 0)) ||
+                       json_object_set_new(j, "no_dpd_val", cli_metrics_json(&res->no_dpd_val, 0)))) ||
+         json_object_set_new(j, "measured", cli_metrics_json(&res->measured_test, 0)) ||
+         json_object_set_new(j, "measured_val", cli_metrics_json(&res->measured_val, 0)))) {
         json_decref(j);
         j = NULL;
     }
+    return j;
+}
+
+json_t *cli_summary_json(const dpd_train_result *res) {
+    json_t *j = with_baselines(json_pack("{s:s, s:i, s:i, s:o?, s:o?}", "run_dir", res->run_dir, "epochs", res->epochs,
+                                         "best_epoch", res->best_epoch, "val", cli_metrics_json(&res->val, 0), "test",
+                                         cli_metrics_json(&res->test, 0)),
+                               res);
     if (j && (json_object_set_new(j, "provider", json_string(res->provider)) ||
               json_object_set_new(j, "config", config_json(&res->config)))) {
         json_decref(j);
@@ -227,7 +236,7 @@ json_t *cli_stopped_json(const char *outcome, const dpd_train_result *res) {
         json_decref(j);
         j = NULL;
     }
-    return j;
+    return with_baselines(j, res);
 }
 
 /* Summary of a finished run: a table, or one JSON object. plots: where its pictures went, or "". */

@@ -666,10 +666,13 @@ dpd_status dpd_train(const dpd_train_cfg *in, dpd_event_fn fn, void *user, dpd_t
         res->dpd = r.pa != NULL, res->selection = selection(&r);
         snprintf(res->provider, sizeof res->provider, "%s", r.prov_used);
         res->config = cfg;
+    }
+done:
+    if (r.started) { /* the baselines, of a run that stopped too */
+        res->baselines = 1;
         res->no_dpd_val = r.nodpd[0], res->no_dpd_test = r.nodpd[1];
         res->measured_val = r.measured[0], res->measured_test = r.measured[1];
     }
-done:
     /* a run that started records how it ended; a directory this call made without a finished epoch
      * goes; a resume refused before it started leaves its run directory as it was */
     if (s && (r.started || r.rd.created)) stopped(&r, &st, s, err ? err->msg : "");

@@ -871,8 +871,8 @@ waitfor "$SG/history.csv" "^1,3," && kill -INT $pid
 wait $pid; rc=$?
 check '[ $rc -eq 130 ] && grep -q "^dpd: cancelled after [0-9]* epochs*, best epoch [0-9]*: val NMSE -[0-9]*\.[0-9][0-9] dB; resume with: dpd train-pa --resume '"'$SG'"' --json\$" "$T/sg.err"' \
     "SIGINT during train-pa: exit 130, the best epoch so far and the exact resume command (exit $rc: $(tail -n 2 "$T/sg.err"))"
-check 'jq1 "$T/sg.json" "j[\"outcome\"] == \"cancelled\" and j[\"epochs\"] >= 1 and 1 <= j[\"best_epoch\"] <= j[\"epochs\"] and j[\"val\"][\"NMSE\"] < 0 and j[\"test\"][\"NMSE\"] < 0 and j[\"resume\"].endswith(\" --json\")" && grep -q "val NMSE $(python3 -c "import json; print(\"%.2f\" % json.load(open(\"$T/sg.json\"))[\"val\"][\"NMSE\"])") dB" "$T/sg.err"' \
-    "a cancelled run with --json: its best epoch so far and that epoch's val and test metrics, as its message says ($(head -c 300 "$T/sg.json"))"
+check 'jq1 "$T/sg.json" "j[\"outcome\"] == \"cancelled\" and j[\"epochs\"] >= 1 and 1 <= j[\"best_epoch\"] <= j[\"epochs\"] and j[\"val\"][\"NMSE\"] < 0 and j[\"test\"][\"NMSE\"] < 0 and j[\"resume\"].endswith(\" --json\") and j[\"measured\"][\"ACLR_AVG\"] < 0 and \"measured_val\" in j" && grep -q "val NMSE $(python3 -c "import json; print(\"%.2f\" % json.load(open(\"$T/sg.json\"))[\"val\"][\"NMSE\"])") dB" "$T/sg.err"' \
+    "a cancelled run with --json: its best epoch so far and that epoch's val and test metrics, as its message says, and the capture's measured figures ($(head -c 300 "$T/sg.json"))"
 check '[ -s "$SG/last.safetensors" ] && ! ls "$SG" | grep -q tmp' "a cancelled run leaves a consistent last.safetensors and no temporary files"
 # its last checkpoint event says how far into the epoch its last.safetensors is (none after a whole epoch)
 python3 - "$SG" <<'PY' >"$T/ck" 2>&1; rc=$?

@@ -1022,6 +1022,8 @@ typedef struct dpd_train_result {
     int dpd;                       /* 1 for a DPD run */
     int selection;                 /* the metric the best epoch is chosen by: DPD_NMSE (a PA model) or
                                     * DPD_ACLR_AVG (a DPD), under the run's profile */
+    int baselines;                 /* 1: the four below hold the run's baselines (every run that started,
+                                    * completed or not; no_dpd_* a DPD run's only) */
     dpd_metrics no_dpd_val, no_dpd_test; /* DPD runs: the frozen PA driven by x itself */
     dpd_metrics measured_val, measured_test; /* the capture's own output y: a DPD run's against g x
                                               * (dpd_eval_measured), the measured PA without DPD; a
