@@ -936,8 +936,9 @@ enum { TOP_RIGHT = 0, TOP_LEFT = 1, BOTTOM_RIGHT = 2, BOTTOM_LEFT = 3, OUTSIDE =
 enum { MARK_LINE = 0, MARK_DOT = 1, MARK_BOTH = 2 };
 
 /* The legend: each series' mark (MARK_*) and label, one under the other; outside the plot, its
- * labels in a smaller type (down to 8 points) where 12 would run past the picture's edge. */
-static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
+ * labels in a smaller type (down to 8 points) where 12 would run past the picture's edge. Returns
+ * the box's bottom edge. */
+static double legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
     double lh = 18, tw = 0, bh = n * lh + 8, fs = 12;
     for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, 12, s[i].label));
     if (corner == OUTSIDE) fs = fmax(8, fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw));
@@ -980,6 +981,7 @@ static void legend(cairo_t *cr, const axes *a, const style *s, int n, int corner
         colour(cr, BLACK, 1);
         text(cr, x + 38, cy, fs, 0, 0, 0.5, s[i].label);
     }
+    return y + bh; /* the box's bottom */
 }
 
 /* Says why a chart has nothing to show, in its frame. */
@@ -1297,7 +1299,7 @@ static double *column(json_t *h, const char *name, int db) {
 
 /* The learning curves: the losses (top, in dB) and val/test NMSE, EVM and ACLR_AVG (bottom), or
  * the run's metric profile's IBE and ACPR_AVG in their place; with the run's "baselines" (plots.json)
- * as grey lines across the bottom panel, each named on the chart: the test ACLR_AVG of the capture's
+ * as grey lines across the bottom panel, named with their values in a key under the legend: the test ACLR_AVG of the capture's
  * y (a PA model's to compare with; a DPD's without DPD) and, a DPD run's, of the PA model without DPD. */
 static void chart_history(cairo_t *cr, const plot_doc *d) {
     json_t *h = json_object_get(d->doc, "history");
@@ -1355,10 +1357,10 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
             if (few) dots(cr, &b, (vec){ep, rows}, (vec){m[i], rows}, &(style){s.rgb, 5, s.dashed, ""});
         }
         legend(cr, &a, ls, 3, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
-        legend(cr, &b, ms, 5, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
+        double under = legend(cr, &b, ms, 5, OUTSIDE, few ? MARK_BOTH : MARK_LINE);
         int nb = isfinite(base[0]) + isfinite(base[1]);
         if (nb) { /* their key, under the metrics' legend: what they are, and their values */
-            double x = b.px + b.pw + 10, y = b.py + 5 * 18 + 8 + 8, bw = LEGEND_W - 12, top = dpd ? 32 : 20,
+            double x = b.px + b.pw + 10, y = under + 8, bw = LEGEND_W - 12, top = dpd ? 32 : 20,
                    bh = top + nb * 18 + 4;
             colour(cr, 0xFFFFFF, 1);
             cairo_rectangle(cr, x, y, bw, bh);

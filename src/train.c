@@ -238,14 +238,11 @@ static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_er
     for (size_t i = 0; i < tr->n * 2; i++)
         r->tx[i] = (float)tr->x[i], r->ty[i] = (float)(r->pa ? r->gain * tr->x[i] : tr->y[i]);
     for (int k = 0; k < 2; k++) {
-        const dpd_eval *e = &r->ev[k];
-        if ((s = dpd_eval_prepare(&r->ev[k], &r->ds, k + 1, r->pa ? r->gain : 0, err)) ||
+        dpd_eval *e = &r->ev[k];
+        if ((s = dpd_eval_prepare(e, &r->ds, k + 1, r->pa ? r->gain : 0, err)) ||
             (s = r->pa ? dpd_eval_measured(e, &r->ds, &r->sc, &r->measured[k], err) /* y against g x */
                        : dpd_metrics_aclr(e->ref, e->S, e->N, e->n, &r->ds.spec, &r->sc, &r->measured[k], err))) /* y: the target */
             return s;
-        for (int m = DPD_NMSE; !r->pa && m <= DPD_EVM; m++) /* not for want of a reference: y is the reference */
-            if (r->measured[k].status[m] == DPD_METRIC_NOT_APPLICABLE && !strcmp(r->measured[k].reason[m], "no reference signal"))
-                snprintf(r->measured[k].reason[m], sizeof r->measured[k].reason[m], "y is the model's target: no error of its own");
     }
     dpd_plateau_init(&r->plat, c->decay, c->patience, c->lr_end);
     return DPD_OK;
