@@ -152,6 +152,35 @@ typedef struct plot_doc {
     dpd_plot_data *p;
 } plot_doc;
 
+/* The adjacent-channel figure of each series drawn (ACLR_AVG, the profile's ACPR_AVG) on the split
+ * drawn, as the run recorded it, from doc's history and baselines: the prediction's from the row
+ * of the checkpoint's epoch, the capture's y (a PA run's target) and a DPD run's PA model without
+ * DPD from the run's start. {"metric": key, "series": {name: dB}}; NULL when it records none. */
+static json_t *adjacent(json_t *doc, int epoch, int split, dpd_profile profile) {
+    const char *key = dpd_metric_key(profile, DPD_ACLR_AVG), *sp = split == DPD_VAL ? "val" : "test";
+    json_t *h = json_object_get(doc, "history"), *bl = json_object_get(doc, "baselines"), *row, *v, *out = json_object();
+    char col[32];
+    size_t i, at = SIZE_MAX, e = SIZE_MAX;
+    snprintf(col, sizeof col, "%s_%s", split == DPD_VAL ? "VAL" : "TEST", key);
+    json_array_foreach(json_object_get(h, "columns"), i, v) {
+        if (!strcmp(json_string_value(v) ? json_string_value(v) : "", col)) at = i;
+        if (!strcmp(json_string_value(v) ? json_string_value(v) : "", "EPOCH")) e = i;
+    }
+    json_array_foreach(json_object_get(h, "rows"), i, row) /* the last row of that epoch (a resumed run's) */
+        if (epoch > 0 && json_number_value(json_array_get(row, e)) == epoch && json_is_number(json_array_get(row, at)))
+            json_object_set(out, "prediction", json_array_get(row, at));
+    int dpd = json_is_true(json_object_get(doc, "dpd"));
+    for (int k = 0; k < 2; k++) { /* the capture's y: a PA model's target, a DPD run's own series */
+        v = json_object_get(json_object_get(json_object_get(bl, k ? "no_dpd" : "measured"), sp), key);
+        if (json_is_number(v)) json_object_set(out, k ? "no_dpd" : dpd ? "measured" : "target", v);
+    }
+    if (!out || !json_object_size(out)) {
+        json_decref(out);
+        return NULL;
+    }
+    return json_pack("{s:s, s:o}", "metric", key, "series", out);
+}
+
 /* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
  * dataset itself, through dpd_plot_compute. */
 static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
@@ -269,6 +298,8 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         json_t *b = cli_run_baselines(r->run_dir, &herr);
         if (b) json_object_set_new(d, "baselines", b);
         else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves' baselines are left out)\n", herr.msg);
+        json_t *a = !r->data && !r->profile ? adjacent(d, info.epoch, r->split, in.profile) : NULL; /* the run's own figures */
+        if (a) json_object_set_new(d, "adjacent", a);
     }
     out->doc = d;
 fail:
@@ -1109,6 +1140,15 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     style s[DPD_PLOT_SIGNALS];
     char gl[DPD_PLOT_SIGNALS + 1][64];
     int n = looks(d->doc, p, sig, s, gl);
+    json_t *adj = json_object_get(d->doc, "adjacent");
+    const char *key = json_string_value(json_object_get(adj, "metric"));
+    char named[DPD_PLOT_SIGNALS][96];
+    for (int i = 0; i < n && key; i++) { /* each series' figure on this split, as the run recorded it */
+        json_t *v = json_object_get(json_object_get(adj, "series"), p->name[sig[i]]);
+        if (!json_is_number(v) || p->silent[sig[i]]) continue;
+        snprintf(named[i], sizeof named[i], "%s (%.4s %.1f dBc)", s[i].label, key, json_number_value(v));
+        s[i].label = named[i];
+    }
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, f);
     for (int i = 0; i < n; i++) grow(&yr, (vec){p->psd[sig[i]], p->nf});
@@ -1119,7 +1159,9 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     band_names(cr, &a, p, 1);
-    legend(cr, &a, s, n, TOP_RIGHT, MARK_LINE);
+    axes under = a; /* the legend under the bands' names, which it would hide */
+    if (p->bands) under.py += 18, under.ph -= 18;
+    legend(cr, &under, s, n, TOP_RIGHT, MARK_LINE);
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */

@@ -128,6 +128,19 @@ def run(path, csv, split, dpd):
     bounded(p)
     history(doc, csv)
 
+def adjacent(path, key):  # the PSD legend's figures: the run's own on the split drawn (best.csv's row, run_started's baselines)
+    doc = json.load(open(path)); split = doc['split']; got = doc.get('adjacent')
+    if key == 'none':
+        if got is not None: fail('%s: adjacent %r, where the run\'s figures do not apply' % (path, got))
+        return
+    rows = [l.rstrip('\n').split(',') for l in open(doc['run_dir'] + '/best.csv') if l.strip()]
+    want = {'prediction': float(rows[-1][rows[0].index('%s_%s' % (split.upper(), key))])}
+    b = doc.get('baselines') or {}
+    for name, src in (('no_dpd', 'no_dpd'), ('measured' if doc['dpd'] else 'target', 'measured')):
+        if src in b and b[src][split].get(key) is not None: want[name] = b[src][split][key]
+    if len(want) != (3 if doc['dpd'] else 2) or got != {'metric': key, 'series': want}:
+        fail('%s: adjacent %r, want %r' % (path, got, {'metric': key, 'series': want}))
+
 def data(path, dataset, split):  # --data: y and g x; AM/AM is |y| of the CSV at the fixed stride
     doc = json.load(open(path))
     p = doc['plots']
@@ -234,6 +247,8 @@ check 'grep -qF "pictures: $R/plots" "$T/train.out"' "train-pa says where the pi
 check '[ -z "$(find "$R" -name "*.tmp.*")" ]' "no temporary files left"
 images "end of run" png "$R/plots" $CHARTS
 pycheck "end-of-run plots.json" run "$R/plots/plots.json" "$R/history.csv" val false
+pycheck "the PSD legend's ACLR_AVG of each series: the best epoch's val figure (best.csv) and the capture's y (run_started's)" \
+    adjacent "$R/plots/plots.json" ACLR_AVG
 cp "$R/plots/plots.json" "$T/end.json"
 check '! grep -q "0000000000\|9999999999" "$T/end.json"' "plots.json numbers are short (15 significant digits give them back exactly)"
 
@@ -242,6 +257,7 @@ check '! grep -q "0000000000\|9999999999" "$T/end.json"' "plots.json numbers are
 check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/p.out")" -eq 7 ] && grep -qxF "$R/plots/psd.png" "$T/p.out"' \
     "dpd plot RUN_DIR: exit 0, prints the 7 paths it wrote (exit $rc: $(head -c 300 "$T/err"))"
 pycheck "dpd plot's plots.json (test)" run "$R/plots/plots.json" "$R/history.csv" test false
+pycheck "dpd plot's PSD legend: the test split's ACLR_AVG" adjacent "$R/plots/plots.json" ACLR_AVG
 images "dpd plot" png "$R/plots" $CHARTS
 "$DPD" plot "$R" --format svg --out "$T/svg" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "dpd plot --format svg --out DIR (exit $rc: $(head -c 300 "$T/err"))"
@@ -281,6 +297,8 @@ check 'grep -q "^dpd: warning: this DPD makes the test split.s ACLR_AVG worse th
 check 'grep -q "\"warning\".*worse than no DPD" "$DR/events.jsonl"' \
     "the run's events.jsonl keeps that warning (the library's event: the studio shows it from there)"
 pycheck "train-dpd's end-of-run plots.json" run "$DR/plots/plots.json" "$DR/history.csv" val true
+pycheck "a DPD run's PSD legend: with DPD, the PA model without it and the capture's y, each its val ACLR_AVG" \
+    adjacent "$DR/plots/plots.json" ACLR_AVG
 "$DPD" plot "$DR" --split val --out "$T/dpv" >/dev/null 2>&1
 check 'cmp -s "$T/dpv/plots.json" "$DR/plots/plots.json"' "a DPD run's end-of-run pictures equal dpd plot --split val's"
 "$DPD" plot "$DR" --out "$T/dp" >/dev/null 2>"$T/err"; rc=$?
@@ -327,6 +345,7 @@ mv "$T/d" "$T/moved"
 expect 1 "give it with --data DIR" "$DPD" plot "$R" --out "$T/x"
 "$DPD" plot "$R" --data "$T/moved" --out "$T/moved-plots" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && [ -s "$T/moved-plots/psd.png" ]' "dpd plot RUN_DIR --data DIR: a dataset that moved (exit $rc: $(head -c 200 "$T/err"))"
+pycheck "a run drawn on --data DIR: no PSD legend figures (the run's are of its own dataset)" adjacent "$T/moved-plots/plots.json" none
 mv "$T/moved" "$T/d"
 
 # --- a silent capture: pictures that say why they are empty ---
@@ -376,6 +395,9 @@ check '[ ! -e "$T/own/psd.png" ] && grep -q "<svg" "$T/own/psd.svg"' "and, once 
 GP=$(find "$T/gp" -name config.json -exec dirname {} \; | head -n 1)
 check '[ $rc -eq 0 ] && python3 -c "import json,sys; p=json.load(open(sys.argv[1]))[\"plots\"][\"psd\"]; sys.exit(0 if p[\"y_unit\"] == \"dB/Hz\" and p[\"profile\"] == \"general-spectral-v1\" and p[\"bands\"][\"adjacent_right\"] == [100, 300] else 1)" "$GP/plots/plots.json"' \
     "a run scored under general-spectral-v1 draws that profile's PSD and ACPR bands (exit $rc: $(head -c 200 "$T/err"))"
+pycheck "its PSD legend names the profile's ACPR_AVG" adjacent "$GP/plots/plots.json" ACPR_AVG
+"$DPD" plot "$GP" --metric-profile legacy-opendpd-v1 --out "$T/gpl" >/dev/null 2>&1
+pycheck "drawn under another --metric-profile: no PSD legend figures (the run's are of its own profile)" adjacent "$T/gpl/plots.json" none
 "$DPD" plot --data "$T/d" --out "$T/v2p" --metric-profile opendpd-spectral-v2 >/dev/null 2>&1
 check 'python3 -c "import json,sys; p=json.load(open(sys.argv[1]))[\"plots\"][\"psd\"]; sys.exit(0 if p[\"profile\"] == \"opendpd-spectral-v2\" and p[\"bands\"][\"adjacent_left\"] == [-120, -100] else 1)" "$T/v2p/plots.json"' \
     "dpd plot --data --metric-profile opendpd-spectral-v2: one-carrier bands"

@@ -458,9 +458,17 @@ try {
     const labels = await page.evaluate(() => window.__dpd.charts.psd.series.slice(1).map((s) => s.label));
     const want = { 'target g·x': 'target', 'PA model + DPD': 'prediction', 'PA model, no DPD': 'no_dpd',
       'measured y, no DPD': 'measured' };
-    assert(labels.length === 4 && labels.every((l) => want[l]), `PSD series ${labels}`);
+    const named = (l) => l.replace(/ \(ACLR -?[0-9.]+ dBc\)$/, ''); // the series' name, its figure aside
+    assert(labels.length === 4 && labels.every((l) => want[named(l)]), `PSD series ${labels}`);
     sameSeries(psd[0], doc.plots.psd.freq, 'DPD psd freq');
-    labels.forEach((l, i) => sameSeries(psd[i + 1], doc.plots.psd.series[want[l]], `DPD psd ${want[l]}`));
+    labels.forEach((l, i) => sameSeries(psd[i + 1], doc.plots.psd.series[want[named(l)]], `DPD psd ${want[named(l)]}`));
+    // each series named with its val ACLR_AVG as the run recorded it (plots.json's adjacent: all but g·x)
+    assert(doc.adjacent && doc.adjacent.metric === 'ACLR_AVG' && Object.keys(doc.adjacent.series).length === 3,
+      `plots.json's adjacent: ${JSON.stringify(doc.adjacent)}`);
+    labels.forEach((l) => {
+      const v = doc.adjacent.series[want[named(l)]];
+      assert(v === undefined ? l === named(l) : l === `${named(l)} (ACLR ${v.toFixed(1)} dBc)`, `PSD label '${l}', adjacent ${v}`);
+    });
     assert(/with and without DPD/.test(await text('main')), 'the page does not say with and without DPD');
     const res = await apiGet(`/runs/${run.id}/results`); // each card names the no-DPD baseline of its split
     for (const [split, key, mkey] of [['test', 'no_dpd', 'measured'], ['val', 'no_dpd_val', 'measured_val']]) {
@@ -488,10 +496,10 @@ try {
     const rd = await chartData('history:ACLR_AVG');
     sameSeries(rd[4], rd[0].map(() => res.no_dpd.ACLR_AVG), 'the run page\'s PA model baseline');
     const ll = await curveLabels('live:psd');
-    assert(JSON.stringify(ll) === JSON.stringify(labels), `the live spectrum's series: ${ll}, the result page's ${labels}`);
+    assert(JSON.stringify(ll) === JSON.stringify(labels.map(named)), `the live spectrum's series: ${ll}, the result page's ${labels}`);
     const live = await apiGet(`/runs/${run.id}/live`);
     const lp = await chartData('live:psd');
-    labels.forEach((l, i) => sameSeries(lp[i + 1], live.plots.psd.series[want[l]], `live psd ${want[l]}`));
+    ll.forEach((l, i) => sameSeries(lp[i + 1], live.plots.psd.series[want[l]], `live psd ${want[l]}`));
     // Compare beside its PA run: the DPD run's no-DPD baseline has rows of its own, the PA run none
     await nav(`#/compare?ids=${ids.real},${run.id}`);
     const cells = await page.locator('#compare-table tr[data-field="test_NMSE_no_dpd"] td').allInnerTexts();

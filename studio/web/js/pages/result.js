@@ -2,7 +2,7 @@
 // learning curves. The final plot data (GET /plots: the best checkpoint on the test split; for a
 // DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
 import * as api from '../api.js';
-import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange, SPLIT_LOOK, psdLabel } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange, SPLIT_LOOK, psdLabel, withAdjacent } from '../charts.js';
 import { h, statusChip, fmtNum, banner, isTerminal, isDpdRun } from '../ui.js';
 
 
@@ -85,7 +85,8 @@ export default async function resultPage(ctx) {
         xLabel: `frequency (${plots.psd.x_unit})`, yLabel: psdLabel(plots),
         note: 'Welch PSD as the ACLR computes it; shaded: the main channel and the adjacent channels it sums.'
           + (dpd ? ' With DPD: through the PA model.' : ''),
-        series: keys.map(look), data: [plots.psd.freq, ...keys.map((k) => plots.psd.series[k])],
+        series: keys.map((k) => withAdjacent(look(k), plotsDoc && plotsDoc.adjacent, k)),
+        data: [plots.psd.freq, ...keys.map((k) => plots.psd.series[k])],
       });
     }
     if (plots.residual) {
