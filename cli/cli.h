@@ -35,8 +35,9 @@ void cli_doctor_warn(const char *data);
 int cli_doctor_telling(const dpd_finding *f);
 /* eval.c: says on stderr when the checkpoint described by info (what: how to name it) was trained on
  * other data than ds: by its train split's fingerprint when both are known, else by name; and at
- * another sample rate (cli_warn_rate). */
-void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds);
+ * another sample rate (cli_warn_rate). Returns 1 when the fingerprints are known and equal (the
+ * same train samples), 0 when they differ, -1 when they are not both known. */
+int cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds);
 /* A model trained at another sample rate than fs, the data's (info->fs and fs both known and not
  * within 1e-9 of each other): said on stderr, not refused; its memory taps span other times and
  * its bandwidths are other fractions of fs. where: the data ("dataset DIR", "FILE"). */

@@ -60,19 +60,21 @@ void cli_warn_level(const char *what, const dpd_ckpt_info *info, const double *i
                 where, fabs(off), off > 0 ? "above" : "below", what, rms, info->train_rms);
 }
 
-void cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds) {
+int cli_warn_trained_on(const char *what, const dpd_ckpt_info *info, const dpd_dataset *ds) {
     char fp[65] = "", where[4200];
     snprintf(where, sizeof where, "the dataset %s", ds->dir);
     cli_warn_rate(what, info, ds->spec.fs, where);
     if (info->train_sha256[0] && ds->split[DPD_TRAIN].n) dpd_split_fingerprint(&ds->split[DPD_TRAIN], fp);
     if (fp[0]) { /* the samples decide, not the names */
-        if (strcmp(fp, info->train_sha256))
-            fprintf(stderr, "dpd: warning: %s was trained on another train split than %s's (dataset '%s' then; the "
-                            "splits' fingerprints differ: %.12s against %.12s)\n",
-                    what, ds->dir, info->dataset[0] ? info->dataset : "?", info->train_sha256, fp);
-    } else if (info->dataset[0] && strcmp(info->dataset, ds->name)) {
-        fprintf(stderr, "dpd: warning: %s was trained on dataset '%s', not '%s'\n", what, info->dataset, ds->name);
+        if (!strcmp(fp, info->train_sha256)) return 1;
+        fprintf(stderr, "dpd: warning: %s was trained on another train split than %s's (dataset '%s' then; the "
+                        "splits' fingerprints differ: %.12s against %.12s)\n",
+                what, ds->dir, info->dataset[0] ? info->dataset : "?", info->train_sha256, fp);
+        return 0;
     }
+    if (info->dataset[0] && strcmp(info->dataset, ds->name))
+        fprintf(stderr, "dpd: warning: %s was trained on dataset '%s', not '%s'\n", what, info->dataset, ds->name);
+    return -1;
 }
 
 /* A checkpoint trained on other data: said on stderr, not refused (a user may mean it). */

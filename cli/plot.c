@@ -152,27 +152,26 @@ typedef struct plot_doc {
     dpd_plot_data *p;
 } plot_doc;
 
+/* A figure fit to name in a legend: a number of dB (a hostile file's 1e300 is not one). */
+static int figure(json_t *v) {
+    return json_is_number(v) && fabs(json_number_value(v)) <= 999;
+}
+
 /* The adjacent-channel figure of each series drawn (ACLR_AVG, the profile's ACPR_AVG) on the split
- * drawn, as the run recorded it, from doc's history and baselines: the prediction's from the row
- * of the checkpoint's epoch, the capture's y (a PA run's target) and a DPD run's PA model without
- * DPD from the run's start. {"metric": key, "series": {name: dB}}; NULL when it records none. */
-static json_t *adjacent(json_t *doc, int epoch, int split, dpd_profile profile) {
+ * drawn under profile, as the run recorded it: the prediction's from the checkpoint drawn (info:
+ * the figures its own weights scored), the capture's y (a PA run's target) and a DPD run's PA
+ * model without DPD from doc's baselines (the run's start). {"metric": key, "series": {name: dB}};
+ * NULL when the run records none. */
+static json_t *adjacent(json_t *doc, const dpd_ckpt_info *info, int split, dpd_profile profile) {
     const char *key = dpd_metric_key(profile, DPD_ACLR_AVG), *sp = split == DPD_VAL ? "val" : "test";
-    json_t *h = json_object_get(doc, "history"), *bl = json_object_get(doc, "baselines"), *row, *v, *out = json_object();
-    char col[32];
-    size_t i, at = SIZE_MAX, e = SIZE_MAX;
-    snprintf(col, sizeof col, "%s_%s", split == DPD_VAL ? "VAL" : "TEST", key);
-    json_array_foreach(json_object_get(h, "columns"), i, v) {
-        if (!strcmp(json_string_value(v) ? json_string_value(v) : "", col)) at = i;
-        if (!strcmp(json_string_value(v) ? json_string_value(v) : "", "EPOCH")) e = i;
-    }
-    json_array_foreach(json_object_get(h, "rows"), i, row) /* the last row of that epoch (a resumed run's) */
-        if (epoch > 0 && json_number_value(json_array_get(row, e)) == epoch && json_is_number(json_array_get(row, at)))
-            json_object_set(out, "prediction", json_array_get(row, at));
+    const dpd_metrics *m = split == DPD_VAL ? &info->val : &info->test;
+    json_t *bl = json_object_get(doc, "baselines"), *v, *out = json_object();
+    if (info->scored && m->profile == profile && m->status[DPD_ACLR_AVG] == DPD_METRIC_OK && fabs(m->aclr_avg) <= 999)
+        json_object_set_new(out, "prediction", json_real(m->aclr_avg));
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     for (int k = 0; k < 2; k++) { /* the capture's y: a PA model's target, a DPD run's own series */
         v = json_object_get(json_object_get(json_object_get(bl, k ? "no_dpd" : "measured"), sp), key);
-        if (json_is_number(v)) json_object_set(out, k ? "no_dpd" : dpd ? "measured" : "target", v);
+        if (figure(v)) json_object_set(out, k ? "no_dpd" : dpd ? "measured" : "target", v);
     }
     if (!out || !json_object_size(out)) {
         json_decref(out);
@@ -212,7 +211,8 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         }
         if (r->data) snprintf(data, sizeof data, "%s", r->data);
         else if (config_get(path, "data", data, sizeof data, err)) return err->status;
-        if (!r->profile && config_get(path, "metric_profile", prof, sizeof prof, err)) return err->status;
+        dpd_error perr; /* the run's profile: drawn unless --metric-profile names one (then its figures' too) */
+        if (config_get(path, "metric_profile", prof, sizeof prof, r->profile ? &perr : err) && !r->profile) return err->status;
         if (!r->data && (!data[0] || access(data, F_OK)))
             return cli_err(err, DPD_E_IO, "%s: the run's dataset '%s' is not found from here: give it with --data DIR", path, data);
         if (dpd_ckpt_resolve(r->run_dir, 0, best, sizeof best, err) || dpd_ckpt_info_read(best, &info, err)) return err->status;
@@ -230,7 +230,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
     if (!kept) cli_doctor_warn(data); /* as dpd eval: a band plan the data contradicts draws bands in the signal
                                        * (the end of a run: its gate has said so) */
-    cli_warn_trained_on(best, &info, &ds);
+    int same = cli_warn_trained_on(best, &info, &ds); /* 1: the samples the run trained on */
     g = dpd_dataset_gain(&ds);
     int pn = dpd_profile_parse(r->profile ? r->profile : prof[0] ? prof : "legacy-opendpd-v1");
     dpd_plot_in in = {.spec = &ds.spec, .profile = pn < 0 ? DPD_PROFILE_LEGACY : (dpd_profile)pn};
@@ -298,7 +298,10 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         json_t *b = cli_run_baselines(r->run_dir, &herr);
         if (b) json_object_set_new(d, "baselines", b);
         else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves' baselines are left out)\n", herr.msg);
-        json_t *a = !r->data && !r->profile ? adjacent(d, info.epoch, r->split, in.profile) : NULL; /* the run's own figures */
+        /* the run's own figures, where the pictures are of its data (the split it scored, or the train
+         * split it trained on, by fingerprint where it has one) under its profile */
+        int own = (kept || same == 1 || (same < 0 && !r->data)) && in.profile == (dpd_profile)dpd_profile_parse(prof[0] ? prof : "legacy-opendpd-v1");
+        json_t *a = own ? adjacent(d, &info, r->split, in.profile) : NULL;
         if (a) json_object_set_new(d, "adjacent", a);
     }
     out->doc = d;
@@ -966,16 +969,35 @@ enum { TOP_RIGHT = 0, TOP_LEFT = 1, BOTTOM_RIGHT = 2, BOTTOM_LEFT = 3, OUTSIDE =
  * its points, dots' own: filled, or a dashed style's hollow). */
 enum { MARK_LINE = 0, MARK_DOT = 1, MARK_BOTH = 2 };
 
-/* The legend: each series' mark (MARK_*) and label, one under the other; outside the plot, its
- * labels in a smaller type (down to 8 points) where 12 would run past the picture's edge. Returns
- * the box's bottom edge. */
-static double legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
-    double lh = 18, tw = 0, bh = n * lh + 8, fs = 12;
+typedef struct box {
+    double x, y, w, h, fs; /* fs: the labels' type size */
+} box;
+
+/* Where a legend of s's n labels goes (a corner: TOP_RIGHT ...), and its labels' type size: 12,
+ * or down to 8 outside the plot where 12 would run past the picture's edge, and down to 9 inside
+ * it where the box would be wider than room (0: any width). */
+static box legend_box(cairo_t *cr, const axes *a, const style *s, int n, int corner, double room) {
+    double tw = 0, fs = 12;
     for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, 12, s[i].label));
     if (corner == OUTSIDE) fs = fmax(8, fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw));
-    double bw = tw * fs / 12 + 46;
-    double x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - bw - 8;
-    double y = corner & 2 ? a->py + a->ph - bh - 8 : corner == OUTSIDE ? a->py : a->py + 8;
+    else if (room > 46) fs = fmax(9, fmin(12, 12 * (room - 46) / tw));
+    box b = {.w = tw * fs / 12 + 46, .h = n * 18 + 8, .fs = fs};
+    b.x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - b.w - 8;
+    b.y = corner & 2 ? a->py + a->ph - b.h - 8 : corner == OUTSIDE ? a->py : a->py + 8;
+    return b;
+}
+
+static double legend_at(cairo_t *cr, box b, const style *s, int n, int mark);
+
+/* The legend: each series' mark (MARK_*) and label, one under the other, in a corner (legend_box,
+ * any width). Returns the box's bottom edge. */
+static double legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
+    return legend_at(cr, legend_box(cr, a, s, n, corner, 0), s, n, mark);
+}
+
+/* The legend in box b. Returns its bottom edge. */
+static double legend_at(cairo_t *cr, box b, const style *s, int n, int mark) {
+    double lh = 18, fs = b.fs, x = b.x, y = b.y, bw = b.w, bh = b.h;
     colour(cr, 0xFFFFFF, 0.9);
     cairo_rectangle(cr, x, y, bw, bh);
     cairo_fill_preserve(cr);
@@ -1145,7 +1167,7 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     char named[DPD_PLOT_SIGNALS][96];
     for (int i = 0; i < n && key; i++) { /* each series' figure on this split, as the run recorded it */
         json_t *v = json_object_get(json_object_get(adj, "series"), p->name[sig[i]]);
-        if (!json_is_number(v) || p->silent[sig[i]]) continue;
+        if (!figure(v) || p->silent[sig[i]]) continue;
         snprintf(named[i], sizeof named[i], "%s (%.4s %.1f dBc)", s[i].label, key, json_number_value(v));
         s[i].label = named[i];
     }
@@ -1161,7 +1183,21 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     band_names(cr, &a, p, 1);
     axes under = a; /* the legend under the bands' names, which it would hide */
     if (p->bands) under.py += 18, under.ph -= 18;
-    legend(cr, &under, s, n, TOP_RIGHT, MARK_LINE);
+    /* a top corner, beside the adjacent channels where its type fits there (down to 9): the one whose
+     * box hides fewer points, the right on a tie */
+    double room[2] = {0, 0};
+    if (p->bands) room[0] = a.px + a.pw - ax_x(&a, p->band[2][1]) - 12, room[1] = ax_x(&a, p->band[1][0]) - a.px - 12;
+    box b[2];
+    long hidden[2] = {0, 0};
+    for (int c = 0; c < 2; c++) {
+        b[c] = legend_box(cr, &under, s, n, c ? TOP_LEFT : TOP_RIGHT, room[c]);
+        for (int i = 0; i < n; i++)
+            for (size_t k = 0; k < p->nf; k++) {
+                double x = ax_x(&a, f.v[k]), y = ax_y(&a, p->psd[sig[i]][k]);
+                hidden[c] += x >= b[c].x && x <= b[c].x + b[c].w && y >= b[c].y && y <= b[c].y + b[c].h;
+            }
+    }
+    legend_at(cr, b[hidden[1] < hidden[0]], s, n, MARK_LINE);
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "family.h"
 #include "file.h"
+#include "run.h"
 #include "status.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
@@ -342,6 +343,7 @@ dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *e
             *lv[k] = *v && !*end && isfinite(a) && a > 0 ? a : 0;
         }
     out->least_squares = dpd_ckpt_meta(&c, "least_squares") != NULL || strstr(out->run_id, "_LS_") != NULL;
+    dpd_run_scores(&c, out); /* (run.c writes them) */
     dpd_ckpt_close(&c);
     return s;
 }

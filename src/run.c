@@ -414,6 +414,38 @@ static void put_metrics(meta *m, const char *split, const dpd_metrics *v, const 
     }
 }
 
+/* put_metrics' figures read back: the val and test figures a best checkpoint records (dpd_run_save_best: "<split>_<key>" under its
+ * metric_profile, "_status" and "_reason" beside a metric that was not computed); out->scored only
+ * when every one is there as a number (or nan) and every status is one dpd writes. */
+void dpd_run_scores(const dpd_ckpt *c, dpd_ckpt_info *out) {
+    const char *v = dpd_ckpt_meta(c, "metric_profile");
+    int p = v ? dpd_profile_parse(v) : -1;
+    if (p < 0) return;
+    dpd_metrics *m[2] = {&out->val, &out->test};
+    for (int i = 0; i < 2; i++) {
+        m[i]->profile = (dpd_profile)p;
+        for (int k = 0; k < DPD_NMETRICS; k++) {
+            char key[64], *end;
+            snprintf(key, sizeof key, "%s_%s", i ? "test" : "val", dpd_metric_key(m[i]->profile, k));
+            const char *x = dpd_ckpt_meta(c, key);
+            double value = x && *x ? strtod(x, &end) : 0;
+            if (!x || !*x || *end) return; /* not recorded: not scored */
+            snprintf(key + strlen(key), sizeof key - strlen(key), "_status");
+            const char *st = dpd_ckpt_meta(c, key);
+            dpd_metric_status status = !st ? DPD_METRIC_OK : !strcmp(st, "invalid") ? DPD_METRIC_INVALID
+                                                           : !strcmp(st, "not_applicable") ? DPD_METRIC_NOT_APPLICABLE : -1;
+            if ((int)status < 0 || (status == DPD_METRIC_OK) != isfinite(value)) return;
+            memcpy(key + strlen(key) - 6, "reason", 7);
+            const char *why = dpd_ckpt_meta(c, key);
+            snprintf(m[i]->reason[k], sizeof m[i]->reason[k], "%s", status && why ? why : "");
+            m[i]->status[k] = status;
+            double *slot[DPD_NMETRICS] = {&m[i]->nmse, &m[i]->evm, &m[i]->aclr_l, &m[i]->aclr_r, &m[i]->aclr_avg};
+            *slot[k] = status ? NAN : value;
+        }
+    }
+    out->scored = 1;
+}
+
 /* A metadata value as text with nothing around it (no leading space, not empty). */
 static const char *get_text(const dpd_ckpt *ck, const char *key) {
     const char *s = dpd_ckpt_meta(ck, key);

@@ -7,6 +7,7 @@
 #ifndef DPD_RUN_H
 #define DPD_RUN_H
 #include "dpd/dpd.h"
+#include "ckpt.h"
 #include "family.h"
 
 /* A growing text buffer (logs are rewritten whole, atomically, as they grow). */
@@ -82,6 +83,10 @@ void dpd_run_clean(const dpd_rundir *d);
 dpd_status dpd_run_write_config(const dpd_rundir *d, const dpd_run_info *info, dpd_error *err);
 dpd_status dpd_run_read_config(const char *dir, dpd_train_cfg *c, char *kernels, size_t nkernels,
                                char sha256[DPD_NSPLIT][65], dpd_error *err);
+
+/* The val and test figures checkpoint c records (dpd_run_save_best's) into out's scored, val and
+ * test (dpd_ckpt_info_read). */
+void dpd_run_scores(const dpd_ckpt *c, dpd_ckpt_info *out);
 
 /* best.safetensors: m's weights with the run's metadata and the epoch's metrics (statuses and
  * reasons of metrics that could not be computed included). */

@@ -212,6 +212,15 @@ def legends_inside(*svgs):  # every legend box within the 800-pixel picture
         for x0, x1 in boxes:
             if float(x1) > 800: fail('%s: a legend box from x %s to %s, past the picture\'s edge' % (svg, x0, x1))
 
+def legend_clear(svg):  # the PSD's legend box beside the adjacent channels, not over them (nor the main channel between)
+    import re
+    s = open(svg).read()
+    bands = [(float(a), float(b)) for a, b in re.findall(r'fill-opacity:0.35;" d="M ([\d.]+) 44 L ([\d.]+) 44 ', s)]
+    boxes = re.findall(r'fill:rgb\(100%,100%,100%\);fill-opacity:0.9;[^"]*" d="M ([\d.]+) [\d.]+ L ([\d.]+) ', s)
+    if len(bands) != 2 or len(boxes) != 1: fail('%s: %d adjacent bands, %d legend boxes' % (svg, len(bands), len(boxes)))
+    x0, x1 = map(float, boxes[0])
+    if not (x0 >= bands[1][1] or x1 <= bands[0][0]): fail('%s: the legend (x %s to %s) lies over the channels %r' % (svg, x0, x1, bands))
+
 def beyond(ampm, amam, doc, want_some):  # AM/PM says how many points lie beyond its phase axis, under the x label
     import math, re
     below = lambda path: len([y for y in re.findall(r'<use xlink:href="#glyph[^"]*" x="[\d.]+" y="([\d.]+)"', open(path).read())
@@ -266,6 +275,16 @@ pycheck "a PA run's learning curves: the test ACLR_AVG of the capture's y (its N
     baselines "$T/svg/history.svg" "$T/svg/plots.json" "$R/events.jsonl" "$T/train.out"
 pycheck "AM/PM's note of the points beyond its axis (AM/AM has none)" beyond "$T/svg/ampm.svg" "$T/svg/amam.svg" "$T/svg/plots.json" false
 check 'cmp -s "$T/svg/plots.json" "$R/plots/plots.json"' "the same run, split and checkpoint give the same plots.json, twice"
+cp -r "$R" "$T/hostile" && python3 - "$T/hostile/events.jsonl" <<'PY'
+import json, sys  # a run_started line whose measured val ACLR_AVG is no figure a legend can name
+lines = open(sys.argv[1]).read().splitlines(); e = json.loads(lines[0])
+e['measured']['val']['ACLR_AVG'] = -1e300
+open(sys.argv[1], 'w').write('\n'.join([json.dumps(e)] + lines[1:]) + '\n')
+PY
+"$DPD" plot "$T/hostile" --split val --format svg --out "$T/hostile-plots" >/dev/null 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[\"adjacent\"][\"series\"]; sys.exit(0 if \"target\" not in a and \"prediction\" in a else 1)" "$T/hostile-plots/plots.json"' \
+    "a baseline of -1e300 in events.jsonl is no legend figure (the model's stays) (exit $rc: $(head -c 200 "$T/err"))"
+pycheck "and the PSD's legend stays inside the picture" legends_inside "$T/hostile-plots/psd.svg"
 "$DPD" plot "$R" --split val --out "$T/val" >/dev/null 2>&1
 check 'cmp -s "$T/val/plots.json" "$T/end.json"' \
     "the end-of-run pictures (the best epoch's validation predictions, no forward pass) equal dpd plot --split val's"
@@ -304,6 +323,7 @@ check 'cmp -s "$T/dpv/plots.json" "$DR/plots/plots.json"' "a DPD run's end-of-ru
 "$DPD" plot "$DR" --out "$T/dp" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "dpd plot of a DPD run (exit $rc: $(head -c 200 "$T/err"))"
 pycheck "dpd plot of a DPD run" run "$T/dp/plots.json" "$DR/history.csv" test true
+pycheck "and its PSD legend: each series' test ACLR_AVG" adjacent "$T/dp/plots.json" ACLR_AVG
 "$DPD" plot --data "$T/d" --out "$T/dpd-data" >/dev/null 2>&1 # the capture's own y: the DPD run's measured series
 check 'python3 -c "
 import json, sys
@@ -319,6 +339,7 @@ check '[ -s "$DR/plots/psd.svg" ] && [ -s "$DR/plots/history.svg" ] && ! ls "$DR
     "a set of SVGs written where PNGs were removes the PNGs: the directory holds the set plots.json describes ($(ls "$DR/plots" | tr "\n" " "))"
 pycheck "a one-epoch history: val and test told apart by their points (filled, hollow), not by dashes alone" hollow "$DR/plots/history.svg"
 pycheck "a DPD run's legends (four series) lie within the picture" legends_inside "$DR/plots/psd.svg" "$DR/plots/amam.svg" "$DR/plots/iq.svg" "$DR/plots/history.svg"
+pycheck "its PSD's legend (four series and their ACLR) lies beside the channels, not over them" legend_clear "$DR/plots/psd.svg"
 pycheck "a DPD run's learning curves: its test ACLR_AVG without DPD (measured, PA model) as events.jsonl and the table say, two grey lines in their order" \
     baselines "$DR/plots/history.svg" "$DR/plots/plots.json" "$DR/events.jsonl" "$T/dpd.out"
 "$DPD" plot "$DR" >/dev/null 2>&1
@@ -345,7 +366,10 @@ mv "$T/d" "$T/moved"
 expect 1 "give it with --data DIR" "$DPD" plot "$R" --out "$T/x"
 "$DPD" plot "$R" --data "$T/moved" --out "$T/moved-plots" >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && [ -s "$T/moved-plots/psd.png" ]' "dpd plot RUN_DIR --data DIR: a dataset that moved (exit $rc: $(head -c 200 "$T/err"))"
-pycheck "a run drawn on --data DIR: no PSD legend figures (the run's are of its own dataset)" adjacent "$T/moved-plots/plots.json" none
+pycheck "the run drawn on its own dataset, moved (the same train split by fingerprint): its PSD legend's figures" adjacent "$T/moved-plots/plots.json" ACLR_AVG
+"$DPD" synth --out "$T/other" --length 12800 --nperseg 1280 --seed 2 >/dev/null 2>&1
+"$DPD" plot "$R" --data "$T/other" --out "$T/other-plots" >/dev/null 2>&1
+pycheck "a run drawn on another dataset (--data DIR): no PSD legend figures (the run's are of its own data)" adjacent "$T/other-plots/plots.json" none
 mv "$T/moved" "$T/d"
 
 # --- a silent capture: pictures that say why they are empty ---
@@ -398,6 +422,8 @@ check '[ $rc -eq 0 ] && python3 -c "import json,sys; p=json.load(open(sys.argv[1
 pycheck "its PSD legend names the profile's ACPR_AVG" adjacent "$GP/plots/plots.json" ACPR_AVG
 "$DPD" plot "$GP" --metric-profile legacy-opendpd-v1 --out "$T/gpl" >/dev/null 2>&1
 pycheck "drawn under another --metric-profile: no PSD legend figures (the run's are of its own profile)" adjacent "$T/gpl/plots.json" none
+"$DPD" plot "$GP" --metric-profile general-spectral-v1 --out "$T/gps" >/dev/null 2>&1
+pycheck "drawn under its own profile named by --metric-profile: the figures stay" adjacent "$T/gps/plots.json" ACPR_AVG
 "$DPD" plot --data "$T/d" --out "$T/v2p" --metric-profile opendpd-spectral-v2 >/dev/null 2>&1
 check 'python3 -c "import json,sys; p=json.load(open(sys.argv[1]))[\"plots\"][\"psd\"]; sys.exit(0 if p[\"profile\"] == \"opendpd-spectral-v2\" and p[\"bands\"][\"adjacent_left\"] == [-120, -100] else 1)" "$T/v2p/plots.json"' \
     "dpd plot --data --metric-profile opendpd-spectral-v2: one-carrier bands"

@@ -65,6 +65,58 @@ static long maxrss_kb(void) {
 /* Issue 9 item 5: hostile metadata and tensor tables are refused before any model memory is
  * allocated from them; item 4: a checkpoint larger than its limit, or not a regular file, is
  * refused without being read. b/n: a good checkpoint of gru-6 x2 (data after the header). */
+/* dpd_ckpt_info_read's scored, val and test: the figures a best checkpoint records (as
+ * dpd_run_save_best writes them), back under their profile, a metric that was not computed NaN with
+ * its status and reason; anything short of the whole set, or a status beside a finite value, is no
+ * set at all. */
+static void scored(const char *d, const dpd_model *m) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/best.safetensors", d);
+    dpd_kv legacy[] = {{"metric_profile", "legacy-opendpd-v1"}, {"val_NMSE", "-27.75255786"}, {"val_EVM", "-29.48256478"},
+                       {"val_ACLR_L", "-40.97274682"}, {"val_ACLR_R", "nan"}, {"val_ACLR_R_status", "invalid"},
+                       {"val_ACLR_R_reason", "a silent band"}, {"val_ACLR_AVG", "nan"}, {"val_ACLR_AVG_status", "invalid"},
+                       {"val_ACLR_AVG_reason", "a silent band"}, {"test_NMSE", "-27.40317438"}, {"test_EVM", "-29.07936474"},
+                       {"test_ACLR_L", "-41.82355634"}, {"test_ACLR_R", "-41.53497839"}, {"test_ACLR_AVG", "-41.67926736"}};
+    size_t n = sizeof legacy / sizeof *legacy;
+    dpd_ckpt_info info;
+    dpd_error err;
+    CHECK(dpd_ckpt_save(path, m, legacy, n, 0, NULL, NULL, NULL, &err) == DPD_OK, "save: %s", err.msg);
+    CHECK(dpd_ckpt_info_read(path, &info, &err) == DPD_OK && info.scored, "a best checkpoint's figures are read back");
+    CHECK(info.test.aclr_avg == -41.67926736 && info.val.nmse == -27.75255786 && info.test.status[DPD_ACLR_AVG] == DPD_METRIC_OK &&
+              info.val.profile == DPD_PROFILE_LEGACY,
+          "test ACLR_AVG %.8f, val NMSE %.8f", info.test.aclr_avg, info.val.nmse);
+    CHECK(isnan(info.val.aclr_avg) && info.val.status[DPD_ACLR_AVG] == DPD_METRIC_INVALID &&
+              !strcmp(info.val.reason[DPD_ACLR_AVG], "a silent band") && !info.val.reason[DPD_NMSE][0],
+          "a metric not computed: NaN, its status and reason (%s)", info.val.reason[DPD_ACLR_AVG]);
+    dpd_kv general[] = {{"metric_profile", "general-spectral-v1"}, {"val_NMSE", "-1"}, {"val_IBE", "-2"}, {"val_ACPR_L", "-3"},
+                        {"val_ACPR_R", "-4"}, {"val_ACPR_AVG", "-3.5"}, {"test_NMSE", "-1"}, {"test_IBE", "-2"},
+                        {"test_ACPR_L", "-3"}, {"test_ACPR_R", "-4"}, {"test_ACPR_AVG", "-3.5"}};
+    CHECK(dpd_ckpt_save(path, m, general, sizeof general / sizeof *general, 0, NULL, NULL, NULL, &err) == DPD_OK, "save: %s", err.msg);
+    CHECK(dpd_ckpt_info_read(path, &info, &err) == DPD_OK && info.scored && info.test.aclr_avg == -3.5 &&
+              info.test.profile == DPD_PROFILE_GENERAL,
+          "general-spectral-v1's keys (ACPR_AVG %g)", info.test.aclr_avg);
+    CHECK(dpd_ckpt_save(path, m, legacy, n - 1, 0, NULL, NULL, NULL, &err) == DPD_OK && dpd_ckpt_info_read(path, &info, &err) == DPD_OK &&
+              !info.scored,
+          "a checkpoint without test ACLR_AVG has no figures");
+    legacy[7].value = "-40"; /* val ACLR_AVG finite, yet "invalid" beside it */
+    CHECK(dpd_ckpt_save(path, m, legacy, n, 0, NULL, NULL, NULL, &err) == DPD_OK && dpd_ckpt_info_read(path, &info, &err) == DPD_OK &&
+              !info.scored,
+          "a status beside a finite value: no figures");
+    legacy[7].value = "nan", legacy[8].value = "wrong";
+    CHECK(dpd_ckpt_save(path, m, legacy, n, 0, NULL, NULL, NULL, &err) == DPD_OK && dpd_ckpt_info_read(path, &info, &err) == DPD_OK &&
+              !info.scored,
+          "a status dpd never writes: no figures");
+    legacy[8].value = "invalid", legacy[13].value = "-41.5x";
+    CHECK(dpd_ckpt_save(path, m, legacy, n, 0, NULL, NULL, NULL, &err) == DPD_OK && dpd_ckpt_info_read(path, &info, &err) == DPD_OK &&
+              !info.scored,
+          "a figure that is not a number: no figures");
+    dpd_kv none[] = {{"dataset", "unit"}};
+    CHECK(dpd_ckpt_save(path, m, none, 1, 0, NULL, NULL, NULL, &err) == DPD_OK && dpd_ckpt_info_read(path, &info, &err) == DPD_OK &&
+              !info.scored && info.val.aclr_avg == 0,
+          "a checkpoint that records none (last.safetensors, an export)");
+    unlink(path);
+}
+
 static void hostile(const char *d, const char *b, size_t n) {
     char bad[512];
     snprintf(bad, sizeof bad, "%s/hostile.safetensors", d);
@@ -166,6 +218,7 @@ int main(void) {
     CHECK(hl % 8 == 0 && 8 + hl + dpd_model_nparams(m) * 4 == n, "header padded to 8, data follows");
 
     hostile(d, b, n);
+    scored(d, m);
     spit(bad, b, n - 5);
     refuse("truncated data", bad, "truncated");
     spit(bad, b, 20);

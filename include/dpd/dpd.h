@@ -849,6 +849,10 @@ typedef struct dpd_ckpt_info {
     double fs;             /* that dataset's sample rate, Hz (input_signal_fs), 0 when not recorded */
     double train_peak, train_rms; /* its train split's input level (dpd_iq_level: train_input_peak,
                                    * train_input_rms), 0 when not recorded */
+    int scored;            /* 1: val and test are the figures the run recorded for these weights (a
+                            * best.safetensors: every metric of its metric_profile on both splits) */
+    dpd_metrics val, test; /* under that profile; as recorded (8 decimals), a metric that was not
+                            * computed NaN with its status and reason */
 } dpd_ckpt_info;
 
 DPD_API DPD_CHECK dpd_status dpd_ckpt_info_read(const char *path, dpd_ckpt_info *out, dpd_error *err);

@@ -232,7 +232,7 @@ export function seriesLook(dpd) {
 // A spectrum's series s (seriesLook's) named with its adjacent-channel figure as the run recorded it
 // on the split drawn (plots.json's "adjacent", dpd plot's legend): "PA model (ACLR -42.0 dBc)".
 export function withAdjacent(s, adjacent, key) {
-  const v = adjacent && adjacent.series ? adjacent.series[key] : undefined;
+  const v = adjacent && adjacent.series && typeof adjacent.metric === 'string' ? adjacent.series[key] : undefined;
   return typeof v === 'number' ? { ...s, label: `${s.label} (${adjacent.metric.slice(0, 4)} ${v.toFixed(1)} dBc)` } : s;
 }
 

@@ -1,5 +1,5 @@
 // Result: metric cards, PSD with the ACLR bands, residual spectrum, AM/AM, AM/PM, I/Q and the
-// learning curves. The final plot data (GET /plots: the best checkpoint on the test split; for a
+// learning curves. The final plot data (GET /plots: the best checkpoint on the validation split, as the run drew it at its end; for a
 // DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
 import * as api from '../api.js';
 import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange, SPLIT_LOOK, psdLabel, withAdjacent } from '../charts.js';
