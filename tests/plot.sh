@@ -221,6 +221,15 @@ def legend_clear(svg):  # the PSD's legend box beside the adjacent channels, not
     x0, x1 = map(float, boxes[0])
     if not (x0 >= bands[1][1] or x1 <= bands[0][0]): fail('%s: the legend (x %s to %s) lies over the channels %r' % (svg, x0, x1, bands))
 
+def band_edges(svg):  # each edge of the shaded channels once, a dashed dark line: the bands told apart in grey print
+    import re
+    s = open(svg).read()
+    shades = re.findall(r'fill-opacity:0.(?:35|16);" d="M ([\d.]+) 44 L ([\d.]+) 44 ', s)
+    want = sorted({math.floor(float(x)) + 0.5 for pair in shades for x in pair})
+    paths = re.findall(r'stroke:rgb\(33.333333%,33.333333%,33.333333%\);stroke-opacity:1;stroke-dasharray:4,3;[^"]*" d="([^"]*)"', s)
+    got = sorted(float(x) for p in paths for x in re.findall(r'M ([\d.]+) 44 L \1 440', p))
+    if len(shades) != 3 or got != want: fail('%s: dashed band edges at %r, the shades\' edges at %r' % (svg, got, want))
+
 def beyond(ampm, amam, doc, want_some):  # AM/PM says how many points lie beyond its phase axis, under the x label
     import math, re
     below = lambda path: len([y for y in re.findall(r'<use xlink:href="#glyph[^"]*" x="[\d.]+" y="([\d.]+)"', open(path).read())
@@ -273,6 +282,8 @@ check '[ $rc -eq 0 ]' "dpd plot --format svg --out DIR (exit $rc: $(head -c 300 
 images "dpd plot --format svg" svg "$T/svg" $CHARTS
 pycheck "a PA run's learning curves: the test ACLR_AVG of the capture's y (its NMSE n/a), as events.jsonl and the table say, a grey line" \
     baselines "$T/svg/history.svg" "$T/svg/plots.json" "$R/events.jsonl" "$T/train.out"
+pycheck "the PSD's and the residual's bands: each edge a dashed line, once (the shades are one grey in print)" band_edges "$T/svg/psd.svg"
+pycheck "and the residual's" band_edges "$T/svg/residual.svg"
 pycheck "AM/PM's note of the points beyond its axis (AM/AM has none)" beyond "$T/svg/ampm.svg" "$T/svg/amam.svg" "$T/svg/plots.json" false
 check 'cmp -s "$T/svg/plots.json" "$R/plots/plots.json"' "the same run, split and checkpoint give the same plots.json, twice"
 cp -r "$R" "$T/hostile" && python3 - "$T/hostile/events.jsonl" <<'PY'
