@@ -157,27 +157,28 @@ static int figure(json_t *v) {
     return json_is_number(v) && fabs(json_number_value(v)) <= 999;
 }
 
-/* The adjacent-channel figure of each series drawn (ACLR_AVG, the profile's ACPR_AVG) on the split
- * drawn under profile, as the run recorded it: the prediction's from the checkpoint drawn (info:
- * the figures its own weights scored), the capture's y (a PA run's target) and a DPD run's PA
- * model without DPD from doc's baselines (the run's start). {"metric": key, "series": {name: dB}};
- * NULL when the run records none. */
-static json_t *adjacent(json_t *doc, const dpd_ckpt_info *info, int split, dpd_profile profile) {
+/* The figures the legends name, on the split drawn under profile, as the run recorded them, set on
+ * doc: "adjacent", {"metric": key, "series": {name: dB}}, each series' adjacent-channel figure
+ * (ACLR_AVG, the profile's ACPR_AVG): the prediction's from the checkpoint drawn (info: what its
+ * own weights scored), the capture's y (a PA run's target) and a DPD run's PA model without DPD
+ * from doc's baselines (the run's start); "error", {"metric": "NMSE", "value": dB}, the
+ * prediction's NMSE (the residual's). Each left out where the run records none. */
+static void figures(json_t *doc, const dpd_ckpt_info *info, int split, dpd_profile profile) {
     const char *key = dpd_metric_key(profile, DPD_ACLR_AVG), *sp = split == DPD_VAL ? "val" : "test";
     const dpd_metrics *m = split == DPD_VAL ? &info->val : &info->test;
+    int mine = info->scored && m->profile == profile; /* the checkpoint's figures are of this profile */
     json_t *bl = json_object_get(doc, "baselines"), *v, *out = json_object();
-    if (info->scored && m->profile == profile && m->status[DPD_ACLR_AVG] == DPD_METRIC_OK && fabs(m->aclr_avg) <= 999)
+    if (mine && m->status[DPD_ACLR_AVG] == DPD_METRIC_OK && fabs(m->aclr_avg) <= 999)
         json_object_set_new(out, "prediction", json_real(m->aclr_avg));
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     for (int k = 0; k < 2; k++) { /* the capture's y: a PA model's target, a DPD run's own series */
         v = json_object_get(json_object_get(json_object_get(bl, k ? "no_dpd" : "measured"), sp), key);
         if (figure(v)) json_object_set(out, k ? "no_dpd" : dpd ? "measured" : "target", v);
     }
-    if (!out || !json_object_size(out)) {
-        json_decref(out);
-        return NULL;
-    }
-    return json_pack("{s:s, s:o}", "metric", key, "series", out);
+    if (out && json_object_size(out)) json_object_set_new(doc, "adjacent", json_pack("{s:s, s:o}", "metric", key, "series", out));
+    else json_decref(out);
+    if (mine && m->status[DPD_NMSE] == DPD_METRIC_OK && fabs(m->nmse) <= 999)
+        json_object_set_new(doc, "error", json_pack("{s:s, s:f}", "metric", "NMSE", "value", m->nmse));
 }
 
 /* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
@@ -301,8 +302,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         /* the run's own figures, where the pictures are of its data (the split it scored, or the train
          * split it trained on, by fingerprint where it has one) under its profile */
         int own = (kept || same == 1 || (same < 0 && !r->data)) && in.profile == (dpd_profile)dpd_profile_parse(prof[0] ? prof : "legacy-opendpd-v1");
-        json_t *a = own ? adjacent(d, &info, r->split, in.profile) : NULL;
-        if (a) json_object_set_new(d, "adjacent", a);
+        if (own) figures(d, &info, r->split, in.profile);
     }
     out->doc = d;
 fail:
@@ -1169,6 +1169,27 @@ static const char *psd_label(const dpd_plot_data *p, char *buf, size_t n) {
     return buf;
 }
 
+/* The legend of a spectrum chart (a, p's frequencies) of n series s drawn as ys: under the bands'
+ * names, which it would hide, in a top corner beside the adjacent channels where its type fits there
+ * (down to 9), the corner whose box hides fewer of the curves' points (the right on a tie). */
+static void spectrum_legend(cairo_t *cr, const axes *a, const dpd_plot_data *p, const style *s, const double *const *ys, int n) {
+    axes under = *a;
+    if (p->bands) under.py += 18, under.ph -= 18;
+    double room[2] = {0, 0};
+    if (p->bands) room[0] = a->px + a->pw - ax_x(a, p->band[2][1]) - 12, room[1] = ax_x(a, p->band[1][0]) - a->px - 12;
+    box b[2];
+    long hidden[2] = {0, 0};
+    for (int c = 0; c < 2; c++) {
+        b[c] = legend_box(cr, &under, s, n, c ? TOP_LEFT : TOP_RIGHT, room[c]);
+        for (int i = 0; i < n; i++)
+            for (size_t k = 0; k < p->nf; k++) {
+                double x = ax_x(a, p->freq[k]), y = ax_y(a, ys[i][k]);
+                hidden[c] += x >= b[c].x && x <= b[c].x + b[c].w && y >= b[c].y && y <= b[c].y + b[c].h;
+            }
+    }
+    legend_at(cr, b[hidden[1] < hidden[0]], s, n, MARK_LINE);
+}
+
 /* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
 static void chart_psd(cairo_t *cr, const plot_doc *d) {
     char yl[96];
@@ -1201,23 +1222,9 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     bands(cr, &a, p);
     for (int i = 0; i < n; i++) line(cr, &a, f, (vec){p->psd[sig[i]], p->nf}, &s[i]);
     band_names(cr, &a, p, 1);
-    axes under = a; /* the legend under the bands' names, which it would hide */
-    if (p->bands) under.py += 18, under.ph -= 18;
-    /* a top corner, beside the adjacent channels where its type fits there (down to 9): the one whose
-     * box hides fewer points, the right on a tie */
-    double room[2] = {0, 0};
-    if (p->bands) room[0] = a.px + a.pw - ax_x(&a, p->band[2][1]) - 12, room[1] = ax_x(&a, p->band[1][0]) - a.px - 12;
-    box b[2];
-    long hidden[2] = {0, 0};
-    for (int c = 0; c < 2; c++) {
-        b[c] = legend_box(cr, &under, s, n, c ? TOP_LEFT : TOP_RIGHT, room[c]);
-        for (int i = 0; i < n; i++)
-            for (size_t k = 0; k < p->nf; k++) {
-                double x = ax_x(&a, f.v[k]), y = ax_y(&a, p->psd[sig[i]][k]);
-                hidden[c] += x >= b[c].x && x <= b[c].x + b[c].w && y >= b[c].y && y <= b[c].y + b[c].h;
-            }
-    }
-    legend_at(cr, b[hidden[1] < hidden[0]], s, n, MARK_LINE);
+    const double *ys[DPD_PLOT_SIGNALS];
+    for (int i = 0; i < n; i++) ys[i] = p->psd[sig[i]];
+    spectrum_legend(cr, &a, p, s, ys, n);
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */
@@ -1236,6 +1243,12 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     const char *ref = strcmp(p->name[0], "target") ? "linear" : "target"; /* signal 0 */
     style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
     if (!strcmp(ref, "target")) s[1].label = dpd ? "PA model + DPD \xE2\x88\x92 g\xC2\xB7x" : "PA model \xE2\x88\x92 measured y";
+    json_t *e = json_object_get(json_object_get(d->doc, "error"), "value");
+    char named[96];
+    if (figure(e)) { /* its power against the target's: the NMSE, as the run recorded it */
+        snprintf(named, sizeof named, "%s (NMSE %.1f dB)", s[1].label, json_number_value(e));
+        s[1].label = named;
+    }
     for (int i = 0; i < n; i++)
         if (sig[i] == 0) s[0].label = look[i].label;
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
@@ -1250,7 +1263,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     line(cr, &a, f, (vec){p->psd[0], p->nf}, &s[0]);
     line(cr, &a, f, res, &s[1]);
     band_names(cr, &a, p, 0);
-    legend(cr, &a, s, 2, TOP_RIGHT, MARK_LINE);
+    spectrum_legend(cr, &a, p, s, (const double *const[]){p->psd[0], p->residual}, 2);
 }
 
 /* The k-th smallest of v[0, n) (from 0; v reordered, no NaN): Hoare's selection, the pivot the

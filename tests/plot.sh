@@ -128,12 +128,14 @@ def run(path, csv, split, dpd):
     bounded(p)
     history(doc, csv)
 
-def adjacent(path, key):  # the PSD legend's figures: the run's own on the split drawn (best.csv's row, run_started's baselines)
+def adjacent(path, key):  # the legends' figures: the run's own on the split drawn (best.csv's row, run_started's baselines)
     doc = json.load(open(path)); split = doc['split']; got = doc.get('adjacent')
     if key == 'none':
-        if got is not None: fail('%s: adjacent %r, where the run\'s figures do not apply' % (path, got))
+        if got is not None or 'error' in doc: fail('%s: adjacent %r, error %r, where the run\'s figures do not apply' % (path, got, doc.get('error')))
         return
     rows = [l.rstrip('\n').split(',') for l in open(doc['run_dir'] + '/best.csv') if l.strip()]
+    nmse = {'metric': 'NMSE', 'value': float(rows[-1][rows[0].index('%s_NMSE' % split.upper())])}
+    if doc.get('error') != nmse: fail('%s: error %r, want the residual\'s NMSE %r' % (path, doc.get('error'), nmse))
     want = {'prediction': float(rows[-1][rows[0].index('%s_%s' % (split.upper(), key))])}
     b = doc.get('baselines') or {}
     for name, src in (('no_dpd', 'no_dpd'), ('measured' if doc['dpd'] else 'target', 'measured')):
@@ -351,6 +353,7 @@ check '[ -s "$DR/plots/psd.svg" ] && [ -s "$DR/plots/history.svg" ] && ! ls "$DR
 pycheck "a one-epoch history: val and test told apart by their points (filled, hollow), not by dashes alone" hollow "$DR/plots/history.svg"
 pycheck "a DPD run's legends (four series) lie within the picture" legends_inside "$DR/plots/psd.svg" "$DR/plots/amam.svg" "$DR/plots/iq.svg" "$DR/plots/history.svg"
 pycheck "its PSD's legend (four series and their ACLR) lies beside the channels, not over them" legend_clear "$DR/plots/psd.svg"
+pycheck "and its residual's (the error and its NMSE)" legend_clear "$DR/plots/residual.svg"
 pycheck "a DPD run's learning curves: its test ACLR_AVG without DPD (measured, PA model) as events.jsonl and the table say, two grey lines in their order" \
     baselines "$DR/plots/history.svg" "$DR/plots/plots.json" "$DR/events.jsonl" "$T/dpd.out"
 "$DPD" plot "$DR" >/dev/null 2>&1

@@ -469,6 +469,9 @@ try {
       const v = doc.adjacent.series[want[named(l)]];
       assert(v === undefined ? l === named(l) : l === `${named(l)} (ACLR ${v.toFixed(1)} dBc)`, `PSD label '${l}', adjacent ${v}`);
     });
+    // the residual named with the DPD's NMSE, plots.json's error
+    const el = await page.evaluate(() => window.__dpd.charts.residual.series[1].label);
+    assert(doc.error && el === `PA model + DPD − target g·x (NMSE ${doc.error.value.toFixed(1)} dB)`, `the residual's label '${el}', error ${JSON.stringify(doc.error)}`);
     assert(/with and without DPD/.test(await text('main')), 'the page does not say with and without DPD');
     const res = await apiGet(`/runs/${run.id}/results`); // each card names the no-DPD baseline of its split
     for (const [split, key, mkey] of [['test', 'no_dpd', 'measured'], ['val', 'no_dpd_val', 'measured_val']]) {

@@ -236,6 +236,13 @@ export function withAdjacent(s, adjacent, key) {
   return typeof v === 'number' ? { ...s, label: `${s.label} (${adjacent.metric.slice(0, 4)} ${v.toFixed(1)} dBc)` } : s;
 }
 
+// The residual's name's end: its NMSE as the run recorded it on the split drawn (plots.json's "error",
+// dpd plot's legend), or nothing.
+export function withError(doc) {
+  const v = doc && doc.error ? doc.error.value : undefined;
+  return typeof v === 'number' ? ` (NMSE ${v.toFixed(1)} dB)` : '';
+}
+
 // [lo, hi] rounded out to whole ticks of a 1-2-5 step, about 6 of them: dpd plot's axes (cli/plot.c).
 function niceRange(lo, hi) {
   if (!(hi > lo)) { lo -= 1; hi += 1; }

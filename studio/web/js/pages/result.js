@@ -2,7 +2,7 @@
 // learning curves. The final plot data (GET /plots: the best checkpoint on the validation split, as the run drew it at its end; for a
 // DPD run with and without DPD) when the run has it, else the live snapshot of its last epoch.
 import * as api from '../api.js';
-import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange, SPLIT_LOOK, psdLabel, withAdjacent } from '../charts.js';
+import { ChartSet, CURVES, METRICS, UNITS, normalizeHistory, seriesLook, order, baselines, middleRange, SPLIT_LOOK, psdLabel, withAdjacent, withError } from '../charts.js';
 import { h, statusChip, fmtNum, banner, isTerminal, isDpdRun } from '../ui.js';
 
 
@@ -92,7 +92,7 @@ export default async function resultPage(ctx) {
     if (plots.residual) {
       charts.add(box, 'residual', {
         title: 'Residual spectrum (prediction − target)', xLabel: `frequency (${plots.residual.x_unit})`, yLabel: psdLabel(plots),
-        series: [{ label: dpd ? 'PA model + DPD − target g·x' : 'PA model − measured y', color: '#d55e00', dash: [] }],
+        series: [{ label: (dpd ? 'PA model + DPD − target g·x' : 'PA model − measured y') + withError(plotsDoc), color: '#d55e00', dash: [] }],
         data: [plots.residual.freq, plots.residual.db],
       });
     }
