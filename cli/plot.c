@@ -462,6 +462,14 @@ static double text_width(cairo_t *cr, double size, const char *s) {
     return t.x_advance;
 }
 
+/* size, or less (down to 8) where s set in it (bold or not) would be wider than room. */
+static double fit(cairo_t *cr, double size, int bold, double room, const char *s) {
+    cairo_text_extents_t t;
+    font(cr, size, bold);
+    cairo_text_extents(cr, s, &t);
+    return t.x_advance <= room ? size : fmax(8, floor(size * room / t.x_advance * 4) / 4);
+}
+
 /* The chart's title, and on the right what it shows: the run id or the dataset, and splits (NULL:
  * the document's split). */
 static void title_of(cairo_t *cr, json_t *doc, const char *what, const char *splits) {
@@ -480,8 +488,10 @@ static void title_of(cairo_t *cr, json_t *doc, const char *what, const char *spl
     cairo_text_extents_t t;
     font(cr, 17, 1);
     cairo_text_extents(cr, what, &t);
-    colour(cr, 0x444444, 1); /* beside the title, or under it where the two would meet */
-    text(cr, W - 16, 16 + t.x_advance + 24 < W - 16 - text_width(cr, 11, src) ? 18 : 31, 11, 0, 1, 0, src);
+    colour(cr, 0x444444, 1); /* beside the title, or under it where the two would meet (a size smaller:
+                              * clear of the plot's frame, underscores and all) */
+    int beside = 16 + t.x_advance + 24 < W - 16 - text_width(cr, 11, src);
+    text(cr, W - 16, beside ? 18 : 30, beside ? 11 : 10, 0, 1, 0, src);
 }
 
 /* The chart's title, and what it shows (the run id or the dataset, the split) on the right. */
@@ -981,7 +991,14 @@ static box legend_box(cairo_t *cr, const axes *a, const style *s, int n, int cor
     for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, 12, s[i].label));
     if (corner == OUTSIDE) fs = fmax(8, fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw));
     else if (room > 46) fs = fmax(9, fmin(12, 12 * (room - 46) / tw));
-    box b = {.w = tw * fs / 12 + 46, .h = n * 18 + 8, .fs = fs};
+    for (double want = corner == OUTSIDE ? W - 4 - (a->px + a->pw + 10) : room; fs < 12;) {
+        double w = 0; /* the widths at that size (hinted: not quite in proportion), a little smaller till it fits */
+        for (int i = 0; i < n; i++) w = fmax(w, text_width(cr, fs, s[i].label));
+        tw = w;
+        if (w + 46 <= want || fs <= (corner == OUTSIDE ? 8 : 9)) break;
+        fs = fmax(corner == OUTSIDE ? 8 : 9, fs - 0.25);
+    }
+    box b = {.w = tw + 46, .h = n * 18 + 8, .fs = fs};
     b.x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - b.w - 8;
     b.y = corner & 2 ? a->py + a->ph - b.h - 8 : corner == OUTSIDE ? a->py : a->py + 8;
     return b;
@@ -1241,7 +1258,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
     char gl[DPD_PLOT_SIGNALS + 1][64];
     int n = looks(d->doc, p, sig, look, gl), dpd = json_is_true(json_object_get(d->doc, "dpd"));
     const char *ref = strcmp(p->name[0], "target") ? "linear" : "target"; /* signal 0 */
-    style s[2] = {{GREY, 1.6, 0, ref}, {VERMILLION, 1.2, 0, "y \xE2\x88\x92 g\xC2\xB7x"}};
+    style s[2] = {{BLACK, 2.2, 0, ref}, {VERMILLION, 1.4, 0, "y \xE2\x88\x92 g\xC2\xB7x"}}; /* the reference as it looks everywhere */
     if (!strcmp(ref, "target")) s[1].label = dpd ? "PA model + DPD \xE2\x88\x92 g\xC2\xB7x" : "PA model \xE2\x88\x92 measured y";
     json_t *e = json_object_get(json_object_get(d->doc, "error"), "value");
     char named[96];
@@ -1250,7 +1267,7 @@ static void chart_residual(cairo_t *cr, const plot_doc *d) {
         s[1].label = named;
     }
     for (int i = 0; i < n; i++)
-        if (sig[i] == 0) s[0].label = look[i].label;
+        if (sig[i] == 0) s[0] = look[i];
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, f);
     grow(&yr, res);
@@ -1331,7 +1348,7 @@ static void chart_scatter(cairo_t *cr, const plot_doc *d, double *const *ys, con
         }
     if (off) {
         char note[128];
-        snprintf(note, sizeof note, "%zu of %zu points lie beyond the phase axis", off, all);
+        snprintf(note, sizeof note, "%zu of the %zu points drawn lie beyond the phase axis", off, all);
         colour(cr, GREY, 1);
         text(cr, PX + PW, PY + PH + 42, 11, 0, 1, 0, note);
     }
@@ -1480,17 +1497,22 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
             cairo_set_line_width(cr, 1);
             cairo_stroke(cr);
             char head[64], label[64];
-            snprintf(head, sizeof head, "%s (test)", name[2]);
+            snprintf(head, sizeof head, "%s, test (dBc)", name[2]);
             colour(cr, BLACK, 1);
-            text(cr, x + 6, y + 11, 11, 1, 0, 0.5, head);
+            text(cr, x + 6, y + 11, fit(cr, 11, 1, bw - 12, head), 1, 0, 0.5, head);
             if (dpd) text(cr, x + 6, y + 24, 11, 0, 0, 0.5, "without DPD:");
+            double fs = 11; /* one size for both, the one that fits the longer */
+            for (int k = 0; k < 2; k++) {
+                snprintf(label, sizeof label, "%s %.1f", k ? "PA model" : "measured y", base[k]);
+                if (isfinite(base[k])) fs = fmin(fs, fit(cr, 11, 0, bw - 32, label));
+            }
             for (int k = 0, i = 0; k < 2; k++) {
                 if (!isfinite(base[k])) continue;
                 double cy = y + top + 18 * (i++ + 0.5);
-                baseline(cr, x + 8, x + 32, floor(cy) + 0.5, k);
+                baseline(cr, x + 6, x + 24, floor(cy) + 0.5, k);
                 snprintf(label, sizeof label, "%s %.1f", k ? "PA model" : "measured y", base[k]);
                 colour(cr, BLACK, 1);
-                text(cr, x + 38, cy, 11, 0, 0, 0.5, label);
+                text(cr, x + 28, cy, fs, 0, 0, 0.5, label);
             }
         }
     }

@@ -243,7 +243,7 @@ def beyond(ampm, amam, doc, want_some):  # AM/PM says how many points lie beyond
     step = (1 if f < 1.5 else 2 if f < 3 else 5 if f < 7 else 10) * p
     a0, a1 = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
     off = sum(x < a0 or x > a1 for x in v)
-    note = '%d of %d points lie beyond the phase axis' % (off, m) if off else ''
+    note = '%d of the %d points drawn lie beyond the phase axis' % (off, m) if off else ''
     if below(ampm) != len(note): fail('%s: %d characters under the x label, want %d: "%s"' % (ampm, below(ampm), len(note), note))
     if want_some and not off: fail('%s: no point beyond the axis to say anything about' % doc)
     if below(amam): fail('%s: AM/AM clips nothing, yet has %d characters under its x label' % (amam, below(amam)))

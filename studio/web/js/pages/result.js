@@ -107,7 +107,7 @@ export default async function resultPage(ctx) {
         title, kind: 'scatter', xLabel: p.x_unit, yLabel: name === 'ampm' ? 'phase of output − input (degrees)' : p.y_unit,
         yRange: mid.range,
         note: `${p.input.length} samples at a fixed stride, in sample order.`
-          + (mid.beyond ? ` ${mid.beyond} of ${p.input.length * keys.length} points lie beyond the phase axis.` : ''),
+          + (mid.beyond ? ` ${mid.beyond} of the ${p.input.length * keys.length} points drawn lie beyond the phase axis.` : ''),
         series: keys.map(look), data: [null, ...keys.map((k) => [p.input, p.series[k]])],
       });
     }
