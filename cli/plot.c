@@ -157,28 +157,39 @@ static int figure(json_t *v) {
     return json_is_number(v) && fabs(json_number_value(v)) <= 999;
 }
 
-/* The figures the legends name, on the split drawn under profile, as the run recorded them, set on
- * doc: "adjacent", {"metric": key, "series": {name: dB}}, each series' adjacent-channel figure
- * (ACLR_AVG, the profile's ACPR_AVG): the prediction's from the checkpoint drawn (info: what its
- * own weights scored), the capture's y (a PA run's target) and a DPD run's PA model without DPD
- * from doc's baselines (the run's start); "error", {"metric": "NMSE", "value": dB}, the
- * prediction's NMSE (the residual's). Each left out where the run records none. */
+/* m's adjacent-channel figure (ACLR_AVG, the profile's ACPR_AVG) as series' name, where m has it and
+ * it is a figure. */
+static void put_adjacent(json_t *series, const char *name, const dpd_metrics *m) {
+    if (m->status[DPD_ACLR_AVG] == DPD_METRIC_OK && fabs(m->aclr_avg) <= 999) json_object_set_new(series, name, json_real(m->aclr_avg));
+}
+
+/* The legends' figures set on doc: "adjacent", {"metric": the profile's key, "series": series} (a
+ * series' adjacent-channel figure by its name; taken), unless series is empty; and "error",
+ * {"metric": "NMSE", "value": dB}, the residual's, from m where m has it. */
+static void put_figures(json_t *doc, dpd_profile profile, json_t *series, const dpd_metrics *m) {
+    if (series && json_object_size(series))
+        json_object_set_new(doc, "adjacent", json_pack("{s:s, s:o}", "metric", dpd_metric_key(profile, DPD_ACLR_AVG), "series", series));
+    else json_decref(series);
+    if (m && m->status[DPD_NMSE] == DPD_METRIC_OK && fabs(m->nmse) <= 999)
+        json_object_set_new(doc, "error", json_pack("{s:s, s:f}", "metric", "NMSE", "value", m->nmse));
+}
+
+/* A run's figures as it recorded them on the split drawn under profile (put_figures): the
+ * prediction's from the checkpoint drawn (info: what its own weights scored), its NMSE the
+ * residual's; the capture's y (a PA run's target) and a DPD run's PA model without DPD from doc's
+ * baselines (the run's start). */
 static void figures(json_t *doc, const dpd_ckpt_info *info, int split, dpd_profile profile) {
     const char *key = dpd_metric_key(profile, DPD_ACLR_AVG), *sp = split == DPD_VAL ? "val" : "test";
     const dpd_metrics *m = split == DPD_VAL ? &info->val : &info->test;
     int mine = info->scored && m->profile == profile; /* the checkpoint's figures are of this profile */
-    json_t *bl = json_object_get(doc, "baselines"), *v, *out = json_object();
-    if (mine && m->status[DPD_ACLR_AVG] == DPD_METRIC_OK && fabs(m->aclr_avg) <= 999)
-        json_object_set_new(out, "prediction", json_real(m->aclr_avg));
+    json_t *bl = json_object_get(doc, "baselines"), *v, *series = json_object();
+    if (mine) put_adjacent(series, "prediction", m);
     int dpd = json_is_true(json_object_get(doc, "dpd"));
     for (int k = 0; k < 2; k++) { /* the capture's y: a PA model's target, a DPD run's own series */
         v = json_object_get(json_object_get(json_object_get(bl, k ? "no_dpd" : "measured"), sp), key);
-        if (figure(v)) json_object_set(out, k ? "no_dpd" : dpd ? "measured" : "target", v);
+        if (figure(v)) json_object_set(series, k ? "no_dpd" : dpd ? "measured" : "target", v);
     }
-    if (out && json_object_size(out)) json_object_set_new(doc, "adjacent", json_pack("{s:s, s:o}", "metric", key, "series", out));
-    else json_decref(out);
-    if (mine && m->status[DPD_NMSE] == DPD_METRIC_OK && fabs(m->nmse) <= 999)
-        json_object_set_new(doc, "error", json_pack("{s:s, s:f}", "metric", "NMSE", "value", m->nmse));
+    put_figures(doc, profile, series, mine ? m : NULL);
 }
 
 /* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
@@ -188,6 +199,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     dpd_ckpt_info info = {0};
     dpd_dataset ds;
     dpd_eval e = {0}, e2 = {0};
+    dpd_metrics mea, lin; /* a dataset's: its y's, and g x's against y */
     dpd_session *sm = NULL, *sa = NULL;
     float *y = NULL;
     json_t *d = NULL;
@@ -253,6 +265,11 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
                                 "x or y is all zero, so g x is drawn as zero\n", data, name);
         }
         if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err)) goto fail;
+        /* its figures as dpd eval --data gives them: y's own, and the linear-gain baseline g x against y */
+        dpd_scoring sc = {.profile = in.profile};
+        if (dpd_metrics_aclr(y, e.S, e.N, e.n, &ds.spec, &sc, &mea, err) ||
+            dpd_metrics_compute(e.ref, y, e.S, e.N, e.n, &ds.spec, &sc, &lin, err))
+            goto fail;
         in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
         in.S = e.S, in.N = e.N, in.n = e.n;
     } else if (kept) { /* what the run computed: x, the target and the prediction (a DPD run: PA(x), y) */
@@ -303,6 +320,12 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
          * split it trained on, by fingerprint where it has one) under its profile */
         int own = (kept || same == 1 || (same < 0 && !r->data)) && in.profile == (dpd_profile)dpd_profile_parse(prof[0] ? prof : "legacy-opendpd-v1");
         if (own) figures(d, &info, r->split, in.profile);
+    }
+    if (!r->run_dir) { /* the legends' figures: y's ACLR, g x's, and the residual's NMSE (dpd eval --data's) */
+        json_t *series = json_object();
+        put_adjacent(series, "output", &mea);
+        put_adjacent(series, "linear", &lin);
+        put_figures(d, in.profile, series, &lin);
     }
     out->doc = d;
 fail:

@@ -364,6 +364,14 @@ check '[ -s "$DR/plots/psd.png" ] && ! ls "$DR/plots" | grep -q "\.svg$"' "and b
 check '[ $rc -eq 0 ] && [ "$(wc -l < "$T/p.out")" -eq 6 ] && [ ! -e "$T/data/history.png" ]' \
     "dpd plot --data: exit 0, 5 charts and plots.json (exit $rc: $(head -c 300 "$T/err"))"
 pycheck "dpd plot --data" data "$T/data/plots.json" "$T/d" test
+"$DPD" eval --data "$T/d" --split test --json >"$T/eval.json" 2>/dev/null
+check 'python3 -c "
+import json, sys
+d, e = (json.load(open(p)) for p in sys.argv[1:])
+a, err, lin = d.get(\"adjacent\") or {}, d.get(\"error\") or {}, e[\"linear_gain\"]
+ok = a.get(\"metric\") == \"ACLR_AVG\" and a[\"series\"][\"output\"] == e[\"output_aclr\"][\"AVG\"] and abs(err[\"value\"] - lin[\"NMSE\"]) < 1e-6
+sys.exit(0 if ok and abs(a[\"series\"][\"linear\"] - lin[\"ACLR_AVG\"]) < 1 else 1)" "$T/data/plots.json" "$T/eval.json"' \
+    "dpd plot --data's legends: y's ACLR_AVG and the residual's NMSE (g x against y) as dpd eval --data gives them ($(head -c 300 "$T/data/plots.json" | tr -d '\n'))"
 images "dpd plot --data" png "$T/data" psd amam ampm iq residual
 mkdir -p "$T/nt" && cp "$T/d/spec.json" "$T/d/test_input.csv" "$T/d/test_output.csv" "$T/nt/"
 "$DPD" plot --data "$T/nt" --out "$T/ntp" >/dev/null 2>"$T/err"; rc=$?
