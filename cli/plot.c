@@ -1230,6 +1230,23 @@ static void spectrum_legend(cairo_t *cr, const axes *a, const dpd_plot_data *p, 
     legend_at(cr, b[hidden[1] < hidden[0]], s, n, MARK_LINE);
 }
 
+/* What the PSD's figures (doc's "adjacent") warn of, into note: a DPD that leaves the adjacent
+ * channels worse than no DPD (through the PA model), or a PA model 3 dB or more below the capture's
+ * figure (it misses the PA's spectral regrowth). 0: nothing. */
+static int psd_warning(json_t *doc, char *note, size_t n) {
+    json_t *a = json_object_get(doc, "adjacent"), *sr = json_object_get(a, "series");
+    const char *key = json_string_value(json_object_get(a, "metric"));
+    json_t *pred = json_object_get(sr, "prediction"), *other = json_object_get(sr, "no_dpd"), *y = json_object_get(sr, "target");
+    if (!key || !figure(pred)) return 0;
+    double v = json_number_value(pred);
+    if (figure(other) && v > json_number_value(other))
+        return snprintf(note, n, "with DPD the %.4s is %.1f dB worse than without it", key, v - json_number_value(other)) > 0;
+    if (figure(y) && v <= json_number_value(y) - 3)
+        return snprintf(note, n, "the PA model's %.4s is %.1f dB below the measured y's: it misses the PA's regrowth", key,
+                        json_number_value(y) - v) > 0;
+    return 0;
+}
+
 /* PSD of every series over frequency, with the ACLR's bands; y from the peak down 100 dB. */
 static void chart_psd(cairo_t *cr, const plot_doc *d) {
     char yl[96];
@@ -1265,6 +1282,11 @@ static void chart_psd(cairo_t *cr, const plot_doc *d) {
     const double *ys[DPD_PLOT_SIGNALS];
     for (int i = 0; i < n; i++) ys[i] = p->psd[sig[i]];
     spectrum_legend(cr, &a, p, s, ys, n);
+    char note[160];
+    if (psd_warning(d->doc, note, sizeof note)) { /* under the x axis, where AM/PM says what it leaves out */
+        colour(cr, 0xA33A00, 1);
+        text(cr, PX + PW, PY + PH + 42, 11, 0, 1, 0, note);
+    }
 }
 
 /* The spectrum of prediction - target, over the target's own spectrum for scale. */

@@ -232,6 +232,18 @@ def band_edges(svg):  # each edge of the shaded channels once, a dashed dark lin
     got = sorted(float(x) for p in paths for x in re.findall(r'M ([\d.]+) 44 L \1 440', p))
     if len(shades) != 3 or got != want: fail('%s: dashed band edges at %r, the shades\' edges at %r' % (svg, got, want))
 
+def psd_note(svg, doc, want_some):  # the PSD's warning under its x axis, from its legend's figures: a DPD worse than none, a PA model 3 dB below y
+    import re
+    below = len([y for y in re.findall(r'<use xlink:href="#glyph[^"]*" x="[\d.]+" y="([\d.]+)"', open(svg).read()) if float(y) > 485])
+    a = json.load(open(doc)).get('adjacent') or {'series': {}}; s = a['series']; key = a.get('metric', '')[:4]; p = s.get('prediction')
+    note = ''
+    if p is not None and s.get('no_dpd') is not None and p > s['no_dpd']:
+        note = 'with DPD the %s is %.1f dB worse than without it' % (key, p - s['no_dpd'])
+    elif p is not None and s.get('target') is not None and p <= s['target'] - 3:
+        note = "the PA model's %s is %.1f dB below the measured y's: it misses the PA's regrowth" % (key, s['target'] - p)
+    if below != len(note): fail('%s: %d characters under the x axis, want %d: "%s"' % (svg, below, len(note), note))
+    if want_some and not note: fail('%s: no warning to check (figures %r)' % (doc, s))
+
 def beyond(ampm, amam, doc, want_some):  # AM/PM says how many points lie beyond its phase axis, under the x label
     import math, re
     below = lambda path: len([y for y in re.findall(r'<use xlink:href="#glyph[^"]*" x="[\d.]+" y="([\d.]+)"', open(path).read())
@@ -286,6 +298,7 @@ pycheck "a PA run's learning curves: the test ACLR_AVG of the capture's y (its N
     baselines "$T/svg/history.svg" "$T/svg/plots.json" "$R/events.jsonl" "$T/train.out"
 pycheck "the PSD's and the residual's bands: each edge a dashed line, once (the shades are one grey in print)" band_edges "$T/svg/psd.svg"
 pycheck "and the residual's" band_edges "$T/svg/residual.svg"
+pycheck "the PSD's note under its axis, from its figures (a PA model 3 dB or more below the capture's ACLR, or none)" psd_note "$T/svg/psd.svg" "$T/svg/plots.json" false
 pycheck "AM/PM's note of the points beyond its axis (AM/AM has none)" beyond "$T/svg/ampm.svg" "$T/svg/amam.svg" "$T/svg/plots.json" false
 check 'cmp -s "$T/svg/plots.json" "$R/plots/plots.json"' "the same run, split and checkpoint give the same plots.json, twice"
 cp -r "$R" "$T/hostile" && python3 - "$T/hostile/events.jsonl" <<'PY'
@@ -353,6 +366,7 @@ check '[ -s "$DR/plots/psd.svg" ] && [ -s "$DR/plots/history.svg" ] && ! ls "$DR
 pycheck "a one-epoch history: val and test told apart by their points (filled, hollow), not by dashes alone" hollow "$DR/plots/history.svg"
 pycheck "a DPD run's legends (four series) lie within the picture" legends_inside "$DR/plots/psd.svg" "$DR/plots/amam.svg" "$DR/plots/iq.svg" "$DR/plots/history.svg"
 pycheck "its PSD's legend (four series and their ACLR) lies beside the channels, not over them" legend_clear "$DR/plots/psd.svg"
+pycheck "and says under its axis that this DPD leaves the ACLR worse than none, by how much" psd_note "$DR/plots/psd.svg" "$DR/plots/plots.json" true
 pycheck "and its residual's (the error and its NMSE)" legend_clear "$DR/plots/residual.svg"
 pycheck "a DPD run's learning curves: its test ACLR_AVG without DPD (measured, PA model) as events.jsonl and the table say, two grey lines in their order" \
     baselines "$DR/plots/history.svg" "$DR/plots/plots.json" "$DR/events.jsonl" "$T/dpd.out"
