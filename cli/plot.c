@@ -490,7 +490,7 @@ static double fit(cairo_t *cr, double size, int bold, double room, const char *s
     cairo_text_extents_t t;
     font(cr, size, bold);
     cairo_text_extents(cr, s, &t);
-    return t.x_advance <= room ? size : fmax(8, floor(size * room / t.x_advance * 4) / 4);
+    return t.x_advance <= room ? size : fmax(8, floor(size * room / t.x_advance)); /* whole points (warm_draw's) */
 }
 
 /* The chart's title, and on the right what it shows: the run id or the dataset, and splits (NULL:
@@ -1012,14 +1012,14 @@ typedef struct box {
 static box legend_box(cairo_t *cr, const axes *a, const style *s, int n, int corner, double room) {
     double tw = 0, fs = 12;
     for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, 12, s[i].label));
-    if (corner == OUTSIDE) fs = fmax(8, fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw));
-    else if (room > 46) fs = fmax(9, fmin(12, 12 * (room - 46) / tw));
+    if (corner == OUTSIDE) fs = fmax(8, floor(fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw)));
+    else if (room > 46) fs = fmax(9, floor(fmin(12, 12 * (room - 46) / tw))); /* whole points: the sizes warm_draw renders */
     for (double want = corner == OUTSIDE ? W - 4 - (a->px + a->pw + 10) : room; fs < 12;) {
         double w = 0; /* the widths at that size (hinted: not quite in proportion), a little smaller till it fits */
         for (int i = 0; i < n; i++) w = fmax(w, text_width(cr, fs, s[i].label));
         tw = w;
         if (w + 46 <= want || fs <= (corner == OUTSIDE ? 8 : 9)) break;
-        fs = fmax(corner == OUTSIDE ? 8 : 9, fs - 0.25);
+        fs = fmax(corner == OUTSIDE ? 8 : 9, fs - 1);
     }
     box b = {.w = tw + 46, .h = n * 18 + 8, .fs = fs};
     b.x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - b.w - 8;
@@ -1410,24 +1410,30 @@ static void chart_ampm(cairo_t *cr, const plot_doc *d) {
 }
 
 /* I (top) and Q (bottom) of the first samples, every series. */
+/* I and Q of the first IQ_DRAWN of the plot data's samples (it holds DPD_PLOT_IQ): about two pixels
+ * a sample, where each sample and the model's tracking of it can be seen (a thousand in 560 pixels
+ * were one band). */
+#define IQ_DRAWN 250
 static void chart_iq(cairo_t *cr, const plot_doc *d) {
     const dpd_plot_data *p = d->p;
     int sig[DPD_PLOT_SIGNALS];
     style s[DPD_PLOT_SIGNALS];
-    char gl[DPD_PLOT_SIGNALS + 1][64];
+    char gl[DPD_PLOT_SIGNALS + 1][64], what[64];
     int n = looks(d->doc, p, sig, s, gl);
-    double *k = malloc((p->ni ? p->ni : 1) * sizeof *k); /* the sample numbers */
-    for (size_t i = 0; k && i < p->ni; i++) k[i] = (double)i;
-    vec t = {k, k ? p->ni : 0};
+    size_t ni = p->ni < IQ_DRAWN ? p->ni : IQ_DRAWN;
+    double *k = malloc((ni ? ni : 1) * sizeof *k); /* the sample numbers */
+    for (size_t i = 0; k && i < ni; i++) k[i] = (double)i;
+    vec t = {k, k ? ni : 0};
     range xr = EMPTY_RANGE, yr = EMPTY_RANGE;
     grow(&xr, t);
-    for (int i = 0; i < n; i++) grow(&yr, (vec){p->i[sig[i]], p->ni}), grow(&yr, (vec){p->q[sig[i]], p->ni});
-    title(cr, d->doc, "I/Q: the first samples");
+    for (int i = 0; i < n; i++) grow(&yr, (vec){p->i[sig[i]], ni}), grow(&yr, (vec){p->q[sig[i]], ni});
+    snprintf(what, sizeof what, "I/Q: the first %zu samples", ni);
+    title(cr, d->doc, what);
     double ph = (H - PY - 60 - 20) / 2.0;
     for (int c = 0; c < 2; c++) {
         axes a = axes_at(PX, PY + c * (ph + 20), PW - LEGEND_W, ph, xr, yr, 1, 1);
         axes_draw(cr, &a, c ? "sample" : NULL, c ? "Q (data units)" : "I (data units)");
-        for (int i = 0; i < n; i++) line(cr, &a, t, (vec){c ? p->q[sig[i]] : p->i[sig[i]], p->ni}, &s[i]);
+        for (int i = 0; i < n; i++) line(cr, &a, t, (vec){c ? p->q[sig[i]] : p->i[sig[i]], ni}, &s[i]);
         if (!c) legend(cr, &a, s, n, OUTSIDE, MARK_LINE);
     }
     free(k);
@@ -2015,6 +2021,8 @@ static void warm_draw(unsigned char *px) {
     style s[2] = {{BLACK, 2.2, 0, every}, {SKY, 1.4, 1, every}};
     legend(cr, &a, s, 2, TOP_LEFT, MARK_LINE);
     legend(cr, &a, s, 2, TOP_LEFT, MARK_BOTH); /* its dots too, filled and hollow (s[1] is dashed) */
+    for (int z = 8; z <= 11; z++) text(cr, a.px, a.py, z, 0, 0, 0, every); /* the smaller types that fit legends and keys */
+    text(cr, a.px, a.py, 9, 1, 0, 0, every); /* the learning curves' key's head */
     colour(cr, YELLOW, 0.35);
     cairo_rectangle(cr, a.px, a.py, 50, a.ph);
     cairo_fill(cr);
