@@ -152,15 +152,15 @@ typedef struct plot_doc {
     dpd_plot_data *p;
 } plot_doc;
 
-/* A figure fit to name in a legend: a number of dB (a hostile file's 1e300 is not one). */
-static int figure(json_t *v) {
-    return json_is_number(v) && fabs(json_number_value(v)) <= 999;
-}
+/* Metric k of m, a figure fit to name in a legend: computed, and a number of dB (a hostile file's
+ * 1e300 is not one); and v, a JSON one. */
+static int in_db(double v) { return fabs(v) <= 999; }
+static int scored(const dpd_metrics *m, int k) { return m && m->status[k] == DPD_METRIC_OK && in_db(dpd_metric_value(m, k)); }
+static int figure(json_t *v) { return json_is_number(v) && in_db(json_number_value(v)); }
 
-/* m's adjacent-channel figure (ACLR_AVG, the profile's ACPR_AVG) as series' name, where m has it and
- * it is a figure. */
+/* m's adjacent-channel figure (ACLR_AVG, the profile's ACPR_AVG) as series' name, where scored. */
 static void put_adjacent(json_t *series, const char *name, const dpd_metrics *m) {
-    if (m->status[DPD_ACLR_AVG] == DPD_METRIC_OK && fabs(m->aclr_avg) <= 999) json_object_set_new(series, name, json_real(m->aclr_avg));
+    if (scored(m, DPD_ACLR_AVG)) json_object_set_new(series, name, json_real(m->aclr_avg));
 }
 
 /* The legends' figures set on doc: "adjacent", {"metric": the profile's key, "series": series} (a
@@ -170,8 +170,7 @@ static void put_figures(json_t *doc, dpd_profile profile, json_t *series, const 
     if (series && json_object_size(series))
         json_object_set_new(doc, "adjacent", json_pack("{s:s, s:o}", "metric", dpd_metric_key(profile, DPD_ACLR_AVG), "series", series));
     else json_decref(series);
-    if (m && m->status[DPD_NMSE] == DPD_METRIC_OK && fabs(m->nmse) <= 999)
-        json_object_set_new(doc, "error", json_pack("{s:s, s:f}", "metric", "NMSE", "value", m->nmse));
+    if (scored(m, DPD_NMSE)) json_object_set_new(doc, "error", json_pack("{s:s, s:f}", "metric", "NMSE", "value", m->nmse));
 }
 
 /* A run's figures as it recorded them on the split drawn under profile (put_figures): the
@@ -245,7 +244,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
                                        * (the end of a run: its gate has said so) */
     int same = cli_warn_trained_on(best, &info, &ds); /* 1: the samples the run trained on */
     g = dpd_dataset_gain(&ds);
-    int pn = dpd_profile_parse(r->profile ? r->profile : prof[0] ? prof : "legacy-opendpd-v1");
+    int own_pn = dpd_profile_parse(prof[0] ? prof : "legacy-opendpd-v1"), pn = r->profile ? dpd_profile_parse(r->profile) : own_pn;
     dpd_plot_in in = {.spec = &ds.spec, .profile = pn < 0 ? DPD_PROFILE_LEGACY : (dpd_profile)pn};
     if (pn < 0) { /* config.json's (--metric-profile is checked before) */
         cli_err(err, DPD_E_FORMAT, "%s: metric_profile '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 "
@@ -318,8 +317,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves' baselines are left out)\n", herr.msg);
         /* the run's own figures, where the pictures are of its data (the split it scored, or the train
          * split it trained on, by fingerprint where it has one) under its profile */
-        int own = (kept || same == 1 || (same < 0 && !r->data)) && in.profile == (dpd_profile)dpd_profile_parse(prof[0] ? prof : "legacy-opendpd-v1");
-        if (own) figures(d, &info, r->split, in.profile);
+        if ((kept || same == 1 || (same < 0 && !r->data)) && pn == own_pn) figures(d, &info, r->split, in.profile);
     }
     if (!r->run_dir) { /* the legends' figures: y's ACLR, g x's, and the residual's NMSE (dpd eval --data's) */
         json_t *series = json_object();
@@ -485,12 +483,16 @@ static double text_width(cairo_t *cr, double size, const char *s) {
     return t.x_advance;
 }
 
-/* size, or less (down to 8) where s set in it (bold or not) would be wider than room. */
-static double fit(cairo_t *cr, double size, int bold, double room, const char *s) {
-    cairo_text_extents_t t;
-    font(cr, size, bold);
-    cairo_text_extents(cr, s, &t);
-    return t.x_advance <= room ? size : fmax(8, floor(size * room / t.x_advance)); /* whole points (warm_draw's) */
+/* size, or the largest whole point size down to lo (warm_draw renders them) at which s, set in it
+ * (bold or not), is at most room wide, measured at that size (hinted: widths are not quite in
+ * proportion); lo where none is. */
+static double fit(cairo_t *cr, double size, int bold, double room, double lo, const char *s) {
+    for (double z = size;; z = floor(z) == z ? z - 1 : floor(z)) {
+        cairo_text_extents_t t;
+        font(cr, z, bold);
+        cairo_text_extents(cr, s, &t);
+        if (t.x_advance <= room || z <= lo) return fmax(z, lo);
+    }
 }
 
 /* The chart's title, and on the right what it shows: the run id or the dataset, and splits (NULL:
@@ -1011,28 +1013,13 @@ typedef struct box {
  * it where the box would be wider than room (0: any width). */
 static box legend_box(cairo_t *cr, const axes *a, const style *s, int n, int corner, double room) {
     double tw = 0, fs = 12;
-    for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, 12, s[i].label));
-    if (corner == OUTSIDE) fs = fmax(8, floor(fmin(12, 12 * (W - 4 - (a->px + a->pw + 10) - 46) / tw)));
-    else if (room > 46) fs = fmax(9, floor(fmin(12, 12 * (room - 46) / tw))); /* whole points: the sizes warm_draw renders */
-    for (double want = corner == OUTSIDE ? W - 4 - (a->px + a->pw + 10) : room; fs < 12;) {
-        double w = 0; /* the widths at that size (hinted: not quite in proportion), a little smaller till it fits */
-        for (int i = 0; i < n; i++) w = fmax(w, text_width(cr, fs, s[i].label));
-        tw = w;
-        if (w + 46 <= want || fs <= (corner == OUTSIDE ? 8 : 9)) break;
-        fs = fmax(corner == OUTSIDE ? 8 : 9, fs - 1);
-    }
+    if (corner == OUTSIDE) room = W - 4 - (a->px + a->pw + 10);
+    for (int i = 0; i < n && room > 46; i++) fs = fmin(fs, fit(cr, 12, 0, room - 46, corner == OUTSIDE ? 8 : 9, s[i].label));
+    for (int i = 0; i < n; i++) tw = fmax(tw, text_width(cr, fs, s[i].label));
     box b = {.w = tw + 46, .h = n * 18 + 8, .fs = fs};
     b.x = corner == OUTSIDE ? a->px + a->pw + 10 : corner & 1 ? a->px + 8 : a->px + a->pw - b.w - 8;
     b.y = corner & 2 ? a->py + a->ph - b.h - 8 : corner == OUTSIDE ? a->py : a->py + 8;
     return b;
-}
-
-static double legend_at(cairo_t *cr, box b, const style *s, int n, int mark);
-
-/* The legend: each series' mark (MARK_*) and label, one under the other, in a corner (legend_box,
- * any width). Returns the box's bottom edge. */
-static double legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
-    return legend_at(cr, legend_box(cr, a, s, n, corner, 0), s, n, mark);
 }
 
 /* The legend in box b. Returns its bottom edge. */
@@ -1075,6 +1062,12 @@ static double legend_at(cairo_t *cr, box b, const style *s, int n, int mark) {
         text(cr, x + 38, cy, fs, 0, 0, 0.5, s[i].label);
     }
     return y + bh; /* the box's bottom */
+}
+
+/* The legend: each series' mark (MARK_*) and label, one under the other, in a corner (legend_box,
+ * any width). Returns the box's bottom edge. */
+static double legend(cairo_t *cr, const axes *a, const style *s, int n, int corner, int mark) {
+    return legend_at(cr, legend_box(cr, a, s, n, corner, 0), s, n, mark);
 }
 
 /* Says why a chart has nothing to show, in its frame. */
@@ -1409,8 +1402,7 @@ static void chart_ampm(cairo_t *cr, const plot_doc *d) {
                   "phase of output \xE2\x88\x92 input (degrees)", TOP_RIGHT);
 }
 
-/* I (top) and Q (bottom) of the first samples, every series. */
-/* I and Q of the first IQ_DRAWN of the plot data's samples (it holds DPD_PLOT_IQ): about two pixels
+/* I (top) and Q (bottom) of the first IQ_DRAWN of the plot data's samples (it holds DPD_PLOT_IQ): about two pixels
  * a sample, where each sample and the model's tracking of it can be seen (a thousand in 560 pixels
  * were one band). */
 #define IQ_DRAWN 250
@@ -1550,12 +1542,12 @@ static void chart_history(cairo_t *cr, const plot_doc *d) {
             char head[64], label[64];
             snprintf(head, sizeof head, "%s, test (dBc)", name[2]);
             colour(cr, BLACK, 1);
-            text(cr, x + 6, y + 11, fit(cr, 11, 1, bw - 12, head), 1, 0, 0.5, head);
+            text(cr, x + 6, y + 11, fit(cr, 11, 1, bw - 12, 8, head), 1, 0, 0.5, head);
             if (dpd) text(cr, x + 6, y + 24, 11, 0, 0, 0.5, "without DPD:");
             double fs = 11; /* one size for both, the one that fits the longer */
             for (int k = 0; k < 2; k++) {
                 snprintf(label, sizeof label, "%s %.1f", k ? "PA model" : "measured y", base[k]);
-                if (isfinite(base[k])) fs = fmin(fs, fit(cr, 11, 0, bw - 32, label));
+                if (isfinite(base[k])) fs = fmin(fs, fit(cr, 11, 0, bw - 32, 8, label));
             }
             for (int k = 0, i = 0; k < 2; k++) {
                 if (!isfinite(base[k])) continue;

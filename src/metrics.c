@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dpd/dpd.h"
+#include "metrics.h"
 #include "status.h"
 
 /* Frequency of fftshift-ordered bin k, computed as numpy's fftfreq does so band edges that fall
@@ -203,7 +204,7 @@ const char *dpd_metric_name(int k) {
     return k >= 0 && k < DPD_NMETRICS ? metric_names[k] : NULL;
 }
 
-static double *metric_slot(dpd_metrics *m, int k) {
+double *dpd_metric_slot(dpd_metrics *m, int k) {
     switch (k) {
     case DPD_NMSE: return &m->nmse;
     case DPD_EVM: return &m->evm;
@@ -216,7 +217,7 @@ static double *metric_slot(dpd_metrics *m, int k) {
 /* NaN for k out of range (there is no such metric) or m NULL. */
 double dpd_metric_value(const dpd_metrics *m, int k) {
     if (!m || k < 0 || k >= DPD_NMETRICS) return NAN;
-    return *metric_slot((dpd_metrics *)m, k);
+    return *dpd_metric_slot((dpd_metrics *)m, k);
 }
 
 const char *dpd_metric_status_str(dpd_metric_status s) {
@@ -236,14 +237,14 @@ __attribute__((format(printf, 4, 5))) static void refuse(dpd_metrics *m, int k,
     va_start(ap, fmt);
     vsnprintf(m->reason[k], sizeof m->reason[k], fmt, ap);
     va_end(ap);
-    *metric_slot(m, k) = NAN;
+    *dpd_metric_slot(m, k) = NAN;
     m->status[k] = st;
 }
 
 /* Metric k got value v; a non-finite v is invalid with `why` (the caller's diagnosis). */
 static void accept(dpd_metrics *m, int k, double v, const char *why) {
     if (isfinite(v)) {
-        *metric_slot(m, k) = v;
+        *dpd_metric_slot(m, k) = v;
         m->status[k] = DPD_METRIC_OK;
         m->reason[k][0] = '\0';
     } else {

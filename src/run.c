@@ -19,6 +19,7 @@
 
 #include "ckpt.h"
 #include "config.h"
+#include "metrics.h"
 #include "dataset.h"
 #include "file.h"
 #include "json.h"
@@ -414,9 +415,10 @@ static void put_metrics(meta *m, const char *split, const dpd_metrics *v, const 
     }
 }
 
-/* put_metrics' figures read back: the val and test figures a best checkpoint records (dpd_run_save_best: "<split>_<key>" under its
- * metric_profile, "_status" and "_reason" beside a metric that was not computed); out->scored only
- * when every one is there as a number (or nan) and every status is one dpd writes. */
+/* put_metrics' figures read back: the val and test figures a best checkpoint records
+ * (dpd_run_save_best: "<split>_<key>" under its metric_profile, "_status" and "_reason" beside a
+ * metric that was not computed); out->scored only when every one is there as a number (or nan)
+ * and every status is one dpd writes. */
 void dpd_run_scores(const dpd_ckpt *c, dpd_ckpt_info *out) {
     const char *v = dpd_ckpt_meta(c, "metric_profile");
     int p = v ? dpd_profile_parse(v) : -1;
@@ -432,15 +434,15 @@ void dpd_run_scores(const dpd_ckpt *c, dpd_ckpt_info *out) {
             if (!x || !*x || *end) return; /* not recorded: not scored */
             snprintf(key + strlen(key), sizeof key - strlen(key), "_status");
             const char *st = dpd_ckpt_meta(c, key);
-            dpd_metric_status status = !st ? DPD_METRIC_OK : !strcmp(st, "invalid") ? DPD_METRIC_INVALID
-                                                           : !strcmp(st, "not_applicable") ? DPD_METRIC_NOT_APPLICABLE : -1;
-            if ((int)status < 0 || (status == DPD_METRIC_OK) != isfinite(value)) return;
+            int status = st ? -1 : DPD_METRIC_OK; /* a status put_metrics writes (dpd_metric_status_str's) */
+            for (int z = DPD_METRIC_INVALID; st && z <= DPD_METRIC_NOT_APPLICABLE; z++)
+                if (!strcmp(st, dpd_metric_status_str((dpd_metric_status)z))) status = z;
+            if (status < 0 || (status == DPD_METRIC_OK) != isfinite(value)) return;
             memcpy(key + strlen(key) - 6, "reason", 7);
             const char *why = dpd_ckpt_meta(c, key);
             snprintf(m[i]->reason[k], sizeof m[i]->reason[k], "%s", status && why ? why : "");
-            m[i]->status[k] = status;
-            double *slot[DPD_NMETRICS] = {&m[i]->nmse, &m[i]->evm, &m[i]->aclr_l, &m[i]->aclr_r, &m[i]->aclr_avg};
-            *slot[k] = status ? NAN : value;
+            m[i]->status[k] = (dpd_metric_status)status;
+            *dpd_metric_slot(m[i], k) = status ? NAN : value;
         }
     }
     out->scored = 1;
