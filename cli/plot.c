@@ -425,7 +425,7 @@ static void pen(cairo_t *cr, const style *s) {
 /* The charts' typeface, DejaVu Sans and its bold, read by FreeType from where the distributions
  * install it: what fontconfig picks for "sans-serif" on Debian, without fontconfig's set-up
  * (parsing its configuration and caches costs 8 to 10 ms, a fifth of the end-of-run pictures,
- * against 2 ms here). Where the files are not found, cairo's "sans-serif" through fontconfig.
+ * against 0.6 ms here). Where the files are not found, cairo's "sans-serif" through fontconfig.
  * Opened by warm_up, once a process: kept for its next pictures, and left to its exit (letting go
  * of them and of cairo's caches took 0.6 ms at the end of every run). */
 static struct {
@@ -453,8 +453,10 @@ static void fonts_open(void) {
         for (int i = 0; i < 2; i++)
             if (f[i]) FT_Done_Face(f[i]), f[i] = NULL;
     }
-    for (int i = 0; f[0] && i < 2; i++) { /* slight hinting, as fontconfig's default on Debian */
-        fonts.face[i] = cairo_ft_font_face_create_for_ft_face(f[i], FT_LOAD_TARGET_LIGHT);
+    /* Unhinted: the TrueType hinting program (fontconfig's "slight" on Debian) ran for 40 % of the
+     * glyphs' time, for outlines that differ from these by a fraction of a pixel's shade. */
+    for (int i = 0; f[0] && i < 2; i++) {
+        fonts.face[i] = cairo_ft_font_face_create_for_ft_face(f[i], FT_LOAD_NO_HINTING);
         if (cairo_font_face_status(fonts.face[i])) cairo_font_face_destroy(fonts.face[i]), fonts.face[i] = NULL;
     }
     if (!fonts.face[0] || !fonts.face[1]) /* fontconfig's for both */
@@ -483,8 +485,8 @@ static double text_width(cairo_t *cr, double size, const char *s) {
     return t.x_advance;
 }
 
-/* size, or the largest whole point size down to lo (warm_draw renders them) at which s, set in it
- * (bold or not), is at most room wide, measured at that size (hinted: widths are not quite in
+/* size, or the largest whole point size down to lo at which s, set in it (bold or not), is at most
+ * room wide, measured at that size (advances are whole pixels: widths are not quite in
  * proportion); lo where none is. */
 static double fit(cairo_t *cr, double size, int bold, double room, double lo, const char *s) {
     for (double z = size;; z = floor(z) == z ? z - 1 : floor(z)) {
@@ -689,15 +691,15 @@ static void reach(ink *k, int y, int x0, int x1) {
  * the same column or row, so that an edge at any angle moves through eight levels of coverage. */
 static const double sample_at[8][2] = {{1, -3}, {-1, 3}, {5, 1}, {-3, -5}, {-5, 5}, {-7, -1}, {3, 7}, {7, -7}};
 
-/* Covers segment a-b of half width hw, cut square at b and, unless round_a, at a: the segments of
- * a line, each round where it starts, join round, and it ends square (cairo's butt caps and round
- * joins). Each pixel's eight samples inside it are set in its top byte, one bit each: the bits of
- * a line's segments are or-ed, so a pixel is as covered as the union of the segments is, wherever
+/* Covers segment a-b of half width hw, each end round (round_a, round_b) or cut square: the
+ * segments of a line, each round where it starts, join round, and it ends square (cairo's butt
+ * caps and round joins). Each pixel's eight samples inside it are set in its top byte, one bit
+ * each: the bits of a line's segments are or-ed, so a pixel is as covered as the union of the segments is, wherever
  * they overlap (joins, and dense curves). Worked in (major, minor) coordinates, the major axis the
  * one the segment runs along most: each pixel column (or row) the segment reaches is visited, and
  * across it only the pixels within reach; nothing outside the clip is touched, whatever a and b
  * (finite) are. */
-static void cover_seg(ink *k, const double a[2], const double b[2], double hw, int round_a) {
+static void cover_seg(ink *k, const double a[2], const double b[2], double hw, int round_a, int round_b) {
     int m = fabs(b[0] - a[0]) >= fabs(b[1] - a[1]) ? 0 : 1, o = 1 - m;
     double dx = b[m] - a[m], dy = b[o] - a[o], len = sqrt(dx * dx + dy * dy);
     if (!(len > 1e-6)) return;
@@ -707,17 +709,19 @@ static void cover_seg(ink *k, const double a[2], const double b[2], double hw, i
      * / cos (its width there) from the centre line. The samples are at most 7/16 from a pixel's
      * centre along either axis: the pixels reached are those within another 7/16 (the bounds are
      * of whole pixels' centres, offset by a half). */
-    double sq = hw * fabs(uy) + 0.01, cap_a = round_a ? hw + 0.01 : sq;
+    double sq = hw * fabs(uy) + 0.01, cap_a = round_a ? hw + 0.01 : sq, cap_b = round_b ? hw + 0.01 : sq;
     double across = hw * sqrt(1 + slope * slope) + 0.01 + 7.0 / 16;
-    double before = (dx >= 0 ? cap_a : sq) + 7.0 / 16, after = (dx >= 0 ? sq : cap_a) + 7.0 / 16; /* beyond lo, hi */
+    double before = (dx >= 0 ? cap_a : cap_b) + 7.0 / 16, after = (dx >= 0 ? cap_b : cap_a) + 7.0 / 16; /* beyond lo, hi */
     f4 st[2], sn[2]; /* each sample's offset along the segment and across */
     for (int s = 0; s < 8; s++) {
         double om = sample_at[s][m] / 16, oo = sample_at[s][o] / 16;
         st[s / 4][s % 4] = (float)(om * ux + oo * uy), sn[s / 4][s % 4] = (float)(om * uy - oo * ux);
     }
-    /* a sample is in within hw of the segment: beside it (ts in [0, len]), or before a by dt if round there */
+    /* a sample is in within hw of the segment: beside it (ts in [0, len]), or by dt before a or past b
+     * where that end is round */
     const f4 zero = {0, 0, 0, 0}, fhw2 = zero + (float)hw2, flen = zero + (float)len;
-    const f4 tlo = zero + (round_a ? -INFINITY : 0.0f), dtk = zero + (float)round_a;
+    const f4 tlo = zero + (round_a ? -INFINITY : 0.0f), thi = round_b ? zero + INFINITY : flen;
+    const f4 dka = zero + (float)round_a, dkb = zero + (float)round_b;
     int clo[2] = {k->x0, k->y0}, chi[2] = {k->x1 - 1, k->y1 - 1};
     int i1 = last_at(hi + after - 0.5, clo[m] - 1, chi[m]);
     for (int i = first_at(lo - before - 0.5, clo[m], chi[m] + 1); i <= i1; i++) {
@@ -742,8 +746,9 @@ static void cover_seg(ink *k, const double a[2], const double b[2], double hw, i
         for (int j = j0; j <= j1; j++, t += uy, n -= ux, px += step) {
             unsigned bits = 0;
             for (int h = 0; h < 2; h++) {
-                f4 ts = (float)t + st[h], ns = (float)n + sn[h], dt = (f4)((i4)ts & (ts < zero)) * dtk; /* dt: ts < 0 */
-                bits |= lanes((ns * ns + dt * dt <= fhw2) & (ts >= tlo) & (ts <= flen)) << 4 * h;
+                f4 ts = (float)t + st[h], ns = (float)n + sn[h], past = ts - flen;
+                f4 dt = (f4)((i4)ts & (ts < zero)) * dka + (f4)((i4)past & (past > zero)) * dkb; /* before a, past b */
+                bits |= lanes((ns * ns + dt * dt <= fhw2) & (ts >= tlo) & (ts <= thi)) << 4 * h;
             }
             if (!m) reach(k, j, i, i);
             *px |= bits << 24;
@@ -766,7 +771,7 @@ static int clip_seg(const ink *k, const double a[2], const double b[2], double m
 
 /* Covers segment a-b of a line in style s, *dist pixels along the line (the dashes' phase: 6 on,
  * 4 off), which it advances; first: a starts the line (a square end, as every dash's ends are). */
-static void line_seg(ink *k, const double a[2], const double b[2], double *dist, const style *s, int first) {
+static void line_seg(ink *k, const double a[2], const double b[2], double *dist, const style *s, int first, int round_b) {
     double len = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1])), at = *dist, t0 = 0, t1 = 1, hw = s->width / 2;
     *dist += len;
     if (!clip_seg(k, a, b, hw + 1.5, &t0, &t1)) return; /* 1.5: the ends cut here are off the clip */
@@ -774,7 +779,7 @@ static void line_seg(ink *k, const double a[2], const double b[2], double *dist,
     double q[2] = {a[0] + t1 * (b[0] - a[0]), a[1] + t1 * (b[1] - a[1])}, v = (t1 - t0) * len;
     first &= t0 == 0;
     if (!s->dashed) {
-        cover_seg(k, p, q, hw, !first);
+        cover_seg(k, p, q, hw, !first, round_b && t1 == 1);
         return;
     }
     /* the dashes over [0, v] of p-q, the phase ph at u: on below 6; v is at most the clip's size */
@@ -784,7 +789,7 @@ static void line_seg(ink *k, const double a[2], const double b[2], double *dist,
             double f0 = u / v, f1 = fmin(end, v) / v;
             double e0[2] = {p[0] + f0 * (q[0] - p[0]), p[1] + f0 * (q[1] - p[1])};
             double e1[2] = {p[0] + f1 * (q[0] - p[0]), p[1] + f1 * (q[1] - p[1])};
-            cover_seg(k, e0, e1, hw, u == 0 && ph > 0 && !first); /* round where a dash goes on past a join */
+            cover_seg(k, e0, e1, hw, u == 0 && ph > 0 && !first, 0); /* round where a dash goes on past a join */
         }
         u = end;
     }
@@ -834,15 +839,16 @@ typedef struct pen_at {
     size_t run;
 } pen_at;
 
-static void pen_to(pen_at *f, const double q[2]) {
-    if (f->run++) line_seg(f->k, f->p, q, &f->dist, f->s, f->run == 2);
+/* On to q, drawing from the point before; round_b: round at q (a solid line's column's link). */
+static void pen_to(pen_at *f, const double q[2], int round_b) {
+    if (f->run++) line_seg(f->k, f->p, q, &f->dist, f->s, f->run == 2, round_b);
     f->p[0] = q[0], f->p[1] = q[1];
 }
 
 /* The points of a solid line that fall in one pixel column: its first and last, and its highest
- * and lowest, with their places in the line (a dense curve, a PSD of 4 000 points over 700
- * pixels, zigzags up and down each column: the union of its segments there is the column's span
- * from the lowest to the highest point, which these four draw in a fraction of the time). */
+ * and lowest, with their places in the line (a dense curve, a PSD of 2 560 points over 700
+ * pixels, zigzags up and down each column: the union of its segments there is, within a pixel,
+ * the column's span from the lowest to the highest point). */
 typedef struct colspan {
     long c;
     size_t n; /* points in it (0: none yet) */
@@ -850,16 +856,17 @@ typedef struct colspan {
     double pt[4][2]; /* first, lowest, highest, last */
 } colspan;
 
+/* Draws a column: the link from the column before to its first point, then its lowest to its
+ * highest point as one segment, both round at each end; the next link starts at its last point.
+ * The way from the first to the span and from the span to the last lies in the same column,
+ * between its lowest and highest point: inside the span within a pixel, joined by the round ends
+ * of a line 1.2 pixels wide or wider. (The links to the next column are drawn whole: drawn only
+ * where the columns' spans do not overlap, a thin line's dense curve came out visibly lighter.) */
 static void column_flush(colspan *col, pen_at *f) {
     if (!col->n) return;
-    int order[4] = {0, 1, 2, 3};
-    for (int i = 1; i < 4; i++) /* by their places in the line */
-        for (int j = i; j > 0 && col->at[order[j]] < col->at[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1], order[j - 1] = t;
-        }
-    for (int i = 0; i < 4; i++)
-        if (!i || col->at[order[i]] != col->at[order[i - 1]]) pen_to(f, col->pt[order[i]]);
+    pen_to(f, col->pt[0], 1);
+    if (col->at[1] != col->at[2]) line_seg(f->k, col->pt[1], col->pt[2], &f->dist, f->s, 0, 1);
+    if (col->at[3] != col->at[0]) f->p[0] = col->pt[3][0], f->p[1] = col->pt[3][1], f->run++;
     col->n = 0;
 }
 
@@ -892,7 +899,7 @@ static void line_pixels(cairo_surface_t *sf, const axes *a, vec xs, vec ys, size
             column_flush(&col, &f);
             f.run = 0;
         } else if (s->dashed) { /* the dashes follow the length of the whole line: every point */
-            pen_to(&f, q);
+            pen_to(&f, q, 0);
         } else {
             column_add(&col, &f, q, i);
         }
@@ -1598,7 +1605,7 @@ _Static_assert(sizeof draw_order / sizeof *draw_order == NCHARTS, "every chart, 
 #define RAW_INDEXED ((size_t)H * (1 + W)) /* with a palette: a filter byte, then an index a pixel */
 #define MAX_COLOURS 1024                 /* more distinct colours than this: 8-bit RGB */
 #define COLOUR_SLOTS 2048                /* the colours' hash table, at most half full */
-#define QUANT 4                          /* a palette moves no channel of a pixel by more (of 255) */
+#define QUANT 8                          /* a palette moves no channel of a pixel by more (of 255) */
 
 /* The distinct colours of an image (the pixels' 24 bits), as it is read: a hash of them (key:
  * the colour | 1 << 24, 0 empty) to their ids, in the order they are met, and by id the colour,
@@ -1726,11 +1733,14 @@ static int by_key_down(const void *a, const void *b) {
  * most 256 colours: each its own entry, exactly. More (the antialiased edges of text and lines
  * blend into some 300 to 600): the colours by their pixels, the most first, each an entry of its
  * own unless one already is within k of it in every channel, for the least k that needs at most
- * 256 entries (1 to 3 for these charts); the entries left go to the commonest of the colours
- * without one, and every colour without one is drawn as its nearest entry. No channel of any
- * pixel moves by more than k, and a colour moves only where a commoner one is that close: in the
- * quick run's charts, greys of the text's antialiased edges (45 pixels or fewer each; 2 to 3 400
- * of a chart's 400 000 pixels), by 1 to 3 of 255. 0, or -1 where that would need k > QUANT. */
+ * 256 entries; the entries left go to the commonest of the colours without one, and every colour
+ * without one is drawn as its nearest entry. No channel of any pixel moves by more than k, and a
+ * colour moves only where a commoner one is that close: the antialiased edges of text and of
+ * lines. The quick PA run's charts need k = 1 (AM/AM, AM/PM, I/Q), 3 (the learning curves) and 5
+ * (the PSD and the residual, whose two series' edges blend over three backgrounds): 5 of 255
+ * is a shade no eye tells, and the PSD as 8-bit RGB was twice the file and the encoder's work (a
+ * DPD run's PSD and I/Q, with more than MAX_COLOURS, still are). 0, or -1 where that would need
+ * k > QUANT. */
 static int palette(colours *c) {
     uint64_t order[MAX_COLOURS]; /* (pixels << 16 | MAX_COLOURS - 1 - id), most pixels first, then id */
     uint8_t own[MAX_COLOURS];    /* by id: has an entry of its own */
@@ -1994,31 +2004,29 @@ static dpd_status png_finish(png_job *j, dpd_error *err) {
     return publish(j->tmp, j->path, j->st, j->rc, j->e, err);
 }
 
-/* Draws once, on image px (a slot, drawn on again later), with the charts' own pieces: the title
- * and its source line, a frame with ticks and both axis labels (the y label turned), a legend of
- * each kind, a shaded band; the texts hold every character the charts write. The first chart then
- * finds cairo's and FreeType's code bound and set up and the glyphs of each size rendered: it took
- * 1.45 ms without, against 0.5 for the next ones. */
+/* Draws once, on image px (a slot, drawn on again later), a few of the charts' pieces: a glyph of
+ * each face, one turned (the y label's), a translucent band and a stroke. The first chart then
+ * finds cairo's, pixman's and FreeType's code bound and set up; the glyphs each chart is the first
+ * to use it renders itself. (Rendering every character at each of the charts' sizes here, as up
+ * to 2026-12-07, cost this thread 42 M instructions beside the doctor, which it slowed by 2 to 6
+ * ms; the charts' own glyphs cost the drawing thread 5.6 M.) */
 static void warm_draw(unsigned char *px) {
-    static const char every[] = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`"
-                                "abcdefghijklmnopqrstuvwxyz{|}~\xE2\x88\x92\xC2\xB7"; /* and minus, middle dot */
     cairo_surface_t *sf = cairo_image_surface_create_for_data(px, CAIRO_FORMAT_RGB24, W, H, STRIDE);
     cairo_t *cr = cairo_create(sf);
-    json_t *doc = json_pack("{s:s}", "split", every); /* the source line: ", <every> split" */
     colour(cr, 0xFFFFFF, 1);
     cairo_paint(cr);
-    title(cr, doc, every);
-    axes a = axes_at(PX, PY, PW, PH, (range){0, 1}, (range){0, 1}, 0, 0);
-    axes_draw(cr, &a, every, every);
-    style s[2] = {{BLACK, 2.2, 0, every}, {SKY, 1.4, 1, every}};
-    legend(cr, &a, s, 2, TOP_LEFT, MARK_LINE);
-    legend(cr, &a, s, 2, TOP_LEFT, MARK_BOTH); /* its dots too, filled and hollow (s[1] is dashed) */
-    for (int z = 8; z <= 11; z++) text(cr, a.px, a.py, z, 0, 0, 0, every); /* the smaller types that fit legends and keys */
-    text(cr, a.px, a.py, 9, 1, 0, 0, every); /* the learning curves' key's head */
+    text(cr, 10, 10, 12, 0, 0, 0, "0");
+    text(cr, 10, 30, 17, 1, 0, 0, "A");
+    cairo_save(cr);
+    cairo_translate(cr, 60, 60);
+    cairo_rotate(cr, -M_PI / 2);
+    text(cr, 0, 0, 13, 0, 0.5, 0.5, "d");
+    cairo_restore(cr);
     colour(cr, YELLOW, 0.35);
-    cairo_rectangle(cr, a.px, a.py, 50, a.ph);
+    cairo_rectangle(cr, 10, 10, 50, 50);
     cairo_fill(cr);
-    json_decref(doc);
+    colour(cr, BLACK, 1);
+    cairo_move_to(cr, 0, 0.5), cairo_line_to(cr, 100, 0.5), cairo_stroke(cr);
     cairo_destroy(cr);
     cairo_surface_destroy(sf);
 }
