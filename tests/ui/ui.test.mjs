@@ -206,6 +206,23 @@ try {
     consoleErrors.splice(before); // the browser logs the refusals it was asked to make
   });
 
+  // The figures in labels and cards are written as dpd plot's legends and the CLI write them (C's
+  // printf: an exact binary tie rounds to even), not as toFixed does (away from zero). The wanted
+  // strings are C's (printf("%.*f") of the same doubles); the first six are ties.
+  await test('figures round as the CLI\'s and dpd plot\'s (exact ties to even)', async () => {
+    const want = [[-41.25, 1, '-41.2'], [41.25, 1, '41.2'], [-41.75, 1, '-41.8'], [0.125, 2, '0.12'], [-2.5, 0, '-2'],
+      [3.5, 0, '4'], [-41.65, 1, '-41.6'], [-30.665, 2, '-30.66'], [-27.3475, 3, '-27.348'], [1.005, 2, '1.00'], [-0.04, 1, '-0.0']];
+    const got = await page.evaluate(async (w) => {
+      const ui = await import('/js/ui.js'), charts = await import('/js/charts.js');
+      return { fixed: w.map(([v, d]) => ui.fixedC(v, d)), card: ui.fmtNum(-41.2345, 3),
+        legend: charts.withAdjacent({ label: 'PA model' }, { metric: 'ACLR_AVG', series: { prediction: -41.25 } }, 'prediction').label,
+        error: charts.withError({ error: { value: -27.75 } }) };
+    }, want);
+    want.forEach(([v, d, s], i) => assert(got.fixed[i] === s, `fixedC(${v}, ${d}) = '${got.fixed[i]}', C writes '${s}'`));
+    assert(got.card === '-41.234', `a card's -41.2345 reads '${got.card}'`); // -41.2344999...: not a tie
+    assert(got.legend === 'PA model (ACLR -41.2 dBc)' && got.error === ' (NMSE -27.8 dB)', `labels '${got.legend}', '${got.error}'`);
+  });
+
   await test('signed-out browsers get the sign-in page', async () => {
     const ctx2 = await browser.newContext();
     const p2 = await ctx2.newPage();

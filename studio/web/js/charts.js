@@ -1,7 +1,7 @@
 // Charts with the vendored uPlot (window.uPlot). Each chart is registered by name in
 // window.__dpd.charts so that its data can be read back (the UI tests compare it with the API);
 // live charts are updated in place with setData, never rebuilt.
-import { h } from './ui.js';
+import { fixedC, h } from './ui.js';
 
 // Okabe-Ito; series are also told apart by dash pattern, never by colour alone.
 export const COLORS = ['#0072b2', '#e69f00', '#009e73', '#d55e00', '#56b4e9', '#cc79a7', '#000000', '#f0e442'];
@@ -233,14 +233,14 @@ export function seriesLook(dpd) {
 // on the split drawn (plots.json's "adjacent", dpd plot's legend): "PA model (ACLR -42.0 dBc)".
 export function withAdjacent(s, adjacent, key) {
   const v = adjacent && adjacent.series && typeof adjacent.metric === 'string' ? adjacent.series[key] : undefined;
-  return typeof v === 'number' ? { ...s, label: `${s.label} (${adjacent.metric.slice(0, 4)} ${v.toFixed(1)} dBc)` } : s;
+  return typeof v === 'number' ? { ...s, label: `${s.label} (${adjacent.metric.slice(0, 4)} ${fixedC(v, 1)} dBc)` } : s;
 }
 
 // The residual's name's end: its NMSE as the run recorded it on the split drawn (plots.json's "error",
 // dpd plot's legend), or nothing.
 export function withError(doc) {
   const v = doc && doc.error ? doc.error.value : undefined;
-  return typeof v === 'number' ? ` (NMSE ${v.toFixed(1)} dB)` : '';
+  return typeof v === 'number' ? ` (NMSE ${fixedC(v, 1)} dB)` : '';
 }
 
 // [lo, hi] rounded out to whole ticks of a 1-2-5 step, about 6 of them: dpd plot's axes (cli/plot.c).

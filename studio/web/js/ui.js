@@ -31,11 +31,24 @@ export function put(el, ...children) { append(el, children); return el; }
 
 export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
 
+// v with d decimals as C's printf("%.*f") writes it, the CLI's and dpd plot's figures: the exact
+// binary value rounded, an exact tie to even. toFixed takes a tie away from zero (-41.25 to one
+// decimal: "-41.3", where C writes "-41.2"). A tie is a value whose exact decimal expansion is a 5
+// and then zeros past the d-th decimal (60 more digits hold any double of magnitude 2^-8 or more;
+// a tie is at least 5e-(d + 1)).
+export function fixedC(v, d) {
+  const s = v.toFixed(d);
+  const exact = Math.abs(v).toFixed(Math.min(100, d + 60)), dot = exact.indexOf('.');
+  if (!/^50*$/.test(exact.slice(dot + 1 + d))) return s;
+  const kept = exact.slice(0, d ? dot + 1 + d : dot);
+  return (kept.charCodeAt(kept.length - 1) - 48) % 2 ? s : (v < 0 ? '-' : '') + kept; /* odd: toFixed's is the even one */
+}
+
 export function fmtNum(v, digits = 3) {
   if (v === null || v === undefined || Number.isNaN(v)) return '—';
   if (typeof v !== 'number') return String(v);
   if (v !== 0 && (Math.abs(v) >= 1e6 || Math.abs(v) < 1e-3)) return v.toExponential(2);
-  return v.toFixed(digits);
+  return fixedC(v, digits);
 }
 
 export function fmtBytes(n) {
