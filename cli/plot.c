@@ -856,23 +856,43 @@ typedef struct colspan {
     double pt[4][2]; /* first, lowest, highest, last */
 } colspan;
 
+/* The column's points in their order in the line, each drawn from the one before. */
+static void column_points(const colspan *col, pen_at *f) {
+    int order[4] = {0, 1, 2, 3};
+    for (int i = 1; i < 4; i++) /* by their places in the line */
+        for (int j = i; j > 0 && col->at[order[j]] < col->at[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    for (int i = 0; i < 4; i++)
+        if (!i || col->at[order[i]] != col->at[order[i - 1]]) pen_to(f, col->pt[order[i]], 0);
+}
+
 /* Draws a column: the link from the column before to its first point, then its lowest to its
- * highest point as one segment, both round at each end; the next link starts at its last point.
- * The way from the first to the span and from the span to the last lies in the same column,
- * between its lowest and highest point: inside the span within a pixel, joined by the round ends
- * of a line 1.2 pixels wide or wider. (The links to the next column are drawn whole: drawn only
- * where the columns' spans do not overlap, a thin line's dense curve came out visibly lighter.) */
-static void column_flush(colspan *col, pen_at *f) {
+ * highest point as one segment (a flat column: its first to its last), both round at each end;
+ * the next link starts at its last point. The way from the first to the span and from the span to
+ * the last lies in the same column, between its lowest and highest point: inside the span within
+ * a pixel, joined by the round ends of a line 1.2 pixels wide or wider. A line's first and last
+ * columns (end: the line ends in it) go point by point, so that the line starts and ends square.
+ * (The links to the next column are drawn whole: drawn only where the columns' spans do not
+ * overlap, a thin line's dense curve came out visibly lighter.) */
+static void column_flush(colspan *col, pen_at *f, int end) {
     if (!col->n) return;
+    if (end || !f->run) {
+        column_points(col, f);
+        col->n = 0;
+        return;
+    }
     pen_to(f, col->pt[0], 1);
     if (col->at[1] != col->at[2]) line_seg(f->k, col->pt[1], col->pt[2], &f->dist, f->s, 0, 1);
+    else if (col->at[3] != col->at[0]) line_seg(f->k, col->pt[0], col->pt[3], &f->dist, f->s, 0, 1);
     if (col->at[3] != col->at[0]) f->p[0] = col->pt[3][0], f->p[1] = col->pt[3][1], f->run++;
     col->n = 0;
 }
 
 static void column_add(colspan *col, pen_at *f, const double q[2], size_t i) {
     long c = (long)floor(q[0]);
-    if (col->n && c != col->c) column_flush(col, f);
+    if (col->n && c != col->c) column_flush(col, f, 0);
     if (!col->n++) {
         col->c = c;
         for (int k = 0; k < 4; k++) col->at[k] = i, col->pt[k][0] = q[0], col->pt[k][1] = q[1];
@@ -896,7 +916,7 @@ static void line_pixels(cairo_surface_t *sf, const axes *a, vec xs, vec ys, size
     double q[2];
     for (size_t i = 0; i < n; i++) {
         if (!point(a, xs, ys, i, q)) {
-            column_flush(&col, &f);
+            column_flush(&col, &f, 1);
             f.run = 0;
         } else if (s->dashed) { /* the dashes follow the length of the whole line: every point */
             pen_to(&f, q, 0);
@@ -904,7 +924,7 @@ static void line_pixels(cairo_surface_t *sf, const axes *a, vec xs, vec ys, size
             column_add(&col, &f, q, i);
         }
     }
-    column_flush(&col, &f);
+    column_flush(&col, &f, 1);
     blend(&k, s->rgb);
     cairo_surface_mark_dirty(sf);
 }
