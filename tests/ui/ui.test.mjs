@@ -214,12 +214,12 @@ try {
       [3.5, 0, '4'], [-41.65, 1, '-41.6'], [-30.665, 2, '-30.66'], [-27.3475, 3, '-27.348'], [1.005, 2, '1.00'], [-0.04, 1, '-0.0']];
     const got = await page.evaluate(async (w) => {
       const ui = await import('/js/ui.js'), charts = await import('/js/charts.js');
-      return { fixed: w.map(([v, d]) => ui.fixedC(v, d)), card: ui.fmtNum(-41.2345, 3),
+      return { fixed: w.map(([v, d]) => ui.fixedC(v, d)), card: ui.fmtNum(-27.3125, 3),
         legend: charts.withAdjacent({ label: 'PA model' }, { metric: 'ACLR_AVG', series: { prediction: -41.25 } }, 'prediction').label,
         error: charts.withError({ error: { value: -27.75 } }) };
     }, want);
     want.forEach(([v, d, s], i) => assert(got.fixed[i] === s, `fixedC(${v}, ${d}) = '${got.fixed[i]}', C writes '${s}'`));
-    assert(got.card === '-41.234', `a card's -41.2345 reads '${got.card}'`); // -41.2344999...: not a tie
+    assert(got.card === '-27.312', `a card's -27.3125 reads '${got.card}'`); // a tie: toFixed writes -27.313
     assert(got.legend === 'PA model (ACLR -41.2 dBc)' && got.error === ' (NMSE -27.8 dB)', `labels '${got.legend}', '${got.error}'`);
   });
 
