@@ -147,10 +147,27 @@ void cli_plot_sweep(const char *run_dir) {
 
 /* What is drawn: the library's plot data, and the rest of the run-plots-v1 document (what it
  * shows, and the run's history). */
+/* The numbers of a set of pictures: the document (run-plots-v1 but its plots) and the plot data,
+ * made by gather without the spectra (dpd_plot_curves), which paint adds (dpd_plot_spectra) beside
+ * the first charts; so the plot data's input, in, is kept with the arrays it points into (kept's,
+ * or e's, e2's and y here) and its spec's dataset, until plot_doc_free. */
 typedef struct plot_doc {
     json_t *doc;
     dpd_plot_data *p;
+    dpd_plot_in in;
+    dpd_dataset ds;
+    dpd_eval e, e2;
+    float *y;
 } plot_doc;
+
+static void plot_doc_free(plot_doc *d) {
+    json_decref(d->doc), d->doc = NULL;
+    dpd_plot_free(d->p), d->p = NULL;
+    free(d->y), d->y = NULL;
+    dpd_eval_free(&d->e);
+    dpd_eval_free(&d->e2);
+    dpd_dataset_free(&d->ds);
+}
 
 /* Metric k of m, a figure fit to name in a legend: computed, and a number of dB (a hostile file's
  * 1e300 is not one); and v, a JSON one. */
@@ -192,21 +209,21 @@ static void figures(json_t *doc, const dpd_ckpt_info *info, int split, dpd_profi
 }
 
 /* The signals of r: the run's best checkpoint on the split (or what r->kept holds), or the
- * dataset itself, through dpd_plot_compute. */
+ * dataset itself, through dpd_plot_curves (the spectra to come: plot_doc). out: plot_doc_free it,
+ * whatever the return. */
 static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
     char path[4200], data[4096] = "", best[4096] = "", pa[4096] = "", prof[64] = "";
     dpd_ckpt_info info = {0};
-    dpd_dataset ds;
-    dpd_eval e = {0}, e2 = {0};
     dpd_metrics mea, lin; /* a dataset's: its y's, and g x's against y */
     dpd_session *sm = NULL, *sa = NULL;
-    float *y = NULL;
     json_t *d = NULL;
     int dpd = 0, S;
     double g = 0;
     const dpd_eval *kept = r->kept && r->kept->epoch && r->split == DPD_VAL ? &r->kept->e : NULL;
-    memset(&ds, 0, sizeof ds);
     memset(out, 0, sizeof *out);
+    dpd_dataset *ds = &out->ds;
+    dpd_eval *e = &out->e, *e2 = &out->e2;
+    dpd_plot_in *in = &out->in;
 
     if (r->run_dir) { /* the run: its dataset, best checkpoint and (a DPD run) its frozen PA */
         struct stat st;
@@ -238,21 +255,21 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
      * for the gain g */
     unsigned need = kept ? 0 : 1u << r->split,
              want = !kept && (dpd || !r->run_dir || info.train_sha256[0]) ? 1u << DPD_TRAIN : 0; /* (its fingerprint) */
-    if (dpd_dataset_load(data, need, want, &ds, err)) return err->status;
-    if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
+    if (dpd_dataset_load(data, need, want, ds, err)) return err->status;
+    if (ds->warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds->warning);
     if (!kept) cli_doctor_warn(data); /* as dpd eval: a band plan the data contradicts draws bands in the signal
                                        * (the end of a run: its gate has said so) */
-    int same = cli_warn_trained_on(best, &info, &ds); /* 1: the samples the run trained on */
-    g = dpd_dataset_gain(&ds);
+    int same = cli_warn_trained_on(best, &info, ds); /* 1: the samples the run trained on */
+    g = dpd_dataset_gain(ds);
     int own_pn = dpd_profile_parse(prof[0] ? prof : "legacy-opendpd-v1"), pn = r->profile ? dpd_profile_parse(r->profile) : own_pn;
-    dpd_plot_in in = {.spec = &ds.spec, .profile = pn < 0 ? DPD_PROFILE_LEGACY : (dpd_profile)pn};
+    in->spec = &ds->spec, in->profile = pn < 0 ? DPD_PROFILE_LEGACY : (dpd_profile)pn;
     if (pn < 0) { /* config.json's (--metric-profile is checked before) */
         cli_err(err, DPD_E_FORMAT, "%s: metric_profile '%s' is not a metric profile (legacy-opendpd-v1, general-spectral-v1 "
                                    "or opendpd-spectral-v2)", path, r->profile ? r->profile : prof);
         goto fail;
     }
     if (!r->run_dir) { /* the dataset: g x (the PA at its linear gain) and the measured y */
-        const dpd_split *sp = &ds.split[r->split];
+        const dpd_split *sp = &ds->split[r->split];
         if (!(g > 0)) { /* no train split, or a silent one: the gain of the split itself */
             const char *name = r->split == DPD_VAL ? "val" : "test";
             g = dpd_split_gain(sp);
@@ -263,38 +280,38 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
                 fprintf(stderr, "dpd: warning: %s has no gain: its train split is missing or silent and its %s split's "
                                 "x or y is all zero, so g x is drawn as zero\n", data, name);
         }
-        if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err)) goto fail;
+        if (dpd_eval_prepare(e, ds, r->split, g, err) || dpd_segments(sp->y, sp->n, e->N, 1.0, &out->y, &S, err)) goto fail;
         /* its figures as dpd eval --data gives them: y's own, and the linear-gain baseline g x against y */
-        dpd_scoring sc = {.profile = in.profile};
-        if (dpd_metrics_aclr(y, e.S, e.N, e.n, &ds.spec, &sc, &mea, err) ||
-            dpd_metrics_compute(e.ref, y, e.S, e.N, e.n, &ds.spec, &sc, &lin, err))
+        dpd_scoring sc = {.profile = in->profile};
+        if (dpd_metrics_aclr(out->y, e->S, e->N, e->n, &ds->spec, &sc, &mea, err) ||
+            dpd_metrics_compute(e->ref, out->y, e->S, e->N, e->n, &ds->spec, &sc, &lin, err))
             goto fail;
-        in.x = e.x, in.ref = e.ref, in.pred = y, in.ref_name = "linear", in.pred_name = "output";
-        in.S = e.S, in.N = e.N, in.n = e.n;
+        in->x = e->x, in->ref = e->ref, in->pred = out->y, in->ref_name = "linear", in->pred_name = "output";
+        in->S = e->S, in->N = e->N, in->n = e->n;
     } else if (kept) { /* what the run computed: x, the target and the prediction (a DPD run: PA(x), y) */
-        in.x = kept->x, in.ref = kept->ref, in.pred = kept->pred, in.S = kept->S, in.N = kept->N, in.n = kept->n;
-        if (dpd) in.other = r->kept->no_dpd, in.other_name = "no_dpd", in.measured = r->kept->measured;
+        in->x = kept->x, in->ref = kept->ref, in->pred = kept->pred, in->S = kept->S, in->N = kept->N, in->n = kept->n;
+        if (dpd) in->other = r->kept->no_dpd, in->other_name = "no_dpd", in->measured = r->kept->measured;
     } else if (dpd) { /* PA(DPD(x)) and PA(x) against g x */
         if (!(g > 0)) {
             cli_err(err, DPD_E_INVAL, "%s: the target gain g = max|y_train| / max|x_train| is 0 (no or a silent train "
                                       "split): a DPD run is plotted against g x", data);
             goto fail;
         }
-        const dpd_split *sp = &ds.split[r->split];
-        if (dpd_eval_prepare(&e, &ds, r->split, g, err) || dpd_eval_prepare(&e2, &ds, r->split, g, err) ||
-            cli_session_open(pa, r->x, &sa, err) || dpd_eval_run(&e, sa, EVAL_BATCH, &ds.spec, 0, err) ||
+        const dpd_split *sp = &ds->split[r->split];
+        if (dpd_eval_prepare(e, ds, r->split, g, err) || dpd_eval_prepare(e2, ds, r->split, g, err) ||
+            cli_session_open(pa, r->x, &sa, err) || dpd_eval_run(e, sa, EVAL_BATCH, &ds->spec, 0, err) ||
             cli_session_open(best, r->x, &sm, err) || dpd_session_chain(sm, sa, err) ||
-            dpd_eval_run(&e2, sm, EVAL_BATCH, &ds.spec, 0, err) || dpd_segments(sp->y, sp->n, e.N, 1.0, &y, &S, err))
+            dpd_eval_run(e2, sm, EVAL_BATCH, &ds->spec, 0, err) || dpd_segments(sp->y, sp->n, e->N, 1.0, &out->y, &S, err))
             goto fail;
-        in.x = e.x, in.ref = e.ref, in.pred = e2.pred, in.other = e.pred, in.other_name = "no_dpd", in.measured = y;
-        in.S = e.S, in.N = e.N, in.n = e.n;
+        in->x = e->x, in->ref = e->ref, in->pred = e2->pred, in->other = e->pred, in->other_name = "no_dpd", in->measured = out->y;
+        in->S = e->S, in->N = e->N, in->n = e->n;
     } else { /* the PA model's prediction against the measured y */
-        if (dpd_eval_prepare(&e, &ds, r->split, 0, err) || cli_session_open(best, r->x, &sm, err) ||
-            dpd_eval_run(&e, sm, EVAL_BATCH, &ds.spec, 0, err))
+        if (dpd_eval_prepare(e, ds, r->split, 0, err) || cli_session_open(best, r->x, &sm, err) ||
+            dpd_eval_run(e, sm, EVAL_BATCH, &ds->spec, 0, err))
             goto fail;
-        in.x = e.x, in.ref = e.ref, in.pred = e.pred, in.S = e.S, in.N = e.N, in.n = e.n;
+        in->x = e->x, in->ref = e->ref, in->pred = e->pred, in->S = e->S, in->N = e->N, in->n = e->n;
     }
-    if (!(out->p = dpd_plot_compute(&in, err))) goto fail;
+    if (!(out->p = dpd_plot_curves(in, err))) goto fail;
     /* run_dir null and data set: a dataset's own picture, with the gain of its target g x */
     d = json_pack("{s:s, s:s?}", "version", "run-plots-v1", "run_dir", r->run_dir);
     if (d && !r->run_dir) json_object_set_new(d, "data", json_string(data));
@@ -317,31 +334,27 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
         else if (herr.status) fprintf(stderr, "dpd: warning: %s (the learning curves' baselines are left out)\n", herr.msg);
         /* the run's own figures, where the pictures are of its data (the split it scored, or the train
          * split it trained on, by fingerprint where it has one) under its profile */
-        if ((kept || same == 1 || (same < 0 && !r->data)) && pn == own_pn) figures(d, &info, r->split, in.profile);
+        if ((kept || same == 1 || (same < 0 && !r->data)) && pn == own_pn) figures(d, &info, r->split, in->profile);
     }
     if (!r->run_dir) { /* the legends' figures: y's ACLR, g x's, and the residual's NMSE (dpd eval --data's) */
         json_t *series = json_object();
         put_adjacent(series, "output", &mea);
         put_adjacent(series, "linear", &lin);
-        put_figures(d, in.profile, series, &lin);
+        put_figures(d, in->profile, series, &lin);
     }
     out->doc = d;
 fail:
-    free(y);
     dpd_session_free(sm); /* chained to sa: freed first */
     dpd_session_free(sa);
-    dpd_eval_free(&e);
-    dpd_eval_free(&e2);
-    dpd_dataset_free(&ds);
     if (out->doc) return DPD_OK;
-    dpd_plot_free(out->p), out->p = NULL;
     return err->status ? err->status : cli_err(err, DPD_E_NOMEM, "plot: out of memory");
 }
 
 /* plots.json: the document with the library's plot data as its text (dpd_plot_text), made in two
  * steps: doc_begin, the rest of the document as text, before the charts, then doc_write, the file
  * with the plot data written into it as its text is made (dpd_plot_write: the whole text, fresh
- * memory, cost 0.9 ms more in page faults), on the encoder thread while the first chart is drawn. */
+ * memory, cost 0.9 ms more in page faults), on the encoder thread, after the spectra, where no
+ * chart waits to be encoded. */
 typedef struct doc_job {
     const dpd_plot_data *p;
     char *head, *hist; /* the document but "plots" and "history", and "history" (NULL: none): malloc'd */
@@ -1597,19 +1610,20 @@ static const struct chart {
     const char *name, *what; /* what: the title of the "nothing to plot" picture */
     chart_fn draw;
     int run_only; /* needs a run (its history) */
+    int spectral; /* needs the spectra (dpd_plot_spectra) */
 } charts[] = {
-    {"psd", "Power spectral density", chart_psd, 0},
-    {"amam", "AM/AM", chart_amam, 0},
-    {"ampm", "AM/PM", chart_ampm, 0},
-    {"iq", "I/Q", chart_iq, 0},
-    {"residual", "Residual spectrum (error)", chart_residual, 0},
-    {"history", "Learning curves", chart_history, 1},
+    {"psd", "Power spectral density", chart_psd, 0, 1},
+    {"amam", "AM/AM", chart_amam, 0, 0},
+    {"ampm", "AM/PM", chart_ampm, 0, 0},
+    {"iq", "I/Q", chart_iq, 0, 0},
+    {"residual", "Residual spectrum (error)", chart_residual, 0, 1},
+    {"history", "Learning curves", chart_history, 1, 0},
 };
 #define NCHARTS (sizeof charts / sizeof *charts)
-/* The order they are drawn in: AM/AM and AM/PM first, the quickest to draw (0.4 ms against the
- * PSD's 2.3), so that the encoder thread soon has work; the learning curves, the quickest to
- * encode, last, when this thread is left to wait for the encoder. */
-static const size_t draw_order[] = {1, 2, 0, 3, 4, 5};
+/* The order they are drawn in: AM/AM, AM/PM and I/Q first (2.6 ms in all for the quick run),
+ * which need no spectra, while the encoder thread computes them (0.9 to 1.2 ms); the learning
+ * curves, the quickest to encode, last, when this thread is left to wait for the encoder. */
+static const size_t draw_order[] = {1, 2, 3, 0, 4, 5};
 _Static_assert(sizeof draw_order / sizeof *draw_order == NCHARTS, "every chart, once");
 
 /* ---- PNG: the pixels compressed by deflate.c into the PNG container ---------------------------- */
@@ -1923,15 +1937,20 @@ typedef struct png_job {
 
 /* The PNGs drawn, in order, and how far the encoders have taken them. A job is filled, then
  * counted in drawn under mu, and taken under mu before it is read; its rc and e are read after
- * the encoder thread is joined: every access is ordered. The encoder thread never uses cairo. */
+ * the encoder thread is joined: every access is ordered. The encoder thread never uses cairo; it
+ * writes only the spectra's fields of the plot data (dpd_plot_spectra), which the drawing reads
+ * once spectra is set, under mu. */
 typedef struct png_queue {
     pthread_mutex_t mu;
     pthread_cond_t more;  /* a job is drawn, or the drawing is over */
     pthread_cond_t spent; /* a job is encoded */
+    pthread_cond_t computed; /* the spectra are in (or failed) */
     png_job job[NCHARTS];
     size_t drawn, taken;
     int over;
-    doc_job *doc; /* plots.json, written by the encoder thread before it encodes */
+    plot_doc *d;   /* the spectra go into its plot data */
+    int spectra;   /* 0: being computed; 1: in d->p; -1: failed (doc's status says why) */
+    doc_job *doc;  /* plots.json, written by the encoder thread where no chart waits for it */
 } png_queue;
 
 /* The next job drawn and not yet taken, waiting for one while the drawing goes on if wait; NULL:
@@ -1959,10 +1978,38 @@ static void encode_job(png_queue *q, png_job *j, deflater *d) {
     pthread_mutex_unlock(&q->mu);
 }
 
+/* The spectra into q's plot data (dpd_plot_spectra); q told. Failed, they are plots.json's
+ * failure: no picture is published. */
+static void add_spectra(png_queue *q) {
+    dpd_error e = {0};
+    dpd_status s = dpd_plot_spectra(q->d->p, &q->d->in, &e);
+    pthread_mutex_lock(&q->mu);
+    q->spectra = s ? -1 : 1;
+    if (s) q->doc->s = s, q->doc->err = e;
+    pthread_cond_broadcast(&q->computed);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Whether the spectra are in, once they are computed. */
+static int spectra_in(png_queue *q) {
+    pthread_mutex_lock(&q->mu);
+    while (!q->spectra) pthread_cond_wait(&q->computed, &q->mu);
+    int in = q->spectra > 0;
+    pthread_mutex_unlock(&q->mu);
+    return in;
+}
+
+/* The encoder thread: the spectra, while the first charts are drawn; then each chart drawn, in
+ * order, and plots.json (which needs the spectra) where no chart is waiting. */
 static void *encoder(void *queue) {
     png_queue *q = queue;
-    doc_write(q->doc); /* while the first chart is drawn */
-    for (png_job *j; (j = take(q, 1));) encode_job(q, j, &deflaters[0]);
+    add_spectra(q);
+    for (int doc = !q->doc->s;;) {
+        png_job *j = take(q, !doc);
+        if (j) encode_job(q, j, &deflaters[0]);
+        else if (doc) doc_write(q->doc), doc = 0;
+        else break;
+    }
     return NULL;
 }
 
@@ -2078,22 +2125,30 @@ void cli_plot_warm_wait(void) {
     warming = 0;
 }
 
-/* The charts, drawn one after the other on this thread, and plots.json (doc): SVGs, after
- * plots.json; or PNGs on the slots' images, while an encoder thread writes plots.json and then
- * encodes each chart drawn, and this thread encodes what that one has not taken. Only
- * this thread uses cairo: drawing on two threads at once was faster, but ThreadSanitizer reports
- * races inside cairo's shared state (the fonts and the pixels are set up beside the plot data,
- * by cli_plot_warm's thread, joined before). Stops drawing at the first error; the first error
- * in draw_order is the one told, plots.json's before any: then no picture is published. */
-static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, doc_job *doc, dpd_error *err) {
-    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .spent = PTHREAD_COND_INITIALIZER, .doc = doc};
+/* The spectra (d's plot data has none yet), the charts, drawn one after the other on this
+ * thread, and plots.json (doc). SVGs: the spectra, plots.json, then each chart. PNGs, on the
+ * slots' images: an encoder thread computes the spectra while this one draws the charts that
+ * need none (draw_order: the others wait for them), then encodes each chart drawn and writes
+ * plots.json where none waits; this thread encodes what that one has not taken. Only this thread
+ * uses cairo: drawing on two threads at once was faster, but ThreadSanitizer reports races inside
+ * cairo's shared state (the fonts and the pixels are set up beside the plot data, by
+ * cli_plot_warm's thread, joined before). Stops drawing at the first error; the first error in
+ * draw_order is the one told, plots.json's (or the spectra's) before any: then no picture is
+ * published. */
+static dpd_status paint(const plot_req *r, plot_doc *d, const char *out, doc_job *doc, dpd_error *err) {
+    png_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .spent = PTHREAD_COND_INITIALIZER,
+                   .computed = PTHREAD_COND_INITIALIZER, .d = d, .doc = doc};
     pthread_t th;
     int threaded = !r->svg && !pthread_create(&th, NULL, encoder, &q);
-    if (!threaded) doc_write(doc);
+    if (!threaded) {
+        add_spectra(&q);
+        if (!doc->s) doc_write(doc);
+    }
     dpd_status s = threaded ? DPD_OK : doc->s; /* threaded: told once the encoder thread is joined */
     for (size_t k = 0; k < NCHARTS && !s; k++) {
         size_t i = draw_order[k];
         if (charts[i].run_only && !r->run_dir) continue;
+        if (charts[i].spectral && !spectra_in(&q)) break;
         char path[4200];
         snprintf(path, sizeof path, "%s/%s.%s", out, charts[i].name, r->svg ? "svg" : "png");
         if (r->svg) {
@@ -2111,8 +2166,9 @@ static dpd_status paint(const plot_req *r, const plot_doc *d, const char *out, d
     if (threaded) pthread_join(th, NULL);
     pthread_cond_destroy(&q.more);
     pthread_cond_destroy(&q.spent);
+    pthread_cond_destroy(&q.computed);
     pthread_mutex_destroy(&q.mu);
-    if (doc->s) /* plots.json is not written: no picture either */
+    if (doc->s) /* plots.json is not written (or the spectra failed): no picture either */
         for (size_t i = 0; i < q.drawn; i++) q.job[i].st = CAIRO_STATUS_WRITE_ERROR;
     for (size_t i = 0; i < q.drawn; i++) {
         dpd_error later;
@@ -2189,8 +2245,7 @@ static dpd_status plot_write(const plot_req *r, char *out, size_t nout, dpd_erro
     if (!s) s = paint(r, &d, out, &doc, err);
     if (!s && ours) unlink_others(r, out);
     doc_end(&doc);
-    json_decref(d.doc);
-    dpd_plot_free(d.p);
+    plot_doc_free(&d);
     return s;
 }
 

@@ -278,30 +278,43 @@ static char *copy(const char *s, int *oom) {
     return c;
 }
 
-dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
+/* in's signals present, in order (the target, the prediction, the other, the measured), and
+ * their names; returns how many. */
+static int signals(const dpd_plot_in *in, const char *names[DPD_PLOT_SIGNALS], const float *sig[DPD_PLOT_SIGNALS]) {
+    int nsig = 2;
+    names[0] = in->ref_name ? in->ref_name : "target", names[1] = in->pred_name ? in->pred_name : "prediction";
+    sig[0] = in->ref, sig[1] = in->pred;
+    if (in->other) names[nsig] = in->other_name ? in->other_name : "other", sig[nsig++] = in->other;
+    if (in->measured) names[nsig] = "measured", sig[nsig++] = in->measured;
+    return nsig;
+}
+
+/* The spectra's part of d freed: none (nf 0, no bands), as dpd_plot_curves leaves it. */
+static void no_spectra(dpd_plot_data *d) {
+    free(d->freq), free(d->residual);
+    d->freq = d->residual = NULL;
+    for (int s = 0; s < DPD_PLOT_SIGNALS; s++) free(d->psd[s]), d->psd[s] = NULL;
+    d->nf = 0, d->bands = 0, d->profile = DPD_PROFILE_LEGACY, d->why_bands[0] = 0;
+}
+
+dpd_plot_data *dpd_plot_curves(const dpd_plot_in *in, dpd_error *err) {
     if (!in || !in->x || !in->ref || !in->pred || !in->spec || in->S < 1 || in->N < 2 || in->n == 0 ||
         in->n > (size_t)in->S * (size_t)in->N) {
         dpd_fail(err, DPD_E_INVAL, "plot: needs x, ref, pred and spec, S >= 1 segments of N >= 2 samples, 0 < n <= S N");
         return NULL;
     }
     size_t total = (size_t)in->S * (size_t)in->N;
-    /* the signals present, in order: the target, the prediction, the other, the measured */
-    const char *names[DPD_PLOT_SIGNALS] = {in->ref_name ? in->ref_name : "target", in->pred_name ? in->pred_name : "prediction"};
-    const float *sig[DPD_PLOT_SIGNALS] = {in->ref, in->pred};
+    const char *names[DPD_PLOT_SIGNALS];
+    const float *sig[DPD_PLOT_SIGNALS];
     static const char *const field[3] = {"ref_name", "pred_name", "other_name"};
-    int nsig = 2;
-    if (in->other) names[nsig] = in->other_name ? in->other_name : "other", sig[nsig++] = in->other;
-    if (in->measured) names[nsig] = "measured", sig[nsig++] = in->measured;
+    int nsig = signals(in, names, sig);
     for (int i = 0; i < 3; i++)
         if (!utf8(i < 2 ? names[i] : in->other_name ? in->other_name : "other")) {
             dpd_fail(err, DPD_E_INVAL, "plot: %s is not UTF-8 text", field[i]);
             return NULL;
         }
     dpd_plot_data *d = calloc(1, sizeof *d);
-    double *f = NULL, *db = NULL;
-    float *res = NULL;
     int oom = !d;
-    dpd_status st = DPD_OK;
     if (oom) goto done;
     d->S = in->S, d->N = in->N, d->n = in->n, d->fs_mhz = rounded(in->spec->fs / 1e6, 6), d->nsig = nsig;
     for (int i = 0; i < d->nsig; i++) d->name[i] = copy(names[i], &oom);
@@ -310,21 +323,40 @@ dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
         d->empty = copy("the signals are silent (every sample is zero): nothing to plot", &oom);
         goto done;
     }
-    if (in->n < (size_t)in->N) { /* as the metrics refuse it (too_short) */
+    if (in->n < (size_t)in->N) /* as the metrics refuse it (too_short) */
         snprintf(d->why_no_psd, sizeof d->why_no_psd, "the split has %zu samples, fewer than one %d-sample segment: no "
                                                       "spectrum (ACLR is n/a too)", in->n, in->N);
-    } else {
-        f = doubles((size_t)in->N, &oom), db = doubles((size_t)in->N, &oom);
-        if (!(res = malloc(2 * total * sizeof *res))) oom = 1;
-        if (oom || (st = spectra(d, in, sig, f, db, res, &oom, err))) goto done;
-    }
     curves(d, in, sig, &oom);
 done:
-    free(f), free(db), free(res);
-    if (!oom && !st) return d;
-    if (!st) dpd_fail(err, DPD_E_NOMEM, "plot: out of memory");
+    if (!oom) return d;
+    dpd_fail(err, DPD_E_NOMEM, "plot: out of memory");
     dpd_plot_free(d);
     return NULL;
+}
+
+dpd_status dpd_plot_spectra(dpd_plot_data *d, const dpd_plot_in *in, dpd_error *err) {
+    if (!d || !in || !in->x || !in->ref || !in->pred || !in->spec || in->S != d->S || in->N != d->N || in->n != d->n)
+        return dpd_fail(err, DPD_E_INVAL, "plot: the spectra need the plot data and the same input it was made from");
+    if (d->empty || d->why_no_psd[0] || d->freq) return DPD_OK; /* nothing to plot, no segment, or done */
+    const char *names[DPD_PLOT_SIGNALS];
+    const float *sig[DPD_PLOT_SIGNALS];
+    if (signals(in, names, sig) != d->nsig)
+        return dpd_fail(err, DPD_E_INVAL, "plot: the spectra need the plot data and the same input it was made from");
+    size_t total = (size_t)in->S * (size_t)in->N;
+    int oom = 0;
+    double *f = doubles((size_t)in->N, &oom), *db = doubles((size_t)in->N, &oom);
+    float *res = malloc(2 * total * sizeof *res);
+    dpd_status st = oom || !res ? dpd_fail(err, DPD_E_NOMEM, "plot: out of memory") : spectra(d, in, sig, f, db, res, &oom, err);
+    if (!st && oom) st = dpd_fail(err, DPD_E_NOMEM, "plot: out of memory");
+    free(f), free(db), free(res);
+    if (st) no_spectra(d);
+    return st;
+}
+
+dpd_plot_data *dpd_plot_compute(const dpd_plot_in *in, dpd_error *err) {
+    dpd_plot_data *d = dpd_plot_curves(in, err);
+    if (d && dpd_plot_spectra(d, in, err)) dpd_plot_free(d), d = NULL;
+    return d;
 }
 
 void dpd_plot_free(dpd_plot_data *d) {

@@ -7,7 +7,8 @@
  * the padding; I/Q are the first samples; a third series is carried everywhere; the same input
  * gives the same text. Then a silent input ("empty" with a reason, no series), a split shorter than
  * one segment (no spectrum, and why), a silent target beside a prediction, the text itself
- * (escaped names, numbers at the printer's edges) and bad arguments. */
+ * (escaped names, numbers at the printer's edges), the two-step computation (dpd_plot_curves,
+ * dpd_plot_spectra) and bad arguments. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -281,6 +282,53 @@ static void test_measured(void) {
     for (size_t k = 0; same && k < d->na; k++) same &= d->am[3][k] == d->am[1][k] && f->am[2][k] == e->am[2][k];
     CHECK(same, "measured: its PSD and AM/AM are its signal's, the others' unchanged");
     dpd_plot_free(d), dpd_plot_free(e), dpd_plot_free(f);
+    sig_free(&g);
+}
+
+/* dpd_plot_curves then dpd_plot_spectra (the end of a run: the spectra on another thread) make
+ * dpd_plot_compute's data, to the byte of the text: before the spectra, nothing of them (nf 0, no
+ * frequencies, PSDs, residual or bands) and the rest all there; the spectra again change nothing;
+ * an input of another shape is refused and leaves the data without spectra; data with nothing to
+ * plot, or no whole segment, get none and no error. */
+static void test_two_steps(void) {
+    sig g = make(3, 2560, 3 * 2560 - 700, 7);
+    dpd_error err = {0};
+    dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .other = g.other, .S = 3, .N = 2560, .n = 3 * 2560 - 700,
+                      .spec = &spec, .profile = DPD_PROFILE_LEGACY};
+    dpd_plot_data *whole = dpd_plot_compute(&in, &err), *d = dpd_plot_curves(&in, &err);
+    CHECK(whole && d, "both ways compute (%s)", err.msg);
+    if (!whole || !d) goto out;
+    int none = d->nf == 0 && !d->freq && !d->residual && !d->bands && !d->why_bands[0];
+    for (int s = 0; s < DPD_PLOT_SIGNALS; s++) none &= !d->psd[s];
+    CHECK(none && d->na == whole->na && d->ni == whole->ni && d->nsig == 3 && d->amp && d->am[2] && d->pm[2] && d->i[2],
+          "dpd_plot_curves: no spectra yet, the curves all there (nf %zu, na %zu of %zu)", d->nf, d->na, whole->na);
+    dpd_plot_in other = in;
+    other.N = 1280, other.S = 6;
+    CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0 && !d->freq,
+          "an input of another shape is refused, the data left without spectra (%s)", err.msg);
+    other = in, other.other = NULL;
+    CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0, "an input without the third signal is refused");
+    CHECK(dpd_plot_spectra(NULL, &in, &err) == DPD_E_INVAL, "no data is refused");
+    CHECK(dpd_plot_spectra(d, &in, &err) == DPD_OK && d->nf == whole->nf && d->bands == whole->bands,
+          "dpd_plot_spectra adds the spectra (%s)", err.msg);
+    char *a = dpd_plot_text(whole, &err), *b = dpd_plot_text(d, &err);
+    CHECK(a && b && !strcmp(a, b), "the two steps' text is dpd_plot_compute's, byte for byte (%zu and %zu bytes)",
+          a ? strlen(a) : 0, b ? strlen(b) : 0);
+    double *freq = d->freq;
+    CHECK(dpd_plot_spectra(d, &in, &err) == DPD_OK && d->freq == freq, "the spectra twice: the first kept");
+    free(a), free(b);
+    dpd_plot_free(d), d = NULL;
+    in.n = 2000; /* under one 2560-sample segment: no spectrum, and no error */
+    d = dpd_plot_curves(&in, &err);
+    CHECK(d && d->why_no_psd[0] && dpd_plot_spectra(d, &in, &err) == DPD_OK && d->nf == 0 && !d->freq,
+          "no whole segment: no spectra, no error");
+    dpd_plot_free(d), d = NULL;
+    in.n = 3 * 2560 - 700;
+    memset(g.ref, 0, (size_t)3 * 2560 * 2 * sizeof(float)), memset(g.pred, 0, (size_t)3 * 2560 * 2 * sizeof(float));
+    d = dpd_plot_curves(&in, &err);
+    CHECK(d && d->empty && dpd_plot_spectra(d, &in, &err) == DPD_OK && d->nf == 0, "silent signals: nothing to add");
+out:
+    dpd_plot_free(d), dpd_plot_free(whole);
     sig_free(&g);
 }
 
@@ -581,6 +629,7 @@ int main(void) {
     test_short_and_silent();
     test_text();
     test_measured();
+    test_two_steps();
     test_write();
     test_bad_arguments();
     return check_done("plot_data");
