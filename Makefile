@@ -154,6 +154,11 @@ $(BUILD)/tests/test_deflate.o: CFLAGS += -Icli
 $(BUILD)/tests/test_deflate: $(BUILD)/tests/test_deflate.o $(BUILD)/tests/check.o $(BUILD)/cli/deflate.o $(BUILD)/libdpd.a
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CAIRO_LIBS)
 
+# dpd plot's line rasterizer (cli/ink.c), against an exact reference.
+$(BUILD)/tests/test_ink.o: CFLAGS += -Icli
+$(BUILD)/tests/test_ink: $(BUILD)/tests/test_ink.o $(BUILD)/tests/check.o $(BUILD)/cli/ink.o $(BUILD)/libdpd.a
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # The progress display's step rate (cli/eta.c).
 $(BUILD)/tests/test_eta.o: CFLAGS += -Icli
 $(BUILD)/tests/test_eta: $(BUILD)/tests/test_eta.o $(BUILD)/tests/check.o $(BUILD)/cli/eta.o $(BUILD)/libdpd.a
