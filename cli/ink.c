@@ -47,12 +47,13 @@ static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > h
 
 /* Makes pixels [x0, x1] of row y part of the line: their blocks, zero where newly reached. */
 static void reach(ink *k, int y, int x0, int x1) {
-    for (int b = x0 >> 5; b <= x1 >> 5; b++) {
-        if (k->used[y] >> b & 1) continue;
-        uint32_t *px = k->px + (size_t)y * k->stride + 32 * b;
+    int b0 = x0 >> 5, b1 = x1 >> 5; /* blocks b0 to b1, those not yet used (mostly none) */
+    uint32_t fresh = (uint32_t)(((2ull << b1) - (1ull << b0)) & ~(uint64_t)k->used[y]);
+    for (; fresh; fresh &= fresh - 1) {
+        uint32_t *px = k->px + (size_t)y * k->stride + 32 * __builtin_ctz(fresh);
         for (int x = 0; x < 32; x++) px[x] &= 0xFFFFFFu;
-        k->used[y] |= 1u << b;
     }
+    k->used[y] |= (uint32_t)((2ull << b1) - (1ull << b0));
 }
 
 const double ink_sample_at[8][2] = {{1, -3}, {-1, 3}, {5, 1}, {-3, -5}, {-5, 5}, {-7, -1}, {3, 7}, {7, -7}};
