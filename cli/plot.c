@@ -147,8 +147,6 @@ void cli_plot_sweep(const char *run_dir) {
     clean_stale(run_dir); /* a run killed after its last checkpoint: resume trains nothing */
 }
 
-/* What is drawn: the library's plot data, and the rest of the run-plots-v1 document (what it
- * shows, and the run's history). */
 /* The numbers of a set of pictures: the document (run-plots-v1 but its plots) and the plot data,
  * made by gather without the spectra (dpd_plot_curves), which paint adds (dpd_plot_spectra) beside
  * the first charts; so the plot data's input, in, is kept with the arrays it points into (kept's,

@@ -335,13 +335,13 @@ done:
 }
 
 dpd_status dpd_plot_spectra(dpd_plot_data *d, const dpd_plot_in *in, dpd_error *err) {
-    if (!d || !in || !in->x || !in->ref || !in->pred || !in->spec || in->S != d->S || in->N != d->N || in->n != d->n)
-        return dpd_fail(err, DPD_E_INVAL, "plot: the spectra need the plot data and the same input it was made from");
-    if (d->empty || d->why_no_psd[0] || d->freq) return DPD_OK; /* nothing to plot, no segment, or done */
     const char *names[DPD_PLOT_SIGNALS];
     const float *sig[DPD_PLOT_SIGNALS];
-    if (signals(in, names, sig) != d->nsig)
-        return dpd_fail(err, DPD_E_INVAL, "plot: the spectra need the plot data and the same input it was made from");
+    int same = d && in && in->x && in->ref && in->pred && in->spec && in->S == d->S && in->N == d->N && in->n == d->n &&
+               rounded(in->spec->fs / 1e6, 6) == d->fs_mhz && signals(in, names, sig) == d->nsig;
+    for (int i = 0; same && i < d->nsig; i++) same = !strcmp(names[i], d->name[i]);
+    if (!same) return dpd_fail(err, DPD_E_INVAL, "plot: the spectra need the plot data and the same input it was made from");
+    if (d->empty || d->why_no_psd[0] || d->freq) return DPD_OK; /* nothing to plot, no segment, or done */
     size_t total = (size_t)in->S * (size_t)in->N;
     int oom = 0;
     double *f = doubles((size_t)in->N, &oom), *db = doubles((size_t)in->N, &oom);
@@ -476,9 +476,14 @@ static void document(text *t, const dpd_plot_data *d) {
     put_char(t, '}');
 }
 
+/* d's spectra are due and not there: dpd_plot_curves' data before dpd_plot_spectra. */
+static int pending(const dpd_plot_data *d) { return !d->empty && !d->why_no_psd[0] && !d->freq; }
+
+#define PENDING "plot: the plot data has no spectra yet (dpd_plot_curves' data: dpd_plot_spectra adds them)"
+
 char *dpd_plot_text(const dpd_plot_data *d, dpd_error *err) {
-    if (!d) {
-        dpd_fail(err, DPD_E_INVAL, "plot: no plot data");
+    if (!d || pending(d)) {
+        dpd_fail(err, DPD_E_INVAL, d ? PENDING : "plot: no plot data");
         return NULL;
     }
     text t = {0};
@@ -494,6 +499,7 @@ char *dpd_plot_text(const dpd_plot_data *d, dpd_error *err) {
 
 dpd_status dpd_plot_write(const dpd_plot_data *d, FILE *f, dpd_error *err) {
     if (!d || !f) return dpd_fail(err, DPD_E_INVAL, "plot: no plot data or no file");
+    if (pending(d)) return dpd_fail(err, DPD_E_INVAL, PENDING);
     text t = {.sink = f};
     document(&t, d);
     if (!t.oom) flush(&t);

@@ -286,37 +286,57 @@ static void test_measured(void) {
 }
 
 /* dpd_plot_curves then dpd_plot_spectra (the end of a run: the spectra on another thread) make
- * dpd_plot_compute's data, to the byte of the text: before the spectra, nothing of them (nf 0, no
- * frequencies, PSDs, residual or bands) and the rest all there; the spectra again change nothing;
- * an input of another shape is refused and leaves the data without spectra; data with nothing to
- * plot, or no whole segment, get none and no error. */
-static void test_two_steps(void) {
+ * dpd_plot_compute's data, to the byte of the text, under the legacy profile and a Welch one:
+ * before the spectra, nothing of them (nf 0, no frequencies, PSDs, residual or bands), the rest
+ * all there, and no text made of it; an input unlike the data's (shape, fs, series) is refused
+ * and changes nothing; the spectra again change nothing; the PSD failing leaves no spectra; data
+ * with nothing to plot, or no whole segment, get none and no error. */
+static void test_two_steps(dpd_profile profile) {
     sig g = make(3, 2560, 3 * 2560 - 700, 7);
     dpd_error err = {0};
     dpd_plot_in in = {.x = g.x, .ref = g.ref, .pred = g.pred, .other = g.other, .S = 3, .N = 2560, .n = 3 * 2560 - 700,
-                      .spec = &spec, .profile = DPD_PROFILE_LEGACY};
+                      .spec = &spec, .profile = profile};
     dpd_plot_data *whole = dpd_plot_compute(&in, &err), *d = dpd_plot_curves(&in, &err);
-    CHECK(whole && d, "both ways compute (%s)", err.msg);
+    char *a = NULL, *b = NULL;
+    CHECK(whole && d, "profile %d: both ways compute (%s)", (int)profile, err.msg);
     if (!whole || !d) goto out;
-    int none = d->nf == 0 && !d->freq && !d->residual && !d->bands && !d->why_bands[0];
+    int none = d->nf == 0 && !d->freq && !d->residual && !d->bands && !d->why_bands[0] && d->profile == DPD_PROFILE_LEGACY;
     for (int s = 0; s < DPD_PLOT_SIGNALS; s++) none &= !d->psd[s];
     CHECK(none && d->na == whole->na && d->ni == whole->ni && d->nsig == 3 && d->amp && d->am[2] && d->pm[2] && d->i[2],
           "dpd_plot_curves: no spectra yet, the curves all there (nf %zu, na %zu of %zu)", d->nf, d->na, whole->na);
+    FILE *f = tmpfile();
+    CHECK(!dpd_plot_text(d, &err) && err.status == DPD_E_INVAL && f && dpd_plot_write(d, f, &err) == DPD_E_INVAL,
+          "no text is made of data whose spectra are not in yet (%s)", err.msg);
+    if (f) fclose(f);
     dpd_plot_in other = in;
     other.N = 1280, other.S = 6;
     CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0 && !d->freq,
-          "an input of another shape is refused, the data left without spectra (%s)", err.msg);
-    other = in, other.other = NULL;
-    CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0, "an input without the third signal is refused");
+          "an input of another shape is refused (%s)", err.msg);
+    other = in, other.other = NULL, other.measured = g.other;
+    CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0, "an input of other series is refused");
+    dpd_spec fast = spec;
+    fast.fs = 2 * spec.fs, other = in, other.spec = &fast;
+    CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0, "an input at another fs is refused");
     CHECK(dpd_plot_spectra(NULL, &in, &err) == DPD_E_INVAL, "no data is refused");
-    CHECK(dpd_plot_spectra(d, &in, &err) == DPD_OK && d->nf == whole->nf && d->bands == whole->bands,
+    CHECK(dpd_plot_spectra(d, &in, &err) == DPD_OK && d->nf == whole->nf && d->bands == whole->bands &&
+              d->profile == whole->profile,
           "dpd_plot_spectra adds the spectra (%s)", err.msg);
-    char *a = dpd_plot_text(whole, &err), *b = dpd_plot_text(d, &err);
+    a = dpd_plot_text(whole, &err), b = dpd_plot_text(d, &err);
     CHECK(a && b && !strcmp(a, b), "the two steps' text is dpd_plot_compute's, byte for byte (%zu and %zu bytes)",
           a ? strlen(a) : 0, b ? strlen(b) : 0);
     double *freq = d->freq;
+    other = in, other.N = 1280, other.S = 6;
+    CHECK(dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->freq == freq && d->nf == whole->nf,
+          "an input of another shape, spectra in: refused, the spectra kept");
     CHECK(dpd_plot_spectra(d, &in, &err) == DPD_OK && d->freq == freq, "the spectra twice: the first kept");
-    free(a), free(b);
+    dpd_plot_free(d), d = NULL;
+    dpd_spec still = spec;
+    still.fs = 0; /* curves need no fs; the PSD does: it fails, and leaves no spectra */
+    other = in, other.spec = &still;
+    d = dpd_plot_curves(&other, &err);
+    CHECK(d && dpd_plot_spectra(d, &other, &err) == DPD_E_INVAL && d->nf == 0 && !d->freq && !d->psd[0] && !d->bands &&
+              d->profile == DPD_PROFILE_LEGACY,
+          "the PSD failing leaves no spectra (nf %zu; %s)", d ? d->nf : 0, err.msg);
     dpd_plot_free(d), d = NULL;
     in.n = 2000; /* under one 2560-sample segment: no spectrum, and no error */
     d = dpd_plot_curves(&in, &err);
@@ -328,6 +348,7 @@ static void test_two_steps(void) {
     d = dpd_plot_curves(&in, &err);
     CHECK(d && d->empty && dpd_plot_spectra(d, &in, &err) == DPD_OK && d->nf == 0, "silent signals: nothing to add");
 out:
+    free(a), free(b);
     dpd_plot_free(d), dpd_plot_free(whole);
     sig_free(&g);
 }
@@ -629,7 +650,8 @@ int main(void) {
     test_short_and_silent();
     test_text();
     test_measured();
-    test_two_steps();
+    test_two_steps(DPD_PROFILE_LEGACY);
+    test_two_steps(DPD_PROFILE_GENERAL);
     test_write();
     test_bad_arguments();
     return check_done("plot_data");

@@ -677,12 +677,14 @@ DPD_API void dpd_plot_free(dpd_plot_data *d); /* accepts NULL */
 /* dpd_plot_compute in two steps, for a caller that draws AM/AM, AM/PM and I/Q while another thread
  * computes the spectra (the end-of-run pictures). dpd_plot_curves: the plot data but the spectra
  * (nf 0: no freq, psd, residual or bands; why_no_psd and empty as dpd_plot_compute's), failing
- * as it does. dpd_plot_spectra: the spectra added to d, from the same `in` (its arrays and spec
- * still there); it writes only nf, freq, psd, residual, profile, bands, band, ref_band and
- * why_bands, so another thread may read d's other fields meanwhile. DPD_OK (also where d has
- * nothing to plot, no whole segment, or its spectra already); DPD_E_INVAL for a NULL d or an `in`
- * of another shape, or dpd_psd's failure, or DPD_E_NOMEM, each with d left without spectra.
- * dpd_plot_compute is the one, then the other; their data are the same. */
+ * as it does; dpd_plot_text and dpd_plot_write refuse it (DPD_E_INVAL) until its spectra are in.
+ * dpd_plot_spectra: the spectra added to d, from the same `in` (its arrays and spec still there;
+ * the PSDs and bands of in->profile); it writes only nf, freq, psd, residual, profile, bands,
+ * band, ref_band and why_bands, so another thread may read d's other fields meanwhile. DPD_OK,
+ * also where d has nothing to plot, no whole segment, or its spectra already (kept). DPD_E_INVAL,
+ * d unchanged, for a NULL d or an `in` unlike d's (its S, N, n, fs or series). The PSD's failure
+ * (dpd_psd_of's status) or DPD_E_NOMEM leave d without spectra. dpd_plot_compute is the one,
+ * then the other; their data are the same. */
 DPD_API dpd_plot_data *dpd_plot_curves(const dpd_plot_in *in, dpd_error *err);
 DPD_API DPD_CHECK dpd_status dpd_plot_spectra(dpd_plot_data *d, const dpd_plot_in *in, dpd_error *err);
 
