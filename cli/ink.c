@@ -62,10 +62,10 @@ const double ink_sample_at[8][2] = {{1, -3}, {-1, 3}, {5, 1}, {-3, -5}, {-5, 5},
  * segments of a line, each round where it starts, join round, and it ends square (cairo's butt
  * caps and round joins). Each pixel's eight samples inside it are set in its top byte, one bit
  * each: the bits of a line's segments are or-ed, so a pixel is as covered as the union of the
- * segments is, wherever they overlap (joins, and dense curves). Worked in (major, minor) coordinates, the major axis the
- * one the segment runs along most: each pixel column (or row) the segment reaches is visited, and
- * across it only the pixels within reach; nothing outside the clip is touched, whatever a and b
- * (finite) are. */
+ * segments is, wherever they overlap (joins, and dense curves). Worked in (major, minor)
+ * coordinates, the major axis the one the segment runs along most: each pixel column (or row) the
+ * segment reaches is visited, and across it only the pixels within reach; nothing outside the
+ * clip is touched, whatever a and b (finite) are. */
 static void cover_seg(ink *k, const double a[2], const double b[2], double hw, int round_a, int round_b) {
     int m = fabs(b[0] - a[0]) >= fabs(b[1] - a[1]) ? 0 : 1, o = 1 - m;
     double dx = b[m] - a[m], dy = b[o] - a[o], len = sqrt(dx * dx + dy * dy);
@@ -136,16 +136,18 @@ static int clip_seg(const ink *k, const double a[2], const double b[2], double m
     return *t0 <= *t1;
 }
 
-/* Covers segment a-b of a line in style s, *dist pixels along the line (the dashes' phase: 6 on,
+/* Covers segment a-b of a line drawn with pen s, *dist pixels along the line (the dashes' phase: 6 on,
  * 4 off), which it advances; first: a starts the line (a square end, as every dash's ends are). */
-static void line_seg(ink *k, const double a[2], const double b[2], double *dist, const ink_pen *s, int first, int round_b) {
-    double len = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1])), at = *dist, t0 = 0, t1 = 1, hw = s->width / 2;
+static void line_seg(ink *k, const double a[2], const double b[2], double *dist, const ink_pen *pen, int first,
+                     int round_b) {
+    double len = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1])), at = *dist, t0 = 0, t1 = 1,
+           hw = pen->width / 2;
     *dist += len;
     if (!clip_seg(k, a, b, hw + 1.5, &t0, &t1)) return; /* 1.5: the ends cut here are off the clip */
     double p[2] = {a[0] + t0 * (b[0] - a[0]), a[1] + t0 * (b[1] - a[1])};
     double q[2] = {a[0] + t1 * (b[0] - a[0]), a[1] + t1 * (b[1] - a[1])}, v = (t1 - t0) * len;
     first &= t0 == 0;
-    if (!s->dashed) {
+    if (!pen->dashed) {
         cover_seg(k, p, q, hw, !first, round_b && t1 == 1);
         return;
     }
@@ -166,9 +168,8 @@ static void line_seg(ink *k, const double a[2], const double b[2], double *dist,
  * top bytes back. */
 static void blend(ink *k, unsigned rgb) {
     for (int y = k->y0; y < k->y1; y++)
-        for (int b = 0; k->used[y] >> b; b++) {
-            uint32_t *px = k->px + (size_t)y * k->stride + 32 * b;
-            if (!(k->used[y] >> b & 1)) continue;
+        for (uint32_t used = k->used[y]; used; used &= used - 1) { /* each block reached, 0 to 31 */
+            uint32_t *px = k->px + (size_t)y * k->stride + 32 * __builtin_ctz(used);
             for (int x = 0; x < 32; x += 4) {
                 u4 v;
                 memcpy(&v, px + x, sizeof v);
@@ -191,14 +192,14 @@ static void blend(ink *k, unsigned rgb) {
  * last break). */
 typedef struct pen_at {
     ink *k;
-    const ink_pen *s;
+    const ink_pen *pen;
     double dist, p[2];
     size_t run;
 } pen_at;
 
 /* On to q, drawing from the point before; round_b: round at q (a solid line's column's link). */
 static void pen_to(pen_at *f, const double q[2], int round_b) {
-    if (f->run++) line_seg(f->k, f->p, q, &f->dist, f->s, f->run == 2, round_b);
+    if (f->run++) line_seg(f->k, f->p, q, &f->dist, f->pen, f->run == 2, round_b);
     f->p[0] = q[0], f->p[1] = q[1];
 }
 
@@ -241,8 +242,8 @@ static void column_flush(colspan *col, pen_at *f, int end) {
         return;
     }
     pen_to(f, col->pt[0], 1);
-    if (col->at[1] != col->at[2]) line_seg(f->k, col->pt[1], col->pt[2], &f->dist, f->s, 0, 1);
-    else if (col->at[3] != col->at[0]) line_seg(f->k, col->pt[0], col->pt[3], &f->dist, f->s, 0, 1);
+    if (col->at[1] != col->at[2]) line_seg(f->k, col->pt[1], col->pt[2], &f->dist, f->pen, 0, 1);
+    else if (col->at[3] != col->at[0]) line_seg(f->k, col->pt[0], col->pt[3], &f->dist, f->pen, 0, 1);
     if (col->at[3] != col->at[0]) f->p[0] = col->pt[3][0], f->p[1] = col->pt[3][1], f->run++;
     col->n = 0;
 }
@@ -266,12 +267,12 @@ ink_box ink_area(double px, double py, double pw, double ph, int w, int h) {
     return b;
 }
 
-void ink_line(uint32_t *px, size_t stride, ink_box clip, size_t n, ink_point_fn point, const void *ctx, const ink_pen *s) {
-    if (!px || clip.x0 < 0 || clip.y0 < 0 || clip.x1 > INK_MAX_COLS || clip.y1 > INK_MAX_ROWS ||
-        stride < ((size_t)clip.x1 + 31) / 32 * 32)
+void ink_line(uint32_t *px, size_t stride, ink_box clip, size_t n, ink_point_fn point, const void *ctx, const ink_pen *pen) {
+    if (!px || !pen || !(pen->width > 0 && pen->width <= INK_MAX_WIDTH) || clip.x0 < 0 || clip.y0 < 0 ||
+        clip.x1 > INK_MAX_COLS || clip.y1 > INK_MAX_ROWS || stride < ((size_t)clip.x1 + 31) / 32 * 32)
         return; /* outside the contract (ink.h): nothing drawn */
     ink k = {.px = px, .stride = stride, .x0 = clip.x0, .x1 = clip.x1, .y0 = clip.y0, .y1 = clip.y1}; /* no block used */
-    pen_at f = {.k = &k, .s = s};
+    pen_at f = {.k = &k, .pen = pen};
     colspan col = {0};
     double q[2];
     for (size_t i = 0; i < n; i++) {
@@ -281,9 +282,9 @@ void ink_line(uint32_t *px, size_t stride, ink_box clip, size_t n, ink_point_fn 
             continue;
         }
         q[0] = fmax(-OFF_PAGE, fmin(OFF_PAGE, q[0])), q[1] = fmax(-OFF_PAGE, fmin(OFF_PAGE, q[1]));
-        if (s->dashed) pen_to(&f, q, 0); /* the dashes follow the length of the whole line: every point */
+        if (pen->dashed) pen_to(&f, q, 0); /* the dashes follow the length of the whole line: every point */
         else column_add(&col, &f, q, i);
     }
     column_flush(&col, &f, 1);
-    blend(&k, s->rgb);
+    blend(&k, pen->rgb);
 }

@@ -9,8 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INK_MAX_COLS 1024 /* the most pixels a row the clip may reach, and rows an image may have */
-#define INK_MAX_ROWS 1024
+#define INK_MAX_COLS 1024 /* the clip reaches no farther right than this pixel */
+#define INK_MAX_ROWS 1024 /* nor farther down than this row */
+#define INK_MAX_WIDTH 64  /* the widest line, in pixels */
 
 /* Pixels [x0, x1) x [y0, y1) of an image. */
 typedef struct ink_box {
@@ -38,9 +39,11 @@ ink_box ink_area(double px, double py, double pw, double ph, int w, int h);
 /* Draws the line through the n points point(ctx, i) onto the RGB24 pixels px (rows of stride
  * pixels, each pixel's top byte unused, as cairo's), clipped to clip, with pen: each pixel's
  * colour blended with the pen's by the share of its eight samples the line covers. clip must lie
- * within INK_MAX_COLS x INK_MAX_ROWS and a row's whole 32-pixel blocks within stride (the top
- * bytes of the blocks the line reaches are used while it is drawn, and left 255); otherwise
- * nothing is drawn. A coordinate farther than 1e9 pixels off is pulled in to 1e9. */
+ * within the image, as ink_area's does (the image's height is the caller's to keep to); past
+ * INK_MAX_COLS x INK_MAX_ROWS, below 0, or with a row's whole 32-pixel blocks beyond stride (the
+ * top bytes of the blocks the line reaches are used while it is drawn, and left 255), or with a
+ * pen's width not in (0, INK_MAX_WIDTH], nothing is drawn. A coordinate farther than 1e9 pixels
+ * off is pulled in to 1e9. */
 void ink_line(uint32_t *px, size_t stride, ink_box clip, size_t n, ink_point_fn point, const void *ctx, const ink_pen *pen);
 
 #endif

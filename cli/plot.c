@@ -635,6 +635,8 @@ static void axes_draw(cairo_t *cr, const axes *a, const char *xlabel, const char
     }
 }
 
+_Static_assert(W <= INK_MAX_COLS && H <= INK_MAX_ROWS && W % 32 == 0, "a chart's lines within ink_line's contract");
+
 /* A line's data on the page (line's points for ink_line): point i of (xs, ys) through the axes. */
 typedef struct on_page {
     const axes *a;
