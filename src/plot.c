@@ -334,6 +334,9 @@ done:
     return NULL;
 }
 
+/* d's spectra are due and not there: dpd_plot_curves' data before dpd_plot_spectra. */
+static int pending(const dpd_plot_data *d) { return !d->empty && !d->why_no_psd[0] && !d->freq; }
+
 dpd_status dpd_plot_spectra(dpd_plot_data *d, const dpd_plot_in *in, dpd_error *err) {
     const char *names[DPD_PLOT_SIGNALS];
     const float *sig[DPD_PLOT_SIGNALS];
@@ -341,7 +344,7 @@ dpd_status dpd_plot_spectra(dpd_plot_data *d, const dpd_plot_in *in, dpd_error *
                rounded(in->spec->fs / 1e6, 6) == d->fs_mhz && signals(in, names, sig) == d->nsig;
     for (int i = 0; same && i < d->nsig; i++) same = !strcmp(names[i], d->name[i]);
     if (!same) return dpd_fail(err, DPD_E_INVAL, "plot: the spectra need the plot data and the same input it was made from");
-    if (d->empty || d->why_no_psd[0] || d->freq) return DPD_OK; /* nothing to plot, no segment, or done */
+    if (!pending(d)) return DPD_OK; /* nothing to plot, no whole segment, or done */
     size_t total = (size_t)in->S * (size_t)in->N;
     int oom = 0;
     double *f = doubles((size_t)in->N, &oom), *db = doubles((size_t)in->N, &oom);
@@ -475,9 +478,6 @@ static void document(text *t, const dpd_plot_data *d) {
     }
     put_char(t, '}');
 }
-
-/* d's spectra are due and not there: dpd_plot_curves' data before dpd_plot_spectra. */
-static int pending(const dpd_plot_data *d) { return !d->empty && !d->why_no_psd[0] && !d->freq; }
 
 #define PENDING "plot: the plot data has no spectra yet (dpd_plot_curves' data: dpd_plot_spectra adds them)"
 
