@@ -1,8 +1,10 @@
 #!/bin/sh
 # The cost of the end-of-run pictures: the whole `dpd train-pa --preset quick` process with and
-# without --no-plots, alternated N times (default 15) on the built-in synthetic dataset (dpd
-# synth's defaults) or on DATA, default threads. Prints the medians, the minima and the cost, and
-# the median of each round's difference (the steadiest of the three where the machine's speed
+# without --no-plots, N rounds (default 15) of one run each, in a random order within each round
+# (in a fixed order, a run's place after the other kind moved A/B comparisons on the project's
+# VMs by milliseconds: docs/performance.md, 2026-12-07 evening), on the built-in synthetic dataset
+# (dpd synth's defaults) or on DATA, default threads. Prints the medians, the minima and the cost,
+# and the median of each round's difference (the steadiest of the three where the machine's speed
 # drifts). Never asserts; run it on a quiet machine (docs/performance.md).
 # Usage: bench/plots.sh [DPD] [N] [DATA]
 set -eu
@@ -14,7 +16,7 @@ DATA=${3:-$T/synth}
 [ -n "${3:-}" ] || "$DPD" synth --out "$DATA" --seed 0 >/dev/null
 ms() { date +%s%N | cut -c1-13; }
 for i in $(seq "$N"); do
-    for m in plots noplots; do
+    for m in $(printf 'plots\nnoplots\n' | shuf); do
         rm -rf "$T/o"
         f=""; [ "$m" = noplots ] && f=--no-plots
         s=$(ms)
