@@ -86,12 +86,18 @@ static int set(opt *o, const char *v) {
     return 0;
 }
 
-/* What a value of type t must be, for the message that refuses one. */
-static const char *wanted(opt_type t) {
+/* What a value of type t must be, for the message that refuses v: the type's range only where v
+ * is a whole number outside it (2.5 for an option whose command wants 1 to 100000 is told "a
+ * whole number", not a range that command would refuse too). */
+static const char *wanted(opt_type t, const char *v) {
+    char *e;
+    errno = 0;
+    double x = strtod(v, &e);
+    int whole = *v && !*e && !errno && isfinite(x) && x == floor(x);
     switch (t) {
-    case OPT_INT: return "a whole number from -2147483647 to 2147483647";
+    case OPT_INT: return whole ? "a whole number from -2147483647 to 2147483647" : "a whole number";
     case OPT_U64:
-    case OPT_SIZE: return "a whole number from 0 to 18446744073709551615 (2^64 - 1)";
+    case OPT_SIZE: return whole ? "a whole number from 0 to 18446744073709551615 (2^64 - 1)" : "a whole number of 0 or more";
     case OPT_DBL: return "a finite decimal number";
     default: return "a value";
     }
@@ -124,8 +130,7 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
                     near ? near : "", near ? "'? see --help" : "");
             return 2;
         }
-        int again = p->seen;
-        p->seen = 1;
+        int again = p->seen++; /* the times it was given before */
         if (p->type == OPT_FLAG) { /* a flag twice is the flag */
             if (eq) {
                 fprintf(stderr, "dpd: option '--%s' takes no value\n", name);
@@ -145,12 +150,13 @@ int args_parse(int argc, char **argv, opt *o, int n, const char *u) {
             return 2;
         }
         if (again) /* the last wins, as a wrapper script's override expects; said, never silent */
-            fprintf(stderr, "dpd: note: option '--%s' is given twice (%s, then %s): %s is used\n", name, given[p - o], v, v);
+            fprintf(stderr, "dpd: note: option '--%s' is given %s (%s, then %s): %s is used\n", name,
+                    again == 1 ? "twice" : "again", given[p - o], v, v);
         given[p - o] = v;
         if (!set(p, v)) {
             char w[96]; /* what set() refuses: the only reasons */
             if (p->type == OPT_STR) snprintf(w, sizeof w, "at most %zu bytes", p->len - 1);
-            else snprintf(w, sizeof w, "%s", wanted(p->type));
+            else snprintf(w, sizeof w, "%s", wanted(p->type, v));
             fprintf(stderr, "dpd: bad value '%s' for --%s: %s is wanted (%s)\n", v, name, w, p->help ? p->help : "see --help");
             return 2;
         }

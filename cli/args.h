@@ -12,7 +12,7 @@ typedef struct opt {
     void *ptr;        /* char[len] for OPT_STR; int for OPT_INT and OPT_FLAG */
     size_t len;
     const char *help; /* NULL: parsed but left out of --help (an option of a sibling verb, refused later) */
-    int seen;         /* set by args_parse: given in its argv */
+    int seen;         /* set by args_parse: the times it is given in its argv (0: not) */
 } opt;
 
 /* Parses argv[0..argc) into the table. Returns 0 on success, 2 on a usage error (message

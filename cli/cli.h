@@ -28,7 +28,8 @@ int cmd_doctor(int argc, char **argv); /* doctor.c */
  * message, fix) and how to override (--no-doctor). */
 int cli_doctor_gate(const char *data);
 /* The dataset doctor's errors and warnings about DATA on stderr, in one warning line (for what it
- * does not gate); nothing when it cannot read DATA (the caller's own reading says why). */
+ * does not gate); where it cannot read DATA, a warning saying why (it reads every split, the
+ * caller perhaps fewer: a broken file of another split is told too). */
 void cli_doctor_warn(const char *data);
 /* 1 when a finding of the doctor is worth saying before a run or an evaluation: an error, or a
  * warning that bears on the figures (not the protocol's gain offset, which g x absorbs). */

@@ -186,8 +186,9 @@ static dpd_status csv_read(const char *path, int ncol, const char *const *names,
             nhead = nf;
             if (!names) {
                 if (nf != ncol) {
-                    s = dpd_fail(err, DPD_E_FORMAT, "%s:1: header has %d columns, expected %d (I,Q)%s", path, nf, ncol,
-                                 dpd_csv_sep_hint(p, e, 0));
+                    s = dpd_fail(err, DPD_E_FORMAT, "%s:1: the header names no columns I and Q and has %d column%s: name "
+                                 "the I and Q columns (others are ignored), or give exactly %d, read as I then Q%s",
+                                 path, nf, nf == 1 ? "" : "s", ncol, dpd_csv_sep_hint(p, e, 0));
                     goto fail;
                 }
                 for (int k = 0; k < ncol; k++) pick[k] = k;
@@ -276,8 +277,9 @@ static dpd_status spec_number(json_t *root, const char *path, const char *key, c
     }
     if (!j) {
         if (!required) return DPD_OK;
-        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is missing (the RF metrics need it)",
-                        path, key);
+        const char *typo = dpd_spec_misspelling(root, key);
+        return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' is missing (the RF metrics need it)%s%.64s%s", path, key,
+                        typo ? "; is '" : "", typo ? typo : "", typo ? "' a misspelling of it?" : "");
     }
     if (!json_is_number(j) || !isfinite(json_number_value(j)) || json_number_value(j) <= 0)
         return dpd_fail(err, DPD_E_FORMAT, "%s: field '%s' must be a positive number%s", path,
@@ -382,6 +384,16 @@ static int known_key(const char *key) {
     for (size_t i = 0; i < sizeof spec_keys / sizeof *spec_keys; i++)
         if (!strcmp(key, spec_keys[i])) return 1;
     return 0;
+}
+
+const char *dpd_spec_misspelling(const json_t *root, const char *key) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)root, k, v) {
+        const char *near = known_key(k) ? NULL : closest_key(k);
+        if (near && !strcmp(near, key)) return k;
+    }
+    return NULL;
 }
 
 /* One warning naming every top-level key of root that dpd does not know (the first eight, then a

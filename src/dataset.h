@@ -1,6 +1,7 @@
 /* dataset: internals shared with the command line (CSV reading for `dpd run`). */
 #ifndef DPD_DATASET_H
 #define DPD_DATASET_H
+#include <jansson.h>
 #include <math.h>
 
 #include "dpd/dpd.h"
@@ -52,6 +53,11 @@ const char *dpd_csv_sep_hint(const char *p, const char *e, int numbers);
 /* 3 when [p, end) starts with a UTF-8 byte-order mark (as spreadsheets write it), else 0: the
  * header starts after it. */
 size_t dpd_csv_bom(const char *p, const char *end);
+
+/* The first top-level key of spec.json's object root that dpd does not know and whose nearest
+ * known key (dpd_nearest) is key: a misspelling of key, for the message where key is missing
+ * (the loader's and the doctor's); NULL: none. The text is root's. */
+const char *dpd_spec_misspelling(const json_t *root, const char *key);
 
 /* DPD_OK when dir is a directory; else DPD_E_IO saying "DIR: no such directory" or "DIR: not a
  * directory (give the dataset's directory, which holds spec.json)". The loader's and the doctor's. */

@@ -84,6 +84,7 @@ typedef struct part {
     double *x, *y; /* (nx, 2), (ny, 2) as read: non-finite values kept */
     size_t nx, ny;
     int present;
+    int half;               /* split_csv: one file of the pair without the other (split_file_missing) */
     char in[256], out[256]; /* file names; single_csv: both the CSV's */
 } part;
 
@@ -109,6 +110,7 @@ typedef struct capture {
     double ratios[DPD_NSPLIT];
     size_t guard;             /* split_guard */
     char units[32];           /* amplitude_units, "unknown" when spec.json does not say */
+    char typos[160];          /* the missing fields' misspellings in spec.json: "'nperseq' to nperseg", ... */
     EVP_MD_CTX *raw;          /* SHA-256 of the data files in order */
     int nraw;
     /* the capture: parts concatenated, each trimmed to min(nx, ny); non-finite samples zeroed by
@@ -351,6 +353,7 @@ static dpd_status read_split_csv(capture *c, dpd_doctor_report *r, dpd_error *er
         snprintf(a, sizeof a, "%s/%s", c->dir, p->in);
         snprintf(b, sizeof b, "%s/%s", c->dir, p->out);
         int hx = dpd_exists(a), hy = dpd_exists(b);
+        p->half = hx != hy;
         if (hx != hy && c->nlonely < 2)
             snprintf(c->lonely[c->nlonely++], sizeof c->lonely[0], "%s", hx ? p->out : p->in);
         if (!hx || !hy) continue;
@@ -443,7 +446,12 @@ static void read_meta(capture *c, json_t *root, int k) {
     json_t *j = json_object_get(root, key), *ja = m->alias ? json_object_get(root, m->alias) : NULL;
     if (!j && ja) j = ja, key = m->alias;
     if (!j) {
+        const char *typo = m->optional ? NULL : dpd_spec_misspelling(root, m->key);
         if (!m->optional) c->missing |= 1u << k;
+        if (typo) {
+            size_t l = strlen(c->typos);
+            snprintf(c->typos + l, sizeof c->typos - l, "%s'%.40s' to %s", l ? ", " : "", typo, m->key);
+        }
         return;
     }
     if (j != ja && ja && !(json_is_number(j) && json_is_number(ja) && json_number_value(j) == json_number_value(ja))) {
@@ -871,8 +879,8 @@ static void check_files(const capture *c, dpd_doctor_report *r) {
         snprintf(f->fix, sizeof f->fix, "export the %s split's samples (I,Q rows), or remove its files", dpd_split_names[k]);
         ev_text(f, "split", "%s", dpd_split_names[k]);
     }
-    for (int k = 0; k < c->nparts && !c->single; k++) {
-        if (c->p[k].present) continue;
+    for (int k = 0; k < c->nparts && !c->single; k++) { /* both files absent (one alone: split_file_missing) */
+        if (c->p[k].present || c->p[k].half) continue;
         dpd_finding *f = finding(r, "split_missing", DPD_SEV_WARNING, "A split is absent");
         snprintf(f->value, sizeof f->value, "no %s split", dpd_split_names[k]);
         snprintf(f->message, sizeof f->message, "%s and %s are absent: %s", c->p[k].in, c->p[k].out,
@@ -1465,8 +1473,12 @@ static void check_metadata(const capture *c, dpd_doctor_report *r) {
         snprintf(f->message, sizeof f->message, "%s %s: the metrics cannot be computed without %s",
                  c->have_spec ? "spec.json lacks" : "there is no spec.json, so it lacks", names,
                  strchr(names, ',') ? "them" : "it");
-        snprintf(f->fix, sizeof f->fix, "add %s to spec.json (docs/formats.md lists the fields)", names);
+        if (c->typos[0]) /* a misspelt key: the likelier fix */
+            snprintf(f->fix, sizeof f->fix, "add %s to spec.json: rename %s (misspelt; docs/formats.md lists the "
+                                            "fields)", names, c->typos);
+        else snprintf(f->fix, sizeof f->fix, "add %s to spec.json (docs/formats.md lists the fields)", names);
         ev_text(f, "missing", "%s", names);
+        if (c->typos[0]) ev_text(f, "misspelt", "%s", c->typos);
     }
     if (c->invalid) {
         dpd_finding *f = finding(r, "metadata_invalid", DPD_SEV_ERROR, "Metadata invalid");

@@ -155,6 +155,10 @@ expect 2 "dpd: eval needs --model DPD with --pa PA" "$DPD" eval --data "$T/a" --
 "$DPD" eval --data "$T/a" --split val --split test >"$T/out" 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: note: option .--split. is given twice (val, then test): test is used" "$T/err" && grep -q "^a test: [0-9]* samples" "$T/out"' \
     "an option given twice: the last value is used, and a note says so (exit $rc: $(head -c 300 "$T/err"))"
+"$DPD" eval --data "$T/a" --split val --split test --split val >"$T/out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "^dpd: note: option .--split. is given twice (val, then test): test is used" "$T/err" &&
+       grep -q "^dpd: note: option .--split. is given again (test, then val): val is used" "$T/err" && grep -q "^a val: [0-9]* samples" "$T/out"' \
+    "an option given a third time: its note says again, not twice (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "dpd: --M: envelope lags and leads M, which only gmp_ls (fit-ls --kind gmp) has; mp has none" "$DPD" fit-ls --data "$T/a" --kind mp --M 3
 expect 2 "dpd: fit-ls --kind gmp with --M 0 has no envelope cross terms: it is a memory polynomial, --kind mp" "$DPD" fit-ls --data "$T/a" --kind gmp --M 0
 expect 2 "dpd: fit-ls --kind gmp with --K 1 has no envelope cross terms" "$DPD" fit-ls --data "$T/a" --kind gmp_ls --K 1
@@ -521,9 +525,9 @@ check '[ ! -e "$T/bad.cf32" ] && ! ls "$T" | grep -q "bad.cf32.tmp"' "run: no pa
 : >"$T/empty.csv"
 expect 1 "empty.csv: empty file" "$DPD" run --model "$E1/best.safetensors" --input "$T/empty.csv" --output "$T/bad.csv"
 printf 'a,b,c\n1,2,3\n' >"$T/cols.csv"
-expect 1 "cols.csv:1: header has 3 columns, expected 2 (I,Q)" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
+expect 1 "cols.csv:1: the header names no columns I and Q and has 3 columns: name the I and Q columns (others are ignored), or give exactly 2, read as I then Q" "$DPD" run --model "$E1/best.safetensors" --input "$T/cols.csv" --output "$T/bad.csv"
 printf 'I;Q\n0,5;0,25\n' >"$T/semi.csv"
-expect 1 "semi.csv:1: header has 1 columns, expected 2 (I,Q): its fields are separated by ';'" "$DPD" run --model "$E1/best.safetensors" --input "$T/semi.csv" --output "$T/bad.csv"
+expect 1 "semi.csv:1: the header names no columns I and Q and has 1 column: name the I and Q columns (others are ignored), or give exactly 2, read as I then Q: its fields are separated by ';'" "$DPD" run --model "$E1/best.safetensors" --input "$T/semi.csv" --output "$T/bad.csv"
 printf 'I,Q,I_in,Q_in\n1,2,3,4\nabc,2,3,4\n' >"$T/bad4.csv"
 expect 1 "bad4.csv:3: field 1 ('abc') is not a number" "$DPD" run --model "$E1/best.safetensors" --input "$T/bad4.csv" --output "$T/bad.csv"
 printf 'I,Q,i,q\n1,2,0,0\n' >"$T/twice.csv"
@@ -609,12 +613,13 @@ G40="$T/g40/a/train_pa/PA_LS_M_GMP_LS_K_2_Q_2_M_40_P_328"
 check '[ $rc -eq 0 ] && cmp -s "$T/g40x.csv" "$T/g40w.csv" && ! grep -q warning "$T/err"' \
     "dpd run: gmp_ls M = 40 in sections of 1e3 (a whole number in any spelling) with --warmup 41 is --exact's output, no warning (exit $rc: $(head -c 300 "$T/err"))"
 expect 2 "dpd: bad value '1.5e3x' for --section" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1.5e3x
-expect 2 "dpd: bad value '2.5' for --warmup" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --warmup 2.5
+expect 2 "dpd: bad value '2.5' for --warmup: a whole number is wanted" "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --warmup 2.5
 expect 2 "dpd: bad value '-1' for --seed: a whole number from 0 to 18446744073709551615 (2^64 - 1) is wanted" "$DPD" synth --out "$T/never" --seed -1
 expect 2 "dpd: bad value ' -1' for --seed: a whole number from 0" "$DPD" synth --out "$T/never" --seed " -1"
+expect 2 "dpd: bad value '2.5' for --epochs: a whole number is wanted (" "$DPD" train-pa --data "$T/a" --epochs 2.5 --out "$T/never"
 "$DPD" synth --out "$T/len-e" --preset lte20 --length 4.096e4 --seed 1e3 >/dev/null 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "\"seed\": 1000" "$T/len-e/spec.json"' "synth --length 4.096e4 --seed 1e3: whole numbers in exponent notation (exit $rc: $(head -c 200 "$T/err"))"
-expect 2 "dpd: bad value '2.5' for --epochs: a whole number from -2147483647 to 2147483647 is wanted" "$DPD" train-pa --data "$T/a" --epochs 2.5
+expect 2 "dpd: bad value '3e9' for --epochs: a whole number from -2147483647 to 2147483647 is wanted" "$DPD" train-pa --data "$T/a" --epochs 3e9
 "$DPD" run --model "$G40" --input "$T/a/test_input.csv" --output "$T/g40w.csv" --section 1000 --warmup 16 2>"$T/err"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^dpd: warning: --warmup 16: gmp_ls reads 41 samples before each output, so the first 25 outputs of each section read other samples than --exact" "$T/err" && ! grep -q "zero state" "$T/err" && ! cmp -s "$T/g40x.csv" "$T/g40w.csv"' \
     "dpd run: gmp_ls M = 40 with --warmup 16: warned with its own bound, and the output differs (exit $rc: $(head -c 300 "$T/err"))"

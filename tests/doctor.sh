@@ -176,5 +176,31 @@ rm "$T/bad/spec.json"
 check '[ $rc -eq 1 ] && py "$T/nospec.json" "[f[\"evidence\"][\"missing\"] for f in j[\"findings\"] if f[\"code\"] == \"metadata_missing\"] ==
        [\"input_signal_fs, bw_main_ch, n_sub_ch, nperseg\"]"' "no spec.json: metadata_missing names every field (exit $rc)"
 
+# --- one file of a split without its partner: split_file_missing, and not split_missing as well ---
+cp -r "$T/a" "$T/half" && rm "$T/half/val_output.csv"
+"$DPD" doctor "$T/half" >"$T/out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "^error  *split_file_missing  *val_output.csv missing" "$T/out" && ! grep -q split_missing "$T/out"' \
+    "val_input.csv without its partner: split_file_missing alone, not split_missing (exit $rc: $(head -c 400 "$T/out"))"
+"$DPD" eval --data "$T/half" --split test >"$T/out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "A split file has no partner (val_output.csv missing)" "$T/err" && ! grep -q "A split is absent" "$T/err"' \
+    "and eval on the test split says so, and no absent split (exit $rc: $(head -c 400 "$T/err"))"
+
+# --- a malformed line in a split the command does not read: eval says the doctor cannot read the dataset ---
+cp -r "$T/a" "$T/other" && sed -i '3s/.*/0.1,abc/' "$T/other/val_input.csv"
+"$DPD" eval --data "$T/other" --split test >"$T/out" 2>"$T/err"; rc=$?
+check '[ $rc -eq 0 ] && grep -qF "dpd: warning: the dataset doctor cannot read $T/other, so none of its checks ran: $T/other/val_input.csv:3: field 2 (" "$T/err" &&
+       grep -q "^other test: 7680 samples" "$T/out"' \
+    "eval --split test with a malformed val_input.csv: the test split scored, and a warning that the doctor cannot read it (exit $rc: $(head -c 400 "$T/err"))"
+
+# --- a required spec.json key misspelt: the loader and the doctor name the likely misspelling ---
+cp -r "$T/a" "$T/typo" && sed -i 's/"nperseg"/"nperseq"/' "$T/typo/spec.json"
+expect 1 "typo/spec.json: field 'nperseg' is missing (the RF metrics need it); is 'nperseq' a misspelling of it?" "$DPD" eval --data "$T/typo"
+"$DPD" doctor "$T/typo" >"$T/typo.txt" 2>"$T/err"; rc=$?
+"$DPD" doctor "$T/typo" --json >"$T/typo.json" 2>>"$T/err"
+printf '%s\n' "add nperseg to spec.json: rename 'nperseq' to nperseg (misspelt" >"$T/needle"
+check '[ $rc -eq 1 ] && grep -qF -f "$T/needle" "$T/typo.txt" &&
+       py "$T/typo.json" "[f[\"evidence\"].get(\"misspelt\") for f in j[\"findings\"] if f[\"code\"] == \"metadata_missing\"] == [chr(39) + \"nperseq\" + chr(39) + \" to nperseg\"]"' \
+    "doctor: metadata_missing's fix and evidence name the misspelt key (exit $rc: $(grep metadata_missing "$T/typo.txt" | head -c 300))"
+
 echo "RESULT doctor_cli $pass $fail 0"
 [ "$fail" -eq 0 ]

@@ -501,18 +501,18 @@ int main(void) {
     refuse("missing field", "test_input.csv", "I,Q\n1,2\n3\n", DPD_E_FORMAT, "test_input.csv:3", "missing");
     refuse("empty field", "test_input.csv", "I,Q\n1,\n", DPD_E_FORMAT, "test_input.csv:2", "not a number");
     refuse("NaN", "val_input.csv", "I,Q\n1,2\nnan,4\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
-    refuse("semicolons", "train_input.csv", "I;Q\n1;2\n", DPD_E_FORMAT, "train_input.csv:1: header has 1 columns", "separated by ';'");
+    refuse("semicolons", "train_input.csv", "I;Q\n1;2\n", DPD_E_FORMAT, "train_input.csv:1: the header names no columns I and Q and has 1 column:", "separated by ';'");
     refuse("decimal commas", "train_input.csv", "0,1;0,2\n", DPD_E_FORMAT, "got numbers", "s/;/,/g");
     refuse("decimal commas, tabs", "train_input.csv", "0,1\t0,2\n", DPD_E_FORMAT, "got numbers", "separated by tabs");
     { /* a comma-separated header with ';' in its names: no hint to convert it */
         dpd_dataset ds;
         dpd_error err = {0};
         const char *d = make("train_input.csv", "t,i (V; rms),q (V; rms)\n1,2,3\n");
-        CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "header has 3 columns") &&
+        CHECK(dpd_dataset_load(d, 7, 0, &ds, &err) == DPD_E_FORMAT && strstr(err.msg, "the header names no columns I and Q and has 3 columns") &&
                   !strstr(err.msg, "separated"),
               "a header with ';' in its names: '%s'", err.msg);
     }
-    refuse("tabs", "train_input.csv", "I\tQ\n1\t2\n", DPD_E_FORMAT, "header has 1 columns", "separated by tabs");
+    refuse("tabs", "train_input.csv", "I\tQ\n1\t2\n", DPD_E_FORMAT, "names no columns I and Q and has 1 column:", "separated by tabs");
     refuse("Inf", "val_input.csv", "I,Q\n1,2\n3,-inf\n", DPD_E_FORMAT, "val_input.csv:3", "not finite");
     refuse("1e300", "train_output.csv", "I,Q\n1,2\n1e300,4\n", DPD_E_FORMAT, "train_output.csv:3: field 1 ('1e300')",
            "out of range");

@@ -841,6 +841,10 @@ static void test_dpd_checks(void) {
     r = run("missing files", d);
     f = find(&r, "split_missing");
     CHECK(f && !strcmp(ev(f, "split")->text, "val"), "no val files: split_missing val");
+    int absent = 0;
+    for (int i = 0; i < r.nfindings; i++) absent += !strcmp(r.findings[i].code, "split_missing");
+    CHECK(absent == 1, "test_input.csv without its partner: split_file_missing, not split_missing too (%d split_missing)",
+          absent);
     f = find(&r, "split_file_missing");
     CHECK(f && f->blocking && strstr(ev(f, "missing")->text, "test_output.csv"), "test_output.csv alone missing: blocks");
     CHECK(r.n[1] == 0 && r.n[2] == 0 && r.n_total == clean.len[0], "missing files: only train examined");
