@@ -857,7 +857,7 @@ static int no_body(req *r, const char *what, enum MHD_Result *v) {
     if (obj && !empty) snprintf(k, sizeof k, "%s", json_object_iter_key(json_object_iter(j)));
     json_decref(j);
     if (empty) return 0;
-    *v = http_error(r, 422, "invalid_request", NULL, !strcmp(what, "retry") ? "submit a new run to change its options" : NULL,
+    *v = http_error(r, 422, "invalid_request", obj ? k : NULL, !strcmp(what, "retry") ? "submit a new run to change its options" : NULL,
                     "%s takes no body (none, or {}), and this one %s%.64s%s", what, obj ? "gives '" : "is not an object",
                     k, obj ? "'" : "");
     return 1;

@@ -239,6 +239,10 @@ static const char *bearer_of(const char *a) {
  * not one (what: whose token it would be). */
 static enum MHD_Result unauthorized(req *r, const char *what, const char *hint) {
     const char *a = http_header(r, "Authorization");
+    if (!a && MHD_lookup_connection_value(r->con, MHD_COOKIE_KIND, "dpd_session")) /* a browser's, after a restart */
+        return http_error(r, 401, "unauthorized", NULL, hint,
+                          "authentication required: the session cookie is not this server's (a newer sign-in replaced "
+                          "it, or the server restarted): sign in again");
     if (!a) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: no Authorization header");
     const char *t = bearer_of(a);
     if (!t && !strcasecmp(a, "Bearer")) return http_error(r, 401, "unauthorized", NULL, hint, "authentication required: the bearer token is missing");
@@ -252,7 +256,11 @@ static int bearer_ok(server *s, req *r) {
     return t && token_is(s->b.api, t, strlen(t));
 }
 
-/* A new cookie session; 303 to / (GET) or 200 with the CSRF token (POST). */
+/* A new cookie session (the one there is: it replaces any before); 303 to / (GET) or 200 with the
+ * CSRF token (POST). The sign-in link's one-time token, within BOOTSTRAP_S of the start; or, by POST
+ * only (never in a URL, where a history or a log keeps it), the API token, at any time: whoever
+ * can read ROOT/api-token may use the API already, and may sign a browser in again without a
+ * restart, which would interrupt the running runs. */
 static enum MHD_Result bootstrap(server *s, req *r) {
     const char *tok = NULL;
     json_t *j = NULL;
@@ -265,11 +273,13 @@ static enum MHD_Result bootstrap(server *s, req *r) {
                 : json_loadb(r->body ? r->body : "", r->len, 0, NULL);
         tok = json_string_value(json_object_get(j, "token"));
     }
+    int api = j && tok && token_is(s->b.api, tok, strlen(tok));
     pthread_mutex_lock(&s->h.mu);
-    int ok = tok && !s->b.boot_used && studio_now() - s->h.started < BOOTSTRAP_S && token_is(s->b.boot, tok, strlen(tok));
+    int boot = tok && !s->b.boot_used && studio_now() - s->h.started < BOOTSTRAP_S && token_is(s->b.boot, tok, strlen(tok));
+    int ok = boot || api;
     char cookie[44] = "", csrf[44] = "";
+    if (boot) s->b.boot_used = 1;
     if (ok) {
-        s->b.boot_used = 1;
         if (token_new(cookie, sizeof cookie) || token_new(csrf, sizeof csrf)) ok = 0;
     }
     if (ok) {
@@ -280,8 +290,10 @@ static enum MHD_Result bootstrap(server *s, req *r) {
     pthread_mutex_unlock(&s->h.mu);
     json_decref(j);
     if (!ok)
-        return http_error(r, 401, "unauthorized", "token", "restart dpd serve for a new sign-in link, or use ROOT/api-token",
-                          "the bootstrap token is wrong, expired or already used");
+        return http_error(r, 401, "unauthorized", "token",
+                          "sign in with the token in ROOT/api-token (by POST, as the sign-in form sends it), or restart "
+                          "dpd serve for a new sign-in link",
+                          "the bootstrap token is wrong, expired or already used, and not the API token");
     char set[160];
     snprintf(set, sizeof set, "dpd_session=%s; HttpOnly; SameSite=Strict; Path=/", cookie);
     if (!strcmp(r->method, "GET")) {
@@ -581,6 +593,8 @@ static enum MHD_Result admit(server *s, req *r, const void *mark) {
     if (strncmp(r->path, "/api/", 5) && (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")))
         return MHD_YES; /* a page of the UI: answered on the next call, so the connection stays open */
     int bearer = bearer_ok(s, r);
+    if (!bearer && http_header(r, "Authorization")) /* a token that is not the server's: refused, cookie or not */
+        return unauthorized(r, "this server's API token (ROOT/api-token)", "send Authorization: Bearer $(cat ROOT/api-token)");
     if (!bearer) {
         pthread_mutex_lock(&s->h.mu);
         sess *x = cookie_session(s, r);
@@ -589,12 +603,14 @@ static enum MHD_Result admit(server *s, req *r, const void *mark) {
         pthread_mutex_unlock(&s->h.mu);
         if (!x)
             return unauthorized(r, "this server's API token (ROOT/api-token)",
-                                "send Authorization: Bearer $(cat ROOT/api-token), or sign in with the link dpd serve printed");
+                                "send Authorization: Bearer $(cat ROOT/api-token), or sign in (the link dpd serve printed, or "
+                                "the token in ROOT/api-token)");
         const char *given = http_header(r, "X-CSRF-Token");
         if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD") &&
             (!given || strlen(given) != strlen(csrf) || CRYPTO_memcmp(given, csrf, strlen(csrf))))
             return http_error(r, 403, "csrf_required", NULL, "GET /api/v1/session gives the token for X-CSRF-Token",
-                              "a write with the session cookie needs the X-CSRF-Token header");
+                              given ? "the X-CSRF-Token header is not this session's"
+                                    : "a write with the session cookie needs the X-CSRF-Token header");
     }
     return length_ok(r);
 }

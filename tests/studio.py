@@ -869,6 +869,39 @@ def t_bootstrap_post(ctx):
 
 
 @test()
+def t_bootstrap_api_token(ctx):  # a browser signed in again with ROOT/api-token, by POST only; one session at a time
+    s = ctx.server()
+    url = s.wait_line(r"sign in .*?(http://\S+/api/v1/session/bootstrap\?token=\S+)", 5).group(1)
+    r = s.get("/api/v1/session/bootstrap?token=" + s.token, auth=False)
+    check(r.status == 401 and not _cookie(r)[0], f"the API token in a sign-in URL (GET) was accepted: {r!r}")
+    r1 = s.post("/api/v1/session/bootstrap", {"token": s.token}, auth=False)
+    check(r1.status == 200 and _cookie(r1)[0] and r1.json and r1.json.get("csrf"), f"POST bootstrap with the API token: {r1!r}")
+    first = {"Cookie": "dpd_session=" + (_cookie(r1)[0] or "")}
+    check(s.get("/api/v1/runs", auth=False, headers=first).status == 200, "the API token's browser session refused")
+    r2 = s.post("/api/v1/session/bootstrap", {"token": s.token}, auth=False)
+    check(r2.status == 200 and _cookie(r2)[0], f"the API token did not sign in a second time: {r2!r}")
+    second = {"Cookie": "dpd_session=" + (_cookie(r2)[0] or "")}
+    r = s.get("/api/v1/runs", auth=False, headers=first)
+    expect_error(r, 401, "unauthorized", what="the replaced session's cookie")
+    check("the session cookie is not this server's" in (r.err("message") or ""), f"a replaced cookie's 401 message: {r!r}")
+    check(s.get("/api/v1/runs", auth=False, headers=second).status == 200, "the newer browser session refused")
+    r = s.get(url[url.index("/api/"):], auth=False)  # the API token's sign-ins did not use up the one-time link
+    check(r.status == 303 and _cookie(r)[0], f"the sign-in link after the API token's sign-ins: {r!r}")
+    third = {"Cookie": "dpd_session=" + (_cookie(r)[0] or "")}
+    expect_error(s.get("/api/v1/runs", auth=False, headers=dict(third, Authorization="Bearer wrong")), 401, "unauthorized",
+                 what="a wrong bearer token beside a valid cookie")
+    csrf = s.get("/api/v1/session", auth=False, headers=third).json["csrf"]
+    body = {"verb": "fake", "dataset": "synth", "options": fake(1, 0)}
+    r = s.post("/api/v1/runs", body, auth=False, headers=dict(third, **{"X-CSRF-Token": csrf + "x"}))
+    expect_error(r, 403, "csrf_required", what="a wrong X-CSRF-Token")
+    check(r.err("message") == "the X-CSRF-Token header is not this session's", f"a wrong X-CSRF-Token's message: {r!r}")
+    r = s.post("/api/v1/runs", body, auth=False, headers=third)
+    check(r.err("message") == "a write with the session cookie needs the X-CSRF-Token header", f"no X-CSRF-Token: {r!r}")
+    expect_error(s.post("/api/v1/session/bootstrap", {"token": s.token + "x"}, auth=False), 401, "unauthorized",
+                 field="token", what="a wrong token by POST")
+
+
+@test()
 def t_security_headers(ctx):
     s = ctx.server()
     rid = s.submit(options=fake(1, 0))["id"]
@@ -1248,7 +1281,7 @@ def t_retry(ctx):  # B6
     check(s.run(a["id"])["status"] == a["status"], "retry changed the parent")
     # a body that asks for something is refused, not ignored: {} is the one body they take
     expect_error(s.post(f"/api/v1/runs/{a['id']}/retry", {"options": {"epochs": 3}}), 422, "invalid_request",
-                 what="retry with options")
+                 field="options", what="retry with options")
     check(s.post(f"/api/v1/runs/{a['id']}/retry", {}).status == 201, "retry with {}")
     b = s.submit(options=fake(100, 100))
     s.wait_status(b["id"], "running", 10)
@@ -1257,7 +1290,8 @@ def t_retry(ctx):  # B6
     c = s.submit(options=fake(1, 0))
     check(s.run(c["id"])["status"] == "queued", "second run not queued")
     expect_error(s.post(f"/api/v1/runs/{c['id']}/retry"), 409, "run_not_finished", what="retry of a queued run")
-    expect_error(s.post(f"/api/v1/runs/{b['id']}/cancel", {"force": True}), 422, "invalid_request", what="cancel with force")
+    expect_error(s.post(f"/api/v1/runs/{b['id']}/cancel", {"force": True}), 422, "invalid_request", field="force",
+                 what="cancel with force")
     s.cancel(b["id"])
     check(s.cancel(b["id"])["status"] in ("cancel_requested", "cancelled"), "second cancel")
     if s.run(b["id"])["status"] == "cancel_requested":

@@ -93,7 +93,7 @@ function signInPage(main, why) {
     } catch (e) { msg.append(errorBanner(e)); }
   } },
   h('label', { for: 'signin-token', text: 'Sign-in link or token' }),
-  h('p', { id: 'signin-help', class: 'muted', text: 'dpd serve prints "sign in (once, within 10 minutes): http://…/api/v1/session/bootstrap?token=…". Open that link in this browser, or paste it here.' }),
+  h('p', { id: 'signin-help', class: 'muted', text: 'dpd serve prints "sign in (once, within 10 minutes): http://…/api/v1/session/bootstrap?token=…". Open that link in this browser, or paste it here. At any later time, paste the token in the file api-token of the studio\'s root (dpd serve --root ROOT).' }),
   h('div', { class: 'row' }, input, h('button', { class: 'primary', type: 'submit', text: 'Sign in' })),
   msg);
   put(main, h('h1', { text: 'Sign in to dpd studio' }), why ? banner('warn', why) : null, form);
@@ -122,7 +122,7 @@ async function start() {
 api.setUnauthorizedHandler(() => {
   for (const fn of cleanups.splice(0)) { try { fn(); } catch (e) { /* ignore */ } }
   navId++;
-  signInPage(document.getElementById('main'), 'Your session is no longer valid (the server restarted?). Sign in again with a new link.');
+  signInPage(document.getElementById('main'), 'Your session is no longer valid (a newer sign-in, or the server restarted?). Sign in again: paste the token in ROOT/api-token.');
 });
 
 start();
