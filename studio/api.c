@@ -127,7 +127,9 @@ static json_t *body_json(req *r, enum MHD_Result *rc) {
     }
     json_t *j = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &e);
     if (!j) {
-        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is not JSON: %s (line %d, column %d)", e.text, e.line,
+        /* jansson names its own flag for an escaped NUL in a string: said in the request's terms */
+        const char *what = strstr(e.text, "JSON_ALLOW_NUL") ? "\\u0000 (NUL) in a string is not allowed" : e.text;
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is not JSON: %s (line %d, column %d)", what, e.line,
                          e.column);
         return NULL;
     }
@@ -308,6 +310,17 @@ static enum MHD_Result datasets_upload(req *r) {
         staging[0] = 0;
         goto out;
     }
+    const char *fname;
+    json_t *v;
+    json_object_foreach(files, fname, v) { /* every name first: one that is not a dataset's is told before what is missing */
+        int known = 0;
+        for (size_t i = 0; i < sizeof upload_files / sizeof *upload_files; i++) known |= !strcmp(fname, upload_files[i]);
+        if (!known || !json_is_string(v)) {
+            rc = http_error(r, 422, "invalid_dataset", "files", "files are train_input.csv ... test_output.csv, or data.csv",
+                            "files: '%.64s' is not a dataset file, or its content is not a string", fname);
+            goto out;
+        }
+    }
     if (!json_object_get(files, upload_files[SPLIT_FILES])) { /* the split files: each named when missing, before any is read */
         char missing[160] = "";
         for (size_t i = 0; i < SPLIT_FILES; i++)
@@ -320,16 +333,7 @@ static enum MHD_Result datasets_upload(req *r) {
             goto out;
         }
     }
-    const char *fname;
-    json_t *v;
     json_object_foreach(files, fname, v) {
-        int known = 0;
-        for (size_t i = 0; i < sizeof upload_files / sizeof *upload_files; i++) known |= !strcmp(fname, upload_files[i]);
-        if (!known || !json_is_string(v)) {
-            rc = http_error(r, 422, "invalid_dataset", "files", "files are train_input.csv ... test_output.csv, or data.csv",
-                            "files: '%.64s' is not a dataset file, or its content is not a string", fname);
-            goto out;
-        }
         snprintf(path, sizeof path, "%s/%s", staging, fname);
         if (studio_write_file(path, json_string_value(v), json_string_length(v))) {
             rc = http_error(r, 507, "storage_error", NULL, NULL, "cannot write %s: %s", fname, strerror(errno));

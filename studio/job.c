@@ -164,10 +164,12 @@ static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
 
 dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake, dpd_error *err) {
     memset(j, 0, sizeof *j);
-    if (!verb || (strcmp(verb, "train-pa") && strcmp(verb, "train-dpd") && strcmp(verb, "fit-ls") &&
-                  (!fake || strcmp(verb, "fake"))))
-        return fail(err, DPD_E_INVAL, "verb", "verb: '%.32s' is not one of train-pa, train-dpd, fit-ls%s",
-                    verb ? verb : "(none)", fake ? ", fake" : "");
+    if (!verb) /* absent, or not a string */
+        return fail(err, DPD_E_INVAL, "verb", "verb: required, as a string: train-pa, train-dpd or fit-ls%s",
+                    fake ? " (or fake)" : "");
+    if (strcmp(verb, "train-pa") && strcmp(verb, "train-dpd") && strcmp(verb, "fit-ls") && (!fake || strcmp(verb, "fake")))
+        return fail(err, DPD_E_INVAL, "verb", "verb: '%.32s' is not one of train-pa, train-dpd, fit-ls%s", verb,
+                    fake ? ", fake" : "");
     snprintf(j->verb, sizeof j->verb, "%s", verb);
     if (options && !json_is_object(options)) return fail(err, DPD_E_INVAL, "options", "options: must be an object");
     dpd_train_cfg *c = &j->cfg;

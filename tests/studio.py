@@ -933,6 +933,13 @@ def t_body_limits(ctx):
                  what="a text/plain POST")
     expect_error(s.post("/api/v1/runs", raw='{"verb": "fake",'), 422, "invalid_json", what="truncated JSON")
     expect_error(s.post("/api/v1/runs", raw=b'{"verb": "\xff\xfe"}'), 422, what="invalid UTF-8")
+    r = s.post("/api/v1/runs", raw='{"verb": "fake", "dataset": "a\\u0000b"}')
+    expect_error(r, 422, "invalid_json", what="an escaped NUL in a string")
+    check("\\u0000 (NUL) in a string is not allowed" in (r.err("message") or "") and "ALLOW" not in (r.err("message") or ""),
+          f"an escaped NUL's message names the parser's flag: {r!r}")
+    r = s.post("/api/v1/runs", {"dataset": "synth"})
+    expect_error(r, 422, "invalid_config", field="verb", what="no verb")
+    check((r.err("message") or "").startswith("verb: required, as a string: train-pa, train-dpd or fit-ls"), f"no verb: {r!r}")
     deep = '{"verb": "fake", "dataset": "synth", "options": {"x": ' + "[" * 40 + "]" * 40 + "}}"
     expect_error(s.post("/api/v1/runs", raw=deep), 422, what="JSON 40 levels deep")
     at = lambda d: '{"verb": "fake", "dataset": "synth", "options": {"x": ' + "[" * d + "]" * d + "}}"  # depth d + 2
@@ -3375,6 +3382,10 @@ def t_datasets(ctx):
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": partial})
     check(r.status == 422 and r.err("field") == "files" and "val_output.csv, test_output.csv missing" in r.err("message"),
           f"upload without two split files: both named: {r!r}")
+    swapped = {("../../x.csv" if k == "val_input.csv" else k): v for k, v in files.items()}
+    r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": swapped})
+    check(r.status == 422 and r.err("field") == "files" and "'../../x.csv' is not a dataset file" in (r.err("message") or ""),
+          f"upload with a split file's name swapped for ../../x.csv: that name told, not only what is missing: {r!r}")
     tiny = {n: "I,Q\n0.1,0.2\n" for n in files}
     r = s.post("/api/v1/datasets", {"name": "cap2", "spec": spec, "files": tiny})
     check(r.status == 422 and "fewer than one segment" in r.json["error"]["message"], f"upload of one sample a split: {r!r}")
