@@ -1,8 +1,9 @@
 #!/bin/sh
 # The cost of the end-of-run pictures: the whole `dpd train-pa --preset quick` process with and
 # without --no-plots, N rounds (default 15) of one run each, in a random order within each round
-# (in a fixed order, a run's place after the other kind moved A/B comparisons on the project's
-# VMs by milliseconds: docs/performance.md, 2026-12-07 evening), on the built-in synthetic dataset
+# (in a fixed order, A/B comparisons on the project's VMs came out milliseconds apart from the
+# same comparisons in a random order, probably from a run's place after the other kind:
+# docs/performance.md, 2026-12-07 evening), on the built-in synthetic dataset
 # (dpd synth's defaults) or on DATA, default threads. Prints the medians, the minima and the cost,
 # and the median of each round's difference (the steadiest of the three where the machine's speed
 # drifts). Never asserts; run it on a quiet machine (docs/performance.md).

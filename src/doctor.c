@@ -84,7 +84,7 @@ typedef struct part {
     double *x, *y; /* (nx, 2), (ny, 2) as read: non-finite values kept */
     size_t nx, ny;
     int present;
-    int half;               /* split_csv: one file of the pair without the other (split_file_missing) */
+    const char *absent;     /* split_csv: the file (in or out) missing beside its partner (split_file_missing) */
     char in[256], out[256]; /* file names; single_csv: both the CSV's */
 } part;
 
@@ -99,8 +99,6 @@ typedef struct capture {
     int fs_conflict;          /* mat: spec.json's input_signal_fs and the file's fs disagree */
     int nparts;
     part p[DPD_NSPLIT];
-    char lonely[2][128];      /* split_csv: files whose partner is missing (at most two named) */
-    int nlonely;
     char positional[6][32];   /* split_csv: files whose header names no columns I and Q (read by position) */
     int npositional;
     int have_spec;
@@ -353,9 +351,7 @@ static dpd_status read_split_csv(capture *c, dpd_doctor_report *r, dpd_error *er
         snprintf(a, sizeof a, "%s/%s", c->dir, p->in);
         snprintf(b, sizeof b, "%s/%s", c->dir, p->out);
         int hx = dpd_exists(a), hy = dpd_exists(b);
-        p->half = hx != hy;
-        if (hx != hy && c->nlonely < 2)
-            snprintf(c->lonely[c->nlonely++], sizeof c->lonely[0], "%s", hx ? p->out : p->in);
+        p->absent = hx == hy ? NULL : hx ? p->out : p->in;
         if (!hx || !hy) continue;
         dpd_status s = read_csv(c, r, p->in, 2, iq, 1, &p->x, &p->nx, err);
         if (!s) s = read_csv(c, r, p->out, 2, iq, 1, &p->y, &p->ny, err);
@@ -595,7 +591,8 @@ static dpd_status load(const char *dir, capture *c, dpd_doctor_report *r, dpd_er
     s = read_spec(c, r, err);
     if (!s) s = c->mat ? read_mat(c, r, err) : c->single ? read_single_csv(c, r, err) : read_split_csv(c, r, err);
     if (s) return s;
-    if (!c->have_spec && !c->p[0].present && !c->p[1].present && !c->p[2].present && !c->nlonely)
+    if (!c->have_spec && !c->p[0].present && !c->p[1].present && !c->p[2].present &&
+        !c->p[0].absent && !c->p[1].absent && !c->p[2].absent)
         return dpd_fail(err, DPD_E_IO, "%s: not a dataset directory (no spec.json and no split files such as "
                                        "train_input.csv)", c->dir);
     snprintf(r->layout, sizeof r->layout, "%s", c->mat ? "mat" : c->single ? "single_csv" : "split_csv");
@@ -859,14 +856,26 @@ static dpd_status occupied_bw(const double *x, const unsigned char *mask, size_t
 
 /* dpd's structure checks: a split with one file of its pair (error), a split absent (warning). */
 static void check_files(const capture *c, dpd_doctor_report *r) {
-    if (c->nlonely) {
+    char names[3 * 32] = "", list[3 * 32] = "";
+    int n = 0;
+    const char *first = NULL;
+    for (int k = 0; k < c->nparts && !c->single; k++) {
+        const char *a = c->p[k].absent;
+        if (!a) continue;
+        size_t u = strlen(names), v = strlen(list);
+        int last = 1; /* is a the last one missing? (", " between, " and " before the last) */
+        for (int j = k + 1; j < c->nparts; j++) last &= !c->p[j].absent;
+        snprintf(names + u, sizeof names - u, "%s%s", n ? (last ? " and " : ", ") : "", a);
+        snprintf(list + v, sizeof list - v, "%s%s", n ? ", " : "", a);
+        if (!n++) first = a;
+    }
+    if (n) {
         dpd_finding *f = finding(r, "split_file_missing", DPD_SEV_ERROR, "A split file has no partner");
-        snprintf(f->value, sizeof f->value, "%s missing", c->lonely[0]);
-        snprintf(f->message, sizeof f->message, "%s%s%s %s missing while %s partner exists: that split is not read",
-                 c->lonely[0], c->nlonely > 1 ? " and " : "", c->nlonely > 1 ? c->lonely[1] : "",
-                 c->nlonely > 1 ? "are" : "is", c->nlonely > 1 ? "their" : "its");
-        snprintf(f->fix, sizeof f->fix, "restore %s from the capture (or remove its partner)", c->lonely[0]);
-        ev_text(f, "missing", "%s%s%s", c->lonely[0], c->nlonely > 1 ? ", " : "", c->nlonely > 1 ? c->lonely[1] : "");
+        snprintf(f->value, sizeof f->value, "%s missing", first);
+        snprintf(f->message, sizeof f->message, "%s %s missing while %s partner exists: that split is not read", names,
+                 n > 1 ? "are" : "is", n > 1 ? "their" : "its");
+        snprintf(f->fix, sizeof f->fix, "restore %s from the capture (or remove its partner)", first);
+        ev_text(f, "missing", "%s", list);
     }
     for (int k = 0; k < c->nparts && !c->single; k++) { /* present, but a header and no rows: nothing reads it */
         const part *p = &c->p[k];
@@ -880,7 +889,7 @@ static void check_files(const capture *c, dpd_doctor_report *r) {
         ev_text(f, "split", "%s", dpd_split_names[k]);
     }
     for (int k = 0; k < c->nparts && !c->single; k++) { /* both files absent (one alone: split_file_missing) */
-        if (c->p[k].present || c->p[k].half) continue;
+        if (c->p[k].present || c->p[k].absent) continue;
         dpd_finding *f = finding(r, "split_missing", DPD_SEV_WARNING, "A split is absent");
         snprintf(f->value, sizeof f->value, "no %s split", dpd_split_names[k]);
         snprintf(f->message, sizeof f->message, "%s and %s are absent: %s", c->p[k].in, c->p[k].out,

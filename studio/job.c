@@ -164,7 +164,7 @@ static dpd_status resolve_fake(job *j, const json_t *o, dpd_error *err) {
 
 dpd_status job_resolve(job *j, const char *verb, const json_t *options, int fake, dpd_error *err) {
     memset(j, 0, sizeof *j);
-    if (!verb) /* absent, or not a string */
+    if (!verb) /* absent (api.c refuses a verb that is not a string: 'verb: must be a string') */
         return fail(err, DPD_E_INVAL, "verb", "verb: required, as a string: train-pa, train-dpd or fit-ls%s",
                     fake ? " (or fake)" : "");
     if (strcmp(verb, "train-pa") && strcmp(verb, "train-dpd") && strcmp(verb, "fit-ls") && (!fake || strcmp(verb, "fake")))

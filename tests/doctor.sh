@@ -192,6 +192,12 @@ check '[ $rc -eq 0 ] && grep -qF "dpd: warning: the dataset doctor cannot read $
        grep -q "^other test: 7680 samples" "$T/out"' \
     "eval --split test with a malformed val_input.csv: the test split scored, and a warning that the doctor cannot read it (exit $rc: $(head -c 400 "$T/err"))"
 
+# --- a malformed line in a split fit-ls reads: told once, by the fit (the doctor runs after the fit's reading) ---
+cp -r "$T/a" "$T/trainbad" && sed -i '3s/.*/0.1,abc/' "$T/trainbad/train_input.csv"
+"$DPD" fit-ls --data "$T/trainbad" --K 3 --Q 4 --out "$T/rtb" >"$T/out" 2>"$T/err"; rc=$?
+check '[ $rc -ne 0 ] && [ "$(grep -c "train_input.csv:3: field 2" "$T/err")" = 1 ] && ! grep -q "doctor cannot read" "$T/err"' \
+    "fit-ls with a malformed train_input.csv: the error told once, not again by the doctor (exit $rc: $(head -c 400 "$T/err"))"
+
 # --- a required spec.json key misspelt: the loader and the doctor name the likely misspelling ---
 cp -r "$T/a" "$T/typo" && sed -i 's/"nperseg"/"nperseq"/' "$T/typo/spec.json"
 expect 1 "typo/spec.json: field 'nperseg' is missing (the RF metrics need it); is 'nperseq' a misspelling of it?" "$DPD" eval --data "$T/typo"

@@ -850,6 +850,20 @@ static void test_dpd_checks(void) {
     CHECK(r.n[1] == 0 && r.n[2] == 0 && r.n_total == clean.len[0], "missing files: only train examined");
     dpd_doctor_report_free(&r);
 
+    d = write_cap(&clean); /* every split without one of its files: all three named, in split order */
+    const char *gone[3] = {"train_output.csv", "val_input.csv", "test_output.csv"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(p, sizeof p, "%s/%s", d, gone[k]);
+        unlink(p);
+    }
+    r = run("three halves", d);
+    f = find(&r, "split_file_missing");
+    CHECK(f && strstr(f->message, "train_output.csv, val_input.csv and test_output.csv are missing while their partner") &&
+              !strcmp(ev(f, "missing")->text, "train_output.csv, val_input.csv, test_output.csv") &&
+              !strcmp(f->value, "train_output.csv missing") && !find(&r, "split_missing"),
+          "three splits each without one file: one split_file_missing naming all three (%s)", f ? f->message : "none");
+    dpd_doctor_report_free(&r);
+
     d = write_cap(&clean);
     write_iq(d, "val_input.csv", clean.x, 0);
     write_iq(d, "val_output.csv", clean.y, 0);
