@@ -1596,11 +1596,12 @@ static int write_png(unsigned char *data, int stride, deflater *d, const char *p
     return ok ? 0 : -1;
 }
 
-/* Draws chart c of d on sf, white first. Returns cairo's status of the drawing. */
-static cairo_status_t render(const struct chart *c, const plot_doc *d, cairo_surface_t *sf) {
+/* Draws chart c of d on sf, white first (white: its pixels are white already). Returns cairo's status
+ * of the drawing. */
+static cairo_status_t render(const struct chart *c, const plot_doc *d, cairo_surface_t *sf, int white) {
     cairo_t *cr = cairo_create(sf);
     colour(cr, 0xFFFFFF, 1);
-    cairo_paint(cr);
+    if (!white) cairo_paint(cr);
     if (d->p->empty && !c->run_only) empty_chart(cr, d->doc, c->what, d->p->empty);
     else c->draw(cr, d);
     cairo_status_t st = cairo_status(cr);
@@ -1629,7 +1630,7 @@ static dpd_status draw_svg(const struct chart *c, const plot_doc *d, const char 
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     cairo_surface_t *sf = cairo_svg_surface_create(tmp, W, H);
     cairo_svg_surface_set_document_unit(sf, CAIRO_SVG_UNIT_PX); /* 800 x 500 pixels, not points */
-    cairo_status_t st = render(c, d, sf);
+    cairo_status_t st = render(c, d, sf, 0);
     cairo_surface_finish(sf); /* the SVG is written out here */
     if (!st) st = cairo_surface_status(sf);
     cairo_surface_destroy(sf);
@@ -1762,9 +1763,10 @@ static cairo_status_t png_draw(png_queue *q, size_t i, const plot_doc *d, const 
     snprintf(j->path, sizeof j->path, "%s", path);
     snprintf(j->tmp, sizeof j->tmp, "%s.tmp.%d", path, (int)getpid());
     if (warm && q->drawn >= SLOTS) spend(q, q->drawn - SLOTS); /* the slot's last chart */
-    j->sf = warm ? cairo_image_surface_create_for_data(warm_px + q->drawn % SLOTS * H * STRIDE, CAIRO_FORMAT_RGB24, W, H, STRIDE)
-                 : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
-    j->st = render(&charts[i], d, j->sf);
+    unsigned char *px = warm ? warm_px + q->drawn % SLOTS * H * STRIDE : NULL;
+    if (px) memset(px, 0xFF, (size_t)H * STRIDE); /* white (RGB24's top bytes unused): a quarter of cairo_paint's time */
+    j->sf = px ? cairo_image_surface_create_for_data(px, CAIRO_FORMAT_RGB24, W, H, STRIDE) : cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    j->st = render(&charts[i], d, j->sf, px != NULL);
     cairo_surface_flush(j->sf);
     if (!j->st) j->st = cairo_surface_status(j->sf);
     j->data = cairo_image_surface_get_data(j->sf), j->stride = cairo_image_surface_get_stride(j->sf);
