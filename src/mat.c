@@ -6,9 +6,13 @@
  * than its size allows (a v7.3 file's samples twice: read in a child process, then handed over,
  * because HDF5 does not survive every damaged file; dpd_mat_isolate). matio logs through a hook that keeps its last message for ours (the
  * library never prints); that hook and Debian's HDF5 are process-wide and not thread-safe, so every
- * call holds one lock. Writes are atomic (dpd_afile's temporary file, written by matio by name). */
+ * call holds one lock. Writes are atomic (dpd_afile's temporary file, written by matio by name).
+ * matio is loaded at the first MAT file (dlopen), not linked: it brings 37 shared libraries (HDF5,
+ * curl, Kerberos, GnuTLS, ...): linked, they cost every dpd process 7 ms of its start (dpd --version
+ * 38.5 -> 31.8 ms, /bin/true 9.9, docs/performance.md). */
 #include "mat.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -57,12 +61,61 @@ static void hook(int level, char *msg) {
     said[k] = 0;
 }
 
-static void init(void) { Mat_LogInitFunc("dpd", hook); }
+/* matio's functions (init), and why not where it did not load. */
+static struct {
+    __typeof__(Mat_Close) *Close;
+    __typeof__(Mat_CreateVer) *CreateVer;
+    __typeof__(Mat_GetVersion) *GetVersion;
+    __typeof__(Mat_LogInitFunc) *LogInitFunc;
+    __typeof__(Mat_Open) *Open;
+    __typeof__(Mat_Rewind) *Rewind;
+    __typeof__(Mat_VarCreate) *VarCreate;
+    __typeof__(Mat_VarFree) *VarFree;
+    __typeof__(Mat_VarRead) *VarRead;
+    __typeof__(Mat_VarReadInfo) *VarReadInfo;
+    __typeof__(Mat_VarReadNextInfo) *VarReadNextInfo;
+    __typeof__(Mat_VarWrite) *VarWrite;
+    int ok;
+} mio;
+static char mio_why[300];
 
-static void enter(void) {
+/* Loads matio (DPD_MATIO_SONAME, the build's: Makefile) and gives it the hook. */
+static void init(void) {
+    void *h = dlopen(DPD_MATIO_SONAME, RTLD_NOW | RTLD_LOCAL);
+    const char *e = h ? NULL : dlerror();
+#define MIO(f) \
+    if (h && !e && !(*(void **)&mio.f = dlsym(h, "Mat_" #f))) e = "it lacks Mat_" #f;
+    MIO(Close)
+    MIO(CreateVer)
+    MIO(GetVersion)
+    MIO(LogInitFunc)
+    MIO(Open)
+    MIO(Rewind)
+    MIO(VarCreate)
+    MIO(VarFree)
+    MIO(VarRead)
+    MIO(VarReadInfo)
+    MIO(VarReadNextInfo)
+    MIO(VarWrite)
+#undef MIO
+    if (e) {
+        snprintf(mio_why, sizeof mio_why, "%s", e);
+        return;
+    }
+    mio.LogInitFunc("dpd", hook);
+    mio.ok = 1;
+}
+
+/* Takes the lock for a call into matio, loaded on the first (init); DPD_E_UNSUPPORTED naming path
+ * where it cannot be, and then no lock is taken. */
+static dpd_status enter(const char *path, dpd_error *err) {
     pthread_once(&once, init);
+    if (!mio.ok)
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: MAT files are read and written by matio, which cannot be loaded "
+                                                "(%s): install it (Debian: libmatio11)", path, mio_why);
     pthread_mutex_lock(&lock);
     said[0] = 0;
+    return DPD_OK;
 }
 
 static void leave(void) { pthread_mutex_unlock(&lock); }
@@ -254,21 +307,21 @@ static dpd_status open_mat(const char *path, mat_t **m, uint64_t *size, dpd_erro
     dpd_status s = dpd_file_open(path, MAX_MAT_BYTES, "MATLAB file", &fd, size, err);
     if (s) return s;
     char w[300];
-    if (!(*m = Mat_Open(path, MAT_ACC_RDONLY))) {
+    if (!(*m = mio.Open(path, MAT_ACC_RDONLY))) {
         close(fd);
         return dpd_fail(err, DPD_E_FORMAT, "%s: not a MATLAB .mat file (v4, v5 or v7.3)%s", path, why(w, sizeof w));
     }
-    int cut = Mat_GetVersion(*m) == MAT_FT_MAT5 ? v5_walk(fd, *size, NULL, NULL) : -1;
+    int cut = mio.GetVersion(*m) == MAT_FT_MAT5 ? v5_walk(fd, *size, NULL, NULL) : -1;
     close(fd);
     if (cut < 0) return DPD_OK;
     char name[80] = "";
     matvar_t *v = NULL;
-    Mat_Rewind(*m);
-    for (int i = 0; i <= cut && (v = Mat_VarReadNextInfo(*m)); i++) {
+    mio.Rewind(*m);
+    for (int i = 0; i <= cut && (v = mio.VarReadNextInfo(*m)); i++) {
         if (i == cut && v->name) snprintf(name, sizeof name, "'%.64s' ", v->name);
-        Mat_VarFree(v);
+        mio.VarFree(v);
     }
-    Mat_Close(*m);
+    mio.Close(*m);
     *m = NULL;
     return dpd_fail(err, DPD_E_FORMAT,
                     "%s: truncated: variable %s(number %d) ends past the end of the file (%llu bytes)", path, name,
@@ -279,9 +332,9 @@ static dpd_status open_mat(const char *path, mat_t **m, uint64_t *size, dpd_erro
  * (a file cut short or corrupt: its variables cannot all be listed) is DPD_E_FORMAT. */
 static dpd_status find(mat_t *m, const char *path, const char *name, int *found, dpd_error *err) {
     said[0] = 0;
-    matvar_t *v = Mat_VarReadInfo(m, name);
+    matvar_t *v = mio.VarReadInfo(m, name);
     *found = v != NULL;
-    Mat_VarFree(v);
+    mio.VarFree(v);
     if (v || !said[0]) return DPD_OK;
     char w[300];
     return dpd_fail(err, DPD_E_FORMAT, "%s: truncated or corrupt: variable '%s' cannot be looked up%s", path, name,
@@ -309,13 +362,13 @@ static dpd_status first(mat_t *m, const char *path, const char *const *names, in
 static dpd_status missing(mat_t *m, const char *path, const char *what, const char *hint, dpd_error *err) {
     char list[400] = "", w[300];
     why(w, sizeof w);
-    Mat_Rewind(m);
+    mio.Rewind(m);
     size_t k = 0;
     matvar_t *v;
-    for (int i = 0; i < 64 && (v = Mat_VarReadNextInfo(m)); i++) {
+    for (int i = 0; i < 64 && (v = mio.VarReadNextInfo(m)); i++) {
         if (k + 80 < sizeof list)
             k += (size_t)snprintf(list + k, sizeof list - k, "%s'%s'", k ? ", " : "", v->name ? v->name : "?");
-        Mat_VarFree(v);
+        mio.VarFree(v);
     }
     return dpd_fail(err, DPD_E_FORMAT, "%s: no variable %s (the file holds %s)%s%s", path, what,
                     list[0] ? list : "no variable dpd can list", w, hint);
@@ -391,7 +444,7 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
                               double **iq, size_t *n, dpd_error *err) {
     *iq = NULL, *n = 0;
     said[0] = 0;
-    matvar_t *v = Mat_VarReadInfo(m, name);
+    matvar_t *v = mio.VarReadInfo(m, name);
     char w[300];
     if (!v && said[0])
         return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' cannot be read: truncated or corrupt%s", path, name,
@@ -405,11 +458,11 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
     dpd_status s = signal_shape(v, path, size, &k, err);
     int cplx = v->isComplex != 0;
     enum matio_classes cls = v->class_type;
-    Mat_VarFree(v);
-    if (s || (Mat_GetVersion(m) == MAT_FT_MAT5 && (s = v5_values(path, name, err)))) return s; /* its data, counted */
+    mio.VarFree(v);
+    if (s || (mio.GetVersion(m) == MAT_FT_MAT5 && (s = v5_values(path, name, err)))) return s; /* its data, counted */
     said[0] = 0;
-    if (!(v = Mat_VarRead(m, name)) || said[0]) {
-        Mat_VarFree(v);
+    if (!(v = mio.VarRead(m, name)) || said[0]) {
+        mio.VarFree(v);
         return dpd_fail(err, DPD_E_FORMAT, "%s: variable '%s' cannot be read: truncated or corrupt%s", path, name,
                         why(w, sizeof w));
     }
@@ -449,7 +502,7 @@ static dpd_status read_signal(mat_t *m, const char *path, uint64_t size, const c
     }
     *iq = out, *n = k;
 done:
-    Mat_VarFree(v);
+    mio.VarFree(v);
     return s;
 }
 
@@ -462,18 +515,18 @@ static dpd_status read_fs(mat_t *m, const char *path, const char *name, double *
     dpd_status s = name ? find(m, path, name, &found, err)
                         : first(m, path, names, (int)(sizeof names / sizeof *names), &name, &found, err);
     if (s || !found) return s;
-    matvar_t *v = Mat_VarReadInfo(m, name);
+    matvar_t *v = mio.VarReadInfo(m, name);
     int scalar = !v->isComplex && v->rank == 2 && v->dims && v->dims[0] == 1 && v->dims[1] == 1 &&
                  (v->class_type == MAT_C_DOUBLE || v->class_type == MAT_C_SINGLE);
-    Mat_VarFree(v);
+    mio.VarFree(v);
     said[0] = 0;
-    v = scalar ? Mat_VarRead(m, name) : NULL; /* the header said 1 x 1: a read of 8 bytes at most */
+    v = scalar ? mio.VarRead(m, name) : NULL; /* the header said 1 x 1: a read of 8 bytes at most */
     double f = NAN;
     if (v && !said[0] && v->data && !v->isComplex && v->rank == 2 && v->dims[0] == 1 && v->dims[1] == 1) {
         if (v->class_type == MAT_C_DOUBLE && v->data_type == MAT_T_DOUBLE) f = *(const double *)v->data;
         if (v->class_type == MAT_C_SINGLE && v->data_type == MAT_T_SINGLE) f = *(const float *)v->data;
     }
-    Mat_VarFree(v);
+    mio.VarFree(v);
     if (f > 0 && isfinite(f)) {
         *fs = f;
         return DPD_OK;
@@ -534,7 +587,7 @@ static void read_here(const ask *q, got *g) {
                          "capture has as many of each", path, var, g->n, yname, ny);
         if (!s) s = read_fs(m, path, NULL, &g->fs, err);
     }
-    if (m) Mat_Close(m);
+    if (m) mio.Close(m);
     if (s) free(g->a), free(g->b), g->a = g->b = NULL, g->n = 0, g->fs = 0;
     g->s = s;
 }
@@ -648,7 +701,7 @@ static void read_apart(const ask *q, got *g) {
 
 static void read_mat(const ask *q, got *g) {
     memset(g, 0, sizeof *g);
-    enter();
+    if ((g->s = enter(q->path, &g->err))) return;
     if (is_v73(q->path)) read_apart(q, g);
     else read_here(q, g);
     leave();
@@ -692,11 +745,11 @@ static dpd_status w_open(writer *w, const char *path, int mat73, dpd_error *err)
     if (s) return s;
     fclose(w->a.f); /* matio writes the temporary file by name */
     w->a.f = NULL;
-    if ((w->m = Mat_CreateVer(w->a.tmp, mat73 ? HEADER73 : HEADER5, mat73 ? MAT_FT_MAT73 : MAT_FT_MAT5))) return DPD_OK;
+    if ((w->m = mio.CreateVer(w->a.tmp, mat73 ? HEADER73 : HEADER5, mat73 ? MAT_FT_MAT73 : MAT_FT_MAT5))) return DPD_OK;
     char why_[300];
     why(why_, sizeof why_);
-    mat_t *v5 = mat73 ? Mat_CreateVer(w->a.tmp, HEADER5, MAT_FT_MAT5) : NULL;
-    if (v5) Mat_Close(v5);
+    mat_t *v5 = mat73 ? mio.CreateVer(w->a.tmp, HEADER5, MAT_FT_MAT5) : NULL;
+    if (v5) mio.Close(v5);
     dpd_afile_abort(&w->a);
     if (v5) /* v5 works where v7.3 does not: matio was built without HDF5 */
         return dpd_fail(err, DPD_E_UNSUPPORTED,
@@ -707,14 +760,14 @@ static dpd_status w_open(writer *w, const char *path, int mat73, dpd_error *err)
 }
 
 static void w_abort(writer *w) {
-    if (w->m) Mat_Close(w->m);
+    if (w->m) mio.Close(w->m);
     w->m = NULL;
     dpd_afile_abort(&w->a);
 }
 
 /* Closes the file and moves it into place (dpd_afile_commit syncs it through a stream on it). */
 static dpd_status w_commit(writer *w, dpd_error *err) {
-    int bad = Mat_Close(w->m) != 0;
+    int bad = mio.Close(w->m) != 0;
     w->m = NULL;
     if (bad || !(w->a.f = fopen(w->a.tmp, "rb"))) {
         char why_[300];
@@ -729,9 +782,9 @@ static dpd_status put(writer *w, const char *name, enum matio_classes cls, size_
                       dpd_error *err) {
     size_t dims[2] = {r, c};
     enum matio_types t = cls == MAT_C_DOUBLE ? MAT_T_DOUBLE : cls == MAT_C_SINGLE ? MAT_T_SINGLE : MAT_T_UTF8;
-    matvar_t *v = Mat_VarCreate(name, cls, t, 2, dims, data, (cplx ? MAT_F_COMPLEX : 0) | MAT_F_DONT_COPY_DATA);
-    int bad = !v || Mat_VarWrite(w->m, v, MAT_COMPRESSION_NONE) != 0;
-    Mat_VarFree(v); /* MAT_F_DONT_COPY_DATA: frees the header, never data */
+    matvar_t *v = mio.VarCreate(name, cls, t, 2, dims, data, (cplx ? MAT_F_COMPLEX : 0) | MAT_F_DONT_COPY_DATA);
+    int bad = !v || mio.VarWrite(w->m, v, MAT_COMPRESSION_NONE) != 0;
+    mio.VarFree(v); /* MAT_F_DONT_COPY_DATA: frees the header, never data */
     if (!bad) return DPD_OK;
     char why_[300];
     return dpd_fail(err, DPD_E_IO, "%s: cannot write variable '%s'%s", w->a.path, name, why(why_, sizeof why_));
@@ -778,16 +831,17 @@ dpd_status dpd_mat_write_signal(const char *path, const float *y, const double *
         yre[i] = y[2 * i], yim[i] = y[2 * i + 1];
         if (in) xre[i] = in[2 * i], xim[i] = in[2 * i + 1];
     }
-    enter();
-    writer w;
+    writer w = {0};
     mat_complex_split_t zy = {yre, yim}, zx = {xre, xim};
-    dpd_status s = w_open(&w, path, meta && meta->mat73, err);
+    dpd_status s = enter(path, err);
+    int held = !s;
+    if (!s) s = w_open(&w, path, meta && meta->mat73, err);
     if (!s) s = put(&w, vy, MAT_C_SINGLE, n, 1, &zy, 1, err);
     if (!s && in) s = put(&w, vx, MAT_C_DOUBLE, n, 1, &zx, 1, err);
     if (!s && names[2]) s = put_scalar(&w, vf, meta->fs, err);
     if (!s) s = w_commit(&w, err);
     else if (w.m) w_abort(&w);
-    leave();
+    if (held) leave();
     free(yre), free(xre);
     return s;
 }
@@ -813,16 +867,17 @@ dpd_status dpd_mat_write_pair(const char *path, const double *in, const double *
         xre[i] = in[2 * i], xim[i] = in[2 * i + 1];
         yre[i] = out[2 * i], yim[i] = out[2 * i + 1];
     }
-    enter();
-    writer w;
+    writer w = {0};
     mat_complex_split_t zx = {xre, xim}, zy = {yre, yim};
-    dpd_status s = w_open(&w, path, mat73, err);
+    dpd_status s = enter(path, err);
+    int held = !s;
+    if (!s) s = w_open(&w, path, mat73, err);
     if (!s) s = put(&w, names[0], MAT_C_DOUBLE, n, 1, &zx, 1, err);
     if (!s) s = put(&w, names[1], MAT_C_DOUBLE, n, 1, &zy, 1, err);
     if (!s && fs > 0) s = put_scalar(&w, "fs", fs, err);
     if (!s) s = w_commit(&w, err);
     else if (w.m) w_abort(&w);
-    leave();
+    if (held) leave();
     free(buf);
     return s;
 }
@@ -849,10 +904,11 @@ dpd_status dpd_mat_write_model(const char *path, const dpd_model *m, int mat73, 
         /* comm.DPD's Coefficients: column-major memory_depth x degree, (q, k) at q + k Q */
         if (mp) mre[t[p].q + (size_t)t[p].k * Q] = re[p], mim[t[p].q + (size_t)t[p].k * Q] = im[p];
     }
-    enter();
-    writer w;
+    writer w = {0};
     mat_complex_split_t zc = {re, im}, zm = {mre, mim};
-    dpd_status s = w_open(&w, path, mat73, err);
+    dpd_status s = enter(path, err);
+    int held = !s;
+    if (!s) s = w_open(&w, path, mat73, err);
     if (!s) s = put(&w, "coef", MAT_C_DOUBLE, (size_t)P, 1, &zc, 1, err);
     if (!s) s = put(&w, "term_k", MAT_C_DOUBLE, (size_t)P, 1, tk, 0, err);
     if (!s) s = put(&w, "term_q", MAT_C_DOUBLE, (size_t)P, 1, tq, 0, err);
@@ -864,7 +920,7 @@ dpd_status dpd_mat_write_model(const char *path, const dpd_model *m, int mat73, 
     if (!s && mp) s = put(&w, "Coefficients", MAT_C_DOUBLE, (size_t)Q, (size_t)K, &zm, 1, err);
     if (!s) s = w_commit(&w, err);
     else if (w.m) w_abort(&w);
-    leave();
+    if (held) leave();
     free(t), free(buf);
     return s;
 }

@@ -3251,6 +3251,26 @@ def _synth(ctx, out):
 
 
 @test()
+def t_mat_walled(ctx):  # a MATLAB-layout dataset trained by a public session's walled worker: matio loads inside the walls
+    src, data = ctx.path("matsrc"), ctx.path("matdata")
+    r = subprocess.run([DPD, "synth", "--out", src, "--mat"], capture_output=True, env=ctx.env, timeout=60)
+    check(r.returncode == 0, f"dpd synth --mat: {r.stderr[-300:]!r}")
+    os.makedirs(os.path.join(data, "capM"))
+    shutil.copy(os.path.join(src, "capture.mat"), os.path.join(data, "capM", "capture.mat"))
+    with open(os.path.join(src, "spec.json")) as f:
+        spec = json.load(f)
+    spec.update({"dataset_format": "mat", "mat_filename": "capture.mat"})
+    with open(os.path.join(data, "capM", "spec.json"), "w") as f:
+        json.dump(spec, f)
+    s = public_server(ctx, "--data", data)
+    rid = s.submit("train-pa", "capM", {"model": "gru", "hidden": 4, "preset": "quick", "epochs": 1})["id"]
+    fin = s.wait_status(rid, TERMINAL, 90)
+    walls = sandbox_event(s, rid)
+    check(fin["status"] == "succeeded" and walls and walls["seccomp"] == 2,
+          lambda: f"a mat dataset in a walled worker (matio loaded after the seal): {fin}, walls {walls}; {ctx.logs()[-6:]}")
+
+
+@test()
 def t_data_dirs(ctx):  # --data: a name offered once (the first wins, as a submission resolves it); the surprises said at start
     d1, d2 = ctx.path("data1"), ctx.path("data2")
     _synth(ctx, os.path.join(d1, "capA"))
