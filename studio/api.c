@@ -117,30 +117,6 @@ int api_dataset_name(const char *s) { /* a dataset name: one safe path component
     return 1;
 }
 
-/* The request body as a JSON object, or an error queued (NULL; *rc set). */
-static json_t *body_json(req *r, enum MHD_Result *rc) {
-    json_error_t e;
-    char why[128];
-    if (json_guard(r->body ? r->body : "", r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)) {
-        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is refused before parsing: %s", why);
-        return NULL;
-    }
-    json_t *j = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &e);
-    if (!j) {
-        /* jansson names its own flag for an escaped NUL in a string: said in the request's terms */
-        const char *what = strstr(e.text, "JSON_ALLOW_NUL") ? "\\u0000 (NUL) in a string is not allowed" : e.text;
-        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is not JSON: %s (line %d, column %d)", what, e.line,
-                         e.column);
-        return NULL;
-    }
-    if (!json_is_object(j)) {
-        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body must be a JSON object");
-        json_decref(j);
-        return NULL;
-    }
-    return j;
-}
-
 /* ---- datasets ---- */
 
 /* A stamp of a dataset directory's files (names, sizes, mtimes): a submission does not parse the
@@ -274,7 +250,7 @@ _Static_assert(sizeof upload_files / sizeof *upload_files == SPLIT_FILES + 1, "t
 static enum MHD_Result datasets_upload(req *r) {
     http *h = r->h;
     enum MHD_Result rc;
-    json_t *j = body_json(r, &rc);
+    json_t *j = http_body_json(r, &rc);
     if (!j) return rc;
     const char *name = json_string_value(json_object_get(j, "name")), *key;
     json_t *spec = json_object_get(j, "spec"), *files = json_object_get(j, "files"), *kv;
@@ -535,7 +511,7 @@ static enum MHD_Result submit(req *r, const char *verb, const char *dataset, jso
 
 static enum MHD_Result runs_post(req *r) {
     enum MHD_Result rc;
-    json_t *j = body_json(r, &rc);
+    json_t *j = http_body_json(r, &rc);
     if (!j) return rc;
     json_t *verb = json_object_get(j, "verb"), *ds = json_object_get(j, "dataset"), *idem = json_object_get(j, "idempotency_key");
     const char *k;
@@ -854,7 +830,7 @@ static enum MHD_Result run_get(req *r, run_rec *rec, char **arg) { return reply_
  * a body that is not JSON, or one that asks for something (ignored, it would seem obeyed). */
 static int no_body(req *r, const char *what, enum MHD_Result *v) {
     if (!r->len) return 0;
-    json_t *j = body_json(r, v);
+    json_t *j = http_body_json(r, v);
     if (!j) return 1;
     int empty = json_is_object(j) && !json_object_size(j), obj = json_is_object(j);
     char k[72] = ""; /* the first key, copied: j is freed before the answer */
@@ -1052,22 +1028,6 @@ int api_local_only(const req *r, char **seg, int n) {
     return 0;
 }
 
-/* The first query argument of r that is not one of `query` ("a, b"). */
-typedef struct unknown_arg {
-    const char *query;
-    char name[72];
-} unknown_arg;
-
-static enum MHD_Result not_taken(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    unknown_arg *u = cls;
-    size_t n = strlen(key);
-    int taken = 0;
-    for (const char *p = u->query; *p && !taken; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 2 : 0))
-        taken = n && strcspn(p, ",") == n && !strncasecmp(p, key, n); /* names in any case, as libmicrohttpd finds them */
-    if (!taken && !u->name[0]) snprintf(u->name, sizeof u->name, "%s", key);
-    return MHD_YES;
-}
-
 enum MHD_Result api_route(req *r, char **seg, int n) {
     int head = !strcmp(r->method, "HEAD"), shape = 0;
     for (size_t i = 0; i < NROUTES; i++) {
@@ -1080,11 +1040,10 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         if (rt->mode == LOCAL_ONLY && r->h->o.public_mode)
             return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s /api/v1/%s is not served in public mode", rt->method,
                               rt->pattern);
-        unknown_arg u = {rt->query, ""};
-        MHD_get_connection_values(r->con, MHD_GET_ARGUMENT_KIND, not_taken, &u);
-        if (u.name[0]) /* said, not ignored (a filter that is not one would list everything) */
-            return http_error(r, 422, "invalid_query", u.name, rt->query[0] ? "see docs/studio.md for the route's arguments" : NULL,
-                              "%s: not a query argument of %s /api/v1/%s (it takes %s)", u.name, rt->method, rt->pattern,
+        char u[72];
+        if (http_unknown_arg(r, rt->query, u, sizeof u)) /* said, not ignored (a filter that is not one would list everything) */
+            return http_error(r, 422, "invalid_query", u, rt->query[0] ? "see docs/studio.md for the route's arguments" : NULL,
+                              "%s: not a query argument of %s /api/v1/%s (it takes %s)", u, rt->method, rt->pattern,
                               rt->query[0] ? rt->query : "none");
         run_rec rec;
         if (strstr(rt->pattern, "{run}")) {

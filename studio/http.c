@@ -71,6 +71,7 @@ struct own_route {
     const char *method, *path; /* GET serves HEAD too */
     int modes, open;
     enum MHD_Result (*fn)(server *, req *);
+    const char *query; /* the query arguments it takes ("a, b"; NULL: none), another one is a 422 */
 };
 static const struct own_route *own_route(const server *s, req *r, int *other);
 
@@ -179,6 +180,53 @@ enum MHD_Result http_error(req *r, unsigned status, const char *code, const char
 }
 
 const char *http_arg(req *r, const char *name) { return MHD_lookup_connection_value(r->con, MHD_GET_ARGUMENT_KIND, name); }
+/* The first query argument of r that is not one of `query` (http_unknown_arg). */
+typedef struct unknown_arg {
+    const char *query;
+    char *name;
+    size_t n;
+} unknown_arg;
+
+static enum MHD_Result not_taken(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    unknown_arg *u = cls;
+    size_t n = strlen(key);
+    int taken = 0;
+    for (const char *p = u->query; *p && !taken; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 2 : 0))
+        taken = n && strcspn(p, ",") == n && !strncasecmp(p, key, n);
+    if (!taken && !u->name[0]) snprintf(u->name, u->n, "%s", key);
+    return MHD_YES;
+}
+
+const char *http_unknown_arg(req *r, const char *query, char *name, size_t n) {
+    unknown_arg u = {query, name, n};
+    name[0] = 0;
+    MHD_get_connection_values(r->con, MHD_GET_ARGUMENT_KIND, not_taken, &u);
+    return name[0] ? name : NULL;
+}
+
+json_t *http_body_json(req *r, enum MHD_Result *rc) {
+    json_error_t e;
+    char why[128];
+    if (json_guard(r->body ? r->body : "", r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)) {
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is refused before parsing: %s", why);
+        return NULL;
+    }
+    json_t *j = json_loadb(r->body ? r->body : "", r->len, JSON_REJECT_DUPLICATES, &e);
+    if (!j) {
+        /* jansson names its own flag for an escaped NUL in a string: said in the request's terms */
+        const char *what = strstr(e.text, "JSON_ALLOW_NUL") ? "\\u0000 (NUL) in a string is not allowed" : e.text;
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body is not JSON: %s (line %d, column %d)", what, e.line,
+                         e.column);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        *rc = http_error(r, 422, "invalid_json", NULL, NULL, "the body must be a JSON object");
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 const char *http_header(req *r, const char *name) { return MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, name); }
 
 /* ---- the boundary ---- */
@@ -266,12 +314,24 @@ static enum MHD_Result bootstrap(server *s, req *r) {
     json_t *j = NULL;
     if (!strcmp(r->method, "GET")) {
         tok = http_arg(r, "token");
-    } else {
-        char why[128];
-        j = json_guard(r->body ? r->body : "", r->len, GUARD_DEPTH, GUARD_NUMBER, why, sizeof why)
-                ? NULL
-                : json_loadb(r->body ? r->body : "", r->len, 0, NULL);
-        tok = json_string_value(json_object_get(j, "token"));
+    } else { /* {"token": "..."}: anything else is told, as a body the API refuses */
+        enum MHD_Result rc;
+        if (!(j = http_body_json(r, &rc))) return rc;
+        const char *key;
+        json_t *v;
+        json_object_foreach(j, key, v) {
+            if (strcmp(key, "token")) {
+                char k[72];
+                snprintf(k, sizeof k, "%s", key);
+                json_decref(j);
+                return http_error(r, 422, "invalid_request", k, NULL, "%s: not a field of POST %s (it takes token)", k, r->path);
+            }
+        }
+        if (!(tok = json_string_value(json_object_get(j, "token")))) {
+            json_decref(j);
+            return http_error(r, 422, "invalid_request", "token", "send {\"token\": \"...\"}: the sign-in link's token or ROOT/api-token",
+                              "token: required, as a string");
+        }
     }
     int api = j && tok && token_is(s->b.api, tok, strlen(tok));
     pthread_mutex_lock(&s->h.mu);
@@ -716,7 +776,7 @@ static enum MHD_Result session_get(server *s, req *r) {
 /* The boundary's own routes (struct own_route, above). */
 static const struct own_route own[] = {
     {"GET", "/healthz", R_LOCAL | R_PUBLIC, OPEN_ALL, healthz},
-    {"GET", "/api/v1/session/bootstrap", R_LOCAL, OPEN, bootstrap},
+    {"GET", "/api/v1/session/bootstrap", R_LOCAL, OPEN, bootstrap, "token"},
     {"POST", "/api/v1/session/bootstrap", R_LOCAL, OPEN, bootstrap},
     {"GET", "/api/v1/session", R_LOCAL, AUTH, session_get},
     {"POST", "/api/v1/web/sessions", R_PUBLIC, OPEN, web_sessions},
@@ -774,6 +834,10 @@ static enum MHD_Result answer(server *s, req *r) {
             return http_error(r, 415, "json_required", NULL, NULL, "the body must be application/json");
     }
     if (o && other) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
+    char u[72];
+    if (o && http_unknown_arg(r, o->query ? o->query : "", u, sizeof u))
+        return http_error(r, 422, "invalid_query", u, NULL, "%s: not a query argument of %s %s (it takes %s)", u, o->method,
+                          o->path, o->query ? o->query : "none");
     if (o) return o->fn(s, r);
     char path[1024], *seg[16];
     snprintf(path, sizeof path, "%s", r->path);

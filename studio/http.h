@@ -67,6 +67,12 @@ void http_download(req *r);
 /* A server-sent event stream of run id from after `after`. */
 enum MHD_Result http_stream(req *r, const char *id, long after);
 const char *http_arg(req *r, const char *name);   /* a query argument, or NULL */
+/* The first of r's query arguments that is not one of query ("a, b": names in any case, as
+ * libmicrohttpd finds them), copied into name[n]; NULL when every one is taken. */
+const char *http_unknown_arg(req *r, const char *query, char *name, size_t n);
+/* r's body as a JSON object (guarded, duplicates refused), or NULL with a 422 invalid_json queued
+ * in *rc. */
+json_t *http_body_json(req *r, enum MHD_Result *rc);
 const char *http_header(req *r, const char *name);
 /* Whether the data root's file system has less than o.reserve_mb free (public mode: then no new
  * session or run is taken, 507 storage_busy). */

@@ -899,6 +899,15 @@ def t_bootstrap_api_token(ctx):  # a browser signed in again with ROOT/api-token
     check(r.err("message") == "a write with the session cookie needs the X-CSRF-Token header", f"no X-CSRF-Token: {r!r}")
     expect_error(s.post("/api/v1/session/bootstrap", {"token": s.token + "x"}, auth=False), 401, "unauthorized",
                  field="token", what="a wrong token by POST")
+    # a body or a query the sign-in does not take: told as the API tells it (422), not as a wrong token (401)
+    for raw, code, field in (("{", "invalid_json", None), ("[]", "invalid_json", None),
+                             ('{"token": 5}', "invalid_request", "token"), ("{}", "invalid_request", "token"),
+                             ('{"token": "x", "remember": true}', "invalid_request", "remember")):
+        expect_error(s.post("/api/v1/session/bootstrap", raw=raw, content_type="application/json", auth=False), 422, code,
+                     field=field, what=f"POST bootstrap {raw}")
+    expect_error(s.get("/api/v1/session/bootstrap?token=x&next=/", auth=False), 422, "invalid_query", field="next",
+                 what="a sign-in link with another argument")
+    expect_error(s.get("/healthz?verbose=1", auth=False), 422, "invalid_query", field="verbose", what="/healthz?verbose=1")
 
 
 @test()
