@@ -8,14 +8,21 @@
 
 CC      ?= cc
 BUILD   ?= build
-# zlib walks a compressed v5 .mat variable's data (src/mat.c), to count it. matio, which reads and
-# writes MATLAB .mat files (v5, and v7.3 through its HDF5), is not linked: src/mat.c loads it by
-# its soname, this build's, at the first MAT file (its 37 shared libraries cost every start 7 ms).
-PKGS    := jansson kissfft-float lapacke libarchive libcrypto zlib
-MATIO_SONAME := $(shell objdump -p "$$(pkg-config --variable=libdir matio 2>/dev/null)/libmatio.so" 2>/dev/null | awk '$$1 == "SONAME" { print $$2 }')
+# zlib walks a compressed v5 .mat variable's data (src/mat.c), to count it. LAZY are not linked:
+# libdpd loads each at its first use (src/lazy.h) by the soname this build finds (their own
+# libraries, HDF5, curl, ICU, gfortran and more, cost every start milliseconds): matio reads and
+# writes MATLAB .mat files (v5, and v7.3 through its HDF5), libarchive unpacks packs, LAPACKE
+# solves least-squares fits.
+PKGS    := jansson kissfft-float libcrypto zlib
+LAZY    := matio libarchive lapacke
+# $(call soname,MODULE,FILE,DEFAULT): the SONAME of FILE in pkg-config MODULE's libdir
+soname   = $(or $(shell objdump -p "$$(pkg-config --variable=libdir $(1) 2>/dev/null)/$(2)" 2>/dev/null | awk '$$1 == "SONAME" { print $$2 }'),$(3))
+SONAMES := -DDPD_MATIO_SONAME='"$(call soname,matio,libmatio.so,libmatio.so.11)"' \
+           -DDPD_LIBARCHIVE_SONAME='"$(call soname,libarchive,libarchive.so,libarchive.so.13)"' \
+           -DDPD_LAPACKE_SONAME='"$(call soname,lapacke,liblapacke.so,liblapacke.so.3)"'
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation -Wno-missing-field-initializers \
-           -Iinclude $(shell pkg-config --cflags $(PKGS) matio 2>/dev/null) -DDPD_MATIO_SONAME='"$(or $(MATIO_SONAME),libmatio.so.11)"'
+           -Iinclude $(shell pkg-config --cflags $(PKGS) $(LAZY) 2>/dev/null) $(SONAMES)
 # The library and the tests see the internals; front ends (cli/, examples/) only include/.
 INTERNAL := -Isrc
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
@@ -141,7 +148,7 @@ $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libdpd.so
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(F64_OBJ) $(BUILD)/libdpd.a
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# test_record makes its hostile MAT files with matio itself (libdpd loads it: src/mat.c).
+# test_record makes its hostile MAT files with matio itself (libdpd loads it: src/lazy.h).
 $(BUILD)/tests/test_record: LDLIBS += $(shell pkg-config --libs matio 2>/dev/null)
 
 # The studio's store test links the store and SQLite.

@@ -1,5 +1,6 @@
 /* ls: see ls.h. Normal equations accumulated in double complex, columns scaled to unit norm,
- * ridge-regularised, solved by Cholesky (LAPACKE_zposv). Cost O(n P^2) time and O(P^2) memory. */
+ * ridge-regularised, solved by Cholesky (LAPACKE_zposv, loaded at the first fit: lazy.h). Cost O(n P^2)
+ * time and O(P^2) memory. */
 #include "ls.h"
 
 #include <complex.h>
@@ -8,15 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lazy.h"
 #include "model.h"
 #include "models/poly.h"
 #include "status.h"
+
+static lazy_lib lapacke = {DPD_LAPACKE_SONAME, "Debian: liblapacke"};
+static __typeof__(LAPACKE_zposv) *zposv;
 
 dpd_status dpd_ls_fit(dpd_model *m, const float *x, const float *d, size_t n, double reg,
                       dpd_error *err) {
     const dpd_model_cfg *c = dpd_model_config(m);
     if (!dpd_model_family(m)->poly)
         return dpd_fail(err, DPD_E_UNSUPPORTED, "least squares fits only mp and gmp_ls, not %s", c->family);
+    if (!lazy_load(&lapacke, (const char *const[]){"LAPACKE_zposv"}, (void **)&zposv, 1))
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "least squares solves with LAPACKE, which cannot be loaded (%s): install "
+                                                "it (%s)", lapacke.why, lapacke.package);
     int P = dpd_poly_terms(c, NULL);
     if (n < (size_t)P)
         return dpd_fail(err, DPD_E_INVAL, "%zu samples cannot fit %d coefficients", n, P);
@@ -56,8 +64,7 @@ dpd_status dpd_ls_fit(dpd_model *m, const float *x, const float *d, size_t n, do
         b[p] *= r[p];
     }
     /* G holds the upper triangle of the Hermitian Gram matrix, row-major. */
-    lapack_int info = LAPACKE_zposv(LAPACK_ROW_MAJOR, 'U', P, 1, (lapack_complex_double *)G, P,
-                                    (lapack_complex_double *)b, 1);
+    lapack_int info = zposv(LAPACK_ROW_MAJOR, 'U', P, 1, (lapack_complex_double *)G, P, (lapack_complex_double *)b, 1);
     if (info) {
         s = dpd_fail(err, DPD_E_INVAL,
                      "least squares: the %d-term system is singular (LAPACK info %d); raise ls_reg or "

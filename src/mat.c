@@ -7,12 +7,10 @@
  * because HDF5 does not survive every damaged file; dpd_mat_isolate). matio logs through a hook that keeps its last message for ours (the
  * library never prints); that hook and Debian's HDF5 are process-wide and not thread-safe, so every
  * call holds one lock. Writes are atomic (dpd_afile's temporary file, written by matio by name).
- * matio is loaded at the first MAT file (dlopen), not linked: it brings 37 shared libraries (HDF5,
- * curl, Kerberos, GnuTLS, ...): linked, they cost every dpd process 7 ms of its start (dpd --version
- * 38.5 -> 31.8 ms, /bin/true 9.9, docs/performance.md). */
+ * matio is loaded at the first MAT file (lazy.h), not linked: it brings 37 shared libraries (HDF5,
+ * curl, Kerberos, GnuTLS, ...) that cost every dpd process milliseconds of its start. */
 #include "mat.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -32,6 +30,7 @@
 
 #include "dataset.h"
 #include "file.h"
+#include "lazy.h"
 #include "model.h"
 #include "models/poly.h"
 #include "status.h"
@@ -61,7 +60,7 @@ static void hook(int level, char *msg) {
     said[k] = 0;
 }
 
-/* matio's functions (init), and why not where it did not load. */
+/* matio's functions, in the order of mio_names (lazy_load). */
 static struct {
     __typeof__(Mat_Close) *Close;
     __typeof__(Mat_CreateVer) *CreateVer;
@@ -75,44 +74,25 @@ static struct {
     __typeof__(Mat_VarReadInfo) *VarReadInfo;
     __typeof__(Mat_VarReadNextInfo) *VarReadNextInfo;
     __typeof__(Mat_VarWrite) *VarWrite;
-    int ok;
 } mio;
-static char mio_why[300];
+static const char *const mio_names[] = {"Mat_Close",   "Mat_CreateVer", "Mat_GetVersion",  "Mat_LogInitFunc",
+                                        "Mat_Open",    "Mat_Rewind",    "Mat_VarCreate",   "Mat_VarFree",
+                                        "Mat_VarRead", "Mat_VarReadInfo", "Mat_VarReadNextInfo", "Mat_VarWrite"};
+_Static_assert(sizeof mio == sizeof mio_names / sizeof *mio_names * sizeof(void *), "a name for each function");
+static lazy_lib matio = {DPD_MATIO_SONAME, "Debian: libmatio11"};
 
-/* Loads matio (DPD_MATIO_SONAME, the build's: Makefile) and gives it the hook. */
+/* matio loaded, and its log given the hook. */
 static void init(void) {
-    void *h = dlopen(DPD_MATIO_SONAME, RTLD_NOW | RTLD_LOCAL);
-    const char *e = h ? NULL : dlerror();
-#define MIO(f) \
-    if (h && !e && !(*(void **)&mio.f = dlsym(h, "Mat_" #f))) e = "it lacks Mat_" #f;
-    MIO(Close)
-    MIO(CreateVer)
-    MIO(GetVersion)
-    MIO(LogInitFunc)
-    MIO(Open)
-    MIO(Rewind)
-    MIO(VarCreate)
-    MIO(VarFree)
-    MIO(VarRead)
-    MIO(VarReadInfo)
-    MIO(VarReadNextInfo)
-    MIO(VarWrite)
-#undef MIO
-    if (e) {
-        snprintf(mio_why, sizeof mio_why, "%s", e);
-        return;
-    }
-    mio.LogInitFunc("dpd", hook);
-    mio.ok = 1;
+    if (lazy_load(&matio, mio_names, (void **)&mio, sizeof mio_names / sizeof *mio_names)) mio.LogInitFunc("dpd", hook);
 }
 
 /* Takes the lock for a call into matio, loaded on the first (init); DPD_E_UNSUPPORTED naming path
  * where it cannot be, and then no lock is taken. */
 static dpd_status enter(const char *path, dpd_error *err) {
     pthread_once(&once, init);
-    if (!mio.ok)
+    if (!matio.ok)
         return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: MAT files are read and written by matio, which cannot be loaded "
-                                                "(%s): install it (Debian: libmatio11)", path, mio_why);
+                                                "(%s): install it (%s)", path, matio.why, matio.package);
     pthread_mutex_lock(&lock);
     said[0] = 0;
     return DPD_OK;

@@ -25,6 +25,7 @@
 
 #include "file.h"
 #include "json.h"
+#include "lazy.h"
 #include "provider.h"
 #include "settings.h"
 #include "status.h"
@@ -130,29 +131,56 @@ static int in_packs(const char *path) {
 /* An installed pack's name as given to verify, activate and remove. */
 static int pack_name_ok(const char *name) { return name_ok(name, 95) && strncmp(name, "active-", 7); }
 
+/* libarchive's functions, in the order of ar_names: loaded at the first pack (lazy.h). */
+static struct {
+    __typeof__(archive_entry_filetype) *entry_filetype;
+    __typeof__(archive_entry_hardlink) *entry_hardlink;
+    __typeof__(archive_entry_pathname) *entry_pathname;
+    __typeof__(archive_entry_perm) *entry_perm;
+    __typeof__(archive_entry_size) *entry_size;
+    __typeof__(archive_error_string) *error_string;
+    __typeof__(archive_read_data_into_fd) *read_data_into_fd;
+    __typeof__(archive_read_free) *read_free;
+    __typeof__(archive_read_new) *read_new;
+    __typeof__(archive_read_next_header) *read_next_header;
+    __typeof__(archive_read_open_filename) *read_open_filename;
+    __typeof__(archive_read_support_filter_gzip) *read_support_filter_gzip;
+    __typeof__(archive_read_support_format_tar) *read_support_format_tar;
+} ar;
+static const char *const ar_names[] = {"archive_entry_filetype", "archive_entry_hardlink", "archive_entry_pathname",
+                                       "archive_entry_perm", "archive_entry_size", "archive_error_string",
+                                       "archive_read_data_into_fd", "archive_read_free", "archive_read_new",
+                                       "archive_read_next_header", "archive_read_open_filename",
+                                       "archive_read_support_filter_gzip", "archive_read_support_format_tar"};
+_Static_assert(sizeof ar == sizeof ar_names / sizeof *ar_names * sizeof(void *), "a name for each function");
+static lazy_lib libarchive = {DPD_LIBARCHIVE_SONAME, "Debian: libarchive13"};
+
 /* Extracts regular files and directories only, within the size and count caps. */
 static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_gzip(a);
-    archive_read_support_format_tar(a);
+    if (!lazy_load(&libarchive, ar_names, (void **)&ar, sizeof ar_names / sizeof *ar_names))
+        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: a pack is unpacked by libarchive, which cannot be loaded (%s): "
+                                                "install it (%s)", file, libarchive.why, libarchive.package);
+    struct archive *a = ar.read_new();
+    ar.read_support_filter_gzip(a);
+    ar.read_support_format_tar(a);
     dpd_status s = DPD_OK;
-    if (archive_read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
-        s = dpd_fail(err, DPD_E_FORMAT, "%s: not a tar.gz archive: %s", file, archive_error_string(a));
+    if (ar.read_open_filename(a, file, 1 << 16) != ARCHIVE_OK) {
+        s = dpd_fail(err, DPD_E_FORMAT, "%s: not a tar.gz archive: %s", file, ar.error_string(a));
         goto done;
     }
     struct archive_entry *e;
     unsigned long long total = 0;
     int count = 0, r;
     char seen[MAX_FILES][MAX_PATH];
-    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        const char *name = archive_entry_pathname(e), *bad;
+    while ((r = ar.read_next_header(a, &e)) == ARCHIVE_OK) {
+        const char *name = ar.entry_pathname(e), *bad;
         char rel[MAX_PATH];
         if (!name) name = "";
         if ((bad = norm_path(name, rel))) {
             s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' %s: refused", file, name, bad);
             goto done;
         }
-        mode_t type = archive_entry_filetype(e);
+        mode_t type = ar.entry_filetype(e);
         if (!rel[0] && type == AE_IFDIR) continue; /* "./": the pack's root */
         if (!rel[0]) {
             s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' has no name: refused", file, name);
@@ -160,10 +188,10 @@ static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
         }
         if (type != AE_IFREG && type != AE_IFDIR) {
             s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is a %s, not a file or directory: refused", file, name,
-                         type == AE_IFLNK ? "symbolic link" : archive_entry_hardlink(e) ? "hard link" : "special file");
+                         type == AE_IFLNK ? "symbolic link" : ar.entry_hardlink(e) ? "hard link" : "special file");
             goto done;
         }
-        if (archive_entry_hardlink(e)) {
+        if (ar.entry_hardlink(e)) {
             s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is a hard link: refused", file, name);
             goto done;
         }
@@ -183,7 +211,7 @@ static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
             if ((s = dpd_mkdirs(out, err))) goto done;
             continue;
         }
-        total += (unsigned long long)archive_entry_size(e);
+        total += (unsigned long long)ar.entry_size(e);
         if (total > MAX_BYTES) {
             s = dpd_fail(err, DPD_E_FORMAT, "%s: content larger than %llu MiB: refused", file, MAX_BYTES >> 20);
             goto done;
@@ -192,21 +220,21 @@ static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
         snprintf(dir, sizeof dir, "%s", out);
         *strrchr(dir, '/') = 0;
         if ((s = dpd_mkdirs(dir, err))) goto done;
-        int fd = open(out, O_WRONLY | O_CREAT | O_EXCL, (archive_entry_perm(e) & 0111) ? 0755 : 0644);
+        int fd = open(out, O_WRONLY | O_CREAT | O_EXCL, (ar.entry_perm(e) & 0111) ? 0755 : 0644);
         if (fd < 0) {
             s = dpd_fail(err, DPD_E_IO, "%s: cannot create: %s", out, strerror(errno));
             goto done;
         }
-        int rr = archive_read_data_into_fd(a, fd);
+        int rr = ar.read_data_into_fd(a, fd);
         close(fd);
         if (rr != ARCHIVE_OK) {
-            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is corrupt: %s", file, name, archive_error_string(a));
+            s = dpd_fail(err, DPD_E_FORMAT, "%s: entry '%s' is corrupt: %s", file, name, ar.error_string(a));
             goto done;
         }
     }
-    if (r != ARCHIVE_EOF) s = dpd_fail(err, DPD_E_FORMAT, "%s: corrupt archive: %s", file, archive_error_string(a));
+    if (r != ARCHIVE_EOF) s = dpd_fail(err, DPD_E_FORMAT, "%s: corrupt archive: %s", file, ar.error_string(a));
 done:
-    archive_read_free(a);
+    ar.read_free(a);
     return s;
 }
 

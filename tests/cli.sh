@@ -26,6 +26,10 @@ for v in synth eval train-pa train-dpd fit-ls run providers parity pack config m
     done
 done
 check '"$DPD" --help | grep -q "train-pa"' "dpd --help lists the verbs"
+# matio, libarchive and LAPACKE are loaded at their first use (src/lazy.h): a start loads none of
+# them nor what they bring (HDF5, ICU, gfortran); fit-ls, packs and MAT files below use them
+check '! ldd "$DPD" | grep -q "libmatio\|libhdf5\|libarchive\|liblapack\|libicu\|libgfortran"' \
+    "dpd links none of matio, libarchive, LAPACKE or their libraries ($(ldd "$DPD" | grep -o "libmatio[^ ]*\|libhdf5[^ ]*\|libarchive[^ ]*\|liblapack[^ ]*\|libicu[^ ]*\|libgfortran[^ ]*" | tr '\n' ' '))"
 check '[ "$("$DPD" help eval)" = "$("$DPD" eval --help)" ] && "$DPD" help eval | grep -q "^usage: dpd eval" && "$DPD" help | grep -q "train-pa"' \
     "dpd help VERB prints the verb's own help (dpd VERB --help), dpd help the list of verbs"
 check '! "$DPD" train-pa --help | grep -q -- "--pa " && "$DPD" train-dpd --help | grep -q -- "--pa "' "train-pa --help does not offer train-dpd's --pa"

@@ -1,0 +1,24 @@
+/* lazy: the shared libraries libdpd loads when it first needs them (dlopen) instead of linking
+ * them: matio (MAT files), libarchive (pack archives) and LAPACKE (least-squares fits) bring
+ * dozens of libraries of their own (HDF5, curl, ICU, gfortran, ...) whose loading and relocation
+ * cost every dpd process milliseconds of its start, though most never read a MAT file, install a
+ * pack or fit a polynomial. Each is loaded by the soname the build was made against (Makefile:
+ * DPD_*_SONAME), once, from whichever thread asks first, and kept to the process's exit. */
+#ifndef DPD_LAZY_H
+#define DPD_LAZY_H
+#include <stddef.h>
+
+typedef struct lazy_lib {
+    const char *soname;  /* the library's file name, as dlopen takes it */
+    const char *package; /* what to install where it is missing ("Debian: libmatio11") */
+    int tried, ok;       /* under lazy.c's lock */
+    char why[320];       /* where it did not load: dlopen's reason, or the function it lacks */
+} lazy_lib;
+
+/* Loads l (the first call; later calls give the first's answer) and sets fns[i] to the address
+ * of its function names[i], for i < n: 1 when the library and every function are there, else 0
+ * with l->why saying what is missing. fns is the caller's table of function pointers, in the
+ * order of names. */
+int lazy_load(lazy_lib *l, const char *const *names, void **fns, size_t n);
+
+#endif
