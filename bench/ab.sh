@@ -23,7 +23,11 @@ for i in $(seq "$N"); do
         case $k in *n) f=--no-plots ;; esac
         rm -rf "$T/o"
         s=$(ms)
-        "$bin" train-pa --data "$T/synth" --preset quick $f --out "$T/o" >/dev/null 2>&1
+        if ! "$bin" train-pa --data "$T/synth" --preset quick $f --out "$T/o" >/dev/null 2>"$T/err"; then
+            echo "bench/ab.sh: $bin train-pa${f:+ $f} failed (a failed run would time as a fast one):" >&2
+            tail -n 3 "$T/err" >&2
+            exit 1
+        fi
         echo "$i $k $(($(ms) - s))"
     done
 done >"$T/times"

@@ -29,8 +29,9 @@ int cmd_doctor(int argc, char **argv); /* doctor.c */
 int cli_doctor_gate(const char *data);
 /* The dataset doctor's errors and warnings about DATA on stderr, in one warning line (for what it
  * does not gate); where it cannot read DATA, a warning saying why (it reads every split, the
- * caller perhaps fewer: a broken file of another split is told too). */
-void cli_doctor_warn(const char *data);
+ * caller perhaps fewer: a broken file of another split is told too), unless whole: the caller
+ * reads every file the doctor does (fit-ls), and its own reading will say why, once. */
+void cli_doctor_warn(const char *data, int whole);
 /* 1 when a finding of the doctor is worth saying before a run or an evaluation: an error, or a
  * warning that bears on the figures (not the protocol's gain offset, which g x absorbs). */
 int cli_doctor_telling(const dpd_finding *f);

@@ -167,11 +167,11 @@ int cli_doctor_gate(const char *data) {
     return n ? 1 : 0;
 }
 
-void cli_doctor_warn(const char *data) {
+void cli_doctor_warn(const char *data, int whole) {
     dpd_doctor_report r;
     dpd_error err = {0};
     if (!dpd_doctor_run(data, &r, &err)) warnings(&r, data);
-    else /* it reads every split, the command only what it needs: a broken file elsewhere is still told */
+    else if (!whole) /* it reads every split, the command only what it needs: a broken file elsewhere is still told */
         fprintf(stderr, "dpd: warning: the dataset doctor cannot read %s, so none of its checks ran: %s\n", data, err.msg);
     dpd_doctor_report_free(&r);
 }

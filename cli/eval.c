@@ -256,7 +256,7 @@ int cmd_eval(int argc, char **argv) {
     unsigned need = 1u << k | (pa[0] ? 1u << DPD_TRAIN : 0);
     if (dpd_dataset_load(data, need, 1u << DPD_TRAIN, &ds, &err)) return cli_fail(&err);
     if (ds.warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds.warning);
-    cli_doctor_warn(data);
+    cli_doctor_warn(data, 0);
     if (model[0]) warn_dataset(&cm, &ds);
     if (pa[0]) warn_dataset(&cp, &ds);
     const dpd_spec *sp = &ds.spec;

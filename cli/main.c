@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -304,8 +305,12 @@ static int unknown_verb(const char *word) {
  * fault a page again: on the project's virtual machines 2 to 20 us each. A quick PA run faults
  * 3 460 pages without this and 2 430 with it, and ends 11 to 12 ms sooner (docs/performance.md).
  * Blocks up to 32 MiB (glibc's most) come from the heap, whose free memory is not given back
- * before the exit. Not for dpd serve, which lives on (its jobs run in processes of their own). */
+ * before the exit. Not for dpd serve, which lives on (its jobs run in processes of their own), nor
+ * under an address-space limit (RLIMIT_AS: a studio worker's), where a heap kept whole could reach
+ * the limit sooner than blocks given back. */
 static void keep_heap(void) {
+    struct rlimit as;
+    if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) return; /* glibc's way under a limit */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }

@@ -257,7 +257,7 @@ static dpd_status gather(const plot_req *r, plot_doc *out, dpd_error *err) {
              want = !kept && (dpd || !r->run_dir || info.train_sha256[0]) ? 1u << DPD_TRAIN : 0; /* (its fingerprint) */
     if (dpd_dataset_load(data, need, want, ds, err)) return err->status;
     if (ds->warning[0]) fprintf(stderr, "dpd: warning: %s\n", ds->warning);
-    if (!kept) cli_doctor_warn(data); /* as dpd eval: a band plan the data contradicts draws bands in the signal
+    if (!kept) cli_doctor_warn(data, 0); /* as dpd eval: a band plan the data contradicts draws bands in the signal
                                        * (the end of a run: its gate has said so) */
     int same = cli_warn_trained_on(best, &info, ds); /* 1: the samples the run trained on */
     g = dpd_dataset_gain(ds);

@@ -49,8 +49,6 @@ typedef struct display {
     double eval_s;     /* evaluation seconds, summed over ... */
     int evals;         /* ... the epochs timed */
     int ls;            /* a least-squares fit: no learning rate to show */
-    const char *doctor; /* fit-ls: the dataset the doctor warns of at RUN_STARTED, once the fit's own
-                        * reading of it has succeeded (a malformed file is then told once, by the fit) */
     dpd_profile profile;       /* the run's metric profile (RUN_STARTED) */
     int selection, best_epoch; /* the event's best epoch by the selection metric, and its value */
     double best;
@@ -151,7 +149,6 @@ static int on_event(void *user, const dpd_event *e) {
     display *d = user;
     switch (e->type) {
     case DPD_EV_RUN_STARTED:
-        if (d->doctor) cli_doctor_warn(d->doctor); /* not a gate: least squares has no training loop to waste */
         fprintf(stderr, "dpd: %s %s on %s\n", e->resumed ? "resuming" : d->ls ? "fitting" : "training", e->run_id ? e->run_id : "",
                 e->provider ? e->provider : "?");
         d->mark = e->time, d->profile = e->profile;
@@ -306,7 +303,7 @@ static int out_root(const dpd_train_cfg *c) {
  * non-zero return is the exit code. */
 static int train_run(const dpd_train_cfg *c, const char *verb, int json, int (*fix)(dpd_error *), const cli_exec *x,
                      int (*after)(const dpd_train_result *, const void *), const void *arg) {
-    display d = {.tty = isatty(2), .plots = x != NULL, .ls = c->ls, .doctor = c->ls ? c->data : NULL};
+    display d = {.tty = isatty(2), .plots = x != NULL, .ls = c->ls};
     cli_rate_init(&d.rate);
     dpd_train_result res;
     dpd_error err = {0};
@@ -617,7 +614,8 @@ int cmd_fit_ls(int argc, char **argv) {
     c.threads = x.threads;
     snprintf(c.kernels, sizeof c.kernels, "%s", x.kernels);
     snprintf(c.provider, sizeof c.provider, "%s", x.provider);
-    if (out_root(&c)) return 2; /* before the fit reads the dataset */
+    if (out_root(&c)) return 2; /* before the doctor's reading of the dataset */
+    cli_doctor_warn(c.data, 1); /* not a gate: least squares has no training loop to waste */
     ls_mat lm = {mat, !strcmp(matv, "7.3")};
     if (!no_plots) cli_plot_warm(); /* its pictures at the end, as a training run's (the studio's fit-ls draws them too) */
     return train_run(&c, NULL, json, fix_ls, no_plots ? NULL : &x, mat[0] ? write_ls_mat : NULL, &lm);

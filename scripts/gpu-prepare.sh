@@ -6,7 +6,8 @@
 # or this after those; a missing input is named and the script exits 1.
 #   bin/   dpd, check (the first CUDA provider's parity and speed), test_conformance
 #   lib/   libdpd-cuda-resident.so, libdpd-opencl-test.so (with the test hooks), and the
-#          shared libraries the binaries need beyond the C library's own (the ICD loader included)
+#          shared libraries the binaries need beyond the C library's own (the ICD loader included;
+#          matio, libarchive and LAPACKE, which dpd loads when first needed, and theirs)
 #   dist/  the CUDA pack (the device-resident provider) and the OpenCL pack
 #   data/DPA_200MHz (../shared/data/opendpd), ckpt/pa_gru23.safetensors (a quick GRU-23 PA on it)
 # Then the folder as one archive beside it, $G.tar.xz (~34 MiB; the device tool carries at most 64
@@ -33,9 +34,13 @@ cp "$B/cuda/libdpd-cuda-resident.so" "$G/lib/"
 cp "$B/opencl/test/libdpd-opencl.so" "$G/lib/libdpd-opencl-test.so"
 BUILD=$B scripts/pack.sh cuda "$B/cuda/libdpd-cuda-resident.so" "$G/dist" >/dev/null
 BUILD=$B scripts/pack.sh opencl '' "$G/dist" >/dev/null
-# the shared libraries beyond the C library's own (libc, libm, libpthread, libdl, librt, the loader)
-for f in "$G"/bin/* "$G"/lib/libdpd-*.so; do ldd "$f" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
-    grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so' | while read -r l; do cp -L "$l" "$G/lib/"; done
+# the shared libraries beyond the C library's own (libc, libm, libpthread, libdl, librt, the loader),
+# and those libdpd loads at their first use (src/lazy.h: the sonames dpd names), with theirs
+lazy=$(strings "$B/dpd" | grep -E '^lib(matio|archive|lapacke)\.so\.[0-9]+$' | sort -u | while read -r so; do
+    PATH="$PATH:/sbin:/usr/sbin" ldconfig -p | awk -v s="$so" '$1 == s { print $NF; exit }'; done)
+{ for f in "$G"/bin/* "$G"/lib/libdpd-*.so $lazy; do ldd "$f" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
+  printf '%s\n' $lazy; } | sort -u | grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so' |
+    while read -r l; do cp -L "$l" "$G/lib/"; done
 cp -r "$DATA" "$G/data/"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

@@ -874,7 +874,8 @@ static void check_files(const capture *c, dpd_doctor_report *r) {
         snprintf(f->value, sizeof f->value, "%s missing", first);
         snprintf(f->message, sizeof f->message, "%s %s missing while %s partner exists: that split is not read", names,
                  n > 1 ? "are" : "is", n > 1 ? "their" : "its");
-        snprintf(f->fix, sizeof f->fix, "restore %s from the capture (or remove its partner)", first);
+        snprintf(f->fix, sizeof f->fix, "restore %s from the capture (or remove %s partner%s)", n > 1 ? names : first,
+                 n > 1 ? "their" : "its", n > 1 ? "s" : "");
         ev_text(f, "missing", "%s", list);
     }
     for (int k = 0; k < c->nparts && !c->single; k++) { /* present, but a header and no rows: nothing reads it */

@@ -14,17 +14,21 @@
 #include "models/poly.h"
 #include "status.h"
 
-static lazy_lib lapacke = {DPD_LAPACKE_SONAME, "Debian: liblapacke"};
+static lazy_lib lapacke = {DPD_LAPACKE_SONAME, "liblapacke", 1};
 static __typeof__(LAPACKE_zposv) *zposv;
+
+dpd_status dpd_ls_ready(dpd_error *err) {
+    return lazy_load(&lapacke, (const char *const[]){"LAPACKE_zposv"}, (void **)&zposv, 1)
+               ? DPD_OK
+               : lazy_fail(&lapacke, "least squares solves with LAPACKE", err);
+}
 
 dpd_status dpd_ls_fit(dpd_model *m, const float *x, const float *d, size_t n, double reg,
                       dpd_error *err) {
     const dpd_model_cfg *c = dpd_model_config(m);
     if (!dpd_model_family(m)->poly)
         return dpd_fail(err, DPD_E_UNSUPPORTED, "least squares fits only mp and gmp_ls, not %s", c->family);
-    if (!lazy_load(&lapacke, (const char *const[]){"LAPACKE_zposv"}, (void **)&zposv, 1))
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "least squares solves with LAPACKE, which cannot be loaded (%s): install "
-                                                "it (%s)", lapacke.why, lapacke.package);
+    if (dpd_ls_ready(err)) return DPD_E_UNSUPPORTED;
     int P = dpd_poly_terms(c, NULL);
     if (n < (size_t)P)
         return dpd_fail(err, DPD_E_INVAL, "%zu samples cannot fit %d coefficients", n, P);

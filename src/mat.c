@@ -79,20 +79,19 @@ static const char *const mio_names[] = {"Mat_Close",   "Mat_CreateVer", "Mat_Get
                                         "Mat_Open",    "Mat_Rewind",    "Mat_VarCreate",   "Mat_VarFree",
                                         "Mat_VarRead", "Mat_VarReadInfo", "Mat_VarReadNextInfo", "Mat_VarWrite"};
 _Static_assert(sizeof mio == sizeof mio_names / sizeof *mio_names * sizeof(void *), "a name for each function");
-static lazy_lib matio = {DPD_MATIO_SONAME, "Debian: libmatio11"};
+static lazy_lib matio = {DPD_MATIO_SONAME, "libmatio11"};
 
-/* matio loaded, and its log given the hook. */
-static void init(void) {
-    if (lazy_load(&matio, mio_names, (void **)&mio, sizeof mio_names / sizeof *mio_names)) mio.LogInitFunc("dpd", hook);
-}
+static void init(void) { mio.LogInitFunc("dpd", hook); }
 
 /* Takes the lock for a call into matio, loaded on the first (init); DPD_E_UNSUPPORTED naming path
  * where it cannot be, and then no lock is taken. */
 static dpd_status enter(const char *path, dpd_error *err) {
-    pthread_once(&once, init);
-    if (!matio.ok)
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: MAT files are read and written by matio, which cannot be loaded "
-                                                "(%s): install it (%s)", path, matio.why, matio.package);
+    if (!lazy_load(&matio, mio_names, (void **)&mio, sizeof mio_names / sizeof *mio_names)) {
+        char what[4400];
+        snprintf(what, sizeof what, "%s: MAT files are read and written by matio", path);
+        return lazy_fail(&matio, what, err);
+    }
+    pthread_once(&once, init); /* its log given the hook, once it is there */
     pthread_mutex_lock(&lock);
     said[0] = 0;
     return DPD_OK;

@@ -153,13 +153,15 @@ static const char *const ar_names[] = {"archive_entry_filetype", "archive_entry_
                                        "archive_read_next_header", "archive_read_open_filename",
                                        "archive_read_support_filter_gzip", "archive_read_support_format_tar"};
 _Static_assert(sizeof ar == sizeof ar_names / sizeof *ar_names * sizeof(void *), "a name for each function");
-static lazy_lib libarchive = {DPD_LIBARCHIVE_SONAME, "Debian: libarchive13"};
+static lazy_lib libarchive = {DPD_LIBARCHIVE_SONAME, "libarchive13"};
 
 /* Extracts regular files and directories only, within the size and count caps. */
 static dpd_status extract(const char *file, const char *stage, dpd_error *err) {
-    if (!lazy_load(&libarchive, ar_names, (void **)&ar, sizeof ar_names / sizeof *ar_names))
-        return dpd_fail(err, DPD_E_UNSUPPORTED, "%s: a pack is unpacked by libarchive, which cannot be loaded (%s): "
-                                                "install it (%s)", file, libarchive.why, libarchive.package);
+    if (!lazy_load(&libarchive, ar_names, (void **)&ar, sizeof ar_names / sizeof *ar_names)) {
+        char what[4400];
+        snprintf(what, sizeof what, "%s: a pack is unpacked by libarchive", file);
+        return lazy_fail(&libarchive, what, err);
+    }
     struct archive *a = ar.read_new();
     ar.read_support_filter_gzip(a);
     ar.read_support_format_tar(a);

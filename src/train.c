@@ -209,7 +209,8 @@ static void resume_kernels(run *r, const char *used, dpd_train_cfg *cfg) {
 static dpd_status setup(run *r, const char *pa_from, const char *resumed, dpd_error *err) {
     const dpd_train_cfg *c = r->c;
     r->sc = (dpd_scoring){dpd_run_profile(c), c->evm_fs};
-    dpd_status s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
+    dpd_status s = c->ls ? dpd_ls_ready(err) : DPD_OK; /* before the session: its threads reach the BLAS */
+    if (!s) s = dpd_dataset_load(c->data, 7, 0, &r->ds, err);
     if (s) return s;
     dpd_split_fingerprint(&r->ds.split[DPD_TRAIN], r->train_sha256);
     if (c->pa[0]) {

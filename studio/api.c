@@ -1040,11 +1040,10 @@ enum MHD_Result api_route(req *r, char **seg, int n) {
         if (rt->mode == LOCAL_ONLY && r->h->o.public_mode)
             return http_error(r, 403, "feature_unavailable", NULL, NULL, "%s /api/v1/%s is not served in public mode", rt->method,
                               rt->pattern);
-        char u[72];
-        if (http_unknown_arg(r, rt->query, u, sizeof u)) /* said, not ignored (a filter that is not one would list everything) */
-            return http_error(r, 422, "invalid_query", u, rt->query[0] ? "see docs/studio.md for the route's arguments" : NULL,
-                              "%s: not a query argument of %s /api/v1/%s (it takes %s)", u, rt->method, rt->pattern,
-                              rt->query[0] ? rt->query : "none");
+        char route[96];
+        enum MHD_Result rc;
+        snprintf(route, sizeof route, "%s /api/v1/%s", rt->method, rt->pattern);
+        if (http_query_refused(r, rt->query, route, &rc)) return rc;
         run_rec rec;
         if (strstr(rt->pattern, "{run}")) {
             int got = id_ok(seg[1], 'r', 23) ? store_get_ws(r->h->st, r->ws, seg[1], &rec) : 1;

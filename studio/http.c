@@ -180,7 +180,7 @@ enum MHD_Result http_error(req *r, unsigned status, const char *code, const char
 }
 
 const char *http_arg(req *r, const char *name) { return MHD_lookup_connection_value(r->con, MHD_GET_ARGUMENT_KIND, name); }
-/* The first query argument of r that is not one of `query` (http_unknown_arg). */
+/* The first query argument of r that is not one of `query` (http_query_refused). */
 typedef struct unknown_arg {
     const char *query;
     char *name;
@@ -197,11 +197,14 @@ static enum MHD_Result not_taken(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
-const char *http_unknown_arg(req *r, const char *query, char *name, size_t n) {
-    unknown_arg u = {query, name, n};
-    name[0] = 0;
+int http_query_refused(req *r, const char *query, const char *route, enum MHD_Result *rc) {
+    char name[72] = "";
+    unknown_arg u = {query, name, sizeof name};
     MHD_get_connection_values(r->con, MHD_GET_ARGUMENT_KIND, not_taken, &u);
-    return name[0] ? name : NULL;
+    if (!name[0]) return 0;
+    *rc = http_error(r, 422, "invalid_query", name, query[0] ? "see docs/studio.md for the route's arguments" : NULL,
+                     "%s: not a query argument of %s (it takes %s)", name, route, query[0] ? query : "none");
+    return 1;
 }
 
 json_t *http_body_json(req *r, enum MHD_Result *rc) {
@@ -312,6 +315,11 @@ static int bearer_ok(server *s, req *r) {
 static enum MHD_Result bootstrap(server *s, req *r) {
     const char *tok = NULL;
     json_t *j = NULL;
+    if (!strcmp(r->method, "HEAD")) { /* a link previewer's: never spends the one-time token */
+        snprintf(r->allow, sizeof r->allow, "GET, POST");
+        return http_error(r, 405, "method_not_allowed", NULL, "open the sign-in link in the browser to sign in (GET)",
+                          "HEAD is not served here: a sign-in link signs in whoever opens it");
+    }
     if (!strcmp(r->method, "GET")) {
         tok = http_arg(r, "token");
     } else { /* {"token": "..."}: anything else is told, as a body the API refuses */
@@ -834,11 +842,12 @@ static enum MHD_Result answer(server *s, req *r) {
             return http_error(r, 415, "json_required", NULL, NULL, "the body must be application/json");
     }
     if (o && other) return http_error(r, 405, "method_not_allowed", NULL, NULL, "%s is not served here", r->method);
-    char u[72];
-    if (o && http_unknown_arg(r, o->query ? o->query : "", u, sizeof u))
-        return http_error(r, 422, "invalid_query", u, NULL, "%s: not a query argument of %s %s (it takes %s)", u, o->method,
-                          o->path, o->query ? o->query : "none");
-    if (o) return o->fn(s, r);
+    if (o) {
+        char route[96];
+        enum MHD_Result rc;
+        snprintf(route, sizeof route, "%s %s", o->method, o->path);
+        return http_query_refused(r, o->query ? o->query : "", route, &rc) ? rc : o->fn(s, r);
+    }
     char path[1024], *seg[16];
     snprintf(path, sizeof path, "%s", r->path);
     int n = split(path, seg, 16);

@@ -67,9 +67,11 @@ void http_download(req *r);
 /* A server-sent event stream of run id from after `after`. */
 enum MHD_Result http_stream(req *r, const char *id, long after);
 const char *http_arg(req *r, const char *name);   /* a query argument, or NULL */
-/* The first of r's query arguments that is not one of query ("a, b": names in any case, as
- * libmicrohttpd finds them), copied into name[n]; NULL when every one is taken. */
-const char *http_unknown_arg(req *r, const char *query, char *name, size_t n);
+/* 1, with a 422 invalid_query queued in *rc naming it and what route ("GET /api/v1/runs") takes,
+ * when one of r's query arguments is not one of query ("a, b": names in any case, as
+ * libmicrohttpd finds them; "" for none): said, never ignored (a filter that is not one would
+ * list everything); else 0. */
+int http_query_refused(req *r, const char *query, const char *route, enum MHD_Result *rc);
 /* r's body as a JSON object (guarded, duplicates refused), or NULL with a 422 invalid_json queued
  * in *rc. */
 json_t *http_body_json(req *r, enum MHD_Result *rc);

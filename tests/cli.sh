@@ -28,7 +28,7 @@ done
 check '"$DPD" --help | grep -q "train-pa"' "dpd --help lists the verbs"
 # matio, libarchive and LAPACKE are loaded at their first use (src/lazy.h): a start loads none of
 # them nor what they bring (HDF5, ICU, gfortran); fit-ls, packs and MAT files below use them
-check '! ldd "$DPD" | grep -q "libmatio\|libhdf5\|libarchive\|liblapack\|libicu\|libgfortran"' \
+check 'ldd "$DPD" | grep -q "libc\.so" && ! ldd "$DPD" | grep -q "libmatio\|libhdf5\|libarchive\|liblapack\|libicu\|libgfortran"' \
     "dpd links none of matio, libarchive, LAPACKE or their libraries ($(ldd "$DPD" | grep -o "libmatio[^ ]*\|libhdf5[^ ]*\|libarchive[^ ]*\|liblapack[^ ]*\|libicu[^ ]*\|libgfortran[^ ]*" | tr '\n' ' '))"
 check '[ "$("$DPD" help eval)" = "$("$DPD" eval --help)" ] && "$DPD" help eval | grep -q "^usage: dpd eval" && "$DPD" help | grep -q "train-pa"' \
     "dpd help VERB prints the verb's own help (dpd VERB --help), dpd help the list of verbs"

@@ -859,7 +859,9 @@ static void test_dpd_checks(void) {
     r = run("three halves", d);
     f = find(&r, "split_file_missing");
     CHECK(f && strstr(f->message, "train_output.csv, val_input.csv and test_output.csv are missing while their partner") &&
-              !strcmp(ev(f, "missing")->text, "train_output.csv, val_input.csv, test_output.csv") &&
+              ev(f, "missing") && !strcmp(ev(f, "missing")->text, "train_output.csv, val_input.csv, test_output.csv") &&
+              !strcmp(f->fix, "restore train_output.csv, val_input.csv and test_output.csv from the capture (or remove "
+                              "their partners)") &&
               !strcmp(f->value, "train_output.csv missing") && !find(&r, "split_missing"),
           "three splits each without one file: one split_file_missing naming all three (%s)", f ? f->message : "none");
     dpd_doctor_report_free(&r);

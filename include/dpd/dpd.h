@@ -802,6 +802,8 @@ DPD_API DPD_CHECK dpd_status dpd_recording_write(const char *path, const float *
                                                  dpd_error *err);
 
 /* ---- MATLAB files (.mat v5 and v7.3, through matio; docs/formats.md) ----------------------- */
+/* matio is loaded at the first call that needs it, not linked: every function here (and a
+ * recording or dataset in a .mat) is DPD_E_UNSUPPORTED, naming the package, where it cannot be. */
 
 /* Reads a paired capture: the PA input and output as complex vectors (or N x 2 real I,Q matrices)
  * of double or single and equal length, and the sample rate. xname/yname NULL: "x" when the file
@@ -931,7 +933,8 @@ typedef struct dpd_train_cfg {
     char metric_profile[24]; /* "" or "legacy-opendpd-v1" (legacy), "general-spectral-v1", "opendpd-spectral-v2" */
     char preset[16];    /* "" | quick | full (informational; the fields above are resolved) */
     int ls;             /* 1: fit a polynomial model by least squares instead of gradient descent
-                         * (one "epoch"); DPD runs use indirect learning (ILA) */
+                         * (one "epoch"); DPD runs use indirect learning (ILA). LAPACKE solves it,
+                         * loaded when the run starts: DPD_E_UNSUPPORTED where it cannot be */
     double ls_reg;      /* ridge on the column-normalised basis */
     int ls_iter;        /* ILA iterations: the first on the measured data, the rest through the PA */
     int threads;        /* cpu worker threads, 0 = the settings' cpu_level; results do not depend on it */
@@ -1108,6 +1111,7 @@ DPD_API void dpd_pack_active(const char *provider, char *dir, size_t n);
 DPD_API const char *const *dpd_pack_providers(void);
 
 /* Installs and activates the pack archive FILE. sha256 ("" = read FILE.sha256) must match.
+ * libarchive unpacks it, loaded at the first install: DPD_E_UNSUPPORTED where it cannot be.
  * helper is a dpd binary that validates a staged pack in a separate process (run as
  * `helper pack probe DIR`). A pack that cannot activate here sets the provider preference to
  * cpu with the reason recorded, and is refused. installed receives the pack's name. */
